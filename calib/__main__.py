@@ -1,0 +1,3 @@
+from calib.cli import script_main
+
+script_main()

@@ -1,0 +1,117 @@
+"""The ``calib`` command: ``main(argv) -> exit status`` and a parser factory.
+
+Exit status (contract): 0 success; 2 bad input or usage (one ``ERROR:`` line, no traceback); 1 any
+other failure; 130 on Ctrl-C. Each verb lives in its own module under :mod:`calib.commands` with
+``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; heavy imports happen inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+
+from calib import __version__
+from calib.errors import CalibError
+
+#: verb -> module in calib.commands. Verbs whose module is not installed are not offered.
+VERBS: dict[str, str] = {
+    "run": "run",
+    "devices": "devices",
+    "samples": "samples",
+    "fit": "fit",
+    "predict": "predict",
+    "validate": "validate",
+    "import": "importcmd",
+    "validate-model": "validate_model",
+    "log": "log",
+    "doctor": "doctor",
+    "optimize": "optimize",
+    "report": "report",
+    "diff": "diff",
+    "publish": "publish",
+    "verify-bundle": "verify_bundle",
+}
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one ERROR line + usage, exit 2
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"ERROR: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _available_verbs() -> dict[str, str]:
+    return {v: m for v, m in VERBS.items() if importlib.util.find_spec(f"calib.commands.{m}") is not None}
+
+
+def get_parser() -> argparse.ArgumentParser:
+    """Build the argument parser (all verbs that are installed)."""
+    parser = _Parser(prog="calib", description="Calibrate GPU power, performance and thermal models.")
+    parser.add_argument("--version", action="version", version=f"calib {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more output (-vv: debug, tracebacks)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    for verb, modname in _available_verbs().items():
+        mod = importlib.import_module(f"calib.commands.{modname}")
+        p = sub.add_parser(verb, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress output")
+        p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more output")
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def _showwarning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+    sys.stderr.write(f"WARNING: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``calib`` command line with ``argv``; returns the exit status."""
+    parser = get_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or usage error (2)
+        return int(e.code or 0)
+    if not getattr(args, "verb", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    old_show = warnings.showwarning
+    warnings.showwarning = _showwarning
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _showwarning
+            return int(args._module.run(args) or 0)
+    except CalibError as e:
+        if args.verbose >= 2:
+            traceback.print_exc()
+        sys.stderr.write(f"ERROR: {e}\n")
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("ERROR: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_FAILURE
+    except Exception as e:  # a bug: say so in one line; the traceback is behind -vv
+        if args.verbose >= 2:
+            traceback.print_exc()
+        sys.stderr.write(f"ERROR: internal error ({type(e).__name__}: {e}); rerun with -vv for the traceback\n")
+        return EXIT_FAILURE
+    finally:
+        warnings.showwarning = old_show
+
+
+def script_main() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    script_main()

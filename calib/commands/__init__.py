@@ -1,0 +1,1 @@
+"""One module per ``calib`` verb: ``HELP``, ``add_arguments(parser)``, ``run(args) -> int``."""

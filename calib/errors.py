@@ -1,0 +1,51 @@
+"""Typed errors of the toolkit.
+
+Every error a user can cause carries enough context (file, row, column, field) to act on, and maps to
+an exit status of the ``calib`` command: 2 for bad input or usage, 1 for anything else.
+"""
+
+from __future__ import annotations
+
+
+class CalibError(Exception):
+    """Base class of every error the toolkit raises on purpose."""
+
+    exit_code = 1
+
+
+class BadInputError(CalibError):
+    """A file, table, row or option the user gave is malformed (exit status 2)."""
+
+    exit_code = 2
+
+
+class SchemaError(BadInputError):
+    """A parameter file does not match the schema or violates a physical bound."""
+
+
+class NotFittedError(CalibError, ValueError):
+    """A model was used before ``fit`` gave it parameters."""
+
+
+class FitError(CalibError):
+    """A fit could not be carried out (e.g. too few samples for the parameters asked for)."""
+
+
+class DeviceError(CalibError):
+    """A device or sensor failed."""
+
+
+class DeviceNotSupportedError(DeviceError):
+    """The device does not support the requested query or command."""
+
+
+class DeviceNoPermissionError(DeviceError):
+    """The command needs privileges the current user does not have."""
+
+
+class DeviceLostError(DeviceError):
+    """The device fell off the bus or stopped answering."""
+
+
+class DeviceNotFoundError(BadInputError):
+    """The device name given by the user does not exist."""

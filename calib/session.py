@@ -1,0 +1,371 @@
+"""Session directories: the crash-safe logs between the measurement layer and the samples layer.
+
+Layout of ``logs/<session>/`` (contract: ../shared/design/contracts.md):
+
+``manifest.json``
+    device identity, clocks, toolkit version, campaign plan, sensor list. Written atomically.
+``markers.csv``
+    benchmark phase markers (``measure_start``/``measure_stop`` etc.).
+``<sensor>.csv``
+    one append-only stream per sensor.
+
+Every stream row starts with ``t_mono_s`` (seconds on the session's monotonic clock), ``t_wall_s``
+(Unix time, s) and ``segment`` (0 for the first run, +1 for every resume or appended logging run).
+Rows are written whole and flushed at once, and ``os.fsync`` runs at least once per second, so a killed
+writer loses at most the line it was writing; :func:`repair_partial_lines` drops that line before a
+resume, and the reader ignores it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from calib.atomic import atomic_write_json
+from calib.errors import BadInputError
+
+MANIFEST_NAME = "manifest.json"
+MARKERS_STREAM = "markers"
+TIME_COLUMNS = ("t_mono_s", "t_wall_s", "segment")
+MARKER_COLUMNS = ("event", "workload", "repeat", "info")
+SESSION_FORMAT = 1
+
+#: Marker events with a meaning for the samples layer.
+EVENTS = (
+    "segment_start", "idle_start", "idle_stop", "warmup_start", "measure_start", "measure_stop",
+    "cooldown_start", "thermal_heat_start", "thermal_cool_start", "thermal_stop",
+    "workload_done", "campaign_done", "abort",
+)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return repr(value)
+    return str(value)
+
+
+class StreamWriter:
+    """Append-only CSV stream of one sensor (or of the markers).
+
+    Parameters
+    ----------
+    path:
+        CSV file; created with a header if missing, appended to otherwise.
+    columns:
+        data columns after the time columns. An existing file must have exactly this header.
+    segment:
+        segment number stamped on every row.
+    fsync_interval_s:
+        ``os.fsync`` at most this often (rows are flushed to the OS on every write regardless).
+    """
+
+    def __init__(self, path: Path, columns: Iterable[str], segment: int, fsync_interval_s: float = 1.0):
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self.segment = int(segment)
+        self.fsync_interval_s = fsync_interval_s
+        header = ",".join(TIME_COLUMNS + self.columns)
+        exists = self.path.exists() and self.path.stat().st_size > 0
+        if exists:
+            with open(self.path, encoding="utf-8") as fh:
+                first = fh.readline().rstrip("\r\n")
+            if first != header:
+                raise BadInputError(
+                    f"{self.path}: stream header {first!r} differs from the sensor's columns {header!r}; "
+                    "refusing to append rows with a different layout"
+                )
+        self._fh = open(self.path, "a", encoding="utf-8", newline="")
+        if not exists:
+            self._fh.write(header + "\n")
+            self._fh.flush()
+        self._last_sync = time.monotonic()
+        self.rows_written = 0
+
+    def append(self, t_mono_s: float, t_wall_s: float, values: Mapping[str, Any] | None = None) -> None:
+        """Append one row; missing columns are written empty."""
+        values = values or {}
+        unknown = set(values) - set(self.columns)
+        if unknown:
+            raise ValueError(f"{self.path.name}: unknown columns {sorted(unknown)}")
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(
+            [_fmt(float(t_mono_s)), _fmt(float(t_wall_s)), self.segment]
+            + [_fmt(values.get(c)) for c in self.columns]
+        )
+        self._fh.write(buf.getvalue())  # one write per row: a kill leaves at most one partial line
+        self._fh.flush()
+        self.rows_written += 1
+        now = time.monotonic()
+        if now - self._last_sync >= self.fsync_interval_s:
+            os.fsync(self._fh.fileno())
+            self._last_sync = now
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+
+def repair_partial_lines(path: Path) -> int:
+    """Cut a trailing partial line (no newline) left by a killed writer. Returns bytes removed."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) == b"\n":
+            return 0
+        # scan back to the last newline
+        pos = size - 1
+        chunk = 4096
+        while pos > 0:
+            start = max(0, pos - chunk)
+            fh.seek(start)
+            data = fh.read(pos - start)
+            idx = data.rfind(b"\n")
+            if idx >= 0:
+                cut = start + idx + 1
+                fh.truncate(cut)
+                return size - cut
+            pos = start
+        fh.truncate(0)
+        return size
+
+
+class SessionWriter:
+    """Writes one session directory; also used to append a new segment to an existing session.
+
+    Use :meth:`create` for a new session and :meth:`resume` to append a segment to an existing one.
+    """
+
+    def __init__(self, path: Path, manifest: dict, segment: int, clock: Callable[[], tuple[float, float]] | None):
+        self.path = Path(path)
+        self.manifest = manifest
+        self.segment = segment
+        self._clock = clock or _host_clock()
+        self._streams: dict[str, StreamWriter] = {}
+        self.markers = self._open(MARKERS_STREAM, MARKER_COLUMNS)
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike, manifest: Mapping[str, Any],
+               clock: Callable[[], tuple[float, float]] | None = None) -> "SessionWriter":
+        """Create a new session directory with ``manifest`` (refuses to overwrite one)."""
+        path = Path(path)
+        if (path / MANIFEST_NAME).exists():
+            raise BadInputError(f"{path}: a session already exists here; resume it or choose another name")
+        path.mkdir(parents=True, exist_ok=True)
+        man = dict(manifest)
+        man.setdefault("session_format", SESSION_FORMAT)
+        man.setdefault("created_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        man.setdefault("segments", [])
+        man["segments"] = list(man["segments"]) + [{"segment": 0, "started_utc": man["created_utc"]}]
+        atomic_write_json(path / MANIFEST_NAME, man)
+        return cls(path, man, 0, clock)
+
+    @classmethod
+    def resume(cls, path: str | os.PathLike, clock: Callable[[], tuple[float, float]] | None = None,
+               note: str = "resume") -> "SessionWriter":
+        """Open an existing session for appending a new segment (repairs partial last lines first)."""
+        path = Path(path)
+        man = read_manifest(path)
+        for csv_path in sorted(path.glob("*.csv")):
+            removed = repair_partial_lines(csv_path)
+            if removed:
+                warnings.warn(f"{csv_path}: dropped a partial last line ({removed} bytes) left by a killed writer")
+        segment = 1 + max((s.get("segment", 0) for s in man.get("segments", [])), default=-1)
+        man.setdefault("segments", []).append(
+            {"segment": segment, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": note})
+        atomic_write_json(path / MANIFEST_NAME, man)
+        return cls(path, man, segment, clock)
+
+    # -- writing --------------------------------------------------------------------------------
+    def _open(self, name: str, columns: Iterable[str]) -> StreamWriter:
+        w = StreamWriter(self.path / f"{name}.csv", columns, self.segment)
+        self._streams[name] = w
+        return w
+
+    def stream(self, name: str, columns: Iterable[str]) -> StreamWriter:
+        """The writer of stream ``name`` (created on first use)."""
+        if name == MARKERS_STREAM:
+            raise ValueError("'markers' is reserved")
+        if name in self._streams:
+            return self._streams[name]
+        return self._open(name, columns)
+
+    def mark(self, event: str, workload: str = "", repeat: int | None = None,
+             t: tuple[float, float] | None = None, **info: Any) -> None:
+        """Append a phase marker. ``t`` = (t_mono_s, t_wall_s); default: the session clock now."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown marker event {event!r}")
+        t_mono, t_wall = t if t is not None else self._clock()
+        self.markers.append(t_mono, t_wall, {
+            "event": event, "workload": workload, "repeat": "" if repeat is None else int(repeat),
+            "info": json.dumps(info, sort_keys=True, separators=(",", ":")) if info else "",
+        })
+
+    def update_manifest(self, **fields: Any) -> None:
+        """Merge top-level fields into the manifest (atomically rewritten)."""
+        self.manifest.update(fields)
+        atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
+
+    def close(self) -> None:
+        for w in self._streams.values():
+            w.close()
+
+    def __enter__(self) -> "SessionWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _host_clock() -> Callable[[], tuple[float, float]]:
+    return lambda: (time.monotonic(), time.time())
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------------
+
+def read_manifest(path: str | os.PathLike) -> dict:
+    """Read and check ``manifest.json`` of a session directory."""
+    path = Path(path)
+    if not path.is_dir():
+        raise BadInputError(f"{path}: not a session directory")
+    mpath = path / MANIFEST_NAME
+    if not mpath.exists():
+        raise BadInputError(f"{mpath}: manifest missing; not a session directory or the session was never started")
+    try:
+        with open(mpath, encoding="utf-8") as fh:
+            man = json.load(fh)
+    except json.JSONDecodeError as e:
+        raise BadInputError(f"{mpath}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    if not isinstance(man, dict):
+        raise BadInputError(f"{mpath}: expected a JSON object")
+    fmt = man.get("session_format")
+    if fmt != SESSION_FORMAT:
+        raise BadInputError(f"{mpath}: session_format {fmt!r} is not supported (expected {SESSION_FORMAT})")
+    for key in ("device", "sensors"):
+        if key not in man:
+            raise BadInputError(f"{mpath}: required field '{key}' missing")
+    return man
+
+
+def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:
+    """Read one stream CSV, tolerating a truncated last line.
+
+    Returns the table and the number of dropped lines. A malformed line elsewhere than the end is bad
+    input: the error names the file and the line.
+    """
+    path = Path(path)
+    with open(path, encoding="utf-8", newline="") as fh:
+        text = fh.read()
+    if not text:
+        raise BadInputError(f"{path}: empty stream (no header)")
+    lines = text.split("\n")
+    dropped = 0
+    if lines[-1] == "":
+        lines = lines[:-1]
+    elif len(lines) > 1:
+        lines = lines[:-1]  # partial last line of a killed writer
+        dropped = 1
+    header = next(csv.reader([lines[0]]))
+    for col in TIME_COLUMNS:
+        if col not in header:
+            raise BadInputError(f"{path}: line 1: header lacks column '{col}'")
+    rows = []
+    for i, line in enumerate(lines[1:], start=2):
+        rec = next(csv.reader([line])) if line else []
+        if len(rec) != len(header):
+            raise BadInputError(f"{path}: line {i}: {len(rec)} fields, header has {len(header)}")
+        rows.append(rec)
+    df = pd.DataFrame(rows, columns=header)
+    for col in header:
+        if col in ("event", "workload", "info") or col.endswith("_str"):
+            continue
+        conv = pd.to_numeric(df[col].replace("", float("nan")), errors="coerce")
+        bad = conv.isna() & (df[col] != "")
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise BadInputError(f"{path}: line {i + 2}, column '{col}': {df[col].iloc[i]!r} is not a number")
+        df[col] = conv
+    return df, dropped
+
+
+@dataclass
+class Session:
+    """A session directory opened for reading."""
+
+    path: Path
+    manifest: dict
+    dropped_lines: dict[str, int] = field(default_factory=dict)
+    _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def stream_names(self) -> list[str]:
+        return sorted(p.stem for p in self.path.glob("*.csv") if p.stem != MARKERS_STREAM)
+
+    def stream(self, name: str) -> pd.DataFrame:
+        """Rows of stream ``name`` (empty table with no rows when the sensor logged nothing)."""
+        if name not in self._cache:
+            p = self.path / f"{name}.csv"
+            if not p.exists():
+                raise BadInputError(f"{self.path}: stream '{name}' missing ({p.name} not found)")
+            df, dropped = read_stream_csv(p)
+            if dropped:
+                self.dropped_lines[name] = dropped
+            self._cache[name] = df
+        return self._cache[name]
+
+    def markers(self) -> pd.DataFrame:
+        df = self.stream(MARKERS_STREAM)
+        df = df.copy()
+        df["info"] = [json.loads(s) if isinstance(s, str) and s else {} for s in df["info"]]
+        return df
+
+    def is_complete(self) -> bool:
+        m = self.stream(MARKERS_STREAM)
+        return bool((m["event"] == "campaign_done").any())
+
+
+def read_session(path: str | os.PathLike) -> Session:
+    """Open a session directory for reading (checks the manifest and that the markers exist)."""
+    path = Path(path)
+    man = read_manifest(path)
+    s = Session(path, man)
+    s.stream(MARKERS_STREAM)
+    return s
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's content."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,101 @@
+"""Architectural units of the IPP power model and how per-warp instruction counts map onto them.
+
+A *kernel description* gives per-warp dynamic instruction counts by class (IPP paper 004, Table 1;
+thesis Table 7), extended with FP64 (``dp``), tensor cores and the cache levels of Fermi and later GPUs. One deviation from
+Table 7: ``ex2``/``lg2`` count as SFU instructions, because every GPU since Fermi executes them on the
+SFU/MUFU pipe (Table 7 predates that and puts them on the FP unit). Each memory
+instruction is counted once, at the level that served it: ``l1`` (L1 hit), ``l2`` (L2 hit) or
+``global`` (DRAM). On GPUs without data caches (GT200) every global access is ``global``.
+
+Two further units are derived, as in Table 1: the register file (``reg``), touched by every instruction
+that reads or writes registers (everything except control flow), and fetch/decode/schedule (``fds``),
+touched by every instruction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: Instruction classes of a kernel description (per-warp dynamic counts).
+INSTRUCTION_CLASSES: tuple[str, ...] = (
+    "fp",      # FP32 add/sub/mul/fma/mad/min/max/abs/neg
+    "dp",      # FP64 arithmetic
+    "int",     # integer add/sub/mul/mad/sad/div/rem/min/abs
+    "sfu",     # sin, cos, rcp, sqrt, rsqrt, ex2, lg2 approximations (special function unit)
+    "tensor",  # mma / wmma (tensor cores, Volta and later)
+    "alu",     # logic, shift, mov, cvt, set/setp/selp
+    "ctrl",    # branches, barriers, exit: they only use fetch/decode/schedule
+    "shared",  # ld.shared / st.shared
+    "const",   # ld.const
+    "tex",     # tex / read-only data cache (ld.global.nc)
+    "l1",      # global loads served by L1
+    "l2",      # global loads/stores served by L2
+    "global",  # global loads/stores served by DRAM
+    "local",   # ld.local / st.local (register spills)
+)
+
+#: Units the power model has a MaxPower for, in report order.
+POWER_UNITS: tuple[str, ...] = (
+    "fp", "dp", "int", "sfu", "tensor", "alu", "reg", "fds",
+    "shared", "const", "tex", "l1", "l2", "global", "local",
+)
+
+#: Units whose MaxPower is chip-level rather than per SM (shared L2 and the DRAM interface).
+CHIP_UNITS: frozenset[str] = frozenset({"l2", "global", "local"})
+
+#: Memory instructions for IPP eq. (20), MemAccess_intensity = Memory_Insts / NonMemory_Insts.
+MEMORY_CLASSES: frozenset[str] = frozenset({"l1", "l2", "global", "local"})
+
+#: Classes that do not read or write the register file.
+_NO_REG: frozenset[str] = frozenset({"ctrl"})
+
+_MEM_DOMAIN_TOKENS = ("dram", "global", "local", "mem")
+
+
+def in_memory_domain(unit: str, mem_units: frozenset[str] | set[str] | None = None) -> bool:
+    """Whether a unit belongs to the memory clock domain.
+
+    By the samples-table contract a unit whose name contains ``dram``, ``global``, ``local`` or
+    ``mem`` (any case) is a memory-domain unit, unless ``mem_units`` lists the memory units explicitly.
+    """
+    if mem_units is not None:
+        return unit in mem_units
+    low = unit.lower()
+    return any(tok in low for tok in _MEM_DOMAIN_TOKENS)
+
+
+def unit_counts(per_warp: Mapping[str, float]) -> dict[str, float]:
+    """Per-warp dynamic access counts per power unit (DAC_per_th of IPP eq. 11).
+
+    ``per_warp`` maps instruction classes to per-warp dynamic counts; unknown classes raise
+    ``KeyError`` so that a typo cannot silently drop instructions. Returns counts for every unit of
+    :data:`POWER_UNITS`, including the derived ``reg`` and ``fds``.
+    """
+    for name in per_warp:
+        if name not in INSTRUCTION_CLASSES:
+            raise KeyError(f"unknown instruction class {name!r}; known: {', '.join(INSTRUCTION_CLASSES)}")
+    counts = {u: 0.0 for u in POWER_UNITS}
+    total = 0.0
+    reg = 0.0
+    for name, n in per_warp.items():
+        n = float(n)
+        total += n
+        if name not in _NO_REG:
+            reg += n
+        if name in counts:
+            counts[name] += n
+    counts["reg"] = reg
+    counts["fds"] = total
+    return counts
+
+
+def total_instructions(per_warp: Mapping[str, float]) -> float:
+    """Per-warp dynamic instruction count (all classes)."""
+    return float(sum(per_warp.values()))
+
+
+def mem_intensity(per_warp: Mapping[str, float]) -> float:
+    """IPP eq. (20): memory instructions over non-memory instructions (0 when there are none)."""
+    mem = sum(float(per_warp.get(c, 0.0)) for c in MEMORY_CLASSES)
+    other = total_instructions(per_warp) - mem
+    return mem / other if other > 0 else 0.0

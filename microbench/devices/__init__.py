@@ -1,0 +1,1 @@
+"""Devices: the virtual GPU (``sim:<preset>``) and real NVIDIA GPUs (``cuda:<index>``)."""

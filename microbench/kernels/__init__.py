@@ -1,0 +1,1 @@
+"""CUDA microbenchmark kernels (``*.cu``) and their count models (:mod:`microbench.kernels.catalog`)."""
