@@ -1,0 +1,1 @@
+"""Fitters: samples tables / sessions -> parameter-file sections (scipy.optimize least squares)."""

@@ -1,0 +1,44 @@
+"""Access-rate functions of the IPP power model.
+
+IPP (paper 004, Sec. 3.4) replaces the access rate AR of some units by the "special piecewise linear"
+function ``a*ln(AR) + b`` (a = 0.1365, b = 1.001375 on GTX280): a unit's power jumps when it leaves
+idle and grows slowly afterwards. The function is negative below ``AR = exp(-b/a)`` (6.5e-4 with the
+paper's constants), so it is clamped at 0, and AR = 0 maps to 0 (errata, hong-thesis-2012-notes.md
+section 2.2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LINEAR = "linear"
+LOG = "log"
+FORMS = (LINEAR, LOG)
+
+#: IPP's constants (paper 004, Sec. 3.4)
+IPP_A = 0.1365
+IPP_B = 1.001375
+
+
+def ar_transform(ar: np.ndarray | float, form: str, a: float = IPP_A, b: float = IPP_B) -> np.ndarray:
+    """Transformed access rate: ``ar`` itself (``"linear"``) or ``max(0, a*ln(ar) + b)`` (``"log"``).
+
+    ``ar`` is dimensionless in [0, 1]; the result is dimensionless. Works elementwise on arrays.
+    """
+    x = np.asarray(ar, dtype=float)
+    if form == LINEAR:
+        return x
+    if form != LOG:
+        raise ValueError(f"unknown access-rate function {form!r}; expected one of {FORMS}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = a * np.log(np.where(x > 0, x, 1.0)) + b
+    return np.where(x > 0, np.maximum(y, 0.0), 0.0)
+
+
+def ar_transform_grad_a(ar: np.ndarray, a: float, b: float) -> np.ndarray:
+    """d/da of the log form (0 where the clamp is active or AR = 0)."""
+    x = np.asarray(ar, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lx = np.log(np.where(x > 0, x, 1.0))
+    active = (x > 0) & (a * lx + b > 0)
+    return np.where(active, lx, 0.0)
