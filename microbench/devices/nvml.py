@@ -1,0 +1,677 @@
+"""NVIDIA GPUs through NVML (package ``nvidia-ml-py``): enumeration, the NVML sensor, clock control.
+
+All use of ``pynvml`` in the toolkit is confined to this module; NVML errors are mapped here, once, to
+the toolkit's typed errors (see :func:`map_nvml_error`):
+
+=====================================================  ============================================
+NVML return code                                       raised as
+=====================================================  ============================================
+NOT_SUPPORTED, FUNCTION_NOT_FOUND, FREQ_NOT_SUPPORTED,  :class:`calib.errors.DeviceNotSupportedError`
+ARGUMENT_VERSION_MISMATCH, DEPRECATED
+NO_PERMISSION                                          :class:`calib.errors.DeviceNoPermissionError`
+GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND             :class:`calib.errors.DeviceLostError`
+TIMEOUT, NOT_READY, NO_DATA, IN_USE, IRQ_ISSUE         :class:`microbench.logger.TransientSensorError`
+anything else (driver not loaded, library not found)   :class:`calib.errors.DeviceError`
+=====================================================  ============================================
+
+The sensor's stream columns (one row per poll; NVML units converted here, once):
+
+``power_w``            board power, W: ``NVML_FI_DEV_POWER_INSTANT`` (GPU scope); when that field is not
+                       supported, ``nvmlDeviceGetPowerUsage`` (a 1 s average on Ampere-except-GA100 and
+                       newer -- ``capabilities()["power_w_source"]`` says which)
+``power_avg_w``        NVML's averaged power, W (``NVML_FI_DEV_POWER_AVERAGE``)
+``power_t_wall_s``     NVML's own timestamp of the ``power_w`` field value, Unix s (µs resolution)
+``energy_mj``          total-energy counter, mJ since driver load (field 83, else
+                       ``nvmlDeviceGetTotalEnergyConsumption``); updates about every 100 ms
+``energy_t_wall_s``    NVML's timestamp of the counter field value, Unix s
+``energy_reset``       1 when the counter went backwards since the previous row (driver reload or
+                       64-bit wrap), else 0
+``temp_c``             GPU core temperature, °C (``nvmlDeviceGetTemperatureV``)
+``mem_temp_c``         memory (HBM) temperature, °C (field 82; empty on GDDR boards)
+``sm_mhz``, ``mem_mhz`` current SM and memory clocks, MHz
+``clock_event_reasons`` clock-event (throttle) reason bit mask (``nvmlDeviceGetCurrentClocksEventReasons``)
+``fan_pct``            fan speed, % of maximum
+``util_gpu_pct``, ``util_mem_pct``  GPU and memory-controller utilization, %
+``pstate``             performance state (0 = P0 = maximum performance)
+``read_s``             host time spent in this poll, s
+
+A quantity the GPU does not support is probed once, recorded in ``capabilities()`` and left empty.
+"""
+
+from __future__ import annotations
+
+import atexit
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pynvml  # nvidia-ml-py (the official binding; never the deprecated `pynvml` wheel)
+
+from calib.errors import (
+    BadInputError,
+    DeviceError,
+    DeviceLostError,
+    DeviceNoPermissionError,
+    DeviceNotFoundError,
+    DeviceNotSupportedError,
+)
+from microbench.devices.base import Row, Sensor
+from microbench.logger import TransientSensorError
+
+SENSOR_COLUMNS: tuple[str, ...] = (
+    "power_w", "power_avg_w", "power_t_wall_s", "energy_mj", "energy_t_wall_s", "energy_reset",
+    "temp_c", "mem_temp_c", "sm_mhz", "mem_mhz", "clock_event_reasons", "fan_pct",
+    "util_gpu_pct", "util_mem_pct", "pstate", "read_s",
+)
+
+#: bit -> name of the clock-event (throttle) reasons (NVML "ClocksEventReasons")
+CLOCK_EVENT_REASONS: dict[int, str] = {
+    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+}
+#: reasons that mean the GPU is not at the requested clock because of power or heat
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+_ARCH_NAMES = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere", 8: "ada",
+               9: "hopper", 10: "blackwell", 13: "rubin"}
+
+_UINT64 = 1 << 64
+
+
+# ------------------------------------------------------------------------------------------------
+# Error mapping
+# ------------------------------------------------------------------------------------------------
+
+def _codes(*names: str) -> set[int]:
+    return {getattr(pynvml, n) for n in names}
+
+
+def map_nvml_error(err: BaseException, what: str) -> DeviceError:
+    """Translate a ``pynvml.NVMLError`` raised by ``what`` into the toolkit's typed error."""
+    code = getattr(err, "value", None)
+    if code in _codes("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_FUNCTION_NOT_FOUND", "NVML_ERROR_FREQ_NOT_SUPPORTED",
+                      "NVML_ERROR_ARGUMENT_VERSION_MISMATCH", "NVML_ERROR_DEPRECATED"):
+        return DeviceNotSupportedError(f"{what}: not supported by this GPU or driver (NVML: {err})")
+    if code in _codes("NVML_ERROR_NO_PERMISSION"):
+        return DeviceNoPermissionError(
+            f"{what}: not permitted (NVML: {err}); this needs root (or CAP_SYS_ADMIN): run as root, or have an "
+            "administrator lock the clocks with `nvidia-smi --lock-gpu-clocks`, or run without DVFS points")
+    if code in _codes("NVML_ERROR_GPU_IS_LOST", "NVML_ERROR_RESET_REQUIRED", "NVML_ERROR_GPU_NOT_FOUND"):
+        return DeviceLostError(
+            f"{what}: the GPU stopped answering (NVML: {err}); it fell off the bus or needs a reset -- "
+            "data after this point is missing; check `nvidia-smi` and dmesg")
+    if code in _codes("NVML_ERROR_TIMEOUT", "NVML_ERROR_NOT_READY", "NVML_ERROR_NO_DATA", "NVML_ERROR_IN_USE",
+                      "NVML_ERROR_IRQ_ISSUE"):
+        return TransientSensorError(f"{what}: transient NVML failure ({err}); will retry")
+    if code in _codes("NVML_ERROR_LIBRARY_NOT_FOUND", "NVML_ERROR_DRIVER_NOT_LOADED",
+                      "NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVML_ERROR_UNINITIALIZED"):
+        return DeviceError(f"{what}: NVML is not usable on this machine ({err}); is the NVIDIA driver installed "
+                           "and loaded? (`nvidia-smi` should work)")
+    return DeviceError(f"{what}: NVML error {code} ({err})")
+
+
+def _nvml(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``pynvml.fn(*args)``; NVML errors come out as typed toolkit errors (``from`` the original)."""
+    try:
+        return fn(*args)
+    except pynvml.NVMLError as e:
+        raise map_nvml_error(e, what) from e
+
+
+def _str(x: Any) -> str:
+    return x.decode() if isinstance(x, bytes) else str(x)
+
+
+def nvml_available() -> tuple[bool, str]:
+    """Whether NVML can be initialised here: ``(ok, message)``. Refuses the unofficial ``pynvml`` wheel."""
+    if not hasattr(pynvml, "_nvmlGetFunctionPointer"):
+        return False, ("the installed `pynvml` module is not NVIDIA's nvidia-ml-py (the deprecated `pynvml` or "
+                       "`nvidia-ml-py3` package shadows it): pip uninstall pynvml nvidia-ml-py3; "
+                       "pip install --force-reinstall nvidia-ml-py")
+    try:
+        _nvml("nvmlInit", pynvml.nvmlInit)
+    except DeviceError as e:
+        return False, str(e)
+    try:
+        drv = _str(_nvml("driver version", pynvml.nvmlSystemGetDriverVersion))
+        n = _nvml("device count", pynvml.nvmlDeviceGetCount)
+        return True, f"NVML ok: driver {drv}, {n} GPU(s)"
+    finally:
+        pynvml.nvmlShutdown()
+
+
+# ------------------------------------------------------------------------------------------------
+# Field values
+# ------------------------------------------------------------------------------------------------
+
+def _field_value(fv: Any) -> float | int:
+    """The number held by one ``c_nvmlFieldValue_t`` according to its ``valueType``."""
+    vt = fv.valueType
+    attr = {
+        pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal", pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+        pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal", pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+        pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal", pynvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
+        pynvml.NVML_VALUE_TYPE_UNSIGNED_SHORT: "usVal",
+    }.get(vt)
+    if attr is None:
+        raise DeviceError(f"NVML field {fv.fieldId}: unknown value type {vt}")
+    return getattr(fv.value, attr)
+
+
+# ------------------------------------------------------------------------------------------------
+# One GPU
+# ------------------------------------------------------------------------------------------------
+
+class NvmlGpu:
+    """One NVIDIA GPU through NVML: identity, probed capabilities, one-shot samples, clock control.
+
+    Open by NVML ``index`` or by ``pci_bus_id`` (preferred when the CUDA index is known: NVML orders
+    GPUs by PCI bus, CUDA by default fastest-first). Call :meth:`close` (or use ``with``) to reset any
+    locked clocks and release NVML.
+    """
+
+    def __init__(self, index: int | None = None, *, pci_bus_id: str | None = None):
+        _nvml("nvmlInit", pynvml.nvmlInit)
+        self._open = True
+        self._clock_lock = threading.Lock()
+        self.locked: dict[str, tuple[int, int] | None] = {"core": None, "mem": None}
+        try:
+            count = _nvml("device count", pynvml.nvmlDeviceGetCount)
+            if pci_bus_id is not None:
+                self.handle = _nvml(f"GPU {pci_bus_id}", pynvml.nvmlDeviceGetHandleByPciBusId, pci_bus_id)
+            else:
+                index = 0 if index is None else int(index)
+                if not 0 <= index < count:
+                    raise DeviceNotFoundError(
+                        f"GPU index {index} not found: NVML sees {count} GPU(s)"
+                        + (f" (valid indices 0..{count - 1})" if count else ""))
+                self.handle = _nvml(f"GPU {index}", pynvml.nvmlDeviceGetHandleByIndex, index)
+            self.index = index if index is not None else -1
+            self.name = _str(_nvml("GPU name", pynvml.nvmlDeviceGetName, self.handle))
+            self.uuid = _str(_nvml("GPU UUID", pynvml.nvmlDeviceGetUUID, self.handle))
+            self.where = f"GPU {self.index} ({self.name})"
+            self._caps: dict[str, Any] | None = None
+            self._fields: list[tuple[str, Any]] = []
+            self._prev_energy_mj: int | None = None
+            self.energy_resets = 0
+            self.runtime_not_supported: dict[str, int] = {}
+        except BaseException:
+            pynvml.nvmlShutdown()
+            self._open = False
+            raise
+
+    # -- identity --------------------------------------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """Name, UUID, PCI bus id, architecture, driver and CUDA driver versions (what NVML knows)."""
+        out: dict[str, Any] = {"index": self.index, "name": self.name, "uuid": self.uuid}
+        for key, what, fn, conv in (
+            ("pci_bus_id", "PCI info", lambda: pynvml.nvmlDeviceGetPciInfo(self.handle).busId, _str),
+            ("architecture", "architecture", lambda: pynvml.nvmlDeviceGetArchitecture(self.handle),
+             lambda a: _ARCH_NAMES.get(int(a), f"arch{int(a)}")),
+            ("driver_version", "driver version", pynvml.nvmlSystemGetDriverVersion, _str),
+            ("cuda_driver_version", "CUDA driver version", pynvml.nvmlSystemGetCudaDriverVersion,
+             lambda v: f"{int(v) // 1000}.{int(v) % 1000 // 10}"),
+            ("cuda_cores", "core count", lambda: pynvml.nvmlDeviceGetNumGpuCores(self.handle), int),
+            ("max_sm_mhz", "max SM clock", lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM), int),
+            ("max_mem_mhz", "max memory clock",
+             lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_MEM), int),
+        ):
+            try:
+                out[key] = conv(_nvml(f"{self.where}: {what}", fn))
+            except DeviceNotSupportedError:
+                out[key] = None
+        return out
+
+    # -- capabilities ------------------------------------------------------------------------------
+    def _probe_one(self, what: str, fn: Callable[[], Any]) -> tuple[bool, str]:
+        try:
+            _nvml(f"{self.where}: {what}", fn)
+            return True, "ok"
+        except DeviceNotSupportedError:
+            return False, "not supported"
+        except DeviceNoPermissionError:
+            return False, "no permission"
+
+    def _probe_field(self, fid: Any) -> tuple[bool, str]:
+        try:
+            fv = _nvml(f"{self.where}: field {fid}", pynvml.nvmlDeviceGetFieldValues, self.handle, [fid])[0]
+        except (DeviceNotSupportedError, DeviceNoPermissionError) as e:
+            return False, str(e)
+        if fv.nvmlReturn != pynvml.NVML_SUCCESS:
+            return False, str(map_nvml_error(pynvml.NVMLError(fv.nvmlReturn), f"field {fid}"))
+        return True, "ok"
+
+    def capabilities(self) -> dict[str, Any]:
+        """Probe once (then cached) what this GPU can report; recorded in the session manifest."""
+        if self._caps is not None:
+            return self._caps
+        h = self.handle
+        scope_gpu = pynvml.NVML_POWER_SCOPE_GPU
+        fields = {
+            "power_instant": (pynvml.NVML_FI_DEV_POWER_INSTANT, scope_gpu),
+            "power_average": (pynvml.NVML_FI_DEV_POWER_AVERAGE, scope_gpu),
+            "energy_field": pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+            "mem_temp": pynvml.NVML_FI_DEV_MEMORY_TEMP,
+        }
+        supported: dict[str, bool] = {}
+        notes: dict[str, str] = {}
+        for key, fid in fields.items():
+            supported[key], notes[key] = self._probe_field(fid)
+        calls = {
+            "power_usage": lambda: pynvml.nvmlDeviceGetPowerUsage(h),
+            "energy_counter": lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h),
+            "temperature": lambda: pynvml.nvmlDeviceGetTemperatureV(h, pynvml.NVML_TEMPERATURE_GPU),
+            "sm_clock": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "mem_clock": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+            "clock_event_reasons": lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h),
+            "fan": lambda: pynvml.nvmlDeviceGetFanSpeed(h),
+            "utilization": lambda: pynvml.nvmlDeviceGetUtilizationRates(h),
+            "pstate": lambda: pynvml.nvmlDeviceGetPerformanceState(h),
+        }
+        for key, fn in calls.items():
+            supported[key], notes[key] = self._probe_one(key, fn)
+        self._fields = [(k, fields[k]) for k in ("power_instant", "power_average", "energy_field", "mem_temp")
+                        if supported[k]]
+        if supported["power_instant"]:
+            src = "field NVML_FI_DEV_POWER_INSTANT (instantaneous)"
+        elif supported["power_usage"]:
+            src = ("nvmlDeviceGetPowerUsage (1 s average on Ampere-except-GA100 and newer, instantaneous on "
+                   "older GPUs)")
+        else:
+            src = None
+        if supported["energy_field"]:
+            esrc = "field NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, ~100 ms updates)"
+        elif supported["energy_counter"]:
+            esrc = "nvmlDeviceGetTotalEnergyConsumption (mJ, ~100 ms updates)"
+        else:
+            esrc = None
+        self._caps = {
+            "gpu": self.identity(),
+            "supported": supported,
+            "unsupported_reasons": {k: v for k, v in notes.items() if not supported[k]},
+            "power_w_source": src,
+            "energy_mj_source": esrc,
+            "power_scope": "NVML_POWER_SCOPE_GPU",
+            "binding": f"nvidia-ml-py (pynvml module {getattr(pynvml, '__file__', '?')})",
+        }
+        if src is None:
+            warnings.warn(f"{self.where}: NVML reports no board power on this GPU; power_w stays empty",
+                          RuntimeWarning, stacklevel=2)
+        return self._caps
+
+    # -- sampling --------------------------------------------------------------------------------
+    def _optional(self, key: str, fn: Callable[[], Any]) -> Any:
+        """A query that was supported at probe time; NotSupported mid-run gives None and is counted."""
+        try:
+            return _nvml(f"{self.where}: {key}", fn)
+        except DeviceNotSupportedError:
+            self.runtime_not_supported[key] = self.runtime_not_supported.get(key, 0) + 1
+            return None
+
+    def sample(self) -> dict[str, Any]:
+        """One poll of everything supported, as a dict keyed by :data:`SENSOR_COLUMNS` (SI units).
+
+        Raises :class:`DeviceLostError`, :class:`DeviceNoPermissionError` or
+        :class:`TransientSensorError`; a single unsupported quantity just stays ``None``.
+        """
+        caps = self.capabilities()
+        sup = caps["supported"]
+        h = self.handle
+        t0 = time.perf_counter()
+        v: dict[str, Any] = dict.fromkeys(SENSOR_COLUMNS)
+        if self._fields:
+            fvs = _nvml(f"{self.where}: field values", pynvml.nvmlDeviceGetFieldValues, h,
+                        [fid for _, fid in self._fields])
+            for (key, _), fv in zip(self._fields, fvs):
+                if fv.nvmlReturn != pynvml.NVML_SUCCESS:
+                    err = map_nvml_error(pynvml.NVMLError(fv.nvmlReturn), f"{self.where}: field {key}")
+                    if isinstance(err, (DeviceLostError, DeviceNoPermissionError)):
+                        raise err
+                    self.runtime_not_supported[key] = self.runtime_not_supported.get(key, 0) + 1
+                    continue
+                x = _field_value(fv)
+                ts = fv.timestamp / 1e6 if fv.timestamp else None  # µs since 1970 -> s
+                if key == "power_instant":
+                    v["power_w"], v["power_t_wall_s"] = x / 1000.0, ts
+                elif key == "power_average":
+                    v["power_avg_w"] = x / 1000.0
+                elif key == "energy_field":
+                    v["energy_mj"], v["energy_t_wall_s"] = int(x), ts
+                elif key == "mem_temp":
+                    v["mem_temp_c"] = float(x)
+        if v["power_w"] is None and sup["power_usage"]:
+            mw = self._optional("power_usage", lambda: pynvml.nvmlDeviceGetPowerUsage(h))
+            v["power_w"] = None if mw is None else mw / 1000.0
+        if v["energy_mj"] is None and sup["energy_counter"] and not sup["energy_field"]:
+            v["energy_mj"] = self._optional("energy_counter", lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h))
+        if v["energy_mj"] is not None:
+            e = int(v["energy_mj"])
+            reset = self._prev_energy_mj is not None and e < self._prev_energy_mj
+            if reset:
+                self.energy_resets += 1
+                warnings.warn(f"{self.where}: energy counter went backwards ({self._prev_energy_mj} -> {e} mJ): "
+                              "driver reload or wrap; windows spanning it use the counter since the reset",
+                              RuntimeWarning, stacklevel=2)
+            v["energy_reset"] = int(reset)
+            self._prev_energy_mj = e
+        if sup["temperature"]:
+            v["temp_c"] = self._optional("temperature",
+                                         lambda: pynvml.nvmlDeviceGetTemperatureV(h, pynvml.NVML_TEMPERATURE_GPU))
+        if sup["sm_clock"]:
+            v["sm_mhz"] = self._optional("sm_clock", lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
+        if sup["mem_clock"]:
+            v["mem_mhz"] = self._optional("mem_clock", lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM))
+        if sup["clock_event_reasons"]:
+            v["clock_event_reasons"] = self._optional(
+                "clock_event_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h))
+        if sup["fan"]:
+            v["fan_pct"] = self._optional("fan", lambda: pynvml.nvmlDeviceGetFanSpeed(h))
+        if sup["utilization"]:
+            u = self._optional("utilization", lambda: pynvml.nvmlDeviceGetUtilizationRates(h))
+            if u is not None:
+                v["util_gpu_pct"], v["util_mem_pct"] = u.gpu, u.memory
+        if sup["pstate"]:
+            v["pstate"] = self._optional("pstate", lambda: pynvml.nvmlDeviceGetPerformanceState(h))
+        v["read_s"] = time.perf_counter() - t0
+        return v
+
+    def temperature_c(self) -> float | None:
+        """GPU core temperature now, °C (None when not supported)."""
+        try:
+            return float(_nvml(f"{self.where}: temperature", pynvml.nvmlDeviceGetTemperatureV, self.handle,
+                               pynvml.NVML_TEMPERATURE_GPU))
+        except DeviceNotSupportedError:
+            return None
+
+    def clocks_mhz(self) -> tuple[float, float]:
+        """Current (SM, memory) clocks, MHz."""
+        sm = _nvml(f"{self.where}: SM clock", pynvml.nvmlDeviceGetClockInfo, self.handle, pynvml.NVML_CLOCK_SM)
+        mem = _nvml(f"{self.where}: memory clock", pynvml.nvmlDeviceGetClockInfo, self.handle, pynvml.NVML_CLOCK_MEM)
+        return float(sm), float(mem)
+
+    # -- clock control ---------------------------------------------------------------------------
+    def supported_clocks(self) -> dict[int, list[int]]:
+        """``{mem_mhz: [core_mhz, ...]}``: the graphics clocks valid with each memory clock (descending)."""
+        mems = _nvml(f"{self.where}: supported memory clocks", pynvml.nvmlDeviceGetSupportedMemoryClocks,
+                     self.handle)
+        out: dict[int, list[int]] = {}
+        for m in sorted((int(x) for x in mems), reverse=True):
+            cores = _nvml(f"{self.where}: supported graphics clocks at {m} MHz",
+                          pynvml.nvmlDeviceGetSupportedGraphicsClocks, self.handle, m)
+            out[m] = sorted((int(c) for c in cores), reverse=True)
+        return out
+
+    def _check_pair(self, core_mhz: int | None, mem_mhz: int | None) -> None:
+        table = self.supported_clocks()
+        if mem_mhz is not None and mem_mhz not in table:
+            raise BadInputError(f"{self.where}: memory clock {mem_mhz} MHz is not supported; "
+                                f"supported: {sorted(table)} MHz")
+        if core_mhz is not None:
+            mem = mem_mhz if mem_mhz is not None else max(table) if table else None
+            cores = table.get(mem, []) if mem is not None else []
+            if core_mhz not in cores:
+                near = sorted(cores, key=lambda c: abs(c - core_mhz))[:3]
+                raise BadInputError(f"{self.where}: core clock {core_mhz} MHz is not supported with memory clock "
+                                    f"{mem} MHz; nearest supported: {sorted(near)} MHz")
+
+    def lock_clocks(self, core_mhz: float | None, mem_mhz: float | None, *, validate: bool = True) -> None:
+        """Lock SM and/or memory clocks (MHz) with ``nvmlDeviceSet{Gpu,Memory}LockedClocks``.
+
+        ``None`` resets that domain to its default. Values must come from :meth:`supported_clocks`
+        (checked when ``validate``). The reset is guaranteed at :meth:`close`, at interpreter exit
+        (``atexit``), on Ctrl-C and on SIGTERM (see :func:`install_clock_reset_handlers`).
+        Raises :class:`DeviceNoPermissionError` (needs root) or :class:`DeviceNotSupportedError`.
+        """
+        core = None if core_mhz is None else int(round(core_mhz))
+        mem = None if mem_mhz is None else int(round(mem_mhz))
+        if validate and (core is not None or mem is not None):
+            self._check_pair(core, mem)
+        install_clock_reset_handlers()
+        with self._clock_lock:
+            _LOCKED.add(self)
+            if mem is None:
+                self._reset_domain("mem")
+            else:
+                _nvml(f"{self.where}: lock memory clock at {mem} MHz", pynvml.nvmlDeviceSetMemoryLockedClocks,
+                      self.handle, mem, mem)
+                self.locked["mem"] = (mem, mem)
+            if core is None:
+                self._reset_domain("core")
+            else:
+                _nvml(f"{self.where}: lock SM clock at {core} MHz", pynvml.nvmlDeviceSetGpuLockedClocks,
+                      self.handle, core, core)
+                self.locked["core"] = (core, core)
+
+    def _reset_domain(self, dom: str) -> None:
+        if self.locked[dom] is None:
+            return
+        fn = pynvml.nvmlDeviceResetGpuLockedClocks if dom == "core" else pynvml.nvmlDeviceResetMemoryLockedClocks
+        _nvml(f"{self.where}: reset {'SM' if dom == 'core' else 'memory'} locked clocks", fn, self.handle)
+        self.locked[dom] = None
+
+    def reset_clocks(self) -> None:
+        """Undo :meth:`lock_clocks` (both domains). Safe to call repeatedly."""
+        with self._clock_lock:
+            errors = []
+            for dom in ("core", "mem"):
+                try:
+                    self._reset_domain(dom)
+                except DeviceError as e:  # try the other domain anyway
+                    errors.append(e)
+                    self.locked[dom] = None
+            _LOCKED.discard(self)
+            if errors:
+                raise errors[0]
+
+    def close(self) -> None:
+        """Reset locked clocks and release NVML."""
+        if not self._open:
+            return
+        try:
+            self.reset_clocks()
+        finally:
+            self._open = False
+            try:
+                pynvml.nvmlShutdown()
+            except pynvml.NVMLError:
+                pass
+
+    def __enter__(self) -> "NvmlGpu":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Clock reset at exit / Ctrl-C / SIGTERM
+# ------------------------------------------------------------------------------------------------
+
+_LOCKED: set[NvmlGpu] = set()
+_HANDLERS_INSTALLED = False
+
+
+def _reset_all_locked() -> None:
+    for gpu in list(_LOCKED):
+        try:
+            gpu.reset_clocks()
+        except Exception as e:  # noqa: BLE001 - at exit: report, keep going
+            warnings.warn(f"{gpu.where}: could not reset locked clocks at exit: {e}", RuntimeWarning, stacklevel=1)
+
+
+def install_clock_reset_handlers() -> None:
+    """Make sure locked clocks are reset however the process ends (short of SIGKILL).
+
+    Registers an ``atexit`` hook, and -- from the main thread, when SIGTERM still has its default
+    action -- turns SIGTERM into ``SystemExit`` so ``finally`` blocks and ``atexit`` run. Ctrl-C
+    raises ``KeyboardInterrupt``, which unwinds through :meth:`NvmlGpu.close` / ``atexit`` too.
+    """
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(_reset_all_locked)
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        def _on_term(signum: int, frame: Any) -> None:
+            raise SystemExit(128 + signum)
+        signal.signal(signal.SIGTERM, _on_term)
+
+
+# ------------------------------------------------------------------------------------------------
+# Sensor
+# ------------------------------------------------------------------------------------------------
+
+class NvmlSensor(Sensor):
+    """The NVML stream of one GPU (columns: :data:`SENSOR_COLUMNS`); one row per ``read()``.
+
+    Its rate is the logger's polling rate. Below 20 Hz polling is cheap; NVML's own values update at
+    roughly 10 Hz (power fields, energy counter) and Zeus warns against polling faster than 50 ms, so
+    rows faster than that repeat values -- harmless, and :func:`window_energy` deduplicates.
+    """
+
+    kind = "nvml"
+    columns = SENSOR_COLUMNS
+
+    def __init__(self, gpu: NvmlGpu | int, name: str | None = None,
+                 clock: Callable[[], tuple[float, float]] | None = None):
+        self._owns = not isinstance(gpu, NvmlGpu)
+        self.gpu = NvmlGpu(int(gpu)) if self._owns else gpu  # type: ignore[arg-type]
+        self.name = name or f"nvml{self.gpu.index}"
+        self._clock = clock or (lambda: (time.monotonic(), time.time()))
+        self.gpu.capabilities()
+
+    def capabilities(self) -> dict[str, Any]:
+        return self.gpu.capabilities()
+
+    def read(self) -> list[Row]:
+        t0m, t0w = self._clock()
+        values = self.gpu.sample()
+        t1m, t1w = self._clock()
+        # host stamp = middle of the poll: the best host-side estimate of when the values were taken
+        return [Row((t0m + t1m) / 2, (t0w + t1w) / 2, values)]
+
+    def close(self) -> None:
+        if self._owns:
+            self.gpu.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Enumeration
+# ------------------------------------------------------------------------------------------------
+
+def list_gpus() -> list[dict[str, Any]]:
+    """The GPUs NVML sees (index, name, uuid, pci_bus_id, architecture, driver versions, ...).
+
+    Returns ``[]`` when NVML is unavailable (no driver): callers fall back to virtual devices.
+    """
+    ok, _ = nvml_available()
+    if not ok:
+        return []
+    _nvml("nvmlInit", pynvml.nvmlInit)
+    try:
+        out = []
+        for i in range(_nvml("device count", pynvml.nvmlDeviceGetCount)):
+            g = NvmlGpu(i)
+            try:
+                out.append(g.identity())
+            finally:
+                g.close()
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+# ------------------------------------------------------------------------------------------------
+# Energy per window: counter vs integrated power
+# ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WindowEnergy:
+    """Energy of one time window from the NVML counter and from integrated power.
+
+    ``counter_j`` is the counter difference (interpolated between counter updates at the window
+    edges), ``integrated_j`` the trapezoidal integral of ``power_w``. ``disagreement_pct`` =
+    100 (integrated - counter) / counter. Either is ``None`` when the stream has no data for it.
+    """
+
+    t0_s: float
+    t1_s: float
+    counter_j: float | None
+    integrated_j: float | None
+    disagreement_pct: float | None
+    n_power: int
+    n_counter_updates: int
+    counter_resets: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def unwrap_energy_mj(energy_mj: Sequence[float]) -> tuple[np.ndarray, int]:
+    """Continuous cumulative energy (mJ, from 0) across counter resets and 64-bit wraps.
+
+    A step down from a value in the top half of the uint64 range is a wrap (add 2^64); any other
+    step down is a reset (driver reload: the counter restarted from 0, so the new value is the
+    energy since the reset). Returns the series and the number of resets/wraps.
+    """
+    e = np.asarray(energy_mj, dtype=float)
+    if e.size == 0:
+        return e, 0
+    d = np.diff(e)
+    resets = 0
+    for i in np.nonzero(d < 0)[0]:
+        resets += 1
+        prev, new = e[i], e[i + 1]
+        d[i] = (new + _UINT64 - prev) if prev >= _UINT64 / 2 else new
+    return np.concatenate([[0.0], np.cumsum(d)]), resets
+
+
+def window_energy(df: Any, t0_s: float, t1_s: float, time_col: str = "t_mono_s") -> WindowEnergy:
+    """Energy between ``t0_s`` and ``t1_s`` (on ``time_col``) from an NVML stream table.
+
+    ``df`` has the NVML sensor's columns (e.g. ``read_session(p).stream("nvml0")``). The counter only
+    changes about every 100 ms, so repeated values are collapsed to the row where each new value first
+    appeared before interpolating; windows should be seconds long.
+    """
+    if not t1_s > t0_s:
+        raise ValueError(f"window must have t1_s > t0_s, got [{t0_s}, {t1_s}]")
+    t = np.asarray(df[time_col], dtype=float)
+    counter_j = integ_j = None
+    n_upd = resets = n_pow = 0
+    if "energy_mj" in df:
+        ok = ~np.isnan(np.asarray(df["energy_mj"], dtype=float))
+        te, raw = t[ok], np.asarray(df["energy_mj"], dtype=float)[ok]
+        if te.size >= 2 and te[0] <= t0_s and te[-1] >= t1_s:
+            cum, resets = unwrap_energy_mj(raw)
+            first = np.concatenate([[True], np.diff(cum) != 0])  # row where each new counter value appeared
+            tu, cu = te[first], cum[first]
+            if tu[-1] < te[-1]:  # keep the last row so the counter is bounded on the right
+                tu, cu = np.append(tu, te[-1]), np.append(cu, cum[-1])
+            n_upd = int(((tu >= t0_s) & (tu <= t1_s)).sum())
+            counter_j = float(np.interp(t1_s, tu, cu) - np.interp(t0_s, tu, cu)) / 1000.0
+    if "power_w" in df:
+        ok = ~np.isnan(np.asarray(df["power_w"], dtype=float))
+        tp, p = t[ok], np.asarray(df["power_w"], dtype=float)[ok]
+        inside = (tp > t0_s) & (tp < t1_s)
+        n_pow = int(inside.sum())
+        if tp.size >= 2 and tp[0] <= t0_s and tp[-1] >= t1_s:
+            grid = np.concatenate([[t0_s], tp[inside], [t1_s]])
+            integ_j = float(np.trapezoid(np.interp(grid, tp, p), grid))
+    dis = None
+    if counter_j is not None and integ_j is not None and counter_j != 0:
+        dis = 100.0 * (integ_j - counter_j) / counter_j
+    return WindowEnergy(t0_s, t1_s, counter_j, integ_j, dis, n_pow, n_upd, resets)
+
+
+def throttle_names(mask: int | None) -> list[str]:
+    """Names of the clock-event reasons set in ``mask``."""
+    if mask is None:
+        return []
+    return [name for bit, name in CLOCK_EVENT_REASONS.items() if int(mask) & bit]

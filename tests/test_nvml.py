@@ -1,0 +1,359 @@
+"""NVML sensor, error mapping, energy windows and clock control, against a patched (autospec) binding."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import math
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+import pynvml as real_pynvml
+import pytest
+
+from calib.errors import (
+    BadInputError,
+    DeviceError,
+    DeviceLostError,
+    DeviceNoPermissionError,
+    DeviceNotFoundError,
+    DeviceNotSupportedError,
+)
+from microbench.devices import nvml
+from microbench.devices.nvml_fake import FakeGpu, install_fake
+from microbench.logger import TransientSensorError
+
+ROOT = Path(__file__).resolve().parents[1]
+NVML_SRC = ROOT / "microbench" / "devices" / "nvml.py"
+
+
+def _pynvml_names(path: Path) -> set[str]:
+    """Every ``pynvml.<name>`` referenced in a module (AST scan)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {n.attr for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "pynvml"}
+
+
+def test_every_pynvml_name_used_exists_in_installed_binding():
+    names = _pynvml_names(NVML_SRC)
+    assert len(names) > 30  # the scan really sees the module's calls
+    missing = sorted(n for n in names if not hasattr(real_pynvml, n))
+    assert missing == []
+    # deprecated in nvidia-ml-py 13.x ("will be removed in CUDA 14.0"): not used
+    deprecated = {"nvmlDeviceGetTemperature", "nvmlDeviceGetCurrentClocksThrottleReasons",
+                  "nvmlDeviceSetApplicationsClocks", "nvmlDeviceGetPowerState", "nvmlDeviceGetHandleBySerial"}
+    assert names & deprecated == set()
+
+
+def test_binding_is_nvidia_ml_py_not_the_deprecated_wheel():
+    files = importlib.metadata.files("nvidia-ml-py") or []
+    assert any(str(f) == "pynvml.py" for f in files)
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.distribution("pynvml")
+    assert hasattr(real_pynvml, "_nvmlGetFunctionPointer")
+
+
+@pytest.fixture
+def fake():
+    with mock.patch("microbench.devices.nvml.pynvml", autospec=True) as m:
+        yield install_fake(m, [FakeGpu(power_fn=lambda t: 123.456)])
+
+
+def test_sensor_row_has_all_columns_in_si_units(fake):
+    s = nvml.NvmlSensor(0)
+    assert s.name == "nvml0" and s.columns == nvml.SENSOR_COLUMNS
+    before = time.time()
+    [row] = s.read()
+    v = row.values
+    assert set(v) == set(nvml.SENSOR_COLUMNS)
+    assert v["power_w"] == pytest.approx(123.456)
+    assert v["power_avg_w"] == pytest.approx(123.456)
+    assert v["power_t_wall_s"] == pytest.approx(before, abs=1.0)
+    assert isinstance(v["energy_mj"], int) and v["energy_mj"] >= 123_456_789
+    assert v["energy_reset"] == 0
+    assert (v["temp_c"], v["mem_temp_c"], v["sm_mhz"], v["mem_mhz"]) == (45, 50.0, 1410, 1215)
+    assert (v["fan_pct"], v["util_gpu_pct"], v["util_mem_pct"], v["pstate"], v["clock_event_reasons"]) == (
+        30, 97, 12, 0, 0)
+    assert 0 <= v["read_s"] < 0.5
+    assert abs(row.t_wall_s - before) < 1.0
+    caps = s.capabilities()
+    assert caps["power_w_source"].startswith("field NVML_FI_DEV_POWER_INSTANT")
+    assert caps["supported"]["energy_field"] and caps["gpu"]["architecture"] == "ampere"
+    # one field-values call per sample, with the GPU power scope for the power fields
+    fv_calls = [c for c in fake.gpus[0].calls if c[0] == "field_values"]
+    assert fv_calls[-1][1] == ((real_pynvml.NVML_FI_DEV_POWER_INSTANT, real_pynvml.NVML_POWER_SCOPE_GPU),
+                               (real_pynvml.NVML_FI_DEV_POWER_AVERAGE, real_pynvml.NVML_POWER_SCOPE_GPU),
+                               real_pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, real_pynvml.NVML_FI_DEV_MEMORY_TEMP)
+    s.close()
+    assert fake.init_count == 0  # every nvmlInit matched by nvmlShutdown
+
+
+def test_fallback_to_power_usage_and_energy_function_when_fields_unsupported(fake):
+    fake.gpus[0].unsupported |= {"power_instant", "power_average", "energy_field", "mem_temp"}
+    s = nvml.NvmlSensor(0)
+    [row] = s.read()
+    assert row.values["power_w"] == pytest.approx(123.456)
+    assert row.values["power_avg_w"] is None and row.values["mem_temp_c"] is None
+    assert row.values["energy_mj"] >= 123_456_789 and row.values["energy_t_wall_s"] is None
+    caps = s.capabilities()
+    assert caps["power_w_source"].startswith("nvmlDeviceGetPowerUsage (1 s average")
+    assert caps["energy_mj_source"].startswith("nvmlDeviceGetTotalEnergyConsumption")
+    assert "not supported" in caps["unsupported_reasons"]["mem_temp"]
+    s.close()
+
+
+def test_unsupported_at_probe_leaves_column_empty(fake):
+    fake.gpus[0].unsupported |= {"fan", "utilization"}
+    s = nvml.NvmlSensor(0)
+    n_probe = len(fake.gpus[0].calls)
+    [row] = s.read()
+    assert row.values["fan_pct"] is None and row.values["util_gpu_pct"] is None
+    assert s.capabilities()["supported"]["fan"] is False
+    assert not any(c[0] == "fan" for c in fake.gpus[0].calls[n_probe:])  # not polled after the probe
+    s.close()
+
+
+def test_not_supported_mid_run_is_counted_not_fatal(fake):
+    s = nvml.NvmlSensor(0)
+    s.read()
+    fake.gpus[0].fail["temperature"] = real_pynvml.NVML_ERROR_NOT_SUPPORTED
+    fake.gpus[0].fail["power_instant"] = real_pynvml.NVML_ERROR_NOT_SUPPORTED
+    [row] = s.read()
+    assert row.values["temp_c"] is None
+    assert s.gpu.runtime_not_supported == {"temperature": 1, "power_instant": 1}
+    s.close()
+
+
+@pytest.mark.parametrize("where", ["field_values", "power_instant", "temperature"])
+def test_gpu_lost_raises_typed_error(fake, where):
+    s = nvml.NvmlSensor(0)
+    fake.gpus[0].fail[where] = real_pynvml.NVML_ERROR_GPU_IS_LOST
+    with pytest.raises(DeviceLostError, match=r"GPU 0 \(NVIDIA Fake A100\).*stopped answering \(NVML: GPU is lost\)"):
+        s.read()
+    s.close()
+
+
+def test_no_permission_while_sampling_raises_typed_error(fake):
+    s = nvml.NvmlSensor(0)
+    fake.gpus[0].fail["field_values"] = real_pynvml.NVML_ERROR_NO_PERMISSION
+    with pytest.raises(DeviceNoPermissionError, match="not permitted"):
+        s.read()
+    s.close()
+
+
+def test_timeout_is_transient(fake):
+    s = nvml.NvmlSensor(0)
+    fake.gpus[0].fail["field_values"] = real_pynvml.NVML_ERROR_TIMEOUT
+    with pytest.raises(TransientSensorError, match="transient NVML failure \\(Timeout\\)"):
+        s.read()
+    del fake.gpus[0].fail["field_values"]
+    assert s.read()[0].values["power_w"] == pytest.approx(123.456)
+    s.close()
+
+
+@pytest.mark.parametrize("code,cls", [
+    (real_pynvml.NVML_ERROR_NOT_SUPPORTED, DeviceNotSupportedError),
+    (real_pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, DeviceNotSupportedError),
+    (real_pynvml.NVML_ERROR_NO_PERMISSION, DeviceNoPermissionError),
+    (real_pynvml.NVML_ERROR_GPU_IS_LOST, DeviceLostError),
+    (real_pynvml.NVML_ERROR_RESET_REQUIRED, DeviceLostError),
+    (real_pynvml.NVML_ERROR_TIMEOUT, TransientSensorError),
+    (real_pynvml.NVML_ERROR_DRIVER_NOT_LOADED, DeviceError),
+    (real_pynvml.NVML_ERROR_UNKNOWN, DeviceError),
+])
+def test_error_mapping_table(code, cls):
+    err = nvml.map_nvml_error(real_pynvml.NVMLError(code), "op")
+    assert type(err) is cls
+    assert str(err).startswith("op: ")
+
+
+def test_no_driver_means_no_gpus_and_clear_error(fake):
+    fake.lib_missing = True
+    ok, msg = nvml.nvml_available()
+    assert not ok and "NVML is not usable on this machine (NVML Shared Library Not Found)" in msg
+    assert nvml.list_gpus() == []
+    with pytest.raises(DeviceError, match="is the NVIDIA driver installed"):
+        nvml.NvmlGpu(0)
+
+
+def test_bad_index_is_bad_input(fake):
+    with pytest.raises(DeviceNotFoundError, match=r"GPU index 3 not found: NVML sees 1 GPU\(s\) \(valid indices 0..0\)"):
+        nvml.NvmlGpu(3)
+    assert fake.init_count == 0
+
+
+def test_list_gpus(fake):
+    fake.gpus.append(FakeGpu(name="NVIDIA Fake V100", uuid="GPU-2", pci_bus_id="00000000:5E:00.0",
+                             arch=real_pynvml.NVML_DEVICE_ARCH_VOLTA))
+    gpus = nvml.list_gpus()
+    assert [(g["index"], g["name"], g["architecture"], g["pci_bus_id"]) for g in gpus] == [
+        (0, "NVIDIA Fake A100", "ampere", "00000000:3B:00.0"), (1, "NVIDIA Fake V100", "volta", "00000000:5E:00.0")]
+    assert gpus[0]["driver_version"] == "580.65.06" and gpus[0]["cuda_driver_version"] == "13.0"
+    assert fake.init_count == 0
+
+
+def test_open_by_pci_bus_id(fake):
+    with nvml.NvmlGpu(pci_bus_id="00000000:3B:00.0") as g:
+        assert g.uuid == fake.gpus[0].uuid
+
+
+def test_energy_counter_reset_is_detected(fake):
+    s = nvml.NvmlSensor(0)
+    assert s.read()[0].values["energy_reset"] == 0
+    fake.gpus[0].energy0_mj = 0  # driver reload: the counter restarts near 0
+    with pytest.warns(RuntimeWarning, match="energy counter went backwards"):
+        v = s.read()[0].values
+    assert v["energy_reset"] == 1 and s.gpu.energy_resets == 1
+    s.close()
+
+
+# -- energy windows ---------------------------------------------------------------------------------
+
+def _stream(power_w, t_end=6.0, rate_hz=20.0, counter_period=0.1, e0=5e6, reset_at=None, jitter=0.0):
+    """A synthetic NVML stream: power samples at rate_hz, a counter updating every counter_period."""
+    rng = np.random.default_rng(1)
+    t = np.arange(0.0, t_end, 1.0 / rate_hz) + rng.uniform(0, jitter, int(round(t_end * rate_hz)))
+    p = np.array([power_w(x) for x in t])
+    fine = np.arange(0.0, t_end + 1, 0.001)
+    cum_j = np.concatenate([[0], np.cumsum((np.array([power_w(x) for x in fine[:-1]]) * 0.001))])
+    tq = np.floor(t / counter_period) * counter_period
+    e = e0 + np.interp(tq, fine, cum_j) * 1000.0
+    if reset_at is not None:
+        e = np.where(t >= reset_at, e - np.interp(np.floor(reset_at / counter_period) * counter_period, fine,
+                                                    cum_j) * 1000.0 - e0 + 7.0, e)
+    return pd.DataFrame({"t_mono_s": t, "power_w": p, "energy_mj": np.floor(e)})
+
+
+def test_window_energy_counter_matches_integration_for_constant_power():
+    df = _stream(lambda t: 200.0)
+    w = nvml.window_energy(df, 1.0, 5.0)
+    assert w.counter_j == pytest.approx(800.0, rel=0.01)
+    assert w.integrated_j == pytest.approx(800.0, rel=1e-9)
+    assert abs(w.disagreement_pct) < 1.0
+    assert w.n_power == 79 and 35 <= w.n_counter_updates <= 41 and w.counter_resets == 0
+
+
+def test_window_energy_reports_disagreement_when_power_reading_is_biased():
+    df = _stream(lambda t: 100.0 + 50.0 * (int(t * 2) % 2))
+    df["power_w"] *= 1.10  # a sensor reading 10 % high
+    w = nvml.window_energy(df, 0.5, 5.5)
+    assert w.disagreement_pct == pytest.approx(10.0, abs=1.5)
+
+
+def test_window_energy_across_counter_reset():
+    df = _stream(lambda t: 150.0, reset_at=3.0)
+    assert (np.diff(df["energy_mj"]) < 0).sum() == 1
+    w = nvml.window_energy(df, 1.0, 5.0)
+    assert w.counter_resets == 1
+    # the energy between the last update before the reset and the reset itself is unknowable:
+    # at most one counter period (0.1 s x 150 W = 15 J) is lost
+    assert 600.0 - 15.5 <= w.counter_j <= 600.0 + 0.5
+
+
+def test_unwrap_energy_handles_uint64_wrap():
+    top = float(2**64 - 1000)
+    cum, n = nvml.unwrap_energy_mj([top, top + 500 - 0, 1500.0 - 1000 + 0])
+    assert n == 1
+    assert cum[-1] == pytest.approx(1000.0 + 500.0 - 500.0 + 0.0, abs=2048)  # float64 resolution at 2**64
+
+
+def test_window_energy_without_data_is_none_not_zero():
+    df = pd.DataFrame({"t_mono_s": [0.0, 1.0], "power_w": [float("nan")] * 2, "energy_mj": [float("nan")] * 2})
+    w = nvml.window_energy(df, 0.2, 0.8)
+    assert w.counter_j is None and w.integrated_j is None and w.disagreement_pct is None
+    with pytest.raises(ValueError, match="t1_s > t0_s"):
+        nvml.window_energy(df, 1.0, 1.0)
+
+
+# -- clocks -----------------------------------------------------------------------------------------
+
+def test_supported_clocks_and_lock_then_reset_on_close(fake):
+    g = nvml.NvmlGpu(0)
+    assert g.supported_clocks() == {1215: [1410, 1305, 1200, 1095, 210]}
+    g.lock_clocks(1305, 1215)
+    gpu = fake.gpus[0]
+    assert gpu.locked_core == (1305, 1305) and gpu.locked_mem == (1215, 1215)
+    assert g.clocks_mhz() == (1305.0, 1215.0)
+    g.lock_clocks(None, 1215)  # None = default for that domain
+    assert gpu.locked_core is None
+    g.close()
+    assert gpu.locked_mem is None and ("reset_mem", ()) in gpu.calls
+
+
+def test_unsupported_clock_is_bad_input_with_nearest(fake):
+    with nvml.NvmlGpu(0) as g:
+        with pytest.raises(BadInputError, match=r"core clock 1300 MHz is not supported with memory clock 1215 MHz; "
+                                                r"nearest supported: \[1200, 1305, 1410\] MHz"):
+            g.lock_clocks(1300, 1215)
+        with pytest.raises(BadInputError, match=r"memory clock 877 MHz is not supported; supported: \[1215\] MHz"):
+            g.lock_clocks(1305, 877)
+
+
+def test_lock_without_root_is_clear(fake):
+    fake.gpus[0].lock_error = real_pynvml.NVML_ERROR_NO_PERMISSION
+    with nvml.NvmlGpu(0) as g:
+        with pytest.raises(DeviceNoPermissionError) as ei:
+            g.lock_clocks(1305, 1215)
+    msg = str(ei.value)
+    assert "lock memory clock at 1215 MHz: not permitted (NVML: Insufficient Permissions)" in msg
+    assert "needs root" in msg
+
+
+def test_clock_lock_not_supported(fake):
+    fake.gpus[0].lock_error = real_pynvml.NVML_ERROR_NOT_SUPPORTED
+    with nvml.NvmlGpu(0) as g, pytest.raises(DeviceNotSupportedError, match="not supported by this GPU"):
+        g.lock_clocks(1305, None)
+
+
+def test_ctrl_c_inside_block_resets_clocks(fake):
+    gpu = fake.gpus[0]
+    with pytest.raises(KeyboardInterrupt):
+        with nvml.NvmlGpu(0) as g:
+            g.lock_clocks(1095, 1215)
+            raise KeyboardInterrupt
+    assert gpu.locked_core is None and gpu.locked_mem is None
+
+
+def test_atexit_handler_resets_forgotten_locks(fake):
+    g = nvml.NvmlGpu(0)
+    g.lock_clocks(1095, 1215)
+    assert g in nvml._LOCKED
+    nvml._reset_all_locked()
+    assert fake.gpus[0].locked_core is None and g not in nvml._LOCKED
+    g.close()
+
+
+_CHILD = textwrap.dedent("""
+    import sys, time
+    from unittest import mock
+    m = mock.patch("microbench.devices.nvml.pynvml", autospec=True).start()  # stays patched until exit
+    from microbench.devices import nvml
+    from microbench.devices.nvml_fake import install_fake
+    fake = install_fake(m)
+    gpu = fake.gpus[0]
+    import atexit
+    atexit.register(lambda: print("final", gpu.locked_core, gpu.locked_mem, flush=True))
+    g = nvml.NvmlGpu(0)
+    g.lock_clocks(1200, 1215)
+    print("locked", gpu.locked_core, flush=True)
+    time.sleep(30)
+""")
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_resets_clocks_in_a_real_process(sig):
+    import signal as _s
+    p = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=ROOT)
+    assert p.stdout.readline().strip() == "locked (1200, 1200)"
+    p.send_signal(getattr(_s, sig))
+    out, err = p.communicate(timeout=20)
+    assert "final None None" in out, err
+
