@@ -1,0 +1,44 @@
+"""Serial power analyzers: one small class per protocol, on a common reader (:mod:`.base`).
+
+=================  ==============================================  =====================
+protocol name      class                                           kind
+=================  ==============================================  =====================
+``wt310``          :class:`.yokogawa.YokogawaWT310`                polled SCPI
+``wt210``          :class:`.yokogawa.YokogawaWT210`                polled SCPI
+``hioki``          :class:`.hioki.HiokiPW3335`                     polled, confirmation codes
+``wattsup``        :class:`.wattsup.WattsUpPro`                    streaming records
+``powersensor3``   :class:`.powersensor3.PowerSensor3`             streaming binary words
+``csv``            :class:`.csvline.CsvLineSource`                 streaming CSV lines
+=================  ==============================================  =====================
+
+See ``README.md`` in this directory for the protocols, the columns and stream alignment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from microbench.instruments.base import InstrumentError, SerialAnalyzer
+from microbench.instruments.csvline import CsvLineSource
+from microbench.instruments.hioki import HiokiPW3335
+from microbench.instruments.powersensor3 import PowerSensor3
+from microbench.instruments.wattsup import WattsUpPro
+from microbench.instruments.yokogawa import YokogawaWT210, YokogawaWT310
+
+PROTOCOLS: dict[str, type[SerialAnalyzer]] = {
+    "wt310": YokogawaWT310, "wt210": YokogawaWT210, "hioki": HiokiPW3335, "wattsup": WattsUpPro,
+    "powersensor3": PowerSensor3, "csv": CsvLineSource,
+}
+
+
+def open_analyzer(port: str, protocol: str, **kw: Any) -> SerialAnalyzer:
+    """The analyzer of ``protocol`` on ``port`` (not started). Unknown protocol -> ValueError naming the choices."""
+    try:
+        cls = PROTOCOLS[protocol]
+    except KeyError:
+        raise ValueError(f"unknown analyzer protocol {protocol!r}; choose one of {sorted(PROTOCOLS)}") from None
+    return cls(port, **kw)
+
+
+__all__ = ["PROTOCOLS", "open_analyzer", "InstrumentError", "SerialAnalyzer", "CsvLineSource", "HiokiPW3335",
+           "PowerSensor3", "WattsUpPro", "YokogawaWT210", "YokogawaWT310"]

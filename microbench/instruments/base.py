@@ -1,0 +1,508 @@
+"""Serial power analyzers: the common reader (port ownership, reconnects, timestamps) and framers.
+
+Each protocol is a small subclass of :class:`SerialAnalyzer` that declares its framer, how to
+configure the instrument, and how to turn one frame into values. This base class owns everything
+protocol-independent:
+
+- **exclusive access**: the port is opened with ``exclusive=True`` (POSIX ``flock``), so two loggers
+  can never interleave on one instrument; a held lock is a clear error, not garbage data.
+- **timestamps**: every frame is stamped on the host with ``time.monotonic()`` and ``time.time()``
+  when the chunk that completed it was read (an upper bound on the sample time: USB/serial
+  buffering adds milliseconds; see README "Alignment").
+- **framing checks and resync**: frames that fail the protocol's structure checks are rejected and
+  counted, never interpolated; the first good row after any loss carries ``resync = 1``.
+- **reconnect**: an I/O error (unplugged adapter) closes the port, retries opening it *by path*
+  with back-off, and re-sends the full configuration (instruments come back in local mode).
+  Each outage is recorded in ``stats.gaps``.
+- **polled protocols** (SCPI query/reply): one query per period; input that arrived before the
+  query is discarded (it cannot be the answer); a reply that does not complete within
+  ``response_timeout_s`` is dropped as truncated.
+
+Counters (``stats``): frames_ok, rejected (failed checks), truncated, instrument_errors, bytes_discarded,
+timeouts, reconnects, gaps.
+"""
+
+from __future__ import annotations
+
+import errno
+import queue
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import serial
+
+from calib.errors import CalibError, DeviceError, DeviceLostError, DeviceNoPermissionError, DeviceNotFoundError
+from microbench.devices.base import Row, Sensor
+
+
+class InstrumentError(DeviceError):
+    """The instrument answered with an error (error queue entry, error code) or refused the setup."""
+
+
+class FrameError(ValueError):
+    """A frame failed the protocol's structure checks (wrong prefix, field count, non-numeric...)."""
+
+
+class InstrumentErrorReply(FrameError):
+    """A well-formed reply that reports an instrument error instead of data (counted separately)."""
+
+
+@dataclass
+class AnalyzerStats:
+    """Counters of one analyzer connection (all protocols)."""
+
+    frames_ok: int = 0
+    rejected: int = 0
+    truncated: int = 0
+    instrument_errors: int = 0
+    bytes_discarded: int = 0
+    timeouts: int = 0
+    reconnects: int = 0
+    gaps: list[dict[str, float]] = field(default_factory=list)
+    last_reject: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+# ------------------------------------------------------------------------------------------------
+# Framers: bytes in (any chunking), whole frames out
+# ------------------------------------------------------------------------------------------------
+
+class TextFramer:
+    """Incremental framer for ASCII line/record protocols.
+
+    ``terminator``: bytes that end a frame (e.g. ``b"\\n"``; a preceding ``\\r`` is stripped).
+    ``start``: optional byte that starts a frame (Watts up ``#``): bytes outside a frame are
+    discarded, and a start byte inside a frame abandons the partial one (truncated).
+    Text protocols carry printable ASCII only, so a frame is cut after its last control or non-ASCII
+    byte (line noise), and a partial frame left untouched for ``stale_s`` is dropped as truncated
+    (otherwise it would glue onto the next frame and corrupt it too).
+    """
+
+    def __init__(self, terminator: bytes = b"\n", start: bytes | None = None, stale_s: float | None = None,
+                 max_len: int = 4096):
+        self.terminator = terminator
+        self.start = start
+        self.stale_s = stale_s
+        self.max_len = max_len
+        self.buf = bytearray()
+        self.in_frame = start is None
+        self.last_data_t = 0.0
+        self.truncated = 0
+        self.discarded = 0
+        self._lost = False  # something was dropped since the last complete frame
+
+    def clear(self) -> int:
+        """Drop any partial frame; returns the bytes dropped."""
+        n = len(self.buf)
+        self.discarded += n
+        if n:
+            self._lost = True
+        self.buf.clear()
+        self.in_frame = self.start is None
+        return n
+
+    def expire(self, now: float) -> bool:
+        """Drop a partial frame that has been waiting longer than ``stale_s``; True if one was dropped."""
+        if self.stale_s is not None and self.buf and now - self.last_data_t > self.stale_s:
+            self._truncate()
+            return True
+        return False
+
+    def _truncate(self) -> None:
+        if self.buf.strip():
+            self.truncated += 1
+        self.clear()
+
+    def feed(self, data: bytes, now: float) -> list[tuple[bytes, bool]]:
+        """Add bytes; return the complete frames (without terminator, sanitized), each with a flag
+        telling whether anything was dropped just before it."""
+        self.expire(now)
+        out: list[tuple[bytes, bool]] = []
+        if data:
+            self.last_data_t = now
+        term = self.terminator
+        for b in data:
+            ch = bytes((b,))
+            if self.start is not None:
+                if ch == self.start:
+                    if self.in_frame and self.buf:
+                        self._truncate()
+                    self.in_frame = True
+                    self.buf += ch
+                    continue
+                if not self.in_frame:
+                    if b not in b"\r\n":  # the line end after a record is not garbage
+                        self.discarded += 1
+                        self._lost = True
+                    continue
+            self.buf += ch
+            if self.buf.endswith(term):
+                frame = bytes(self.buf[: -len(term)]).rstrip(b"\r")
+                self.buf.clear()
+                self.in_frame = self.start is None
+                frame = self._sanitize(frame)
+                if frame:
+                    out.append((frame, self._lost))
+                    self._lost = False
+            elif len(self.buf) > self.max_len:
+                self._truncate()
+        return out
+
+    def _sanitize(self, frame: bytes) -> bytes:
+        bad = [i for i, b in enumerate(frame) if b < 0x20 or b > 0x7E]
+        if bad:
+            cut = bad[-1] + 1
+            self.discarded += cut
+            self._lost = True
+            frame = frame[cut:]
+        return frame
+
+
+# ------------------------------------------------------------------------------------------------
+# The reader
+# ------------------------------------------------------------------------------------------------
+
+def _port_error(port: str, e: BaseException) -> DeviceError:
+    msg = str(e)
+    low = msg.lower()
+    if "exclusively lock" in low or isinstance(e, BlockingIOError):
+        return DeviceError(f"serial port {port} is in use by another process (exclusive lock held); stop the "
+                           "other logger first")
+    err = getattr(e, "errno", None)
+    if err == errno.ENOENT or "no such file" in low:
+        try:
+            from serial.tools import list_ports
+            avail = [p.device for p in list_ports.comports()]
+        except Exception:  # noqa: BLE001 - listing is best effort
+            avail = []
+        return DeviceNotFoundError(f"serial port {port} not found (unplugged or wrong path); ports present: "
+                                   f"{avail or 'none'}")
+    if err in (errno.EACCES, errno.EPERM) or "permission denied" in low:
+        return DeviceNoPermissionError(f"serial port {port}: permission denied; add your user to the 'dialout' "
+                                       "group (then log in again) or fix the udev rule")
+    return DeviceError(f"serial port {port}: {msg}")
+
+
+class SerialAnalyzer(Sensor):
+    """Base class of the serial power analyzers (a :class:`Sensor` of kind ``"analyzer"``).
+
+    Parameters
+    ----------
+    port:
+        device path (prefer a stable udev symlink or ``/dev/serial/by-id/...``; reconnects re-open it).
+    name:
+        stream name (default: the protocol name).
+    baudrate:
+        default: the protocol's.
+    period_s:
+        query period of polled protocols, s (streaming protocols ignore it).
+    reconnect:
+        retry after I/O errors (default True); False turns an unplug into :class:`DeviceLostError`.
+    clock:
+        ``() -> (t_mono_s, t_wall_s)`` host clock (injectable for tests).
+    """
+
+    kind = "analyzer"
+    protocol: ClassVar[str] = "base"
+    BAUDRATE: ClassVar[int] = 9600
+    POLLED: ClassVar[bool] = False
+    #: value columns before the common ``resync`` (and ``latency_s`` for polled protocols)
+    VALUE_COLUMNS: ClassVar[tuple[str, ...]] = ("power_w",)
+
+    def __init__(self, port: str, name: str | None = None, *, baudrate: int | None = None, period_s: float = 0.1,
+                 reconnect: bool = True, response_timeout_s: float | None = None,
+                 clock: Callable[[], tuple[float, float]] | None = None, read_timeout_s: float = 0.005,
+                 max_backoff_s: float = 1.0):
+        self.port_path = port
+        self.name = name or self.protocol
+        self.baudrate = baudrate or self.BAUDRATE
+        self.period_s = float(period_s)
+        self.reconnect = reconnect
+        self.response_timeout_s = response_timeout_s if response_timeout_s is not None else max(0.5, 2 * self.period_s)
+        self._clock = clock or (lambda: (time.monotonic(), time.time()))
+        self.read_timeout_s = read_timeout_s
+        self.max_backoff_s = max_backoff_s
+        self.columns = tuple(self.VALUE_COLUMNS) + ("resync",) + (("latency_s",) if self.POLLED else ())
+        self.stats = AnalyzerStats()
+        self.identity = ""
+        self._ser: serial.Serial | None = None
+        self._rows: queue.SimpleQueue[Row] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._wlock = threading.Lock()
+        self._resync = False
+        self.frame_lost = False  # something was dropped right before the frame being parsed
+        self._fatal: BaseException | None = None
+        self.framer = self.make_framer()
+
+    # -- protocol hooks ---------------------------------------------------------------------------
+    def make_framer(self) -> Any:
+        """The framer of this protocol (fresh one per connection)."""
+        return TextFramer(b"\n")
+
+    def configure(self) -> None:
+        """Send the full setup to the instrument (called at start and after every reconnect)."""
+
+    def query(self) -> bytes:
+        """The query a polled protocol sends once per period."""
+        raise NotImplementedError
+
+    def parse(self, frame: Any) -> dict[str, Any]:
+        """Values of one frame; raise :class:`FrameError` / :class:`InstrumentErrorReply` to reject it."""
+        raise NotImplementedError
+
+    def on_frame_values(self, values: dict[str, Any], t_mono: float, t_wall: float) -> list[Row]:
+        """Rows for one parsed frame (hook for protocols that aggregate frames). Default: one row."""
+        return [Row(t_mono, t_wall, values)]
+
+    def settings(self) -> dict[str, Any]:
+        """Protocol settings recorded in the manifest (ranges, rate, items...)."""
+        return {}
+
+    # -- port I/O (usable from configure()) -------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        with self._wlock:
+            assert self._ser is not None
+            self._ser.write(data)
+            self._ser.flush()
+
+    def read_frame(self, timeout_s: float) -> Any:
+        """Read until the framer yields one frame (for configuration exchanges); None on timeout."""
+        assert self._ser is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            data = self._ser.read(self._ser.in_waiting or 1)
+            frames = self.framer.feed(data, time.monotonic())
+            if frames:
+                return frames[0][0]
+        self.framer.clear()
+        return None
+
+    def drain_input(self, quiet_s: float = 0.05, max_s: float = 1.0) -> int:
+        """Discard input until the line has been quiet for ``quiet_s``; returns bytes dropped."""
+        assert self._ser is not None
+        n = 0
+        t_end = time.monotonic() + max_s
+        last = time.monotonic()
+        while time.monotonic() < t_end and time.monotonic() - last < quiet_s:
+            data = self._ser.read(self._ser.in_waiting or 1)
+            if data:
+                n += len(data)
+                last = time.monotonic()
+        self.framer.clear()
+        self.stats.bytes_discarded += n
+        return n
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def _open_port(self) -> None:
+        try:
+            self._ser = serial.Serial(self.port_path, self.baudrate, timeout=self.read_timeout_s,
+                                      write_timeout=1.0, exclusive=True)
+        except (serial.SerialException, OSError) as e:
+            raise _port_error(self.port_path, e) from e
+        self._ser.reset_input_buffer()  # stale bytes from before we opened are not ours
+        self.framer = self.make_framer()
+
+    def _close_port(self) -> None:
+        if self._ser is not None:
+            try:
+                self._ser.close()
+            except (serial.SerialException, OSError):
+                pass
+            self._ser = None
+
+    def _connect(self) -> None:
+        self._open_port()
+        try:
+            self.configure()
+        except BaseException:
+            self._close_port()
+            raise
+
+    def start(self) -> "SerialAnalyzer":
+        """Open the port, configure the instrument and start the reader thread (errors raised here)."""
+        if self._thread is not None:
+            return self
+        self._connect()
+        self._thread = threading.Thread(target=self._run, name=f"analyzer-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2.0)
+        try:
+            if self._ser is not None:
+                self.shutdown()
+        except (serial.SerialException, OSError):
+            pass
+        self._close_port()
+
+    def shutdown(self) -> None:
+        """Protocol hook run before the port closes (e.g. stop streaming)."""
+
+    def __enter__(self) -> "SerialAnalyzer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"protocol": self.protocol, "port": self.port_path, "baudrate": self.baudrate,
+                "identity": self.identity, "polled": self.POLLED,
+                "period_s": self.period_s if self.POLLED else None, "settings": self.settings(),
+                "timestamps": "host monotonic + wall at frame arrival (upper bound on sample time)",
+                "stats": self.stats.to_dict()}
+
+    def read(self) -> list[Row]:
+        """Rows parsed since the previous call. Raises the error that ended the reader, if any."""
+        if self._thread is None:
+            self.start()
+        rows = []
+        while True:
+            try:
+                rows.append(self._rows.get_nowait())
+            except queue.Empty:
+                break
+        if not rows and self._fatal is not None:
+            raise self._fatal
+        return rows
+
+    # -- reader thread ----------------------------------------------------------------------------
+    def _emit(self, frame: Any, t_mono: float, t_wall: float, latency_s: float | None = None) -> bool:
+        try:
+            values = self.parse(frame)
+        except InstrumentErrorReply as e:
+            self.stats.instrument_errors += 1
+            self.stats.last_reject = str(e)
+            self._resync = True
+            return False
+        except FrameError as e:
+            self.stats.rejected += 1
+            self.stats.last_reject = str(e)
+            self._resync = True
+            return False
+        self.stats.frames_ok += 1
+        for row in self.on_frame_values(values, t_mono, t_wall):
+            v = dict(row.values)
+            if "resync" not in v:  # protocols that aggregate frames set it themselves
+                v["resync"] = int(self._resync)
+                self._resync = False
+            if self.POLLED:
+                v["latency_s"] = latency_s
+            self._rows.put(Row(row.t_mono_s, row.t_wall_s, v))
+        return True
+
+    def _sync_counters(self) -> None:
+        fr = self.framer
+        if fr.truncated:  # (the framer flags the next frame itself)
+            self.stats.truncated += fr.truncated
+            fr.truncated = 0
+        if fr.discarded:
+            self.stats.bytes_discarded += fr.discarded
+            fr.discarded = 0
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._poll_loop() if self.POLLED else self._stream_loop()
+                except (serial.SerialException, OSError) as e:
+                    if self._stop.is_set():
+                        break
+                    if not self.reconnect:
+                        raise DeviceLostError(f"analyzer {self.name} on {self.port_path}: connection lost ({e})") from e
+                    self._reconnect(e)
+        except BaseException as e:  # noqa: BLE001 - surfaced by read()
+            self._fatal = e
+
+    def _stream_loop(self) -> None:
+        while not self._stop.is_set():
+            assert self._ser is not None
+            data = self._ser.read(self._ser.in_waiting or 1)
+            t_mono, t_wall = self._clock()
+            for frame, lost in self.framer.feed(data, time.monotonic()):
+                self._resync |= lost
+                self.frame_lost = lost
+                self._emit(frame, t_mono, t_wall)
+            self._sync_counters()
+            self.after_read()
+
+    def after_read(self) -> None:
+        """Hook called after every read of a streaming protocol (e.g. restart after a stop)."""
+
+    def _poll_loop(self) -> None:
+        t_next = time.monotonic()
+        while not self._stop.is_set():
+            assert self._ser is not None
+            delay = t_next - time.monotonic()
+            if delay > 0 and self._stop.wait(delay):
+                return
+            t_next = max(t_next + self.period_s, time.monotonic())
+            # whatever arrived since the last reply cannot be the answer to the next query
+            n = self._ser.in_waiting
+            if n:
+                self.stats.bytes_discarded += len(self._ser.read(n))
+            if self.framer.buf:
+                self.framer.clear()
+            self._sync_counters()
+            t_query = time.monotonic()
+            self.write(self.query())
+            deadline = t_query + self.response_timeout_s
+            got = False
+            while not got and time.monotonic() < deadline and not self._stop.is_set():
+                data = self._ser.read(self._ser.in_waiting or 1)
+                t_mono, t_wall = self._clock()
+                frames = self.framer.feed(data, time.monotonic())
+                for frame, lost in frames:
+                    got = True
+                    self._resync |= lost
+                    self._emit(frame, t_mono, t_wall, latency_s=time.monotonic() - t_query)
+                self._sync_counters()
+            if not got and not self._stop.is_set():
+                self.stats.timeouts += 1
+                if self.framer.buf.strip():
+                    self.stats.truncated += 1
+                self.framer.clear()
+                self._sync_counters()
+                self._resync = True
+
+    def _reconnect(self, cause: BaseException) -> None:
+        t_lost_m, t_lost_w = self._clock()
+        self._close_port()
+        warnings.warn(f"analyzer {self.name} on {self.port_path}: connection lost ({cause}); reconnecting",
+                      RuntimeWarning, stacklevel=2)
+        backoff = 0.05
+        while not self._stop.is_set():
+            if self._stop.wait(backoff):
+                return
+            try:
+                self._connect()
+            except (serial.SerialException, OSError, CalibError):  # still unplugged, or not answering yet
+                backoff = min(backoff * 2, self.max_backoff_s)
+                continue
+            t_back_m, t_back_w = self._clock()
+            self.stats.reconnects += 1
+            self.stats.gaps.append({"lost_t_mono_s": t_lost_m, "back_t_mono_s": t_back_m,
+                                    "lost_t_wall_s": t_lost_w, "back_t_wall_s": t_back_w})
+            self._resync = True
+            return
+
+
+def parse_numbers(fields: Iterable[bytes | str], what: str) -> list[float]:
+    """Floats of ``fields``; FrameError naming the bad field otherwise."""
+    out = []
+    for i, f in enumerate(fields):
+        s = f.decode("ascii", "replace") if isinstance(f, bytes) else f
+        try:
+            out.append(float(s))
+        except ValueError:
+            raise FrameError(f"{what}: field {i + 1} {s!r} is not a number") from None
+    return out
