@@ -1,0 +1,240 @@
+"""calib log [--nvml INDEX] [--serial PORT --protocol NAME] [--duration S] -o SESSION_DIR
+
+The standalone logger: NVML and/or a serial power analyzer into a session directory, in the same
+format as the campaign (``calib.session``). Logging into an existing session appends a new segment.
+Stops after ``--duration`` seconds, or on Ctrl-C / SIGTERM (a clean stop, exit status 0). A logger
+killed outright (SIGKILL, power loss) loses at most the last second of rows (fsync once per second)
+and the session stays readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HELP = "log NVML and/or a serial power analyzer into a session directory (no workload)"
+DESCRIPTION = (
+    "Log GPU sensors (NVML) and/or a serial power analyzer into SESSION_DIR, in the campaign's session "
+    "format. Logging into an existing session appends a new segment. Stop with --duration, Ctrl-C or SIGTERM."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nvml", metavar="INDEX", type=int, action="append", default=[],
+                   help="log this NVML GPU index (repeat for several GPUs)")
+    p.add_argument("--serial", metavar="PORT", help="serial port of a power analyzer (e.g. /dev/serial/by-id/...)")
+    p.add_argument("--protocol", metavar="NAME",
+                   help="analyzer protocol: wt310, wt210, hioki, wattsup, powersensor3, csv")
+    p.add_argument("--baud", type=int, help="serial baud rate (default: the protocol's)")
+    p.add_argument("--columns", default="power_w",
+                   help="csv protocol: comma-separated value column names with units (default: power_w)")
+    p.add_argument("--analyzer-opt", metavar="KEY=VALUE", action="append", default=[],
+                   help="protocol option, e.g. current_range_a=5, update_rate=100MS, average_frames=20 (repeatable)")
+    p.add_argument("--rate", type=float, default=10.0, metavar="HZ",
+                   help="polling rate of NVML and of polled analyzers, Hz (default 10)")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until Ctrl-C)")
+    p.add_argument("-o", "--output", required=True, metavar="SESSION_DIR", help="session directory (created or appended to)")
+
+
+def _parse_opts(items: list[str]) -> dict[str, Any]:
+    from calib.errors import BadInputError
+
+    out: dict[str, Any] = {}
+    for it in items:
+        key, sep, val = it.partition("=")
+        if not sep or not key.isidentifier():
+            raise BadInputError(f"--analyzer-opt {it!r}: expected KEY=VALUE (e.g. current_range_a=5)")
+        v: Any = val
+        for conv in (int, float):
+            try:
+                v = conv(val)
+                break
+            except ValueError:
+                continue
+        if val.lower() in ("true", "false"):
+            v = val.lower() == "true"
+        out[key] = v
+    return out
+
+
+def _open_sensors(args: argparse.Namespace) -> list[Any]:
+    from calib.errors import BadInputError
+
+    sensors: list[Any] = []
+    try:
+        if args.nvml:
+            from microbench.devices.nvml import NvmlSensor
+
+            for idx in args.nvml:
+                sensors.append(NvmlSensor(idx))
+        if args.serial:
+            from microbench.instruments import PROTOCOLS, open_analyzer
+
+            if not args.protocol:
+                raise BadInputError(f"--serial needs --protocol (one of {', '.join(sorted(PROTOCOLS))})")
+            if args.protocol not in PROTOCOLS:
+                raise BadInputError(f"--protocol {args.protocol!r}: unknown; choose one of {', '.join(sorted(PROTOCOLS))}")
+            kw = _parse_opts(args.analyzer_opt)
+            if args.baud:
+                kw["baudrate"] = args.baud
+            if args.protocol == "csv":
+                kw["columns"] = tuple(c.strip() for c in args.columns.split(",") if c.strip())
+            if PROTOCOLS[args.protocol].POLLED and "period_s" not in kw and "update_rate" not in kw:
+                kw["period_s"] = 1.0 / args.rate
+            try:
+                an = open_analyzer(args.serial, args.protocol, **kw)
+            except (TypeError, ValueError) as e:
+                raise BadInputError(f"analyzer options: {e}") from e
+            an.start()
+            sensors.append(an)
+    except BaseException:
+        for s in sensors:
+            s.close()
+        raise
+    return sensors
+
+
+def _check_layouts(out: Path, sensors: list[Any]) -> None:
+    from calib.errors import BadInputError
+    from calib.session import TIME_COLUMNS
+
+    for s in sensors:
+        path = out / f"{s.name}.csv"
+        if path.exists() and path.stat().st_size:
+            with open(path, encoding="utf-8") as fh:
+                first = fh.readline().rstrip("\r\n")
+            want = ",".join(TIME_COLUMNS + tuple(s.columns))
+            if first != want:
+                raise BadInputError(f"{path}: stream header {first!r} differs from the sensor's columns {want!r}; "
+                                    "refusing to append rows with a different layout (log into a new session)")
+
+
+def _device_entry(sensors: list[Any]) -> dict[str, Any]:
+    for s in sensors:
+        if s.kind == "nvml":
+            gpu = s.capabilities()["gpu"]
+            return {"name": gpu["name"], "uuid": gpu["uuid"], "kind": "nvml", **gpu}
+    return {"name": "(no GPU: analyzer only)", "uuid": None, "kind": "analyzer"}
+
+
+def run(args: argparse.Namespace) -> int:
+    from calib import __version__
+    from calib.errors import BadInputError
+    from calib.session import MANIFEST_NAME, SessionWriter
+    from microbench.logger import SensorLogger
+
+    if not args.nvml and not args.serial:
+        raise BadInputError("nothing to log: give --nvml INDEX and/or --serial PORT --protocol NAME")
+    if not args.rate > 0:
+        raise BadInputError(f"--rate must be > 0 Hz, got {args.rate}")
+    if args.duration is not None and not args.duration > 0:
+        raise BadInputError(f"--duration must be > 0 s, got {args.duration}")
+    out = Path(args.output)
+    resuming = (out / MANIFEST_NAME).exists()
+
+    sensors = _open_sensors(args)
+    stop = threading.Event()
+    old_term = signal.getsignal(signal.SIGTERM)
+
+    def _on_term(signum: int, frame: Any) -> None:
+        stop.set()
+
+    writer = None
+    logger = None
+    try:
+        signal.signal(signal.SIGTERM, _on_term)
+        described = [s.describe() for s in sensors]
+        plan = {"kind": "log", "rate_hz": args.rate, "duration_s": args.duration,
+                "argv": sys.argv[1:] if sys.argv else []}
+        if resuming:
+            _check_layouts(out, sensors)  # before resume() adds a segment to the manifest
+            writer = SessionWriter.resume(out, note="calib log")
+            known = {d["name"]: d for d in writer.manifest.get("sensors", [])}
+            for d in described:
+                known[d["name"]] = d
+            writer.update_manifest(sensors=list(known.values()))
+        else:
+            writer = SessionWriter.create(out, {"device": _device_entry(sensors), "toolkit_version": __version__,
+                                                "campaign": plan, "sensors": described})
+        writer.mark("segment_start", source="calib log", rate_hz=args.rate, sensors=[s.name for s in sensors])
+        logger = SensorLogger(writer, sensors, period_s=1.0 / args.rate).start()
+        t0 = time.monotonic()
+        show = sys.stderr.isatty() and not getattr(args, "quiet", False)
+        interrupted = False
+        try:
+            while not stop.is_set():
+                if args.duration is not None and time.monotonic() - t0 >= args.duration:
+                    break
+                logger.check()
+                if show:
+                    rows = sum(st.rows for st in logger.stats.sensors.values())
+                    sys.stderr.write(f"\rlogging {time.monotonic() - t0:7.1f} s, {rows} rows ")
+                    sys.stderr.flush()
+                stop.wait(0.25 if args.duration is None else min(0.25, max(0.0, args.duration - (time.monotonic() - t0))))
+        except KeyboardInterrupt:
+            interrupted = True
+        if show:
+            sys.stderr.write("\n")
+        stats = logger.stop()
+        _summarize(writer, sensors, stats, args, interrupted or stop.is_set())
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        if logger is not None and logger.running:
+            try:
+                logger.stop()
+            except Exception:  # noqa: BLE001 - already failing; keep the first error
+                pass
+        for s in sensors:
+            s.close()
+        if writer is not None:
+            writer.close()
+    return 0
+
+
+def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Namespace, stopped: bool) -> None:
+    from calib.session import read_session
+
+    seg = writer.segment
+    summary: dict[str, Any] = {"segment": seg, "requested_hz": args.rate, "elapsed_s": round(stats.elapsed_s, 3),
+                               "stopped_by_signal": stopped, "streams": {}}
+    for s in sensors:
+        st = stats.sensors[s.name]
+        entry: dict[str, Any] = {"rows": st.rows, "achieved_hz": round(stats.achieved_hz(s.name), 3),
+                                 "transient_errors": st.transient_errors}
+        if s.kind == "analyzer":
+            entry["analyzer"] = {k: v for k, v in s.stats.to_dict().items()}
+        summary["streams"][s.name] = entry
+    # energy over the segment: counter vs integrated power (NVML streams)
+    writer.close()
+    sess = read_session(writer.path)
+    for s in sensors:
+        if s.kind != "nvml":
+            continue
+        from microbench.devices.nvml import window_energy
+
+        df = sess.stream(s.name)
+        df = df[df["segment"] == seg]
+        if len(df) >= 2:
+            w = window_energy(df, float(df["t_mono_s"].iloc[0]), float(df["t_mono_s"].iloc[-1]))
+            summary["streams"][s.name]["energy"] = w.to_dict()
+    logs = list(writer.manifest.get("log_segments", [])) + [summary]
+    writer.update_manifest(log_segments=logs)
+    print(f"session {writer.path} segment {seg}: {summary['elapsed_s']:.1f} s"
+          + (" (stopped by signal)" if stopped else ""))
+    for name, e in summary["streams"].items():
+        line = f"  {name}: {e['rows']} rows, {e['achieved_hz']:.2f} rows/s"
+        if "analyzer" in e:
+            a = e["analyzer"]
+            line += (f"; rejected {a['rejected']}, truncated {a['truncated']}, instrument errors "
+                     f"{a['instrument_errors']}, reconnects {a['reconnects']}")
+        if "energy" in e:
+            en = e["energy"]
+            if en["counter_j"] is not None and en["integrated_j"] is not None:
+                line += (f"; energy counter {en['counter_j']:.3f} J vs integrated power {en['integrated_j']:.3f} J"
+                         + (f" ({en['disagreement_pct']:+.2f} %)" if en["disagreement_pct"] is not None else ""))
+        print(line)

@@ -1,0 +1,128 @@
+"""`calib log`: a real subprocess against a CSV analyzer emulator on a pty; SIGKILL, SIGTERM, append."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from calib.cli import main
+from calib.session import read_session
+from microbench.instruments.emulators import CsvEmulator
+
+ROOT = Path(__file__).resolve().parents[1]
+CALIB = Path(sys.executable).with_name("calib")
+
+
+def _calib(*args: str) -> subprocess.Popen:
+    cmd = [str(CALIB)] if CALIB.exists() else [sys.executable, "-m", "calib"]
+    return subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def _wait_rows(path: Path, n: int, timeout_s: float = 15.0) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if path.exists() and path.read_text().count("\n") > n:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{path}: fewer than {n} rows after {timeout_s} s")
+
+
+def test_sigkill_loses_nothing_older_than_1s_and_second_run_appends(tmp_path):
+    link = tmp_path / "meter.tty"
+    sess = tmp_path / "session"
+    args = ["log", "--serial", str(link), "--protocol", "csv", "--columns", "power_w,voltage_v", "--rate", "20",
+            "-o", str(sess)]
+    with CsvEmulator(link, frame_period_s=0.01) as emu:
+        p = _calib(*args)
+        try:
+            _wait_rows(sess / "csv.csv", 5)
+            time.sleep(2.0)
+            t_kill = time.monotonic()
+            p.send_signal(signal.SIGKILL)
+            p.wait(10)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert p.returncode == -signal.SIGKILL
+        sent = list(zip(emu.sent, emu.sent_t))
+        s = read_session(sess)  # reads back despite the kill
+        df = s.stream("csv")
+        assert s.dropped_lines.get("csv", 0) <= 1
+        got = {emu.decode({"power_w": x}) for x in df["power_w"]}
+        first = min(got)
+        old = [q for q, t in sent if q >= first and t < t_kill - 1.0]
+        missing = [q for q in old if q not in got]
+        assert len(old) > 50 and missing == []
+        # every row on disk is a whole row with host monotonic and wall stamps
+        assert df["t_mono_s"].is_monotonic_increasing and df["t_wall_s"].notna().all()
+        assert set(df["segment"]) == {0}
+
+        # a second logger appends a new segment to the same session
+        p2 = _calib(*args[:-2], "--duration", "1", "-o", str(sess))
+        out, err = p2.communicate(timeout=30)
+    assert p2.returncode == 0, err
+    assert "segment 1:" in out
+    s2 = read_session(sess)
+    df2 = s2.stream("csv")
+    assert set(df2["segment"]) == {0, 1}
+    assert len(df2[df2["segment"] == 1]) > 50
+    assert [seg["segment"] for seg in s2.manifest["segments"]] == [0, 1]
+    m = s2.markers()
+    assert list(m["event"]) == ["segment_start", "segment_start"]
+    assert m["info"].iloc[1]["source"] == "calib log"
+
+
+def test_sigterm_is_a_clean_stop_with_summary(tmp_path):
+    link = tmp_path / "meter.tty"
+    sess = tmp_path / "s"
+    with CsvEmulator(link, frame_period_s=0.02):
+        p = _calib("log", "--serial", str(link), "--protocol", "csv", "--columns", "power_w,voltage_v", "-o", str(sess))
+        _wait_rows(sess / "csv.csv", 3)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    assert "(stopped by signal)" in out and "rows/s; rejected 0, truncated 0" in out
+    man = json.loads((sess / "manifest.json").read_text())
+    seg = man["log_segments"][0]
+    assert seg["stopped_by_signal"] is True and seg["streams"]["csv"]["rows"] > 10
+    assert man["sensors"][0]["capabilities"]["protocol"] == "csv"
+    assert man["device"]["kind"] == "analyzer"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["log", "-o", "X"], "ERROR: nothing to log: give --nvml INDEX and/or --serial PORT --protocol NAME"),
+    (["log", "--serial", "/dev/null", "-o", "X"], "ERROR: --serial needs --protocol (one of csv, hioki, powersensor3"),
+    (["log", "--serial", "/dev/null", "--protocol", "wt9", "-o", "X"], "ERROR: --protocol 'wt9': unknown"),
+    (["log", "--serial", "/dev/null", "--protocol", "csv", "--analyzer-opt", "x", "-o", "X"],
+     "ERROR: --analyzer-opt 'x': expected KEY=VALUE"),
+    (["log", "--serial", "/dev/null", "--protocol", "csv", "--rate", "0", "-o", "X"], "ERROR: --rate must be > 0 Hz"),
+    (["log", "--serial", "NOPE.tty", "--protocol", "csv", "-o", "X"], "ERROR: serial port NOPE.tty not found"),
+])
+def test_bad_input_exits_2_with_one_message(argv, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("ERROR") == 1 and "Traceback" not in err
+    assert not (tmp_path / "X").exists()  # nothing written
+
+
+def test_appending_with_different_columns_is_refused(tmp_path, capsys):
+    link = tmp_path / "m.tty"
+    sess = tmp_path / "s"
+    with CsvEmulator(link, frame_period_s=0.02):
+        assert main(["log", "--serial", str(link), "--protocol", "csv", "--columns", "power_w,voltage_v",
+                     "--duration", "0.3", "-o", str(sess)]) == 0
+        capsys.readouterr()
+        assert main(["log", "--serial", str(link), "--protocol", "csv", "--columns", "power_w",
+                     "--duration", "0.3", "-o", str(sess)]) == 2
+    err = capsys.readouterr().err
+    assert "csv.csv: stream header" in err and "refusing to append rows with a different layout" in err
+    assert len(read_session(sess).manifest["segments"]) == 1  # the refused run left no trace
