@@ -1,43 +1,99 @@
 """The microbenchmark kernels: where each lives, what it stresses, and its per-warp instruction counts.
 
 Each :class:`KernelSpec` names a CUDA source under ``microbench/kernels/`` and its entry function, and
-carries a *count model*: the per-warp dynamic instruction counts per class (see
+carries a *count model*: the per-warp dynamic PTX instruction counts per class (see
 :mod:`calib.units`) as a function of the kernel parameters. The same counts drive the virtual GPU, the
 access-rate computation of the samples layer (IPP eq. 10) and, for real GPUs, are checked against the
-PTX of the kernel's hot loop (``python -m microbench verify``).
+PTX of every loop (``python -m microbench verify``; the tests compare them for sm_70, sm_80, sm_90).
 
-Every kernel has the same skeleton: a prologue (index arithmetic), ``iters`` trips of a loop whose body
-is the stressed instruction repeated ``unroll`` times, then a store guarded by a condition that is never
-true at run time (so the compiler cannot remove the loop). Loop overhead per trip: one integer add
-(counter), one ``setp`` (ALU) and one branch (ctrl).
+Every kernel has the same skeleton (``common.cuh``): a prologue, ``iters`` trips of a hot loop whose
+body is ``unroll`` steps of the stressed instructions (``ilp`` independent chains per step), then a
+store guarded by a condition that is never true at run time (``v == NaN``), so the compiler cannot
+remove the loop. Per warp::
+
+    per_warp = prologue + sum over loops (trips x per-trip counts)
+    per-trip counts of the hot loop = unroll x body(params) + overhead(params)
+
+``overhead`` is the loop counter (add, setp, branch) plus the per-trip address update of the memory
+kernels. ``prologue`` counts what runs once (parameter loads, index arithmetic, chain set-up, the
+never-true compare and branch) at the default parameters of the reference compilers; it is a few
+dozen instructions against ``iters x`` hundreds, so it is a constant here.
+
+Parameters are either compile-time (``macros``: passed as ``-DNAME=value``, e.g. ``unroll``, ``ilp``)
+or run-time (``iters``, ``footprint_bytes``, ...). :meth:`KernelSpec.runtime` gives the values of the
+kernel's fixed scalar inputs, so the data a kernel works on never depends on anything but its
+parameters.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from calib.errors import BadInputError
+
 Counts = dict[str, float]
 
-#: per-trip loop overhead: counter increment, compare, branch
+#: per-trip loop overhead of every kernel: counter increment, compare, branch
 LOOP_OVERHEAD: Counts = {"int": 1.0, "alu": 1.0, "ctrl": 1.0}
-#: prologue + guarded epilogue (thread index, bounds, the never-true store's compare and branch)
-PROLOGUE: Counts = {"int": 4.0, "alu": 4.0, "ctrl": 2.0}
+#: per-trip address update of the streaming memory kernels: (off & mask), base + off, off + step
+STREAM_UPDATE: Counts = {"int": 2.0, "alu": 1.0}
+#: per-trip base update of the constant and local kernels: mul.wide, add.s64, add, and
+INDEX_UPDATE: Counts = {"int": 3.0, "alu": 1.0}
+
+#: bytes one warp moves with one 4-byte-per-lane coalesced load (a 128-byte line)
+LINE_BYTES = 128
+
+#: default FP chain constant c of x <- x*x + c (chaotic, stays in [-1.9, 1.9]) and start scale
+CHAIN_C = -1.9
+CHAIN_SCALE = 1.0 / 1024.0
+#: LCG multiplier and increment of the integer kernels (Numerical Recipes)
+LCG_A, LCG_B = 1664525, 1013904223
 
 
-def _add(acc: Counts, part: Mapping[str, float], times: float = 1.0) -> None:
+class UnknownParameterError(BadInputError, KeyError):
+    """A kernel parameter name that the kernel does not have (also a KeyError, as before)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _add(acc: Counts, part: Mapping[str, float], times: float = 1.0) -> Counts:
     for k, v in part.items():
         acc[k] = acc.get(k, 0.0) + times * float(v)
+    return acc
+
+
+def _scaled(part: Mapping[str, float], times: float) -> Counts:
+    return {k: float(v) * times for k, v in part.items()}
+
+
+@dataclass(frozen=True)
+class LoopModel:
+    """One loop of a kernel: trips per launch and per-trip counts by class."""
+
+    trips: float
+    per_trip: Counts
+    hot: bool = False
 
 
 @dataclass(frozen=True)
 class KernelSpec:
     """A microbenchmark kernel and its count model.
 
-    ``body`` gives, for one unrolled step of the loop body, the per-warp instruction counts by class
-    (a callable of the parameters when the body depends on them). ``traits`` tells a timing model how
-    the kernel behaves (dependency chains, memory footprint, coalescing).
+    ``body`` gives, for one unrolled step of the hot loop, the per-warp instruction counts by class
+    (a callable of the parameters when the body depends on them). ``overhead`` is per trip,
+    ``prologue`` per launch. ``loops`` (optional) replaces the single hot loop for kernels with
+    several loops (e.g. a warm-up pass). ``traits`` tells a timing model how the kernel behaves.
+    ``macros`` maps compile-time parameters to preprocessor macros. ``mem_level`` says where the
+    kernel's global accesses are served (``l1``, ``l2``, ``dram``), which decides how the PTX
+    classifier counts them. ``min_share`` is the smallest share of the ``stresses`` classes (or
+    ``share_classes``) among the hot loop's instructions that verify accepts; ``load_op`` the cache
+    operator every global load of the hot loop must carry (``ca``, ``cg``, ``nc``);
+    ``footprint_rule`` how the working set must compare with the caches (``<=l1``, ``l1<f<=l2``,
+    ``>l2``); ``verify_params`` the parameters verify compiles (defaults otherwise).
     """
 
     name: str
@@ -49,27 +105,93 @@ class KernelSpec:
     description: str = ""
     traits: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     min_arch: str = "sm_70"
+    overhead: Counts | Callable[[Mapping[str, Any]], Counts] = field(default_factory=lambda: dict(LOOP_OVERHEAD))
+    prologue: Counts = field(default_factory=dict)
+    loops: Callable[[Mapping[str, Any]], list[LoopModel]] | None = None
+    macros: Mapping[str, str] = field(default_factory=lambda: {"unroll": "UNROLL", "ilp": "ILP"})
+    mem_level: str = "dram"
+    share_classes: tuple[str, ...] = ()
+    min_share: float = 0.9
+    runtime: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    validate: Callable[[Mapping[str, Any]], None] | None = None
+    derive: Callable[[dict[str, Any]], None] | None = None
+    launch_note: str = ""
+    merge_classes: Mapping[str, str] = field(default_factory=dict)
+    load_op: str | None = None
+    footprint_rule: str | None = None
+    verify_params: Mapping[str, Any] = field(default_factory=dict)
+    macro_values: Callable[[Mapping[str, Any]], dict[str, int]] | None = None
 
+    # -- parameters -------------------------------------------------------------------------
     def params(self, **overrides: Any) -> dict[str, Any]:
+        """Default parameters updated with ``overrides`` (unknown names or bad values: BadInputError)."""
         p = dict(self.defaults)
         unknown = set(overrides) - set(p)
         if unknown:
-            raise KeyError(f"{self.name}: unknown parameters {sorted(unknown)}; known: {sorted(p)}")
+            raise UnknownParameterError(f"{self.name}: unknown parameters {sorted(unknown)}; known: {sorted(p)}")
         p.update(overrides)
+        if self.derive is not None and "iters" not in overrides:
+            self.derive(p)
+        _check_common(self.name, p)
+        if self.validate is not None:
+            self.validate(p)
         return p
 
+    def compile_macros(self, params: Mapping[str, Any]) -> dict[str, int]:
+        """Preprocessor macros (name -> integer value) of the compile-time parameters."""
+        if self.macro_values is not None:
+            return self.macro_values(params)
+        out = {}
+        for pname, macro in self.macros.items():
+            v = params[pname]
+            out[macro] = int(v) if not isinstance(v, bool) else int(v)
+        return out
+
+    def runtime_args(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Fixed scalar inputs: ``fa``, ``fb`` (float), ``ia``, ``ib`` (uint32), ``foot_bytes``."""
+        base = {"fa": CHAIN_C, "fb": CHAIN_SCALE, "ia": 0, "ib": 0,
+                "foot_bytes": int(params.get("footprint_bytes", 0) or 0)}
+        if self.runtime is not None:
+            base.update(self.runtime(params))
+        return base
+
+    # -- count model --------------------------------------------------------------------------
     def body_counts(self, params: Mapping[str, Any]) -> Counts:
         return dict(self.body(params)) if callable(self.body) else dict(self.body)
 
+    def overhead_counts(self, params: Mapping[str, Any]) -> Counts:
+        return dict(self.overhead(params)) if callable(self.overhead) else dict(self.overhead)
+
+    def loop_models(self, params: Mapping[str, Any]) -> list[LoopModel]:
+        """The kernel's loops in program order (the hot one flagged)."""
+        if self.loops is not None:
+            return self.loops(params)
+        if not self.body_counts(params) and not params.get("iters"):
+            return []
+        per_trip = _add(_scaled(self.body_counts(params), float(params.get("unroll", 1))),
+                        self.overhead_counts(params))
+        return [LoopModel(float(params["iters"]), per_trip, hot=True)]
+
+    def per_trip(self, params: Mapping[str, Any]) -> Counts:
+        """Per-trip counts of the hot loop (what verify compares with the PTX loop body)."""
+        for lp in self.loop_models(params):
+            if lp.hot:
+                return dict(lp.per_trip)
+        return {}
+
     def per_warp(self, params: Mapping[str, Any]) -> Counts:
         """Per-warp dynamic instruction counts of one launch, by instruction class."""
-        iters = float(params["iters"])
-        unroll = float(params.get("unroll", 1))
         acc: Counts = {}
-        _add(acc, PROLOGUE)
-        _add(acc, self.body_counts(params), iters * unroll)
-        _add(acc, LOOP_OVERHEAD, iters)
+        _add(acc, self.prologue)
+        for lp in self.loop_models(params):
+            _add(acc, lp.per_trip, lp.trips)
         return {k: v for k, v in acc.items() if v}
+
+    def stressed_share(self, counts: Mapping[str, float]) -> float:
+        """Share of the stressed classes among all instructions of ``counts``."""
+        total = sum(counts.values())
+        classes = self.share_classes or (self.stresses,)
+        return sum(counts.get(c, 0.0) for c in classes) / total if total else 0.0
 
     def kernel_traits(self, params: Mapping[str, Any]) -> dict[str, Any]:
         base = {"ilp": float(params.get("ilp", 1))}
@@ -78,76 +200,376 @@ class KernelSpec:
         return base
 
 
-def _mem_traits(level: str, coalesced: bool = True) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+# -- parameter checks ------------------------------------------------------------------------
+
+def _is_pow2(v: Any) -> bool:
+    return isinstance(v, (int,)) and not isinstance(v, bool) and v > 0 and (v & (v - 1)) == 0
+
+
+def _check_common(name: str, p: Mapping[str, Any]) -> None:
+    it = p.get("iters")
+    if it is not None and (not isinstance(it, int) or isinstance(it, bool) or it < 0 or it > 2**31 - 1):
+        raise BadInputError(f"{name}: iters must be an integer in [0, 2^31), not {it!r}")
+    for key, hi in (("unroll", 256), ("ilp", 16)):
+        v = p.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= hi):
+            raise BadInputError(f"{name}: {key} must be an integer in [1, {hi}], not {v!r}")
+
+
+def _window_bytes(p: Mapping[str, Any], loads_per_step: float, bytes_per_lane: int = 4) -> int:
+    return int(p["unroll"] * loads_per_step * 32 * bytes_per_lane)
+
+
+def _check_footprint(window: Callable[[Mapping[str, Any]], int]) -> Callable[[Mapping[str, Any]], None]:
+    def check(p: Mapping[str, Any]) -> None:
+        f = p["footprint_bytes"]
+        w = window(p)
+        if not _is_pow2(f) or f < w:
+            raise BadInputError(f"footprint_bytes must be a power of two >= the per-trip window of {w} bytes "
+                                f"(2 x unroll x ilp x 128 for the load kernels), not {f!r}")
+        if not (_is_pow2(p["unroll"]) and _is_pow2(p.get("ilp", 1))):
+            raise BadInputError("unroll and ilp of the memory kernels must be powers of two "
+                                "(windows then tile the working set)")
+    return check
+
+
+# -- traits ------------------------------------------------------------------------------------
+
+def _mem_traits(level: str, coalesced: bool = True, bytes_per_access: float = 4.0 * 32) -> Callable[
+        [Mapping[str, Any]], dict[str, Any]]:
     def f(p: Mapping[str, Any]) -> dict[str, Any]:
         return {"mem_level": level, "coalesced": coalesced, "footprint_bytes": float(p.get("footprint_bytes", 0)),
-                "bytes_per_access": 4.0 * 32, "dependent_loads": bool(p.get("chase", False)),
+                "bytes_per_access": bytes_per_access, "dependent_loads": bool(p.get("chase", False)),
                 "ilp": float(p.get("ilp", 1))}
     return f
 
 
+def _chase_traits(level: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    def f(p: Mapping[str, Any]) -> dict[str, Any]:
+        return {"mem_level": level, "coalesced": True, "footprint_bytes": float(p["footprint_bytes"]),
+                "stride_bytes": float(p["stride_bytes"]), "bytes_per_access": 8.0, "dependent_loads": True,
+                "ilp": 1.0}
+    return f
+
+
+# -- bodies ------------------------------------------------------------------------------------
+
+def _per_ilp(cls: str, per_chain: float) -> Callable[[Mapping[str, Any]], Counts]:
+    return lambda p: {cls: per_chain * p["ilp"]}
+
+
+def _pair_body(level: str) -> Callable[[Mapping[str, Any]], Counts]:
+    # per chain: two loads consumed by one FMA
+    return lambda p: {level: 2.0 * p["ilp"], "fp": 1.0 * p["ilp"]}
+
+
 def _fma_intensity_body(p: Mapping[str, Any]) -> Counts:
-    # mixbench-style: per loaded element k dependent FMAs, one coalesced load (DRAM) and the address add
+    # mixbench-style: per loaded element k dependent FMAs and one add into the accumulator
     k = float(p["k"])
-    return {"global": 1.0, "fp": k, "int": 1.0}
+    return {"global": 1.0 * p["ilp"], "fp": (k + 1.0) * p["ilp"]}
+
+
+def _stream_overhead(p: Mapping[str, Any]) -> Counts:
+    return _add(dict(LOOP_OVERHEAD), STREAM_UPDATE)
+
+
+def _index_overhead(p: Mapping[str, Any]) -> Counts:
+    return _add(dict(LOOP_OVERHEAD), INDEX_UPDATE)
+
+
+# -- mix ---------------------------------------------------------------------------------------
+
+MIX_CLASSES: tuple[str, ...] = ("fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1", "l2", "global")
+MIX_LOAD_CLASSES: tuple[str, ...] = ("const", "tex", "l1", "l2", "global")
+MIX_MACROS = {c: f"MIX_{c.upper()}" for c in MIX_CLASSES}
+
+
+def mix_per_trip_ops(p: Mapping[str, Any]) -> dict[str, int]:
+    """Instructions of each mix class per trip (per-step count x unroll, an integer)."""
+    return {c: int(round(float(p[c]) * p["unroll"])) for c in MIX_CLASSES}
+
+
+def _mix_consumption(n: int, unroll: int) -> int:
+    # loads of a class are split over the steps (step u gets floor((u+1)n/U) - floor(un/U)) and
+    # consumed in pairs within a step: one fp instruction per pair and per odd one out
+    return sum(math.ceil(((u + 1) * n // unroll - u * n // unroll) / 2) for u in range(unroll))
+
+
+def _mix_loops(p: Mapping[str, Any]) -> list[LoopModel]:
+    n = mix_per_trip_ops(p)
+    u = int(p["unroll"])
+    trip: Counts = {c: float(n[c]) for c in MIX_CLASSES if n[c]}
+    consume = sum(_mix_consumption(n[c], u) for c in MIX_LOAD_CLASSES)
+    if consume:
+        trip["fp"] = trip.get("fp", 0.0) + consume
+    _add(trip, LOOP_OVERHEAD)
+    if n["tex"] or n["l1"]:
+        _add(trip, STREAM_UPDATE)
+    if n["l2"]:
+        _add(trip, STREAM_UPDATE)
+    if n["global"]:
+        _add(trip, STREAM_UPDATE)
+    if n["const"]:
+        _add(trip, {"int": 3.0, "alu": 2.0})  # index update + the bank's address (mov.u64)
+    return [LoopModel(float(p["iters"]), trip, hot=True)]
 
 
 def _mix_body(p: Mapping[str, Any]) -> Counts:
-    # an application-like mix: per body step the given number of each class
-    return {c: float(p[c]) for c in ("fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1", "l2", "global")
-            if float(p.get(c, 0))}
+    # an application-like mix: per body step the given number of each class (as in the trip model)
+    lp = _mix_loops(p)[0]
+    return {c: v / p["unroll"] for c, v in _add(dict(lp.per_trip), LOOP_OVERHEAD, -1.0).items() if v}
+
+
+def _mix_validate(p: Mapping[str, Any]) -> None:
+    for c in MIX_CLASSES:
+        v = p[c]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+            raise BadInputError(f"mix: {c} must be a non-negative number of instructions per step, not {v!r}")
+        per_trip = float(v) * p["unroll"]
+        if abs(per_trip - round(per_trip)) > 1e-9:
+            raise BadInputError(f"mix: {c} = {v} per step times unroll = {p['unroll']} is {per_trip:g} per trip; "
+                                f"it must be a whole number (raise unroll)")
+    if not _is_pow2(p["footprint_bytes"]) or p["footprint_bytes"] < (1 << 24):
+        raise BadInputError("mix: footprint_bytes must be a power of two >= 16 MiB (the DRAM region)")
+    if mix_per_trip_ops(p)["l2"] * (1 if p["coalesced"] else 32) * LINE_BYTES > (1 << 20):
+        raise BadInputError("mix: l2 loads per trip exceed the 1 MiB L2 region; lower l2 or unroll")
+
+
+def _mix_macros(p: Mapping[str, Any]) -> dict[str, int]:
+    n = mix_per_trip_ops(p)
+    out = {"UNROLL": int(p["unroll"]), "ILP": int(p["ilp"]), "MIX_LANE_STRIDE": 1 if p["coalesced"] else 32}
+    out.update({MIX_MACROS[c]: n[c] for c in MIX_CLASSES})
+    return out
 
 
 def _mix_traits(p: Mapping[str, Any]) -> dict[str, Any]:
     return {"mem_level": "mixed", "coalesced": bool(p.get("coalesced", True)), "ilp": float(p.get("ilp", 2)),
-            "bytes_per_access": 128.0}
+            "bytes_per_access": 128.0 if p.get("coalesced", True) else 32 * 128.0}
 
+
+# -- latency kernels ---------------------------------------------------------------------------
+
+def _chase_validate(p: Mapping[str, Any]) -> None:
+    f, s = p["footprint_bytes"], p["stride_bytes"]
+    if not isinstance(s, int) or s < 8 or s % 8:
+        raise BadInputError(f"stride_bytes must be a multiple of 8 (one pointer), not {s!r}")
+    if not isinstance(f, int) or f < 2 * s:
+        raise BadInputError(f"footprint_bytes must hold at least two elements of stride_bytes, not {f!r}")
+    if p["pattern"] not in ("stride", "random"):
+        raise BadInputError(f"pattern must be 'stride' or 'random', not {p['pattern']!r}")
+
+
+def _chase_derive(p: dict[str, Any]) -> None:
+    # default: enough trips for `passes` full passes over the chain
+    elems = max(1, p["footprint_bytes"] // p["stride_bytes"])
+    p["iters"] = max(1, -(-p.get("passes", 1) * elems // p["unroll"]))
+
+
+def _chase_loops(level: str) -> Callable[[Mapping[str, Any]], list[LoopModel]]:
+    def f(p: Mapping[str, Any]) -> list[LoopModel]:
+        trip = _add({level: float(p["unroll"])}, LOOP_OVERHEAD)
+        return [LoopModel(float(p["iters"]), trip), LoopModel(float(p["iters"]), dict(trip), hot=True)]
+    return f
+
+
+def _shared_chase_loops(p: Mapping[str, Any]) -> list[LoopModel]:
+    # copy loop (one thread): load index (read-only path), scale and add the base, store to shared
+    copy = {"tex": 1.0, "alu": 2.0, "int": 4.0, "shared": 1.0, "ctrl": 1.0}
+    timed = _add({"shared": float(p["unroll"])}, LOOP_OVERHEAD)
+    return [LoopModel(float(p["footprint_bytes"] // 4), copy), LoopModel(float(p["iters"]), timed, hot=True)]
+
+
+def _shared_chase_validate(p: Mapping[str, Any]) -> None:
+    _chase_validate(p)
+    if p["footprint_bytes"] > 4 * 8192 or p["footprint_bytes"] % 4:
+        raise BadInputError("pchase_shared: footprint_bytes must be a multiple of 4 and at most 32 KiB")
+
+
+def _departure_loops(p: Mapping[str, Any]) -> list[LoopModel]:
+    r = float(p["reqs"])
+    trip = {"global": r + 2.0, "fp": r, "int": r + 4.0, "alu": 5.0, "ctrl": 2.0}
+    return [LoopModel(float(p["iters"]), trip, hot=True)]
+
+
+def _departure_validate(p: Mapping[str, Any]) -> None:
+    if not isinstance(p["reqs"], int) or not 1 <= p["reqs"] <= 64:
+        raise BadInputError(f"departure_delay: reqs must be an integer in [1, 64], not {p['reqs']!r}")
+    if p["lane_stride"] not in (1, 32):
+        raise BadInputError("departure_delay: lane_stride must be 1 (coalesced) or 32 (one line per lane)")
+    w = p["reqs"] * 32 * p["lane_stride"] * 4
+    if not _is_pow2(p["footprint_bytes"]) or p["footprint_bytes"] < w:
+        raise BadInputError(f"departure_delay: footprint_bytes must be a power of two >= {w}")
+
+
+# -- the catalog -------------------------------------------------------------------------------
 
 _LOOP = {"iters": 4096, "unroll": 16, "ilp": 4}
+_COMPUTE_RT = {"fa": CHAIN_C, "fb": CHAIN_SCALE}
+
+
+def _stream_spec(name: str, entry: str, level: str, stresses: str, cls: str, foot: int, desc: str,
+                 prologue: Counts, load_op: str, rule: str, min_share: float = 0.6) -> KernelSpec:
+    window = lambda p: _window_bytes(p, 2 * p["ilp"])  # noqa: E731
+    return KernelSpec(name, "mem.cu", entry, stresses, _pair_body(cls), {**_LOOP, "footprint_bytes": foot}, desc,
+                      _mem_traits(level if level != "dram" else "dram"), overhead=_stream_overhead,
+                      prologue=prologue, mem_level=level, min_share=min_share,
+                      runtime=lambda p: {"fb": CHAIN_SCALE}, validate=_check_footprint(window),
+                      load_op=load_op, footprint_rule=rule)
+
 
 KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
     KernelSpec("idle", "idle.cu", "idle_kernel", "fds", {}, {"iters": 0, "unroll": 1},
-               "launch-only kernel: measures kernel-activation power with almost no work"),
-    KernelSpec("fp32_fma", "fp32.cu", "fp32_fma", "fp", {"fp": 1}, _LOOP,
-               "FP32 FMA chains (fma.rn.f32), ilp independent chains per thread"),
-    KernelSpec("fp32_addmul", "fp32.cu", "fp32_addmul", "fp", {"fp": 1}, _LOOP,
-               "alternating FP32 add and mul (add.f32 / mul.f32)"),
-    KernelSpec("fp64_fma", "fp64.cu", "fp64_fma", "dp", {"dp": 1}, _LOOP, "FP64 FMA chains (fma.rn.f64)"),
-    KernelSpec("int_mad", "int.cu", "int_mad", "int", {"int": 1}, _LOOP, "INT32 multiply-add chains (mad.lo.s32)"),
-    KernelSpec("alu_logic", "alu.cu", "alu_logic", "alu", {"alu": 1}, _LOOP, "logic and shift chains (xor/shl/and)"),
-    KernelSpec("sfu", "sfu.cu", "sfu_mix", "sfu", {"sfu": 1}, _LOOP,
-               "special functions via intrinsics (__sinf, __cosf, rsqrtf, exp2f, log2f)"),
-    KernelSpec("reg_mov", "reg.cu", "reg_mov", "reg", {"alu": 1}, _LOOP,
-               "register-file heavy: rotations of many live registers (mov.b32)"),
-    KernelSpec("ctrl", "ctrl.cu", "ctrl_branch", "fds", {"ctrl": 1}, _LOOP,
-               "uniform branches: fetch/decode/schedule without register traffic"),
-    KernelSpec("shared", "shared.cu", "shared_rw", "shared", {"shared": 1}, {**_LOOP, "conflict_ways": 1},
-               "shared-memory loads/stores; conflict_ways > 1 adds bank conflicts"),
-    KernelSpec("const", "const.cu", "const_ld", "const", {"const": 1}, _LOOP, "constant-cache loads (ld.const), uniform address"),
-    KernelSpec("tex", "tex.cu", "tex_ldg", "tex", {"tex": 1}, {**_LOOP, "footprint_bytes": 8192},
-               "read-only data cache loads (__ldg / ld.global.nc) over a small working set",
-               _mem_traits("tex")),
-    KernelSpec("l1", "mem.cu", "l1_hit", "l1", {"l1": 1}, {**_LOOP, "footprint_bytes": 8192},
-               "global loads that hit L1 (ld.global.ca, small working set)", _mem_traits("l1")),
-    KernelSpec("l2", "mem.cu", "l2_hit", "l2", {"l2": 1}, {**_LOOP, "footprint_bytes": 1 << 20},
-               "global loads that bypass L1 and hit L2 (ld.global.cg, working set between L1 and L2)",
-               _mem_traits("l2")),
-    KernelSpec("dram", "mem.cu", "dram_stream", "global", {"global": 1, "int": 1},
-               {**_LOOP, "footprint_bytes": 1 << 30},
-               "streaming loads (ld.global.cg) over a working set far larger than L2", _mem_traits("dram")),
-    KernelSpec("local", "local.cu", "local_spill", "local", {"local": 1}, _LOOP,
-               "local-memory traffic from a dynamically indexed per-thread array (spills)", _mem_traits("local")),
+               "launch-only kernel: measures kernel-activation power with almost no work",
+               prologue={"ctrl": 1.0}, macros={}, min_share=0.0),
+    KernelSpec("fp32_fma", "fp32.cu", "fp32_fma", "fp", _per_ilp("fp", 1), _LOOP,
+               "FP32 FMA chains x <- x*x + c (fma.rn.f32), ilp independent chains per thread",
+               prologue={"const": 5, "alu": 8, "fp": 7, "int": 4, "ctrl": 3}, runtime=lambda p: _COMPUTE_RT),
+    KernelSpec("fp32_addmul", "fp32.cu", "fp32_addmul", "fp", _per_ilp("fp", 2), _LOOP,
+               "FP32 mul then add chains x <- x*x + c without contraction (mul.rn.f32 / add.rn.f32)",
+               prologue={"const": 5, "alu": 8, "fp": 7, "int": 4, "ctrl": 3}, runtime=lambda p: _COMPUTE_RT),
+    KernelSpec("fp64_fma", "fp64.cu", "fp64_fma", "dp", _per_ilp("dp", 1), _LOOP,
+               "FP64 FMA chains x <- x*x + c (fma.rn.f64)",
+               prologue={}, runtime=lambda p: _COMPUTE_RT),
+    KernelSpec("int_mad", "int.cu", "int_mad", "int", _per_ilp("int", 1), _LOOP,
+               "INT32 multiply-add chains x <- a*x + b (mad.lo.s32), a, b given at run time",
+               prologue={}, runtime=lambda p: {"ia": LCG_A, "ib": LCG_B}),
+    KernelSpec("alu_logic", "alu.cu", "alu_logic", "alu", _per_ilp("alu", 6), _LOOP,
+               "logic and shift chains: xorshift32 (shl/shr/xor)", prologue={}),
+    KernelSpec("sfu", "sfu.cu", "sfu_mix", "sfu", _per_ilp("sfu", 7), _LOOP,
+               "special functions via intrinsics: x <- sin(lg2(ex2(ex2(ex2(rsqrt(cos(x)))))))",
+               prologue={}, runtime=lambda p: _COMPUTE_RT),
+    KernelSpec("reg_mov", "reg.cu", "reg_mov", "reg", lambda p: {"alu": 3.0 * p["live_regs"]},
+               {"iters": 1024, "unroll": 4, "ilp": 4, "live_regs": 64},
+               "register-file heavy: live_regs live registers in ilp rows updated by the chi step "
+               "x[j] ^= ~x[j-1] & x[j+1] (three register operands per update)",
+               prologue={}, macros={"unroll": "UNROLL", "ilp": "ILP", "live_regs": "LIVE_REGS"},
+               share_classes=("alu",), runtime=lambda p: {"ia": 0x9E3779B9},
+               validate=lambda p: _reg_validate(p)),
+    KernelSpec("ctrl", "ctrl.cu", "ctrl_branch", "fds", _per_ilp("ctrl", 1), _LOOP,
+               "warp barriers (bar.warp.sync -1): fetch/decode/schedule with no register traffic",
+               prologue={}, share_classes=("ctrl",)),
+    KernelSpec("shared", "shared.cu", "shared_rw", "shared", _per_ilp("shared", 2), {**_LOOP, "conflict_ways": 1},
+               "shared-memory volatile loads/stores; conflict_ways > 1 gives conflict_ways-way bank conflicts",
+               prologue={}, macros={"unroll": "UNROLL", "ilp": "ILP", "conflict_ways": "CONFLICT_WAYS"},
+               runtime=lambda p: {"fb": 1.0}, validate=lambda p: _shared_validate(p)),
+    KernelSpec("const", "const.cu", "const_ld", "const", lambda p: {"const": 2.0 * p["ilp"], "fp": 1.0 * p["ilp"]},
+               {**_LOOP, "footprint_bytes": 1024},
+               "warp-uniform constant-cache loads (ld.const) from a moving base, consumed in pairs by FMAs",
+               overhead=_index_overhead, prologue={}, min_share=0.6,
+               runtime=lambda p: {"fb": CHAIN_SCALE, "ia": 2 * p["unroll"] * p["ilp"],
+                                  "ib": p["footprint_bytes"] // 4 - 1},
+               validate=lambda p: _const_validate(p)),
+    _stream_spec("tex", "tex_ldg", "l1", "tex", "tex", 16384,
+                 "read-only data cache loads (ld.global.nc) over a small working set", {}, "nc", "<=l1"),
+    _stream_spec("l1", "l1_hit", "l1", "l1", "l1", 16384,
+                 "global loads that hit L1 (ld.global.ca, small working set)", {}, "ca", "<=l1"),
+    _stream_spec("l2", "l2_hit", "l2", "l2", "l2", 1 << 20,
+                 "global loads that bypass L1 and hit L2 (ld.global.cg, working set between L1 and L2)", {},
+                 "cg", "l1<f<=l2"),
+    _stream_spec("dram", "dram_stream", "dram", "global", "global", 1 << 30,
+                 "streaming loads (ld.global.cg) over a working set far larger than L2", {}, "cg", ">l2"),
+    KernelSpec("local", "local.cu", "local_spill", "local", _per_ilp("local", 2), {**_LOOP, "local_words": 256},
+               "local-memory traffic from a dynamically indexed per-thread array (ld/st.local, as spills)",
+               _mem_traits("local"), overhead=_index_overhead, prologue={},
+               macros={"unroll": "UNROLL", "ilp": "ILP", "local_words": "LOCAL_WORDS"},
+               runtime=lambda p: {"fb": 1.0, "ia": 2 * p["unroll"] * p["ilp"], "ib": 0},
+               validate=lambda p: _local_validate(p)),
     KernelSpec("fma_intensity", "mem.cu", "fma_intensity", "global", _fma_intensity_body,
-               {"iters": 1024, "unroll": 8, "ilp": 1, "k": 8, "footprint_bytes": 1 << 30},
-               "mixbench-style arithmetic-intensity sweep: k dependent FMAs per loaded element",
-               _mem_traits("dram")),
-    KernelSpec("tensor", "tensor.cu", "tensor_mma", "tensor", {"tensor": 1}, _LOOP,
-               "tensor-core mma.sync (Volta+)", None, "sm_70"),
+               {"iters": 1024, "unroll": 4, "ilp": 4, "k": 8, "footprint_bytes": 1 << 30},
+               "mixbench-style arithmetic-intensity sweep: k dependent FMAs per loaded element (ld.global.cg)",
+               _mem_traits("dram"), overhead=_stream_overhead, prologue={},
+               macros={"unroll": "UNROLL", "ilp": "ILP", "k": "K_FMA"}, min_share=0.0,
+               share_classes=("global",), runtime=lambda p: {"fa": CHAIN_C, "fb": CHAIN_SCALE},
+               validate=lambda p: _intensity_validate(p), load_op="cg", footprint_rule=">l2"),
+    KernelSpec("bw_stream", "mem.cu", "bw_stream", "global", lambda p: {"global": 1.0 * p["ilp"], "fp": 2.0 * p["ilp"]},
+               {"iters": 1024, "unroll": 8, "ilp": 4, "footprint_bytes": 1 << 30},
+               "streaming bandwidth: 16-byte vector loads (ld.global.cg.v4.f32, 512 bytes per warp request)",
+               _mem_traits("dram", bytes_per_access=512.0), overhead=_stream_overhead, prologue={},
+               min_share=0.3, runtime=lambda p: {"fb": CHAIN_SCALE},
+               validate=_check_footprint(lambda p: _window_bytes(p, p["ilp"], 16)), load_op="cg",
+               footprint_rule=">l2"),
+    KernelSpec("tensor", "tensor.cu", "tensor_mma", "tensor", _per_ilp("tensor", 1), _LOOP,
+               "tensor-core mma.sync, FP16 inputs, FP32 accumulation (m8n8k4 sm_70, m16n8k8 sm_75, "
+               "m16n8k16 sm_80+)", None, "sm_70", prologue={}, runtime=lambda p: {"fb": 1.0 / 64}),
     KernelSpec("mix", "mix.cu", "app_mix", "mixed", _mix_body,
-               {"iters": 1024, "unroll": 1, "ilp": 2, "coalesced": True, "fp": 0, "dp": 0, "int": 0, "sfu": 0,
-                "alu": 0, "shared": 0, "const": 0, "tex": 0, "l1": 0, "l2": 0, "global": 0},
-               "application-like instruction mix (held-out workloads)", _mix_traits),
+               {"iters": 1024, "unroll": 4, "ilp": 2, "coalesced": True, "footprint_bytes": 1 << 30,
+                "fp": 0, "dp": 0, "int": 0, "sfu": 0, "alu": 0, "shared": 0, "const": 0, "tex": 0, "l1": 0,
+                "l2": 0, "global": 0},
+               "application-like instruction mix (held-out workloads): per-step counts of each class",
+               _mix_traits, overhead={}, prologue={}, loops=_mix_loops,
+               macros={"unroll": "UNROLL", "ilp": "ILP", **MIX_MACROS}, mem_level="l1", min_share=0.0,
+               runtime=lambda p: {"fa": CHAIN_C, "fb": CHAIN_SCALE, "ia": LCG_A, "ib": 0},
+               validate=_mix_validate, merge_classes={"global": "l2"}, macro_values=_mix_macros,
+               verify_params={"fp": 4, "dp": 0.25, "int": 1, "sfu": 1, "alu": 2, "shared": 1, "const": 1.5,
+                              "tex": 0.5, "l1": 1, "l2": 0.5, "global": 0.25}),
+    KernelSpec("pchase_l1", "latency.cu", "pchase_ca", "l1", {"l1": 1},
+               {"iters": 64, "unroll": 8, "footprint_bytes": 8192, "stride_bytes": 128, "pattern": "stride",
+                "passes": 8},
+               "L1 latency: pointer chase p <- *p (ld.global.ca), warm-up pass then timed pass; one thread",
+               _chase_traits("l1"), prologue={}, loops=_chase_loops("l1"), macros={"unroll": "UNROLL"},
+               mem_level="l1", min_share=0.6, validate=_chase_validate, derive=_chase_derive,
+               launch_note="one thread", load_op="ca", footprint_rule="<=l1"),
+    KernelSpec("pchase_l2", "latency.cu", "pchase_cg", "l2", {"l2": 1},
+               {"iters": 1024, "unroll": 8, "footprint_bytes": 1 << 20, "stride_bytes": 128, "pattern": "stride",
+                "passes": 1},
+               "L2 latency: pointer chase (ld.global.cg) over a working set between L1 and L2; one thread",
+               _chase_traits("l2"), prologue={}, loops=_chase_loops("l2"), macros={"unroll": "UNROLL"},
+               mem_level="l2", min_share=0.6, validate=_chase_validate, derive=_chase_derive,
+               launch_note="one thread", load_op="cg", footprint_rule="l1<f<=l2"),
+    KernelSpec("pchase_dram", "latency.cu", "pchase_cg", "global", {"global": 1},
+               {"iters": 1024, "unroll": 8, "footprint_bytes": 1 << 28, "stride_bytes": 4096, "pattern": "random",
+                "passes": 1},
+               "DRAM latency: pointer chase (ld.global.cg) over a working set far larger than L2; one thread",
+               _chase_traits("dram"), prologue={}, loops=_chase_loops("global"), macros={"unroll": "UNROLL"},
+               mem_level="dram", min_share=0.6, validate=_chase_validate,
+               launch_note="one thread", load_op="cg", footprint_rule=">l2"),
+    KernelSpec("pchase_shared", "latency.cu", "pchase_shared", "shared", {"shared": 1},
+               {"iters": 128, "unroll": 8, "footprint_bytes": 4096, "stride_bytes": 128, "pattern": "stride",
+                "passes": 32},
+               "shared-memory latency: pointer chase (ld.shared.u32) through a chain copied to shared memory",
+               None, prologue={}, loops=_shared_chase_loops, macros={"unroll": "UNROLL"},
+               min_share=0.6, validate=_shared_chase_validate, derive=_chase_derive, launch_note="one thread"),
+    KernelSpec("departure_delay", "latency.cu", "departure_delay", "global", {},
+               {"iters": 1, "reqs": 8, "lane_stride": 1, "footprint_bytes": 1 << 30},
+               "Wang & Chu queueing: per warp reqs back-to-back ld.global.cg with start/end clock64 stamps",
+               _mem_traits("dram"), prologue={}, loops=_departure_loops,
+               macros={"reqs": "REQS", "lane_stride": "LANE_STRIDE"}, mem_level="dram", min_share=0.2,
+               runtime=lambda p: {"fb": 0.0}, validate=_departure_validate, load_op="cg", footprint_rule=">l2"),
 ]}
+
+
+def _reg_validate(p: Mapping[str, Any]) -> None:
+    lr = p["live_regs"]
+    if not isinstance(lr, int) or not 8 <= lr <= 200 or lr % p["ilp"] or lr // p["ilp"] < 3:
+        raise BadInputError(f"reg_mov: live_regs must be an integer in [8, 200], a multiple of ilp with at "
+                            f"least 3 registers per row, not {lr!r}")
+
+
+def _shared_validate(p: Mapping[str, Any]) -> None:
+    w = p["conflict_ways"]
+    if w not in (1, 2, 4, 8, 16, 32):
+        raise BadInputError(f"shared: conflict_ways must be 1, 2, 4, 8, 16 or 32, not {w!r}")
+    if (p["ilp"] + 1) * 32 * w * 4 > 48 * 1024:
+        raise BadInputError("shared: (ilp + 1) x 32 x conflict_ways words exceed 48 KiB of shared memory")
+
+
+def _const_validate(p: Mapping[str, Any]) -> None:
+    f = p["footprint_bytes"]
+    if not _is_pow2(f) or f > 16384 or f < 8 * p["unroll"] * p["ilp"]:
+        raise BadInputError(f"const: footprint_bytes must be a power of two in [8 x unroll x ilp, 16384], not {f!r}")
+
+
+def _local_validate(p: Mapping[str, Any]) -> None:
+    lw = p["local_words"]
+    if not _is_pow2(lw) or lw < 2 * p["unroll"] * p["ilp"] or lw > 8192:
+        raise BadInputError(f"local: local_words must be a power of two in [2 x unroll x ilp, 8192], not {lw!r}")
+
+
+def _intensity_validate(p: Mapping[str, Any]) -> None:
+    k = p["k"]
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 1024:
+        raise BadInputError(f"fma_intensity: k must be an integer in [0, 1024], not {k!r}")
+    _check_footprint(lambda q: _window_bytes(q, q["ilp"]))(p)
 
 
 def get(name: str) -> KernelSpec:

@@ -1,0 +1,118 @@
+// Latency and queueing microbenchmarks (cycles from clock64(), the SM's own cycle counter).
+//
+// pchase_ca / pchase_cg: pointer chase through global memory. `data` holds a chain of 8-byte
+//   device addresses built by the host (stride and footprint chosen there); each step is one
+//   dependent load p <- *p (ld.global.ca: L1; ld.global.cg: L2 or DRAM depending on the
+//   footprint). A first pass of `iters` trips warms caches and TLBs, the second is timed.
+//   out[0] = cycles of the timed pass, out[1] = final pointer. Launch with one thread.
+// pchase_shared: the same through shared memory; the chain (word indices, from `data`) is first
+//   turned into shared-memory addresses. Launch with one thread.
+// departure_delay: Wang & Chu's queueing measurement. Every warp issues REQS independent
+//   ld.global.cg (fresh lines, so DRAM) back to back and records the cycles from the first issue
+//   to the arrival of the last; with many warps issuing at once the latencies, sorted, grow
+//   linearly with the rank: slope / (transactions per warp) = departure delay dm_del,
+//   intercept = unloaded latency dm_lat. out[2*w], out[2*w+1] = (start, end) clock of warp w
+//   in trip i (w counts warps of all trips), out[...] as 64-bit integers.
+#include "common.cuh"
+
+#define MB_STREAM_SETUP_DD(window)                                                           \
+    const unsigned long long mask = foot_bytes - 1ull;                                       \
+    const unsigned long long gwarp = MB_GTID / 32u;                                          \
+    const unsigned long long step = ((unsigned long long)(MB_NTHREADS / 32u) * (window)) & mask; \
+    unsigned long long off = (gwarp * (window)) & mask;
+
+#define MB_CHASE_KERNEL(NAME, OP)                                                              \
+extern "C" __global__ void NAME(MB_PARAMS)                                                     \
+{                                                                                              \
+    unsigned long long* o = (unsigned long long*)out;                                          \
+    unsigned long long p = (unsigned long long)data;                                           \
+    _Pragma("unroll 1")                                                                        \
+    for (int i = 0; i < iters; ++i) {                                                          \
+        _Pragma("unroll")                                                                      \
+        for (int u = 0; u < UNROLL; ++u)                                                       \
+            asm volatile("ld.global." OP ".u64 %0, [%0];" : "+l"(p) :: "memory");              \
+    }                                                                                          \
+    o[1] = p; /* waits for the last warm-up load before the clock is read */                  \
+    const long long t0 = clock64();                                                            \
+    _Pragma("unroll 1")                                                                        \
+    for (int i = 0; i < iters; ++i) {                                                          \
+        _Pragma("unroll")                                                                      \
+        for (int u = 0; u < UNROLL; ++u)                                                       \
+            asm volatile("ld.global." OP ".u64 %0, [%0];" : "+l"(p) :: "memory");              \
+    }                                                                                          \
+    o[1] = p; /* the store issues only when the last load has returned */                     \
+    const long long t1 = clock64();                                                            \
+    o[0] = (unsigned long long)(t1 - t0);                                                      \
+}
+
+MB_CHASE_KERNEL(pchase_ca, "ca")
+MB_CHASE_KERNEL(pchase_cg, "cg")
+
+#ifndef SHARED_CHAIN_WORDS
+#define SHARED_CHAIN_WORDS 8192
+#endif
+
+// data: chain as 32-bit word indices (next element of word k is data[k]), foot_bytes/4 words.
+extern "C" __global__ void pchase_shared(MB_PARAMS)
+{
+    __shared__ unsigned chain[SHARED_CHAIN_WORDS];
+    const unsigned* next = (const unsigned*)data;
+    const unsigned n = (unsigned)(foot_bytes / 4u);
+    const unsigned sbase = (unsigned)__cvta_generic_to_shared(chain);
+#pragma unroll 1
+    for (unsigned k = 0; k < n; ++k) chain[k] = sbase + 4u * next[k];
+    __syncthreads();
+    unsigned a = sbase;
+    unsigned long long* o = (unsigned long long*)out;
+    const long long t0 = clock64();
+#pragma unroll 1
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(a) :: "memory");
+    }
+    o[1] = a;
+    const long long t1 = clock64();
+    o[0] = (unsigned long long)(t1 - t0);
+}
+
+#ifndef REQS
+#define REQS 8
+#endif
+#ifndef LANE_STRIDE
+#define LANE_STRIDE 1
+#endif
+
+// one request = one warp-wide load; LANE_STRIDE = 1: lanes read adjacent words (1 line per
+// request), LANE_STRIDE = 32: every lane its own line (32 transactions per request).
+extern "C" __global__ void departure_delay(MB_PARAMS)
+{
+    const unsigned long long wbytes = (unsigned long long)REQS * 32u * LANE_STRIDE * 4u;
+    MB_STREAM_SETUP_DD(wbytes)
+    const unsigned lane = threadIdx.x % 32u;
+    const unsigned long long nwarps = MB_NTHREADS / 32u;
+    const char* base = (const char*)data + lane * LANE_STRIDE * 4u;
+    unsigned long long* o = (unsigned long long*)out;
+    float acc = fb;
+#pragma unroll 1
+    for (int i = 0; i < iters; ++i) {
+        const float* p = (const float*)(base + off);
+        const long long t0 = clock64();
+        float v[REQS];
+#pragma unroll
+        for (int r = 0; r < REQS; ++r)
+            asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v[r]) : "l"(p + r * 32 * LANE_STRIDE) : "memory");
+        float s = v[0];
+#pragma unroll
+        for (int r = 1; r < REQS; ++r) s += v[r];
+        acc += s;
+        asm volatile("" :: "f"(acc) : "memory"); // the sum (all loads back) comes before t1
+        const long long t1 = clock64();
+        if (lane == 0) {
+            const unsigned long long w = (unsigned long long)i * nwarps + gwarp;
+            o[2 * w] = (unsigned long long)t0;
+            o[2 * w + 1] = (unsigned long long)t1;
+        }
+        off = (off + step) & mask;
+    }
+    MB_SINK(acc);
+}

@@ -1,0 +1,382 @@
+"""CUDA compilers for checking the kernels without a GPU: nvcc, NVRTC (via ctypes) and ptxas.
+
+Which toolchain compiles which architecture:
+
+- ``nvcc`` (and the ``ptxas`` beside it) when its CUDA version supports the architecture. CUDA 13
+  dropped sm_70/sm_72 (and older), so with CUDA 13 it serves sm_75 and newer.
+- otherwise NVRTC from CUDA 12 (``pip install nvidia-cuda-nvrtc-cu12``), which still emits compute_70
+  PTX, assembled for registers and spills by the ``ptxas`` of ``nvidia-cuda-nvcc-cu12``. That is
+  the compiler CuPy (``cupy-cuda12x``) uses on those GPUs at run time.
+
+Locations can be forced with ``MICROBENCH_NVCC``, ``MICROBENCH_NVRTC`` (path to ``libnvrtc.so``)
+and ``MICROBENCH_PTXAS``. Kernel sources are self-contained after :func:`expand_includes`, so the
+exact text compiled here is the text CuPy compiles at run time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from calib.errors import CalibError
+
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
+
+#: options every compile uses (CuPy's RawModule adds -std=c++11 by default too)
+BASE_OPTIONS: tuple[str, ...] = ("-std=c++11",)
+
+
+class ToolchainError(CalibError):
+    """No usable compiler for an architecture, or a compiler failed."""
+
+
+def arch_number(arch: str) -> int:
+    """70 for ``sm_70`` (also accepts ``70``, ``compute_70``)."""
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)[af]?", arch.strip())
+    if not m:
+        raise ValueError(f"not a CUDA architecture: {arch!r} (expected e.g. sm_80)")
+    return int(m.group(1))
+
+
+def _supports(version: tuple[int, int], arch: int) -> bool:
+    """Whether a CUDA release can target ``arch`` (sm_NN as NN)."""
+    major, minor = version
+    if major >= 13:
+        lo, hi = 75, 121
+    elif major == 12:
+        lo, hi = 50, 121 if minor >= 8 else 90
+    elif major == 11:
+        lo, hi = 35, 90 if minor >= 8 else 86
+    else:
+        lo, hi = 30, 75
+    return lo <= arch <= hi
+
+
+def expand_includes(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
+    """Source text of ``path`` with ``#include "x"`` of files in the same directory inlined.
+
+    CuPy caches binaries by source text: inlining headers makes a header change visible to that
+    cache, and lets nvcc/NVRTC compile the text without include paths.
+    """
+    path = path.resolve()
+    if path in _seen:
+        return ""
+    out = []
+    for line in path.read_text().splitlines():
+        m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+        if m:
+            inc = path.parent / m.group(1)
+            out.append(expand_includes(inc, _seen | {path}))
+        elif re.match(r"\s*#\s*pragma\s+once", line):
+            continue
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """ptxas resource usage of one function."""
+
+    registers: int
+    spill_stores_bytes: int
+    spill_loads_bytes: int
+    stack_bytes: int
+    shared_bytes: int = 0
+
+
+@dataclass
+class Compiled:
+    """Result of compiling one source with one set of macros for one architecture."""
+
+    arch: str
+    toolchain: str
+    ptx: str
+    resources: dict[str, Resources] = field(default_factory=dict)
+
+
+def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except FileNotFoundError as e:
+        raise ToolchainError(f"{what}: {cmd[0]} not found") from e
+    if res.returncode != 0:
+        raise ToolchainError(f"{what} failed ({' '.join(cmd)}):\n{res.stderr.strip() or res.stdout.strip()}")
+    return res
+
+
+_PTXAS_FN = re.compile(r"Compiling entry function '([^']+)'|Function properties for ([\w$]+)")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def parse_ptxas_verbose(text: str) -> dict[str, Resources]:
+    """Registers, spills, stack and shared memory per function from ``ptxas -v`` output."""
+    out: dict[str, Resources] = {}
+    cur: str | None = None
+    spill = (0, 0, 0)
+    for line in text.splitlines():
+        m = _PTXAS_FN.search(line)
+        if m:
+            name = m.group(1) or m.group(2)
+            if name != cur:
+                cur, spill = name, (0, 0, 0)
+            continue
+        m = _PTXAS_SPILL.search(line)
+        if m and cur:
+            spill = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            continue
+        m = _PTXAS_REGS.search(line)
+        if m and cur:
+            out[cur] = Resources(registers=int(m.group(1)), stack_bytes=spill[0], spill_stores_bytes=spill[1],
+                                 spill_loads_bytes=spill[2], shared_bytes=int(m.group(2) or 0))
+    return out
+
+
+class Ptxas:
+    """A ``ptxas`` binary and its CUDA version."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        out = _run([path, "--version"], "ptxas --version").stdout
+        m = re.search(r"release (\d+)\.(\d+)", out)
+        if not m:
+            raise ToolchainError(f"{path}: cannot read the CUDA version from --version")
+        self.version = (int(m.group(1)), int(m.group(2)))
+
+    def resources(self, ptx: str, arch: int, workdir: Path) -> dict[str, Resources]:
+        src = workdir / "in.ptx"
+        src.write_text(ptx)
+        res = _run([self.path, "-v", f"-arch=sm_{arch}", str(src), "-o", str(workdir / "out.cubin")],
+                   f"ptxas for sm_{arch}")
+        return parse_ptxas_verbose(res.stdout + "\n" + res.stderr)
+
+
+class Compiler:
+    """A front end that turns CUDA C into PTX (nvcc or NVRTC), with the ptxas to assemble it."""
+
+    name: str
+    version: tuple[int, int]
+    ptxas: Ptxas
+
+    def supports(self, arch: int) -> bool:
+        return _supports(self.version, arch) and _supports(self.ptxas.version, arch)
+
+    def describe(self) -> str:
+        return (f"{self.name} {self.version[0]}.{self.version[1]} + ptxas "
+                f"{self.ptxas.version[0]}.{self.ptxas.version[1]}")
+
+    def ptx(self, source: str, options: list[str], arch: int, workdir: Path) -> str:
+        raise NotImplementedError
+
+
+class Nvcc(Compiler):
+    name = "nvcc"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        out = _run([path, "--version"], "nvcc --version").stdout
+        m = re.search(r"release (\d+)\.(\d+)", out)
+        if not m:
+            raise ToolchainError(f"{path}: cannot read the CUDA version from --version")
+        self.version = (int(m.group(1)), int(m.group(2)))
+        ptxas = Path(path).resolve().parent / "ptxas"
+        self.ptxas = Ptxas(str(ptxas))
+
+    def ptx(self, source: str, options: list[str], arch: int, workdir: Path) -> str:
+        src = workdir / "kernel.cu"
+        src.write_text(source)
+        out = workdir / "kernel.ptx"
+        _run([self.path, "-ptx", f"-arch=sm_{arch}", *options, str(src), "-o", str(out)], f"nvcc for sm_{arch}")
+        return out.read_text()
+
+
+class Nvrtc(Compiler):
+    name = "nvrtc"
+    _lock = threading.Lock()
+
+    def __init__(self, lib_path: str, ptxas: Ptxas) -> None:
+        self.lib_path = lib_path
+        self.lib = ctypes.CDLL(lib_path)
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        if self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != 0:
+            raise ToolchainError(f"{lib_path}: nvrtcVersion failed")
+        self.version = (major.value, minor.value)
+        self.ptxas = ptxas
+
+    def ptx(self, source: str, options: list[str], arch: int, workdir: Path) -> str:
+        lib = self.lib
+        prog = ctypes.c_void_p()
+        rc = lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"kernel.cu", 0, None, None)
+        if rc != 0:
+            raise ToolchainError(f"nvrtcCreateProgram failed with code {rc}")
+        try:
+            opts = [f"--gpu-architecture=compute_{arch}".encode(), *(o.encode() for o in options)]
+            arr = (ctypes.c_char_p * len(opts))(*opts)
+            rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+            size = ctypes.c_size_t()
+            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+            log = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetProgramLog(prog, log)
+            if rc != 0:
+                raise ToolchainError(f"NVRTC for compute_{arch} failed:\n{log.value.decode(errors='replace').strip()}")
+            lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+            buf = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetPTX(prog, buf)
+            return buf.value.decode()
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def _site_dirs() -> list[Path]:
+    dirs = [Path(p) for p in sys.path if p and Path(p).is_dir()]
+    return [d for d in dirs if (d / "nvidia").is_dir()]
+
+
+def find_nvcc() -> Nvcc | None:
+    cand = [os.environ.get("MICROBENCH_NVCC"), shutil.which("nvcc")]
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            cand.append(str(Path(home) / "bin" / "nvcc"))
+    for c in cand:
+        if c and Path(c).is_file():
+            try:
+                return Nvcc(c)
+            except ToolchainError:
+                continue
+    return None
+
+
+def find_nvrtc_libs() -> list[str]:
+    cand: list[str] = []
+    if os.environ.get("MICROBENCH_NVRTC"):
+        cand.append(os.environ["MICROBENCH_NVRTC"])
+    for d in _site_dirs():
+        cand += sorted(glob.glob(str(d / "nvidia" / "cuda_nvrtc" / "lib" / "libnvrtc.so*")))
+        cand += sorted(glob.glob(str(d / "nvidia" / "cu*" / "lib" / "libnvrtc.so*")))
+    return [c for c in cand if "builtins" not in Path(c).name and ".alt." not in Path(c).name]
+
+
+def find_ptxas_all() -> list[Ptxas]:
+    cand = [os.environ.get("MICROBENCH_PTXAS")]
+    for d in _site_dirs():
+        cand += sorted(glob.glob(str(d / "nvidia" / "cuda_nvcc" / "bin" / "ptxas")))
+        cand += sorted(glob.glob(str(d / "nvidia" / "cu*" / "bin" / "ptxas")))
+    cand.append(shutil.which("ptxas"))
+    out = []
+    for c in cand:
+        if c and Path(c).is_file():
+            try:
+                out.append(Ptxas(c))
+            except ToolchainError:
+                continue
+    return out
+
+
+_MISSING_HINT = {
+    "old": ("sm_{a} needs CUDA 12 or older: install NVRTC and ptxas from CUDA 12 "
+            "(pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-nvcc-cu12) or put a CUDA 12 nvcc on PATH"),
+    "new": ("sm_{a} needs nvcc from a CUDA release that supports it on PATH (or CUDA_HOME), or NVRTC + ptxas "
+            "from CUDA 12 (pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-nvcc-cu12)"),
+}
+
+
+class Toolchains:
+    """Discovers the compilers once and picks one per architecture (see module docstring)."""
+
+    def __init__(self) -> None:
+        self._nvcc = find_nvcc()
+        self._ptxas = find_ptxas_all()
+        self._nvrtc: list[Nvrtc] = []
+        for lib in find_nvrtc_libs():
+            for px in self._ptxas:
+                try:
+                    self._nvrtc.append(Nvrtc(lib, px))
+                except (OSError, ToolchainError):
+                    break
+        self._found = [c for c in ([self._nvcc] if self._nvcc else []) + self._nvrtc]
+
+    def available(self) -> list[str]:
+        return [c.describe() for c in self._found]
+
+    def for_arch(self, arch: str) -> Compiler:
+        """The compiler for ``arch``; raises :class:`ToolchainError` saying what to install."""
+        a = arch_number(arch)
+        for c in self._found:
+            if c.supports(a):
+                return c
+        found = ", ".join(self.available()) or "none"
+        hint = _MISSING_HINT["old" if a < 75 else "new"].format(a=a)
+        raise ToolchainError(f"no toolchain for sm_{a} (found: {found}). {hint}")
+
+
+class KernelCompiler:
+    """Compiles kernel sources per (source, macros, arch), caching PTX and ptxas resources.
+
+    ``cache_dir`` keeps results between runs, keyed by a hash of the source text, options, arch and
+    toolchain versions; None keeps them in memory only.
+    """
+
+    def __init__(self, toolchains: Toolchains | None = None, cache_dir: Path | None = None) -> None:
+        self.toolchains = toolchains or Toolchains()
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self._mem: dict[str, Compiled] = {}
+        self._lock = threading.Lock()
+
+    def compile(self, source_file: str, macros: dict[str, int], arch: str) -> Compiled:
+        comp = self.toolchains.for_arch(arch)
+        a = arch_number(arch)
+        source = expand_includes(KERNEL_DIR / source_file)
+        options = [*BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(macros.items()))]
+        key = hashlib.sha256("\0".join([source, *options, str(a), comp.describe()]).encode()).hexdigest()[:24]
+        with self._lock:
+            if key in self._mem:
+                return self._mem[key]
+        cached = self._load(key)
+        if cached is not None:
+            return cached
+        with tempfile.TemporaryDirectory(prefix="mb-compile-") as tmp:
+            work = Path(tmp)
+            ptx = comp.ptx(source, options, a, work)
+            res = comp.ptxas.resources(ptx, a, work)
+        out = Compiled(f"sm_{a}", comp.describe(), ptx, res)
+        self._store(key, out)
+        return out
+
+    def _load(self, key: str) -> Compiled | None:
+        if not self.cache_dir:
+            return None
+        f = self.cache_dir / f"{key}.json"
+        if not f.is_file():
+            return None
+        import json
+
+        d = json.loads(f.read_text())
+        out = Compiled(d["arch"], d["toolchain"], d["ptx"], {k: Resources(**v) for k, v in d["resources"].items()})
+        with self._lock:
+            self._mem[key] = out
+        return out
+
+    def _store(self, key: str, c: Compiled) -> None:
+        with self._lock:
+            self._mem[key] = c
+        if not self.cache_dir:
+            return
+        import json
+        from dataclasses import asdict
+
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.cache_dir / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(json.dumps({"arch": c.arch, "toolchain": c.toolchain, "ptx": c.ptx,
+                                   "resources": {k: asdict(v) for k, v in c.resources.items()}}))
+        os.replace(tmp, self.cache_dir / f"{key}.json")
