@@ -241,10 +241,17 @@ class NvmlGpu:
     def _probe_field(self, fid: Any) -> tuple[bool, str]:
         try:
             fv = _nvml(f"{self.where}: field {fid}", pynvml.nvmlDeviceGetFieldValues, self.handle, [fid])[0]
-        except (DeviceNotSupportedError, DeviceNoPermissionError) as e:
-            return False, str(e)
-        if fv.nvmlReturn != pynvml.NVML_SUCCESS:
-            return False, str(map_nvml_error(pynvml.NVMLError(fv.nvmlReturn), f"field {fid}"))
+        except DeviceNotSupportedError:
+            return False, "not supported"
+        except DeviceNoPermissionError:
+            return False, "no permission"
+        if fv.nvmlReturn != pynvml.NVML_SUCCESS:  # the call succeeds while the field itself fails
+            err = map_nvml_error(pynvml.NVMLError(fv.nvmlReturn), f"field {fid}")
+            if isinstance(err, DeviceNotSupportedError):
+                return False, "not supported"
+            if isinstance(err, DeviceNoPermissionError):
+                return False, "no permission"
+            return False, str(err)
         return True, "ok"
 
     def capabilities(self) -> dict[str, Any]:
@@ -380,6 +387,31 @@ class NvmlGpu:
             v["pstate"] = self._optional("pstate", lambda: pynvml.nvmlDeviceGetPerformanceState(h))
         v["read_s"] = time.perf_counter() - t0
         return v
+
+    def measure_update_period_s(self, duration_s: float = 1.0) -> dict[str, float | None]:
+        """How often NVML's power reading and energy counter actually change, s (Zeus-style probe).
+
+        Polls both as fast as possible for ``duration_s`` and returns the median interval between
+        value changes (None when the value never changed twice, e.g. on an idle GPU).
+        """
+        caps = self.capabilities()
+        changes: dict[str, list[float]] = {"power_w": [], "energy_mj": []}
+        last: dict[str, Any] = {"power_w": None, "energy_mj": None}
+        t_end = time.monotonic() + duration_s
+        while time.monotonic() < t_end:
+            v = self.sample()
+            now = time.monotonic()
+            for k in changes:
+                if v[k] is not None and v[k] != last[k]:
+                    if last[k] is not None:
+                        changes[k].append(now)
+                    last[k] = v[k]
+        out: dict[str, float | None] = {}
+        for k, ts in changes.items():
+            # median, not min: each change is seen up to one poll late, so single intervals scatter
+            out[k] = float(np.median(np.diff(ts))) if len(ts) >= 2 else None
+        out["power_source"] = caps["power_w_source"]  # type: ignore[assignment]
+        return out
 
     def temperature_c(self) -> float | None:
         """GPU core temperature now, °C (None when not supported)."""

@@ -1,0 +1,190 @@
+"""calib doctor: what this machine can measure (NVML fields, permissions, CuPy, analyzers found)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import sys
+from typing import Any
+
+HELP = "report what this machine can measure: NVML fields, clock-control permission, CuPy, serial analyzers"
+
+#: USB vendor:product ids of adapters and instruments worth naming
+_USB_HINTS = {
+    (0x0403, 0x6001): "FTDI FT232 USB-serial (the Watts up? PRO uses one; also many RS-232 adapters)",
+    (0x0403, 0x6015): "FTDI FT-X USB-serial",
+    (0x067B, 0x2303): "Prolific PL2303 USB-serial adapter (RS-232: WT210/WT310/HIOKI need a null-modem cable)",
+    (0x0483, 0x5740): "STM32 USB CDC (PowerSensor3 shows up like this)",
+    (0x0B21, 0x0025): "Yokogawa WT310 (USB-TMC, not a serial port: use its RS-232 interface or usbtmc)",
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--probe-rate", action="store_true",
+                   help="also measure how often each GPU's power and energy readings change (1 s per GPU)")
+    p.add_argument("--serial", metavar="PORT", help="also try an analyzer on PORT (with --protocol) for 1 s")
+    p.add_argument("--protocol", metavar="NAME", help="protocol of --serial (wt310, wt210, hioki, wattsup, "
+                                                      "powersensor3, csv)")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _nvml_report(probe_rate: bool) -> dict[str, Any]:
+    from calib.errors import CalibError
+    from microbench.devices import nvml
+
+    rep: dict[str, Any] = {"binding": {"nvidia-ml-py": _version("nvidia-ml-py"),
+                                       "deprecated_pynvml_installed": _version("pynvml")}}
+    ok, msg = nvml.nvml_available()
+    rep["available"], rep["message"] = ok, msg
+    rep["gpus"] = []
+    if not ok:
+        return rep
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    for ident in nvml.list_gpus():
+        g: dict[str, Any] = {"identity": ident}
+        try:
+            with nvml.NvmlGpu(ident["index"]) as gpu:
+                caps = gpu.capabilities()
+                g["supported"] = caps["supported"]
+                g["unsupported_reasons"] = caps["unsupported_reasons"]
+                g["power_w_source"] = caps["power_w_source"]
+                g["energy_mj_source"] = caps["energy_mj_source"]
+                try:
+                    table = gpu.supported_clocks()
+                    g["clocks"] = {"memory_mhz": sorted(table), "core_mhz_count": {m: len(c) for m, c in table.items()}}
+                except CalibError as e:
+                    g["clocks"] = {"error": str(e)}
+                g["clock_locking"] = ("possible (running as root)" if root else
+                                      "needs root: DVFS points (locked clocks) will fail with 'not permitted'")
+                if probe_rate:
+                    g["update_period_s"] = gpu.measure_update_period_s(1.0)
+        except CalibError as e:
+            g["error"] = str(e)
+        rep["gpus"].append(g)
+    return rep
+
+
+def _cupy_report() -> dict[str, Any]:
+    try:
+        import cupy
+    except ImportError as e:
+        return {"installed": False, "message": f"CuPy not importable ({e}); `calib run --device cuda:N` needs "
+                                               "pip install 'gpu-calib[gpu]'"}
+    rep: dict[str, Any] = {"installed": True, "version": cupy.__version__}
+    try:
+        rep["cuda_devices"] = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - CUDA errors come in many types
+        rep["cuda_devices"] = 0
+        rep["message"] = f"CUDA not usable: {e}"
+    return rep
+
+
+def _serial_report() -> list[dict[str, Any]]:
+    from serial.tools import list_ports
+
+    out = []
+    for p in list_ports.comports():
+        hint = _USB_HINTS.get((p.vid, p.pid)) if p.vid is not None else None
+        out.append({"device": p.device, "description": p.description,
+                    "usb": f"{p.vid:04x}:{p.pid:04x}" if p.vid is not None else None,
+                    "serial_number": p.serial_number, "hint": hint,
+                    "by_id": next((str(link) for link in _by_id_links(p.device)), None)})
+    return out
+
+
+def _by_id_links(dev: str) -> list[str]:
+    base = "/dev/serial/by-id"
+    if not os.path.isdir(base):
+        return []
+    return [os.path.join(base, n) for n in sorted(os.listdir(base))
+            if os.path.realpath(os.path.join(base, n)) == os.path.realpath(dev)]
+
+
+def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
+    import time
+
+    from calib.errors import BadInputError, CalibError
+    from microbench.instruments import PROTOCOLS, open_analyzer
+
+    if not protocol or protocol not in PROTOCOLS:
+        raise BadInputError(f"--serial needs --protocol, one of {', '.join(sorted(PROTOCOLS))}")
+    an = open_analyzer(port, protocol)
+    try:
+        an.start()
+        time.sleep(1.0)
+        rows = an.read()
+        return {"port": port, "protocol": protocol, "ok": True, "identity": an.identity, "rows_in_1s": len(rows),
+                "last": dict(rows[-1].values) if rows else None, "stats": an.stats.to_dict()}
+    except CalibError as e:
+        return {"port": port, "protocol": protocol, "ok": False, "error": str(e)}
+    finally:
+        an.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    report = {"python": sys.version.split()[0], "nvml": _nvml_report(args.probe_rate), "cupy": _cupy_report(),
+              "serial_ports": _serial_report()}
+    if args.serial:
+        report["analyzer_probe"] = _probe_analyzer(args.serial, args.protocol)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    _print(report)
+    return 0
+
+
+def _print(r: dict[str, Any]) -> None:
+    n = r["nvml"]
+    b = n["binding"]
+    print(f"NVML binding: nvidia-ml-py {b['nvidia-ml-py'] or 'NOT INSTALLED'}"
+          + (f"  (WARNING: the deprecated 'pynvml' {b['deprecated_pynvml_installed']} is installed too; "
+             "pip uninstall pynvml)" if b["deprecated_pynvml_installed"] else ""))
+    print(f"NVML: {n['message']}")
+    for g in n["gpus"]:
+        ident = g["identity"]
+        print(f"  GPU {ident['index']}: {ident['name']} ({ident.get('architecture')}, {ident.get('pci_bus_id')}, "
+              f"{ident['uuid']})")
+        if "error" in g:
+            print(f"    error: {g['error']}")
+            continue
+        sup = g["supported"]
+        yes = ", ".join(k for k, v in sup.items() if v)
+        no = ", ".join(f"{k} ({g['unsupported_reasons'].get(k, 'no')})" for k, v in sup.items() if not v)
+        print(f"    measurable: {yes}")
+        if no:
+            print(f"    not available: {no}")
+        print(f"    power_w from: {g['power_w_source']}")
+        print(f"    energy_mj from: {g['energy_mj_source']}")
+        clk = g["clocks"]
+        if "error" in clk:
+            print(f"    clocks: {clk['error']}")
+        else:
+            print(f"    clocks: memory {clk['memory_mhz']} MHz; core clocks per memory clock {clk['core_mhz_count']}")
+        print(f"    clock locking: {g['clock_locking']}")
+        if "update_period_s" in g:
+            u = g["update_period_s"]
+            print(f"    readings change every: power {u['power_w']} s, energy counter {u['energy_mj']} s")
+    c = r["cupy"]
+    print(f"CuPy: {c.get('version', 'not installed')}" + (f", {c['cuda_devices']} CUDA device(s)" if c["installed"]
+                                                          else "") + (f" -- {c['message']}" if c.get("message") else ""))
+    ports = r["serial_ports"]
+    print(f"Serial ports: {len(ports) or 'none found'}")
+    for p in ports:
+        print(f"  {p['device']}: {p['description']}" + (f" [{p['usb']}]" if p["usb"] else "")
+              + (f" -- {p['hint']}" if p["hint"] else "") + (f" (stable path {p['by_id']})" if p["by_id"] else ""))
+    if "analyzer_probe" in r:
+        a = r["analyzer_probe"]
+        if a["ok"]:
+            print(f"Analyzer {a['protocol']} on {a['port']}: ok, {a['rows_in_1s']} rows in 1 s, identity "
+                  f"{a['identity']!r}, last {a['last']}")
+        else:
+            print(f"Analyzer {a['protocol']} on {a['port']}: FAILED -- {a['error']}")
