@@ -153,12 +153,16 @@ def check_compiled(spec: KernelSpec, params: Mapping[str, Any], compiled: Compil
             chk.problems.append(f"loop {i + 1} per trip: PTX {_fmt_counts(got)} != model {_fmt_counts(want)}")
     hot = next((i for i, lm in enumerate(models) if lm.hot), None)
     if hot is not None and hot < len(loops):
-        counts = chk.loops_ptx[hot]
-        chk.share = spec.stressed_share(counts) if spec.stresses != "mixed" else None
-        if chk.share is not None and chk.share + 1e-12 < spec.min_share:
-            chk.problems.append(f"stressed unit {spec.stresses} is {100 * chk.share:.1f}% of the hot loop, "
-                                f"below {100 * spec.min_share:.0f}%")
         body = fn.body(loops[hot])
+        if spec.hot_ops:
+            chk.share = sum(1 for ins in body if spec.is_hot_op(ins.opcode)) / len(body)
+            what = "/".join(spec.hot_ops)
+        elif spec.stresses != "mixed":
+            chk.share = spec.stressed_share(chk.loops_ptx[hot])
+            what = spec.stresses
+        if chk.share is not None and chk.share + 1e-12 < spec.min_share:
+            chk.problems.append(f"{what} is {100 * chk.share:.1f}% of the hot loop's instructions, "
+                                f"below {100 * spec.min_share:.0f}%")
         if spec.load_op:
             bad = [ins for ins in body if ins.base == "ld" and "global" in ins.mods and spec.load_op not in ins.mods]
             n_ld = sum(1 for ins in body if ins.base == "ld" and "global" in ins.mods)

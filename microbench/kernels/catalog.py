@@ -93,7 +93,9 @@ class KernelSpec:
     ``share_classes``) among the hot loop's instructions that verify accepts; ``load_op`` the cache
     operator every global load of the hot loop must carry (``ca``, ``cg``, ``nc``);
     ``footprint_rule`` how the working set must compare with the caches (``<=l1``, ``l1<f<=l2``,
-    ``>l2``); ``verify_params`` the parameters verify compiles (defaults otherwise).
+    ``>l2``); ``verify_params`` the parameters verify compiles (defaults otherwise); ``hot_ops`` the
+    PTX opcodes (prefixes, e.g. ``fma.rn.f32``) that count as the stressed unit's instructions when
+    verify computes the share (the stressed classes when empty).
     """
 
     name: str
@@ -121,6 +123,7 @@ class KernelSpec:
     footprint_rule: str | None = None
     verify_params: Mapping[str, Any] = field(default_factory=dict)
     macro_values: Callable[[Mapping[str, Any]], dict[str, int]] | None = None
+    hot_ops: tuple[str, ...] = ()
 
     # -- parameters -------------------------------------------------------------------------
     def params(self, **overrides: Any) -> dict[str, Any]:
@@ -186,6 +189,10 @@ class KernelSpec:
         for lp in self.loop_models(params):
             _add(acc, lp.per_trip, lp.trips)
         return {k: v for k, v in acc.items() if v}
+
+    def is_hot_op(self, opcode: str) -> bool:
+        """Whether a PTX opcode is one of the stressed unit's declared instructions."""
+        return any(opcode == op or opcode.startswith(op + ".") for op in self.hot_ops)
 
     def stressed_share(self, counts: Mapping[str, float]) -> float:
         """Share of the stressed classes among all instructions of ``counts``."""
@@ -564,7 +571,34 @@ PROLOGUES: dict[str, Counts] = {
     "pchase_shared": {"alu": 15, "const": 4, "ctrl": 4, "global": 2, "int": 1},
     "departure_delay": {"alu": 15, "const": 6, "ctrl": 3, "int": 9},
 }
-KERNELS = {name: replace(spec, prologue={k: float(v) for k, v in PROLOGUES[name].items()})
+#: PTX opcodes of each kernel's stressed unit (what the verify share counts)
+HOT_OPS: dict[str, tuple[str, ...]] = {
+    "fp32_fma": ("fma.rn.f32",),
+    "fp32_addmul": ("mul.rn.f32", "add.rn.f32"),
+    "fp64_fma": ("fma.rn.f64",),
+    "int_mad": ("mad.lo.s32", "mad.lo.u32"),
+    "alu_logic": ("shl.b32", "shr.u32", "shr.b32", "xor.b32"),
+    "sfu": ("sin.approx", "cos.approx", "rsqrt.approx", "ex2.approx", "lg2.approx"),
+    "reg_mov": ("not.b32", "and.b32", "xor.b32"),
+    "ctrl": ("bar.warp.sync",),
+    "shared": ("ld.volatile.shared", "st.volatile.shared"),
+    "const": ("ld.const",),
+    "tex": ("ld.global.nc",),
+    "l1": ("ld.global.ca",),
+    "l2": ("ld.global.cg",),
+    "dram": ("ld.global.cg",),
+    "local": ("ld.local", "st.local"),
+    "fma_intensity": ("ld.global.cg",),
+    "bw_stream": ("ld.global.cg.v4",),
+    "tensor": ("mma.sync",),
+    "pchase_l1": ("ld.global.ca",),
+    "pchase_l2": ("ld.global.cg",),
+    "pchase_dram": ("ld.global.cg",),
+    "pchase_shared": ("ld.shared",),
+    "departure_delay": ("ld.global.cg",),
+}
+KERNELS = {name: replace(spec, prologue={k: float(v) for k, v in PROLOGUES[name].items()},
+                         hot_ops=HOT_OPS.get(name, ()))
            for name, spec in KERNELS.items()}
 
 
