@@ -14,6 +14,7 @@ other exception stops the logger; it is kept and re-raised by :meth:`SensorLogge
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import warnings
@@ -92,13 +93,16 @@ class SensorLogger:
     sensors:
         the sensors to poll. Stream writers are created in :meth:`start` (caller's thread).
     period_s:
-        polling period, s (> 0). Ticks are scheduled on an absolute grid; a tick that would start late
-        by a whole period is skipped and counted in ``stats.overruns`` (no catch-up bursts).
+        polling period, s (> 0). Ticks are scheduled on an absolute grid; a late tick runs at once,
+        and ticks missed by a whole period are skipped and counted in ``stats.overruns`` (no bursts).
     clock:
         monotonic clock, s (injectable for tests).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`. :meth:`stop` drains every sensor
     one last time, so rows produced just before stopping are kept.
+
+    Polling and writing run on two threads joined by a queue, so a slow disk (the session's fsync
+    once per second) never delays a poll; rows normally reach the file within milliseconds.
     """
 
     def __init__(self, writer: Any, sensors: Sequence[Sensor], period_s: float,
@@ -117,6 +121,8 @@ class SensorLogger:
         self._streams: dict[str, Any] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._writer_thread: threading.Thread | None = None
+        self._queue: queue.SimpleQueue[tuple[str, list[Any]] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()  # one poll at a time (thread vs the final drain in stop())
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -126,6 +132,8 @@ class SensorLogger:
         for s in self.sensors:
             self._streams[s.name] = self.writer.stream(s.name, s.columns)
         self.stats.started_mono_s = self._clock()
+        self._writer_thread = threading.Thread(target=self._write_loop, name="SensorLogger-writer", daemon=True)
+        self._writer_thread.start()
         self._thread = threading.Thread(target=self._run, name="SensorLogger", daemon=True)
         self._thread.start()
         return self
@@ -139,6 +147,9 @@ class SensorLogger:
                 warnings.warn(f"logger thread did not stop within {timeout_s} s", RuntimeWarning, stacklevel=2)
         if self.error is None and self._thread is not None and not self._thread.is_alive():
             self.poll_once()  # rows that arrived between the last tick and now
+        if self._writer_thread is not None:
+            self._queue.put(None)
+            self._writer_thread.join(timeout_s)
         if self.stats.stopped_mono_s is None:
             self.stats.stopped_mono_s = self._clock()
         self.check()
@@ -165,7 +176,7 @@ class SensorLogger:
 
     # -- polling --------------------------------------------------------------------------------
     def poll_once(self) -> int:
-        """Read every sensor once and append its rows; returns the number of rows written."""
+        """Read every sensor once and queue its rows for writing; returns the number of rows read."""
         n = 0
         with self._lock:
             for s in self.sensors:
@@ -181,12 +192,30 @@ class SensorLogger:
                 finally:
                     st.read_time_s += self._clock() - t0
                     st.reads += 1
-                stream = self._streams[s.name]
-                for r in rows:
-                    stream.append(r.t_mono_s, r.t_wall_s, r.values)
+                if rows:
+                    if self._writer_thread is not None and self._writer_thread.is_alive():
+                        self._queue.put((s.name, rows))
+                    else:  # not started (direct use) or writer gone: write here
+                        self._write(s.name, rows)
                 st.rows += len(rows)
                 n += len(rows)
         return n
+
+    def _write(self, name: str, rows: list[Any]) -> None:
+        stream = self._streams[name]
+        for r in rows:
+            stream.append(r.t_mono_s, r.t_wall_s, r.values)
+
+    def _write_loop(self) -> None:
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    return
+                self._write(*item)
+        except BaseException as e:  # noqa: BLE001 - e.g. disk full: stop polling, surface it
+            self.error = self.error or e
+            self._stop.set()
 
     def _run(self) -> None:
         t_next = self._clock()
@@ -196,8 +225,8 @@ class SensorLogger:
                 self.stats.ticks += 1
                 t_next += self.period_s
                 now = self._clock()
-                if now > t_next:  # overran: skip the ticks we missed instead of bursting
-                    missed = int((now - t_next) // self.period_s) + 1
+                if now - t_next >= self.period_s:  # a whole tick missed: skip it instead of bursting
+                    missed = int((now - t_next) // self.period_s)
                     self.stats.overruns += missed
                     t_next += missed * self.period_s
                 self._stop.wait(max(0.0, t_next - self._clock()))

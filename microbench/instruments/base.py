@@ -237,7 +237,6 @@ class SerialAnalyzer(Sensor):
         self._thread: threading.Thread | None = None
         self._wlock = threading.Lock()
         self._resync = False
-        self.frame_lost = False  # something was dropped right before the frame being parsed
         self._fatal: BaseException | None = None
         self.framer = self.make_framer()
 
@@ -428,12 +427,15 @@ class SerialAnalyzer(Sensor):
             assert self._ser is not None
             data = self._ser.read(self._ser.in_waiting or 1)
             t_mono, t_wall = self._clock()
-            for frame, lost in self.framer.feed(data, time.monotonic()):
-                self._resync |= lost
-                self.frame_lost = lost
-                self._emit(frame, t_mono, t_wall)
+            self.handle_data(data, t_mono, t_wall)
             self._sync_counters()
             self.after_read()
+
+    def handle_data(self, data: bytes, t_mono: float, t_wall: float) -> None:
+        """Frame and parse one chunk of a streaming protocol (hook for bulk decoders)."""
+        for frame, lost in self.framer.feed(data, time.monotonic()):
+            self._resync |= lost
+            self._emit(frame, t_mono, t_wall)
 
     def after_read(self) -> None:
         """Hook called after every read of a streaming protocol (e.g. restart after a stop)."""

@@ -31,7 +31,10 @@ a CSV log needs); ``frames`` says how many went into the row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from microbench.devices.base import Row
 from microbench.instruments.base import InstrumentErrorReply, SerialAnalyzer
@@ -39,6 +42,8 @@ from microbench.instruments.base import InstrumentErrorReply, SerialAnalyzer
 N_SENSORS = 8
 TS_ID = 7
 STOP_SENTINEL = b"\xff\x3f"
+FRAME_BYTES = 2 * (1 + N_SENSORS)
+_IDS = np.arange(N_SENSORS)
 
 
 def encode_word(sensor_id: int, level: int, marker: int = 0) -> bytes:
@@ -90,18 +95,57 @@ class PS3Framer:
             self._lost = True
 
     def feed(self, data: bytes, now: float) -> list[tuple[tuple[int, list[int], bool], bool]]:
+        """Frames as ``((timestamp_level, levels[8], marker), lost_before)`` tuples (see :meth:`feed_bulk`)."""
+        b = self.feed_bulk(data)
+        return [((int(t), [int(x) for x in lv], bool(m)), bool(lo))
+                for t, lv, m, lo in zip(b.ts, b.levels, b.marker, b.lost)]
+
+    def feed_bulk(self, data: bytes) -> "FrameBatch":
+        """Add bytes; return every complete frame as arrays. Well-formed runs of frames are decoded
+        with numpy 18 bytes at a time; anything else goes word by word (resync, partial frames)."""
         self.buf += data
-        out = []
+        parts: list[FrameBatch] = []
+        while True:
+            if self.cur is None:
+                fast = self._fast(parts)
+                if fast:
+                    continue
+            if not self._slow_until_frame(parts):
+                break
+        return FrameBatch.concat(parts)
+
+    def _fast(self, parts: list["FrameBatch"]) -> bool:
+        n = len(self.buf) // FRAME_BYTES
+        if n == 0:
+            return False
+        arr = np.frombuffer(bytes(self.buf[: n * FRAME_BYTES]), dtype=np.uint8).reshape(n, 9, 2)
+        b0, b1 = arr[:, :, 0].astype(np.int32), arr[:, :, 1].astype(np.int32)
+        sid, m = (b0 >> 4) & 7, (b1 >> 6) & 1
+        ok = ((b0 & 0x80) != 0).all(1) & ((b1 & 0x80) == 0).all(1)
+        ok &= (sid[:, 0] == TS_ID) & (m[:, 0] == 1) & (sid[:, 1:] == _IDS).all(1) & (m[:, 2:] == 0).all(1)
+        k = n if ok.all() else int(np.argmin(ok))
+        if k == 0:
+            return False
+        lv = ((b0[:k] & 0x0F) << 6) | (b1[:k] & 0x3F)
+        lost = np.zeros(k, dtype=bool)
+        lost[0] = self._lost
+        self._lost = False
+        parts.append(FrameBatch(lv[:, 0], lv[:, 1:], m[:k, 1].astype(bool), lost))
+        del self.buf[: k * FRAME_BYTES]
+        return True
+
+    def _slow_until_frame(self, parts: list["FrameBatch"]) -> bool:
+        """Word-by-word parse until one frame completes (True) or the buffer runs out (False)."""
         buf = self.buf
         i, n = 0, len(buf)
-        while n - i >= 2:
+        done = False
+        while n - i >= 2 and not done:
             b0, b1 = buf[i], buf[i + 1]
             if not (b0 & 0x80) or (b1 & 0x80):
                 i += 1  # misaligned: a byte was lost somewhere; drop one and retry
                 self.discarded += 1
                 self._lost = True
-                if self.cur is not None:
-                    self._drop_frame()
+                self._drop_frame()
                 continue
             i += 2
             sid = (b0 >> 4) & 0x7
@@ -126,11 +170,36 @@ class PS3Framer:
             if sid == 0 and m:
                 self.marker = True
             if len(self.cur) == 1 + N_SENSORS:
-                out.append(((self.cur[0], self.cur[1:], self.marker), self._lost))
+                cur = np.asarray(self.cur)
+                parts.append(FrameBatch(cur[:1], cur[None, 1:], np.array([self.marker]), np.array([self._lost])))
                 self._lost = False
                 self.cur = None
+                done = True
         del buf[:i]
-        return out
+        return done
+
+
+@dataclass
+class FrameBatch:
+    """Decoded frames: timestamp levels (n,), sensor levels (n, 8), marker flags (n,), and whether
+    anything was lost right before each frame (n,)."""
+
+    ts: np.ndarray
+    levels: np.ndarray
+    marker: np.ndarray
+    lost: np.ndarray
+
+    @staticmethod
+    def concat(parts: list["FrameBatch"]) -> "FrameBatch":
+        if not parts:
+            return FrameBatch(np.zeros(0, int), np.zeros((0, N_SENSORS), int), np.zeros(0, bool), np.zeros(0, bool))
+        if len(parts) == 1:
+            return parts[0]
+        return FrameBatch(np.concatenate([p.ts for p in parts]), np.concatenate([p.levels for p in parts]),
+                          np.concatenate([p.marker for p in parts]), np.concatenate([p.lost for p in parts]))
+
+    def __len__(self) -> int:
+        return int(self.ts.shape[0])
 
 
 class PowerSensor3(SerialAnalyzer):
@@ -156,7 +225,7 @@ class PowerSensor3(SerialAnalyzer):
         for k in range(pairs):
             cols += [f"power{k}_w", f"voltage{k}_v", f"current{k}_a"]
         self.VALUE_COLUMNS = tuple(cols) + ("device_t_s", "marker", "frames")  # type: ignore[misc]
-        self._acc: list[dict[str, Any]] = []
+        self._pending: list[tuple[np.ndarray, ...]] = []
         self._anchor: tuple[float, int] | None = None  # (host t_mono at anchor, unwrapped µs at anchor)
         self._dev_us = 0
         self._prev_ts: int | None = None
@@ -176,11 +245,12 @@ class PowerSensor3(SerialAnalyzer):
         self.drain_input(quiet_s=0.02, max_s=0.5)
         self.framer = self.make_framer()
         self._anchor = None
-        self._acc.clear()
+        self._pending = []
         self.write(b"S")
 
     def shutdown(self) -> None:
         self.write(b"X")
+        self._flush(*self._clock())  # the partial average at the end is data too
 
     def mark(self) -> None:
         """Ask the device to flag the next frame (``marker = 1`` in its row): a time marker for alignment."""
@@ -196,11 +266,72 @@ class PowerSensor3(SerialAnalyzer):
             self._anchor = None
             self.write(b"S")
 
+    def handle_data(self, data: bytes, t_mono: float, t_wall: float) -> None:
+        """Decode a chunk in bulk (the device streams thousands of frames per second)."""
+        b = self.framer.feed_bulk(data)
+        if len(b):
+            self.stats.frames_ok += len(b)
+            self._frames(b, t_mono, t_wall)
+
+    def _frames(self, b: FrameBatch, t_mono: float, t_wall: float) -> None:
+        p = self.pairs
+        cur = (b.levels[:, 0:2 * p:2] - 512) * np.asarray(self.current_scale_a[:p])
+        volt = b.levels[:, 1:2 * p:2] * np.asarray(self.voltage_scale_v[:p])
+        powr = cur * volt
+        # split where something was lost: the 1024 µs wrap count across a gap is unknown
+        starts = [0] + [int(k) for k in np.nonzero(b.lost)[0] if k > 0] + [len(b)]
+        for a, z in zip(starts[:-1], starts[1:]):
+            if b.lost[a] or self._resync or self._anchor is None or self._prev_ts is None:
+                self._flush(t_mono, t_wall)  # no row mixes frames from both sides of a gap
+                self._acc_resync = bool(b.lost[a] or self._resync)
+                self._resync = False
+                self._anchor = (t_mono, 0)
+                self._dev_us = 0
+                steps = np.concatenate([[0], np.diff(b.ts[a:z]) % 1024])
+            else:
+                steps = np.diff(np.concatenate([[self._prev_ts], b.ts[a:z]])) % 1024
+            dev_us = self._dev_us + np.cumsum(steps)
+            self._dev_us = int(dev_us[-1])
+            self._prev_ts = int(b.ts[z - 1])
+            self._pending.append((powr[a:z], volt[a:z], cur[a:z], b.marker[a:z],
+                                  self._anchor[0] + dev_us / 1e6))
+            self._emit_rows(t_mono, t_wall, final=False)
+
+    def _emit_rows(self, t_mono: float, t_wall: float, final: bool) -> None:
+        if not self._pending:
+            return
+        powr, volt, cur, mark, dev_t = (np.concatenate(x) for x in zip(*self._pending))
+        n = powr.shape[0]
+        full = n // self.average_frames
+        groups = [(g * self.average_frames, (g + 1) * self.average_frames) for g in range(full)]
+        if final and n > full * self.average_frames:
+            groups.append((full * self.average_frames, n))
+        for a, z in groups:
+            pw = powr[a:z].mean(0)
+            row: dict[str, Any] = {"power_w": float(pw.sum())}
+            vv, cc = volt[a:z].mean(0), cur[a:z].mean(0)
+            for k in range(self.pairs):
+                row[f"power{k}_w"], row[f"voltage{k}_v"], row[f"current{k}_a"] = float(pw[k]), float(vv[k]), float(cc[k])
+            row["device_t_s"] = float(dev_t[z - 1])
+            row["marker"] = int(mark[a:z].any())
+            row["frames"] = z - a
+            row["resync"] = int(self._acc_resync)
+            self._acc_resync = False
+            self._rows.put(Row(t_mono, t_wall, row))
+        used = groups[-1][1] if groups else 0
+        self._pending = [] if used == n else [(powr[used:], volt[used:], cur[used:], mark[used:], dev_t[used:])]
+
+    def _flush(self, t_mono: float, t_wall: float) -> None:
+        """Emit the partial average (frames < average_frames) before a gap."""
+        self._emit_rows(t_mono, t_wall, final=True)
+        self._pending = []
+
     def parse(self, frame: tuple[int, list[int], bool]) -> dict[str, Any]:
+        """Values of one frame (the reader decodes in bulk; this is the same arithmetic for one frame)."""
         ts, levels, marker = frame
-        if len(levels) != N_SENSORS:  # the framer guarantees it; defensive
+        if len(levels) != N_SENSORS:
             raise InstrumentErrorReply(f"powersensor3: frame with {len(levels)} sensor words")
-        v: dict[str, Any] = {"ts": ts, "marker": int(marker)}
+        v: dict[str, Any] = {"marker": int(marker)}
         total = 0.0
         for k in range(self.pairs):
             i_a = (levels[2 * k] - 512) * self.current_scale_a[k]
@@ -209,40 +340,3 @@ class PowerSensor3(SerialAnalyzer):
             total += i_a * u_v
         v["power_w"] = total
         return v
-
-    def _average(self, acc: list[dict[str, Any]]) -> Row:
-        row: dict[str, Any] = {}
-        for key in acc[0]:
-            if key == "_t":
-                continue
-            row[key] = int(any(a[key] for a in acc)) if key == "marker" else sum(a[key] for a in acc) / len(acc)
-        row["device_t_s"] = acc[-1]["device_t_s"]
-        row["frames"] = len(acc)
-        row["resync"] = int(self._acc_resync)
-        self._acc_resync = False
-        tm, tw = acc[-1]["_t"]
-        return Row(tm, tw, row)
-
-    def on_frame_values(self, values: dict[str, Any], t_mono: float, t_wall: float) -> list[Row]:
-        ts = values.pop("ts")
-        out: list[Row] = []
-        if self._resync or self._anchor is None or self._prev_ts is None:
-            # after a loss the number of 1024 µs wraps in between is unknown: re-anchor on host time,
-            # and close the running average so no row mixes frames from both sides of the gap
-            if self._acc:
-                out.append(self._average(self._acc))
-            self._acc = []
-            self._acc_resync = self._resync
-            self._resync = False
-            self._dev_us = 0
-            self._anchor = (t_mono, 0)
-        else:
-            self._dev_us += (ts - self._prev_ts) % 1024
-        self._prev_ts = ts
-        values["device_t_s"] = self._anchor[0] + (self._dev_us - self._anchor[1]) / 1e6
-        values["_t"] = (t_mono, t_wall)
-        self._acc.append(values)
-        if len(self._acc) >= self.average_frames:
-            out.append(self._average(self._acc))
-            self._acc = []
-        return out
