@@ -187,6 +187,7 @@ def parse_module(text: str) -> dict[str, PtxFunction]:
 def _parse_body(text: str, i: int, func: PtxFunction) -> int:
     depth = 1
     n = len(text)
+    line, line_pos = text.count("\n", 0, i) + 1, i  # line number of position line_pos
     while i < n:
         c = text[i]
         if c.isspace():
@@ -202,7 +203,8 @@ def _parse_body(text: str, i: int, func: PtxFunction) -> int:
             if depth == 0:
                 return i
             continue
-        line = text.count("\n", 0, i) + 1
+        line += text.count("\n", line_pos, i)
+        line_pos = i
         lm = _LABEL.match(text, i)
         if lm and not text.startswith(".", i):
             func.labels[lm.group(1)] = len(func.instructions)

@@ -62,21 +62,24 @@ def _supports(version: tuple[int, int], arch: int) -> bool:
     return lo <= arch <= hi
 
 
-def expand_includes(path: Path, _seen: frozenset[Path] = frozenset()) -> str:
+def expand_includes(path: Path, seen: set[Path] | None = None) -> str:
     """Source text of ``path`` with ``#include "x"`` of files in the same directory inlined.
 
     CuPy caches binaries by source text: inlining headers makes a header change visible to that
-    cache, and lets nvcc/NVRTC compile the text without include paths.
+    cache, and lets nvcc/NVRTC compile the text without include paths. Files already in ``seen``
+    are not inlined again (headers are ``#pragma once``), so several sources can share one text.
     """
+    seen = set() if seen is None else seen
     path = path.resolve()
-    if path in _seen:
+    if path in seen:
         return ""
+    seen.add(path)
     out = []
     for line in path.read_text().splitlines():
         m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
         if m:
             inc = path.parent / m.group(1)
-            out.append(expand_includes(inc, _seen | {path}))
+            out.append(expand_includes(inc, seen))
         elif re.match(r"\s*#\s*pragma\s+once", line):
             continue
         else:
@@ -103,6 +106,15 @@ class Compiled:
     toolchain: str
     ptx: str
     resources: dict[str, Resources] = field(default_factory=dict)
+    _functions: dict | None = field(default=None, repr=False, compare=False)
+
+    def functions(self) -> dict:
+        """The parsed PTX functions by name (parsed once)."""
+        if self._functions is None:
+            from microbench.ptx import parse_module
+
+            self._functions = parse_module(self.ptx)
+        return self._functions
 
 
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
@@ -333,10 +345,17 @@ class KernelCompiler:
         self._mem: dict[str, Compiled] = {}
         self._lock = threading.Lock()
 
-    def compile(self, source_file: str, macros: dict[str, int], arch: str) -> Compiled:
+    def compile(self, source_files: str | tuple[str, ...], macros: dict[str, int], arch: str) -> Compiled:
+        """PTX and ptxas resources of one or more kernel sources compiled together with ``macros``.
+
+        Several sources are one translation unit (one compiler start instead of several); every
+        kernel is still its own function, and sources ignore the macros of the others.
+        """
         comp = self.toolchains.for_arch(arch)
         a = arch_number(arch)
-        source = expand_includes(KERNEL_DIR / source_file)
+        files = (source_files,) if isinstance(source_files, str) else tuple(source_files)
+        seen: set[Path] = set()
+        source = "".join(expand_includes(KERNEL_DIR / f, seen) for f in files)
         options = [*BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(macros.items()))]
         key = hashlib.sha256("\0".join([source, *options, str(a), comp.describe()]).encode()).hexdigest()[:24]
         with self._lock:

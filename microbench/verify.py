@@ -120,7 +120,7 @@ def check_compiled(spec: KernelSpec, params: Mapping[str, Any], compiled: Compil
     """Check one kernel's PTX (``compiled``) against its spec; see the module docstring."""
     chk = KernelCheck(spec.name, compiled.arch, spec.stresses, compiled.toolchain, min_share=spec.min_share,
                       params=dict(params))
-    funcs = ptx.parse_module(compiled.ptx)
+    funcs = compiled.functions()
     fn = funcs.get(spec.entry)
     if fn is None:
         chk.problems.append(f"entry {spec.entry} not in the PTX (found: {', '.join(funcs) or 'none'})")
@@ -213,9 +213,11 @@ def verify(archs: Sequence[str] = DEFAULT_ARCHS, kernels: Iterable[str] | None =
             work.append((a, spec, params))
     units = {(s.source, tuple(sorted(s.compile_macros(p).items())), a) for a, s, p in work
              if arch_number(a) >= arch_number(s.min_arch)}
+    groups = group_units(units)
     with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futs = {u: pool.submit(compiler.compile, u[0], dict(u[1]), u[2]) for u in sorted(units)}
-        results = {u: f.result() for u, f in futs.items()}
+        futs = [(g, pool.submit(compiler.compile, tuple(sorted({u[0] for u in g})), _union_macros(g), g[0][2]))
+                for g in groups]
+        results = {u: f.result() for g, f in futs for u in g}
     for a, spec, params in work:
         if arch_number(a) < arch_number(spec.min_arch):
             out.append(KernelCheck(spec.name, f"sm_{arch_number(a)}", spec.stresses,
@@ -224,6 +226,39 @@ def verify(archs: Sequence[str] = DEFAULT_ARCHS, kernels: Iterable[str] | None =
         key = (spec.source, tuple(sorted(spec.compile_macros(params).items())), a)
         out.append(check_compiled(spec, params, results[key], arch_info(a, l2_bytes)))
     return out
+
+
+Unit = tuple[str, tuple[tuple[str, int], ...], str]
+
+
+def _union_macros(group: Sequence[Unit]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for _, macros, _ in group:
+        out.update(dict(macros))
+    return out
+
+
+def group_units(units: Iterable[Unit], max_sources: int = 6) -> list[list[Unit]]:
+    """Compile units (source, macros, arch) packed into translation units that can share a compile.
+
+    Units of the same architecture whose macros agree wherever both define one are compiled
+    together (each source reads only its own macros), at most one unit per source and
+    ``max_sources`` sources per group (so that parallel jobs stay busy).
+    """
+    groups: list[list[Unit]] = []
+    for u in sorted(units):
+        src, macros, arch = u
+        mine = dict(macros)
+        for g in groups:
+            if g[0][2] != arch or len(g) >= max_sources or any(v[0] == src for v in g):
+                continue
+            theirs = _union_macros(g)
+            if all(theirs.get(k, v) == v for k, v in mine.items()):
+                g.append(u)
+                break
+        else:
+            groups.append([u])
+    return groups
 
 
 def format_table(checks: Sequence[KernelCheck], details: bool = False) -> str:

@@ -124,6 +124,7 @@ class KernelSpec:
     verify_params: Mapping[str, Any] = field(default_factory=dict)
     macro_values: Callable[[Mapping[str, Any]], dict[str, int]] | None = None
     hot_ops: tuple[str, ...] = ()
+    extra_macros: Mapping[str, int] = field(default_factory=dict)
 
     # -- parameters -------------------------------------------------------------------------
     def params(self, **overrides: Any) -> dict[str, Any]:
@@ -144,10 +145,11 @@ class KernelSpec:
         """Preprocessor macros (name -> integer value) of the compile-time parameters."""
         if self.macro_values is not None:
             return self.macro_values(params)
-        out = {}
+        # extra_macros: fixed values for macros of other kernels in the same source, so kernels
+        # sharing a source and defaults share one compile
+        out = dict(self.extra_macros)
         for pname, macro in self.macros.items():
-            v = params[pname]
-            out[macro] = int(v) if not isinstance(v, bool) else int(v)
+            out[macro] = int(params[pname])
         return out
 
     def runtime_args(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -411,6 +413,8 @@ def _departure_validate(p: Mapping[str, Any]) -> None:
 # -- the catalog -------------------------------------------------------------------------------
 
 _LOOP = {"iters": 4096, "unroll": 16, "ilp": 4}
+_MEM_EXTRA = {"K_FMA": 8}
+_LATENCY_EXTRA = {"UNROLL": 8, "REQS": 8, "LANE_STRIDE": 1}
 _COMPUTE_RT = {"fa": CHAIN_C, "fb": CHAIN_SCALE}
 
 
@@ -420,7 +424,7 @@ def _stream_spec(name: str, entry: str, level: str, stresses: str, cls: str, foo
     return KernelSpec(name, "mem.cu", entry, stresses, _pair_body(cls), {**_LOOP, "footprint_bytes": foot}, desc,
                       _mem_traits(level), overhead=_stream_overhead, mem_level=level, min_share=min_share,
                       runtime=lambda p: {"fb": CHAIN_SCALE}, validate=_check_footprint(window),
-                      load_op=load_op, footprint_rule=rule)
+                      load_op=load_op, footprint_rule=rule, extra_macros=_MEM_EXTRA)
 
 
 KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
@@ -480,17 +484,17 @@ KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
                runtime=lambda p: {"fb": 1.0, "ia": 2 * p["unroll"] * p["ilp"], "ib": 0},
                validate=lambda p: _local_validate(p)),
     KernelSpec("fma_intensity", "mem.cu", "fma_intensity", "global", _fma_intensity_body,
-               {"iters": 1024, "unroll": 4, "ilp": 4, "k": 8, "footprint_bytes": 1 << 30},
+               {"iters": 1024, "unroll": 16, "ilp": 4, "k": 8, "footprint_bytes": 1 << 30},
                "mixbench-style arithmetic-intensity sweep: k dependent FMAs per loaded element (ld.global.cg)",
                _mem_traits("dram"), overhead=_stream_overhead, macros={"unroll": "UNROLL", "ilp": "ILP", "k": "K_FMA"}, min_share=0.0,
                share_classes=("global",), runtime=lambda p: {"fa": CHAIN_C, "fb": CHAIN_SCALE},
                validate=lambda p: _intensity_validate(p), load_op="cg", footprint_rule=">l2"),
     KernelSpec("bw_stream", "mem.cu", "bw_stream", "global", lambda p: {"global": 1.0 * p["ilp"], "fp": 2.0 * p["ilp"]},
-               {"iters": 1024, "unroll": 8, "ilp": 4, "footprint_bytes": 1 << 30},
+               {"iters": 1024, "unroll": 16, "ilp": 4, "footprint_bytes": 1 << 30},
                "streaming bandwidth: 16-byte vector loads (ld.global.cg.v4.f32, 512 bytes per warp request)",
                _mem_traits("dram", bytes_per_access=512.0), overhead=_stream_overhead, min_share=0.3, runtime=lambda p: {"fb": CHAIN_SCALE},
                validate=_check_footprint(lambda p: _window_bytes(p, p["ilp"], 16)), load_op="cg",
-               footprint_rule=">l2"),
+               footprint_rule=">l2", extra_macros=_MEM_EXTRA),
     KernelSpec("tensor", "tensor.cu", "tensor_mma", "tensor", _per_ilp("tensor", 1), _LOOP,
                "tensor-core mma.sync, FP16 inputs, FP32 accumulation (m8n8k4 sm_70, m16n8k8 sm_75, "
                "m16n8k16 sm_80+)", None, "sm_70", runtime=lambda p: {"fb": 1.0 / 64}),
@@ -509,34 +513,35 @@ KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
                {"iters": 64, "unroll": 8, "footprint_bytes": 8192, "stride_bytes": 128, "pattern": "stride",
                 "passes": 8},
                "L1 latency: pointer chase p <- *p (ld.global.ca), warm-up pass then timed pass; one thread",
-               _chase_traits("l1"), loops=_chase_loops("l1"), macros={"unroll": "UNROLL"},
+               _chase_traits("l1"), loops=_chase_loops("l1"), macros={"unroll": "UNROLL"}, extra_macros=_LATENCY_EXTRA,
                mem_level="l1", min_share=0.6, validate=_chase_validate, derive=_chase_derive,
                launch_note="one thread", load_op="ca", footprint_rule="<=l1"),
     KernelSpec("pchase_l2", "latency.cu", "pchase_cg", "l2", {"l2": 1},
                {"iters": 1024, "unroll": 8, "footprint_bytes": 1 << 20, "stride_bytes": 128, "pattern": "stride",
                 "passes": 1},
                "L2 latency: pointer chase (ld.global.cg) over a working set between L1 and L2; one thread",
-               _chase_traits("l2"), loops=_chase_loops("l2"), macros={"unroll": "UNROLL"},
+               _chase_traits("l2"), loops=_chase_loops("l2"), macros={"unroll": "UNROLL"}, extra_macros=_LATENCY_EXTRA,
                mem_level="l2", min_share=0.6, validate=_chase_validate, derive=_chase_derive,
                launch_note="one thread", load_op="cg", footprint_rule="l1<f<=l2"),
     KernelSpec("pchase_dram", "latency.cu", "pchase_cg", "global", {"global": 1},
                {"iters": 1024, "unroll": 8, "footprint_bytes": 1 << 28, "stride_bytes": 4096, "pattern": "random",
                 "passes": 1},
                "DRAM latency: pointer chase (ld.global.cg) over a working set far larger than L2; one thread",
-               _chase_traits("dram"), loops=_chase_loops("global"), macros={"unroll": "UNROLL"},
+               _chase_traits("dram"), loops=_chase_loops("global"), macros={"unroll": "UNROLL"}, extra_macros=_LATENCY_EXTRA,
                mem_level="dram", min_share=0.6, validate=_chase_validate,
                launch_note="one thread", load_op="cg", footprint_rule=">l2"),
     KernelSpec("pchase_shared", "latency.cu", "pchase_shared", "shared", {"shared": 1},
                {"iters": 128, "unroll": 8, "footprint_bytes": 4096, "stride_bytes": 128, "pattern": "stride",
                 "passes": 32},
                "shared-memory latency: pointer chase (ld.shared.u32) through a chain copied to shared memory",
-               None, loops=_shared_chase_loops, macros={"unroll": "UNROLL"},
+               None, loops=_shared_chase_loops, macros={"unroll": "UNROLL"}, extra_macros=_LATENCY_EXTRA,
                min_share=0.6, validate=_shared_chase_validate, derive=_chase_derive, launch_note="one thread"),
     KernelSpec("departure_delay", "latency.cu", "departure_delay", "global", {},
                {"iters": 1, "reqs": 8, "lane_stride": 1, "footprint_bytes": 1 << 30},
                "Wang & Chu queueing: per warp reqs back-to-back ld.global.cg with start/end clock64 stamps",
                _mem_traits("dram"), loops=_departure_loops,
-               macros={"reqs": "REQS", "lane_stride": "LANE_STRIDE"}, mem_level="dram", min_share=0.2,
+               macros={"reqs": "REQS", "lane_stride": "LANE_STRIDE"}, extra_macros=_LATENCY_EXTRA,
+               mem_level="dram", min_share=0.2,
                runtime=lambda p: {"fb": 0.0}, validate=_departure_validate, load_op="cg", footprint_rule=">l2"),
 ]}
 
