@@ -66,7 +66,7 @@ def test_reconnect_resends_full_configuration(tmp_path):
             end = time.monotonic() + 5
             while drv.stats.reconnects == 0 and time.monotonic() < end:
                 time.sleep(0.02)
-        assert drv.stats.reconnects == 1
+        assert drv.stats.reconnects == 1, (drv.stats, drv._fatal)
         after = emu.config_log[n_first:]
         for cmd in (b":COMM:REM ON", b":INP:VOLT:AUTO OFF", b":INP:VOLT:RANG 150V", b":INP:CURR:RANG 2A",
                     b":RATE 100MS", b":NUM:NORM:ITEM3 P,1"):

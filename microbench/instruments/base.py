@@ -35,6 +35,13 @@ from typing import Any, ClassVar
 
 import serial
 
+try:  # pyserial's flush() is tcdrain(), which raises termios.error (not OSError) on a vanished tty
+    import termios
+
+    IO_ERRORS: tuple[type[BaseException], ...] = (serial.SerialException, OSError, termios.error)
+except ImportError:  # pragma: no cover - non-POSIX
+    IO_ERRORS = (serial.SerialException, OSError)
+
 from calib.errors import CalibError, DeviceError, DeviceLostError, DeviceNoPermissionError, DeviceNotFoundError
 from microbench.devices.base import Row, Sensor
 
@@ -303,16 +310,17 @@ class SerialAnalyzer(Sensor):
         try:
             self._ser = serial.Serial(self.port_path, self.baudrate, timeout=self.read_timeout_s,
                                       write_timeout=1.0, exclusive=True)
-        except (serial.SerialException, OSError) as e:
+            self._ser.reset_input_buffer()  # stale bytes from before we opened are not ours
+        except IO_ERRORS as e:
+            self._close_port()
             raise _port_error(self.port_path, e) from e
-        self._ser.reset_input_buffer()  # stale bytes from before we opened are not ours
         self.framer = self.make_framer()
 
     def _close_port(self) -> None:
         if self._ser is not None:
             try:
                 self._ser.close()
-            except (serial.SerialException, OSError):
+            except IO_ERRORS:
                 pass
             self._ser = None
 
@@ -340,7 +348,7 @@ class SerialAnalyzer(Sensor):
         try:
             if self._ser is not None:
                 self.shutdown()
-        except (serial.SerialException, OSError):
+        except IO_ERRORS:
             pass
         self._close_port()
 
@@ -413,7 +421,7 @@ class SerialAnalyzer(Sensor):
             while not self._stop.is_set():
                 try:
                     self._poll_loop() if self.POLLED else self._stream_loop()
-                except (serial.SerialException, OSError) as e:
+                except IO_ERRORS as e:
                     if self._stop.is_set():
                         break
                     if not self.reconnect:
@@ -487,7 +495,7 @@ class SerialAnalyzer(Sensor):
                 return
             try:
                 self._connect()
-            except (serial.SerialException, OSError, CalibError):  # still unplugged, or not answering yet
+            except (*IO_ERRORS, CalibError):  # still unplugged, or not answering yet
                 backoff = min(backoff * 2, self.max_backoff_s)
                 continue
             t_back_m, t_back_w = self._clock()
