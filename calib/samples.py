@@ -71,7 +71,7 @@ def _is_known(col: str) -> bool:
 
 
 def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool = True,
-                  needed: tuple[str, ...] = ()) -> pd.DataFrame:
+                  needed: tuple[str, ...] = (), require_act: bool = True) -> pd.DataFrame:
     """Validate a samples table and return it with numeric columns converted.
 
     Refuses (``BadInputError``, naming the column and, for values, the row) unknown or duplicate
@@ -98,7 +98,7 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
     if require_power and "power_w" not in df.columns:
         raise BadInputError(f"{source}: required column 'power_w' missing (needed to fit)")
     units = act_units(df)
-    if not units:
+    if not units and require_act:
         raise BadInputError(f"{source}: no activity columns (act_<unit>)")
     out = df.copy()
     for col in out.columns:
@@ -153,7 +153,7 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
 
 
 def read_samples(path: str | os.PathLike, require_power: bool = True,
-                 needed: tuple[str, ...] = ()) -> pd.DataFrame:
+                 needed: tuple[str, ...] = (), require_act: bool = True) -> pd.DataFrame:
     """Read and validate a samples table CSV (see :func:`check_samples`)."""
     path = Path(path)
     if not path.exists():
@@ -166,7 +166,7 @@ def read_samples(path: str | os.PathLike, require_power: bool = True,
         raise BadInputError(f"{path}: empty file") from e
     except (pd.errors.ParserError, UnicodeDecodeError) as e:
         raise BadInputError(f"{path}: not a readable CSV table ({str(e).splitlines()[0]})") from e
-    return check_samples(df, str(path), require_power=require_power, needed=needed)
+    return check_samples(df, str(path), require_power=require_power, needed=needed, require_act=require_act)
 
 
 def table_info(df: pd.DataFrame) -> TableInfo:

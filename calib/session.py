@@ -52,10 +52,13 @@ EVENTS = (
 def _fmt(value: Any) -> str:
     if value is None:
         return ""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        return repr(value)
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "f"):
+        v = float(value)
+        return "" if math.isnan(v) else repr(v)
+    if hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "iu":
+        return str(int(value))
     return str(value)
 
 

@@ -1,0 +1,38 @@
+"""calib fit SOURCE -o PARAMS.json"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "fit a parameter file from a session directory or a samples table"
+DESCRIPTION = (HELP + ". The model terms follow from the data: IPP power (one clock configuration), DVFS power "
+               "(several), thermal model (sessions with thermal steps).")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", help="session directory or samples table (CSV)")
+    p.add_argument("-o", "--output", required=True, help="parameter file to write (JSON)")
+    p.add_argument("--mem-units", default=None,
+                   help="comma-separated units of the memory clock domain (default: names containing dram/global/local/mem)")
+    p.add_argument("--cv", type=int, default=None, metavar="K",
+                   help="also report K-fold cross-validated MAPE, folds by workload")
+    p.add_argument("--sm-count", type=int, default=None,
+                   help="number of SMs (samples tables only; default 1: MaxPower values are per chip)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from calib import params
+    from calib.errors import BadInputError
+    from calib.fit.pipeline import fit_source
+    from calib.report_text import fit_summary
+
+    if args.cv is not None and args.cv < 2:
+        raise BadInputError("--cv needs K >= 2")
+    mem = set(u.strip() for u in args.mem_units.split(",") if u.strip()) if args.mem_units else None
+    out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count)
+    params.save(out.doc, args.output)
+    print(fit_summary(out.doc))
+    if out.cv is not None:
+        print(f"cross-validation ({args.cv} folds by workload): MAPE {out.cv.mape_pct:.2f}%")
+    print(f"parameters written to {args.output}")
+    return 0

@@ -1,0 +1,93 @@
+"""calib run: the main job -- campaign while logging, then fit, then the parameter file."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run the calibration campaign on a device while logging, fit, and write the parameter file"
+DESCRIPTION = (
+    "Run the calibration campaign on DEV (sim:<preset> or cuda:<index>; default: the first NVIDIA GPU NVML finds, "
+    "else sim:gtx280) while logging into LOGS_DIR/<session>, then fit the models and write FITTED_DIR/<session>.json. "
+    "On a virtual GPU also runs held-out workloads, predicts them and writes <session>.recovery.json. "
+    "An interrupted run is resumed by running the same command again (same --name, or the newest incomplete "
+    "session of the same device, campaign and seed).")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default=None, help="sim:<preset> or cuda:<index> (see `calib devices`)")
+    p.add_argument("--campaign", default="standard", choices=["quick", "standard", "full"], help="campaign size")
+    p.add_argument("--logs-dir", default="logs", help="where session directories go (default: logs/)")
+    p.add_argument("--fitted-dir", default="fitted", help="where parameter files go (default: fitted/)")
+    p.add_argument("--name", default=None, help="session name (default: <device>-<campaign>-<UTC time>)")
+    p.add_argument("--seed", type=int, default=0, help="noise seed of the virtual GPU (default 0)")
+    p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed")
+
+
+def run(args: argparse.Namespace) -> int:
+    import math
+    from pathlib import Path
+
+    import numpy as np
+
+    from calib import params
+    from calib.atomic import atomic_write_json
+    from calib.fit.pipeline import fit_session
+    from calib.model.predict import predict_power
+    from calib.progress import Progress, wants_progress
+    from calib.report_text import fit_summary
+    from calib.samples import write_samples
+    from microbench.campaign import Campaign, default_session_name, find_resumable
+    from microbench.devices import default_device_spec, open_device
+
+    spec = args.device or default_device_spec()
+    device = open_device(spec, seed=args.seed)
+    logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
+    try:
+        if args.name:
+            session = logs / args.name
+        else:
+            found = None if args.new else find_resumable(logs, device, args.campaign, args.seed)
+            session = found or logs / default_session_name(device, args.campaign)
+        resuming = (session / "manifest.json").exists()
+        print(f"{'resuming' if resuming else 'running'} campaign '{args.campaign}' on {spec} "
+              f"({device.info.name}) -> {session}")
+        camp = Campaign(device, args.campaign, args.seed)
+        prog = Progress(len(camp.steps), "campaign", wants_progress(args))
+        camp.on_step = lambda k, n, name: (setattr(prog, "done", k), prog.update(0, name))
+        camp.run(session)
+        prog.done = len(camp.steps)
+        prog.close()
+    finally:
+        device.close()
+
+    out = fit_session(session)
+    doc = out.doc
+    name = session.name
+    fitted.mkdir(parents=True, exist_ok=True)
+    samples_path = fitted / f"{name}.samples.csv"
+    params_path = fitted / f"{name}.json"
+    write_samples(out.samples, samples_path)
+    held = out.samples[out.samples["role"] == "heldout"] if "role" in out.samples.columns else out.samples.iloc[:0]
+    heldout_mape = None
+    if len(held):
+        pred = predict_power(doc, held)
+        heldout_mape = float(100 * np.mean(np.abs(pred - held["power_w"].to_numpy()) / held["power_w"].to_numpy()))
+        doc["fit"]["power"]["heldout_mape_pct"] = heldout_mape
+        doc["fit"]["power"]["heldout_rows"] = int(len(held))
+    params.save(doc, params_path)
+    print(fit_summary(doc))
+    print(f"logs:       {session}")
+    print(f"samples:    {samples_path}")
+    print(f"parameters: {params_path}")
+    if heldout_mape is not None and not math.isnan(heldout_mape):
+        print(f"held-out application-like workloads: power MAPE {heldout_mape:.2f}% over {len(held)} rows")
+    if device.virtual:
+        from microbench.devices.sim.recovery import format_table, recovery_report
+
+        rep = recovery_report(device.info.extra["preset"], doc, heldout_mape, len(held))
+        rec_path = fitted / f"{name}.recovery.json"
+        atomic_write_json(rec_path, rep)
+        print("recovery against the virtual GPU's ground truth:")
+        print(format_table(rep))
+        print(f"recovery:   {rec_path}")
+    return 0

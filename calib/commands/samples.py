@@ -1,0 +1,26 @@
+"""calib samples SESSION_DIR -o SAMPLES.csv"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "turn one logged session into a samples table"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="session directory (logs/<session>)")
+    p.add_argument("-o", "--output", required=True, help="samples table to write (CSV)")
+    p.add_argument("--power-stream", default=None, help="stream whose power_w is the GPU power (default: the NVML sensor)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from calib.samples import write_samples
+    from calib.segment import session_samples
+    from calib.session import read_session
+
+    df = session_samples(read_session(args.session), power=args.power_stream)
+    write_samples(df, args.output)
+    roles = df["role"].value_counts().to_dict() if "role" in df.columns else {}
+    print(f"{args.output}: {len(df)} rows ({', '.join(f'{v} {k}' for k, v in roles.items())}), "
+          f"units {', '.join(c[4:] for c in df.columns if c.startswith('act_'))}")
+    return 0

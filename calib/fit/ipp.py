@@ -1,0 +1,298 @@
+"""Fitting the IPP power model (paper 004, Sec. 3.4-3.7) to a samples table.
+
+Parameters: ``idle_power_w``; ``activation_power_w`` (constant power of any running kernel, Fermi's
+"Activation"); ``const_sm_power_w`` (RP_Const_SM, per active SM); ``max_power_<unit>_w`` (per SM, or
+per chip for L2/global/local) seeded from relative die-area priors; ``ar_log_a_<unit>`` for units whose
+access-rate function is the clamped log ``max(0, a ln AR + b)`` (b fixed at 1, so MaxPower is the power
+at AR = 1); ``sm_beta`` of the log active-SM scaling.
+
+Model choices are made by the data, with BIC = n ln(RSS/n) + k ln n:
+
+- per unit, linear vs log access-rate function (greedy: start from all-log, flip the unit whose flip
+  lowers BIC most, repeat). BIC rather than RSS because the log form costs one parameter more; BIC
+  rather than AIC because with ~10^2 samples AIC's 2k penalty still rewards fitting noise with extra
+  shape parameters, while BIC's k ln n does not (and it is consistent: with more data it keeps choosing
+  the true form);
+- the active-SM scaling: log10(alpha n + beta) (no power gating) vs linear (power-gated SMs).
+
+Temperature: when the thermal fit gave sigma and the idle temperature, rows are corrected by
+``sigma x (temp_c - idle_temp_c)`` (IPP eq. 22) inside the model, so MaxPower values refer to the idle
+temperature.
+
+Units whose activity never varies are dropped with a warning. Rows with role ``heldout`` or
+``thermal`` are not used.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import FitError, NotFittedError
+from calib.fit.core import LsqResult, fit_lsq
+from calib.model.arfunc import IPP_A, LINEAR, LOG
+from calib.model.ipp import _running
+from calib.params import Param, SectionFit
+from calib.samples import ACT_PREFIX, act_units
+from calib.units import CHIP_UNITS, in_memory_domain
+
+#: relative die-area priors (GT200-class floorplan estimates, per SM; chip units per chip), used only
+#: to seed MaxPower: the share of a unit in the runtime power of a kernel that saturates it.
+DIE_AREA_PRIOR: dict[str, float] = {
+    "fp": 0.20, "dp": 0.25, "int": 0.25, "sfu": 0.5, "tensor": 1.0, "alu": 0.2, "reg": 0.3, "fds": 0.5,
+    "shared": 1.0, "const": 0.4, "tex": 0.9, "l1": 1.0, "l2": 10.0, "global": 50.0, "local": 50.0,
+}
+EXCLUDED_ROLES = ("heldout", "thermal")
+
+
+@dataclass(frozen=True)
+class IppStructure:
+    """What the fitter knows about the device: SM count and which units are chip-level."""
+
+    sm_count: int = 1
+    chip_units: frozenset[str] = frozenset(CHIP_UNITS)
+    warp_issue_per_cycle: float | None = None
+    core_mhz: float | None = None
+    mem_mhz: float | None = None
+
+
+class IppPowerFitter:
+    """Fits the IPP power model; settings in the constructor, fitted state in attributes ending in ``_``.
+
+    Parameters
+    ----------
+    ar_forms:
+        ``"auto"`` (choose per unit by BIC) or a mapping unit -> ``"linear"``/``"log"``.
+    sm_scaling:
+        ``"auto"``, ``"log"`` or ``"linear"``.
+    loss:
+        ``scipy.optimize.least_squares`` loss (``"linear"`` = ordinary least squares).
+    """
+
+    def __init__(self, *, ar_forms: str | Mapping[str, str] = "auto", sm_scaling: str = "auto",
+                 loss: str = "linear", mem_units: Iterable[str] | None = None):
+        self.ar_forms = ar_forms
+        self.sm_scaling = sm_scaling
+        self.loss = loss
+        self.mem_units = mem_units
+
+    # -- fitting ------------------------------------------------------------------------------
+    def fit(self, df: pd.DataFrame, structure: IppStructure | None = None, *, sigma: float | None = None,
+            idle_temp_c: float | None = None) -> "IppPowerFitter":
+        """Fit to the rows of a checked samples table. Returns self."""
+        st = structure or IppStructure()
+        data = df[~df["role"].isin(EXCLUDED_ROLES)] if "role" in df.columns else df
+        data = data.reset_index(drop=True)
+        if len(data) < 3:
+            raise FitError(f"only {len(data)} samples to fit")
+        warns: list[str] = []
+        units = []
+        for u in act_units(data):
+            a = data[ACT_PREFIX + u].to_numpy(float)
+            if np.nanmax(a) <= 0:
+                warns.append(f"unit {u}: activity is 0 in every sample; not fitted (no benchmark stresses it)")
+            elif np.nanmax(a) - np.nanmin(a) < 1e-6:
+                warns.append(f"unit {u}: activity never varies ({a[0]:.4g}); not fitted (indistinguishable from idle power)")
+            else:
+                units.append(u)
+        if not units:
+            raise FitError("no unit activity varies across the samples; nothing to fit")
+        self.units_ = units
+        self.structure_in_ = st
+        n_sm = st.sm_count
+        act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
+        running = _running(data, act)
+        active = data["active_sms"].to_numpy(float) if "active_sms" in data.columns else np.full(len(data), n_sm)
+        active = np.where(np.isnan(active), n_sm, active)
+        temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
+        y = data["power_w"].to_numpy(float)
+        has_sweep = len(np.unique(active)) > 2
+        has_idle = bool((~running).any())
+        self._data = (act, running, active, temp, y, sigma, idle_temp_c)
+
+        if isinstance(self.ar_forms, Mapping):
+            forms = {u: self.ar_forms.get(u, LOG) for u in units}
+        else:
+            forms = {u: LOG for u in units}
+        sm_forms = [self.sm_scaling] if self.sm_scaling != "auto" else (["log", "linear"] if has_sweep else ["linear"])
+        # SM scaling first (with the starting unit forms), then the unit forms for the winner
+        first = {smf: self._fit_once(forms, smf, has_idle, n_sm) for smf in sm_forms}
+        smf = min(first, key=lambda k: first[k].bic)
+        res, forms = self._select_forms(dict(forms), smf, has_idle, has_sweep, n_sm, first[smf])
+        self.result_ = res
+        self.forms_ = forms
+        self.sm_scaling_ = smf
+        self.params_ = res.params
+        self.warnings_ = warns + res.warnings
+        if not has_sweep:
+            self.warnings_.append("no active-SM sweep in the samples: SM scaling not identified (linear assumed)")
+        for w in self.warnings_:
+            warnings.warn(w)
+        self.sigma_, self.idle_temp_c_ = sigma, idle_temp_c
+        return self
+
+    def _params(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
+                start: Mapping[str, float] | None = None) -> list[Param]:
+        act, running, active, temp, y, *_ = self._data
+        idle_rows = y[~running]
+        idle0 = float(np.median(idle_rows)) if len(idle_rows) else float(np.min(y))
+        run_excess = max(1.0, float(np.percentile(y, 90)) - idle0)
+        ps = [Param("idle_power_w", idle0, "W", 0.0, math.inf, True, description="IdlePower: GPU on, no kernel")]
+        ps.append(Param("activation_power_w", 0.0 + 1e-3, "W", 0.0, math.inf, True,
+                        description="constant power of any running kernel (Fermi 'Activation')"))
+        ps.append(Param("const_sm_power_w", 0.1 * run_excess / n_sm, "W", 0.0, math.inf, True,
+                        description="RP_Const_SM: constant runtime power per active SM"))
+        prior_total = sum(DIE_AREA_PRIOR.get(u, 0.5) * (1 if u in self.structure_in_.chip_units else n_sm)
+                          for u in forms)
+        for u, form in forms.items():
+            mult = 1 if u in self.structure_in_.chip_units else n_sm
+            seed = run_excess * DIE_AREA_PRIOR.get(u, 0.5) / max(prior_total, 1e-9) * 2.0
+            ps.append(Param(f"max_power_{u}_w", max(seed / 1.0, 1e-3) if mult == 1 else max(seed, 1e-3),
+                            "W", 0.0, math.inf, True,
+                            description=f"MaxPower of {u} at AR = 1 ({'per chip' if mult == 1 else 'per SM'})"))
+            if form == LOG:
+                ps.append(Param(f"ar_log_a_{u}", IPP_A, "1", 0.005, 2.0, True,
+                                description=f"slope a of {u}'s access-rate function a ln(AR) + b"))
+        if any(f == LOG for f in forms.values()):
+            ps.append(Param("ar_log_b", 1.0, "1", -math.inf, math.inf, False,
+                            description="intercept b, fixed at 1 so that MaxPower is the power at AR = 1"))
+        if smf == "log":
+            ps.append(Param("sm_beta", 1.1, "1", 1.0001, 9.9, True,
+                            description="beta of log10(alpha n + beta), alpha = (10 - beta)/Num_SMs"))
+        if start:  # warm start from a neighbouring model's solution
+            for p in ps:
+                if p.name in start and p.vary:
+                    p.value = min(max(start[p.name], p.min), p.max)
+        if not has_idle:
+            for p in ps:
+                if p.name == "activation_power_w":
+                    p.vary = False
+                    p.value = 0.0
+                    p.description += " (fixed at 0: no idle samples to separate it from idle power)"
+        return ps
+
+    def _structure(self, forms: Mapping[str, str], smf: str) -> dict[str, Any]:
+        st = self.structure_in_
+        mem = set(self.mem_units) if self.mem_units is not None else None
+        return {"sm_count": st.sm_count, "sm_scaling": smf,
+                "units": {u: {"scope": "chip" if u in st.chip_units else "sm", "ar_function": f,
+                              "domain": "mem" if in_memory_domain(u, mem) else "core"} for u, f in forms.items()}}
+
+    def _fit_once(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
+                  start: Mapping[str, float] | None = None) -> LsqResult:
+        act, running, active, temp, y, sigma, idle_temp_c = self._data
+        ev = _Evaluator(self._structure(forms, smf), act, running, active, temp, sigma, idle_temp_c)
+        return fit_lsq(ev.power, self._params(forms, smf, has_idle, n_sm, start), y, loss=self.loss,
+                       jac=ev.jacobian)
+
+    def _select_forms(self, forms: dict[str, str], smf: str, has_idle: bool, has_sweep: bool,
+                      n_sm: int, res: LsqResult) -> tuple[LsqResult, dict[str, str]]:
+        if isinstance(self.ar_forms, Mapping):
+            return res, forms
+        improved = True
+        while improved:
+            improved = False
+            best_bic, best_unit, best_res = res.bic, None, None
+            for u in forms:
+                trial = dict(forms)
+                trial[u] = LINEAR if forms[u] == LOG else LOG
+                r = self._fit_once(trial, smf, has_idle, n_sm, {p.name: p.value for p in res.params})
+                if r.bic < best_bic - 1e-9:
+                    best_bic, best_unit, best_res = r.bic, u, r
+            if best_unit is not None:
+                forms[best_unit] = LINEAR if forms[best_unit] == LOG else LOG
+                res = best_res  # type: ignore[assignment]
+                improved = True
+        return res, forms
+
+    # -- output ---------------------------------------------------------------------------------
+    def check_is_fitted(self) -> None:
+        if not hasattr(self, "result_"):
+            raise NotFittedError("IppPowerFitter is not fitted yet; call fit() first")
+
+    def section(self) -> SectionFit:
+        """The fitted ``power`` section (model ``ipp``) with its statistics."""
+        self.check_is_fitted()
+        st = self.structure_in_
+        structure = self._structure(self.forms_, self.sm_scaling_)
+        structure["warp_issue_per_cycle"] = st.warp_issue_per_cycle
+        structure["default_clocks"] = {"core_mhz": st.core_mhz, "mem_mhz": st.mem_mhz}
+        structure["ar_function_choice"] = "BIC, greedy per unit from all-log"
+        structure["temperature_correction"] = (
+            {"sigma_w_per_c": self.sigma_, "idle_temp_c": self.idle_temp_c_} if self.sigma_ is not None else None)
+        stats = self.result_.stats("w")
+        stats["units_fitted"] = list(self.units_)
+        return SectionFit("ipp", self.params_, structure, stats)
+
+
+class _Evaluator:
+    """IPP power and its analytic Jacobian on fixed data (the fitter's inner loop).
+
+    Same equations as :func:`calib.model.ipp.power_from_arrays` (a test checks they agree), with
+    ln(AR) precomputed once: P = idle + run (act + S(n) (N C + sum_u m_u M_u f_u(AR_u))) + sigma dT.
+    """
+
+    def __init__(self, structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running: np.ndarray,
+                 active: np.ndarray, temp: np.ndarray | None, sigma: float | None, idle_temp_c: float | None):
+        self.n_sm = int(structure["sm_count"])
+        self.form = structure["sm_scaling"]
+        self.run = np.asarray(running, float)
+        self.n = np.asarray(active, float)
+        self.units = []
+        for u, spec in structure["units"].items():
+            ar = np.asarray(act[u], float)
+            pos = ar > 0
+            lnar = np.where(pos, np.log(np.where(pos, ar, 1.0)), 0.0)
+            mult = 1.0 if spec["scope"] == "chip" else float(self.n_sm)
+            self.units.append((u, spec["ar_function"], ar, pos, lnar, mult))
+        self.offset = np.zeros_like(self.run)
+        if temp is not None and sigma is not None and idle_temp_c is not None:
+            self.offset = sigma * np.nan_to_num(np.asarray(temp, float) - idle_temp_c, nan=0.0)
+
+    def _s(self, v: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+        if self.form == "log":
+            beta = v["sm_beta"]
+            alpha = (10.0 - beta) / self.n_sm
+            arg = alpha * self.n + beta
+            return np.log10(arg), (1.0 - self.n / self.n_sm) / (arg * math.log(10.0))
+        return self.n / self.n_sm, np.zeros_like(self.n)
+
+    def _f(self, v: Mapping[str, float], form: str, ar: np.ndarray, pos: np.ndarray, lnar: np.ndarray,
+           u: str) -> tuple[np.ndarray, np.ndarray | None]:
+        if form == LOG:
+            a, b = v[f"ar_log_a_{u}"], v.get("ar_log_b", 1.0)
+            raw = a * lnar + b
+            on = pos & (raw > 0)
+            return np.where(on, raw, 0.0), np.where(on, lnar, 0.0)
+        return ar, None
+
+    def power(self, v: Mapping[str, float]) -> np.ndarray:
+        s, _ = self._s(v)
+        total = self.n_sm * v["const_sm_power_w"]
+        for u, form, ar, pos, lnar, mult in self.units:
+            f, _ = self._f(v, form, ar, pos, lnar, u)
+            total = total + mult * v[f"max_power_{u}_w"] * f
+        return v["idle_power_w"] + self.run * (v["activation_power_w"] + s * total) + self.offset
+
+    def jacobian(self, v: Mapping[str, float]) -> dict[str, np.ndarray]:
+        s, ds = self._s(v)
+        rs = self.run * s
+        d = {"idle_power_w": np.ones_like(self.run), "activation_power_w": self.run,
+             "const_sm_power_w": rs * self.n_sm}
+        total = self.n_sm * v["const_sm_power_w"]
+        for u, form, ar, pos, lnar, mult in self.units:
+            f, dfa = self._f(v, form, ar, pos, lnar, u)
+            m = v[f"max_power_{u}_w"]
+            d[f"max_power_{u}_w"] = rs * mult * f
+            if dfa is not None:
+                d[f"ar_log_a_{u}"] = rs * mult * m * dfa
+            total = total + mult * m * f
+        if self.form == "log":
+            d["sm_beta"] = self.run * ds * total
+        return d

@@ -1,0 +1,181 @@
+"""Fit a parameter document from a session directory or a samples table.
+
+Session: samples (calib.segment) -> thermal fit (if the session has thermal steps) -> IPP power fit at
+the default clocks, temperature-corrected with the fitted sigma -> DVFS power fit over all clock
+configurations when there is more than one (calib.fit.dvfs). Samples table: IPP fit when the table has
+one clock configuration, DVFS fit otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib import params as P
+from calib.errors import BadInputError
+from calib.fit.ipp import IppPowerFitter, IppStructure
+from calib.samples import read_samples, table_info
+from calib.segment import fan_sweep, session_samples, thermal_steps
+from calib.session import MANIFEST_NAME, file_sha256, read_session
+from calib.units import CHIP_UNITS
+
+
+@dataclass
+class FitOutcome:
+    """A fitted document and what it was fitted on."""
+
+    doc: dict
+    samples: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    cv: Any = None
+
+
+def _rel(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _sources_of_session(path: Path) -> list[dict[str, str]]:
+    return [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"} for p in sorted(path.glob("*.csv"))]
+
+
+def _default_rows(df: pd.DataFrame, core: float | None, mem: float | None) -> pd.DataFrame:
+    if core is None or "core_mhz" not in df.columns:
+        return df
+    sel = np.isclose(df["core_mhz"].to_numpy(float), core)
+    if mem is not None and "mem_mhz" in df.columns:
+        sel &= np.isclose(df["mem_mhz"].to_numpy(float), mem)
+    return df[sel]
+
+
+def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units: set[str] | None = None,
+                cv: int | None = None) -> FitOutcome:
+    """Fit every model part the session supports."""
+    path = Path(path)
+    sess = read_session(path)
+    man = sess.manifest
+    dev = man["device"]
+    df = session_samples(sess, power=power)
+    doc = P.new_document(dev, _sources_of_session(path), campaign=man.get("campaign"))
+    doc["provenance"]["session"] = path.name
+    idle = df[df["role"] == "idle"]
+    if len(idle) == 0:
+        raise BadInputError(f"{path}: the session has no idle window; cannot fit idle power")
+    sigma = idle_temp = None
+    steps = thermal_steps(sess, power)
+    if steps:
+        from calib.fit.thermal import ThermalFitter
+
+        temp = idle["temp_c"].to_numpy(float) if "temp_c" in idle.columns else np.array([np.nan])
+        it = float(np.nanmean(temp))
+        it_se = float(np.nanstd(temp, ddof=1) / math.sqrt(len(temp))) if len(temp) > 1 else None
+        th = ThermalFitter().fit(steps, it, it_se, float(idle["power_w"].mean()), fan_sweep(sess, power))
+        th.section().store(doc, "thermal")
+        vals = {p.name: p.value for p in th.params_}
+        sigma, idle_temp = vals["sigma_w_per_c"], vals["idle_temp_c"]
+    clocks = dev.get("clocks", {})
+    core, mem = clocks.get("core_mhz"), clocks.get("mem_mhz")
+    st = IppStructure(sm_count=int(dev["sm_count"]), chip_units=frozenset(dev.get("chip_units", CHIP_UNITS)),
+                      warp_issue_per_cycle=dev.get("warp_issue_per_cycle"), core_mhz=core, mem_mhz=mem)
+    mem_u = mem_units if mem_units is not None else (set(dev["mem_domain_units"]) if "mem_domain_units" in dev else None)
+    ipp_rows = _default_rows(df, core, mem)
+    fitter = IppPowerFitter(mem_units=mem_u).fit(ipp_rows, st, sigma=sigma, idle_temp_c=idle_temp)
+    fitter.section().store(doc, "power")
+    out = FitOutcome(doc, df, list(fitter.warnings_))
+    if len(table_info(df).clock_configs) > 1:
+        _fit_dvfs_into(doc, df, mem_u, str(path))
+    if cv:
+        out.cv = _cross_validate(df, cv, lambda d: IppPowerFitter(mem_units=mem_u).fit(d, st, sigma=sigma, idle_temp_c=idle_temp).section(),
+                                 _ipp_predict_with(doc))
+        doc["fit"]["power"]["cv_mape_pct"] = out.cv.mape_pct
+        doc["fit"]["power"]["cv_folds"] = int(cv)
+    return out
+
+
+def _ipp_predict_with(doc: dict) -> Callable[[dict, pd.DataFrame], np.ndarray]:
+    from calib.model.ipp import IppPowerModel
+
+    thermal = doc.get("thermal")
+
+    def predict(section: dict, df: pd.DataFrame) -> np.ndarray:
+        d = {"power": section, **({"thermal": thermal} if thermal else {})}
+        return IppPowerModel(d).predict(df)
+
+    return predict
+
+
+def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, source: str) -> None:
+    try:
+        from calib.fit.dvfs import fit_dvfs
+    except ImportError:  # the DVFS fitter is optional until installed
+        import warnings
+
+        warnings.warn("several clock configurations present but the DVFS fitter is not available; DVFS not fitted")
+        return
+    data = df[~df["role"].isin(("heldout", "thermal"))] if "role" in df.columns else df
+    fit_dvfs(data, mem_units=mem_units, source=source).store(doc, "dvfs")
+
+
+def _cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], P.SectionFit],
+                    predict: Callable[[dict, pd.DataFrame], np.ndarray]) -> Any:
+    from calib.fit.crossval import cross_validate
+
+    def fit_section(d: pd.DataFrame) -> P.SectionFit:
+        return fit(d)
+
+    return cross_validate(df, k, fit_section, predict)
+
+
+def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv: int | None = None,
+              sm_count: int | None = None) -> FitOutcome:
+    """Fit the power model of a samples table (IPP for one clock configuration, DVFS for several)."""
+    path = Path(path)
+    df = read_samples(path, require_power=True)
+    info = table_info(df)
+    device = {"name": "unknown (fitted from a samples table)", "sm_count": int(sm_count or 1),
+              "clocks": {"core_mhz": info.clock_configs[0][0] if not info.multi_clock and not math.isnan(info.clock_configs[0][0]) else None,
+                         "mem_mhz": info.clock_configs[0][1] if not info.multi_clock and not math.isnan(info.clock_configs[0][1]) else None}}
+    doc = P.new_document(device, [{"path": _rel(path), "sha256": file_sha256(path), "role": "samples"}])
+    out = FitOutcome(doc, df)
+    if info.multi_clock:
+        from calib.fit.dvfs import fit_dvfs
+        from calib.model.dvfs import predict_power
+
+        sec = fit_dvfs(df, mem_units=mem_units, source=str(path))
+        sec.store(doc, "power")
+        if cv:
+            out.cv = _cross_validate(df, cv, lambda d: fit_dvfs(d, mem_units=mem_units, source=str(path)),
+                                     lambda s, d: predict_power(s, d))
+    else:
+        st = IppStructure(sm_count=int(sm_count or 1), chip_units=frozenset() if not sm_count else frozenset(CHIP_UNITS),
+                          core_mhz=device["clocks"]["core_mhz"], mem_mhz=device["clocks"]["mem_mhz"])
+        fitter = IppPowerFitter(mem_units=mem_units).fit(df, st)
+        fitter.section().store(doc, "power")
+        out.warnings = list(fitter.warnings_)
+        if cv:
+            out.cv = _cross_validate(df, cv, lambda d: IppPowerFitter(mem_units=mem_units).fit(d, st).section(),
+                                     _ipp_predict_with(doc))
+    if out.cv is not None:
+        doc["fit"]["power"]["cv_mape_pct"] = out.cv.mape_pct
+        doc["fit"]["power"]["cv_folds"] = int(cv or 0)
+    return out
+
+
+def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
+    """Fit from a session directory or a samples table, whichever ``source`` is."""
+    p = Path(source)
+    if p.is_dir():
+        if not (p / MANIFEST_NAME).exists():
+            raise BadInputError(f"{p}: directory without {MANIFEST_NAME}; expected a session directory or a samples CSV")
+        kw.pop("sm_count", None)
+        return fit_session(p, **kw)
+    return fit_table(p, **kw)

@@ -1,0 +1,172 @@
+"""Fitting the IPP temperature model (paper 004, Sec. 3.6-3.7) to thermal-step traces.
+
+- ``rc_rise_s`` / ``rc_decay_s``: eq. (17)/(18), one time constant shared by all steps, each step with
+  its own start level and amplitude (bounded least squares on the sensor temperature);
+- ``mu_c_per_w``, ``lambda_c``, ``rho_c``: eq. (19), the steady rise ``delta`` of each step against its
+  cold runtime power (power in the first seconds of heating minus idle power) and its memory intensity
+  (eq. 20). The rise above idle, not an absolute temperature (errata: hong-thesis-2012-notes.md,
+  section 6 note 8);
+- ``fan_max_power_w``: from the fan sweep at idle, power = P0 + fan_max_power_w x duty^3 (fan affinity
+  law), so that fan power can be removed from the drift;
+- ``sigma_w_per_c``: eq. (22), slope of (power - fan power) against temperature during heating, shared
+  by all steps (each with its own intercept), after the first seconds (kernel start and fan ramp).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import FitError
+from calib.fit.core import fit_lsq, stats_of
+from calib.params import Param, SectionFit
+from calib.segment import ThermalStep
+from calib.units import mem_intensity
+
+COLD_WINDOW_S = (1.0, 4.0)     # heating-phase window for the "cold" runtime power
+SIGMA_SKIP_S = 8.0             # ignore the first seconds of heating for sigma (fan ramp, die pole)
+
+
+class ThermalFitter:
+    """Fits the thermal section. Fitted state: ``params_``, ``stats_``, ``warnings_``."""
+
+    def __init__(self, *, cold_window_s: tuple[float, float] = COLD_WINDOW_S, sigma_skip_s: float = SIGMA_SKIP_S):
+        self.cold_window_s = cold_window_s
+        self.sigma_skip_s = sigma_skip_s
+
+    def fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_temp_se: float | None,
+            idle_power_w: float, fan: pd.DataFrame | None = None) -> "ThermalFitter":
+        if not steps:
+            raise FitError("no complete thermal step in the session; cannot fit the thermal model")
+        warns: list[str] = []
+        params: list[Param] = [Param("idle_temp_c", float(idle_temp_c), "C", -50.0, 150.0, True, stderr=idle_temp_se,
+                                     description="idle temperature (mean of the idle baseline)")]
+        n_pts = 0
+        # RC rise and decay
+        rise = self._pooled(steps, "rise")
+        decay = self._pooled(steps, "decay")
+        params += [rise[0], decay[0]]
+        n_pts += rise[2] + decay[2]
+        rmse_c = math.sqrt((rise[3] ** 2 * rise[2] + decay[3] ** 2 * decay[2]) / max(1, rise[2] + decay[2]))
+        deltas = rise[1]
+        # fan power
+        fan_w = None
+        if fan is not None and len(fan) >= 2 and fan["fan_pct"].nunique() >= 2:
+            d3 = (fan["fan_pct"].to_numpy(float) / 100.0) ** 3
+            y = fan["power_w"].to_numpy(float)
+            res = fit_lsq(lambda v: v["p0"] + v["fan_max_power_w"] * d3,
+                          [Param("p0", float(y.min()), "W"), Param("fan_max_power_w", 1.0, "W", 0.0, 1000.0)], y)
+            fan_w = res.by_name()["fan_max_power_w"]
+            fan_w.description = "fan power at 100 % duty (cube law), from the idle fan sweep"
+            params.append(fan_w)
+        else:
+            warns.append("no fan sweep: fan power is not separated from leakage in sigma (IPP's own caveat)")
+        # Max_temp = mu P + lambda + rho MI
+        p_rt, mi = [], []
+        for s in steps:
+            sel = (s.heat_t >= self.cold_window_s[0]) & (s.heat_t <= self.cold_window_s[1])
+            p_rt.append(float(np.mean(s.heat_power_w[sel])) - idle_power_w if sel.any() else math.nan)
+            mi.append(mem_intensity(s.per_warp))
+        p_rt_a, mi_a, d_a = np.array(p_rt), np.array(mi), np.array(deltas)
+        ok = np.isfinite(p_rt_a) & np.isfinite(d_a)
+        if ok.sum() >= 4 and np.ptp(mi_a[ok]) > 1e-6:
+            res = fit_lsq(lambda v: v["mu_c_per_w"] * p_rt_a[ok] + v["lambda_c"] + v["rho_c"] * mi_a[ok],
+                          [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0, description="Max_temp slope vs runtime power"),
+                           Param("lambda_c", 0.0, "C", description="Max_temp intercept (rise above idle)"),
+                           Param("rho_c", 0.0, "C", description="Max_temp slope vs memory intensity (eq. 20)")],
+                          d_a[ok])
+            params += res.params
+            warns += res.warnings
+        elif ok.sum() >= 2:
+            warns.append(f"only {int(ok.sum())} thermal steps with distinct memory intensity: rho fixed at 0")
+            res = fit_lsq(lambda v: v["mu_c_per_w"] * p_rt_a[ok] + v["lambda_c"],
+                          [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0), Param("lambda_c", 0.0, "C")], d_a[ok])
+            params += res.params + [Param("rho_c", 0.0, "C", vary=False, description="not identified")]
+        else:
+            warns.append("fewer than 2 thermal steps: Max_temp (mu, lambda, rho) not fitted")
+        # sigma from the drift during heating
+        xs, ys, groups = [], [], []
+        for k, s in enumerate(steps):
+            sel = s.heat_t >= self.sigma_skip_s
+            p = s.heat_power_w[sel].astype(float)
+            if fan_w is not None and np.isfinite(s.heat_fan_pct).all():
+                p = p - fan_w.value * (s.heat_fan_pct[sel] / 100.0) ** 3
+            xs.append(s.heat_temp_c[sel].astype(float))
+            ys.append(p)
+            groups.append(np.full(sel.sum(), k))
+        x, y, g = np.concatenate(xs), np.concatenate(ys), np.concatenate(groups)
+        ng = len(steps)
+
+        def sig_model(v: dict[str, float]) -> np.ndarray:
+            icpt = np.array([v[f"c{k}"] for k in range(ng)])
+            return icpt[g] + v["sigma_w_per_c"] * (x - idle_temp_c)
+
+        res = fit_lsq(sig_model, [Param("sigma_w_per_c", 0.3, "W/C", 0.0, 100.0,
+                                        description="static power rise per degree (eq. 22)")]
+                      + [Param(f"c{k}", float(np.mean(ys[k])) if len(ys[k]) else 0.0, "W") for k in range(ng)], y)
+        params.append(res.by_name()["sigma_w_per_c"])
+        if np.ptp(x) < 3:
+            warns.append(f"temperature moved only {np.ptp(x):.0f} C during heating: sigma poorly determined")
+        self.params_ = params
+        self.deltas_ = d_a
+        self.p_rt_ = p_rt_a
+        self.mi_ = mi_a
+        self.stats_ = {"n_samples": int(n_pts), "rmse_c": rmse_c, "mape_pct": rise[4], "r2": rise[5],
+                       "n_steps": len(steps)}
+        self.warnings_ = warns
+        for w in warns:
+            warnings.warn(w)
+        return self
+
+    @staticmethod
+    def _pooled(steps: Sequence[ThermalStep], kind: str) -> tuple[Param, list[float], int, float, float, float]:
+        """Shared time constant over all steps: returns (tau param, per-step amplitudes, n, rmse, mape, r2)."""
+        # the sensor reads whole degrees at ~10 Hz: thin to about one point per second
+        def thin(a: np.ndarray, t: np.ndarray) -> np.ndarray:
+            stride = max(1, int(round(1.0 / max(np.median(np.diff(t)), 1e-3)))) if len(t) > 2 else 1
+            return a[::stride]
+
+        ts = [thin(s.heat_t, s.heat_t) if kind == "rise" else thin(s.cool_t, s.cool_t) for s in steps]
+        ys = [thin(s.heat_temp_c, s.heat_t) if kind == "rise" else thin(s.cool_temp_c, s.cool_t) for s in steps]
+        seg = np.concatenate([np.full(len(t), k) for k, t in enumerate(ts)])
+        t_all, y_all = np.concatenate(ts), np.concatenate(ys).astype(float)
+        n = len(steps)
+        name = "rc_rise_s" if kind == "rise" else "rc_decay_s"
+        ps = [Param(name, 40.0, "s", 0.5, 5000.0, description=f"RC time constant of temperature {kind}, eq. ({17 if kind == 'rise' else 18})")]
+        for k, y in enumerate(ys):
+            lo, hi = float(y[: max(3, len(y) // 50)].mean()), float(y[-max(3, len(y) // 20):].mean())
+            if kind == "rise":
+                ps += [Param(f"t0_{k}", lo, "C"), Param(f"amp_{k}", hi - lo, "C")]
+            else:
+                ps += [Param(f"t0_{k}", hi, "C"), Param(f"amp_{k}", lo - hi, "C")]
+
+        def model(v: dict[str, float]) -> np.ndarray:
+            tau = v[name]
+            a = np.array([v[f"t0_{k}"] for k in range(n)])[seg]
+            b = np.array([v[f"amp_{k}"] for k in range(n)])[seg]
+            if kind == "rise":
+                return a + b * (1.0 - np.exp(-t_all / tau))
+            return a + b * np.exp(-t_all / tau)
+
+        res = fit_lsq(model, ps, y_all)
+        byn = res.by_name()
+        amps = [byn[f"amp_{k}"].value for k in range(n)]
+        rmse, mape, r2 = stats_of(y_all, res.yhat)
+        return byn[name], amps, len(y_all), rmse, mape, r2
+
+    def section(self) -> SectionFit:
+        if not hasattr(self, "params_"):
+            from calib.errors import NotFittedError
+
+            raise NotFittedError("ThermalFitter is not fitted yet")
+        structure = {"equations": "IPP eqs. (17)-(23); Max_temp is the rise above idle_temp_c",
+                     "steps": [{"amplitude_c": float(d), "runtime_power_w": float(p), "mem_intensity": float(m)}
+                               for d, p, m in zip(self.deltas_, self.p_rt_, self.mi_)]}
+        stats = dict(self.stats_)
+        if self.warnings_:
+            stats["warnings"] = list(self.warnings_)
+        return SectionFit("ipp-thermal", self.params_, structure, stats)

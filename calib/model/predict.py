@@ -1,0 +1,138 @@
+"""Prediction dispatcher: which model part answers which column.
+
+``power_w_pred``: the IPP model (``power.model == "ipp"``) for rows at the default clocks (or without
+clock columns) and the DVFS model (``power.model == "dvfs"``, or a ``dvfs`` section) for rows at other
+clocks. ``temp_c_pred``: the steady temperature of the IPP thermal model (idle temperature + Max_temp
+rise) for rows that run a kernel. ``time_s_pred`` / ``energy_j_pred``: from the timing section when the
+parameter file has one and the rows carry kernel descriptions.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.samples import CNT_PREFIX, check_samples
+from calib.units import INSTRUCTION_CLASSES, mem_intensity
+
+
+def _dvfs_predict(section: dict, df: pd.DataFrame) -> np.ndarray:
+    from calib.model.dvfs import predict_power
+
+    return predict_power(section, df)
+
+
+def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
+    """Predicted board power (W) per row."""
+    power = doc.get("power")
+    if power is None:
+        raise BadInputError(f"{source}: the parameter file has no power section")
+    if power["model"] == "dvfs":
+        return _dvfs_predict(power, df)
+    from calib.model.ipp import IppPowerModel
+
+    pred = IppPowerModel(doc).predict(df, source=source)
+    dvfs = doc.get("dvfs")
+    clocks = power.get("default_clocks") or {}
+    core0, mem0 = clocks.get("core_mhz"), clocks.get("mem_mhz")
+    if core0 is not None and "core_mhz" in df.columns:
+        off = ~np.isclose(df["core_mhz"].to_numpy(float), core0)
+        if mem0 is not None and "mem_mhz" in df.columns:
+            off |= ~np.isclose(df["mem_mhz"].to_numpy(float), mem0)
+        off &= ~df["core_mhz"].isna().to_numpy()
+        if off.any():
+            if dvfs is not None:
+                pred = pred.copy()
+                pred[off] = _dvfs_predict(dvfs, df[off])
+            else:
+                warnings.warn(f"{source}: {int(off.sum())} rows are not at the fitted clocks "
+                              f"({core0:g}/{mem0} MHz) and the parameter file has no DVFS section; "
+                              "IPP predictions for them ignore the clock change")
+    return pred
+
+
+def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
+    """The input rows plus ``power_w_pred`` (and ``time_s_pred``, ``energy_j_pred``, ``temp_c_pred``)."""
+    out = df.copy()
+    time_pred = None
+    if "timing" in doc and any(c.startswith(CNT_PREFIX) for c in df.columns):
+        from calib.model.timing import predict_time
+
+        time_pred = predict_time(doc, df)
+        out["time_s_pred"] = time_pred
+    need_time = "time_s" not in df.columns or df["time_s"].isna().any()
+    if time_pred is not None and need_time:
+        tmp = df.copy()
+        tmp["time_s"] = np.where(tmp["time_s"].isna(), time_pred, tmp["time_s"]) if "time_s" in tmp.columns else time_pred
+        power = predict_power(doc, tmp, source)
+    else:
+        power = predict_power(doc, df, source)
+    out["power_w_pred"] = power
+    if time_pred is not None:
+        out["energy_j_pred"] = power * time_pred
+    if "thermal" in doc and doc["power"]["model"] == "ipp":
+        from calib.model.thermal import ThermalModel
+
+        tm = ThermalModel(doc)
+        idle = doc["power"]["parameters"]["idle_power_w"]["value"]
+        cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
+        mi = np.array([mem_intensity({c[len(CNT_PREFIX):]: r[c] for c in cnt}) for _, r in df.iterrows()]) if cnt else 0.0
+        running = (df["role"].astype(str) != "idle").to_numpy() if "role" in df.columns else np.ones(len(df), bool)
+        rt = np.clip(power - idle, 0.0, None)
+        out["temp_c_pred"] = np.where(running, tm.idle_temp_c + tm.max_rise_c(rt, mi), tm.idle_temp_c)
+    return out
+
+
+def kernel_description_table(path: str | Path) -> pd.DataFrame:
+    """Rows from a kernel-description JSON file: one object or a list of objects with ``name``,
+    ``per_warp`` (instruction class -> per-warp dynamic count), ``launch`` (blocks, threads_per_block,
+    active_sms), and optionally ``time_s`` (measured), ``core_mhz``, ``mem_mhz``, ``temp_c``."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInputError(f"{path}: file not found") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadInputError(f"{path}: not valid JSON ({e})") from e
+    items = data if isinstance(data, list) else [data]
+    rows: list[dict[str, Any]] = []
+    for i, k in enumerate(items):
+        where = f"{path}: kernel {i + 1}"
+        if not isinstance(k, dict):
+            raise BadInputError(f"{where}: expected an object")
+        pw = k.get("per_warp")
+        if not isinstance(pw, dict) or not pw:
+            raise BadInputError(f"{where}: field 'per_warp' missing (instruction class -> per-warp count)")
+        launch = k.get("launch")
+        if not isinstance(launch, dict):
+            raise BadInputError(f"{where}: field 'launch' missing (blocks, threads_per_block, active_sms)")
+        row: dict[str, Any] = {"workload": str(k.get("name", f"kernel{i + 1}"))}
+        for c, v in pw.items():
+            if c not in INSTRUCTION_CLASSES:
+                raise BadInputError(f"{where}: per_warp.{c}: unknown instruction class (known: {', '.join(INSTRUCTION_CLASSES)})")
+            if not isinstance(v, (int, float)) or v < 0:
+                raise BadInputError(f"{where}: per_warp.{c}: {v!r} is not a non-negative number")
+            row[CNT_PREFIX + c] = float(v)
+        for f in ("blocks", "threads_per_block", "active_sms"):
+            v = launch.get(f)
+            if f == "active_sms" and v is None:
+                continue
+            if not isinstance(v, (int, float)) or v <= 0:
+                raise BadInputError(f"{where}: launch.{f}: {v!r} is not a positive number")
+            row[f] = float(v)
+        for f in ("time_s", "core_mhz", "mem_mhz", "temp_c"):
+            if f in k:
+                if not isinstance(k[f], (int, float)):
+                    raise BadInputError(f"{where}: field '{f}': {k[f]!r} is not a number")
+                row[f] = float(k[f])
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
+    df[cnt] = df[cnt].fillna(0.0)
+    return check_samples(df, str(path), require_power=False, require_act=False)

@@ -1,0 +1,54 @@
+"""IPP temperature model and the temperature-driven static power rise (paper 004, eqs. 17-23).
+
+    Temperature_rise(t)  = Idle_temp + delta x (1 - exp(-t / RC_Rise))        (17)
+    Temperature_decay(t) = Idle_temp + gamma x exp(-t / RC_Decay)             (18)
+    delta = Max_temp(P) = mu x Runtime_Power + lambda + rho x MemAccess_intensity   (19), (51)
+    GPU_power(t) = IdlePower + Runtime_power_0 + sigma x (Temperature(t) - Idle_temp)   (21)-(23)
+
+Max_temp is the rise above the idle temperature (errata, hong-thesis-2012-notes.md, sec. 6 note 8).
+Times in s, temperatures in degC, powers in W.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+
+class ThermalModel:
+    """Temperature and power over time from a parameter file's ``thermal`` section."""
+
+    def __init__(self, doc: Mapping[str, Any]):
+        sec = doc.get("thermal")
+        if sec is None:
+            raise KeyError("parameter file has no thermal section")
+        v = {k: float(p["value"]) for k, p in sec["parameters"].items()}
+        self.idle_temp_c = v["idle_temp_c"]
+        self.rc_rise_s = v["rc_rise_s"]
+        self.rc_decay_s = v["rc_decay_s"]
+        self.mu = v.get("mu_c_per_w", 0.0)
+        self.lam = v.get("lambda_c", 0.0)
+        self.rho = v.get("rho_c", 0.0)
+        self.sigma = v.get("sigma_w_per_c", 0.0)
+
+    def max_rise_c(self, runtime_power_w: float | np.ndarray, mem_intensity: float | np.ndarray = 0.0) -> np.ndarray:
+        """Steady rise above idle (eq. 19), degC."""
+        return self.mu * np.asarray(runtime_power_w, float) + self.lam + self.rho * np.asarray(mem_intensity, float)
+
+    def temperature_rise(self, t_s: np.ndarray, runtime_power_w: float, mem_intensity: float = 0.0) -> np.ndarray:
+        """Temperature while a kernel runs from a cold (idle) start, eq. (17), degC."""
+        delta = float(self.max_rise_c(runtime_power_w, mem_intensity))
+        return self.idle_temp_c + delta * (1.0 - np.exp(-np.asarray(t_s, float) / self.rc_rise_s))
+
+    def temperature_decay(self, t_s: np.ndarray, decay_temp_c: float) -> np.ndarray:
+        """Temperature after the kernel stops at ``decay_temp_c``, eq. (18), degC."""
+        gamma = decay_temp_c - self.idle_temp_c
+        return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_decay_s)
+
+    def power_over_time(self, t_s: np.ndarray, idle_power_w: float, runtime_power0_w: float,
+                        mem_intensity: float = 0.0) -> np.ndarray:
+        """GPU power while a kernel runs from a cold start, eqs. (21)-(23), W."""
+        temp = self.temperature_rise(t_s, runtime_power0_w, mem_intensity)
+        return idle_power_w + runtime_power0_w + self.sigma * (temp - self.idle_temp_c)

@@ -1,0 +1,257 @@
+"""Sessions -> samples: segment a session by its markers and reduce each measurement window to a row.
+
+For every ``measure_start``/``measure_stop`` pair (same workload, repeat and segment) the window's power
+readings are averaged (dropping the first ``settle_s`` seconds, in which the sensor's averaging still
+sees the warm-up edge), temperatures and fan duty are averaged, the energy counter difference is taken,
+and access rates are computed from the declared per-warp counts and the *measured* kernel time,
+IPP eq. (10):
+
+    AR_unit = DAC_per_th_unit x Warps_per_SM / (Exec_cycles x warp_issue_per_cycle)
+
+(the paper's ``Exec_cycles / 4`` is ``Exec_cycles x 1/4`` for GT200, which issues one warp instruction
+every 4 cycles). Idle windows become rows with all activities 0 and role ``idle``. Thermal steps are
+returned separately as traces (:func:`thermal_steps`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.samples import ACT_PREFIX, CNT_PREFIX, check_samples
+from calib.session import Session
+from calib.units import INSTRUCTION_CLASSES, mem_intensity, unit_counts
+
+#: power column preference in a device (NVML-like) stream
+POWER_COLUMNS = ("power_w", "power_avg_w")
+
+
+def power_stream(session: Session, prefer: str | None = None) -> str:
+    """Name of the stream whose ``power_w`` is the GPU's power: ``prefer`` or the first NVML sensor."""
+    sensors = session.manifest.get("sensors", [])
+    names = [s["name"] for s in sensors]
+    if prefer:
+        if prefer not in names:
+            raise BadInputError(f"{session.path}: no sensor stream '{prefer}' (streams: {', '.join(names)})")
+        return prefer
+    for s in sensors:
+        if s.get("kind") == "nvml" and "power_w" in s.get("columns", []):
+            return s["name"]
+    for s in sensors:
+        if "power_w" in s.get("columns", []):
+            return s["name"]
+    raise BadInputError(f"{session.path}: no sensor logs power_w; cannot build samples")
+
+
+def analyzer_stream(session: Session) -> str | None:
+    for s in session.manifest.get("sensors", []):
+        if s.get("kind") == "analyzer" and "power_w" in s.get("columns", []):
+            return s["name"]
+    return None
+
+
+@dataclass
+class Window:
+    workload: str
+    repeat: int
+    segment: int
+    t0: float
+    t1: float
+    info: dict[str, Any]
+
+
+def _pair(markers: pd.DataFrame, start: str, stop: str) -> list[Window]:
+    """Pair start/stop markers of the same workload, repeat and segment (unpaired starts are dropped)."""
+    out = []
+    open_: dict[tuple, tuple[float, dict]] = {}
+    for _, m in markers.iterrows():
+        rep = int(m["repeat"]) if not pd.isna(m["repeat"]) else 0
+        key = (m["workload"], rep, int(m["segment"]))
+        if m["event"] == start:
+            open_[key] = (float(m["t_mono_s"]), m["info"])
+        elif m["event"] == stop and key in open_:
+            t0, info0 = open_.pop(key)
+            out.append(Window(key[0], key[1], key[2], t0, float(m["t_mono_s"]), {**info0, **m["info"]}))
+    return out
+
+
+def _window_rows(df: pd.DataFrame, w: Window, settle_s: float = 0.0) -> pd.DataFrame:
+    t = df["t_mono_s"].to_numpy()
+    sel = (df["segment"].to_numpy() == w.segment) & (t > w.t0 + settle_s) & (t <= w.t1 + 1e-9)
+    return df[sel]
+
+
+def _energy_j(rows: pd.DataFrame) -> float:
+    """Energy from the total-energy counter (mJ) over the rows, handling a counter reset."""
+    if "energy_mj" not in rows.columns or len(rows) < 2:
+        return math.nan
+    e = rows["energy_mj"].to_numpy(dtype=float)
+    d = np.diff(e)
+    d = np.where(d < 0, np.nan, d)  # a reset or wrap: that interval's energy is unknown
+    if np.isnan(d).any():
+        warnings.warn("energy counter went backwards inside a window (reset or wrap); that interval is skipped")
+    return float(np.nansum(d)) / 1000.0
+
+
+def session_samples(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
+    """The samples table of a session (see module docstring)."""
+    man = session.manifest
+    dev = man["device"]
+    plan = {p["name"]: p for p in man.get("plan", [])}
+    units = list(dev.get("units") or [])
+    issue = dev.get("warp_issue_per_cycle")
+    if not issue:
+        raise BadInputError(f"{session.path}/manifest.json: device.warp_issue_per_cycle missing; cannot compute access rates")
+    pname = power_stream(session, power)
+    pdf = session.stream(pname)
+    if len(pdf) == 0:
+        raise BadInputError(f"{session.path}: stream '{pname}' has no rows")
+    wall = analyzer_stream(session)
+    wdf = session.stream(wall) if wall else None
+    markers = session.markers()
+    rows: list[dict[str, Any]] = []
+
+    def common(rw: pd.DataFrame, w: Window) -> dict[str, Any]:
+        p = rw["power_w"].to_numpy(dtype=float)
+        p = p[~np.isnan(p)]
+        rec: dict[str, Any] = {"workload": w.workload, "repeat": w.repeat, "segment": w.segment,
+                               "power_w": float(p.mean()) if len(p) else math.nan,
+                               "power_std_w": float(p.std(ddof=1)) if len(p) > 1 else math.nan,
+                               "n_power": len(p), "window_s": w.t1 - w.t0}
+        if "temp_c" in rw.columns and len(rw):
+            rec["temp_c"] = float(rw["temp_c"].mean())
+            rec["temp_start_c"] = float(rw["temp_c"].iloc[0])
+        if "fan_pct" in rw.columns and len(rw):
+            rec["fan_pct"] = float(rw["fan_pct"].mean())
+        rec["energy_counter_j"] = _energy_j(rw)
+        if wdf is not None:
+            ww = _window_rows(wdf, w, settle_s)
+            rec["wall_power_w"] = float(ww["power_w"].mean()) if len(ww) else math.nan
+        return rec
+
+    for w in _pair(markers, "idle_start", "idle_stop"):
+        if w.info.get("kind") == "fan_sweep":
+            continue
+        rw = _window_rows(pdf, w, settle_s + 1.0)
+        if len(rw) < 3:
+            continue
+        rec = common(rw, w)
+        rec.update({"role": "idle", "stresses": "none", "core_mhz": dev["clocks"]["core_mhz"],
+                    "mem_mhz": dev["clocks"]["mem_mhz"], "active_sms": dev["sm_count"]})
+        for u in units:
+            rec[ACT_PREFIX + u] = 0.0
+        rows.append(rec)
+
+    short = 0
+    for w in _pair(markers, "measure_start", "measure_stop"):
+        decl = plan.get(w.workload)
+        if decl is None:
+            raise BadInputError(f"{session.path}: markers name workload '{w.workload}' that is not in the manifest plan")
+        rw = _window_rows(pdf, w, settle_s)
+        if len(rw) < 3:
+            short += 1
+            continue
+        kt = float(w.info.get("kernel_time_s", math.nan))
+        core = float(w.info.get("core_mhz", dev["clocks"]["core_mhz"]))
+        mem = float(w.info.get("mem_mhz", dev["clocks"]["mem_mhz"]))
+        launch = decl["launch"]
+        per_warp = decl["per_warp"]
+        wps = launch["threads_per_block"] / 32.0 * launch["blocks"] / launch["active_sms"]
+        counts = unit_counts(per_warp)
+        cycles = kt * core * 1e6
+        rec = common(rw, w)
+        launches = float(w.info.get("launches", math.nan))
+        rec.update({"role": decl["role"], "stresses": decl["stresses"], "core_mhz": core, "mem_mhz": mem,
+                    "active_sms": launch["active_sms"], "time_s": kt,
+                    "energy_j": rec["energy_counter_j"] / launches if launches > 0 else math.nan,
+                    "mem_intensity": mem_intensity(per_warp), "warps_per_sm": wps,
+                    "blocks": launch["blocks"], "threads_per_block": launch["threads_per_block"]})
+        for u in units:
+            ar = counts.get(u, 0.0) * wps / (cycles * issue) if cycles > 0 else math.nan
+            if ar > 1.0 + 0.02:
+                warnings.warn(f"{w.workload}: access rate of {u} is {ar:.3f} > 1; measured kernel time too short? clipped to 1")
+            rec[ACT_PREFIX + u] = min(1.0, ar)
+        for c in INSTRUCTION_CLASSES:
+            if per_warp.get(c):
+                rec[CNT_PREFIX + c] = float(per_warp[c])
+        rows.append(rec)
+    if short:
+        warnings.warn(f"{session.path}: {short} measurement windows had fewer than 3 power readings and were skipped")
+    if not rows:
+        raise BadInputError(f"{session.path}: no complete measurement windows (was the session killed before the first one?)")
+    df = pd.DataFrame(rows)
+    cnt_cols = [c for c in df.columns if c.startswith(CNT_PREFIX)]
+    df[cnt_cols] = df[cnt_cols].fillna(0.0)
+    first = ["workload", "role", "stresses", "repeat", "power_w", "core_mhz", "mem_mhz", "active_sms", "time_s",
+             "energy_j", "temp_c"]
+    cols = [c for c in first if c in df.columns] + [c for c in df.columns if c.startswith(ACT_PREFIX)]
+    cols += [c for c in df.columns if c not in cols]
+    df = df[cols]
+    return check_samples(df, f"{session.path} (samples)", require_power=True)
+
+
+@dataclass
+class ThermalStep:
+    """One heat-then-cool experiment: traces relative to the start of heating / cooling (s)."""
+
+    workload: str
+    per_warp: dict[str, float]
+    heat_t: np.ndarray
+    heat_temp_c: np.ndarray
+    heat_power_w: np.ndarray
+    heat_fan_pct: np.ndarray
+    cool_t: np.ndarray
+    cool_temp_c: np.ndarray
+    start_temp_c: float
+
+
+def thermal_steps(session: Session, power: str | None = None) -> list[ThermalStep]:
+    """Heat/cool traces of every complete thermal step of a session."""
+    pname = power_stream(session, power)
+    pdf = session.stream(pname)
+    if "temp_c" not in pdf.columns:
+        return []
+    plan = {p["name"]: p for p in session.manifest.get("plan", [])}
+    markers = session.markers()
+    out = []
+    heats = {(w.workload, w.segment): w for w in _pair(markers, "thermal_heat_start", "thermal_cool_start")}
+    for c in _pair(markers, "thermal_cool_start", "thermal_stop"):
+        h = heats.get((c.workload, c.segment))
+        if h is None:
+            continue
+        before = pdf[(pdf["segment"] == h.segment) & (pdf["t_mono_s"] <= h.t0) & (pdf["t_mono_s"] > h.t0 - 5.0)]
+        hr = _window_rows(pdf, h)
+        cr = _window_rows(pdf, c)
+        if len(hr) < 10 or len(cr) < 10:
+            continue
+        fan = hr["fan_pct"].to_numpy(dtype=float) if "fan_pct" in hr.columns else np.full(len(hr), np.nan)
+        out.append(ThermalStep(
+            workload=c.workload, per_warp=dict(plan.get(c.workload, {}).get("per_warp", {})),
+            heat_t=hr["t_mono_s"].to_numpy(dtype=float) - h.t0, heat_temp_c=hr["temp_c"].to_numpy(dtype=float),
+            heat_power_w=hr["power_w"].to_numpy(dtype=float), heat_fan_pct=fan,
+            cool_t=cr["t_mono_s"].to_numpy(dtype=float) - c.t0, cool_temp_c=cr["temp_c"].to_numpy(dtype=float),
+            start_temp_c=float(before["temp_c"].mean()) if len(before) else float(hr["temp_c"].iloc[0])))
+    return out
+
+
+def fan_sweep(session: Session, power: str | None = None) -> pd.DataFrame:
+    """Idle power at each fixed fan duty of the fan sweep: columns fan_pct, power_w, temp_c."""
+    pname = power_stream(session, power)
+    pdf = session.stream(pname)
+    rows = []
+    for w in _pair(session.markers(), "idle_start", "idle_stop"):
+        if w.info.get("kind") != "fan_sweep":
+            continue
+        rw = _window_rows(pdf, w, 0.5)
+        if len(rw) < 3:
+            continue
+        rows.append({"fan_pct": float(rw["fan_pct"].mean()) if "fan_pct" in rw.columns else 100 * w.info.get("fan", math.nan),
+                     "power_w": float(rw["power_w"].mean()),
+                     "temp_c": float(rw["temp_c"].mean()) if "temp_c" in rw.columns else math.nan})
+    return pd.DataFrame(rows, columns=["fan_pct", "power_w", "temp_c"])

@@ -1,0 +1,203 @@
+"""Benchmark declarations: what the campaign runs, declared once for the virtual GPU and real GPUs.
+
+A :class:`Benchmark` names a kernel of :mod:`microbench.kernels.catalog`, its parameters, its launch
+shape (warps per SM, blocks per SM, active SMs), its role in the campaign and the unit it stresses.
+:meth:`Benchmark.workload` turns it into a :class:`~microbench.devices.base.Workload` for a device: the
+per-warp dynamic instruction counts come from the kernel's count model (IPP Table 1 classes), with
+memory accesses placed at the cache level the device has.
+
+Roles: ``idle_kernel`` (launch-only, kernel activation power), ``unit`` (one unit at several
+intensities), ``sm_sweep`` (one block per SM, constant total work), ``thermal`` (heat/cool step),
+``heldout`` (application-like mixes never used in the fit), ``dvfs`` (clock sweep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from microbench.devices.base import DeviceInfo, Launch, Workload
+from microbench.kernels import catalog
+
+ROLES = ("idle_kernel", "unit", "sm_sweep", "thermal", "heldout", "dvfs")
+
+#: kernel used to stress each power unit (first = main), and extra variants run once
+UNIT_KERNELS: dict[str, tuple[str, ...]] = {
+    "fp": ("fp32_fma", "fp32_addmul"), "dp": ("fp64_fma",), "int": ("int_mad",), "sfu": ("sfu",),
+    "alu": ("alu_logic",), "reg": ("reg_mov",), "fds": ("ctrl",), "shared": ("shared",), "const": ("const",),
+    "tex": ("tex",), "l1": ("l1",), "l2": ("l2",), "global": ("dram",), "local": ("local",),
+    "tensor": ("tensor",),
+}
+
+
+MEMORY_UNITS = frozenset({"tex", "l1", "l2", "global", "local"})
+
+
+def place_memory(per_warp: Mapping[str, float], units: set[str]) -> dict[str, float]:
+    """Move accesses to cache levels the device lacks down to the next level (l1 -> l2 -> global)."""
+    out = dict(per_warp)
+    if "l1" not in units and out.get("l1"):
+        out["l2"] = out.get("l2", 0.0) + out.pop("l1")
+    if "l2" not in units and out.get("l2"):
+        out["global"] = out.get("global", 0.0) + out.pop("l2")
+    if "tex" not in units and out.get("tex"):
+        out["global"] = out.get("global", 0.0) + out.pop("tex")
+    return {k: v for k, v in out.items() if v}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One workload of the campaign (see module docstring)."""
+
+    name: str
+    kernel: str
+    role: str
+    stresses: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    warps_per_sm: int = 8
+    blocks_per_sm: int = 1
+    active_sms: int | None = None       # None: all SMs
+    clocks: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"{self.name}: unknown role {self.role!r}")
+        catalog.get(self.kernel)
+
+    def launch(self, info: DeviceInfo) -> Launch:
+        active = info.sm_count if self.active_sms is None else self.active_sms
+        tpb = 32 * max(1, self.warps_per_sm // self.blocks_per_sm)
+        return Launch(blocks=active * self.blocks_per_sm, threads_per_block=tpb, active_sms=active)
+
+    def workload(self, info: DeviceInfo) -> Workload:
+        spec = catalog.get(self.kernel)
+        params = spec.params(**self.params)
+        units = set(info.extra.get("units", ()))
+        per_warp = place_memory(spec.per_warp(params), units) if units else spec.per_warp(params)
+        return Workload(self.name, per_warp, self.launch(info), self.kernel, params, spec.kernel_traits(params))
+
+    def describe(self, info: DeviceInfo) -> dict[str, Any]:
+        """Manifest entry: everything the samples layer needs to compute access rates."""
+        w = self.workload(info)
+        return {"name": self.name, "kernel": self.kernel, "role": self.role, "stresses": self.stresses,
+                "params": {k: v for k, v in w.params.items()}, "launch": w.launch.to_dict(),
+                "per_warp": dict(w.per_warp), "clocks": list(self.clocks) if self.clocks else None}
+
+
+#: application-like mixes used as held-out workloads (per body step counts; names say what they imitate)
+HELDOUT_MIXES: dict[str, dict[str, Any]] = {
+    "app_sgemm": {"fp": 16, "shared": 8, "int": 2, "alu": 2, "l1": 0, "global": 0.25, "ilp": 4},
+    "app_stencil": {"fp": 6, "int": 3, "alu": 2, "shared": 4, "global": 1, "l2": 1, "ilp": 2},
+    "app_spmv": {"fp": 2, "int": 4, "alu": 3, "global": 2, "l1": 1, "ilp": 1, "coalesced": True},
+    "app_blackscholes": {"fp": 12, "sfu": 4, "alu": 3, "int": 1, "global": 1, "ilp": 2},
+    "app_reduction": {"fp": 2, "int": 2, "alu": 2, "shared": 3, "global": 1, "ctrl": 0, "ilp": 2},
+    "app_nbody": {"fp": 20, "sfu": 1, "shared": 2, "int": 1, "alu": 1, "ilp": 4},
+    "app_histogram": {"int": 6, "alu": 6, "shared": 2, "global": 0.5, "const": 1, "ilp": 2},
+    "app_conv": {"fp": 9, "const": 9, "int": 3, "alu": 2, "tex": 2, "global": 0.5, "ilp": 3},
+}
+
+
+def _mix_params(mix: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mix.items() if k != "ctrl"}
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """Sizes of a campaign: intensities, repeats, windows, thermal steps."""
+
+    name: str
+    warps_levels: tuple[int, ...]
+    fma_k: tuple[int, ...]
+    sm_points: int
+    repeats: int
+    warmup_s: float
+    window_s: float
+    cooldown_band_c: float
+    cooldown_max_s: float
+    idle_s: float
+    thermal_steps: int
+    heat_s: float
+    cool_s: float
+    fan_levels: tuple[float, ...]
+    fan_step_s: float
+    dvfs_points: int
+
+
+CAMPAIGNS: dict[str, CampaignSpec] = {
+    "quick": CampaignSpec("quick", (1, 4, 16, 64), (0, 4, 32, 256), 5, 1, 1.5, 4.0, 3.0, 40.0, 30.0, 4, 200.0,
+                          260.0, (0.4, 0.7, 1.0), 4.0, 0),
+    "standard": CampaignSpec("standard", (1, 2, 4, 8, 16, 32, 64), (0, 1, 2, 4, 8, 16, 32, 64, 256), 10, 2, 2.0,
+                             6.0, 2.0, 90.0, 60.0, 5, 300.0, 420.0, (0.3, 0.45, 0.6, 0.8, 1.0), 5.0, 4),
+    "full": CampaignSpec("full", (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64), (0, 1, 2, 4, 8, 16, 32, 64, 128, 256),
+                         16, 3, 3.0, 10.0, 1.5, 150.0, 120.0, 6, 480.0, 600.0, (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                         6.0, 16),
+}
+
+#: workloads of the thermal steps, in order (the first is the reference step)
+THERMAL_WORKLOADS = ("fp32_fma", "dram", "app_blackscholes", "sfu", "app_stencil", "int_mad")
+
+
+def _sm_points(n_sm: int, k: int) -> list[int]:
+    import numpy as np
+
+    pts = sorted({int(round(x)) for x in np.geomspace(1, n_sm, k)} | {n_sm})
+    return pts
+
+
+def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, list[Benchmark]]:
+    """The campaign's benchmarks for a device, in run order (thermal steps are listed separately)."""
+    if campaign not in CAMPAIGNS:
+        raise KeyError(f"unknown campaign {campaign!r}; campaigns: {', '.join(CAMPAIGNS)}")
+    spec = CAMPAIGNS[campaign]
+    units = list(info.extra.get("units", ()))
+    max_w = int(info.extra.get("max_warps_per_sm", 32))
+    out: list[Benchmark] = [Benchmark("idle_kernel", "idle", "idle_kernel", "fds", {}, warps_per_sm=1)]
+    for unit in units:
+        kernels = UNIT_KERNELS.get(unit)
+        if not kernels:
+            continue
+        main, *variants = kernels
+        # one dependent chain per thread (ilp 1) for compute units, so that the warps per SM set the
+        # access rate from latency-bound (few warps) to issue-bound (many warps)
+        sweep_params = {"ilp": 1} if unit not in MEMORY_UNITS else {}
+        for w in spec.warps_levels:
+            if w > max_w:
+                continue
+            bps = max(1, w // 8)
+            out.append(Benchmark(f"{main}/w{w}", main, "unit", unit, sweep_params, warps_per_sm=w, blocks_per_sm=bps))
+        for v in variants:
+            out.append(Benchmark(f"{v}/w8", v, "unit", unit, {}, warps_per_sm=8))
+        if unit == "shared":
+            out.append(Benchmark("shared_conflict4/w8", "shared", "unit", unit, {"conflict_ways": 4}, warps_per_sm=8))
+        if unit == "global":
+            for k in spec.fma_k:
+                out.append(Benchmark(f"fma_intensity/k{k}", "fma_intensity", "unit", "global", {"k": k},
+                                     warps_per_sm=min(max_w, 32), blocks_per_sm=max(1, min(max_w, 32) // 8)))
+    for n in _sm_points(info.sm_count, spec.sm_points):
+        scale = info.sm_count / n  # constant total work: fewer SMs, more iterations each
+        for kern, unit in (("fp32_fma", "fp"), ("dram", "global")):
+            base = catalog.get(kern).defaults["iters"]
+            out.append(Benchmark(f"{kern}/sm{n}", kern, "sm_sweep", unit, {"iters": int(base * scale)},
+                                 warps_per_sm=8, blocks_per_sm=1, active_sms=n))
+    for name, mix in HELDOUT_MIXES.items():
+        out.append(Benchmark(name, "mix", "heldout", "mixed", _mix_params(mix), warps_per_sm=min(16, max_w),
+                             blocks_per_sm=2))
+    return spec, out
+
+
+def thermal_benchmarks(info: DeviceInfo, campaign: str = "standard") -> list[Benchmark]:
+    """Workloads of the thermal steps (heat to steady state, then cool)."""
+    spec = CAMPAIGNS[campaign]
+    max_w = int(info.extra.get("max_warps_per_sm", 32))
+    w = min(32, max_w)
+    out = []
+    for name in THERMAL_WORKLOADS[: spec.thermal_steps]:
+        if name in HELDOUT_MIXES:
+            out.append(Benchmark(f"thermal/{name}", "mix", "thermal", "mixed", _mix_params(HELDOUT_MIXES[name]),
+                                 warps_per_sm=w, blocks_per_sm=max(1, w // 8)))
+        else:
+            unit = catalog.get(name).stresses
+            out.append(Benchmark(f"thermal/{name}", name, "thermal", unit, {}, warps_per_sm=w,
+                                 blocks_per_sm=max(1, w // 8)))
+    return out

@@ -1,0 +1,248 @@
+"""The calibration campaign: run the benchmark plan on a device while logging into a session directory.
+
+Order: idle baseline; fan sweep at idle (where the device lets us set the fan); the launch-only kernel;
+each unit's benchmark at several intensities; the active-SM sweep; held-out application-like mixes;
+thermal steps (heat to steady state, then cool). Every benchmark gets a warm-up, a measurement window
+and a cooldown back into the idle temperature band, and is repeated.
+
+The campaign is a list of numbered steps. A step is complete when its ``workload_done`` marker is on
+disk; a resumed campaign skips complete steps. For virtual devices the device state after each step is
+saved (``campaign_state.json``, written atomically) so that a resumed run continues exactly as an
+uninterrupted one would; real devices are simply cooled down again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from calib import __version__
+from calib.atomic import atomic_write_json
+from calib.errors import BadInputError
+from calib.session import MANIFEST_NAME, SessionWriter, read_session
+from microbench.benchmarks import Benchmark, CampaignSpec, plan, thermal_benchmarks
+from microbench.devices.base import Device
+
+STATE_NAME = "campaign_state.json"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One unit of campaign work."""
+
+    index: int
+    kind: str                 # idle | fan | bench | thermal
+    name: str
+    repeat: int = 0
+    fan: float | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.index}:{self.kind}:{self.name}:{self.repeat}"
+
+
+def build_steps(spec: CampaignSpec, benches: list[Benchmark], thermal: list[Benchmark],
+                fan_control: bool) -> list[Step]:
+    steps: list[Step] = [Step(0, "idle", "idle_baseline")]
+    if fan_control:
+        for duty in spec.fan_levels:
+            steps.append(Step(len(steps), "fan", f"fan_{int(round(100 * duty))}", fan=duty))
+    for r in range(spec.repeats):
+        for b in benches:
+            steps.append(Step(len(steps), "bench", b.name, r))
+    for b in thermal:
+        steps.append(Step(len(steps), "thermal", b.name))
+    steps.append(Step(len(steps), "idle", "idle_final"))
+    return steps
+
+
+def default_session_name(device: Device, campaign: str) -> str:
+    ident = device.info.extra.get("preset") or device.info.name.replace(" ", "-").lower()
+    return f"{ident}-{campaign}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+
+
+def find_resumable(logs_dir: Path, device: Device, campaign: str, seed: int) -> Path | None:
+    """The newest incomplete session in ``logs_dir`` of the same device, campaign and seed."""
+    if not logs_dir.is_dir():
+        return None
+    found = []
+    for d in logs_dir.iterdir():
+        if not (d / MANIFEST_NAME).exists():
+            continue
+        try:
+            man = json.loads((d / MANIFEST_NAME).read_text(encoding="utf-8"))
+            camp = man.get("campaign") or {}
+            if (man.get("device", {}).get("uuid") == device.info.uuid and camp.get("name") == campaign
+                    and camp.get("seed") == seed and not read_session(d).is_complete()):
+                found.append(d)
+        except (OSError, ValueError, BadInputError):
+            continue  # unreadable sessions are not ours to resume
+    return max(found, key=lambda d: d.stat().st_mtime) if found else None
+
+
+class Campaign:
+    """Runs a campaign on ``device`` into ``session_dir`` (created, or resumed when incomplete)."""
+
+    def __init__(self, device: Device, campaign: str = "standard", seed: int = 0,
+                 on_step: Callable[[int, int, str], None] | None = None):
+        self.device = device
+        self.campaign = campaign
+        self.seed = seed
+        self.spec, self.benches = plan(device.info, campaign)
+        self.thermal = thermal_benchmarks(device.info, campaign)
+        self.fan_control = hasattr(device, "set_fan") and device.virtual
+        self.steps = build_steps(self.spec, self.benches, self.thermal, self.fan_control)
+        self.on_step = on_step
+        self._by_name = {b.name: b for b in self.benches + self.thermal}
+
+    # -- manifest ------------------------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        info = self.device.info
+        return {
+            "toolkit_version": __version__,
+            "device": info.to_dict(),
+            "virtual": bool(self.device.virtual),
+            "sensors": [s.describe() for s in self.device.sensors()],
+            "campaign": {"name": self.campaign, "seed": self.seed, "spec": asdict(self.spec),
+                         "steps": len(self.steps)},
+            "plan": [b.describe(info) for b in self.benches + self.thermal],
+        }
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(self, session_dir: Path) -> Path:
+        """Run (or resume) the campaign into ``session_dir``; returns it."""
+        session_dir = Path(session_dir)
+        resume = (session_dir / MANIFEST_NAME).exists()
+        if resume:
+            sess = read_session(session_dir)
+            if sess.is_complete():
+                raise BadInputError(f"{session_dir}: this session is complete; choose another name to run again")
+            man = sess.manifest
+            if man.get("campaign", {}).get("name") != self.campaign or man["device"].get("uuid") != self.device.info.uuid:
+                raise BadInputError(f"{session_dir}: session belongs to another device or campaign; not resuming it")
+            markers = sess.markers()
+            done = {m["info"].get("step") for _, m in markers.iterrows() if m["event"] == "workload_done"}
+            last_t = float(markers["t_mono_s"].max()) if len(markers) else 0.0
+            writer = SessionWriter.resume(session_dir, clock=self.device.clock, note="resume")
+            state = self._load_state(session_dir)
+            if state and self.device.virtual and state.get("device"):
+                self.device.restore(state["device"], last_t + 1.0)
+            self.idle_temp_c = (state or {}).get("idle_temp_c")
+        else:
+            writer = SessionWriter.create(session_dir, self.manifest(), clock=self.device.clock)
+            done = set()
+            self.idle_temp_c = None
+        self.writer = writer
+        try:
+            writer.mark("segment_start", t=self.device.clock(), resumed=resume)
+            for k, step in enumerate(self.steps):
+                if step.id in done:
+                    continue
+                if self.on_step:
+                    self.on_step(k, len(self.steps), step.name)
+                self._run_step(step)
+                self._drain()
+                writer.mark("workload_done", step.name, step.repeat, step=step.id)
+                self._save_state(session_dir)
+            writer.mark("campaign_done")
+        finally:
+            self._drain()
+            writer.close()
+        return session_dir
+
+    def _load_state(self, session_dir: Path) -> dict | None:
+        p = session_dir / STATE_NAME
+        if not p.exists():
+            return None
+        try:
+            return json.loads(p.read_text(encoding="utf-8"))
+        except ValueError:
+            return None  # a torn state file cannot happen (atomic write); if edited by hand, cool down again
+
+    def _save_state(self, session_dir: Path) -> None:
+        atomic_write_json(session_dir / STATE_NAME, {"idle_temp_c": self.idle_temp_c,
+                                                     "device": self.device.snapshot()})
+
+    def _drain(self) -> None:
+        for s in self.device.sensors():
+            rows = s.read()
+            if rows:
+                w = self.writer.stream(s.name, s.columns)
+                for r in rows:
+                    w.append(r.t_mono_s, r.t_wall_s, r.values)
+
+    def _mark(self, event: str, workload: str = "", repeat: int | None = None, **info: Any) -> None:
+        self._drain()  # sensor rows up to now go to disk before the marker that closes them
+        self.writer.mark(event, workload, repeat, t=self.device.clock(), **info)
+
+    def _run_step(self, step: Step) -> None:
+        dev, spec = self.device, self.spec
+        if step.kind == "idle":
+            self._mark("idle_start", step.name, kind="baseline" if step.name == "idle_baseline" else "final")
+            dev.idle(spec.idle_s)
+            self._mark("idle_stop", step.name)
+            if step.name == "idle_baseline":
+                self.idle_temp_c = dev.temperature_c()
+        elif step.kind == "fan":
+            dev.set_fan(step.fan)
+            dev.idle(1.0)
+            self._mark("idle_start", step.name, kind="fan_sweep", fan=step.fan)
+            dev.idle(spec.fan_step_s)
+            self._mark("idle_stop", step.name)
+            dev.set_fan(None)
+            self._cooldown()
+        elif step.kind == "bench":
+            b = self._by_name[step.name]
+            w = b.workload(dev.info)
+            if b.clocks:
+                dev.set_clocks(*b.clocks)
+            self._mark("warmup_start", b.name, step.repeat)
+            dev.run(w, spec.warmup_s)
+            core, mem = dev.clocks()
+            self._mark("measure_start", b.name, step.repeat, core_mhz=core, mem_mhz=mem)
+            res = dev.run(w, spec.window_s)
+            self._mark("measure_stop", b.name, step.repeat, launches=res.launches, kernel_time_s=res.kernel_time_s,
+                       core_mhz=core, mem_mhz=mem)
+            if b.clocks:
+                dev.set_clocks(None, None)
+            self._mark("cooldown_start", b.name, step.repeat)
+            self._cooldown()
+        elif step.kind == "thermal":
+            b = self._by_name[step.name]
+            w = b.workload(dev.info)
+            self._cooldown(spec.cooldown_max_s * 4)
+            self._mark("thermal_heat_start", b.name)
+            launches, t_sum = 0, 0.0
+            chunk = 10.0
+            for _ in range(int(spec.heat_s / chunk)):
+                res = dev.run(w, chunk)
+                launches += res.launches
+                t_sum += res.kernel_time_s * res.launches
+                self._drain()
+            self._mark("thermal_cool_start", b.name, launches=launches, kernel_time_s=t_sum / max(1, launches))
+            for _ in range(int(spec.cool_s / chunk)):
+                dev.idle(chunk)
+                self._drain()
+            self._mark("thermal_stop", b.name)
+        else:  # pragma: no cover - build_steps makes only the kinds above
+            raise ValueError(step.kind)
+
+    def _cooldown(self, max_s: float | None = None) -> None:
+        """Idle until the temperature is back in the idle band (or ``max_s`` passed)."""
+        if self.idle_temp_c is None:
+            return
+        limit = self.spec.cooldown_max_s if max_s is None else max_s
+        waited = 0.0
+        step = 2.0
+        while waited < limit:
+            t = self.device.temperature_c()
+            if t is None or t <= self.idle_temp_c + self.spec.cooldown_band_c:
+                break
+            self.device.idle(step)
+            waited += step
+            if waited % 20.0 < step:
+                self._drain()

@@ -1,0 +1,247 @@
+"""The virtual GPU device (``sim:<preset>``): runs workloads in simulated time, without sleeping.
+
+Time advances in fixed steps of ``DT_S``; each step updates the thermal network, the fan and the energy
+counter, and the sensors sample the true signals on their own schedules. Noise comes from a generator
+seeded by (seed, call number), so a run is reproducible, and a campaign resumed from a
+:meth:`VirtualGPU.snapshot` continues exactly as if it had not been interrupted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from calib.errors import BadInputError
+from calib.units import unit_counts
+from microbench.devices.base import Device, Row, RunResult, Sensor, Workload
+from microbench.devices.sim.physics import Load, load_for
+from microbench.devices.sim.presets import Preset
+from microbench.devices.sim.sensors import SimNvmlSensor, SimWallMeter
+from microbench.devices.sim.timing import kernel_time_s
+
+DT_S = 0.05
+#: virtual wall clock: simulated time counts from this Unix time (2026-01-01T00:00:00Z)
+EPOCH_S = 1767225600.0
+
+
+class VirtualGPU(Device):
+    """A simulated GPU with hidden physics from a :class:`Preset`."""
+
+    virtual = True
+
+    def __init__(self, preset: Preset, seed: int = 0):
+        self.preset = preset
+        self.info = preset.device_info()
+        self.seed = int(seed)
+        self._nvml = SimNvmlSensor(preset.sensors)
+        self._wall = SimWallMeter(preset.sensors)
+        self._core_mhz = self.info.default_core_mhz
+        self._mem_mhz = self.info.default_mem_mhz
+        self._fan_override: float | None = None
+        self._calls = 0
+        self._load = Load()
+        self._host_busy = False
+        st = preset.idle_steady_state()
+        self.t = 0.0
+        self.t_die, self.t_sink, self.t_case, self.duty = st["t_die"], st["t_sink"], st["t_case"], st["duty"]
+        self.energy_j = 0.0
+        self._avg_buf: deque[float] = deque(maxlen=max(1, round(preset.sensors.nvml_avg_window_s / DT_S)))
+        self._next_nvml = 0.0
+        self._next_wall = preset.sensors.wall_interval_s
+        self._wall_acc = 0.0
+        self._wall_n = 0
+        self._rng = np.random.default_rng([self.seed, 0])
+
+    # -- Device interface ---------------------------------------------------------------------
+    def sensors(self) -> list[Sensor]:
+        return [self._nvml, self._wall]
+
+    def clock(self) -> tuple[float, float]:
+        return (self.t, EPOCH_S + self.t)
+
+    def clocks(self) -> tuple[float, float]:
+        return (self._core_mhz, self._mem_mhz)
+
+    def set_clocks(self, core_mhz: float | None, mem_mhz: float | None) -> None:
+        sup = self.info.supported_clocks
+        core = self.info.default_core_mhz if core_mhz is None else float(core_mhz)
+        mem = self.info.default_mem_mhz if mem_mhz is None else float(mem_mhz)
+        if core not in sup.get("core_mhz", [core]):
+            raise BadInputError(f"{self.info.name}: core clock {core:g} MHz not supported; supported: {sup['core_mhz']}")
+        if mem not in sup.get("mem_mhz", [mem]):
+            raise BadInputError(f"{self.info.name}: memory clock {mem:g} MHz not supported; supported: {sup['mem_mhz']}")
+        self._core_mhz, self._mem_mhz = core, mem
+
+    def set_fan(self, duty: float | None) -> None:
+        """Hold the fan at ``duty`` (0..1), or give it back to the automatic curve with None."""
+        self._fan_override = None if duty is None else min(1.0, max(0.0, float(duty)))
+
+    def temperature_c(self) -> float:
+        return float(round(self._sensor_temp()))
+
+    def idle(self, duration_s: float) -> None:
+        self._load = Load()
+        self._host_busy = False
+        self._advance(duration_s)
+
+    def run(self, workload: Workload, duration_s: float) -> RunResult:
+        t_true, load = self.evaluate(workload)
+        self._load = load
+        self._host_busy = True
+        span = max(duration_s, t_true)
+        self._advance(span)
+        launches = max(1, int(span / t_true))
+        noise = float(self._rng.normal(0.0, self.preset.sensors.kernel_time_noise))
+        return RunResult(launches, t_true * (1.0 + noise))
+
+    def snapshot(self) -> dict:
+        return {"t": self.t, "t_die": self.t_die, "t_sink": self.t_sink, "t_case": self.t_case,
+                "duty": self.duty, "energy_j": self.energy_j, "avg_buf": list(self._avg_buf),
+                "next_nvml": self._next_nvml, "next_wall": self._next_wall, "wall_acc": self._wall_acc,
+                "wall_n": self._wall_n, "calls": self._calls, "core_mhz": self._core_mhz,
+                "mem_mhz": self._mem_mhz, "fan_override": self._fan_override}
+
+    def restore(self, state: dict, t_mono_s: float | None = None) -> None:
+        for k in ("t", "t_die", "t_sink", "t_case", "duty", "energy_j"):
+            setattr(self, k, float(state[k]))
+        self._avg_buf.clear()
+        self._avg_buf.extend(state["avg_buf"])
+        self._next_nvml, self._next_wall = state["next_nvml"], state["next_wall"]
+        self._wall_acc, self._wall_n = state["wall_acc"], state["wall_n"]
+        self._calls = int(state["calls"])
+        self._core_mhz, self._mem_mhz = state["core_mhz"], state["mem_mhz"]
+        self._fan_override = state["fan_override"]
+        if t_mono_s is not None and t_mono_s > self.t:
+            shift = t_mono_s - self.t  # keep the session clock monotonic across a resume
+            self.t += shift
+            self._next_nvml += shift
+            self._next_wall += shift
+
+    # -- physics --------------------------------------------------------------------------------
+    def evaluate(self, workload: Workload) -> tuple[float, Load]:
+        """True kernel time (s) and power load of ``workload`` at the current clocks (no time passes)."""
+        p = self.preset
+        fc, fm = self._core_mhz, self._mem_mhz
+        t_true = kernel_time_s(p.timing, workload.per_warp, workload.launch, workload.traits, fc, fm,
+                               self.info.default_core_mhz, self.info.default_mem_mhz)
+        counts = unit_counts(workload.per_warp)
+        cycles = t_true * fc * 1e6
+        wps = workload.launch.warps_per_sm
+        ar = {u: min(1.0, counts[u] * wps / (cycles * p.timing.warp_issue_per_cycle)) for u in p.power.units}
+        s_core, s_mem = p.scales(fc, fm)
+        return t_true, load_for(p.power, ar, workload.launch.active_sms, self.info.sm_count, s_core, s_mem)
+
+    def _sensor_temp(self) -> float:
+        return self.t_die + self.preset.thermal.r_io_c_per_w * self._load.dyn_mem_w
+
+    def _advance(self, duration_s: float) -> None:
+        """Advance simulated time by ``duration_s`` (rounded to whole steps)."""
+        self._calls += 1
+        self._rng = np.random.default_rng([self.seed, self._calls])
+        n = max(1, int(round(duration_s / DT_S)))
+        p, th, sm = self.preset, self.preset.thermal, self.preset.sensors
+        pp = p.power
+        fc, fm = self._core_mhz, self._mem_mhz
+        s_core, s_mem = p.scales(fc, fm)
+        v_rel = p.v_core_rel(fc)
+        leak_v = v_rel ** pp.leak_v_exp
+        base_w = pp.p_const_w + pp.idle_core_w * s_core + pp.idle_mem_w * s_mem
+        run_w = self._load.dyn_core_w + self._load.dyn_mem_w
+        mem_w = self._load.dyn_mem_w
+        host_w = pp.host_idle_w + (pp.host_busy_w if self._host_busy else 0.0)
+        sink_frac = th.mem_heat_to_sink
+        r_io = th.r_io_c_per_w
+        running = self._load.running
+        # pre-drawn noise for the samples this call will produce
+        n_nvml = int(n * DT_S / sm.nvml_update_s) + 2
+        n_wall = int(n * DT_S / sm.wall_interval_s) + 2
+        nz_nvml = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(n_nvml, 2))
+        nz_wall = self._rng.normal(0.0, sm.wall_noise_w, size=n_wall)
+        i_nvml = i_wall = 0
+        t_die, t_sink, t_case, duty = self.t_die, self.t_sink, self.t_case, self.duty
+        energy = self.energy_j
+        avg = self._avg_buf
+        t = self.t
+        override = self._fan_override
+        util = 100 if running else 0
+        reasons = 0 if running else 0x1
+        pstate = 0 if running else 8
+        nvml_push, wall_push = self._nvml.push, self._wall.push
+        c_d, c_s, c_c = th.c_die_j_per_c, th.c_sink_j_per_c, th.c_case_j_per_c
+        g_ds, g_sc0, g_scf, g_cr = (th.g_die_sink_w_per_c, th.g_sink_case0_w_per_c, th.g_sink_case_fan_w_per_c,
+                                    th.g_case_room_w_per_c)
+        t_room = th.t_room_c
+        recirc = th.recirculation
+        fan_max = pp.fan_max_w
+        leak_ref, leak_k, leak_t0 = pp.leak_ref_w, pp.leak_k_per_c, pp.leak_ref_c
+        slew = th.fan_slew_per_s * DT_S
+        for _ in range(n):
+            fan_w = fan_max * duty * duty * duty
+            leak_w = leak_ref * leak_v * math.exp(leak_k * (t_die - leak_t0))
+            p_board = base_w + leak_w + fan_w + run_w
+            # thermal network (explicit Euler; die node is the fastest pole, tau ~ 0.5 s >> DT_S)
+            heat_die = p_board - fan_w - sink_frac * mem_w
+            q_ds = g_ds * (t_die - t_sink)
+            q_sc = (g_sc0 + g_scf * duty) * (t_sink - t_case)
+            q_cr = g_cr * (t_case - t_room)
+            t_die += DT_S * (heat_die - q_ds) / c_d
+            t_sink += DT_S * (sink_frac * mem_w + q_ds - q_sc) / c_s
+            t_case += DT_S * (recirc * (q_sc + fan_w) + host_w - q_cr) / c_c
+            # fan controller: target from die temperature, slew-limited
+            target = override if override is not None else min(1.0, max(th.fan_min, th.fan_min + th.fan_gain_per_c * (t_die - th.fan_t0_c)))
+            if target > duty:
+                duty = min(target, duty + slew)
+            else:
+                duty = max(target, duty - slew)
+            energy += p_board * DT_S
+            avg.append(p_board)
+            t += DT_S
+            self._wall_acc += (p_board + host_w) / p.sensors.psu_efficiency(p_board + host_w)
+            self._wall_n += 1
+            if t >= self._next_nvml - 1e-9:
+                temp = t_die + r_io * mem_w
+                inst = p_board + nz_nvml[i_nvml, 0]
+                avg_w = sum(avg) / len(avg) + 0.3 * nz_nvml[i_nvml, 1]
+                nvml_push(Row(t, EPOCH_S + t, {
+                    "power_w": round(inst, 3), "power_avg_w": round(avg_w, 3),
+                    "energy_mj": int(energy * 1000.0), "temp_c": int(round(temp)),
+                    "sm_mhz": fc, "mem_mhz": fm, "fan_pct": int(round(100 * duty)),
+                    "util_gpu_pct": util, "pstate": pstate, "clock_event_reasons": reasons}))
+                i_nvml = min(i_nvml + 1, n_nvml - 1)
+                self._next_nvml += sm.nvml_update_s
+            if t >= self._next_wall - 1e-9:
+                ac = self._wall_acc / max(1, self._wall_n) + nz_wall[i_wall]
+                res = sm.wall_resolution_w
+                wall_push(Row(t, EPOCH_S + t, {"power_w": round(round(ac / res) * res, 1)}))
+                i_wall = min(i_wall + 1, n_wall - 1)
+                self._wall_acc, self._wall_n = 0.0, 0
+                self._next_wall += sm.wall_interval_s
+        self.t_die, self.t_sink, self.t_case, self.duty = t_die, t_sink, t_case, duty
+        self.energy_j = energy
+        self.t = t
+
+    def true_power_w(self) -> float:
+        """Current true board power (W); for tests of the simulator only."""
+        p = self.preset
+        s_core, s_mem = p.scales(self._core_mhz, self._mem_mhz)
+        pp = p.power
+        leak = pp.leak_ref_w * p.v_core_rel(self._core_mhz) ** pp.leak_v_exp * math.exp(
+            pp.leak_k_per_c * (self.t_die - pp.leak_ref_c))
+        return (pp.p_const_w + pp.idle_core_w * s_core + pp.idle_mem_w * s_mem + leak
+                + pp.fan_max_w * self.duty ** 3 + self._load.dyn_core_w + self._load.dyn_mem_w)
+
+    def describe(self) -> dict[str, Any]:
+        return {"preset": self.preset.name, "seed": self.seed, "dt_s": DT_S, "virtual_epoch_s": EPOCH_S}
+
+
+def open_sim(spec: str, seed: int = 0) -> VirtualGPU:
+    """``sim:<preset>`` -> a :class:`VirtualGPU`."""
+    from microbench.devices.sim.presets import get_preset
+
+    name = spec.split(":", 1)[1] if ":" in spec else spec
+    return VirtualGPU(get_preset(name), seed=seed)
+
+

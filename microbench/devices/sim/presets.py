@@ -1,0 +1,273 @@
+"""Presets of the virtual GPU: hidden physics modelled on published figures.
+
+``gtx280``
+    GeForce GTX 280 (GT200, 30 SMs) as measured by Hong & Kim, ISCA 2010 (paper 004) and Hong's thesis:
+    MaxPower per unit (Table 2 / thesis Table 8, with the Spec.Linear units given a saturating power curve),
+    Const_SM 0.813 W, idle power 83 W, log active-SM scaling with beta = 1.1, leakage sized so that its
+    slope between the idle (57 C) and loaded (~79 C) temperatures is 10/22 W/C, fan of ~4 W swing,
+    thermal network sized for RC rise/decay near 35/60 s, DRAM round trip 430 cycles (Mem_L of IPP),
+    141.7 GB/s, 1296/1107 MHz clocks (thesis Table 2/10).
+``gtx580``
+    GeForce GTX 580 (Fermi GF110, 16 SMs) from the thesis, Table 11 (L1 1.6 W, L2 12 W, global 28 W,
+    activation 64 W, idle 27 W) and Sec. 3.11.1 (power linear in active SMs after the activation step),
+    1544/2004 MHz, 192.4 GB/s, 768 KB L2.
+``titanx``
+    GeForce GTX Titan X (Maxwell GM200, 24 SMs) with core and memory DVFS: the clock lists, default
+    clocks (975, 3505 MHz), idle power at locked default clocks (~75 W) and the shape of the relative
+    core/memory voltage curves published with gpmTOOL (Guerreiro et al., HPCA 2018 / TPDS 2019; files
+    in ../shared/data/guerreiro-gtxtitanx), 336.5 GB/s, 3 MB L2, FP64 at 1/32 rate, 250 W TDP. Per-unit
+    powers are of the size of the TPDS'19 fitted omegas (x default clock), split per SM.
+
+The thermal, fan and host figures that papers do not give are plausible values for an air-cooled card
+in a desktop case. Ground truth derived from these physics lives in :mod:`microbench.devices.sim.truth`;
+the fitter never reads either module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from calib.errors import DeviceNotFoundError
+from microbench.devices.base import DeviceInfo
+from microbench.devices.sim.physics import DvfsPhysics, PowerPhysics, ThermalPhysics, UnitPhysics
+from microbench.devices.sim.sensors import SensorModel
+from microbench.devices.sim.timing import TimingPhysics
+
+#: weight of the saturating part of a "Spec.Linear" unit's power curve
+_SAT = 0.92
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A virtual GPU: identity, published-figure-based physics and instrument models."""
+
+    name: str
+    description: str
+    sources: tuple[str, ...]
+    sm_count: int
+    default_core_mhz: float
+    default_mem_mhz: float
+    power: PowerPhysics
+    thermal: ThermalPhysics
+    timing: TimingPhysics
+    sensors: SensorModel = field(default_factory=SensorModel)
+    dvfs: DvfsPhysics | None = None
+    l2_bytes: int = 0
+    l1_bytes: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def units(self) -> tuple[str, ...]:
+        return tuple(self.power.units)
+
+    def supported_clocks(self) -> dict[str, list[float]]:
+        if self.dvfs is None:
+            return {"core_mhz": [self.default_core_mhz], "mem_mhz": [self.default_mem_mhz]}
+        return {"core_mhz": list(self.dvfs.core_mhz), "mem_mhz": list(self.dvfs.mem_mhz)}
+
+    def device_info(self) -> DeviceInfo:
+        return DeviceInfo(
+            name=f"virtual {self.description}", uuid=f"SIM-{self.name}", sm_count=self.sm_count,
+            default_core_mhz=self.default_core_mhz, default_mem_mhz=self.default_mem_mhz,
+            warp_issue_per_cycle=self.timing.warp_issue_per_cycle, supported_clocks=self.supported_clocks(),
+            driver_version="virtual", cuda_version=None,
+            extra={"units": list(self.units), "chip_units": [u for u, p in self.power.units.items() if p.chip],
+                   "mem_domain_units": [u for u, p in self.power.units.items() if p.domain == "mem"],
+                   "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes, "preset": self.name,
+                   "max_warps_per_sm": self.timing.max_warps_per_sm},
+        )
+
+    def v_core_rel(self, core_mhz: float) -> float:
+        if self.dvfs is None:
+            return 1.0
+        return self.dvfs.v_core(core_mhz) / self.dvfs.v_core(self.default_core_mhz)
+
+    def v_mem_rel(self, mem_mhz: float) -> float:
+        if self.dvfs is None:
+            return 1.0
+        return self.dvfs.v_mem(mem_mhz) / self.dvfs.v_mem(self.default_mem_mhz)
+
+    def scales(self, core_mhz: float, mem_mhz: float) -> tuple[float, float]:
+        """V^2 f scale of dynamic power per domain relative to default clocks."""
+        return (self.v_core_rel(core_mhz) ** 2 * core_mhz / self.default_core_mhz,
+                self.v_mem_rel(mem_mhz) ** 2 * mem_mhz / self.default_mem_mhz)
+
+    def steady_state(self, run_w: float = 0.0, mem_w: float = 0.0, host_busy: bool = False,
+                     core_mhz: float | None = None, mem_mhz: float | None = None,
+                     fan: float | None = None) -> dict[str, float]:
+        """Thermal and power equilibrium for a constant runtime load (W), by fixed-point iteration."""
+        pp, th = self.power, self.thermal
+        fc = core_mhz or self.default_core_mhz
+        fm = mem_mhz or self.default_mem_mhz
+        s_core, s_mem = self.scales(fc, fm)
+        base = pp.p_const_w + pp.idle_core_w * s_core + pp.idle_mem_w * s_mem
+        host = pp.host_idle_w + (pp.host_busy_w if host_busy else 0.0)
+        leak_v = self.v_core_rel(fc) ** pp.leak_v_exp
+        t_die = th.t_room_c + 30.0
+        duty = th.fan_min
+        for _ in range(2000):
+            leak = pp.leak_ref_w * leak_v * math.exp(pp.leak_k_per_c * (t_die - pp.leak_ref_c))
+            fan_w = pp.fan_max_w * duty ** 3
+            p = base + leak + fan_w + run_w
+            t_case = th.t_room_c + (th.recirculation * p + host) / th.g_case_room_w_per_c
+            t_sink = t_case + (p - fan_w) / (th.g_sink_case0_w_per_c + th.g_sink_case_fan_w_per_c * duty)
+            new_die = t_sink + (p - fan_w - th.mem_heat_to_sink * mem_w) / th.g_die_sink_w_per_c
+            target = fan if fan is not None else min(1.0, max(th.fan_min, th.fan_min + th.fan_gain_per_c * (new_die - th.fan_t0_c)))
+            t_die = 0.7 * t_die + 0.3 * new_die
+            duty = 0.7 * duty + 0.3 * target
+        return {"t_die": t_die, "t_sink": t_sink, "t_case": t_case, "duty": duty, "power_w": p,
+                "leak_w": leak, "fan_w": fan_w, "sensor_c": t_die + th.r_io_c_per_w * mem_w}
+
+    def idle_steady_state(self) -> dict[str, float]:
+        return self.steady_state()
+
+
+# ------------------------------------------------------------------------------------------------
+# GTX 280 (IPP paper)
+# ------------------------------------------------------------------------------------------------
+
+def _u(p: float, spec: bool, slope: float = 0.1365, domain: str = "core", chip: bool = False) -> UnitPhysics:
+    return UnitPhysics(p, _SAT if spec else 0.0, slope, domain, chip)
+
+
+GTX280 = Preset(
+    name="gtx280",
+    description="GeForce GTX 280 (GT200)",
+    sources=("Hong & Kim, ISCA 2010 (paper 004): Tables 2-3, Sec. 3.4-3.7",
+             "Hong, PhD thesis 2012 (paper 000): Tables 2, 5, 8, 9, 10"),
+    sm_count=30, default_core_mhz=1296.0, default_mem_mhz=1107.0,
+    power=PowerPhysics(
+        units={
+            "fp": _u(0.2, True), "int": _u(0.25, True), "sfu": _u(0.5, False), "alu": _u(0.2, False),
+            "reg": _u(0.3, True), "fds": _u(0.5, True), "shared": _u(1.0, False), "const": _u(0.4, True),
+            "tex": _u(0.9, True),
+            "global": _u(52.0, True, domain="mem", chip=True), "local": _u(52.0, True, domain="mem", chip=True),
+        },
+        p_const_w=16.84, idle_core_w=36.0, idle_mem_w=10.0,
+        leak_ref_w=20.11, leak_ref_c=57.0, leak_k_per_c=0.02, leak_v_exp=2.0,
+        const_sm_w=0.813, activation_w=0.0, sm_scaling="log", sm_beta=1.1,
+        fan_max_w=7.0, host_idle_w=76.0, host_busy_w=34.11,
+    ),
+    # thermal figures tuned (numerically, on noise-free steady states and one step) so that the IPP-level
+    # truths come out as the paper's: idle 83 W at 57 C, RC 35/60 s, mu 0.12 C/W, lambda 5.5 C,
+    # sigma 10/22 W/C. rho cannot be matched with this benchmark set (see truth.py): its memory
+    # intensities are far larger than IPP's, so the hot spot that would give rho = 21.5 C would be absurd.
+    thermal=ThermalPhysics(
+        t_room_c=33.36, c_die_j_per_c=22.0, c_sink_j_per_c=172.4, c_case_j_per_c=2500.0,
+        g_die_sink_w_per_c=88.47, g_sink_case0_w_per_c=2.299, g_sink_case_fan_w_per_c=16.69,
+        g_case_room_w_per_c=10.13, fan_min=0.2025, fan_t0_c=69.16, fan_gain_per_c=0.2087, fan_slew_per_s=0.02,
+        r_io_c_per_w=0.1692, mem_heat_to_sink=0.3,
+    ),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=0.25, max_warps_per_sm=32, max_blocks_per_sm=8,
+        throughput={"fp": 0.25, "int": 0.25, "alu": 0.25, "ctrl": 0.25, "sfu": 1 / 16, "dp": 1 / 32,
+                    "shared": 0.125, "const": 0.25, "tex": 0.125, "global": 0.25, "local": 0.25},
+        latency={"fp": 24, "int": 24, "alu": 24, "ctrl": 24, "sfu": 40, "dp": 48, "const": 28, "tex": 280},
+        dram_lat_a=280.0, dram_lat_b=150.0, dram_bytes_per_mem_cycle=128.0, l2_bytes_per_cycle=0.0,
+        l2_lat=0.0, l1_lat=0.0, shared_lat=38.0, max_outstanding_per_sm=24.0,
+    ),
+    extra={"mem_l_cycles": 430.0},
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# GTX 580 (thesis, Fermi)
+# ------------------------------------------------------------------------------------------------
+
+GTX580 = Preset(
+    name="gtx580",
+    description="GeForce GTX 580 (Fermi GF110)",
+    sources=("Hong, PhD thesis 2012 (paper 000): Table 10, Table 11, Sec. 3.6-3.11",),
+    sm_count=16, default_core_mhz=1544.0, default_mem_mhz=2004.0,
+    power=PowerPhysics(
+        units={
+            "fp": _u(1.1, True), "int": _u(1.1, True), "sfu": _u(0.6, False), "alu": _u(0.5, False),
+            "reg": _u(0.8, True), "fds": _u(0.6, True), "shared": _u(1.4, False), "const": _u(1.0, True),
+            "tex": _u(0.9, True), "l1": _u(1.6, True),
+            "l2": _u(12.0, True, chip=True),
+            "global": _u(28.0, True, domain="mem", chip=True), "local": _u(28.0, True, domain="mem", chip=True),
+        },
+        p_const_w=6.0, idle_core_w=9.0, idle_mem_w=5.0,
+        leak_ref_w=6.5, leak_ref_c=38.0, leak_k_per_c=0.022, leak_v_exp=2.0,
+        const_sm_w=1.2, activation_w=64.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=9.0, host_idle_w=95.0, host_busy_w=35.0,
+    ),
+    thermal=ThermalPhysics(
+        t_room_c=24.0, c_die_j_per_c=25.0, c_sink_j_per_c=420.0, c_case_j_per_c=2500.0,
+        g_die_sink_w_per_c=45.0, g_sink_case0_w_per_c=3.5, g_sink_case_fan_w_per_c=12.0,
+        g_case_room_w_per_c=14.0, fan_min=0.30, fan_t0_c=45.0, fan_gain_per_c=0.03, fan_slew_per_s=0.02,
+        r_io_c_per_w=0.15, mem_heat_to_sink=0.3,
+    ),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=1.0, max_warps_per_sm=48, max_blocks_per_sm=8,
+        throughput={"fp": 1.0, "int": 0.5, "alu": 1.0, "ctrl": 1.0, "sfu": 0.125, "dp": 0.125,
+                    "shared": 0.5, "const": 1.0, "tex": 0.25, "l1": 0.5, "l2": 0.5, "global": 0.5, "local": 0.5},
+        latency={"fp": 18, "int": 18, "alu": 18, "ctrl": 18, "sfu": 30, "dp": 36, "const": 20, "tex": 120},
+        dram_lat_a=380.0, dram_lat_b=220.0, dram_bytes_per_mem_cycle=96.0, l2_bytes_per_cycle=384.0,
+        l2_lat=240.0, l1_lat=40.0, shared_lat=30.0, max_outstanding_per_sm=32.0,
+    ),
+    l1_bytes=16 * 1024, l2_bytes=768 * 1024,
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# GTX Titan X (Maxwell) with DVFS (gpmTOOL data)
+# ------------------------------------------------------------------------------------------------
+
+_TX_CORE = (595.0, 633.0, 671.0, 709.0, 747.0, 785.0, 823.0, 861.0, 899.0, 937.0, 975.0, 1013.0, 1050.0,
+            1088.0, 1126.0, 1164.0)
+# relative core voltage shaped like the TPDS'19 fitted curve: flat at low clocks, rising above ~940 MHz
+_TX_CORE_V = (0.85, 0.85, 0.85, 0.85, 0.85, 0.85, 0.855, 0.86, 0.87, 0.89, 0.93, 0.97, 1.00, 1.03, 1.06,
+              1.09)
+_TX_MEM = (810.0, 3300.0, 3505.0, 4005.0)
+_TX_MEM_V = (1.10, 1.35, 1.35, 1.40)
+
+TITANX = Preset(
+    name="titanx",
+    description="GeForce GTX Titan X (Maxwell GM200)",
+    sources=("Guerreiro et al., HPCA 2018 and IEEE TPDS 2019 (gpmTOOL): clock lists, default clocks, "
+             "idle power at locked clocks, relative voltage curves (../shared/data/guerreiro-gtxtitanx)",
+             "NVIDIA GM200 specifications: 24 SMs, 3 MB L2, 336.5 GB/s, FP64 at 1/32 of FP32, 250 W TDP"),
+    sm_count=24, default_core_mhz=975.0, default_mem_mhz=3505.0,
+    power=PowerPhysics(
+        units={
+            "fp": _u(2.2, True), "dp": _u(1.4, True), "int": _u(2.0, True), "sfu": _u(1.6, False),
+            "alu": _u(1.2, False), "reg": _u(1.0, True), "fds": _u(0.8, True), "shared": _u(1.5, False),
+            "const": _u(0.6, True), "tex": _u(1.0, True), "l1": _u(1.3, True),
+            "l2": _u(18.0, True, chip=True),
+            "global": _u(45.0, True, domain="mem", chip=True), "local": _u(45.0, True, domain="mem", chip=True),
+        },
+        p_const_w=12.0, idle_core_w=22.0, idle_mem_w=24.0,
+        leak_ref_w=14.0, leak_ref_c=40.0, leak_k_per_c=0.018, leak_v_exp=3.0,
+        const_sm_w=0.9, activation_w=12.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=10.0, host_idle_w=80.0, host_busy_w=30.0,
+    ),
+    thermal=ThermalPhysics(
+        t_room_c=24.0, c_die_j_per_c=30.0, c_sink_j_per_c=500.0, c_case_j_per_c=2500.0,
+        g_die_sink_w_per_c=60.0, g_sink_case0_w_per_c=4.0, g_sink_case_fan_w_per_c=14.0,
+        g_case_room_w_per_c=16.0, fan_min=0.25, fan_t0_c=50.0, fan_gain_per_c=0.03, fan_slew_per_s=0.02,
+        r_io_c_per_w=0.1, mem_heat_to_sink=0.3,
+    ),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=4.0, max_warps_per_sm=64, max_blocks_per_sm=32,
+        throughput={"fp": 4.0, "int": 4.0, "alu": 4.0, "ctrl": 2.0, "sfu": 1.0, "dp": 0.125,
+                    "shared": 1.0, "const": 2.0, "tex": 1.0, "l1": 1.0, "l2": 1.0, "global": 1.0, "local": 1.0},
+        latency={"fp": 6, "int": 6, "alu": 6, "ctrl": 8, "sfu": 14, "dp": 48, "const": 10, "tex": 90},
+        dram_lat_a=260.0, dram_lat_b=110.0, dram_bytes_per_mem_cycle=96.0, l2_bytes_per_cycle=512.0,
+        l2_lat=200.0, l1_lat=82.0, shared_lat=24.0, max_outstanding_per_sm=64.0,
+    ),
+    dvfs=DvfsPhysics(_TX_CORE, _TX_CORE_V, _TX_MEM, _TX_MEM_V),
+    l1_bytes=48 * 1024, l2_bytes=3 * 1024 * 1024,
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX)}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name`` (DeviceNotFoundError listing the presets otherwise)."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise DeviceNotFoundError(f"no virtual GPU preset {name!r}; presets: {', '.join(PRESETS)}") from None

@@ -1,0 +1,58 @@
+"""What a fit recovered on a virtual GPU: truth vs fitted value per parameter, and held-out error.
+
+The only consumer of :mod:`microbench.devices.sim.truth` besides the simulator's own tests.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from microbench.devices.sim.truth import ar_forms, ground_truth
+
+
+def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
+                    heldout_rows: int = 0) -> dict[str, Any]:
+    """Per-parameter truth, fitted value and relative error (%), plus the held-out power MAPE."""
+    truth = ground_truth(preset)
+    rows = []
+    for key, t in truth.items():
+        section, name = key.split(".", 1)
+        p = doc.get(section, {}).get("parameters", {}).get(name)
+        fitted = None if p is None else float(p["value"])
+        se = doc.get("fit", {}).get(section, {}).get("stderr", {}).get(name)
+        if fitted is None:
+            err = None
+        elif t["value"] == 0:
+            err = None if fitted != 0 else 0.0
+        else:
+            err = 100.0 * (fitted - t["value"]) / abs(t["value"])
+        rows.append({"parameter": key, "unit": t["unit"], "truth": t["value"], "fitted": fitted, "stderr": se,
+                     "error_pct": err, "abs_error": None if fitted is None else fitted - t["value"],
+                     "truth_from": t["how"]})
+    forms_true = ar_forms(preset)
+    forms_fit = {u: v["ar_function"] for u, v in doc.get("power", {}).get("units", {}).items()}
+    agree = [u for u in forms_fit if forms_true.get(u) == forms_fit[u]]
+    return {"preset": preset, "parameters": rows, "heldout_mape_pct": heldout_mape_pct, "heldout_rows": heldout_rows,
+            "ar_function_agreement": {"agree": len(agree), "of": len(forms_fit),
+                                      "disagree": {u: {"truth": forms_true.get(u), "fitted": forms_fit[u]}
+                                                   for u in forms_fit if u not in agree}}}
+
+
+def format_table(rep: dict[str, Any]) -> str:
+    """The recovery report as a plain-text table."""
+    lines = [f"{'parameter':34s} {'truth':>11s} {'fitted':>11s} {'+/-':>9s} {'error':>9s}"]
+
+    def f(x: Any, spec: str = ".4g") -> str:
+        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+    for r in rep["parameters"]:
+        err = "-" if r["error_pct"] is None else f"{r['error_pct']:+.1f}%"
+        lines.append(f"{r['parameter']:34s} {f(r['truth']):>11s} {f(r['fitted']):>11s} {f(r['stderr'], '.2g'):>9s} {err:>9s}")
+    a = rep["ar_function_agreement"]
+    differs = ", ".join(f"{u} (truth {d['truth']}, fitted {d['fitted']})" for u, d in a["disagree"].items())
+    lines.append(f"access-rate function (linear/log) agrees with the physics for {a['agree']} of {a['of']} units"
+                 + (f"; differs: {differs}" if differs else ""))
+    if rep["heldout_mape_pct"] is not None:
+        lines.append(f"held-out workloads: power MAPE {rep['heldout_mape_pct']:.2f}% over {rep['heldout_rows']} rows")
+    return "\n".join(lines)

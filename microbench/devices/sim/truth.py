@@ -1,0 +1,152 @@
+"""Ground truth of the virtual GPU presets, in the terms of the fitted model.
+
+Only :mod:`microbench.devices.sim.recovery` (and tests of the simulator) read this module; the fitter
+never does. Model-level truths are either design values of the hidden physics (MaxPower per unit at
+AR = 1, Const_SM, activation, beta) or exact consequences of it, computed without noise:
+
+- ``idle_power_w``, ``idle_temp_c``: the idle thermal/power equilibrium at default clocks;
+- ``rc_rise_s``, ``rc_decay_s``: single-pole time constants that fit best (least squares) the noise-free,
+  unquantized sensor temperature of the standard campaign's thermal steps (the physics has three poles
+  and a temperature-controlled fan, so "the" RC constant is defined by this protocol);
+- ``sigma_w_per_c``: the slope of leakage power between the idle temperature and the steady temperature
+  of the reference thermal step (leakage is exponential, so this is a secant);
+- ``mu_c_per_w``, ``lambda_c``, ``rho_c``: the least-squares plane through the exact steady-state
+  temperature rises of the thermal workloads vs their cold runtime power and memory intensity (IPP eq. 19);
+- ``fan_max_power_w``: fan power at 100 % duty.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from calib.units import mem_intensity
+from microbench.benchmarks import CAMPAIGNS, thermal_benchmarks
+from microbench.devices.sim.presets import Preset, get_preset
+
+#: the thermal protocol that defines the RC truths
+RC_PROTOCOL = "standard"
+
+
+def _rise(t: np.ndarray, t0: float, delta: float, tau: float) -> np.ndarray:
+    return t0 + delta * (1.0 - np.exp(-t / tau))
+
+
+def _decay(t: np.ndarray, tinf: float, gamma: float, tau: float) -> np.ndarray:
+    return tinf + gamma * np.exp(-t / tau)
+
+
+def _pooled_tau(curves: list[tuple[np.ndarray, np.ndarray]], kind: str) -> float:
+    """Shared time constant of several step curves, each with its own level and amplitude."""
+    from scipy.optimize import least_squares
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        tau = x[0]
+        out = []
+        for i, (t, y) in enumerate(curves):
+            a, b = x[1 + 2 * i], x[2 + 2 * i]
+            model = _rise(t, a, b, tau) if kind == "rise" else _decay(t, a, b, tau)
+            out.append(model - y)
+        return np.concatenate(out)
+
+    x0 = [40.0]
+    for t, y in curves:
+        x0 += [float(y[0]), float(y[-1] - y[0])] if kind == "rise" else [float(y[-1]), float(y[0] - y[-1])]
+    return float(least_squares(resid, x0).x[0])
+
+
+def _thermal_traces(preset: Preset) -> list[dict[str, Any]]:
+    from microbench.devices.sim.device import VirtualGPU
+
+    spec = CAMPAIGNS[RC_PROTOCOL]
+    dev = VirtualGPU(preset, seed=0)
+    out = []
+    for b in thermal_benchmarks(dev.info, RC_PROTOCOL):
+        w = b.workload(dev.info)
+        ts, temps = [], []
+        for _ in range(int(spec.heat_s)):
+            dev.run(w, 1.0)
+            ts.append(len(ts) + 1.0)
+            temps.append(dev._sensor_temp())
+        heat_t, heat_y = np.array(ts), np.array(temps)
+        ts, temps = [], []
+        for _ in range(int(spec.cool_s)):
+            dev.idle(1.0)
+            ts.append(len(ts) + 1.0)
+            temps.append(dev._sensor_temp())
+        out.append({"workload": b.name, "heat": (heat_t, heat_y), "cool": (np.array(ts), np.array(temps))})
+        # back to idle equilibrium before the next step, as the campaign's cooldown does
+        dev.idle(600.0)
+    return out
+
+
+def _leak(p: Preset, temp_c: float) -> float:
+    pp = p.power
+    return pp.leak_ref_w * math.exp(pp.leak_k_per_c * (temp_c - pp.leak_ref_c))
+
+
+@lru_cache(maxsize=8)
+def ground_truth(name: str) -> dict[str, dict[str, Any]]:
+    """Truth per parameter name, ``{"section.param": {"value", "unit", "how"}}`` (see module docstring)."""
+    return truth_of(get_preset(name))
+
+
+def truth_of(p: Preset, thermal_only: bool = False) -> dict[str, dict[str, Any]]:
+    """Ground truth of any preset object (used to design presets as well)."""
+    from microbench.devices.sim.device import VirtualGPU
+
+    idle = p.steady_state()
+    truth: dict[str, dict[str, Any]] = {}
+
+    def put(key: str, value: float, unit: str, how: str) -> None:
+        truth[key] = {"value": float(value), "unit": unit, "how": how}
+
+    put("power.idle_power_w", idle["power_w"], "W", "idle equilibrium")
+    put("power.const_sm_power_w", p.power.const_sm_w, "W", "design")
+    put("power.activation_power_w", p.power.activation_w, "W", "design")
+    if p.power.sm_scaling == "log":
+        put("power.sm_beta", p.power.sm_beta, "1", "design")
+    for u, up in p.power.units.items():
+        put(f"power.max_power_{u}_w", up.max_power_w, "W", "design (power at AR = 1)")
+    put("thermal.idle_temp_c", idle["sensor_c"], "C", "idle equilibrium")
+    put("thermal.fan_max_power_w", p.power.fan_max_w, "W", "design")
+
+    dev = VirtualGPU(p, seed=0)
+    benches = thermal_benchmarks(dev.info, RC_PROTOCOL)
+    ref = benches[0].workload(dev.info)
+    _, load = dev.evaluate(ref)
+    hot = p.steady_state(load.dyn_core_w + load.dyn_mem_w, load.dyn_mem_w, host_busy=True)
+    put("thermal.sigma_w_per_c", (_leak(p, hot["t_die"]) - _leak(p, idle["t_die"])) / (hot["t_die"] - idle["t_die"]),
+        "W/C", f"leakage secant between idle and {benches[0].name} steady state")
+
+    rows = []
+    all_b = list(thermal_benchmarks(dev.info, "full"))
+    for b in all_b:
+        w = b.workload(dev.info)
+        _, ld = dev.evaluate(w)
+        run_w = ld.dyn_core_w + ld.dyn_mem_w
+        ss = p.steady_state(run_w, ld.dyn_mem_w, host_busy=True)
+        rows.append((run_w, mem_intensity(w.per_warp), ss["sensor_c"] - idle["sensor_c"]))
+    a = np.array([[r[0], 1.0, r[1]] for r in rows])
+    y = np.array([r[2] for r in rows])
+    mu, lam, rho = np.linalg.lstsq(a, y, rcond=None)[0]
+    how = f"plane through exact steady-state rises of {len(rows)} thermal workloads"
+    put("thermal.mu_c_per_w", mu, "C/W", how)
+    put("thermal.lambda_c", lam, "C", how)
+    put("thermal.rho_c", rho, "C", how)
+
+    traces = _thermal_traces(p)
+    put("thermal.rc_rise_s", _pooled_tau([tr["heat"] for tr in traces], "rise"), "s",
+        f"pooled single-pole fit to noise-free {RC_PROTOCOL} thermal steps")
+    put("thermal.rc_decay_s", _pooled_tau([tr["cool"] for tr in traces], "decay"), "s",
+        f"pooled single-pole fit to noise-free {RC_PROTOCOL} thermal steps")
+    return truth
+
+
+def ar_forms(name: str) -> dict[str, str]:
+    """Which access-rate function each unit's physics resembles: 'log' (saturating) or 'linear'."""
+    p = get_preset(name)
+    return {u: ("log" if up.w > 0 else "linear") for u, up in p.power.units.items()}
+
