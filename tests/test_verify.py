@@ -256,3 +256,12 @@ def test_cli_missing_toolchain_exit_1(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert main(["verify", "--arch", "sm_70"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("ERROR: no toolchain for sm_70") and "nvidia-cuda-nvrtc-cu12" in err
+
+
+def test_intensity_extremes_compile_to_the_model(compiler: KernelCompiler, toolchains: Toolchains) -> None:
+    # the ends of the mixbench sweep: k = 256 dependent FMAs per element, and k = 1
+    _need(toolchains, "sm_70")
+    res = verify(("sm_70",), ["fma_intensity"], compiler=compiler, overrides={"fma_intensity": {"k": 256}})
+    assert res[0].loops_match and res[0].loops_ptx[0]["fp"] == 16 * 4 * 257
+    res = verify(("sm_70",), ["fma_intensity"], compiler=compiler, overrides={"fma_intensity": {"k": 1}})
+    assert res[0].ok and res[0].loops_ptx[0]["fp"] == 16 * 4 * 2
