@@ -139,7 +139,7 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise BadInputError(
-                f"{source}: row {i + 1}, column '{col}': activity {v[i]!r} outside [0, 1] "
+                f"{source}: row {i + 1}, column '{col}': activity {float(v[i]):g} outside [0, 1] "
                 "(activities are access rates or utilizations)")
     for col in ("power_w", "core_mhz", "mem_mhz", "time_s", "active_sms"):
         if col in out.columns:
@@ -148,7 +148,7 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
             bad &= ~np.isnan(v)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise BadInputError(f"{source}: row {i + 1}, column '{col}': {v[i]!r} is not a valid value")
+                raise BadInputError(f"{source}: row {i + 1}, column '{col}': {float(v[i]):g} is not a valid value")
     return out
 
 
@@ -160,6 +160,16 @@ def read_samples(path: str | os.PathLike, require_power: bool = True,
         raise BadInputError(f"{path}: file not found")
     if path.is_dir():
         raise BadInputError(f"{path}: is a directory, expected a samples table (CSV)")
+    import csv
+
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            header = next(csv.reader([fh.readline()]), [])
+    except UnicodeDecodeError as e:
+        raise BadInputError(f"{path}: not a text CSV file") from e
+    dup = sorted({c.strip() for c in header if [h.strip() for h in header].count(c.strip()) > 1})
+    if dup:
+        raise BadInputError(f"{path}: column '{dup[0]}' appears more than once")
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError as e:
@@ -185,4 +195,4 @@ def write_samples(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a samples table atomically (CSV, full float precision)."""
     from calib.atomic import atomic_write_text
 
-    atomic_write_text(path, df.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))

@@ -66,10 +66,30 @@ class Window:
     info: dict[str, Any]
 
 
+def _completed(markers: pd.DataFrame) -> set[tuple]:
+    """(workload, repeat, segment) of campaign steps whose ``workload_done`` marker is on disk.
+
+    A step interrupted by a kill is re-run after the resume (in a later segment); its partial windows
+    in the earlier segment must not count twice.
+    """
+    done = markers[markers["event"] == "workload_done"]
+    has_steps = len(done) > 0 or (markers["event"] == "campaign_done").any()
+    if not has_steps:
+        return set()
+    return {(m["workload"], int(m["repeat"]) if not pd.isna(m["repeat"]) else 0, int(m["segment"]))
+            for _, m in done.iterrows()}
+
+
 def _pair(markers: pd.DataFrame, start: str, stop: str) -> list[Window]:
-    """Pair start/stop markers of the same workload, repeat and segment (unpaired starts are dropped)."""
+    """Pair start/stop markers of the same workload, repeat and segment (unpaired starts are dropped).
+
+    In a campaign session (one with ``workload_done`` markers) only windows of completed steps count;
+    a standalone log without step markers keeps every window.
+    """
     out = []
     open_: dict[tuple, tuple[float, dict]] = {}
+    done = _completed(markers)
+    campaign = (markers["event"] == "workload_done").any()
     for _, m in markers.iterrows():
         rep = int(m["repeat"]) if not pd.isna(m["repeat"]) else 0
         key = (m["workload"], rep, int(m["segment"]))
@@ -77,6 +97,8 @@ def _pair(markers: pd.DataFrame, start: str, stop: str) -> list[Window]:
             open_[key] = (float(m["t_mono_s"]), m["info"])
         elif m["event"] == stop and key in open_:
             t0, info0 = open_.pop(key)
+            if campaign and key not in done:
+                continue
             out.append(Window(key[0], key[1], key[2], t0, float(m["t_mono_s"]), {**info0, **m["info"]}))
     return out
 
