@@ -78,13 +78,13 @@ def test_square_wave_commands_and_marks_edges():
 def test_host_stamp_offset_over_a_real_pty(tmp_path):
     """An analyzer whose power follows a square wave in wall time, logged through the pty: the lag
     of its host stamps is the transport + framing offset that alignment must remove."""
-    t0 = time.time() + 0.3
-    edges_wall = [(t0 + 0.4 * i, t0 + 0.4 * i + 0.2) for i in range(5)]
+    t0 = time.time() + 0.2
+    edges_wall = [(t0 + 0.3 * i, t0 + 0.3 * i + 0.15) for i in range(5)]
     link = tmp_path / "m.tty"
     with CsvEmulator(link, frame_period_s=0.005, columns=1,
                      power_fn=lambda tw: 50.0 + 100.0 * pattern_signal(edges_wall, [tw])[0]):
         drv = CsvLineSource(str(link)).start()
-        time.sleep(t0 + 2.3 - time.time())
+        time.sleep(t0 + 1.7 - time.time())
         drv.close()
         rows = drv.read()
     t = [r.t_wall_s for r in rows]

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from unittest import mock
+
 import pytest
 
 from calib.cli import main
@@ -126,3 +128,22 @@ def test_appending_with_different_columns_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "csv.csv: stream header" in err and "refusing to append rows with a different layout" in err
     assert len(read_session(sess).manifest["segments"]) == 1  # the refused run left no trace
+
+
+def test_nvml_logging_in_process_with_patched_binding(tmp_path, capsys):
+    from microbench.devices.nvml_fake import FakeGpu, install_fake
+
+    sess = tmp_path / "s"
+    with mock.patch("microbench.devices.nvml.pynvml", autospec=True) as m:
+        install_fake(m, [FakeGpu(power_fn=lambda t: 180.0)])
+        assert main(["log", "--nvml", "0", "--rate", "50", "--duration", "1.2", "-o", str(sess)]) == 0
+    out = capsys.readouterr().out
+    assert "nvml0:" in out and "energy counter" in out and "vs integrated power" in out
+    s = read_session(sess)
+    assert s.manifest["device"]["name"] == "NVIDIA Fake A100"
+    assert s.manifest["sensors"][0]["capabilities"]["power_w_source"].startswith("field NVML_FI_DEV_POWER_INSTANT")
+    e = s.manifest["log_segments"][0]["streams"]["nvml0"]["energy"]
+    span = e["t1_s"] - e["t0_s"]
+    assert e["integrated_j"] == pytest.approx(180.0 * span, rel=1e-6)
+    assert abs(e["disagreement_pct"]) < 15.0  # 100 ms counter steps over ~1.2 s
+    assert len(s.stream("nvml0")) >= 50

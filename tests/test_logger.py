@@ -62,15 +62,15 @@ def test_nvml_sensor_through_the_logger_with_patched_binding(tmp_path):
         s = NvmlSensor(0)
         w = _writer(tmp_path, [s])
         with SensorLogger(w, [s], period_s=0.02):
-            time.sleep(1.5)
+            time.sleep(1.2)
         s.close()
         w.close()
     df = read_session(tmp_path / "sess").stream("nvml0")
-    assert len(df) >= 60 and (df["power_w"] == 250.0).all()
+    assert len(df) >= 45 and (df["power_w"] == 250.0).all()
     we = window_energy(df, float(df["t_mono_s"].iloc[2]), float(df["t_mono_s"].iloc[-3]))
     span = float(df["t_mono_s"].iloc[-3] - df["t_mono_s"].iloc[2])
     assert we.integrated_j == pytest.approx(250.0 * span, rel=1e-6)
-    assert abs(we.disagreement_pct) < 10.0  # 100 ms counter steps over ~1.3 s
+    assert abs(we.disagreement_pct) < 12.0  # 100 ms counter steps over ~1 s
 
 
 def test_transient_errors_are_counted_and_warned(tmp_path):

@@ -35,6 +35,7 @@ def test_doctor_reports_fields_sources_and_permission(fake, capsys):
 
 
 def test_doctor_json_probe_rate_and_analyzer(fake, capsys, tmp_path):
+    fake.gpus.pop()  # one GPU: the rate probe takes 1 s per GPU
     link = tmp_path / "wt.tty"
     with YokogawaEmulator(link, 0.1):
         assert main(["doctor", "--json", "--probe-rate", "--serial", str(link), "--protocol", "wt310"]) == 0

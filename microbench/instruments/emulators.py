@@ -537,9 +537,9 @@ class PowerSensor3Emulator(PtyEmulator):
 SCENARIOS: dict[str, tuple[Any, dict[str, Any]]] = {
     "csv": (lambda link: CsvEmulator(link, 0.05), {"columns": ("power_w", "voltage_v"), "stale_partial_s": 0.02}),
     "wattsup": (lambda link: WattsUpEmulator(link, 0.05), {}),
-    "wt310": (lambda link: YokogawaEmulator(link, 0.1), {"update_rate": "100MS"}),
-    "wt210": (lambda link: YokogawaEmulator(link, 0.1, dialect="wt210"), {"update_rate": "100MS"}),
-    "hioki": (lambda link: HiokiEmulator(link, 0.1), {"period_s": 0.1}),
+    "wt310": (lambda link: YokogawaEmulator(link, 0.05), {"update_rate": "50MS"}),
+    "wt210": (lambda link: YokogawaEmulator(link, 0.05, dialect="wt210"), {"update_rate": "50MS"}),
+    "hioki": (lambda link: HiokiEmulator(link, 0.05), {"period_s": 0.05}),
     "powersensor3": (lambda link: PowerSensor3Emulator(link), {"average_frames": 1}),
 }
 

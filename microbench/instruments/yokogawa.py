@@ -46,6 +46,7 @@ from microbench.instruments.base import (
 #: values a WT meter sends instead of a measurement
 NAN_CODE, INF_CODE = 9.91e37, 9.9e37
 
+#: ``:RATE`` settings; 50MS exists on the newer WT300E-series only (check the model's manual)
 RATES_S = {"50MS": 0.05, "100MS": 0.1, "250MS": 0.25, "500MS": 0.5, "1S": 1.0, "2S": 2.0, "5S": 5.0,
            "10S": 10.0, "20S": 20.0}
 
