@@ -49,7 +49,7 @@ class VirtualGPU(Device):
         self.t_die, self.t_sink, self.t_case, self.duty = st["t_die"], st["t_sink"], st["t_case"], st["duty"]
         self.energy_j = 0.0
         self._avg_buf: deque[float] = deque(maxlen=max(1, round(preset.sensors.nvml_avg_window_s / DT_S)))
-        self._next_nvml = 0.0
+        self._next_nvml = preset.sensors.nvml_update_s
         self._next_wall = preset.sensors.wall_interval_s
         self._wall_acc = 0.0
         self._wall_n = 0
