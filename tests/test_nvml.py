@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
-import math
 import subprocess
 import sys
 import textwrap
 import time
-import warnings
 from pathlib import Path
 from unittest import mock
 

@@ -15,7 +15,7 @@ from calib.session import SessionWriter, read_session
 from microbench.devices.base import Device, DeviceInfo, Launch, RunResult, Workload
 from microbench.devices.nvml_fake import FakeGpu, install_fake
 from microbench.logger import SensorLogger
-from microbench.protocol import ThermalProtocol, cooldown, run_point, run_trial, temperature_gate
+from microbench.protocol import ThermalProtocol, cooldown, run_point, temperature_gate
 
 WL = Workload("fp32_fma", {"fp": 1000.0}, Launch(80, 256, 80), kernel="fp32_fma", params={"iters": 100})
 
