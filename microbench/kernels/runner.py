@@ -147,6 +147,9 @@ class KernelRunner:
         self.smem_per_block_optin = attr("MaxSharedMemoryPerBlockOptin")
         self.stream = cp.cuda.Stream(non_blocking=True)
         self._modules: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
+        # read-only inputs are shared by every prepared kernel that needs the same data (a campaign
+        # prepares dozens of workloads over 1 GiB working sets)
+        self._data: dict[tuple[Any, ...], Any] = {}
         self._closed = False
 
     # -- device facts ------------------------------------------------------------------------
@@ -220,13 +223,16 @@ class KernelRunner:
         entry = spec.entry
         if entry in ("pchase_ca", "pchase_cg"):
             f, s = int(p["footprint_bytes"]), int(p["stride_bytes"])
-            n = f // s
-            nxt = pointer_chain(n, p["pattern"])
-            buf = cp.zeros(f // 8, dtype=cp.uint64)
-            base = int(buf.data.ptr)
-            idx = np.arange(n, dtype=np.int64) * (s // 8)
-            buf[cp.asarray(idx)] = cp.asarray((base + nxt * s).astype(np.uint64))
-            return buf, buffers
+            key = ("chain64", f, s, p["pattern"])
+            if key not in self._data:
+                n = f // s
+                nxt = pointer_chain(n, p["pattern"])
+                buf = cp.zeros(f // 8, dtype=cp.uint64)
+                base = int(buf.data.ptr)
+                idx = np.arange(n, dtype=np.int64) * (s // 8)
+                buf[cp.asarray(idx)] = cp.asarray((base + nxt * s).astype(np.uint64))
+                self._data[key] = buf
+            return self._data[key], buffers
         if entry == "pchase_shared":
             f, s = int(p["footprint_bytes"]), int(p["stride_bytes"])
             n = f // s
@@ -245,9 +251,10 @@ class KernelRunner:
         foot = int(p.get("footprint_bytes", 0) or 0)
         if entry in ("const_ld",) or not foot:
             return cp.zeros(4, dtype=cp.float32), buffers
-        n = foot // 4
-        data = cp.random.RandomState(DATA_SEED).uniform(-1.0, 1.0, n, dtype=cp.float32)
-        return data, buffers
+        key = ("floats", foot)
+        if key not in self._data:
+            self._data[key] = cp.random.RandomState(DATA_SEED).uniform(-1.0, 1.0, foot // 4, dtype=cp.float32)
+        return self._data[key], buffers
 
     # -- running ------------------------------------------------------------------------------
     def _launch(self, prep: PreparedKernel, count: int) -> None:
@@ -402,6 +409,7 @@ class KernelRunner:
             self.stream.synchronize()
         finally:
             self._modules.clear()
+            self._data.clear()
 
 
 def _util_spec() -> KernelSpec:
