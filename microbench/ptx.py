@@ -150,8 +150,8 @@ class PtxFunction:
         raise ValueError(f"{self.name}: control flow runs off the end without ret/exit")
 
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_ENTRY = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)\s*\(", re.S)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_ENTRY = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)\s*\(", re.DOTALL)
 _LABEL = re.compile(r"([A-Za-z_$%][\w$%]*)\s*:(?!:)")
 _PRED = re.compile(r"@(!?%?[\w$]+)\s+")
 

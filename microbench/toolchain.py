@@ -119,7 +119,7 @@ class Compiled:
 
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     except FileNotFoundError as e:
         raise ToolchainError(f"{what}: {cmd[0]} not found") from e
     if res.returncode != 0:

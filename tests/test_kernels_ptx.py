@@ -69,7 +69,7 @@ def test_parse_finds_entry_labels_and_instructions() -> None:
     assert [i.opcode for i in f.instructions][:4] == ["ld.param.u64", "ld.param.u32", "mov.u32", "setp.lt.s32"]
     assert f.instructions[4].pred == "%p1" and f.instructions[4].branch_target() == "$L__BB0_3"
     # the .pragma directive and comments are not instructions; the vector operand braces stay inside
-    mma = [i for i in f.instructions if i.base == "mma"][0]
+    mma = next(i for i in f.instructions if i.base == "mma")
     assert mma.operands.startswith("{%f1,%f2,%f3,%f4}")
     assert set(f.labels) == {"$L__BB0_2", "$L__BB0_3", "$L__BB0_5"}
 

@@ -7,8 +7,9 @@ each of those names exists in the real CuPy, so the runner cannot drift to inven
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -160,7 +161,7 @@ class FakeGPU:
 
 def _execute(name: str, grid: tuple, block: tuple, args: tuple) -> None:
     """What the kernels write to ``out`` (enough to test how the runner reads it)."""
-    out, data, iters = args[0], args[1], int(args[2])
+    out, iters = args[0], int(args[2])
     o64 = out.a.view(np.uint64)
     if name in ("pchase_ca", "pchase_cg", "pchase_shared"):
         o64[0] = iters * 8 * 250  # unroll 8 in the tests: 250 cycles per access
@@ -194,6 +195,7 @@ def test_prepare_builds_fixed_arguments_and_compiles_the_verified_text(gpu: Fake
     prep = r.prepare("dram", {"footprint_bytes": 1 << 20, "iters": 10}, Launch(160, 256, 80))
     out, data, iters, foot, fa, fb, ia, ib, never = prep.args
     assert isinstance(iters, np.int32) and iters == 10
+    assert isinstance(fb, np.float32) and isinstance(ib, np.uint32)
     assert isinstance(foot, np.uint64) and foot == 1 << 20
     assert isinstance(fa, np.float32) and isinstance(ia, np.uint32) and math.isnan(never)
     assert data.a.dtype == np.float32 and data.a.nbytes == 1 << 20 and -1 <= data.a.min() < data.a.max() <= 1

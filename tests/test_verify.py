@@ -15,8 +15,8 @@ import pytest
 from microbench import toolchain
 from microbench.__main__ import main
 from microbench.kernels import catalog
-from microbench.toolchain import KernelCompiler, Toolchains, ToolchainError
-from microbench.verify import check_compiled, arch_info, verify
+from microbench.toolchain import KernelCompiler, ToolchainError, Toolchains
+from microbench.verify import arch_info, check_compiled, verify
 
 ARCHS = ("sm_70", "sm_80", "sm_90")
 
@@ -209,7 +209,7 @@ def test_unstressed_kernel_fails(kernel_copy: Path, toolchains: Toolchains) -> N
 
 def test_missing_toolchain_names_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
-    monkeypatch.setattr(toolchain, "find_nvrtc_libs", lambda: [])
+    monkeypatch.setattr(toolchain, "find_nvrtc_libs", list)
     tc = Toolchains()
     with pytest.raises(ToolchainError, match=r"no toolchain for sm_70 \(found: none\)\. sm_70 needs CUDA 12 or "
                                              r"older: install NVRTC and ptxas from CUDA 12 \(pip install "
@@ -252,7 +252,7 @@ def test_cli_bad_input(capsys: pytest.CaptureFixture) -> None:
 
 def test_cli_missing_toolchain_exit_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setattr(toolchain, "find_nvcc", lambda: None)
-    monkeypatch.setattr(toolchain, "find_nvrtc_libs", lambda: [])
+    monkeypatch.setattr(toolchain, "find_nvrtc_libs", list)
     assert main(["verify", "--arch", "sm_70"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("ERROR: no toolchain for sm_70") and "nvidia-cuda-nvrtc-cu12" in err

@@ -195,7 +195,6 @@ class NvmlGpu:
             self.index = index if index is not None else -1
             self.name = _str(_nvml("GPU name", pynvml.nvmlDeviceGetName, self.handle))
             self.uuid = _str(_nvml("GPU UUID", pynvml.nvmlDeviceGetUUID, self.handle))
-            self.where = f"GPU {self.index} ({self.name})"
             self._caps: dict[str, Any] | None = None
             self._fields: list[tuple[str, Any]] = []
             self._prev_energy_mj: int | None = None
@@ -205,6 +204,11 @@ class NvmlGpu:
             pynvml.nvmlShutdown()
             self._open = False
             raise
+
+    @property
+    def where(self) -> str:
+        """How messages name this GPU."""
+        return f"GPU {self.index} ({self.name})" if self.index >= 0 else f"GPU {self.name}"
 
     # -- identity --------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:

@@ -295,7 +295,7 @@ MIX_MACROS = {c: f"MIX_{c.upper()}" for c in MIX_CLASSES}
 
 def mix_per_trip_ops(p: Mapping[str, Any]) -> dict[str, int]:
     """Instructions of each mix class per trip (per-step count x unroll, an integer)."""
-    return {c: int(round(float(p[c]) * p["unroll"])) for c in MIX_CLASSES}
+    return {c: round(float(p[c]) * p["unroll"]) for c in MIX_CLASSES}
 
 
 def _mix_consumption(n: int, unroll: int) -> int:
@@ -420,7 +420,9 @@ _COMPUTE_RT = {"fa": CHAIN_C, "fb": CHAIN_SCALE}
 
 def _stream_spec(name: str, entry: str, level: str, stresses: str, cls: str, foot: int, desc: str,
                  load_op: str, rule: str, min_share: float = 0.6) -> KernelSpec:
-    window = lambda p: _window_bytes(p, 2 * p["ilp"])  # noqa: E731
+    def window(p: Mapping[str, Any]) -> int:
+        return _window_bytes(p, 2 * p["ilp"])
+
     return KernelSpec(name, "mem.cu", entry, stresses, _pair_body(cls), {**_LOOP, "footprint_bytes": foot}, desc,
                       _mem_traits(level), overhead=_stream_overhead, mem_level=level, min_share=min_share,
                       runtime=lambda p: {"fb": CHAIN_SCALE}, validate=_check_footprint(window),

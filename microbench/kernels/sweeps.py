@@ -50,7 +50,7 @@ def sm_points(sm_count: int, n_points: int) -> list[int]:
     """About ``n_points`` SM counts from 1 to ``sm_count``, geometrically spaced, always including both ends."""
     if sm_count < 1 or n_points < 1:
         raise BadInputError("sm_count and n_points must be positive")
-    return sorted({int(round(x)) for x in np.geomspace(1, sm_count, n_points)} | {1, sm_count})
+    return sorted({round(float(x)) for x in np.geomspace(1, sm_count, n_points)} | {1, sm_count})
 
 
 def active_sm_sweep(kernel: str, sm_count: int, points: Sequence[int] | int, warps_per_block: int = 8,
@@ -66,7 +66,7 @@ def active_sm_sweep(kernel: str, sm_count: int, points: Sequence[int] | int, war
         raise BadInputError(f"active SM counts must be in [1, {sm_count}], not {pts}")
     out = []
     for n in pts:
-        iters = max(1, int(round(base["iters"] * sm_count / n)))
+        iters = max(1, round(base["iters"] * sm_count / n))
         out.append(SweepPoint(kernel, spec.params(**{**params, "iters": iters}),
                               Launch(blocks=n, threads_per_block=32 * warps_per_block, active_sms=n)))
     return out
