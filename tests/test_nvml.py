@@ -107,6 +107,15 @@ def test_fallback_to_power_usage_and_energy_function_when_fields_unsupported(fak
     s.close()
 
 
+def test_grace_hopper_falls_back_to_module_scope_power(fake):
+    fake.gpus[0].module_scope_only = True
+    with pytest.warns(RuntimeWarning, match="logging MODULE-scope power"):
+        s = nvml.NvmlSensor(0)
+    assert s.capabilities()["power_scope"] == "NVML_POWER_SCOPE_MODULE"
+    assert s.read()[0].values["power_w"] == pytest.approx(123.456)
+    s.close()
+
+
 def test_unsupported_at_probe_leaves_column_empty(fake):
     fake.gpus[0].unsupported |= {"fan", "utilization"}
     s = nvml.NvmlSensor(0)

@@ -274,6 +274,19 @@ class NvmlGpu:
         notes: dict[str, str] = {}
         for key, fid in fields.items():
             supported[key], notes[key] = self._probe_field(fid)
+        scope = "NVML_POWER_SCOPE_GPU"
+        if not supported["power_instant"]:
+            # Grace Hopper reports power for the module (CPU + GPU + memory) only (Zeus, PMT do the same)
+            mod = (pynvml.NVML_FI_DEV_POWER_INSTANT, pynvml.NVML_POWER_SCOPE_MODULE)
+            ok, _ = self._probe_field(mod)
+            if ok:
+                fields["power_instant"] = mod
+                fields["power_average"] = (pynvml.NVML_FI_DEV_POWER_AVERAGE, pynvml.NVML_POWER_SCOPE_MODULE)
+                supported["power_instant"], notes["power_instant"] = True, "ok"
+                supported["power_average"], notes["power_average"] = self._probe_field(fields["power_average"])
+                scope = "NVML_POWER_SCOPE_MODULE"
+                warnings.warn(f"{self.where}: GPU-scope power is not available; logging MODULE-scope power "
+                              "(whole superchip: CPU + GPU + memory)", RuntimeWarning, stacklevel=2)
         calls = {
             "power_usage": lambda: pynvml.nvmlDeviceGetPowerUsage(h),
             "energy_counter": lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h),
@@ -308,7 +321,7 @@ class NvmlGpu:
             "unsupported_reasons": {k: v for k, v in notes.items() if not supported[k]},
             "power_w_source": src,
             "energy_mj_source": esrc,
-            "power_scope": "NVML_POWER_SCOPE_GPU",
+            "power_scope": scope,
             "binding": f"nvidia-ml-py (pynvml module {getattr(pynvml, '__file__', '?')})",
         }
         if src is None:

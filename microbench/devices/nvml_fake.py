@@ -52,6 +52,7 @@ class FakeGpu:
     unsupported: set[str] = field(default_factory=set)
     fail: dict[str, int] = field(default_factory=dict)
     lock_error: int | None = None  # error code returned by Set*LockedClocks
+    module_scope_only: bool = False  # Grace Hopper: power fields only at NVML_POWER_SCOPE_MODULE
     t0: float = field(default_factory=time.time)
     calls: list[tuple[str, tuple]] = field(default_factory=list)
     locked_core: tuple[int, int] | None = None
@@ -100,6 +101,10 @@ class FakeNvml:
             fv.fieldId, fv.scopeId = fid, scope
             fv.timestamp = int(now * 1e6)
             key = _FIELD_KEYS.get(fid)
+            if key in ("power_instant", "power_average") and gpu.module_scope_only != (
+                    scope == real.NVML_POWER_SCOPE_MODULE):
+                fv.nvmlReturn = real.NVML_ERROR_NOT_SUPPORTED
+                continue
             if key is None or key in gpu.unsupported:
                 fv.nvmlReturn = real.NVML_ERROR_NOT_SUPPORTED
                 continue
