@@ -365,3 +365,29 @@ def test_runner_uses_only_real_cupy_names(gpu: FakeGPU) -> None:
         assert hasattr(cupy.RawKernel, a)
     assert "shared_mem" in cupy.RawKernel.__call__.__doc__
     assert "non_blocking" in cupy.cuda.Stream.__init__.__doc__
+
+
+def test_verify_gpu_reports_achieved_vs_peak(gpu: FakeGPU, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture) -> None:
+    import os
+
+    from microbench.__main__ import main
+    from microbench.kernels import runner as runner_mod
+    from microbench.toolchain import ToolchainError, Toolchains
+
+    try:
+        Toolchains().for_arch("sm_80")
+    except ToolchainError as e:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(e))
+    monkeypatch.setattr(runner_mod, "KernelRunner",
+                        lambda idx: KernelRunner(idx, cupy_module=gpu.module(), clock=gpu.clock))
+    rc = main(["verify", "--gpu", "0", "--kernel", "fp32_fma", "--kernel", "pchase_l2", "--duration", "0.05"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out[0].startswith("sm_80 (") and out[1].split()[-3:] == ["achieved", "of", "peak"]
+    fma = next(line for line in out if line.startswith("fp32_fma")).split()
+    assert fma[-2] == "FLOP/s" and fma[-1].endswith("%")
+    chase = next(line for line in out if line.startswith("pchase_l2")).split()
+    assert chase[-3:] == ["250", "cyc/load", "n/a"]
