@@ -106,7 +106,7 @@ class KernelSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     traits: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
-    min_arch: str = "sm_70"
+    min_arch: str = "sm_60"
     overhead: Counts | Callable[[Mapping[str, Any]], Counts] = field(default_factory=lambda: dict(LOOP_OVERHEAD))
     prologue: Counts = field(default_factory=dict)
     loops: Callable[[Mapping[str, Any]], list[LoopModel]] | None = None
