@@ -10,7 +10,7 @@ Which toolchain compiles which architecture:
 
 Locations can be forced with ``MICROBENCH_NVCC``, ``MICROBENCH_NVRTC`` (path to ``libnvrtc.so``)
 and ``MICROBENCH_PTXAS``. Kernel sources are self-contained after :func:`expand_includes`, so the
-exact text compiled here is the text CuPy compiles at run time.
+kernel text compiled here is the text CuPy compiles at run time.
 """
 
 from __future__ import annotations

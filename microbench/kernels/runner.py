@@ -1,7 +1,7 @@
 """Running the microbenchmark kernels on a real NVIDIA GPU with CuPy.
 
-:class:`KernelRunner` compiles a kernel's source with ``cupy.RawModule`` (NVRTC; the exact text
-``python -m microbench verify`` checks), allocates its fixed inputs, launches it with a
+:class:`KernelRunner` compiles a kernel's source with ``cupy.RawModule`` (NVRTC; the kernel text
+``python -m microbench verify`` checks, headers inlined), allocates its fixed inputs, launches it with a
 :class:`~microbench.devices.base.Launch` and times it with CUDA events::
 
     runner = KernelRunner(0)
