@@ -424,7 +424,7 @@ def _stream_spec(name: str, entry: str, level: str, stresses: str, cls: str, foo
         return _window_bytes(p, 2 * p["ilp"])
 
     return KernelSpec(name, "mem.cu", entry, stresses, _pair_body(cls), {**_LOOP, "footprint_bytes": foot}, desc,
-                      _mem_traits(level), overhead=_stream_overhead, mem_level=level, min_share=min_share,
+                      _mem_traits("tex" if cls == "tex" else level), overhead=_stream_overhead, mem_level=level, min_share=min_share,
                       runtime=lambda p: {"fb": CHAIN_SCALE}, validate=_check_footprint(window),
                       load_op=load_op, footprint_rule=rule, extra_macros=_MEM_EXTRA)
 
