@@ -120,6 +120,7 @@ class FakeGPU:
             def __init__(self, name):
                 self.name = name
                 self.max_dynamic_shared_size_bytes = 0
+                self.shared_size_bytes = 2560 if name == "shared_rw" else 0
 
             def __call__(self, grid, block, args, shared_mem=0):
                 gpu.calls.append((self.name, grid, block, args, shared_mem))
@@ -218,6 +219,8 @@ def test_one_block_per_sm_for_partial_launches(gpu: FakeGPU) -> None:
     prep = r.prepare("fp32_fma", {}, Launch(4, 256, 4))
     assert prep.shared_mem == 167936 // 2 + 1
     assert prep.function.max_dynamic_shared_size_bytes == prep.shared_mem
+    shared = r.prepare("shared", {}, Launch(4, 256, 4))
+    assert shared.shared_mem + 2560 == 167936 // 2 + 1
     with pytest.raises(BadInputError, match=r"a launch on 4 of 80 SMs must use one block per SM"):
         r.prepare("fp32_fma", {}, Launch(8, 256, 4))
     with pytest.raises(BadInputError, match="threads_per_block must be a multiple of 32"):
@@ -360,7 +363,7 @@ def test_runner_uses_only_real_cupy_names(gpu: FakeGPU) -> None:
         for part in path.split(".")[1:]:
             assert hasattr(obj, part), f"{path} is not a CuPy name"
             obj = getattr(obj, part)
-    kernel_attrs = ("max_dynamic_shared_size_bytes",)
+    kernel_attrs = ("max_dynamic_shared_size_bytes", "shared_size_bytes")
     for a in kernel_attrs:
         assert hasattr(cupy.RawKernel, a)
     assert "shared_mem" in cupy.RawKernel.__call__.__doc__

@@ -191,8 +191,9 @@ class KernelRunner:
                 np.float32(np.nan))
         shared = 0
         if launch.active_sms < self.sm_count:
-            # more than half an SM's shared memory per block: one block per SM
-            shared = min(self.smem_per_block_optin, self.smem_per_sm // 2 + 1)
+            # static + dynamic shared memory above half an SM's: no SM can hold two blocks
+            static = int(fn.shared_size_bytes)
+            shared = max(0, min(self.smem_per_block_optin - static, self.smem_per_sm // 2 + 1 - static))
             fn.max_dynamic_shared_size_bytes = shared
         return PreparedKernel(kernel_name, spec, p, launch, fn, args, (launch.blocks, 1, 1),
                               (launch.threads_per_block, 1, 1), shared, spec.per_warp(p), buffers)
