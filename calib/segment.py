@@ -263,17 +263,23 @@ def thermal_steps(session: Session, power: str | None = None) -> list[ThermalSte
 
 
 def fan_sweep(session: Session, power: str | None = None) -> pd.DataFrame:
-    """Idle power at each fixed fan duty of the fan sweep: columns fan_pct, power_w, temp_c."""
+    """Every power reading of the idle fan sweep: columns fan_pct, power_w, temp_c, step.
+
+    Readings, not window means: the fan also cools the die, so the fitter separates fan power from
+    the leakage change with the temperature of each reading.
+    """
     pname = power_stream(session, power)
     pdf = session.stream(pname)
-    rows = []
-    for w in _pair(session.markers(), "idle_start", "idle_stop"):
+    parts = []
+    for k, w in enumerate(_pair(session.markers(), "idle_start", "idle_stop")):
         if w.info.get("kind") != "fan_sweep":
             continue
-        rw = _window_rows(pdf, w, 0.5)
-        if len(rw) < 3:
+        rw = _window_rows(pdf, w, 0.0)
+        if len(rw) < 3 or "fan_pct" not in rw.columns:
             continue
-        rows.append({"fan_pct": float(rw["fan_pct"].mean()) if "fan_pct" in rw.columns else 100 * w.info.get("fan", math.nan),
-                     "power_w": float(rw["power_w"].mean()),
-                     "temp_c": float(rw["temp_c"].mean()) if "temp_c" in rw.columns else math.nan})
-    return pd.DataFrame(rows, columns=["fan_pct", "power_w", "temp_c"])
+        parts.append(pd.DataFrame({"fan_pct": rw["fan_pct"].to_numpy(float), "power_w": rw["power_w"].to_numpy(float),
+                                   "temp_c": rw["temp_c"].to_numpy(float) if "temp_c" in rw.columns else np.nan,
+                                   "step": k}))
+    if not parts:
+        return pd.DataFrame(columns=["fan_pct", "power_w", "temp_c", "step"])
+    return pd.concat(parts, ignore_index=True)

@@ -169,11 +169,13 @@ class Campaign:
 
     def _drain(self) -> None:
         for s in self.device.sensors():
-            rows = s.read()
-            if rows:
-                w = self.writer.stream(s.name, s.columns)
-                for r in rows:
-                    w.append(r.t_mono_s, r.t_wall_s, r.values)
+            w = self.writer.stream(s.name, s.columns)
+            if hasattr(s, "read_blocks"):  # virtual sensors hand over column blocks
+                for t_mono, t_wall, values in s.read_blocks():
+                    w.append_block(t_mono, t_wall, values)
+                continue
+            for r in s.read():
+                w.append(r.t_mono_s, r.t_wall_s, r.values)
 
     def _mark(self, event: str, workload: str = "", repeat: int | None = None, **info: Any) -> None:
         self._drain()  # sensor rows up to now go to disk before the marker that closes them
@@ -189,7 +191,7 @@ class Campaign:
                 self.idle_temp_c = dev.temperature_c()
         elif step.kind == "fan":
             dev.set_fan(step.fan)
-            dev.idle(1.0)
+            dev.idle(spec.fan_step_s)  # let the fan reach its new speed
             self._mark("idle_start", step.name, kind="fan_sweep", fan=step.fan)
             dev.idle(spec.fan_step_s)
             self._mark("idle_stop", step.name)
@@ -214,7 +216,7 @@ class Campaign:
         elif step.kind == "thermal":
             b = self._by_name[step.name]
             w = b.workload(dev.info)
-            self._cooldown(spec.cooldown_max_s * 4)
+            self._settle_to_idle()
             self._mark("thermal_heat_start", b.name)
             launches, t_sum = 0, 0.0
             chunk = 10.0
@@ -230,6 +232,26 @@ class Campaign:
             self._mark("thermal_stop", b.name)
         else:  # pragma: no cover - build_steps makes only the kinds above
             raise ValueError(step.kind)
+
+    def _settle_to_idle(self, stable_s: float = 20.0, max_s: float = 600.0, step_s: float = 2.0) -> None:
+        """Before a thermal step (a cold start, IPP): idle until the reading is at the idle temperature
+        and has not moved for ``stable_s`` (or ``max_s`` passed)."""
+        if self.idle_temp_c is None:
+            return
+        waited = still = 0.0
+        last = None
+        while waited < max_s:
+            t = self.device.temperature_c()
+            if t is None:
+                return
+            still = still + step_s if t == last else 0.0
+            if t <= self.idle_temp_c and still >= stable_s:
+                return
+            last = t
+            self.device.idle(step_s)
+            waited += step_s
+            if waited % 20.0 < step_s:
+                self._drain()
 
     def _cooldown(self, max_s: float | None = None) -> None:
         """Idle until the temperature is back in the idle band (or ``max_s`` passed)."""

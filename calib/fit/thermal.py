@@ -47,19 +47,21 @@ class ThermalFitter:
                                      description="idle temperature (mean of the idle baseline)")]
         n_pts = 0
         # RC rise and decay
-        rise = self._pooled(steps, "rise")
-        decay = self._pooled(steps, "decay")
+        rise = self._pooled(steps, "rise", idle_temp_c)
+        decay = self._pooled(steps, "decay", idle_temp_c)
         params += [rise[0], decay[0]]
         n_pts += rise[2] + decay[2]
         rmse_c = math.sqrt((rise[3] ** 2 * rise[2] + decay[3] ** 2 * decay[2]) / max(1, rise[2] + decay[2]))
         deltas = rise[1]
-        # fan power
+        # fan power: P = P0 + fan_max x duty^3 + s x (T - idle), jointly (a faster fan also cools the die)
         fan_w = None
-        if fan is not None and len(fan) >= 2 and fan["fan_pct"].nunique() >= 2:
+        if fan is not None and len(fan) >= 4 and fan["fan_pct"].nunique() >= 2:
             d3 = (fan["fan_pct"].to_numpy(float) / 100.0) ** 3
             y = fan["power_w"].to_numpy(float)
-            res = fit_lsq(lambda v: v["p0"] + v["fan_max_power_w"] * d3,
-                          [Param("p0", float(y.min()), "W"), Param("fan_max_power_w", 1.0, "W", 0.0, 1000.0)], y)
+            dtemp = np.nan_to_num(fan["temp_c"].to_numpy(float) - idle_temp_c)
+            res = fit_lsq(lambda v: v["p0"] + v["fan_max_power_w"] * d3 + v["leak_slope"] * dtemp,
+                          [Param("p0", float(y.min()), "W"), Param("fan_max_power_w", 1.0, "W", 0.0, 1000.0),
+                           Param("leak_slope", 0.3, "W/C")], y)
             fan_w = res.by_name()["fan_max_power_w"]
             fan_w.description = "fan power at 100 % duty (cube law), from the idle fan sweep"
             params.append(fan_w)
@@ -123,8 +125,10 @@ class ThermalFitter:
         return self
 
     @staticmethod
-    def _pooled(steps: Sequence[ThermalStep], kind: str) -> tuple[Param, list[float], int, float, float, float]:
-        """Shared time constant over all steps: returns (tau param, per-step amplitudes, n, rmse, mape, r2)."""
+    def _pooled(steps: Sequence[ThermalStep], kind: str,
+                idle_temp_c: float) -> tuple[Param, list[float], int, float, float, float]:
+        """Shared time constant over all steps: returns (tau param, per-step rises above idle at the
+        asymptote (rise) or at the start (decay), n, rmse, mape, r2)."""
         # the sensor reads whole degrees at ~10 Hz: thin to about one point per second
         def thin(a: np.ndarray, t: np.ndarray) -> np.ndarray:
             stride = max(1, int(round(1.0 / max(np.median(np.diff(t)), 1e-3)))) if len(t) > 2 else 1
@@ -154,7 +158,9 @@ class ThermalFitter:
 
         res = fit_lsq(model, ps, y_all)
         byn = res.by_name()
-        amps = [byn[f"amp_{k}"].value for k in range(n)]
+        # delta of eq. (51) is Max_temp - Idle_temp: the heating curve's asymptote above idle
+        amps = [byn[f"t0_{k}"].value + byn[f"amp_{k}"].value - idle_temp_c if kind == "rise" else byn[f"amp_{k}"].value
+                for k in range(n)]
         rmse, mape, r2 = stats_of(y_all, res.yhat)
         return byn[name], amps, len(y_all), rmse, mape, r2
 

@@ -16,13 +16,13 @@ import numpy as np
 
 from calib.errors import BadInputError
 from calib.units import unit_counts
-from microbench.devices.base import Device, Row, RunResult, Sensor, Workload
+from microbench.devices.base import Device, RunResult, Sensor, Workload
 from microbench.devices.sim.physics import Load, load_for
 from microbench.devices.sim.presets import Preset
 from microbench.devices.sim.sensors import SimNvmlSensor, SimWallMeter
 from microbench.devices.sim.timing import kernel_time_s
 
-DT_S = 0.05
+DT_S = 0.1
 #: virtual wall clock: simulated time counts from this Unix time (2026-01-01T00:00:00Z)
 EPOCH_S = 1767225600.0
 
@@ -146,82 +146,97 @@ class VirtualGPU(Device):
         pp = p.power
         fc, fm = self._core_mhz, self._mem_mhz
         s_core, s_mem = p.scales(fc, fm)
-        v_rel = p.v_core_rel(fc)
-        leak_v = v_rel ** pp.leak_v_exp
+        leak_v = p.v_core_rel(fc) ** pp.leak_v_exp
         base_w = pp.p_const_w + pp.idle_core_w * s_core + pp.idle_mem_w * s_mem
         run_w = self._load.dyn_core_w + self._load.dyn_mem_w
         mem_w = self._load.dyn_mem_w
         host_w = pp.host_idle_w + (pp.host_busy_w if self._host_busy else 0.0)
         sink_frac = th.mem_heat_to_sink
-        r_io = th.r_io_c_per_w
+        hot = th.r_io_c_per_w * mem_w
         running = self._load.running
-        # pre-drawn noise for the samples this call will produce
-        n_nvml = int(n * DT_S / sm.nvml_update_s) + 2
-        n_wall = int(n * DT_S / sm.wall_interval_s) + 2
-        nz_nvml = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(n_nvml, 2))
-        nz_wall = self._rng.normal(0.0, sm.wall_noise_w, size=n_wall)
-        i_nvml = i_wall = 0
-        t_die, t_sink, t_case, duty = self.t_die, self.t_sink, self.t_case, self.duty
-        energy = self.energy_j
-        avg = self._avg_buf
-        t = self.t
-        override = self._fan_override
-        util = 100 if running else 0
-        reasons = 0 if running else 0x1
-        pstate = 0 if running else 8
-        nvml_push, wall_push = self._nvml.push, self._wall.push
         c_d, c_s, c_c = th.c_die_j_per_c, th.c_sink_j_per_c, th.c_case_j_per_c
         g_ds, g_sc0, g_scf, g_cr = (th.g_die_sink_w_per_c, th.g_sink_case0_w_per_c, th.g_sink_case_fan_w_per_c,
                                     th.g_case_room_w_per_c)
-        t_room = th.t_room_c
-        recirc = th.recirculation
+        die_decay = math.exp(-DT_S * g_ds / c_d)  # exact update of the fast die node
+        t_room, recirc = th.t_room_c, th.recirculation
         fan_max = pp.fan_max_w
-        leak_ref, leak_k, leak_t0 = pp.leak_ref_w, pp.leak_k_per_c, pp.leak_ref_c
+        leak_ref, leak_k, leak_t0 = pp.leak_ref_w * leak_v, pp.leak_k_per_c, pp.leak_ref_c
         slew = th.fan_slew_per_s * DT_S
+        fan_min, fan_t0, fan_gain = th.fan_min, th.fan_t0_c, th.fan_gain_per_c
+        override = self._fan_override
+        t_die, t_sink, t_case, duty = self.t_die, self.t_sink, self.t_case, self.duty
+        energy, t = self.energy_j, self.t
+        avg = self._avg_buf
+        avg_sum = sum(avg)
+        next_nvml, next_wall = self._next_nvml, self._next_wall
+        wall_acc, wall_n = self._wall_acc, self._wall_n
+        nv_t, nv_p, nv_avg, nv_e, nv_temp, nv_fan = [], [], [], [], [], []
+        wl_t, wl_dc = [], []
+        upd, wint = sm.nvml_update_s, sm.wall_interval_s
         for _ in range(n):
             fan_w = fan_max * duty * duty * duty
-            leak_w = leak_ref * leak_v * math.exp(leak_k * (t_die - leak_t0))
-            p_board = base_w + leak_w + fan_w + run_w
-            # thermal network (explicit Euler; die node is the fastest pole, tau ~ 0.5 s >> DT_S)
+            # the memory-interface hot spot near the sensor leaks too: leakage follows the sensor's temperature
+            p_board = base_w + leak_ref * math.exp(leak_k * (t_die + hot - leak_t0)) + fan_w + run_w
             heat_die = p_board - fan_w - sink_frac * mem_w
-            q_ds = g_ds * (t_die - t_sink)
+            eq = t_sink + heat_die / g_ds
+            new_die = eq + (t_die - eq) * die_decay
+            q_ds = g_ds * (0.5 * (t_die + new_die) - t_sink)
             q_sc = (g_sc0 + g_scf * duty) * (t_sink - t_case)
-            q_cr = g_cr * (t_case - t_room)
-            t_die += DT_S * (heat_die - q_ds) / c_d
+            t_die = new_die
             t_sink += DT_S * (sink_frac * mem_w + q_ds - q_sc) / c_s
-            t_case += DT_S * (recirc * (q_sc + fan_w) + host_w - q_cr) / c_c
-            # fan controller: target from die temperature, slew-limited
-            target = override if override is not None else min(1.0, max(th.fan_min, th.fan_min + th.fan_gain_per_c * (t_die - th.fan_t0_c)))
-            if target > duty:
-                duty = min(target, duty + slew)
+            t_case += DT_S * (recirc * (q_sc + fan_w) + host_w - g_cr * (t_case - t_room)) / c_c
+            # fan controller: target from the die temperature, slew-limited
+            if override is not None:
+                target = override
             else:
-                duty = max(target, duty - slew)
+                target = fan_min + fan_gain * (t_die - fan_t0)
+                target = fan_min if target < fan_min else (1.0 if target > 1.0 else target)
+            duty = min(target, duty + slew) if target > duty else max(target, duty - slew)
             energy += p_board * DT_S
+            if len(avg) == avg.maxlen:
+                avg_sum -= avg[0]
             avg.append(p_board)
+            avg_sum += p_board
             t += DT_S
-            self._wall_acc += (p_board + host_w) / p.sensors.psu_efficiency(p_board + host_w)
-            self._wall_n += 1
-            if t >= self._next_nvml - 1e-9:
-                temp = t_die + r_io * mem_w
-                inst = p_board + nz_nvml[i_nvml, 0]
-                avg_w = sum(avg) / len(avg) + 0.3 * nz_nvml[i_nvml, 1]
-                nvml_push(Row(t, EPOCH_S + t, {
-                    "power_w": round(inst, 3), "power_avg_w": round(avg_w, 3),
-                    "energy_mj": int(energy * 1000.0), "temp_c": int(round(temp)),
-                    "sm_mhz": fc, "mem_mhz": fm, "fan_pct": int(round(100 * duty)),
-                    "util_gpu_pct": util, "pstate": pstate, "clock_event_reasons": reasons}))
-                i_nvml = min(i_nvml + 1, n_nvml - 1)
-                self._next_nvml += sm.nvml_update_s
-            if t >= self._next_wall - 1e-9:
-                ac = self._wall_acc / max(1, self._wall_n) + nz_wall[i_wall]
-                res = sm.wall_resolution_w
-                wall_push(Row(t, EPOCH_S + t, {"power_w": round(round(ac / res) * res, 1)}))
-                i_wall = min(i_wall + 1, n_wall - 1)
-                self._wall_acc, self._wall_n = 0.0, 0
-                self._next_wall += sm.wall_interval_s
+            wall_acc += p_board + host_w
+            wall_n += 1
+            if t >= next_nvml - 1e-9:
+                nv_t.append(t)
+                nv_p.append(p_board)
+                nv_avg.append(avg_sum / len(avg))
+                nv_e.append(energy)
+                nv_temp.append(t_die + hot)
+                nv_fan.append(duty)
+                next_nvml += upd
+            if t >= next_wall - 1e-9:
+                wl_t.append(t)
+                wl_dc.append(wall_acc / wall_n)
+                wall_acc, wall_n = 0.0, 0
+                next_wall += wint
         self.t_die, self.t_sink, self.t_case, self.duty = t_die, t_sink, t_case, duty
-        self.energy_j = energy
-        self.t = t
+        self.energy_j, self.t = energy, t
+        self._next_nvml, self._next_wall = next_nvml, next_wall
+        self._wall_acc, self._wall_n = wall_acc, wall_n
+        if nv_t:
+            k = len(nv_t)
+            noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(k, 2))
+            tt = np.array(nv_t)
+            self._nvml.push_block(tt, EPOCH_S + tt, {
+                "power_w": np.round(np.array(nv_p) + noise[:, 0], 3),
+                "power_avg_w": np.round(np.array(nv_avg) + 0.3 * noise[:, 1], 3),
+                "energy_mj": (np.array(nv_e) * 1000.0).astype(np.int64),
+                "temp_c": np.rint(nv_temp).astype(np.int64),
+                "sm_mhz": np.full(k, fc), "mem_mhz": np.full(k, fm),
+                "fan_pct": np.rint(100.0 * np.array(nv_fan)).astype(np.int64),
+                "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64),
+                "pstate": np.full(k, 0 if running else 8, dtype=np.int64),
+                "clock_event_reasons": np.full(k, 0 if running else 0x1, dtype=np.int64)})
+        if wl_t:
+            dc = np.array(wl_dc)
+            eff = np.array([sm.psu_efficiency(x) for x in dc])
+            ac = dc / eff + self._rng.normal(0.0, sm.wall_noise_w, size=len(dc))
+            tt = np.array(wl_t)
+            self._wall.push_block(tt, EPOCH_S + tt, {"power_w": np.round(np.round(ac / sm.wall_resolution_w) * sm.wall_resolution_w, 1)})
 
     def true_power_w(self) -> float:
         """Current true board power (W); for tests of the simulator only."""
@@ -229,7 +244,7 @@ class VirtualGPU(Device):
         s_core, s_mem = p.scales(self._core_mhz, self._mem_mhz)
         pp = p.power
         leak = pp.leak_ref_w * p.v_core_rel(self._core_mhz) ** pp.leak_v_exp * math.exp(
-            pp.leak_k_per_c * (self.t_die - pp.leak_ref_c))
+            pp.leak_k_per_c * (self._sensor_temp() - pp.leak_ref_c))
         return (pp.p_const_w + pp.idle_core_w * s_core + pp.idle_mem_w * s_mem + leak
                 + pp.fan_max_w * self.duty ** 3 + self._load.dyn_core_w + self._load.dyn_mem_w)
 

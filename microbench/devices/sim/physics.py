@@ -11,7 +11,7 @@ Richer than the model the toolkit fits, on purpose:
   mainly by the host, which works harder while it launches kernels;
 - fan power following the cube law of fan affinity;
 - host power (CPU busy while kernels are launched) heating the case air and showing on the wall meter;
-- a hot spot near the temperature sensor heated by the memory interface.
+- a hot spot near the temperature sensor heated by the memory interface (it leaks like the rest of the die).
 """
 
 from __future__ import annotations

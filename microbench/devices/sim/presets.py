@@ -108,7 +108,7 @@ class Preset:
         t_die = th.t_room_c + 30.0
         duty = th.fan_min
         for _ in range(2000):
-            leak = pp.leak_ref_w * leak_v * math.exp(pp.leak_k_per_c * (t_die - pp.leak_ref_c))
+            leak = pp.leak_ref_w * leak_v * math.exp(pp.leak_k_per_c * (t_die + th.r_io_c_per_w * mem_w - pp.leak_ref_c))
             fan_w = pp.fan_max_w * duty ** 3
             p = base + leak + fan_w + run_w
             t_case = th.t_room_c + (th.recirculation * p + host) / th.g_case_room_w_per_c
@@ -157,7 +157,7 @@ GTX280 = Preset(
     thermal=ThermalPhysics(
         t_room_c=33.36, c_die_j_per_c=22.0, c_sink_j_per_c=172.4, c_case_j_per_c=2500.0,
         g_die_sink_w_per_c=88.47, g_sink_case0_w_per_c=2.299, g_sink_case_fan_w_per_c=16.69,
-        g_case_room_w_per_c=10.13, fan_min=0.2025, fan_t0_c=69.16, fan_gain_per_c=0.2087, fan_slew_per_s=0.02,
+        g_case_room_w_per_c=10.13, fan_min=0.2025, fan_t0_c=69.16, fan_gain_per_c=0.2087, fan_slew_per_s=0.08,
         r_io_c_per_w=0.1692, mem_heat_to_sink=0.3,
     ),
     timing=TimingPhysics(
@@ -197,7 +197,7 @@ GTX580 = Preset(
     thermal=ThermalPhysics(
         t_room_c=24.0, c_die_j_per_c=25.0, c_sink_j_per_c=420.0, c_case_j_per_c=2500.0,
         g_die_sink_w_per_c=45.0, g_sink_case0_w_per_c=3.5, g_sink_case_fan_w_per_c=12.0,
-        g_case_room_w_per_c=14.0, fan_min=0.30, fan_t0_c=45.0, fan_gain_per_c=0.03, fan_slew_per_s=0.02,
+        g_case_room_w_per_c=14.0, fan_min=0.30, fan_t0_c=45.0, fan_gain_per_c=0.03, fan_slew_per_s=0.08,
         r_io_c_per_w=0.15, mem_heat_to_sink=0.3,
     ),
     timing=TimingPhysics(
@@ -247,7 +247,7 @@ TITANX = Preset(
     thermal=ThermalPhysics(
         t_room_c=24.0, c_die_j_per_c=30.0, c_sink_j_per_c=500.0, c_case_j_per_c=2500.0,
         g_die_sink_w_per_c=60.0, g_sink_case0_w_per_c=4.0, g_sink_case_fan_w_per_c=14.0,
-        g_case_room_w_per_c=16.0, fan_min=0.25, fan_t0_c=50.0, fan_gain_per_c=0.03, fan_slew_per_s=0.02,
+        g_case_room_w_per_c=16.0, fan_min=0.25, fan_t0_c=50.0, fan_gain_per_c=0.03, fan_slew_per_s=0.08,
         r_io_c_per_w=0.1, mem_heat_to_sink=0.3,
     ),
     timing=TimingPhysics(

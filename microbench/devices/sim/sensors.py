@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from microbench.devices.base import Row, Sensor
 
 NVML_COLUMNS = ("power_w", "power_avg_w", "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "fan_pct",
@@ -45,21 +47,32 @@ class SensorModel:
 
 
 class _Buffered(Sensor):
+    """Holds blocks of readings (arrays) pushed by the device until they are read."""
+
     def __init__(self, name: str, kind: str, columns: tuple[str, ...], caps: dict):
         self.name = name
         self.kind = kind
         self.columns = columns
         self._caps = caps
-        self._rows: list[Row] = []
+        self._blocks: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]] = []
 
     def capabilities(self) -> dict:
         return dict(self._caps)
 
-    def push(self, row: Row) -> None:
-        self._rows.append(row)
+    def push_block(self, t_mono: np.ndarray, t_wall: np.ndarray, values: dict[str, np.ndarray]) -> None:
+        self._blocks.append((t_mono, t_wall, values))
+
+    def read_blocks(self) -> list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]:
+        """Readings since the last read, as column blocks (fast path for high-rate logging)."""
+        blocks, self._blocks = self._blocks, []
+        return blocks
 
     def read(self) -> list[Row]:
-        rows, self._rows = self._rows, []
+        rows = []
+        for t_mono, t_wall, values in self.read_blocks():
+            cols = {k: v.tolist() for k, v in values.items()}
+            for i in range(len(t_mono)):
+                rows.append(Row(float(t_mono[i]), float(t_wall[i]), {k: cols[k][i] for k in cols}))
         return rows
 
 

@@ -6,8 +6,9 @@ AR = 1, Const_SM, activation, beta) or exact consequences of it, computed withou
 
 - ``idle_power_w``, ``idle_temp_c``: the idle thermal/power equilibrium at default clocks;
 - ``rc_rise_s``, ``rc_decay_s``: single-pole time constants that fit best (least squares) the noise-free,
-  unquantized sensor temperature of the standard campaign's thermal steps (the physics has three poles
-  and a temperature-controlled fan, so "the" RC constant is defined by this protocol);
+  unquantized sensor temperature of the standard campaign's thermal steps, each started after the
+  campaign's settle-to-idle cooldown (the physics has three poles and a temperature-controlled fan, so
+  "the" RC constant is defined by this protocol);
 - ``sigma_w_per_c``: the slope of leakage power between the idle temperature and the steady temperature
   of the reference thermal step (leakage is exponential, so this is a secant);
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: the least-squares plane through the exact steady-state
@@ -62,6 +63,7 @@ def _thermal_traces(preset: Preset) -> list[dict[str, Any]]:
 
     spec = CAMPAIGNS[RC_PROTOCOL]
     dev = VirtualGPU(preset, seed=0)
+    idle_c = dev.temperature_c()
     out = []
     for b in thermal_benchmarks(dev.info, RC_PROTOCOL):
         w = b.workload(dev.info)
@@ -77,9 +79,23 @@ def _thermal_traces(preset: Preset) -> list[dict[str, Any]]:
             ts.append(len(ts) + 1.0)
             temps.append(dev._sensor_temp())
         out.append({"workload": b.name, "heat": (heat_t, heat_y), "cool": (np.array(ts), np.array(temps))})
-        # back to idle equilibrium before the next step, as the campaign's cooldown does
-        dev.idle(600.0)
+        settle_to_idle(dev, idle_c)
     return out
+
+
+def settle_to_idle(dev: Any, idle_c: float, stable_s: float = 20.0, max_s: float = 600.0, step_s: float = 2.0) -> None:
+    """The campaign's pre-thermal-step cooldown: idle until the (integer) reading is at the idle
+    temperature and has not moved for ``stable_s``, or ``max_s`` passed."""
+    waited = still = 0.0
+    last = None
+    while waited < max_s:
+        t = dev.temperature_c()
+        still = still + step_s if t == last else 0.0
+        if t <= idle_c and still >= stable_s:
+            return
+        last = t
+        dev.idle(step_s)
+        waited += step_s
 
 
 def _leak(p: Preset, temp_c: float) -> float:
@@ -118,7 +134,8 @@ def truth_of(p: Preset, thermal_only: bool = False) -> dict[str, dict[str, Any]]
     ref = benches[0].workload(dev.info)
     _, load = dev.evaluate(ref)
     hot = p.steady_state(load.dyn_core_w + load.dyn_mem_w, load.dyn_mem_w, host_busy=True)
-    put("thermal.sigma_w_per_c", (_leak(p, hot["t_die"]) - _leak(p, idle["t_die"])) / (hot["t_die"] - idle["t_die"]),
+    put("thermal.sigma_w_per_c",
+        (_leak(p, hot["sensor_c"]) - _leak(p, idle["sensor_c"])) / (hot["sensor_c"] - idle["sensor_c"]),
         "W/C", f"leakage secant between idle and {benches[0].name} steady state")
 
     rows = []
