@@ -76,7 +76,9 @@ def _completed(markers: pd.DataFrame) -> set[tuple]:
     has_steps = len(done) > 0 or (markers["event"] == "campaign_done").any()
     if not has_steps:
         return set()
-    return {(m["workload"], int(m["repeat"]) if not pd.isna(m["repeat"]) else 0, int(m["segment"]))
+    # a resume may record the completion of a step that ran in an earlier segment ("completes_segment")
+    return {(m["workload"], int(m["repeat"]) if not pd.isna(m["repeat"]) else 0,
+             int(m["info"].get("completes_segment", m["segment"])))
             for _, m in done.iterrows()}
 
 
@@ -103,9 +105,14 @@ def _pair(markers: pd.DataFrame, start: str, stop: str) -> list[Window]:
     return out
 
 
+#: readings that coincide with a window edge (to within float noise) are decided the same way every time
+_EDGE_EPS_S = 1e-6
+
+
 def _window_rows(df: pd.DataFrame, w: Window, settle_s: float = 0.0) -> pd.DataFrame:
     t = df["t_mono_s"].to_numpy()
-    sel = (df["segment"].to_numpy() == w.segment) & (t > w.t0 + settle_s) & (t <= w.t1 + 1e-9)
+    sel = ((df["segment"].to_numpy() == w.segment) & (t > w.t0 + settle_s + _EDGE_EPS_S)
+           & (t <= w.t1 + _EDGE_EPS_S))
     return df[sel]
 
 
@@ -158,7 +165,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         return rec
 
     for w in _pair(markers, "idle_start", "idle_stop"):
-        if w.info.get("kind") == "fan_sweep":
+        if w.info.get("kind") == "fan_sweep" or w.workload == "align":  # align: square-wave edges, not idle
             continue
         rw = _window_rows(pdf, w, settle_s + 1.0)
         if len(rw) < 3:

@@ -127,8 +127,17 @@ class Campaign:
             markers = sess.markers()
             done = {m["info"].get("step") for _, m in markers.iterrows() if m["event"] == "workload_done"}
             last_t = float(markers["t_mono_s"].max()) if len(markers) else 0.0
+            last_wall = float(markers["t_wall_s"].max()) if len(markers) else 0.0
+            last_seg = int(markers["segment"].max()) if len(markers) else 0
             writer = SessionWriter.resume(session_dir, clock=self.device.clock, note="resume")
             state = self._load_state(session_dir)
+            pending = (state or {}).get("after_step")
+            if pending and pending not in done:  # killed after the state was saved, before its marker
+                step = next((s for s in self.steps if s.id == pending), None)
+                if step is not None:
+                    writer.mark("workload_done", step.name, step.repeat, t=(last_t, last_wall), step=step.id,
+                                completes_segment=last_seg)
+                    done.add(pending)
             if state and self.device.virtual and state.get("device"):
                 self.device.restore(state["device"], last_t + 1.0)
             self.idle_temp_c = (state or {}).get("idle_temp_c")
@@ -146,8 +155,10 @@ class Campaign:
                     self.on_step(k, len(self.steps), step.name)
                 self._run_step(step)
                 self._drain()
+                # state first, then the marker: a kill between the two leaves a state that is ahead of
+                # the markers, which the resume detects and completes (below)
+                self._save_state(session_dir, step.id)
                 writer.mark("workload_done", step.name, step.repeat, step=step.id)
-                self._save_state(session_dir)
             writer.mark("campaign_done")
         finally:
             self._drain()
@@ -163,8 +174,8 @@ class Campaign:
         except ValueError:
             return None  # a torn state file cannot happen (atomic write); if edited by hand, cool down again
 
-    def _save_state(self, session_dir: Path) -> None:
-        atomic_write_json(session_dir / STATE_NAME, {"idle_temp_c": self.idle_temp_c,
+    def _save_state(self, session_dir: Path, after_step: str) -> None:
+        atomic_write_json(session_dir / STATE_NAME, {"after_step": after_step, "idle_temp_c": self.idle_temp_c,
                                                      "device": self.device.snapshot()})
 
     def _drain(self) -> None:
