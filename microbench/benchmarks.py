@@ -59,6 +59,7 @@ class Benchmark:
     blocks_per_sm: int = 1
     active_sms: int | None = None       # None: all SMs
     clocks: tuple[float, float] | None = None
+    repeats: int | None = None          # None: the campaign's repeats
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -128,10 +129,10 @@ CAMPAIGNS: dict[str, CampaignSpec] = {
     "quick": CampaignSpec("quick", (1, 4, 16, 64), (0, 4, 32, 256), 5, 1, 1.5, 4.0, 3.0, 40.0, 30.0, 4, 200.0,
                           260.0, (0.4, 0.7, 1.0), 4.0, 0),
     "standard": CampaignSpec("standard", (1, 2, 4, 8, 16, 32, 64), (0, 1, 2, 4, 8, 16, 32, 64, 256), 10, 2, 2.0,
-                             6.0, 2.0, 90.0, 60.0, 5, 300.0, 420.0, (0.3, 0.45, 0.6, 0.8, 1.0), 5.0, 4),
+                             6.0, 2.0, 90.0, 60.0, 5, 300.0, 420.0, (0.3, 0.45, 0.6, 0.8, 1.0), 5.0, 5),
     "full": CampaignSpec("full", (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64), (0, 1, 2, 4, 8, 16, 32, 64, 128, 256),
                          16, 3, 3.0, 10.0, 1.5, 150.0, 120.0, 6, 480.0, 600.0, (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-                         6.0, 16),
+                         6.0, 8),
 }
 
 #: workloads of the thermal steps, in order (the first is the reference step)
@@ -183,7 +184,45 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
     for name, mix in HELDOUT_MIXES.items():
         out.append(Benchmark(name, "mix", "heldout", "mixed", _mix_params(mix), warps_per_sm=min(16, max_w),
                              blocks_per_sm=2))
+    out += dvfs_benchmarks(info, spec)
     return spec, out
+
+
+#: kernels run at every point of the DVFS grid (training); the held-out mixes run there too
+DVFS_KERNELS = (("idle_kernel", "idle", "fds", 1), ("fp32_fma", "fp32_fma", "fp", 16), ("int_mad", "int_mad", "int", 16),
+                ("sfu", "sfu", "sfu", 16), ("shared", "shared", "shared", 16), ("l2", "l2", "l2", 16),
+                ("dram", "dram", "global", 16), ("fma_intensity_k8", "fma_intensity", "global", 32))
+
+
+def dvfs_grid(info: DeviceInfo, points: int) -> list[tuple[float, float]]:
+    """(core, mem) clock pairs of the DVFS sweep: ``points`` core clocks spread over the supported range
+    (always including the lowest and highest) x every supported memory clock, default pair excluded."""
+    import numpy as np
+
+    core = sorted(info.supported_clocks.get("core_mhz", []))
+    mem = sorted(info.supported_clocks.get("mem_mhz", []))
+    if points <= 0 or (len(core) < 2 and len(mem) < 2):
+        return []
+    idx = sorted({int(round(i)) for i in np.linspace(0, len(core) - 1, min(points, len(core)))})
+    pairs = [(core[i], m) for i in idx for m in mem]
+    return [p for p in pairs if p != (info.default_core_mhz, info.default_mem_mhz)]
+
+
+def dvfs_benchmarks(info: DeviceInfo, spec: CampaignSpec) -> list[Benchmark]:
+    """Training kernels (role ``dvfs``) and held-out mixes (role ``heldout``) at every DVFS grid point."""
+    max_w = int(info.extra.get("max_warps_per_sm", 32))
+    out = []
+    for core, mem in dvfs_grid(info, spec.dvfs_points):
+        tag = f"@{core:g}/{mem:g}"
+        for name, kern, unit, w in DVFS_KERNELS:
+            params = {"k": 8} if kern == "fma_intensity" else {}
+            w = min(w, max_w)
+            out.append(Benchmark(f"{name}{tag}", kern, "dvfs", unit, params, warps_per_sm=w,
+                                 blocks_per_sm=max(1, w // 8), clocks=(core, mem), repeats=1))
+        for name, mix in HELDOUT_MIXES.items():
+            out.append(Benchmark(f"{name}{tag}", "mix", "heldout", "mixed", _mix_params(mix),
+                                 warps_per_sm=min(16, max_w), blocks_per_sm=2, clocks=(core, mem), repeats=1))
+    return out
 
 
 def thermal_benchmarks(info: DeviceInfo, campaign: str = "standard") -> list[Benchmark]:

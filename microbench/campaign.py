@@ -53,7 +53,8 @@ def build_steps(spec: CampaignSpec, benches: list[Benchmark], thermal: list[Benc
             steps.append(Step(len(steps), "fan", f"fan_{int(round(100 * duty))}", fan=duty))
     for r in range(spec.repeats):
         for b in benches:
-            steps.append(Step(len(steps), "bench", b.name, r))
+            if r < (spec.repeats if b.repeats is None else b.repeats):
+                steps.append(Step(len(steps), "bench", b.name, r))
     for b in thermal:
         steps.append(Step(len(steps), "thermal", b.name))
     steps.append(Step(len(steps), "idle", "idle_final"))
