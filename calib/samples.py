@@ -36,6 +36,8 @@ EXTRA_COLUMNS = (
     "blocks", "threads_per_block",
     "window_s",         # measurement window length, s
     "role", "stresses", "segment",
+    "ref_core_mhz",     # core clock at which the act_ columns were measured, when not the row's (gpmTOOL tables)
+    "ref_mem_mhz",      # memory clock at which the act_ columns were measured, likewise
 )
 TEXT_COLUMNS = ("workload", "role", "stresses")
 ACT_PREFIX = "act_"

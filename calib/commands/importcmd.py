@@ -1,0 +1,85 @@
+"""calib import FORMAT FILE -o SAMPLES.csv"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "convert measurements from other tools (gpmTOOL, nvprof, ncu, DCGM) into a samples table"
+DESCRIPTION = (HELP + ". Formats: gpmtool (gpmTOOL measurement CSV), nvprof (nvprof --csv --metrics), ncu "
+               "(ncu --csv, details or --page raw), dcgm (dcgmi dmon output with profiling fields). Profiler "
+               "exports carry no power: join it with --power. The metric -> unit mappings are documented in "
+               "calib/importers/ncu.py and calib/importers/dcgm.py.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from calib.importers import FORMATS
+
+    p.add_argument("format", choices=sorted(FORMATS), help="input format")
+    p.add_argument("file", help="file to import")
+    p.add_argument("-o", "--output", required=True, help="samples table to write (CSV)")
+    p.add_argument("--workload", default=None, help="workload name (dcgm; default: the file name)")
+    p.add_argument("--skip-idle", action="store_true", help="dcgm: drop samples whose activity fields are all 0")
+    p.add_argument("--power", default=None, metavar="CSV",
+                   help="CSV with workload,power_w[,core_mhz,mem_mhz,temp_c] joined to the imported rows by workload "
+                        "(and clocks when both have them)")
+    p.add_argument("--core-mhz", type=float, default=None, help="set core_mhz on every row that has none")
+    p.add_argument("--mem-mhz", type=float, default=None, help="set mem_mhz on every row that has none")
+
+
+def _join_power(df, path: str):
+    import warnings
+
+    import pandas as pd
+
+    from calib.errors import BadInputError
+    from calib.samples import read_samples
+
+    pw = read_samples(path, require_power=True, require_act=False)
+    keep = [c for c in ("workload", "power_w", "core_mhz", "mem_mhz", "temp_c") if c in pw.columns]
+    pw = pw[keep]
+    keys = ["workload"] + [c for c in ("core_mhz", "mem_mhz") if c in pw.columns and c in df.columns]
+    if pw.duplicated(keys).any():
+        k = pw[pw.duplicated(keys)].iloc[0]
+        raise BadInputError(f"{path}: more than one power value for {', '.join(f'{c}={k[c]}' for c in keys)}")
+    df = df.drop(columns=[c for c in ("power_w",) if c in df.columns])
+    for c in ("temp_c",):
+        if c in df.columns and c in pw.columns:
+            pw = pw.drop(columns=[c])
+    df = df.copy()
+    df["workload"] = df["workload"].astype(str)
+    pw = pw.copy()
+    pw["workload"] = pw["workload"].astype(str)
+    out = df.merge(pw, on=keys, how="left" if len(keys) > 1 or "core_mhz" in df.columns else "inner")
+    if "core_mhz" not in df.columns and "core_mhz" in pw.columns:
+        out = df.merge(pw, on="workload", how="left")  # one row per (kernel, clock pair) of the power file
+    miss = out["power_w"].isna()
+    if miss.any():
+        warnings.warn(f"{path}: no power for {int(miss.sum())} of {len(out)} rows "
+                      f"(e.g. workload {out.loc[miss, 'workload'].iloc[0]!r})")
+    unused = sorted(set(pw["workload"]) - set(df["workload"]))
+    if unused:
+        warnings.warn(f"{path}: {len(unused)} workload(s) not in the imported file, ignored (e.g. {unused[0]!r})")
+    return pd.DataFrame(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from calib.importers import import_table
+    from calib.samples import check_samples, table_info, write_samples
+
+    opts = {}
+    if args.format == "dcgm":
+        opts = {"workload": args.workload, "skip_idle": args.skip_idle}
+    df = import_table(args.format, args.file, **opts)
+    if args.power:
+        df = _join_power(df, args.power)
+    for col, val in (("core_mhz", args.core_mhz), ("mem_mhz", args.mem_mhz)):
+        if val is not None:
+            df[col] = df[col].fillna(val) if col in df.columns else val
+    has_power = "power_w" in df.columns and df["power_w"].notna().all()
+    df = check_samples(df, args.output, require_power=False)
+    write_samples(df, args.output)
+    info = table_info(df)
+    print(f"{args.output}: {len(df)} rows, {df['workload'].nunique()} workloads, units "
+          f"{', '.join(info.units)}, {len(info.clock_configs)} clock configuration(s)"
+          + ("" if has_power else "; no power column (usable for predict; add --power to fit)"))
+    return 0

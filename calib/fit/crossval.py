@@ -1,0 +1,122 @@
+"""K-fold cross-validation by workload, for any fitter/predictor pair.
+
+Folds are made of whole workloads (``workload`` column): the workload names are shuffled with
+``seed`` and dealt into ``k`` folds of nearly equal row counts, so a workload is never split across
+folds and every prediction is for a workload the fit has not seen. The fitter and the predictor are
+the ones the parameter file would use (``fit(df) -> SectionFit``, ``predict(section_dict, df) -> W``),
+so the same code cross-validates the DVFS model and the single-clock IPP model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.params import SectionFit
+
+
+@dataclass
+class CVResult:
+    """Outcome of :func:`cross_validate`.
+
+    ``mape_pct``: mean absolute percentage error over all held-out rows. ``per_fold``: one dict per
+    fold (fold, workloads, n_rows, mape_pct, max_abs_pct). ``per_workload``: DataFrame indexed by
+    workload with fold, n_rows, mape_pct, max_abs_pct and bias_pct (mean signed error). ``predictions``:
+    the held-out prediction for every input row (W, aligned with the input index).
+    """
+
+    k: int
+    seed: int
+    mape_pct: float
+    max_abs_pct: float
+    rmse_w: float
+    per_fold: list[dict] = field(default_factory=list)
+    per_workload: pd.DataFrame = field(default_factory=pd.DataFrame)
+    predictions: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def workload_mape_pct(self) -> float:
+        """MAPE averaged per workload first (every workload counts once)."""
+        return float(self.per_workload["mape_pct"].mean())
+
+    def summary(self) -> str:
+        lines = [f"{self.k}-fold cross-validation by workload (seed {self.seed}): MAPE {self.mape_pct:.2f}% over "
+                 f"{int(self.per_workload['n_rows'].sum())} held-out rows ({len(self.per_workload)} workloads), "
+                 f"max {self.max_abs_pct:.1f}%"]
+        for f in self.per_fold:
+            lines.append(f"  fold {f['fold']}: {len(f['workloads'])} workloads, {f['n_rows']} rows, MAPE {f['mape_pct']:.2f}%")
+        return "\n".join(lines)
+
+
+def make_folds(workloads: pd.Series, k: int, seed: int = 0) -> list[list[str]]:
+    """Deal the distinct workload names into ``k`` folds of similar row counts (names never split)."""
+    counts = workloads.astype(str).value_counts(sort=False)
+    names = np.array(sorted(counts.index))
+    rng = np.random.default_rng(seed)
+    rng.shuffle(names)
+    folds: list[list[str]] = [[] for _ in range(k)]
+    sizes = np.zeros(k, dtype=int)
+    # greedy: largest remaining workload (in shuffled order for ties) into the smallest fold
+    order = sorted(range(len(names)), key=lambda i: -counts[names[i]])
+    for i in order:
+        j = int(np.argmin(sizes))
+        folds[j].append(str(names[i]))
+        sizes[j] += counts[names[i]]
+    return folds
+
+
+def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], SectionFit],
+                   predict: Callable[[dict, pd.DataFrame], np.ndarray], seed: int = 0) -> CVResult:
+    """Cross-validated error of ``fit``/``predict`` on ``df``, with folds by workload.
+
+    ``df`` needs ``workload`` and ``power_w``. ``k`` must be between 2 and the number of workloads.
+    Each fold's section is turned into the dict a parameter file holds (``SectionFit.store``) before
+    ``predict`` sees it. Warnings raised by the fits are collected once each (``CVResult.warnings``).
+    """
+    for col in ("workload", "power_w"):
+        if col not in df.columns:
+            raise BadInputError(f"cross-validation needs a '{col}' column")
+    if not isinstance(k, (int, np.integer)) or k < 2:
+        raise BadInputError(f"cross-validation needs K >= 2 folds (got {k!r})")
+    wl = df["workload"].astype(str)
+    n_wl = wl.nunique()
+    if k > n_wl:
+        raise BadInputError(f"cannot make {k} folds by workload from {n_wl} workloads (use --cv {n_wl} or fewer)")
+    folds = make_folds(wl, int(k), seed)
+    pred = pd.Series(np.nan, index=df.index, dtype=float)
+    fold_of = pd.Series(-1, index=df.index, dtype=int)
+    seen: dict[str, None] = {}
+    for i, names in enumerate(folds):
+        test = wl.isin(names).to_numpy()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sec = fit(df[~test])
+            doc: dict = {}
+            sec.store(doc, "power")
+            p = np.asarray(predict(doc["power"], df[test]), dtype=float)
+        for w in caught:
+            seen.setdefault(f"fold {i + 1}: {w.message}", None)
+        if p.shape != (int(test.sum()),):
+            raise ValueError(f"predict returned {p.shape} values for {int(test.sum())} rows")
+        pred[test] = p
+        fold_of[test] = i + 1
+    y = df["power_w"].to_numpy(float)
+    err = (pred.to_numpy() - y) / y * 100.0
+    abs_err = np.abs(err)
+    per_fold = []
+    for i, names in enumerate(folds):
+        m = (fold_of == i + 1).to_numpy()
+        per_fold.append({"fold": i + 1, "workloads": sorted(names), "n_rows": int(m.sum()),
+                         "mape_pct": float(abs_err[m].mean()), "max_abs_pct": float(abs_err[m].max())})
+    tab = pd.DataFrame({"workload": wl.to_numpy(), "fold": fold_of.to_numpy(), "err": err, "abs": abs_err})
+    per_wl = tab.groupby("workload", sort=True).agg(fold=("fold", "first"), n_rows=("err", "size"),
+                                                    mape_pct=("abs", "mean"), max_abs_pct=("abs", "max"),
+                                                    bias_pct=("err", "mean"))
+    return CVResult(int(k), int(seed), float(abs_err.mean()), float(abs_err.max()),
+                    float(np.sqrt(np.mean((pred.to_numpy() - y) ** 2))), per_fold, per_wl, pred, list(seen))

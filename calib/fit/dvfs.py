@@ -1,0 +1,598 @@
+"""Fit the DVFS power model (:mod:`calib.model.dvfs`) to a samples table with several clock configurations.
+
+Method (default ``"joint"``): one bounded, weighted least-squares problem over every parameter at once
+(:func:`scipy.optimize.least_squares`, trust-region reflective) with an analytic Jacobian for the
+linear coefficients and the voltages, and finite differences for the (at most three) shape parameters
+of the access-rate transforms and of the memory-bound scaling. Constraints are bounds only:
+
+* W coefficients >= 0 (non-negative least squares, as gpmTOOL);
+* voltages are ``V = exp(A @ u)`` with ``u >= 0`` and ``A`` the cumulative map from the reference level
+  outwards, so every voltage is positive, 1 at the reference clock and non-decreasing in clock
+  (gpmTOOL forces the same monotonicity with explicit constraints);
+* ``ar_exponent`` in [0.05, 1], ``ar_log_a`` in [0.01, 1], ``mem_sat`` in [0.05, 2].
+
+``method="alternating"`` reproduces gpmTOOL's scheme instead: non-negative least squares
+(:func:`scipy.optimize.nnls`) for the W coefficients with voltages fixed, then bounded least squares
+for the voltages and shapes with the coefficients fixed, until no parameter changes by more than 0.05 %
+for 5 iterations. Both reach the same optimum on the Guerreiro et al. tables; the joint solve is
+several times faster (benchmarks/titanx_results.md has the measurement), hence the default.
+
+Residuals are relative, ``(P_pred - P) / P`` (``weighting="relative"``): the fit minimises the squared
+percentage error, which matches the MAPE it is judged by and keeps 40 W idle rows as important as
+250 W rows. ``weighting="absolute"`` gives gpmTOOL's unweighted residuals.
+
+Standard errors come from the Jacobian at the solution, ``cov = pinv(J^T J) * SSR / (n - p)``
+(columns scaled first), for every fitted parameter, also those at a bound (then they describe the
+local curvature only and a warning says the value sits on its bound). Voltages get theirs from the
+increments by the delta method. A parameter the data do not touch has no standard error and a warning.
+
+Warnings (in ``fit.power.warnings``) name units that never vary (their weight is fixed at 0),
+pairs of units whose activities are collinear over the distinct workloads (|r| > 0.95), units that
+are nearly a combination of others (variance inflation factor > 30), parameters at a bound and
+rows dropped for missing values.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares, nnls
+
+from calib.errors import BadInputError, FitError
+from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG
+from calib.model.dvfs import (CONST_TERMS, CORE, FORMS, MEM, MODEL_NAME, POW, level_param, levels_of,
+                              scaled_activities, transform, unit_param)
+from calib.params import Param, SectionFit
+from calib.samples import ACT_PREFIX, act_units
+from calib.units import in_memory_domain
+
+#: |correlation| between two units' activities (over distinct workloads) that triggers a warning
+COLLINEAR_R = 0.95
+#: variance inflation factor above which a unit is called nearly a combination of the others
+VIF_LIMIT = 30.0
+#: shape parameters: (initial value, min, max, unit, description)
+SHAPES = {
+    "ar_exponent": (0.7, 0.05, 1.0, "1", "exponent of the 'pow' access-rate transform U**p"),
+    "ar_log_a": (IPP_A, 0.01, 1.0, "1", "slope of the IPP 'log' access-rate transform a*ln(U)+b"),
+    "mem_sat": (1.0, 0.05, 2.0, "1", "summed memory activity at which a kernel is fully memory bound"),
+}
+TERM_DOC = {
+    "static_core_w": "static power of the core domain at the reference voltage",
+    "static_mem_w": "static power of the memory domain at the reference voltage",
+    "const_core_w": "constant dynamic power of the core domain at the reference clock",
+    "const_mem_w": "constant dynamic power of the memory domain at the reference clock",
+    "active_core_w": "extra core-domain power while any core unit is active, at the reference clock",
+    "active_mem_w": "extra memory-domain power while any memory unit is active, at the reference clock",
+    "leak_core_w_per_c": "leakage increase per degC above temp_ref_c, at the reference core voltage",
+}
+TERM_UNIT = {n: ("W/C" if n.endswith("_per_c") else "W") for n in CONST_TERMS}
+V_MAX_STEP = 2.0  # bound on the log-voltage increment between neighbouring levels (a factor e^2)
+
+
+@dataclass
+class Problem:
+    """Everything the residual function needs, precomputed from the table."""
+
+    P: np.ndarray
+    wt: np.ndarray
+    fc: np.ndarray
+    fm: np.ndarray
+    U: np.ndarray
+    units: list[str]
+    forms: list[str]
+    is_mem: np.ndarray
+    vary_unit: np.ndarray
+    ic: np.ndarray
+    im: np.ndarray
+    lc: np.ndarray
+    lm: np.ndarray
+    rc: int
+    rm: int
+    Ac: np.ndarray
+    Am: np.ndarray
+    f0c: float
+    f0m: float
+    terms: list[str]
+    shapes: list[str]
+    ind_c: np.ndarray
+    ind_m: np.ndarray
+    dT: np.ndarray | None
+    ac: np.ndarray | None
+    am: np.ndarray | None
+    fixed_shape: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def nlin(self) -> int:
+        return len(self.terms) + int(self.vary_unit.sum())
+
+    @property
+    def nshape(self) -> int:
+        return len(self.shapes)
+
+    @property
+    def nu_c(self) -> int:
+        return len(self.lc) - 1
+
+    @property
+    def nu_m(self) -> int:
+        return len(self.lm) - 1
+
+    def split(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, float], np.ndarray, np.ndarray]:
+        """(linear coefficients, shape values, core level voltages, memory level voltages)."""
+        a, b = self.nlin, self.nlin + self.nshape
+        shape = dict(self.fixed_shape)
+        shape.update(zip(self.shapes, x[a:b]))
+        vc = np.exp(self.Ac @ x[b:b + self.nu_c])
+        vm = np.exp(self.Am @ x[b + self.nu_c:])
+        return x[:a], shape, vc, vm
+
+    def design(self, shape: Mapping[str, float], Vc: np.ndarray, Vm: np.ndarray) -> np.ndarray:
+        """Design matrix (rows x linear coefficients) at given shapes and per-row voltages."""
+        kc = Vc * Vc * (self.fc / self.f0c)
+        km = Vm * Vm * (self.fm / self.f0m)
+        cols = []
+        for t in self.terms:
+            cols.append({"static_core_w": lambda: Vc, "static_mem_w": lambda: Vm, "const_core_w": lambda: kc,
+                         "const_mem_w": lambda: km, "active_core_w": lambda: kc * self.ind_c,
+                         "active_mem_w": lambda: km * self.ind_m, "leak_core_w_per_c": lambda: Vc * self.dT}[t]())
+        G = self.transformed(shape)
+        for j in np.flatnonzero(self.vary_unit):
+            cols.append(G[:, j] * (km if self.is_mem[j] else kc))
+        return np.column_stack(cols)
+
+    def transformed(self, shape: Mapping[str, float]) -> np.ndarray:
+        U = self.U
+        if self.ac is not None and "mem_sat" in shape:
+            U = scaled_activities(U, self.is_mem, self.fc, self.fm, self.ac, self.am, shape["mem_sat"])
+        G = np.empty_like(U)
+        for j, f in enumerate(self.forms):
+            G[:, j] = transform(U[:, j], f, shape)
+        return G
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        lin, shape, vc, vm = self.split(x)
+        return self.design(shape, vc[self.ic], vm[self.im]) @ lin
+
+    def resid(self, x: np.ndarray) -> np.ndarray:
+        return (self.predict(x) - self.P) * self.wt
+
+    def jac(self, x: np.ndarray) -> np.ndarray:
+        lin, shape, vcl, vml = self.split(x)
+        Vc, Vm = vcl[self.ic], vml[self.im]
+        X = self.design(shape, Vc, Vm)
+        # d P / d V per row: static terms are linear in V, dynamic ones quadratic
+        dyn_c = np.zeros(len(self.P))
+        dyn_m = np.zeros(len(self.P))
+        st_c = np.zeros(len(self.P))
+        st_m = np.zeros(len(self.P))
+        kc = Vc * Vc * (self.fc / self.f0c)
+        km = Vm * Vm * (self.fm / self.f0m)
+        for i, t in enumerate(self.terms):
+            if t in ("static_core_w", "leak_core_w_per_c"):
+                st_c += lin[i] * X[:, i] / Vc
+            elif t == "static_mem_w":
+                st_m += lin[i] * X[:, i] / Vm
+            elif t in ("const_core_w", "active_core_w"):
+                dyn_c += lin[i] * X[:, i]
+            else:
+                dyn_m += lin[i] * X[:, i]
+        for k, j in enumerate(np.flatnonzero(self.vary_unit)):
+            col = len(self.terms) + k
+            if self.is_mem[j]:
+                dyn_m += lin[col] * X[:, col]
+            else:
+                dyn_c += lin[col] * X[:, col]
+        dPdVc = st_c + 2.0 * dyn_c / np.where(Vc > 0, Vc, 1.0)
+        dPdVm = st_m + 2.0 * dyn_m / np.where(Vm > 0, Vm, 1.0)
+        del kc, km
+        Jc = dPdVc[:, None] * (vcl[:, None] * self.Ac)[self.ic]
+        Jm = dPdVm[:, None] * (vml[:, None] * self.Am)[self.im]
+        Js = np.zeros((len(self.P), self.nshape))
+        if self.nshape:
+            base = X @ lin
+            a = self.nlin
+            for k in range(self.nshape):
+                h = 1e-6 * max(1.0, abs(x[a + k]))
+                xp = x.copy()
+                xp[a + k] += h
+                _, sp, _, _ = self.split(xp)
+                Js[:, k] = (self.design(sp, Vc, Vm) @ lin - base) / h
+        return np.hstack([X, Js, Jc, Jm]) * self.wt[:, None]
+
+
+def _cum_map(n: int, ref: int) -> np.ndarray:
+    """Map from the n-1 log-voltage increments to the n log-voltages (0 at ``ref``)."""
+    A = np.zeros((n, max(n - 1, 0)))
+    for i in range(n):
+        if i < ref:
+            A[i, i:ref] = -1.0
+        elif i > ref:
+            A[i, ref:i] = 1.0
+    return A
+
+
+def _activities_repeat(df: pd.DataFrame, cols: list[str]) -> bool:
+    """True when every workload measured at several clock configurations has the same activities at all."""
+    g = df.groupby("workload", sort=False)
+    nconf = g[["core_mhz", "mem_mhz"]].nunique().max(axis=1) if {"core_mhz", "mem_mhz"} <= set(df.columns) else None
+    if nconf is None or not (nconf > 1).any():
+        return False
+    spread = (g[cols].max() - g[cols].min()).max(axis=1)
+    return bool((spread[nconf > 1] <= 1e-12).all())
+
+
+def activity_diagnostics(U: np.ndarray, units: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Which units vary, and warnings about units that never vary or are collinear.
+
+    Computed over the distinct activity vectors (one per workload, when activities repeat across
+    clocks), so that repeating a workload at many clocks does not hide collinearity.
+    """
+    msgs: list[str] = []
+    D = np.unique(np.round(U, 12), axis=0)
+    sd = D.std(axis=0)
+    varies = sd > 1e-9
+    for j in np.flatnonzero(~varies):
+        v = D[0, j]
+        msgs.append(f"act_{units[j]} never varies (always {v:g}): its weight cannot be fitted and is fixed at 0"
+                    + ("" if v == 0 else "; its power is absorbed by the constant terms"))
+    idx = np.flatnonzero(varies)
+    if len(idx) >= 2 and len(D) > 2:
+        C = np.corrcoef(D[:, idx], rowvar=False)
+        for a in range(len(idx)):
+            for b in range(a + 1, len(idx)):
+                if abs(C[a, b]) > COLLINEAR_R:
+                    msgs.append(f"act_{units[idx[a]]} and act_{units[idx[b]]} are collinear over the workloads "
+                                f"(r = {C[a, b]:+.3f}): their weights are poorly separated")
+        if len(D) > len(idx) + 1:
+            try:
+                inv = np.linalg.inv(C)
+                for a in range(len(idx)):
+                    vif = inv[a, a]
+                    if vif > VIF_LIMIT:
+                        msgs.append(f"act_{units[idx[a]]} is nearly a linear combination of the other activities "
+                                    f"(variance inflation factor {vif:.0f})")
+            except np.linalg.LinAlgError:
+                msgs.append("the activities are linearly dependent over the workloads: some unit weights are not "
+                            "identifiable")
+    return varies, msgs
+
+
+def _forms_for(units: list[str], ar_form: str, ar_forms: Mapping[str, str] | None) -> list[str]:
+    forms = []
+    extra = set(ar_forms or {}) - set(units)
+    if extra:
+        raise BadInputError(f"access-rate form given for unknown unit(s): {', '.join(sorted(extra))} "
+                            f"(units in the table: {', '.join(units)})")
+    for u in units:
+        f = (ar_forms or {}).get(u, ar_form)
+        if f not in FORMS:
+            raise BadInputError(f"unit {u}: unknown access-rate form {f!r} (expected one of {', '.join(FORMS)})")
+        forms.append(f)
+    return forms
+
+
+def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form: str,
+             ar_forms: Mapping[str, str] | None, activity_clocks: Any, weighting: str,
+             fit_log_a: bool) -> tuple[Problem, dict[str, Any], list[str]]:
+    src = source or "<table>"
+    notes: list[str] = []
+    if "power_w" not in df.columns:
+        raise BadInputError(f"{src}: required column 'power_w' missing (needed to fit)")
+    units = act_units(df)
+    if not units:
+        raise BadInputError(f"{src}: no activity columns (act_<unit>)")
+    if mem_units is not None:
+        unknown = sorted(set(mem_units) - set(units))
+        if unknown:
+            raise BadInputError(f"{src}: memory unit(s) {', '.join(unknown)} not in the table "
+                                f"(units: {', '.join(units)})")
+    data = df.copy()
+    for col in ("core_mhz", "mem_mhz"):
+        if col not in data.columns:
+            data[col] = 1.0  # one nominal level: the domain does not scale (module docstring of the model)
+            notes.append(f"no {col} column: the {col[:-4]} domain is treated as one clock level")
+    need = ["power_w", "core_mhz", "mem_mhz"] + [ACT_PREFIX + u for u in units]
+    bad = data[need].isna().any(axis=1)
+    if bad.any():
+        msg = f"{src}: dropped {int(bad.sum())} of {len(data)} rows with missing power, clock or activity values"
+        warnings.warn(msg, stacklevel=3)
+        notes.append(msg)
+        data = data[~bad].reset_index(drop=True)
+    if "workload" not in data.columns:
+        data["workload"] = [f"row{i + 1}" for i in range(len(data))]
+    P = data["power_w"].to_numpy(float)
+    if len(P) == 0:
+        raise BadInputError(f"{src}: no usable rows")
+    if np.any(P <= 0):
+        i = int(np.flatnonzero(P <= 0)[0])
+        raise BadInputError(f"{src}: row {i + 1}, column 'power_w': {P[i]!r} W is not a positive power")
+    U = data[[ACT_PREFIX + u for u in units]].to_numpy(float)
+    if np.any((U < -1e-9) | (U > 1 + 1e-9)):
+        r, j = np.argwhere((U < -1e-9) | (U > 1 + 1e-9))[0]
+        raise BadInputError(f"{src}: row {r + 1}, column 'act_{units[j]}': activity {U[r, j]!r} outside [0, 1]")
+    U = np.clip(U, 0.0, 1.0)
+    fc = data["core_mhz"].to_numpy(float)
+    fm = data["mem_mhz"].to_numpy(float)
+    lc, lm = levels_of(fc), levels_of(fm)
+    is_mem = np.array([in_memory_domain(u, mem_units) for u in units], dtype=bool)
+    forms = _forms_for(units, ar_form, ar_forms)
+
+    # clocks at which the activities were measured (memory-bound scaling)
+    ac = am = None
+    act_info: dict[str, Any] | None = None
+    if activity_clocks not in (None, "off", False):
+        if {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
+            ac = data["ref_core_mhz"].to_numpy(float)
+            am = data["ref_mem_mhz"].to_numpy(float)
+            act_info = {"core_mhz": float(np.median(ac)), "mem_mhz": float(np.median(am)),
+                        "source": "table columns ref_core_mhz/ref_mem_mhz"}
+        elif isinstance(activity_clocks, (tuple, list)):
+            act_info = {"core_mhz": float(activity_clocks[0]), "mem_mhz": float(activity_clocks[1]), "source": "given"}
+        elif activity_clocks == "auto" and _activities_repeat(data, [ACT_PREFIX + u for u in units]):
+            act_info = {"core_mhz": float(lc[-1]), "mem_mhz": float(lm[-1]),
+                        "source": "assumed: activities repeat across clocks, taken as measured at the highest clocks"}
+        if act_info is not None and ac is None:
+            ac = np.full(len(P), act_info["core_mhz"])
+            am = np.full(len(P), act_info["mem_mhz"])
+        if act_info is not None and not is_mem.any():
+            act_info, ac, am = None, None, None  # no memory units: nothing can become memory bound
+    # reference clocks (V = 1): the activity clocks when they are fitted levels, else the highest levels
+    f0c, f0m = float(lc[-1]), float(lm[-1])
+    if act_info is not None:
+        if np.isclose(lc, act_info["core_mhz"]).any():
+            f0c = float(lc[np.isclose(lc, act_info["core_mhz"])][0])
+        if np.isclose(lm, act_info["mem_mhz"]).any():
+            f0m = float(lm[np.isclose(lm, act_info["mem_mhz"])][0])
+    rc, rm = int(np.flatnonzero(np.isclose(lc, f0c))[0]), int(np.flatnonzero(np.isclose(lm, f0m))[0])
+    ic = np.clip(np.searchsorted(lc, np.round(fc, 6)), 0, len(lc) - 1)
+    im = np.clip(np.searchsorted(lm, np.round(fm, 6)), 0, len(lm) - 1)
+
+    varies, diag = activity_diagnostics(U, units)
+    for m in diag:
+        notes.append(m)
+    ind_c = (U[:, ~is_mem] > 0).any(axis=1).astype(float) if (~is_mem).any() else np.zeros(len(P))
+    ind_m = (U[:, is_mem] > 0).any(axis=1).astype(float) if is_mem.any() else np.zeros(len(P))
+    multi_c, multi_m = len(lc) > 1, len(lm) > 1
+    # with one level in a domain its voltage and clock factors are 1: keep one constant per collinear group
+    terms: list[str] = ["const_core_w"]
+    if multi_c:
+        terms.append("static_core_w")
+    if multi_m:
+        terms += ["static_mem_w", "const_mem_w"]
+    elif multi_c:
+        terms.append("static_mem_w")  # one memory level: the voltage-independent constant power
+    if 0 < ind_c.sum() < len(P):
+        terms.append("active_core_w")
+    if 0 < ind_m.sum() < len(P) and not (not multi_c and not multi_m and np.array_equal(ind_m, ind_c)):
+        terms.append("active_mem_w")
+    dT = None
+    temp_ref = None
+    if "temp_c" in data.columns:
+        t = data["temp_c"].to_numpy(float)
+        if np.isnan(t).any():
+            notes.append(f"temp_c missing in {int(np.isnan(t).sum())} rows: temperature not used in the fit")
+        elif np.ptp(t) > 0.1:
+            temp_ref = float(t.min())
+            dT = t - temp_ref
+            terms.append("leak_core_w_per_c")
+    terms = [t for t in CONST_TERMS if t in terms]  # canonical order
+
+    shapes: list[str] = []
+    fixed_shape: dict[str, float] = {}
+    if POW in forms:
+        shapes.append("ar_exponent")
+    if LOG in forms:
+        if fit_log_a:
+            shapes.append("ar_log_a")
+        else:
+            fixed_shape["ar_log_a"] = IPP_A
+        fixed_shape["ar_log_b"] = IPP_B
+    if ac is not None:
+        shapes.append("mem_sat")
+    wt = 1.0 / P if weighting == "relative" else np.ones_like(P)
+    if weighting not in ("relative", "absolute"):
+        raise BadInputError(f"unknown weighting {weighting!r} (expected 'relative' or 'absolute')")
+    prob = Problem(P, wt, fc, fm, U, units, forms, is_mem, varies, ic, im, lc, lm, rc, rm, _cum_map(len(lc), rc),
+                   _cum_map(len(lm), rm), f0c, f0m, terms, shapes, ind_c, ind_m, dT, ac, am, fixed_shape)
+    n_free = prob.nlin + prob.nshape + prob.nu_c + prob.nu_m
+    if len(P) <= n_free:
+        raise FitError(f"{src}: {len(P)} rows cannot determine {n_free} parameters")
+    meta = {"act_info": act_info, "temp_ref_c": temp_ref, "n_workloads": int(data["workload"].nunique())}
+    return prob, meta, notes
+
+
+def _bounds(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.concatenate([np.zeros(prob.nlin), [SHAPES[s][1] for s in prob.shapes], np.zeros(prob.nu_c + prob.nu_m)])
+    hi = np.concatenate([np.full(prob.nlin, np.inf), [SHAPES[s][2] for s in prob.shapes],
+                         np.full(prob.nu_c + prob.nu_m, V_MAX_STEP)])
+    return lo, hi
+
+
+def _start(prob: Problem) -> np.ndarray:
+    shape0 = dict(prob.fixed_shape)
+    shape0.update({s: SHAPES[s][0] for s in prob.shapes})
+    u0 = np.full(prob.nu_c + prob.nu_m, 0.01)
+    x = np.concatenate([np.zeros(prob.nlin), [shape0[s] for s in prob.shapes], u0])
+    _, _, vc, vm = prob.split(x)
+    X = prob.design(shape0, vc[prob.ic], vm[prob.im])
+    lin, _ = nnls(X * prob.wt[:, None], prob.P * prob.wt, maxiter=50 * X.shape[1])
+    x[:prob.nlin] = np.maximum(lin, 1e-3)  # strictly inside the bounds for trust-region reflective
+    return x
+
+
+def _solve_joint(prob: Problem, x0: np.ndarray, max_nfev: int | None) -> tuple[np.ndarray, int, str]:
+    lo, hi = _bounds(prob)
+    sol = least_squares(prob.resid, np.clip(x0, lo, hi), jac=prob.jac, bounds=(lo, hi), method="trf",
+                        x_scale="jac", max_nfev=max_nfev or 500, ftol=1e-10, xtol=1e-10, gtol=1e-10)
+    return sol.x, int(sol.nfev), str(sol.message)
+
+
+def _solve_alternating(prob: Problem, x0: np.ndarray, max_iter: int = 500, rtol: float = 5e-4,
+                       patience: int = 5) -> tuple[np.ndarray, int, str]:
+    """gpmTOOL's scheme: NNLS for the coefficients, then bounded least squares for voltages and shapes."""
+    lo, hi = _bounds(prob)
+    x = np.clip(x0, lo, hi)
+    a = prob.nlin
+    calm = 0
+    nfev = 0
+    for it in range(max_iter):
+        x_old = x.copy()
+        _, shape, vc, vm = prob.split(x)
+        X = prob.design(shape, vc[prob.ic], vm[prob.im]) * prob.wt[:, None]
+        x[:a], _ = nnls(X, prob.P * prob.wt, maxiter=50 * X.shape[1])
+        lin = x[:a].copy()
+
+        def r_nl(z: np.ndarray) -> np.ndarray:
+            return prob.resid(np.concatenate([lin, z]))
+
+        def j_nl(z: np.ndarray) -> np.ndarray:
+            return prob.jac(np.concatenate([lin, z]))[:, a:]
+
+        z0 = np.clip(x[a:], lo[a:] + 1e-12, hi[a:] - 1e-12)
+        s = least_squares(r_nl, z0, jac=j_nl, bounds=(lo[a:], hi[a:]), method="trf", x_scale="jac", max_nfev=50)
+        nfev += int(s.nfev) + 1
+        x[a:] = s.x
+        change = np.max(np.abs(x - x_old) / np.maximum(np.abs(x_old), 1e-6))
+        calm = calm + 1 if change < rtol else 0
+        if calm >= patience:
+            return x, nfev, f"converged after {it + 1} alternations"
+    return x, nfev, f"stopped after {max_iter} alternations without converging"
+
+
+def _covariance(prob: Problem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Covariance of the raw parameter vector (NaN where not identifiable) and the dead-column mask."""
+    J = prob.jac(x)
+    r = prob.resid(x)
+    n, k = J.shape
+    redchi = float(r @ r) / max(1, n - k)
+    norm = np.linalg.norm(J, axis=0)
+    dead = norm <= 1e-14 * max(1.0, norm.max())
+    scale = np.where(dead, 1.0, norm)
+    Js = J / scale
+    cov = np.linalg.pinv(Js.T @ Js, rcond=1e-12, hermitian=True) / np.outer(scale, scale) * redchi
+    cov[dead, :] = np.nan
+    cov[:, dead] = np.nan
+    return cov, dead
+
+
+def _se(v: float) -> float | None:
+    return float(math.sqrt(v)) if v is not None and math.isfinite(v) and v >= 0 else None
+
+
+def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str = "", ar_form: str = POW,
+             ar_forms: Mapping[str, str] | None = None, method: str = "joint", activity_clocks: Any = "auto",
+             weighting: str = "relative", fit_log_a: bool = True, max_nfev: int | None = None) -> SectionFit:
+    """Fit the DVFS power model to a samples table; returns the ``power`` section (model ``"dvfs"``).
+
+    ``df``: samples table (``power_w``, ``core_mhz``, ``mem_mhz``, ``act_<unit>``; ``workload`` and
+    ``temp_c`` optional; ``ref_core_mhz``/``ref_mem_mhz`` when the activities were measured at other
+    clocks than the row's). ``mem_units``: units of the memory clock domain (default: the contract's
+    name rule). ``ar_form``: access-rate transform of every unit (``"pow"``, ``"log"`` or ``"linear"``),
+    ``ar_forms`` per-unit overrides. ``activity_clocks``: ``"auto"`` (from the ref_ columns, or the
+    highest clocks when every workload repeats its activities across clocks), ``"off"``, or a
+    ``(core_mhz, mem_mhz)`` pair. ``method``: ``"joint"`` or ``"alternating"`` (module docstring).
+    With one clock configuration the model reduces to the IPP form.
+    """
+    if method not in ("joint", "alternating"):
+        raise BadInputError(f"unknown fit method {method!r} (expected 'joint' or 'alternating')")
+    t0 = time.perf_counter()
+    prob, meta, notes = _prepare(df, mem_units, source, ar_form, ar_forms, activity_clocks, weighting, fit_log_a)
+    x0 = _start(prob)
+    if method == "joint":
+        x, nfev, msg = _solve_joint(prob, x0, max_nfev)
+    else:
+        x, nfev, msg = _solve_alternating(prob, x0)
+    if not np.all(np.isfinite(x)):
+        raise FitError(f"{source or '<table>'}: the DVFS fit diverged ({msg})")
+    cov, dead = _covariance(prob, x)
+    lin, shape, vc, vm = prob.split(x)
+    yhat = prob.predict(x)
+    elapsed = time.perf_counter() - t0
+    return _section(prob, meta, notes, x, cov, dead, lin, shape, vc, vm, yhat, nfev, msg, method, weighting, elapsed)
+
+
+def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np.ndarray, dead: np.ndarray,
+             lin: np.ndarray, shape: dict[str, float], vc: np.ndarray, vm: np.ndarray, yhat: np.ndarray,
+             nfev: int, msg: str, method: str, weighting: str, elapsed: float) -> SectionFit:
+    from calib.fit.core import stats_of
+
+    warns = list(notes)
+    params: list[Param] = []
+    lo, hi = _bounds(prob)
+
+    wscale = max(1.0, float(np.max(np.abs(lin)))) if len(lin) else 1.0
+
+    def add(name: str, idx: int, unit: str, desc: str) -> None:
+        se = None if dead[idx] else _se(cov[idx, idx])
+        lo_i = lo[idx]
+        v = float(max(x[idx], lo_i))
+        if idx < prob.nlin and v - lo_i <= 1e-6 * wscale:
+            v = float(lo_i)  # the solver stops a hair inside the bound: report the bound
+        p = Param(name, v, unit, float(lo_i), float(hi[idx]), True, None, se, desc)
+        if dead[idx]:
+            warns.append(f"{name}: the data do not depend on this parameter (not identifiable); no standard error")
+        elif p.at_bound():
+            warns.append(f"{name}: at its {p.at_bound()} bound ({p.value:g}); its standard error describes the "
+                         "local curvature only")
+        params.append(p)
+
+    for i, t in enumerate(prob.terms):
+        add(t, i, TERM_UNIT[t], TERM_DOC[t])
+    col = len(prob.terms)
+    for j, u in enumerate(prob.units):
+        dom = "memory" if prob.is_mem[j] else "core"
+        if prob.vary_unit[j]:
+            add(unit_param(u), col, "W", f"dynamic power of {u} at full activity, reference clocks ({dom} domain)")
+            col += 1
+        else:
+            params.append(Param(unit_param(u), 0.0, "W", 0.0, math.inf, False, None, None,
+                                f"{u} never varies in the fitted table: fixed at 0"))
+    for k, s in enumerate(prob.shapes):
+        add(s, prob.nlin + k, SHAPES[s][3], SHAPES[s][4])
+    for s, v in prob.fixed_shape.items():
+        params.append(Param(s, float(v), "1", -math.inf, math.inf, False, None, None,
+                            "IPP constant (paper 004)" if s.startswith("ar_log") else ""))
+    # voltages: delta method through V = exp(A u)
+    b = prob.nlin + prob.nshape
+    for dom, levels, v, A, ref, off, n in ((CORE, prob.lc, vc, prob.Ac, prob.rc, b, prob.nu_c),
+                                             (MEM, prob.lm, vm, prob.Am, prob.rm, b + prob.nu_c, prob.nu_m)):
+        sub = cov[off:off + n, off:off + n] if n else np.zeros((0, 0))
+        D = v[:, None] * A
+        cv = D @ sub @ D.T if n else np.zeros((len(levels), len(levels)))
+        for i, f in enumerate(levels):
+            name = level_param(dom, f)
+            if i == ref:
+                params.append(Param(name, 1.0, "V/Vref", 0.0, math.inf, False, None, None,
+                                    f"relative {dom} voltage at the reference clock {f:g} MHz"))
+                continue
+            se = _se(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
+            params.append(Param(name, float(v[i]), "V/Vref", 0.0, math.inf, True, None, se,
+                                f"relative {dom} voltage at {f:g} MHz (latent, monotone in clock)"))
+    rmse, mape, r2 = stats_of(prob.P, yhat)
+    err = np.abs(yhat - prob.P) / prob.P
+    structure: dict[str, Any] = {
+        "units": [{"name": u, "domain": MEM if m else CORE, "ar_form": f}
+                  for u, m, f in zip(prob.units, prob.is_mem, prob.forms)],
+        "ref_clocks": {"core_mhz": prob.f0c, "mem_mhz": prob.f0m},
+        "voltage": {CORE: {"mhz": [float(f) for f in prob.lc], "params": [level_param(CORE, f) for f in prob.lc]},
+                    MEM: {"mhz": [float(f) for f in prob.lm], "params": [level_param(MEM, f) for f in prob.lm]}},
+        "activity_clocks": meta["act_info"],
+        "temp_ref_c": meta["temp_ref_c"],
+        "outside_fitted_clocks": "voltage interpolated linearly between levels, held at the end value outside",
+    }
+    stats: dict[str, Any] = {
+        "n_samples": int(len(prob.P)), "n_workloads": meta["n_workloads"],
+        "rmse_w": float(rmse), "mape_pct": float(mape), "r2": float(r2), "max_abs_pct": float(100 * err.max()),
+        "n_parameters": int(len(x)), "method": method, "weighting": weighting, "nfev": int(nfev),
+        "solver_message": msg, "fit_time_s": round(float(elapsed), 4),
+    }
+    if warns:
+        stats["warnings"] = warns
+    return SectionFit(MODEL_NAME, params, structure, stats)

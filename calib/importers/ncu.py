@@ -1,0 +1,279 @@
+"""nvprof and Nsight Compute (ncu) metric CSV exports -> samples table (activities only).
+
+Neither profiler measures power: the table gets ``workload`` (the kernel name) and ``act_<unit>``
+columns. ``calib import`` can join power and clocks from another CSV (``--power``) or set the clocks
+(``--core-mhz``/``--mem-mhz``). Launches of the same kernel are averaged into one row.
+
+**nvprof** (``nvprof --csv --metrics m1,m2,... app``): lines starting with ``==`` are skipped; the
+table has ``Kernel``, ``Metric Name`` and ``Avg`` columns (``Min``/``Max`` ignored). Utilization
+metrics are printed as levels ``"Idle (0)"`` .. ``"Max (10)"`` and become level / 10; values with
+``%`` become value / 100. Mapping (metric -> unit):
+
+===================================  ==========
+single_precision_fu_utilization      fp
+double_precision_fu_utilization      dp
+half_precision_fu_utilization        hp
+special_fu_utilization               sfu
+tensor_precision_fu_utilization      tensor
+tensor_int_fu_utilization            tensor_int
+cf_fu_utilization                    cf
+ldst_fu_utilization                  ldst
+tex_fu_utilization                   tex
+l2_utilization                       l2
+shared_utilization                   shared
+dram_utilization                     dram
+issue_slot_utilization (%)           issue
+===================================  ==========
+
+nvprof has no integer-unit utilization metric (``inst_integer`` is a count), so there is no ``int``
+unit from nvprof; gpmTOOL's INT column came from its own CUPTI event arithmetic.
+
+**ncu** (``ncu --csv --metrics ...``: one row per kernel launch and metric with ``Kernel Name``,
+``Metric Name``, ``Metric Unit``, ``Metric Value``; or ``ncu --csv --page raw``: one row per launch,
+one column per metric, units in the second row). Only percentages are accepted (``%`` unit, the
+``.avg.pct_of_peak_sustained_active``/``_elapsed`` rollups), value / 100. Mapping by metric base name
+(the part before the first ``.``); when several metrics map to one unit, the earlier one in this list
+wins and the others are reported:
+
+===============================================  ==========
+sm__pipe_fma_cycles_active                       fp
+sm__inst_executed_pipe_fma                       fp
+sm__pipe_fp64_cycles_active                      dp
+sm__inst_executed_pipe_fp64                      dp
+sm__pipe_fp16_cycles_active                      hp
+sm__inst_executed_pipe_fp16                      hp
+sm__pipe_alu_cycles_active                       int
+sm__inst_executed_pipe_alu                       int
+sm__pipe_xu_cycles_active                        sfu
+sm__inst_executed_pipe_xu                        sfu
+sm__pipe_tensor_cycles_active                    tensor
+sm__pipe_tensor_op_hmma_cycles_active            tensor
+sm__inst_executed_pipe_cbu                       cf
+sm__inst_executed_pipe_lsu                       ldst
+sm__inst_executed_pipe_tex                       tex
+l1tex__data_pipe_lsu_wavefronts_mem_shared       shared
+l1tex__throughput                                l1
+lts__t_sectors                                   l2
+lts__throughput                                  l2
+dram__throughput                                 dram
+sm__cycles_active                                sm
+sm__warps_active                                 occupancy
+===============================================  ==========
+
+Unmapped metrics are ignored and listed in one warning.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.importers._common import read_lines
+from calib.samples import check_samples
+
+DESCRIPTION = "nvprof --csv / ncu --csv metric exports (utilizations; power joined separately)"
+
+NVPROF_METRICS: dict[str, str] = {
+    "single_precision_fu_utilization": "fp",
+    "double_precision_fu_utilization": "dp",
+    "half_precision_fu_utilization": "hp",
+    "special_fu_utilization": "sfu",
+    "tensor_precision_fu_utilization": "tensor",
+    "tensor_int_fu_utilization": "tensor_int",
+    "cf_fu_utilization": "cf",
+    "ldst_fu_utilization": "ldst",
+    "tex_fu_utilization": "tex",
+    "l2_utilization": "l2",
+    "shared_utilization": "shared",
+    "dram_utilization": "dram",
+    "issue_slot_utilization": "issue",
+}
+NCU_METRICS: dict[str, str] = {
+    "sm__pipe_fma_cycles_active": "fp",
+    "sm__inst_executed_pipe_fma": "fp",
+    "sm__pipe_fp64_cycles_active": "dp",
+    "sm__inst_executed_pipe_fp64": "dp",
+    "sm__pipe_fp16_cycles_active": "hp",
+    "sm__inst_executed_pipe_fp16": "hp",
+    "sm__pipe_alu_cycles_active": "int",
+    "sm__inst_executed_pipe_alu": "int",
+    "sm__pipe_xu_cycles_active": "sfu",
+    "sm__inst_executed_pipe_xu": "sfu",
+    "sm__pipe_tensor_cycles_active": "tensor",
+    "sm__pipe_tensor_op_hmma_cycles_active": "tensor",
+    "sm__inst_executed_pipe_cbu": "cf",
+    "sm__inst_executed_pipe_lsu": "ldst",
+    "sm__inst_executed_pipe_tex": "tex",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared": "shared",
+    "l1tex__throughput": "l1",
+    "lts__t_sectors": "l2",
+    "lts__throughput": "l2",
+    "dram__throughput": "dram",
+    "sm__cycles_active": "sm",
+    "sm__warps_active": "occupancy",
+}
+_LEVEL = re.compile(r"^\s*[A-Za-z ]*\((\d+(?:\.\d+)?)\)\s*$")
+
+
+def _csv_rows(lines: list[str], skip_prefix: str = "==") -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """(header, [(file line, fields)]) of the CSV part of a profiler export."""
+    body = [(i + 1, line) for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith(skip_prefix)]
+    if not body:
+        raise BadInputError("no CSV table found")
+    reader = csv.reader(io.StringIO("\n".join(line for _, line in body)))
+    parsed = list(reader)
+    header = [h.strip() for h in parsed[0]]
+    return header, [(body[i][0], r) for i, r in enumerate(parsed[1:], start=1)]
+
+
+def _nvprof_value(text: str, where: str) -> float:
+    t = text.strip()
+    m = _LEVEL.match(t)
+    if m:
+        return float(m.group(1)) / 10.0
+    if t.endswith("%"):
+        try:
+            return float(t[:-1].replace(",", "")) / 100.0
+        except ValueError:
+            pass
+    raise BadInputError(f"{where}: {text!r} is neither a utilization level like 'Mid (5)' nor a percentage")
+
+
+def _pct_value(text: str, where: str) -> float:
+    t = text.strip().rstrip("%").replace(",", "")
+    try:
+        return float(t) / 100.0
+    except ValueError:
+        raise BadInputError(f"{where}: {text!r} is not a number") from None
+
+
+def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source: str, ignored: set[str],
+            shadowed: dict[str, str]) -> pd.DataFrame:
+    if ignored:
+        warnings.warn(f"{source}: {len(ignored)} metric(s) with no unit mapping ignored: "
+                      + ", ".join(sorted(ignored)[:8]) + (" ..." if len(ignored) > 8 else ""), stacklevel=3)
+    for metric, kept in sorted(shadowed.items()):
+        warnings.warn(f"{source}: metric {metric} ignored: {kept} already gives the same unit", stacklevel=3)
+    if not records:
+        raise BadInputError(f"{source}: no mapped utilization metric found (see `calib import --help` or "
+                            "calib/importers/ncu.py for the metric names)")
+    units = sorted({u for r in records.values() for u in r})
+    rows = []
+    for k in order:
+        row: dict[str, object] = {"workload": k}
+        for u in units:
+            vals = records[k].get(u)
+            row[f"act_{u}"] = float(np.mean(vals)) if vals else np.nan
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    miss = df.isna().any(axis=1)
+    if miss.any():
+        k = df.loc[miss, "workload"].iloc[0]
+        col = df.columns[df.loc[miss].iloc[0].isna()][0]
+        raise BadInputError(f"{source}: kernel {k!r} has no value for {col} (every kernel needs the same metrics)")
+    act = [c for c in df.columns if c.startswith("act_")]
+    df[act] = df[act].clip(lower=0.0, upper=1.0)
+    return check_samples(df, source, require_power=False)
+
+
+def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
+    """Read an nvprof (``flavour="nvprof"``) or ncu export into a samples table without power."""
+    p = Path(path)
+    lines = read_lines(p)
+    try:
+        header, rows = _csv_rows(lines)
+    except BadInputError as e:
+        raise BadInputError(f"{p}: {e}") from None
+    except csv.Error as e:
+        raise BadInputError(f"{p}: not a readable CSV export ({e})") from None
+    col = {h: i for i, h in enumerate(header)}
+    records: dict[str, dict[str, list[float]]] = {}
+    order: list[str] = []
+    ignored: set[str] = set()
+    shadowed: dict[str, str] = {}
+    chosen: dict[str, str] = {}  # unit -> metric that supplies it
+
+    def take(kernel: str, metric: str, unit: str, value: float, priority: list[str]) -> None:
+        prev = chosen.get(unit)
+        if prev is not None and prev != metric:
+            if priority.index(metric) < priority.index(prev):  # a better metric for this unit: replace
+                shadowed[prev] = metric
+                for r in records.values():
+                    r.pop(unit, None)
+                chosen[unit] = metric
+            else:
+                shadowed[metric] = prev
+                return
+        chosen[unit] = metric
+        if kernel not in records:
+            records[kernel] = {}
+            order.append(kernel)
+        records[kernel].setdefault(unit, []).append(value)
+
+    if flavour == "nvprof":
+        need = ("Kernel", "Metric Name", "Avg")
+        if not all(h in col for h in need):
+            raise BadInputError(f"{p}: not an nvprof metrics export (columns {', '.join(need)} expected, "
+                                f"found {', '.join(header[:8])})")
+        prio = list(NVPROF_METRICS)
+        for ln, r in rows:
+            if len(r) != len(header):
+                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+            metric = r[col["Metric Name"]].strip()
+            unit = NVPROF_METRICS.get(metric)
+            if unit is None:
+                ignored.add(metric)
+                continue
+            v = _nvprof_value(r[col["Avg"]], f"{p}: line {ln}, metric {metric}")
+            take(r[col["Kernel"]].strip(), metric, unit, v, prio)
+        return _finish(records, order, str(p), ignored, shadowed)
+    if flavour != "ncu":
+        raise BadInputError(f"unknown profiler export flavour {flavour!r}")
+    prio = list(NCU_METRICS)
+    kcol = "Kernel Name" if "Kernel Name" in col else ("Function Name" if "Function Name" in col else None)
+    if kcol is None:
+        raise BadInputError(f"{p}: not an ncu CSV export (no 'Kernel Name' column; found {', '.join(header[:8])})")
+    if {"Metric Name", "Metric Value"} <= set(col):
+        for ln, r in rows:
+            if len(r) != len(header):
+                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+            metric = r[col["Metric Name"]].strip()
+            unit = NCU_METRICS.get(metric.split(".")[0])
+            if unit is None:
+                ignored.add(metric)
+                continue
+            munit = r[col["Metric Unit"]].strip() if "Metric Unit" in col else ""
+            if munit != "%" and "pct" not in metric:
+                raise BadInputError(f"{p}: line {ln}: metric {metric} is in {munit or 'no unit'!r}, not a percentage; "
+                                    "export its .avg.pct_of_peak_sustained_active (or _elapsed) rollup")
+            take(r[col[kcol]].strip(), metric, unit, _pct_value(r[col["Metric Value"]], f"{p}: line {ln}, metric {metric}"), prio)
+        return _finish(records, order, str(p), ignored, shadowed)
+    # --page raw: metrics are columns, the first data row holds the units
+    if not rows:
+        raise BadInputError(f"{p}: no data rows")
+    # ncu writes a units row right after the header: its ID field is empty
+    first = rows[0][1]
+    has_units = len(first) == len(header) and not first[col.get("ID", 0)].strip()
+    units_of = dict(zip(header, first)) if has_units else {}
+    data_rows = rows[1:] if has_units else rows
+    mapped = [(h, NCU_METRICS[h.split(".")[0]]) for h in header if h.split(".")[0] in NCU_METRICS]
+    ignored = {h for h in header if "__" in h and h.split(".")[0] not in NCU_METRICS}
+    for h, _ in mapped:
+        if units_of.get(h, "%").strip() != "%" and "pct" not in h:
+            raise BadInputError(f"{p}: metric {h} is in {units_of[h]!r}, not a percentage; export its "
+                                ".avg.pct_of_peak_sustained_active (or _elapsed) rollup")
+    for ln, r in data_rows:
+        if len(r) != len(header):
+            raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+        for h, unit in mapped:
+            take(r[col[kcol]].strip(), h, unit, _pct_value(r[col[h]], f"{p}: line {ln}, metric {h}"), prio)
+    return _finish(records, order, str(p), ignored, shadowed)
+

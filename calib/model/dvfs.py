@@ -1,0 +1,321 @@
+"""DVFS-aware GPU power model over any set of unit activities (core and memory clock domains).
+
+The model (the gpmTOOL form of Guerreiro et al., HPCA 2018 / TPDS 2019, extended; see
+../shared/reference/prior-art.md) predicts board power, W, of a row at core clock ``fc`` and memory
+clock ``fm`` (MHz) from the activities ``U_i`` in [0, 1] of its units::
+
+    P = Vc * (static_core_w + leak_core_w_per_c * (T - temp_ref_c))          static, leakage ~ V
+      + Vm * static_mem_w
+      + Vc^2 * fc/fc0 * (const_core_w + active_core_w * [any core U > 0] + sum_core w_i * g_i(U'_i))
+      + Vm^2 * fm/fm0 * (const_mem_w  + active_mem_w  * [any mem U > 0]  + sum_mem  w_j * g_j(U'_j))
+
+* ``Vc``, ``Vm``: relative voltage of each domain (1 at the reference clocks ``fc0``, ``fm0``). NVML
+  cannot read voltages, so they are latent: one value per clock level in the fitted table
+  (parameters ``v_core_<MHz>``, ``v_mem_<MHz>``), non-decreasing in clock. Between levels the voltage
+  is interpolated linearly (monotone); outside the fitted range it is held at the end value ("clamp",
+  with a warning), while the ``f`` factor keeps the row's clock.
+* All W coefficients are the power at the reference clocks; ``w_<unit>`` is the dynamic power of a
+  unit at full activity. ``active_*_w`` is the power of a domain as soon as a kernel keeps it busy at
+  all (IPP's constant runtime power of active SMs); it exists only when the training table has rows
+  with and without activity in that domain (e.g. an idle row).
+* ``g_i``: the access-rate transform of unit ``i`` (``ar_form`` in the structure): ``"linear"``,
+  ``"log"`` (IPP's clamped ``a*ln(U) + b`` from :mod:`calib.model.arfunc`, parameters ``ar_log_a`` and
+  ``ar_log_b``), or ``"pow"`` (``U**ar_exponent``, a concave curve that contains the linear form at
+  exponent 1 and behaves like the IPP log near U = 1 for small exponents).
+* ``T`` (``temp_c``) enters only through the leakage term, and only when the table had temperatures.
+* Memory-bound throughput (optional, ``activity_clocks`` in the structure): published tables (gpmTOOL)
+  measure activities once, at the clocks ``(ac, am)``, and repeat them at every clock. A kernel
+  whose memory activity is ``beta = min(1, sum_mem U / mem_sat)`` of saturation runs, relative to
+  the activity clocks, ``tau = max(ac/fc, beta * am/fm)`` times longer (it becomes memory bound when
+  the memory clock drops or the core clock rises). Activities at the row's clocks are then
+  ``U'_core = min(1, U * (ac/fc) / tau)`` and ``U'_mem = min(1, U * (am/fm) / tau)``. Without
+  ``activity_clocks`` (activities measured at every row's own clocks), ``U' = U``.
+
+With one clock configuration the voltages are 1, the clock factors are 1 and the constant terms merge
+into ``const_core_w``: the model is IPP's ``P = const + sum_i w_i * g_i(U_i)``.
+
+Parameter-file layout (section ``power``, or ``dvfs`` in session fits; ``"model": "dvfs"``)::
+
+    "units": [{"name": "SP", "domain": "core", "ar_form": "pow"}, ...],
+    "ref_clocks": {"core_mhz": 975.0, "mem_mhz": 3505.0},      V = 1 and coefficients at these clocks
+    "voltage": {"core": {"mhz": [595.0, ...], "params": ["v_core_595", ...]},
+                "mem":  {"mhz": [...], "params": [...]}},
+    "activity_clocks": {"core_mhz": .., "mem_mhz": .., "source": ".."} or null,
+    "temp_ref_c": 45.0 or null,
+    "parameters": {...}
+
+A term is present exactly when its parameter is in ``parameters``.
+
+Cite when publishing results from the Guerreiro et al. data: J. Guerreiro, A. Ilic, N. Roma, P. Tomas,
+"GPGPU Power Modeling for Multi-Domain Voltage-Frequency Scaling", HPCA 2018; "Modeling and Decoupling
+the GPU Power Consumption for Cross-Domain DVFS", IEEE TPDS 2019.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG
+from calib.model.arfunc import ar_transform as _ar_transform
+
+MODEL_NAME = "dvfs"
+POW = "pow"
+FORMS = (LINEAR, LOG, POW)
+CORE, MEM = "core", "mem"
+
+#: linear-coefficient parameters in the order of the design columns (before the unit weights)
+CONST_TERMS = ("static_core_w", "static_mem_w", "const_core_w", "const_mem_w", "active_core_w", "active_mem_w",
+               "leak_core_w_per_c")
+
+
+def level_param(domain: str, mhz: float) -> str:
+    """Name of the voltage parameter of a clock level, e.g. ``v_core_975``."""
+    return f"v_{domain}_{mhz:g}"
+
+
+def unit_param(unit: str) -> str:
+    """Name of the weight parameter of a unit, e.g. ``w_SP``."""
+    return f"w_{unit}"
+
+
+def transform(u: np.ndarray, form: str, shape: Mapping[str, float]) -> np.ndarray:
+    """Access-rate transform ``g(u)`` of one form (dimensionless in, dimensionless out)."""
+    if form == LINEAR:
+        return u
+    if form == POW:
+        p = shape["ar_exponent"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(u > 0, np.power(np.where(u > 0, u, 1.0), p), 0.0)
+    if form == LOG:
+        return _ar_transform(u, LOG, shape.get("ar_log_a", IPP_A), shape.get("ar_log_b", IPP_B))
+    raise ValueError(f"unknown access-rate form {form!r}; expected one of {FORMS}")
+
+
+@dataclass
+class Rows:
+    """The per-row inputs of the model as arrays (one entry per row)."""
+
+    fc: np.ndarray            # core clock, MHz
+    fm: np.ndarray            # memory clock, MHz
+    U: np.ndarray             # activities, rows x units, in [0, 1]
+    temp: np.ndarray | None   # temperature, degC
+    ac: np.ndarray | None     # core clock at which the activities were measured, MHz
+    am: np.ndarray | None     # memory clock at which the activities were measured, MHz
+
+
+def scaled_activities(U: np.ndarray, is_mem: np.ndarray, fc: np.ndarray, fm: np.ndarray, ac: np.ndarray,
+                      am: np.ndarray, mem_sat: float) -> np.ndarray:
+    """Activities at the row's clocks from activities measured at ``(ac, am)`` (module docstring)."""
+    rc = ac / fc
+    rm = am / fm
+    if is_mem.any():
+        beta = np.minimum(1.0, U[:, is_mem].sum(axis=1) / mem_sat)
+    else:
+        beta = np.zeros(len(fc))
+    tau = np.maximum(rc, beta * rm)
+    out = np.empty_like(U)
+    out[:, ~is_mem] = np.minimum(1.0, U[:, ~is_mem] * (rc / tau)[:, None])
+    out[:, is_mem] = np.minimum(1.0, U[:, is_mem] * (rm / tau)[:, None])
+    return out
+
+
+@dataclass
+class Compiled:
+    """A section turned into arrays for fast evaluation."""
+
+    units: list[str]
+    forms: list[str]
+    is_mem: np.ndarray
+    core_mhz: np.ndarray
+    mem_mhz: np.ndarray
+    vcore: np.ndarray
+    vmem: np.ndarray
+    f0c: float
+    f0m: float
+    coef: dict[str, float]
+    weights: np.ndarray
+    shape: dict[str, float]
+    act_clocks: dict[str, Any] | None
+    temp_ref_c: float | None
+
+
+def compile_section(section: Mapping[str, Any]) -> Compiled:
+    """Check a DVFS section's structure and return it as arrays (``BadInputError`` when malformed)."""
+    if section.get("model") != MODEL_NAME:
+        raise BadInputError(f"power section has model {section.get('model')!r}, expected {MODEL_NAME!r}")
+    try:
+        pv = {n: float(d["value"]) for n, d in section["parameters"].items()}
+        units = [u["name"] for u in section["units"]]
+        forms = [u.get("ar_form", LINEAR) for u in section["units"]]
+        is_mem = np.array([u["domain"] == MEM for u in section["units"]], dtype=bool)
+        ref = section["ref_clocks"]
+        volt = section["voltage"]
+        core_mhz = np.asarray(volt[CORE]["mhz"], float)
+        mem_mhz = np.asarray(volt[MEM]["mhz"], float)
+        vcore = np.array([pv[n] for n in volt[CORE]["params"]])
+        vmem = np.array([pv[n] for n in volt[MEM]["params"]])
+        weights = np.array([pv.get(unit_param(u), 0.0) for u in units])
+    except (KeyError, TypeError) as e:
+        raise BadInputError(f"DVFS power section is malformed (missing {e})") from None
+    for f in forms:
+        if f not in FORMS:
+            raise BadInputError(f"DVFS power section: unknown access-rate form {f!r} (expected one of {FORMS})")
+    for dom, mhz, v in ((CORE, core_mhz, vcore), (MEM, mem_mhz, vmem)):
+        if len(mhz) == 0 or len(mhz) != len(v) or np.any(np.diff(mhz) <= 0):
+            raise BadInputError(f"DVFS power section: voltage.{dom}: clock levels must be increasing, one voltage each")
+        if np.any(np.diff(v) < -1e-9) or np.any(v <= 0):
+            raise BadInputError(f"DVFS power section: voltage.{dom}: voltages must be positive and non-decreasing")
+    coef = {n: pv.get(n, 0.0) for n in CONST_TERMS}
+    shape = {n: pv[n] for n in ("ar_exponent", "ar_log_a", "ar_log_b", "mem_sat") if n in pv}
+    return Compiled(units, forms, is_mem, core_mhz, mem_mhz, vcore, vmem, float(ref["core_mhz"]), float(ref["mem_mhz"]),
+                    coef, weights, shape, section.get("activity_clocks"), section.get("temp_ref_c"))
+
+
+def _column(df: pd.DataFrame, name: str, default: float, what: str, warn: list[str]) -> np.ndarray:
+    if name in df.columns:
+        v = df[name].to_numpy(dtype=float)
+        miss = np.isnan(v)
+        if miss.any():
+            warn.append(f"{int(miss.sum())} rows without {name}: {what} {default:g} used")
+            v = np.where(miss, default, v)
+        return v
+    warn.append(f"no {name} column: {what} {default:g} used for every row")
+    return np.full(len(df), float(default))
+
+
+def rows_from_table(c: Compiled, df: pd.DataFrame) -> tuple[Rows, list[str]]:
+    """Arrays of the model inputs from a samples table, with notes about defaults that were applied."""
+    missing = [u for u in c.units if "act_" + u not in df.columns]
+    if missing:
+        raise BadInputError(f"the table has no column 'act_{missing[0]}' (the model needs act_ columns for: "
+                            + ", ".join(c.units) + ")")
+    notes: list[str] = []
+    fc = _column(df, "core_mhz", c.f0c, "the reference core clock", notes) if len(c.core_mhz) > 1 or "core_mhz" in df else np.full(len(df), c.f0c)
+    fm = _column(df, "mem_mhz", c.f0m, "the reference memory clock", notes) if len(c.mem_mhz) > 1 or "mem_mhz" in df else np.full(len(df), c.f0m)
+    U = np.column_stack([df["act_" + u].to_numpy(dtype=float) for u in c.units]) if c.units else np.zeros((len(df), 0))
+    if np.isnan(U).any():
+        r, j = np.argwhere(np.isnan(U))[0]
+        raise BadInputError(f"row {r + 1}, column 'act_{c.units[j]}': missing activity")
+    temp = None
+    if c.temp_ref_c is not None and "leak_core_w_per_c" in c.coef:
+        temp = _column(df, "temp_c", c.temp_ref_c, "the reference temperature (degC)", notes)
+    ac = am = None
+    if c.act_clocks is not None:
+        ac = df["ref_core_mhz"].to_numpy(float) if "ref_core_mhz" in df.columns else np.full(len(df), float(c.act_clocks["core_mhz"]))
+        am = df["ref_mem_mhz"].to_numpy(float) if "ref_mem_mhz" in df.columns else np.full(len(df), float(c.act_clocks["mem_mhz"]))
+        ac = np.where(np.isnan(ac), float(c.act_clocks["core_mhz"]), ac)
+        am = np.where(np.isnan(am), float(c.act_clocks["mem_mhz"]), am)
+    return Rows(fc, fm, U, temp, ac, am), notes
+
+
+def evaluate(c: Compiled, r: Rows, vc: np.ndarray | None = None, vm: np.ndarray | None = None) -> np.ndarray:
+    """Predicted power, W, per row. ``vc``/``vm`` (per-row voltages) default to interpolation."""
+    if vc is None:
+        vc = np.interp(r.fc, c.core_mhz, c.vcore)
+    if vm is None:
+        vm = np.interp(r.fm, c.mem_mhz, c.vmem)
+    kc = vc * vc * (r.fc / c.f0c)
+    km = vm * vm * (r.fm / c.f0m)
+    k = c.coef
+    U = r.U
+    if c.act_clocks is not None and "mem_sat" in c.shape:
+        Us = scaled_activities(U, c.is_mem, r.fc, r.fm, r.ac, r.am, c.shape["mem_sat"])
+    else:
+        Us = U
+    dyn_c = np.full(len(r.fc), k["const_core_w"])
+    dyn_m = np.full(len(r.fc), k["const_mem_w"])
+    if k["active_core_w"]:
+        dyn_c += k["active_core_w"] * (U[:, ~c.is_mem] > 0).any(axis=1)
+    if k["active_mem_w"]:
+        dyn_m += k["active_mem_w"] * (U[:, c.is_mem] > 0).any(axis=1)
+    for form in set(c.forms):
+        cols = np.array([f == form for f in c.forms])
+        g = transform(Us[:, cols], form, c.shape)
+        wc = np.where(c.is_mem[cols], 0.0, c.weights[cols])
+        wm = np.where(c.is_mem[cols], c.weights[cols], 0.0)
+        if wc.any():
+            dyn_c += g @ wc
+        if wm.any():
+            dyn_m += g @ wm
+    static = k["static_core_w"] * vc + k["static_mem_w"] * vm
+    if r.temp is not None and k["leak_core_w_per_c"]:
+        static = static + k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc
+    return static + kc * dyn_c + km * dyn_m
+
+
+def out_of_range(c: Compiled, r: Rows) -> list[str]:
+    """Warnings for rows whose clocks lie outside the fitted clock levels (voltage clamped)."""
+    msgs = []
+    for dom, f, lv in ((CORE, r.fc, c.core_mhz), (MEM, r.fm, c.mem_mhz)):
+        if len(lv) == 1:
+            off = ~np.isclose(f, lv[0])
+            if off.any():
+                msgs.append(f"{int(off.sum())} rows at a {dom} clock other than the only fitted one ({lv[0]:g} MHz): "
+                            "voltage held at the fitted value, predictions are extrapolations")
+            continue
+        lo, hi = f < lv[0] - 1e-9, f > lv[-1] + 1e-9
+        if lo.any() or hi.any():
+            msgs.append(f"{int(lo.sum() + hi.sum())} rows outside the fitted {dom} clock range "
+                        f"[{lv[0]:g}, {lv[-1]:g}] MHz: voltage clamped to the end value")
+    return msgs
+
+
+def predict_power(section: dict, df: pd.DataFrame) -> np.ndarray:
+    """Predicted board power, W, for every row of a samples table (vectorised).
+
+    ``section`` is a parameter-file section with ``"model": "dvfs"``. Rows at clocks between fitted
+    levels get a linearly interpolated voltage; rows outside the fitted range get the end value and a
+    warning (module docstring). Missing ``core_mhz``/``mem_mhz``/``temp_c`` values fall back to the
+    reference clocks/temperature with a warning.
+    """
+    c = compile_section(section)
+    r, notes = rows_from_table(c, df)
+    for m in notes + out_of_range(c, r):
+        warnings.warn(m, stacklevel=2)
+    return evaluate(c, r)
+
+
+def breakdown(section: dict, df: pd.DataFrame) -> pd.DataFrame:
+    """Power per term (W) for every row: static, constant dynamic, active and per-unit dynamic power."""
+    c = compile_section(section)
+    r, _ = rows_from_table(c, df)
+    vc = np.interp(r.fc, c.core_mhz, c.vcore)
+    vm = np.interp(r.fm, c.mem_mhz, c.vmem)
+    kc = vc * vc * (r.fc / c.f0c)
+    km = vm * vm * (r.fm / c.f0m)
+    Us = (scaled_activities(r.U, c.is_mem, r.fc, r.fm, r.ac, r.am, c.shape["mem_sat"])
+          if c.act_clocks is not None and "mem_sat" in c.shape else r.U)
+    k = c.coef
+    out = {"static_w": k["static_core_w"] * vc + k["static_mem_w"] * vm
+           + (k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc if r.temp is not None else 0.0),
+           "const_dynamic_w": k["const_core_w"] * kc + k["const_mem_w"] * km,
+           "active_w": k["active_core_w"] * kc * (r.U[:, ~c.is_mem] > 0).any(axis=1)
+           + k["active_mem_w"] * km * (r.U[:, c.is_mem] > 0).any(axis=1)}
+    for j, u in enumerate(c.units):
+        g = transform(Us[:, j], c.forms[j], c.shape)
+        out[f"unit_{u}_w"] = c.weights[j] * g * (km if c.is_mem[j] else kc)
+    return pd.DataFrame(out, index=df.index)
+
+
+def relative_voltages(section: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    """The fitted voltage curves: domain -> [(MHz, V/Vref), ...]."""
+    c = compile_section(section)
+    return {CORE: list(zip(c.core_mhz.tolist(), c.vcore.tolist())), MEM: list(zip(c.mem_mhz.tolist(), c.vmem.tolist()))}
+
+
+def finite_or_none(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def levels_of(values: Sequence[float]) -> np.ndarray:
+    """Distinct clock levels (MHz), sorted, merging values within 1e-6 MHz."""
+    v = np.unique(np.round(np.asarray(values, float), 6))
+    return v[~np.isnan(v)]
