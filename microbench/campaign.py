@@ -28,6 +28,8 @@ from microbench.benchmarks import Benchmark, CampaignSpec, plan, thermal_benchma
 from microbench.devices.base import Device
 
 STATE_NAME = "campaign_state.json"
+#: polling period of real sensors during a campaign, s (NVML updates about every 100 ms)
+LOG_PERIOD_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,11 @@ class Campaign:
             done = set()
             self.idle_temp_c = None
         self.writer = writer
+        self._logger = None
+        if not self.device.virtual:  # real sensors are polled by a background thread meanwhile
+            from microbench.logger import SensorLogger
+
+            self._logger = SensorLogger(writer, self.device.sensors(), period_s=LOG_PERIOD_S).start()
         try:
             writer.mark("segment_start", t=self.device.clock(), resumed=resume)
             for k, step in enumerate(self.steps):
@@ -162,7 +169,10 @@ class Campaign:
                 writer.mark("workload_done", step.name, step.repeat, step=step.id)
             writer.mark("campaign_done")
         finally:
-            self._drain()
+            if self._logger is not None:
+                self._logger.stop()
+            else:
+                self._drain()
             writer.close()
         return session_dir
 
@@ -180,6 +190,9 @@ class Campaign:
                                                      "device": self.device.snapshot()})
 
     def _drain(self) -> None:
+        if self._logger is not None:
+            self._logger.check()  # a lost GPU or a dead analyzer stops the campaign here
+            return
         for s in self.device.sensors():
             w = self.writer.stream(s.name, s.columns)
             if hasattr(s, "read_blocks"):  # virtual sensors hand over column blocks

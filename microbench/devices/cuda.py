@@ -27,6 +27,19 @@ from microbench.devices.nvml import NvmlGpu, NvmlSensor
 _ISSUE_PER_CYCLE = {3: 4.0, 5: 4.0, 6: 2.0, 7: 4.0, 8: 4.0, 9: 4.0, 10: 4.0, 12: 4.0}
 
 
+def _model_units(major: int | None, props: dict[str, Any] | None) -> dict[str, Any]:
+    """Power-model units of a GPU generation (all have L1/L2 since Fermi; tensor cores since Volta)."""
+    units = ["fp", "dp", "int", "sfu", "alu", "reg", "fds", "shared", "const", "tex", "l1", "l2", "global", "local"]
+    if major is not None and major >= 7:
+        units.insert(4, "tensor")
+    out: dict[str, Any] = {"units": units, "chip_units": ["l2", "global", "local"],
+                           "mem_domain_units": ["global", "local"]}
+    if props:
+        out["max_warps_per_sm"] = int(props.get("maxThreadsPerMultiProcessor", 2048)) // 32
+        out["l2_bytes"] = int(props.get("l2CacheSize", 0))
+    return out
+
+
 def cuda_properties(index: int) -> dict[str, Any] | None:
     """CUDA device properties of device ``index`` via CuPy, or None when CuPy is not installed."""
     try:
@@ -112,7 +125,8 @@ class CudaDevice(Device):
             supported_clocks={"mem_mhz": [float(m) for m in sorted(table)],
                               "core_mhz": [float(c) for c in sorted(cores)]},
             driver_version=ident.get("driver_version"), cuda_version=ident.get("cuda_driver_version"),
-            extra={"pci_bus_id": ident.get("pci_bus_id"), "architecture": ident.get("architecture"),
+            extra={**_model_units(major, props),
+                   "pci_bus_id": ident.get("pci_bus_id"), "architecture": ident.get("architecture"),
                    "compute_capability": f"{props['major']}.{props['minor']}" if props else None,
                    "cuda_index": self.index, "nvml_capabilities": self._nvml.capabilities()["supported"]},
         )
