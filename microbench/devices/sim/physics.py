@@ -4,6 +4,7 @@ Richer than the model the toolkit fits, on purpose:
 
 - dynamic power of each unit = per-access energy x access rate plus, for "pipeline" units, a saturating
   activation term (a unit leaving idle costs a lot, further accesses less), scaled by V^2 f per domain;
+  the activation terms of pipes active at the same time partly overlap (not additive, unlike IPP);
 - leakage exponential in die temperature and a power of the core voltage (not a straight line);
 - a three-node thermal network (die, heatsink, case air) with a temperature-controlled fan whose speed is
   slew-limited: at least two time constants, and faster heating than cooling because the fan spins up.
@@ -37,11 +38,16 @@ class UnitPhysics:
     domain: str = "core"
     chip: bool = False
 
-    def power(self, ar: float) -> float:
+    def parts(self, ar: float) -> tuple[float, float]:
+        """(per-access part, saturating activation part) of the power at access rate ``ar``, W."""
         if ar <= 0:
-            return 0.0
-        h = 1.0 + self.slope * math.log(ar) if self.w else 0.0
-        return self.max_power_w * ((1.0 - self.w) * ar + self.w * max(0.0, h))
+            return 0.0, 0.0
+        h = max(0.0, 1.0 + self.slope * math.log(ar)) if self.w else 0.0
+        return self.max_power_w * (1.0 - self.w) * ar, self.max_power_w * self.w * h
+
+    def power(self, ar: float) -> float:
+        a, b = self.parts(ar)
+        return a + b
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class PowerPhysics:
     fan_max_w: float                 # fan power at 100 % duty (cube law)
     host_idle_w: float               # the rest of the system, seen only by the wall meter
     host_busy_w: float               # extra host power while kernels are being launched
+    overlap: float = 0.0             # share of the activation power of concurrently active SM pipes
+                                     # that they have in common (operand collectors, clock trees)
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,11 @@ class Load:
     detail: dict = field(default_factory=dict)
 
 
+#: SM execution pipes whose activation power partly overlaps (register file and fetch/decode/schedule are
+#: busy with every instruction and stay additive)
+PIPES = frozenset({"fp", "dp", "int", "sfu", "tensor", "alu", "shared", "const", "tex", "l1"})
+
+
 def sm_scale(form: str, beta: float, active: int, total: int) -> float:
     """Fraction of full-chip runtime power drawn with ``active`` of ``total`` SMs busy."""
     if form == "log":
@@ -127,8 +140,15 @@ def load_for(pp: PowerPhysics, ar: Mapping[str, float], active_sms: int, sm_coun
     chip_core = 0.0
     chip_mem = 0.0
     detail: dict[str, float] = {"const_sm": pp.const_sm_w * sm_count}
+    # activation (saturating) parts of the SM execution pipes are not additive: pipes active at the same
+    # time share part of it, so a mix costs less than the sum of its units (the IPP model adds them)
+    sat = {n: u.parts(ar.get(n, 0.0))[1] for n, u in pp.units.items() if not u.chip and n in PIPES}
+    tot = sum(sat.values())
+    shared_discount = pp.overlap * (tot - max(sat.values(), default=0.0))
     for name, u in pp.units.items():
         p = u.power(ar.get(name, 0.0))
+        if name in sat and tot > 0:
+            p -= shared_discount * sat[name] / tot
         if u.chip:
             if u.domain == "mem":
                 chip_mem += p

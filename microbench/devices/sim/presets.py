@@ -145,19 +145,21 @@ GTX280 = Preset(
             "tex": _u(0.9, True),
             "global": _u(52.0, True, domain="mem", chip=True), "local": _u(52.0, True, domain="mem", chip=True),
         },
-        p_const_w=16.84, idle_core_w=36.0, idle_mem_w=10.0,
+        p_const_w=17.05, idle_core_w=36.0, idle_mem_w=10.0,
         leak_ref_w=20.11, leak_ref_c=57.0, leak_k_per_c=0.02, leak_v_exp=2.0,
         const_sm_w=0.813, activation_w=0.0, sm_scaling="log", sm_beta=1.1,
-        fan_max_w=7.0, host_idle_w=76.0, host_busy_w=34.11,
+        fan_max_w=7.0, host_idle_w=76.0, host_busy_w=34.11, overlap=0.15,
     ),
-    # thermal figures tuned (numerically, on noise-free steady states and one step) so that the IPP-level
-    # truths come out as the paper's: idle 83 W at 57 C, RC 35/60 s, mu 0.12 C/W, lambda 5.5 C,
-    # sigma 10/22 W/C. rho cannot be matched with this benchmark set (see truth.py): its memory
-    # intensities are far larger than IPP's, so the hot spot that would give rho = 21.5 C would be absurd.
+    # thermal figures tuned (numerically, on noise-free runs of the standard thermal protocol) so that the
+    # IPP-level truths come out near the paper's: idle 83 W at 57 C, RC rise/decay 35/60 s, sigma 10/22 W/C,
+    # mu 0.12 C/W, lambda 5.5 C (reached: 36.9/61.3 s, 0.452 W/C, 0.153 C/W, 4.3 C). A fan that speeds up
+    # under load makes the rise faster than the decay, but also pulls lambda down, hence the compromise.
+    # rho cannot be matched with this benchmark set: its memory intensities (eq. 20) are far larger than
+    # IPP's, so the sensor hot spot that would give rho = 21.5 C would be absurd (see truth.py).
     thermal=ThermalPhysics(
-        t_room_c=33.36, c_die_j_per_c=22.0, c_sink_j_per_c=172.4, c_case_j_per_c=2500.0,
-        g_die_sink_w_per_c=88.47, g_sink_case0_w_per_c=2.299, g_sink_case_fan_w_per_c=16.69,
-        g_case_room_w_per_c=10.13, fan_min=0.2025, fan_t0_c=69.16, fan_gain_per_c=0.2087, fan_slew_per_s=0.08,
+        t_room_c=36.0, c_die_j_per_c=22.0, c_sink_j_per_c=240.0, c_case_j_per_c=600.0,
+        g_die_sink_w_per_c=88.47, g_sink_case0_w_per_c=3.0, g_sink_case_fan_w_per_c=16.69,
+        g_case_room_w_per_c=10.13, fan_min=0.27, fan_t0_c=69.17, fan_gain_per_c=0.2087, fan_slew_per_s=0.08,
         r_io_c_per_w=0.1692, mem_heat_to_sink=0.3,
     ),
     timing=TimingPhysics(
@@ -192,7 +194,7 @@ GTX580 = Preset(
         p_const_w=6.0, idle_core_w=9.0, idle_mem_w=5.0,
         leak_ref_w=6.5, leak_ref_c=38.0, leak_k_per_c=0.022, leak_v_exp=2.0,
         const_sm_w=1.2, activation_w=64.0, sm_scaling="linear", sm_beta=1.1,
-        fan_max_w=9.0, host_idle_w=95.0, host_busy_w=35.0,
+        fan_max_w=9.0, host_idle_w=95.0, host_busy_w=35.0, overlap=0.15,
     ),
     thermal=ThermalPhysics(
         t_room_c=24.0, c_die_j_per_c=25.0, c_sink_j_per_c=420.0, c_case_j_per_c=2500.0,
@@ -242,7 +244,7 @@ TITANX = Preset(
         p_const_w=12.0, idle_core_w=22.0, idle_mem_w=24.0,
         leak_ref_w=14.0, leak_ref_c=40.0, leak_k_per_c=0.018, leak_v_exp=3.0,
         const_sm_w=0.9, activation_w=12.0, sm_scaling="linear", sm_beta=1.1,
-        fan_max_w=10.0, host_idle_w=80.0, host_busy_w=30.0,
+        fan_max_w=10.0, host_idle_w=80.0, host_busy_w=30.0, overlap=0.15,
     ),
     thermal=ThermalPhysics(
         t_room_c=24.0, c_die_j_per_c=30.0, c_sink_j_per_c=500.0, c_case_j_per_c=2500.0,
