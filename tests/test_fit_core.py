@@ -58,7 +58,8 @@ def test_bound_active_is_reported():
     x = np.linspace(0, 1, 20)
     res = fit_lsq(lambda v: v["a"] * x, [Param("a", 1.0, "W", 0.0, 10.0)], -x)
     assert res.by_name()["a"].value == pytest.approx(0.0, abs=1e-9)
-    assert any(w.startswith("a: at a bound") for w in res.warnings)
+    assert any(w.startswith("a: at a bound") and "local curvature only" in w for w in res.warnings)
+    assert res.by_name()["a"].stderr is not None
 
 
 def test_too_few_samples():

@@ -146,7 +146,9 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     stderr = [None] * k
     jac = np.asarray(sol.jac, dtype=float)
     active = np.asarray(sol.active_mask) != 0
-    keep = ~active
+    # every varied parameter gets a standard error; for one sitting on a bound it describes the local
+    # curvature only (the true uncertainty is one-sided) and a warning says so
+    keep = np.ones(k, dtype=bool)
     if keep.any():
         jk = jac[:, keep]
         colnorm = np.linalg.norm(jk, axis=0)
@@ -185,7 +187,8 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
             warnings_.append("covariance could not be computed; standard errors unavailable")
     for i, nm in enumerate(names):
         if active[i]:
-            warnings_.append(f"{nm}: at a bound ({sol.x[i]:.6g}); no standard error")
+            warnings_.append(f"{nm}: at a bound ({sol.x[i]:.6g}); its standard error describes the local "
+                             "curvature only")
     out = []
     it = iter(range(k))
     for p in params:
