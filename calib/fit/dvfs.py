@@ -47,7 +47,7 @@ from scipy.optimize import least_squares, nnls
 
 from calib.errors import BadInputError, FitError
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG
-from calib.model.dvfs import (CONST_TERMS, CORE, FORMS, MEM, MODEL_NAME, POW, level_param, levels_of,
+from calib.model.dvfs import (BOXCOX, CONST_TERMS, CORE, FORMS, MEM, MODEL_NAME, POW, level_param, levels_of,
                               scaled_activities, transform, unit_param)
 from calib.params import Param, SectionFit
 from calib.samples import ACT_PREFIX, act_units
@@ -61,7 +61,9 @@ VIF_LIMIT = 30.0
 SHAPES = {
     "ar_exponent": (0.7, 0.05, 1.0, "1", "exponent of the 'pow' access-rate transform U**p"),
     "ar_log_a": (IPP_A, 0.01, 1.0, "1", "slope of the IPP 'log' access-rate transform a*ln(U)+b"),
-    "mem_sat": (1.0, 0.05, 2.0, "1", "summed memory activity at which a kernel is fully memory bound"),
+    "ar_bc_a": (0.7, 0.01, 1.0, "1", "slope of the Box-Cox access-rate transform 1 + a*(U**lambda - 1)/lambda"),
+    "ar_bc_lambda": (0.7, 0.0, 1.0, "1", "power of the Box-Cox access-rate transform (0: IPP log, a = lambda: U**lambda)"),
+    "mem_sat": (1.0, 0.05, 50.0, "1", "summed memory activity at which a kernel is fully memory bound"),
 }
 TERM_DOC = {
     "static_core_w": "static power of the core domain at the reference voltage",
@@ -107,6 +109,7 @@ class Problem:
     ac: np.ndarray | None
     am: np.ndarray | None
     fixed_shape: dict[str, float] = field(default_factory=dict)
+    ridge: float = 0.0        # weight of the penalty on unit weights (fraction of power per W)
 
     @property
     def nlin(self) -> int:
@@ -161,7 +164,10 @@ class Problem:
         return self.design(shape, vc[self.ic], vm[self.im]) @ lin
 
     def resid(self, x: np.ndarray) -> np.ndarray:
-        return (self.predict(x) - self.P) * self.wt
+        r = (self.predict(x) - self.P) * self.wt
+        if self.ridge:
+            r = np.concatenate([r, self.ridge * x[len(self.terms):self.nlin]])
+        return r
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         lin, shape, vcl, vml = self.split(x)
@@ -204,7 +210,12 @@ class Problem:
                 xp[a + k] += h
                 _, sp, _, _ = self.split(xp)
                 Js[:, k] = (self.design(sp, Vc, Vm) @ lin - base) / h
-        return np.hstack([X, Js, Jc, Jm]) * self.wt[:, None]
+        J = np.hstack([X, Js, Jc, Jm]) * self.wt[:, None]
+        if self.ridge:
+            R = np.zeros((self.nlin - len(self.terms), J.shape[1]))
+            R[:, len(self.terms):self.nlin] = np.eye(self.nlin - len(self.terms)) * self.ridge
+            J = np.vstack([J, R])
+        return J
 
 
 def _cum_map(n: int, ref: int) -> np.ndarray:
@@ -280,7 +291,8 @@ def _forms_for(units: list[str], ar_form: str, ar_forms: Mapping[str, str] | Non
 
 def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form: str,
              ar_forms: Mapping[str, str] | None, activity_clocks: Any, weighting: str,
-             fit_log_a: bool) -> tuple[Problem, dict[str, Any], list[str]]:
+             fit_log_a: bool, active_terms: bool = True, ridge: float = 0.0,
+             ref_clocks: tuple[float, float] | None = None) -> tuple[Problem, dict[str, Any], list[str]]:
     src = source or "<table>"
     notes: list[str] = []
     if "power_w" not in df.columns:
@@ -312,11 +324,11 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
         raise BadInputError(f"{src}: no usable rows")
     if np.any(P <= 0):
         i = int(np.flatnonzero(P <= 0)[0])
-        raise BadInputError(f"{src}: row {i + 1}, column 'power_w': {P[i]!r} W is not a positive power")
+        raise BadInputError(f"{src}: row {i + 1}, column 'power_w': {float(P[i]):g} W is not a positive power")
     U = data[[ACT_PREFIX + u for u in units]].to_numpy(float)
     if np.any((U < -1e-9) | (U > 1 + 1e-9)):
         r, j = np.argwhere((U < -1e-9) | (U > 1 + 1e-9))[0]
-        raise BadInputError(f"{src}: row {r + 1}, column 'act_{units[j]}': activity {U[r, j]!r} outside [0, 1]")
+        raise BadInputError(f"{src}: row {r + 1}, column 'act_{units[j]}': activity {float(U[r, j]):g} outside [0, 1]")
     U = np.clip(U, 0.0, 1.0)
     fc = data["core_mhz"].to_numpy(float)
     fm = data["mem_mhz"].to_numpy(float)
@@ -350,6 +362,13 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
             f0c = float(lc[np.isclose(lc, act_info["core_mhz"])][0])
         if np.isclose(lm, act_info["mem_mhz"]).any():
             f0m = float(lm[np.isclose(lm, act_info["mem_mhz"])][0])
+    if ref_clocks is not None:
+        for dom, want, lv in (("core", ref_clocks[0], lc), ("memory", ref_clocks[1], lm)):
+            if not np.isclose(lv, want).any():
+                raise BadInputError(f"{src}: reference {dom} clock {want:g} MHz is not a clock level of the table "
+                                    f"({', '.join(f'{x:g}' for x in lv)})")
+        f0c = float(lc[np.isclose(lc, ref_clocks[0])][0])
+        f0m = float(lm[np.isclose(lm, ref_clocks[1])][0])
     rc, rm = int(np.flatnonzero(np.isclose(lc, f0c))[0]), int(np.flatnonzero(np.isclose(lm, f0m))[0])
     ic = np.clip(np.searchsorted(lc, np.round(fc, 6)), 0, len(lc) - 1)
     im = np.clip(np.searchsorted(lm, np.round(fm, 6)), 0, len(lm) - 1)
@@ -368,9 +387,9 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
         terms += ["static_mem_w", "const_mem_w"]
     elif multi_c:
         terms.append("static_mem_w")  # one memory level: the voltage-independent constant power
-    if 0 < ind_c.sum() < len(P):
+    if active_terms and 0 < ind_c.sum() < len(P):
         terms.append("active_core_w")
-    if 0 < ind_m.sum() < len(P) and not (not multi_c and not multi_m and np.array_equal(ind_m, ind_c)):
+    if active_terms and 0 < ind_m.sum() < len(P) and not (not multi_c and not multi_m and np.array_equal(ind_m, ind_c)):
         terms.append("active_mem_w")
     dT = None
     temp_ref = None
@@ -388,6 +407,8 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
     fixed_shape: dict[str, float] = {}
     if POW in forms:
         shapes.append("ar_exponent")
+    if BOXCOX in forms:
+        shapes += ["ar_bc_a", "ar_bc_lambda"]
     if LOG in forms:
         if fit_log_a:
             shapes.append("ar_log_a")
@@ -400,7 +421,7 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
     if weighting not in ("relative", "absolute"):
         raise BadInputError(f"unknown weighting {weighting!r} (expected 'relative' or 'absolute')")
     prob = Problem(P, wt, fc, fm, U, units, forms, is_mem, varies, ic, im, lc, lm, rc, rm, _cum_map(len(lc), rc),
-                   _cum_map(len(lm), rm), f0c, f0m, terms, shapes, ind_c, ind_m, dT, ac, am, fixed_shape)
+                   _cum_map(len(lm), rm), f0c, f0m, terms, shapes, ind_c, ind_m, dT, ac, am, fixed_shape, ridge)
     n_free = prob.nlin + prob.nshape + prob.nu_c + prob.nu_m
     if len(P) <= n_free:
         raise FitError(f"{src}: {len(P)} rows cannot determine {n_free} parameters")
@@ -486,9 +507,10 @@ def _se(v: float) -> float | None:
     return float(math.sqrt(v)) if v is not None and math.isfinite(v) and v >= 0 else None
 
 
-def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str = "", ar_form: str = POW,
+def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str = "", ar_form: str = BOXCOX,
              ar_forms: Mapping[str, str] | None = None, method: str = "joint", activity_clocks: Any = "auto",
-             weighting: str = "relative", fit_log_a: bool = True, max_nfev: int | None = None) -> SectionFit:
+             weighting: str = "relative", fit_log_a: bool = True, active_terms: bool = True, ridge: float = 0.0,
+             ref_clocks: tuple[float, float] | None = None, max_nfev: int | None = None) -> SectionFit:
     """Fit the DVFS power model to a samples table; returns the ``power`` section (model ``"dvfs"``).
 
     ``df``: samples table (``power_w``, ``core_mhz``, ``mem_mhz``, ``act_<unit>``; ``workload`` and
@@ -503,7 +525,8 @@ def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str
     if method not in ("joint", "alternating"):
         raise BadInputError(f"unknown fit method {method!r} (expected 'joint' or 'alternating')")
     t0 = time.perf_counter()
-    prob, meta, notes = _prepare(df, mem_units, source, ar_form, ar_forms, activity_clocks, weighting, fit_log_a)
+    prob, meta, notes = _prepare(df, mem_units, source, ar_form, ar_forms, activity_clocks, weighting, fit_log_a,
+                                 active_terms, ridge, ref_clocks)
     x0 = _start(prob)
     if method == "joint":
         x, nfev, msg = _solve_joint(prob, x0, max_nfev)

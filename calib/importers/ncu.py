@@ -204,7 +204,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     def take(kernel: str, metric: str, unit: str, value: float, priority: list[str]) -> None:
         prev = chosen.get(unit)
         if prev is not None and prev != metric:
-            if priority.index(metric) < priority.index(prev):  # a better metric for this unit: replace
+            if priority.index(metric.split(".")[0]) < priority.index(prev.split(".")[0]):  # better metric: replace
                 shadowed[prev] = metric
                 for r in records.values():
                     r.pop(unit, None)

@@ -68,7 +68,8 @@ from calib.model.arfunc import ar_transform as _ar_transform
 
 MODEL_NAME = "dvfs"
 POW = "pow"
-FORMS = (LINEAR, LOG, POW)
+BOXCOX = "boxcox"
+FORMS = (LINEAR, LOG, POW, BOXCOX)
 CORE, MEM = "core", "mem"
 
 #: linear-coefficient parameters in the order of the design columns (before the unit weights)
@@ -96,6 +97,12 @@ def transform(u: np.ndarray, form: str, shape: Mapping[str, float]) -> np.ndarra
             return np.where(u > 0, np.power(np.where(u > 0, u, 1.0), p), 0.0)
     if form == LOG:
         return _ar_transform(u, LOG, shape.get("ar_log_a", IPP_A), shape.get("ar_log_b", IPP_B))
+    if form == BOXCOX:
+        a, lam = shape["ar_bc_a"], shape["ar_bc_lambda"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            uu = np.where(u > 0, u, 1.0)
+            core = np.log(uu) if lam < 1e-9 else (np.power(uu, lam) - 1.0) / lam
+            return np.where(u > 0, np.maximum(0.0, 1.0 + a * core), 0.0)
     raise ValueError(f"unknown access-rate form {form!r}; expected one of {FORMS}")
 
 
@@ -174,7 +181,7 @@ def compile_section(section: Mapping[str, Any]) -> Compiled:
         if np.any(np.diff(v) < -1e-9) or np.any(v <= 0):
             raise BadInputError(f"DVFS power section: voltage.{dom}: voltages must be positive and non-decreasing")
     coef = {n: pv.get(n, 0.0) for n in CONST_TERMS}
-    shape = {n: pv[n] for n in ("ar_exponent", "ar_log_a", "ar_log_b", "mem_sat") if n in pv}
+    shape = {n: pv[n] for n in ("ar_exponent", "ar_log_a", "ar_log_b", "ar_bc_a", "ar_bc_lambda", "mem_sat") if n in pv}
     return Compiled(units, forms, is_mem, core_mhz, mem_mhz, vcore, vmem, float(ref["core_mhz"]), float(ref["mem_mhz"]),
                     coef, weights, shape, section.get("activity_clocks"), section.get("temp_ref_c"))
 

@@ -1,0 +1,116 @@
+"""calib validate-model PARAMS.json TEST.csv"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "measure a parameter file's prediction error on a samples table with measured power"
+DESCRIPTION = (HELP + ": MAPE, max error, RMSE, a per-workload error table and a measured-vs-predicted plot (PNG). "
+               "The table's workloads should not be the ones the parameters were fitted on.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("params", help="parameter file (JSON)")
+    p.add_argument("test", help="samples table with power_w (CSV)")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="measured-vs-predicted plot to write (default: <TEST>.vs.<PARAMS>.png in the current directory)")
+    p.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    p.add_argument("--table", default=None, metavar="CSV", help="also write the per-workload error table as CSV")
+
+
+def error_table(y, yhat, workloads):
+    """(summary dict, per-workload DataFrame) of the prediction errors (percent of measured power)."""
+    import numpy as np
+    import pandas as pd
+
+    y = np.asarray(y, float)
+    yhat = np.asarray(yhat, float)
+    err = (yhat - y) / y * 100.0
+    summary = {"n_rows": int(len(y)), "n_workloads": int(pd.Series(workloads).nunique()),
+               "mape_pct": float(np.mean(np.abs(err))), "max_abs_pct": float(np.max(np.abs(err))),
+               "max_abs_w": float(np.max(np.abs(yhat - y))), "rmse_w": float(np.sqrt(np.mean((yhat - y) ** 2))),
+               "bias_pct": float(np.mean(err)),
+               "workload_mape_pct": None}
+    t = pd.DataFrame({"workload": pd.Series(workloads).astype(str).to_numpy(), "err": err, "abs": np.abs(err),
+                      "y": y, "yhat": yhat})
+    per = t.groupby("workload").agg(n_rows=("err", "size"), mape_pct=("abs", "mean"), max_abs_pct=("abs", "max"),
+                                    bias_pct=("err", "mean"), measured_w=("y", "mean"), predicted_w=("yhat", "mean"))
+    per = per.sort_values("mape_pct", ascending=False)
+    summary["workload_mape_pct"] = float(per["mape_pct"].mean())
+    return summary, per
+
+
+def plot(path, y, yhat, workloads, title: str) -> None:
+    """Measured-vs-predicted scatter (PNG, written atomically): y = x line and a +/-10 % band."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from calib.atomic import atomic_write_bytes
+
+    y = np.asarray(y, float)
+    yhat = np.asarray(yhat, float)
+    wl = pd.Series(workloads).astype(str).to_numpy()
+    fig, ax = plt.subplots(figsize=(6.4, 6.0), dpi=110)
+    names = list(dict.fromkeys(wl))
+    if len(names) <= 20:
+        cmap = plt.get_cmap("tab20")
+        for i, n in enumerate(names):
+            m = wl == n
+            ax.scatter(y[m], yhat[m], s=10, alpha=0.75, color=cmap(i % 20), label=n)
+        ax.legend(fontsize=6, loc="upper left", ncol=2, markerscale=1.5, frameon=False)
+    else:
+        ax.scatter(y, yhat, s=6, alpha=0.4, color="tab:blue", label=f"{len(y)} rows")
+    lo = float(min(y.min(), yhat.min())) * 0.95
+    hi = float(max(y.max(), yhat.max())) * 1.05
+    xs = np.array([lo, hi])
+    ax.plot(xs, xs, color="black", lw=1)
+    ax.fill_between(xs, xs * 0.9, xs * 1.1, color="grey", alpha=0.15, lw=0, label="+/-10 %")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal")
+    ax.set_xlabel("measured power (W)")
+    ax.set_ylabel("predicted power (W)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from calib import params
+    from calib.atomic import atomic_write_text
+    from calib.model.predict import predict_power
+    from calib.samples import read_samples
+
+    doc = params.load(args.params)
+    df = read_samples(args.test, require_power=True)
+    yhat = predict_power(doc, df, args.test)
+    s, per = error_table(df["power_w"].to_numpy(float), yhat, df["workload"])
+    print(f"{args.test}: {s['n_rows']} rows, {s['n_workloads']} workloads, model {doc['power']['model']} "
+          f"({args.params})")
+    print(f"MAPE {s['mape_pct']:.2f}%  (per-workload mean {s['workload_mape_pct']:.2f}%)  max |error| "
+          f"{s['max_abs_pct']:.2f}% / {s['max_abs_w']:.2f} W  RMSE {s['rmse_w']:.2f} W  bias {s['bias_pct']:+.2f}%")
+    print(f"{'workload':28s} {'rows':>5s} {'MAPE %':>7s} {'max %':>7s} {'bias %':>7s} {'meas W':>8s} {'pred W':>8s}")
+    for name, r in per.iterrows():
+        print(f"{str(name)[:28]:28s} {int(r.n_rows):5d} {r.mape_pct:7.2f} {r.max_abs_pct:7.2f} {r.bias_pct:+7.2f} "
+              f"{r.measured_w:8.2f} {r.predicted_w:8.2f}")
+    if args.table:
+        atomic_write_text(args.table, per.reset_index().to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+        print(f"per-workload table written to {args.table}")
+    if not args.no_plot:
+        out = args.plot or f"{Path(args.test).stem}.vs.{Path(args.params).stem}.png"
+        plot(out, df["power_w"].to_numpy(float), yhat, df["workload"],
+             f"{Path(args.test).name}: MAPE {s['mape_pct']:.2f}%, max {s['max_abs_pct']:.1f}% ({Path(args.params).name})")
+        print(f"plot written to {out}")
+    return 0

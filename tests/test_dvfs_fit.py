@@ -1,0 +1,208 @@
+"""DVFS power model: recovery of known coefficients from synthetic tables, prediction, warnings, refusals."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calib import params as P
+from calib.errors import BadInputError
+from calib.fit.dvfs import fit_dvfs
+from calib.model.dvfs import breakdown, predict_power, scaled_activities, transform
+
+CORE_MHZ = np.array([600.0, 800.0, 1000.0, 1200.0, 1400.0])
+MEM_MHZ = np.array([800.0, 3000.0, 3500.0])
+V_CORE = np.array([0.85, 0.88, 0.95, 1.0, 1.10])  # 1 at 1200 MHz (the highest level is 1400: not the reference)
+V_MEM = np.array([0.70, 0.95, 1.0])
+UNITS = ["fp", "int", "sfu", "dram"]
+TRUE = {"static_core_w": 20.0, "static_mem_w": 15.0, "const_core_w": 12.0, "const_mem_w": 18.0,
+        "active_core_w": 6.0, "active_mem_w": 4.0, "w_fp": 40.0, "w_int": 30.0, "w_sfu": 25.0, "w_dram": 50.0}
+
+
+def synthetic(n_workloads: int = 30, noise: float = 0.005, seed: int = 1, form: str = "linear",
+              shape: dict | None = None, temp: bool = False, mem_sat: float | None = None) -> pd.DataFrame:
+    """A table from known coefficients: every workload at every (core, mem) pair, ``noise`` relative sd."""
+    rng = np.random.default_rng(seed)
+    acts = rng.uniform(0, 1, (n_workloads, len(UNITS))) * (rng.uniform(0, 1, (n_workloads, len(UNITS))) < 0.7)
+    acts[0] = 0.0  # an idle workload, so the active terms are identifiable
+    rows = []
+    for w in range(n_workloads):
+        for ic, fc in enumerate(CORE_MHZ):
+            for im, fm in enumerate(MEM_MHZ):
+                rows.append({"workload": f"k{w:02d}", "core_mhz": fc, "mem_mhz": fm,
+                             **{f"act_{u}": acts[w, j] for j, u in enumerate(UNITS)}, "_vc": V_CORE[ic], "_vm": V_MEM[im]})
+    df = pd.DataFrame(rows)
+    U = df[[f"act_{u}" for u in UNITS]].to_numpy()
+    if mem_sat is not None:
+        df["ref_core_mhz"] = 1200.0
+        df["ref_mem_mhz"] = 3500.0
+        U = scaled_activities(U, np.array([False, False, False, True]), df.core_mhz.to_numpy(), df.mem_mhz.to_numpy(),
+                              df.ref_core_mhz.to_numpy(), df.ref_mem_mhz.to_numpy(), mem_sat)
+    G = np.column_stack([transform(U[:, j], form, shape or {}) for j in range(len(UNITS))])
+    vc, vm = df.pop("_vc").to_numpy(), df.pop("_vm").to_numpy()
+    kc, km = vc**2 * df.core_mhz.to_numpy() / 1200.0, vm**2 * df.mem_mhz.to_numpy() / 3500.0
+    raw = df[[f"act_{u}" for u in UNITS]].to_numpy()
+    p = (TRUE["static_core_w"] * vc + TRUE["static_mem_w"] * vm
+         + kc * (TRUE["const_core_w"] + TRUE["active_core_w"] * (raw[:, :3] > 0).any(axis=1) + G[:, :3] @ [40.0, 30.0, 25.0])
+         + km * (TRUE["const_mem_w"] + TRUE["active_mem_w"] * (raw[:, 3] > 0) + G[:, 3] * 50.0))
+    if temp:
+        t = rng.uniform(40, 80, len(df))
+        df["temp_c"] = t
+        p = p + 0.3 * (t - t.min()) * vc
+    df["power_w"] = p * (1 + noise * rng.standard_normal(len(df)))
+    return df
+
+
+def values(sec) -> dict[str, float]:
+    return {p.name: p.value for p in sec.params}
+
+
+def test_recovers_known_coefficients_with_noise():
+    df = synthetic(noise=0.005)
+    # activities are per row here: no memory-bound rescaling; the reference clock is 1200 MHz by construction
+    sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0))
+    v = values(sec)
+    errs = {p.name: p.stderr for p in sec.params}
+    for name in ("w_fp", "w_int", "w_sfu", "w_dram", "const_core_w", "const_mem_w", "active_core_w", "active_mem_w"):
+        assert v[name] == pytest.approx(TRUE[name], rel=0.06, abs=1.0), name
+        assert errs[name] is not None and errs[name] > 0
+        assert abs(v[name] - TRUE[name]) < 5 * errs[name] + 0.5, name
+    for f, vt in zip(CORE_MHZ, V_CORE):
+        assert v[f"v_core_{f:g}"] == pytest.approx(vt, abs=0.02)
+    for f, vt in zip(MEM_MHZ, V_MEM):
+        assert v[f"v_mem_{f:g}"] == pytest.approx(vt, abs=0.03)
+    assert sec.stats["mape_pct"] < 0.6  # the noise level (0.5 % sd -> 0.4 % mean absolute)
+    assert sec.structure["ref_clocks"] == {"core_mhz": 1200.0, "mem_mhz": 3500.0}
+
+
+def test_recovers_box_cox_shape_temperature_and_memory_saturation():
+    shape = {"ar_bc_a": 0.5, "ar_bc_lambda": 0.4}
+    df = synthetic(noise=0.003, form="boxcox", shape=shape, temp=True, mem_sat=0.8, n_workloads=40, seed=3)
+    sec = fit_dvfs(df)  # defaults: Box-Cox, activity clocks from the ref_ columns
+    v = values(sec)
+    assert v["ar_bc_a"] == pytest.approx(0.5, abs=0.05)
+    assert v["ar_bc_lambda"] == pytest.approx(0.4, abs=0.06)
+    assert v["mem_sat"] == pytest.approx(0.8, abs=0.05)
+    assert v["leak_core_w_per_c"] == pytest.approx(0.3, abs=0.05)
+    assert v["w_dram"] == pytest.approx(50.0, rel=0.08)
+    assert sec.structure["activity_clocks"]["source"].startswith("table columns")
+    assert sec.structure["temp_ref_c"] == pytest.approx(df.temp_c.min())
+    assert sec.stats["mape_pct"] < 0.5
+
+
+def test_predict_matches_fit_and_document_validates():
+    df = synthetic()
+    sec = fit_dvfs(df, activity_clocks="off")
+    doc = P.new_document({"name": "synthetic", "sm_count": 1}, [])
+    sec.store(doc, "power")
+    P.validate(doc)
+    pred = predict_power(doc["power"], df)
+    resid = np.abs(pred - df.power_w) / df.power_w * 100
+    assert resid.mean() == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
+    parts = breakdown(doc["power"], df)
+    np.testing.assert_allclose(parts.sum(axis=1).to_numpy(), pred, rtol=1e-12)
+    stderr = doc["fit"]["power"]["stderr"]
+    assert set(stderr) == {p.name for p in sec.params if p.vary}
+    assert all(stderr[n] is not None for n in stderr)
+
+
+def test_interpolates_between_levels_and_clamps_outside_with_warning():
+    df = synthetic()
+    doc: dict = {}
+    fit_dvfs(df, ar_form="linear", activity_clocks="off").store(doc, "power")
+    row = df[df.workload == "k05"].iloc[[0]].copy()
+    grid = pd.concat([row.assign(core_mhz=f, mem_mhz=3500.0) for f in (600, 700, 800, 1400)], ignore_index=True)
+    p = predict_power(doc["power"], grid)
+    assert p[0] < p[1] < p[2] < p[3]  # monotone in clock
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        predict_power(doc["power"], grid)  # inside the fitted range: no warning
+    out = pd.concat([row.assign(core_mhz=1600.0, mem_mhz=3500.0), row.assign(core_mhz=1400.0, mem_mhz=3500.0)])
+    with pytest.warns(UserWarning, match=r"1 rows outside the fitted core clock range \[600, 1400\] MHz: voltage clamped"):
+        q = predict_power(doc["power"], out)
+    # clamped voltage, real clock: only the f factor of the dynamic part grows
+    assert q[0] > q[1]
+    assert doc["power"]["ref_clocks"]["core_mhz"] == 1400.0  # no reference given: the highest level
+    assert doc["power"]["parameters"]["v_core_1200"]["value"] == pytest.approx(1.0 / 1.10, abs=0.03)
+
+
+def test_single_clock_table_reduces_to_ipp_form():
+    df = synthetic()
+    one = df[(df.core_mhz == 1200) & (df.mem_mhz == 3500)].reset_index(drop=True)
+    sec = fit_dvfs(one, ar_form="linear", activity_clocks="off")
+    names = {p.name for p in sec.params if p.vary}
+    assert names == {"const_core_w", "active_core_w", "active_mem_w", "w_fp", "w_int", "w_sfu", "w_dram"}
+    v = values(sec)
+    # IPP: P = const + sum w_i U_i, with all the constant power lumped into const_core_w
+    assert v["const_core_w"] == pytest.approx(TRUE["static_core_w"] + TRUE["static_mem_w"] + TRUE["const_core_w"]
+                                             + TRUE["const_mem_w"], rel=0.03)
+    assert v["w_fp"] == pytest.approx(40.0, rel=0.05)
+
+
+def test_warns_about_constant_and_collinear_units():
+    df = synthetic()
+    df["act_tex"] = 0.0
+    df["act_l2"] = np.clip(df["act_fp"] * 0.98 + 0.001, 0, 1)
+    sec = fit_dvfs(df, ar_form="linear", activity_clocks="off")
+    ws = sec.stats["warnings"]
+    assert "act_tex never varies (always 0): its weight cannot be fitted and is fixed at 0" in ws
+    assert any(w.startswith("act_fp and act_l2 are collinear over the workloads (r = +1.000)") for w in ws)
+    tex = next(p for p in sec.params if p.name == "w_tex")
+    assert tex.value == 0.0 and not tex.vary
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.drop(columns=["power_w"]), "required column 'power_w' missing"),
+    (lambda d: d.assign(act_fp=np.where(d.index == 7, 1.5, d.act_fp)), "row 8, column 'act_fp': activity 1.5 outside [0, 1]"),
+    (lambda d: d.assign(power_w=np.where(d.index == 2, -3.0, d.power_w)), "row 3, column 'power_w'"),
+])
+def test_refuses_malformed_tables(mutate, message):
+    with pytest.raises(BadInputError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")):
+        fit_dvfs(mutate(synthetic(n_workloads=5)), source="t.csv")
+
+
+def test_activity_clocks_detected_when_activities_repeat_across_clocks():
+    df = synthetic(n_workloads=8)
+    sec = fit_dvfs(df)
+    assert sec.structure["activity_clocks"] == {
+        "core_mhz": 1400.0, "mem_mhz": 3500.0,
+        "source": "assumed: activities repeat across clocks, taken as measured at the highest clocks"}
+    assert "mem_sat" in values(sec)
+    varying = df.assign(act_fp=df.act_fp * (df.core_mhz / 1400.0))  # measured at every row's clocks
+    sec2 = fit_dvfs(varying)
+    assert sec2.structure["activity_clocks"] is None and "mem_sat" not in values(sec2)
+
+
+def test_refuses_unknown_memory_unit_and_form():
+    df = synthetic(n_workloads=5)
+    with pytest.raises(BadInputError, match="memory unit.s. HBM not in the table"):
+        fit_dvfs(df, mem_units={"HBM"})
+    with pytest.raises(BadInputError, match="unknown access-rate form 'cubic'"):
+        fit_dvfs(df, ar_form="cubic")
+
+
+def test_alternating_and_joint_reach_the_same_optimum():
+    df = synthetic(n_workloads=12)
+    a = values(fit_dvfs(df, ar_form="linear", activity_clocks="off", method="joint"))
+    b = values(fit_dvfs(df, ar_form="linear", activity_clocks="off", method="alternating"))
+    for k in ("w_fp", "w_dram", "v_core_600", "v_mem_800"):
+        assert a[k] == pytest.approx(b[k], rel=0.01, abs=0.05)
+
+
+def test_prediction_is_vectorised_and_fast():
+    import time
+
+    df = synthetic()
+    doc: dict = {}
+    fit_dvfs(df, ar_form="linear", activity_clocks="off").store(doc, "power")
+    big = pd.concat([df] * 400, ignore_index=True)  # 180,000 rows
+    t0 = time.perf_counter()
+    p = predict_power(doc["power"], big)
+    dt = time.perf_counter() - t0
+    assert p.shape == (len(big),) and np.all(np.isfinite(p))
+    assert len(big) / dt > 2e5  # benchmarks/bench_dvfs.py measures the 1e6-row rate; this guards regressions
+    assert math.isclose(p[0], p[len(df)], rel_tol=1e-12)
