@@ -136,7 +136,7 @@ def _assert_close(x, y, path=""):
         for i, (u, v) in enumerate(zip(x, y)):
             _assert_close(u, v, f"{path}[{i}]")
     elif isinstance(x, float) and isinstance(y, float):
-        assert x == pytest.approx(y, rel=1e-7, abs=1e-9), path
+        assert x == pytest.approx(y, rel=1e-5, abs=1e-9), path
     else:
         assert x == y, path
 
