@@ -1,0 +1,98 @@
+"""calib diff OLD.json NEW.json [--predict SAMPLES.csv]"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "compare two parameter files: what changed and whether it is significant (exit 3 when it is)"
+DESCRIPTION = """\
+Compare two parameter files parameter by parameter: old value, new value, change, and whether the
+change is significant given both standard errors. Changes of device identity or driver are listed
+first; then model-structure changes, then every parameter present in both files, then parameters
+added or removed.
+
+Test: two-sided z-test of the difference of two independent estimates,
+z = (new - old) / sqrt(se_old^2 + se_new^2), with Holm's correction over all tested parameters so that
+the chance of flagging any unchanged parameter stays at --alpha (family-wise, default 0.05). A fixed
+parameter (e.g. a published value) counts as exact; a fitted parameter without a standard error (on a
+bound, or not identifiable) is reported as untested. Parameters whose meaning changed with the model
+structure (e.g. a unit's access-rate function went from linear to log) are reported as not comparable.
+
+Exit status (extends the calib contract 0/1/2):
+  0  nothing moved significantly
+  3  a parameter present in both files moved significantly, or a model section (power, thermal,
+     dvfs, timing) exists in only one of the files; with --strict also: parameters added or removed,
+     model-structure changes, and changed values that cannot be tested
+  2  bad input (unreadable or invalid file), 1 other failure
+A device or driver change alone does not give 3: refitting after a driver update asks whether the
+parameters moved.
+
+--predict SAMPLES.csv also predicts the table's rows with both files and shows how the predictions
+move (and the MAPE of each against power_w when the table has it); it does not change the exit status."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("old", metavar="OLD.json", help="parameter file before")
+    p.add_argument("new", metavar="NEW.json", help="parameter file after")
+    p.add_argument("--predict", metavar="SAMPLES.csv", default=None,
+                   help="samples table (or kernel-description JSON) to predict with both files")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)")
+    p.add_argument("--strict", action="store_true",
+                   help="also exit 3 for added/removed parameters, structure changes and untestable changes")
+    p.add_argument("--changed-only", action="store_true",
+                   help="list only parameters that are not 'not significant'/'unchanged'")
+    p.add_argument("--json", metavar="OUT.json", default=None, help="also write the comparison as JSON")
+
+
+EXIT_MOVED = 3
+
+
+def run(args: argparse.Namespace) -> int:
+    from calib import params
+    from calib.atomic import atomic_write_json
+    from calib.errors import BadInputError
+    from calib.report.compare import (
+        compare,
+        format_prediction_shift,
+        format_text,
+        prediction_shift,
+    )
+
+    if not 0 < args.alpha < 1:
+        raise BadInputError(f"--alpha {args.alpha}: must be between 0 and 1")
+    old = params.load(args.old)
+    new = params.load(args.new)
+    c = compare(old, new, alpha=args.alpha, strict=args.strict)
+    print(format_text(c, args.old, args.new, show_all=not args.changed_only))
+    js = c.to_json()
+    if args.predict:
+        from calib.model.predict import kernel_description_table
+        from calib.samples import read_samples
+
+        if args.predict.lower().endswith(".json"):
+            df = kernel_description_table(args.predict)
+        else:
+            df = read_samples(args.predict, require_power=False, require_act=False)
+        t, notes = prediction_shift(old, new, df, args.predict)
+        print()
+        print(format_prediction_shift(t, args.predict))
+        for n in notes:
+            print(f"  note: {n}")
+        js["predictions"] = {"source": args.predict, "rows": t.to_dict(orient="records"), "notes": notes}
+    if args.json:
+        atomic_write_json(args.json, _clean(js))
+    status = EXIT_MOVED if c.moved else 0
+    print(f"exit status {status}: " + ("something moved significantly" if status else "nothing moved significantly"))
+    return status
+
+
+def _clean(x):
+    import math
+
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_clean(v) for v in x]
+    return x

@@ -1,0 +1,46 @@
+"""calib report PARAMS.json [--session DIR] [--samples CSV] -o DIR"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "write a static HTML report (plots, parameter table, warnings, provenance) of a parameter file"
+DESCRIPTION = (
+    "Write DIR/index.html and its figures (DIR/fig/*.png): measured vs predicted power per workload, the power "
+    "breakdown by unit, access rates, the fitted access-rate functions over the data, temperature steps with the "
+    "fitted rise/decay curves, power and perf/W vs active SMs with the optimum, the DVFS voltage curves, residual "
+    "plots, every parameter with unit, standard error and bounds, fit warnings and provenance. The page has no "
+    "scripts and needs no server or network: open DIR/index.html from disk. "
+    "The data behind the parameter file are found from its provenance: the samples table beside it "
+    "(<name>.samples.csv, as `calib run` writes it) and the session directory when it is still on disk with the "
+    "recorded sha256; --samples and --session name them explicitly. Without data the report shows the parameter "
+    "file alone and says which figures were skipped and why. An existing DIR is replaced only if it holds a "
+    "previous report.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="PARAMS.json", help="parameter file (JSON)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write (index.html, fig/)")
+    p.add_argument("--session", default=None, metavar="DIR", help="session directory the parameters were fitted from")
+    p.add_argument("--samples", default=None, metavar="CSV", help="samples table the parameters were fitted on")
+    p.add_argument("--no-discover", action="store_true",
+                   help="do not look for the samples table and session; report the parameter file alone "
+                        "(plus --samples/--session when given)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # never open a window, also where a display exists
+
+    from calib.report.html import write_report
+    from calib.report.inputs import load_inputs
+
+    inp = load_inputs(args.source, samples=args.samples, session=args.session, discover=not args.no_discover)
+    summary = write_report(inp, args.output)
+    print(f"report: {summary['path']}")
+    print(f"  {len(summary['figures'])} figures ({', '.join(summary['figures']) or 'none'}), "
+          f"{summary['parameters']} parameters")
+    for key, why in summary["skipped"]:
+        print(f"  skipped {key}: {why}")
+    return 0

@@ -1,0 +1,364 @@
+"""Compare two parameter files: what moved, and whether it moved more than the fits' uncertainty.
+
+The test (a Wald z-test of the difference of two independent estimates):
+
+    z = (new - old) / sqrt(se_old^2 + se_new^2),    p = 2 (1 - Phi(|z|))
+
+A side without a standard error counts as exact only when the parameter was fixed there (``vary``
+false, e.g. a published value entered by hand); a fitted parameter without a usable one (on a bound,
+not identifiable, or a degenerate standard error of exactly 0) cannot be tested and is reported as
+"untested". When both sides are fixed, any change of value is a change. Identical values, and a
+parameter on the same bound in both files, are "unchanged" and not tested. Because a parameter file has tens of parameters, the p-values are corrected for
+multiple comparisons with Holm's step-down method, which controls the probability of flagging any
+unchanged parameter (the family-wise error rate) at ``alpha`` (default 0.05): the k-th smallest of m
+p-values is significant when it and every smaller one satisfy p_(j) <= alpha / (m - j + 1).
+
+The standard errors are conditional on each file's model structure. A parameter whose meaning depends
+on structure that differs between the files (e.g. the MaxPower of a unit whose access-rate function
+changed from linear to log) is reported as "not comparable" rather than tested.
+
+Exit-status policy of ``calib diff`` (documented in its --help): 3 when a parameter present in both
+files moved significantly, or a model section exists in only one file; 0 otherwise. Device identity
+and driver changes are reported first but do not by themselves change the status (a refit after a
+driver update asks whether the *parameters* moved). Parameters added or removed inside a section and
+model-structure changes (access-rate forms, SM scaling) are reported; since the fitter chooses them
+by BIC, two fits of the same device can differ there by noise, so they count only with ``strict``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from calib import params as P
+
+#: device fields that identify the GPU and its software, reported first, in this order
+IDENTITY_FIELDS = ("name", "uuid", "driver_version", "cuda_version", "sm_count", "clocks.core_mhz", "clocks.mem_mhz")
+TEST_NAME = ("two-sided z-test of the difference, z = (new - old) / sqrt(se_old^2 + se_new^2), "
+             "Holm-corrected over the tested parameters")
+
+
+@dataclass
+class ParamChange:
+    """One parameter present in both files."""
+
+    section: str
+    name: str
+    unit: str
+    old: float
+    new: float
+    se_old: float | None
+    se_new: float | None
+    verdict: str = ""            # significant | not significant | untested | not comparable | unchanged
+    z: float | None = None
+    p: float | None = None
+    p_holm: float | None = None
+    reason: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    @property
+    def change(self) -> float:
+        return self.new - self.old
+
+    @property
+    def change_pct(self) -> float | None:
+        return 100.0 * self.change / abs(self.old) if self.old else None
+
+
+@dataclass
+class Comparison:
+    """Everything ``calib diff`` reports."""
+
+    identity: list[tuple[str, Any, Any]] = field(default_factory=list)     # device identity changes
+    device_other: list[tuple[str, Any, Any]] = field(default_factory=list)  # other device fields
+    sections_added: list[str] = field(default_factory=list)
+    sections_removed: list[str] = field(default_factory=list)
+    structure: list[tuple[str, Any, Any]] = field(default_factory=list)
+    params: list[ParamChange] = field(default_factory=list)
+    added: list[tuple[str, str, float, str]] = field(default_factory=list)     # (section, name, value, unit)
+    removed: list[tuple[str, str, float, str]] = field(default_factory=list)
+    alpha: float = 0.05
+    strict: bool = False
+
+    @property
+    def significant(self) -> list[ParamChange]:
+        return [c for c in self.params if c.verdict == "significant"]
+
+    @property
+    def moved(self) -> bool:
+        """Whether ``calib diff`` exits with status 3 (see the module docstring)."""
+        if self.significant or self.sections_added or self.sections_removed:
+            return True
+        if self.strict:
+            return bool(self.added or self.removed or self.structure
+                        or any(c.verdict in ("untested", "not comparable") and c.new != c.old for c in self.params))
+        return False
+
+    def to_json(self) -> dict[str, Any]:
+        def fin(x: Any) -> Any:
+            return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+        return {
+            "test": TEST_NAME, "alpha": self.alpha, "strict": self.strict, "moved": self.moved,
+            "device_identity_changes": [{"field": f, "old": o, "new": n} for f, o, n in self.identity],
+            "device_other_changes": [{"field": f, "old": o, "new": n} for f, o, n in self.device_other],
+            "sections_added": self.sections_added, "sections_removed": self.sections_removed,
+            "structure_changes": [{"field": f, "old": o, "new": n} for f, o, n in self.structure],
+            "parameters": [{"parameter": c.key, "unit": c.unit, "old": c.old, "new": c.new, "se_old": c.se_old,
+                            "se_new": c.se_new, "change": c.change, "change_pct": fin(c.change_pct), "z": fin(c.z),
+                            "p": fin(c.p), "p_holm": fin(c.p_holm), "verdict": c.verdict, "reason": c.reason}
+                           for c in self.params],
+            "added": [{"parameter": f"{s}.{n}", "value": v, "unit": u} for s, n, v, u in self.added],
+            "removed": [{"parameter": f"{s}.{n}", "value": v, "unit": u} for s, n, v, u in self.removed],
+        }
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict):
+            out.update(_flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def _device_changes(old: dict, new: dict) -> tuple[list, list]:
+    fo, fn = _flatten(old), _flatten(new)
+    ident = [(k, fo.get(k), fn.get(k)) for k in IDENTITY_FIELDS if fo.get(k) != fn.get(k)]
+    other = [(k, fo.get(k), fn.get(k)) for k in sorted(set(fo) | set(fn))
+             if k not in IDENTITY_FIELDS and fo.get(k) != fn.get(k)]
+    return ident, other
+
+
+def _unit_forms(section: dict) -> dict[str, str]:
+    units = section.get("units", {})
+    if isinstance(units, list):  # DVFS layout: [{"name", "domain", "ar_form"}]
+        return {u["name"]: u.get("ar_form", "linear") for u in units}
+    return {u: spec.get("ar_function", "linear") for u, spec in units.items()}
+
+
+def _structure_changes(sec: str, old: dict, new: dict) -> tuple[list[tuple[str, Any, Any]], dict[str, str]]:
+    """Structure differences of one section and, per parameter name, why it is not comparable."""
+    changes: list[tuple[str, Any, Any]] = []
+    blocked: dict[str, str] = {}
+    if old.get("model") != new.get("model"):
+        changes.append((f"{sec}.model", old.get("model"), new.get("model")))
+        for n in set(old.get("parameters", {})) | set(new.get("parameters", {})):
+            blocked[n] = f"the {sec} model changed ({old.get('model')} -> {new.get('model')})"
+        return changes, blocked
+    fo, fn = _unit_forms(old), _unit_forms(new)
+    for u in sorted(set(fo) | set(fn)):
+        if fo.get(u) != fn.get(u):
+            changes.append((f"{sec}.units.{u}.ar_function", fo.get(u), fn.get(u)))
+            why = f"{u}'s access-rate function changed ({fo.get(u)} -> {fn.get(u)})"
+            for n in (f"max_power_{u}_w", f"ar_log_a_{u}", f"w_{u}"):
+                blocked[n] = why
+    for key in ("sm_scaling", "sm_count"):
+        if (key in old or key in new) and old.get(key) != new.get(key):
+            changes.append((f"{sec}.{key}", old.get(key), new.get(key)))
+            why = f"{sec}.{key} changed ({old.get(key)} -> {new.get(key)})"
+            for n in set(old.get("parameters", {})) & set(new.get("parameters", {})):
+                if n.startswith(("max_power_", "const_sm", "sm_beta", "activation")):
+                    blocked.setdefault(n, why)
+    for key in ("ref_clocks", "default_clocks"):
+        if (key in old or key in new) and old.get(key) != new.get(key):
+            changes.append((f"{sec}.{key}", old.get(key), new.get(key)))
+            if key == "ref_clocks":  # every W coefficient and voltage refers to the reference clocks
+                for n in set(old.get("parameters", {})) & set(new.get("parameters", {})):
+                    blocked.setdefault(n, f"{sec}.ref_clocks changed")
+    return changes, blocked
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm-adjusted p-values (same order as the input)."""
+    m = len(pvalues)
+    order = np.argsort(pvalues)
+    adj = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adj[i] = running
+    return adj.tolist()
+
+
+def compare(old: dict, new: dict, *, alpha: float = 0.05, strict: bool = False) -> Comparison:
+    """Compare two (validated) parameter documents."""
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be in (0, 1)")
+    c = Comparison(alpha=alpha, strict=strict)
+    c.identity, c.device_other = _device_changes(old.get("device", {}), new.get("device", {}))
+    for sec in P.SECTIONS:
+        if sec in old and sec not in new:
+            c.sections_removed.append(sec)
+        elif sec in new and sec not in old:
+            c.sections_added.append(sec)
+        if sec not in old or sec not in new:
+            continue
+        st, blocked = _structure_changes(sec, old[sec], new[sec])
+        c.structure += st
+        po, pn = P.section_params(old, sec), P.section_params(new, sec)
+        for name in po:
+            if name not in pn:
+                c.removed.append((sec, name, po[name].value, po[name].unit))
+        for name in pn:
+            if name not in po:
+                c.added.append((sec, name, pn[name].value, pn[name].unit))
+        for name, a in po.items():
+            if name not in pn:
+                continue
+            b = pn[name]
+            ch = ParamChange(sec, name, b.unit, a.value, b.value, a.stderr if a.vary else None,
+                             b.stderr if b.vary else None)
+            if a.unit != b.unit:
+                ch.verdict, ch.reason = "not comparable", f"unit changed ({a.unit} -> {b.unit})"
+            elif name in blocked:
+                ch.verdict, ch.reason = "not comparable", blocked[name]
+            elif a.value == b.value:
+                ch.verdict, ch.reason = "unchanged", ("fixed in both files" if not a.vary and not b.vary else "")
+            elif a.vary and b.vary and a.at_bound() and a.at_bound() == b.at_bound():
+                ch.verdict, ch.reason = "unchanged", f"at its {a.at_bound()} bound in both files"
+            elif not a.vary and not b.vary:
+                ch.verdict, ch.reason = "significant", "fixed in both files: an exact value changed"
+            elif (a.vary and not a.stderr) or (b.vary and not b.stderr):
+                # a fitted parameter without a usable standard error: on a bound, not identifiable, or a
+                # degenerate estimate (exactly 0, e.g. the mean of identical integer sensor readings)
+                side = "old" if a.vary and not a.stderr else "new"
+                se_side = a.stderr if side == "old" else b.stderr
+                ch.verdict = "untested"
+                ch.reason = (f"standard error 0 in the {side} file (the fit could not estimate its uncertainty)"
+                             if se_side == 0 else f"no standard error in the {side} file (on a bound or not identifiable)")
+            else:
+                se = math.hypot(ch.se_old or 0.0, ch.se_new or 0.0)
+                ch.z = (b.value - a.value) / se
+                ch.p = float(2 * norm.sf(abs(ch.z)))
+            c.params.append(ch)
+    tested = [ch for ch in c.params if ch.p is not None]
+    for ch, pa in zip(tested, holm([ch.p for ch in tested])):  # type: ignore[misc]
+        ch.p_holm = pa
+        ch.verdict = "significant" if pa <= alpha else "not significant"
+    return c
+
+
+# ------------------------------------------------------------------------------------------------
+# text output
+# ------------------------------------------------------------------------------------------------
+
+def _f(x: Any, spec: str = ".5g") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return format(x, spec) if math.isfinite(x) else str(x)
+    if isinstance(x, (list, dict)):
+        s = str(x)
+        return s if len(s) <= 60 else s[:57] + "..."
+    return str(x)
+
+
+def format_text(c: Comparison, old_name: str, new_name: str, show_all: bool = True) -> str:
+    """The comparison as the text ``calib diff`` prints: identity first, then structure, parameters."""
+    out = [f"calib diff  old: {old_name}  new: {new_name}", ""]
+    if c.identity:
+        out.append("DEVICE IDENTITY CHANGED:")
+        out += [f"  {k}: {_f(o)} -> {_f(n)}" for k, o, n in c.identity]
+    else:
+        out.append("device identity: unchanged (name, uuid, driver, CUDA, SM count, default clocks)")
+    if c.device_other:
+        out.append("other device fields changed: " + ", ".join(f"{k} ({_f(o)} -> {_f(n)})" for k, o, n in c.device_other[:8])
+                   + (f" and {len(c.device_other) - 8} more" if len(c.device_other) > 8 else ""))
+    out.append("")
+    if c.sections_added or c.sections_removed:
+        out += [f"section added: {s}" for s in c.sections_added] + [f"section removed: {s}" for s in c.sections_removed]
+        out.append("")
+    if c.structure:
+        out.append("model structure changed:")
+        out += [f"  {k}: {_f(o)} -> {_f(n)}" for k, o, n in c.structure]
+        out.append("")
+    out.append(f"test: {TEST_NAME}; family-wise alpha {c.alpha:g}")
+    hdr = f"{'parameter':34s} {'old':>11s} {'+/-':>8s} {'new':>11s} {'+/-':>8s} {'change':>11s} {'%':>8s} {'z':>7s} {'p(Holm)':>8s}  verdict"
+    out.append(hdr)
+    order = sorted(c.params, key=lambda ch: (ch.verdict != "significant", ch.section, ch.p if ch.p is not None else 2.0)) \
+        if not show_all else c.params
+    for ch in order:
+        if not show_all and ch.verdict in ("not significant", "unchanged"):
+            continue
+        pct = "-" if ch.change_pct is None else f"{ch.change_pct:+.2f}"
+        mark = "**" if ch.verdict == "significant" else "  "
+        out.append(f"{mark}{ch.key:32s} {_f(ch.old, '.5g'):>11s} {_f(ch.se_old, '.2g'):>8s} {_f(ch.new, '.5g'):>11s} "
+                   f"{_f(ch.se_new, '.2g'):>8s} {ch.change:>+11.4g} {pct:>8s} {_f(ch.z, '+.2f'):>7s} "
+                   f"{_f(ch.p_holm, '.2g'):>8s}  {ch.verdict}{': ' + ch.reason if ch.reason else ''}")
+    if c.added or c.removed:
+        out.append("")
+        out += [f"added:   {s}.{n} = {v:.5g} {u}" for s, n, v, u in c.added]
+        out += [f"removed: {s}.{n} = {v:.5g} {u}" for s, n, v, u in c.removed]
+    out.append("")
+    sig = c.significant
+    n_tested = sum(1 for ch in c.params if ch.p is not None)
+    if sig:
+        out.append(f"{len(sig)} parameter(s) moved significantly: "
+                   + ", ".join(f"{ch.key} ({ch.change:+.4g} {ch.unit}" + (f", z = {ch.z:+.1f})" if ch.z is not None else ")")
+                               for ch in sig))
+    else:
+        out.append(f"no parameter moved significantly ({n_tested} tested, "
+                   f"{sum(1 for ch in c.params if ch.verdict == 'untested')} untested, "
+                   f"{sum(1 for ch in c.params if ch.verdict == 'not comparable')} not comparable)")
+    return "\n".join(out)
+
+
+def prediction_shift(old: dict, new: dict, df: Any, source: str) -> tuple[Any, list[str]]:
+    """Predicted power of every row under both files: the table (workload, power_w if measured,
+    old_w, new_w, change_w, change_pct) and the models' warnings."""
+    import pandas as pd
+
+    from calib.model.predict import predict_power
+
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = predict_power(old, df, source)
+        b = predict_power(new, df, source)
+    notes += list(dict.fromkeys(str(w.message) for w in caught))
+    out = pd.DataFrame({"workload": df["workload"].astype(str).to_numpy() if "workload" in df.columns
+                        else [f"row {i + 1}" for i in range(len(df))]})
+    if "power_w" in df.columns:
+        out["power_w"] = df["power_w"].to_numpy(float)
+    out["old_w"], out["new_w"] = a, b
+    out["change_w"] = b - a
+    out["change_pct"] = 100 * (b - a) / np.abs(a)
+    return out, notes
+
+
+def format_prediction_shift(t: Any, source: str, max_rows: int = 25) -> str:
+    lines = [f"predictions for {source} ({len(t)} rows):"]
+    ch = t["change_w"].to_numpy(float)
+    k = int(np.nanargmax(np.abs(ch)))
+    lines.append(f"  mean change {np.nanmean(ch):+.3g} W, mean |change| {np.nanmean(np.abs(ch)):.3g} W "
+                 f"({np.nanmean(np.abs(t['change_pct'])):.3g}%), largest {ch[k]:+.3g} W at {t['workload'].iloc[k]}")
+    if "power_w" in t.columns and t["power_w"].notna().any():
+        m = t["power_w"].notna().to_numpy()
+        meas = t["power_w"].to_numpy(float)[m]
+        for col, label in (("old_w", "old"), ("new_w", "new")):
+            e = 100 * np.mean(np.abs(t[col].to_numpy(float)[m] - meas) / meas)
+            lines.append(f"  MAPE against measured power_w, {label} parameters: {e:.3g}% over {int(m.sum())} rows")
+    shown = t.reindex(t["change_w"].abs().sort_values(ascending=False).index).head(max_rows)
+    hdr = f"  {'workload':30s} " + ("{:>9s} ".format("measured") if "power_w" in t.columns else "") + \
+        f"{'old W':>9s} {'new W':>9s} {'change W':>9s} {'%':>7s}"
+    lines.append(hdr)
+    for _, r in shown.iterrows():
+        meas = f"{r['power_w']:9.4g} " if "power_w" in t.columns else ""
+        lines.append(f"  {str(r['workload'])[:30]:30s} {meas}{r['old_w']:9.4g} {r['new_w']:9.4g} "
+                     f"{r['change_w']:+9.3g} {r['change_pct']:+7.2f}")
+    if len(t) > max_rows:
+        lines.append(f"  ... {len(t) - max_rows} more rows (the {max_rows} largest changes are shown)")
+    return "\n".join(lines)

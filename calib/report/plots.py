@@ -1,0 +1,629 @@
+"""The figures of the HTML report (matplotlib, Agg, no pyplot state).
+
+Every figure function takes a :class:`Context` and returns a :class:`Figure` and a caption, or raises
+:class:`Skip` with the reason the figure cannot be drawn (e.g. a parameter file without its data). The
+page lists skipped figures with that reason, so a reader knows what is missing and why.
+
+Powers in W, temperatures in degC, times in s, clocks in MHz.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import PowerNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
+
+from calib.model.arfunc import LOG, ar_transform
+from calib.samples import ACT_PREFIX
+
+#: colours of the sample roles (training, sweeps, held-out, ...), colour-blind safe (Okabe-Ito)
+ROLE_COLOURS = {"idle": "#999999", "idle_kernel": "#666666", "unit": "#0072B2", "sm_sweep": "#CC79A7",
+                "heldout": "#E69F00", "dvfs": "#009E73", "thermal": "#D55E00", "": "#0072B2"}
+ROLE_LABELS = {"idle": "idle", "idle_kernel": "launch-only kernel", "unit": "unit benchmark (training)",
+               "sm_sweep": "active-SM sweep (training)", "heldout": "held-out workload", "dvfs": "DVFS grid",
+               "": "sample"}
+ROLE_ORDER = ("idle", "idle_kernel", "unit", "sm_sweep", "dvfs", "heldout")
+#: above this many workloads, per-workload bar charts group workloads by benchmark family
+MAX_BARS = 80
+TRAINING_ROLES = ("idle", "idle_kernel", "unit", "sm_sweep", "dvfs", "")
+
+
+class Skip(Exception):
+    """A figure cannot be drawn; the message says why."""
+
+
+@dataclass
+class Context:
+    """What the figures draw from: the parameter document and, when found, its data."""
+
+    doc: dict
+    samples: pd.DataFrame | None = None       # with power_w_pred added
+    session: Any = None                        # calib.session.Session or None
+    notes: list[str] = field(default_factory=list)
+    _steps: Any = None
+
+    @property
+    def power(self) -> dict | None:
+        return self.doc.get("power")
+
+    @property
+    def ipp(self) -> bool:
+        return self.power is not None and self.power.get("model") == "ipp"
+
+    def thermal_steps(self) -> list:
+        if self._steps is None:
+            from calib.segment import thermal_steps
+
+            self._steps = thermal_steps(self.session) if self.session is not None else []
+        return self._steps
+
+
+# ------------------------------------------------------------------------------------------------
+# data helpers
+# ------------------------------------------------------------------------------------------------
+
+def with_predictions(doc: dict, df: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """``df`` plus ``power_w_pred`` (W); warnings of the models become notes on the page."""
+    from calib.model.predict import predict_power
+
+    out = df.copy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out["power_w_pred"] = predict_power(doc, df, "samples table")
+    for w in caught:
+        msg = str(w.message)
+        if msg not in notes:
+            notes.append(msg)
+    if "role" not in out.columns:
+        out["role"] = ""
+    out["role"] = out["role"].fillna("").astype(str)
+    return out
+
+
+def _require_samples(ctx: Context) -> pd.DataFrame:
+    if ctx.samples is None or len(ctx.samples) == 0:
+        raise Skip("needs the samples table the parameters were fitted on (not found; give --samples or --session)")
+    return ctx.samples
+
+
+def default_rows(ctx: Context) -> pd.DataFrame:
+    """Rows at the default clocks (the IPP fit's rows plus held-out ones), without the DVFS grid."""
+    df = _require_samples(ctx)
+    clocks = (ctx.power or {}).get("default_clocks") or ctx.doc["device"].get("clocks") or {}
+    sel = np.ones(len(df), bool)
+    for col in ("core_mhz", "mem_mhz"):
+        v = clocks.get(col)
+        if v is not None and col in df.columns:
+            sel &= np.isclose(df[col].to_numpy(float), float(v)) | df[col].isna().to_numpy()
+    sel &= (df["role"] != "dvfs").to_numpy()
+    return df[sel]
+
+
+def _role_rank(role: str) -> int:
+    return ROLE_ORDER.index(role) if role in ROLE_ORDER else len(ROLE_ORDER)
+
+
+def per_workload(df: pd.DataFrame, cols: list[str]) -> tuple[pd.DataFrame, bool]:
+    """Mean of ``cols`` per workload (repeats merged), ordered by role then name; grouped by benchmark
+    family (name before '/') when there are more than :data:`MAX_BARS` workloads. Returns (table, grouped)."""
+    key = df["workload"].astype(str)
+    grouped = key.nunique() > MAX_BARS
+    if grouped:
+        key = key.str.split("/").str[0].str.split("@").str[0]
+    g = df.assign(_key=key).groupby("_key", sort=False)
+    out = g[cols].mean()
+    out["role"] = g["role"].first()
+    out["n"] = g.size()
+    out = out.reset_index().rename(columns={"_key": "workload"})
+    out["_rank"] = out["role"].map(_role_rank)
+    out["_name"] = out["workload"].map(natural_key)
+    out = out.sort_values(["_rank", "_name"], kind="stable").drop(columns=["_rank", "_name"]).reset_index(drop=True)
+    return out, grouped
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that puts 'dram/w4' before 'dram/w16' (numbers compare as numbers)."""
+    import re
+
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", str(name)))
+
+
+def mape(meas: np.ndarray, pred: np.ndarray) -> float:
+    m = np.isfinite(meas) & np.isfinite(pred) & (np.abs(meas) > 0)
+    return float(100 * np.mean(np.abs(pred[m] - meas[m]) / meas[m])) if m.any() else math.nan
+
+
+def _role_legend(where: Any, roles: list[str], loc: str = "lower right", ncol: int = 1) -> None:
+    """A legend of the sample roles present, on an axes or (loc 'outside ...') below a figure."""
+    from matplotlib.patches import Patch
+
+    seen = [r for r in ROLE_ORDER if r in roles] + [r for r in dict.fromkeys(roles) if r not in ROLE_ORDER]
+    where.legend(handles=[Patch(color=ROLE_COLOURS.get(r, "#0072B2"), label=ROLE_LABELS.get(r, r)) for r in seen],
+                 loc=loc, fontsize=8, frameon=True, ncol=ncol)
+
+
+def _bar_height(n: int) -> float:
+    return max(3.0, 0.17 * n + 1.4)
+
+
+# ------------------------------------------------------------------------------------------------
+# figures
+# ------------------------------------------------------------------------------------------------
+
+def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
+    df = default_rows(ctx)
+    t, grouped = per_workload(df, ["power_w", "power_w_pred"])
+    t["err_pct"] = 100 * (t["power_w_pred"] - t["power_w"]) / t["power_w"]
+    n = len(t)
+    fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
+    ax, ax2 = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [2.6, 1.2]})
+    y = np.arange(n)
+    cols = [ROLE_COLOURS.get(r, "#0072B2") for r in t["role"]]
+    ax.barh(y, t["power_w"], color=cols, alpha=0.55, label="measured")
+    ax.plot(t["power_w_pred"], y, "k|", markersize=9, markeredgewidth=2, label="predicted")
+    ax.set_yticks(y, t["workload"], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("board power, W (bar: measured, black tick: predicted)")
+    ax.grid(axis="x", alpha=0.3)
+    _role_legend(fig, list(t["role"]), loc="outside lower center", ncol=6)
+    ax2.barh(y, t["err_pct"], color=cols)
+    lim = max(1.0, float(np.nanmax(np.abs(t["err_pct"]))) * 1.1)
+    ax2.set_xlim(-lim, lim)
+    ax2.axvline(0, color="k", lw=0.8)
+    ax2.set_xlabel("prediction error, % of measured")
+    ax2.grid(axis="x", alpha=0.3)
+    train = df[df["role"].isin(TRAINING_ROLES)]
+    held = df[df["role"] == "heldout"]
+    title = f"training rows: MAPE {mape(train['power_w'].to_numpy(float), train['power_w_pred'].to_numpy(float)):.2f}%"
+    if len(held):
+        title += f"; held-out rows: MAPE {mape(held['power_w'].to_numpy(float), held['power_w_pred'].to_numpy(float)):.2f}%"
+    fig.suptitle(f"Measured vs predicted power per workload at the default clocks ({title})", fontsize=10)
+    cap = ("Measured mean board power of every workload (bars, coloured by role) and the model's prediction "
+           "(black ticks), with the prediction error in percent on the right.")
+    if grouped:
+        cap += f" {df['workload'].nunique()} workloads are grouped by benchmark family (means)."
+    return fig, cap
+
+
+def fig_residuals(ctx: Context) -> tuple[Figure, str]:
+    df = _require_samples(ctx)
+    meas, pred = df["power_w"].to_numpy(float), df["power_w_pred"].to_numpy(float)
+    res = pred - meas
+    cols = [ROLE_COLOURS.get(r, "#0072B2") for r in df["role"]]
+    fig = Figure(figsize=(11, 7.5), layout="constrained")
+    (a, b), (c, d) = fig.subplots(2, 2)
+    a.scatter(meas, pred, c=cols, s=14, alpha=0.8)
+    lo, hi = float(np.nanmin([meas.min(), pred.min()])), float(np.nanmax([meas.max(), pred.max()]))
+    a.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+    a.set_xlabel("measured power, W")
+    a.set_ylabel("predicted power, W")
+    a.set_title("predicted vs measured (dashed: equal)", fontsize=9)
+    _role_legend(a, list(df["role"]))
+    b.scatter(pred, res, c=cols, s=14, alpha=0.8)
+    b.axhline(0, color="k", lw=0.8)
+    b.set_xlabel("predicted power, W")
+    b.set_ylabel("residual (predicted - measured), W")
+    b.set_title("residual vs predicted power", fontsize=9)
+    if "temp_c" in df.columns and df["temp_c"].notna().any():
+        c.scatter(df["temp_c"], res, c=cols, s=14, alpha=0.8)
+        c.set_xlabel("die temperature during the window, degC")
+        c.set_title("residual vs temperature (a trend means leakage is mis-modelled)", fontsize=9)
+    else:
+        c.scatter(np.arange(len(res)), res, c=cols, s=14, alpha=0.8)
+        c.set_xlabel("row of the samples table")
+        c.set_title("residual by row", fontsize=9)
+    c.axhline(0, color="k", lw=0.8)
+    c.set_ylabel("residual, W")
+    groups = [(r, res[(df["role"] == r).to_numpy()]) for r in ROLE_ORDER if (df["role"] == r).any()]
+    groups += [(r, res[(df["role"] == r).to_numpy()]) for r in df["role"].unique() if r not in ROLE_ORDER]
+    bins = np.histogram_bin_edges(res[np.isfinite(res)], bins=30)
+    d.hist([g for _, g in groups], bins=bins, stacked=True, color=[ROLE_COLOURS.get(r, "#0072B2") for r, _ in groups],
+           label=[ROLE_LABELS.get(r, r) for r, _ in groups])
+    d.axvline(0, color="k", lw=0.8)
+    d.set_xlabel("residual (predicted - measured), W")
+    d.set_ylabel("rows")
+    d.set_title("distribution of residuals", fontsize=9)
+    for ax in (a, b, c, d):
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"Residuals of the power model over all {len(df)} rows "
+                 f"(RMSE {float(np.sqrt(np.nanmean(res ** 2))):.3g} W)", fontsize=10)
+    return fig, ("Residual diagnostics over every row of the samples table, all clock configurations included. "
+                 "Structure in the residuals (a slope, a curve, one role off to one side) points at a model term "
+                 "the data do not support.")
+
+
+def _breakdown_table(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
+    if ctx.ipp:
+        from calib.model.ipp import IppPowerModel
+
+        bd = IppPowerModel(ctx.doc).breakdown(df)
+        bd = bd.rename(columns={"idle": "idle power", "activation": "activation", "const_sm": "constant per SM"})
+        temp = df["power_w_pred"].to_numpy(float) - bd.sum(axis=1).to_numpy(float)
+        if np.nanmax(np.abs(temp)) > 1e-9:
+            bd["temperature (sigma x dT)"] = temp
+        return bd
+    from calib.model.dvfs import breakdown
+
+    bd = breakdown(ctx.power, df)
+    return bd.rename(columns=lambda c: c.removeprefix("unit_").removesuffix("_w").replace("_", " "))
+
+
+def fig_breakdown(ctx: Context) -> tuple[Figure, str]:
+    df = default_rows(ctx)
+    if ctx.power is None:
+        raise Skip("the parameter file has no power section")
+    bd = _breakdown_table(ctx, df)
+    comps = list(bd.columns)
+    t, grouped = per_workload(pd.concat([df[["workload", "role", "power_w"]], bd], axis=1), ["power_w"] + comps)
+    n = len(t)
+    fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(n)
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab20"]
+    left = np.zeros(n)
+    for i, c in enumerate(comps):
+        v = np.clip(t[c].to_numpy(float), 0, None)
+        ax.barh(y, v, left=left, color=cmap(i % 20), label=c, edgecolor="white", linewidth=0.3)
+        left += v
+    ax.plot(t["power_w"], y, "k|", markersize=9, markeredgewidth=2, label="measured")
+    ax.set_yticks(y, t["workload"], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("power, W")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="component")
+    shares = t[comps].clip(lower=0).sum() / t[comps].clip(lower=0).sum().sum() * 100
+    top = ", ".join(f"{c} {s:.0f}%" for c, s in shares.sort_values(ascending=False).head(4).items())
+    fig.suptitle(f"Predicted power breakdown per workload by unit (largest shares over all workloads: {top})",
+                 fontsize=10)
+    cap = ("Predicted power of every workload split into the model's components, stacked (as Fig. 3 of the IPP "
+           "paper); the black tick is the measured power.")
+    if grouped:
+        cap += " Workloads grouped by benchmark family (means)."
+    return fig, cap
+
+
+def _act_cols(ctx: Context, df: pd.DataFrame) -> list[str]:
+    units = list((ctx.power or {}).get("units", {}))
+    if isinstance((ctx.power or {}).get("units"), list):
+        units = [u["name"] for u in ctx.power["units"]]
+    cols = [ACT_PREFIX + u for u in units if ACT_PREFIX + u in df.columns]
+    return cols or [c for c in df.columns if c.startswith(ACT_PREFIX)]
+
+
+def fig_access_rates(ctx: Context) -> tuple[Figure, str]:
+    df = default_rows(ctx)
+    df = df[df["role"] != "idle"]
+    cols = _act_cols(ctx, df)
+    if not cols:
+        raise Skip("the samples table has no act_<unit> columns")
+    t, grouped = per_workload(df, cols)
+    n = len(t)
+    fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
+    ax = fig.subplots()
+    im = ax.imshow(t[cols].to_numpy(float), aspect="auto", cmap="viridis", norm=PowerNorm(0.4, 0.0, 1.0),
+                   interpolation="nearest")
+    ax.set_xticks(np.arange(len(cols)), [c[len(ACT_PREFIX):] for c in cols], rotation=0, fontsize=8)
+    ax.set_yticks(np.arange(n), t["workload"], fontsize=7)
+    ax.xaxis.tick_top()
+    if n * len(cols) <= 1500:
+        for (i, j), v in np.ndenumerate(t[cols].to_numpy(float)):
+            if v > 0:
+                ax.text(j, i, f"{v:.2f}" if v >= 0.01 else f"{v:.0e}", ha="center", va="center", fontsize=5.5,
+                        color="white" if v < 0.35 else "black")
+    fig.colorbar(im, ax=ax, shrink=0.6, label="access rate (0 = unused, 1 = every issue slot)")
+    fig.suptitle("Access rate of every unit per workload (IPP eq. 10, from the measured kernel time)", fontsize=10)
+    cap = ("Access rate of each unit for each workload, as the fit used them (colour scale compressed so that small "
+           "rates stay visible; numbers in the cells).")
+    if grouped:
+        cap += " Workloads grouped by benchmark family (means)."
+    return fig, cap
+
+
+def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
+    if not ctx.ipp:
+        raise Skip("drawn for the IPP power model only (this file's power model is "
+                   f"{(ctx.power or {}).get('model', 'absent')!r})")
+    sec = ctx.power
+    units = list(sec["units"])
+    vals = {k: float(v["value"]) for k, v in sec["parameters"].items()}
+    n_sm = int(sec["sm_count"])
+    have_data = ctx.samples is not None and len(ctx.samples) > 0
+    if have_data:
+        df = default_rows(ctx)
+        df = df[df["role"].isin(("unit", "idle_kernel", "sm_sweep", ""))]
+        if "active_sms" in df.columns:
+            df = df[df["active_sms"].isna() | np.isclose(df["active_sms"].to_numpy(float), n_sm)]
+        bd = _breakdown_table(ctx, df) if len(df) else None
+    ncol = 4
+    nrow = math.ceil(len(units) / ncol)
+    fig = Figure(figsize=(11, 2.5 * nrow + 0.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrow, ncol)).ravel()
+    grid = np.logspace(-4, 0, 200)
+    for ax, u in zip(axes, units):
+        spec = sec["units"][u]
+        mult = 1.0 if spec["scope"] == "chip" else float(n_sm)
+        if spec["ar_function"] == LOG:
+            f = ar_transform(grid, LOG, vals[f"ar_log_a_{u}"], vals.get("ar_log_b", 1.0))
+            label = f"log, a = {vals[f'ar_log_a_{u}']:.3g}"
+        else:
+            f = ar_transform(grid, spec["ar_function"])
+            label = "linear"
+        ax.plot(grid, mult * vals[f"max_power_{u}_w"] * f, color="#D55E00", lw=2, label="fitted")
+        if have_data and bd is not None and ACT_PREFIX + u in df.columns:
+            ar = df[ACT_PREFIX + u].to_numpy(float)
+            on = ar > 0
+            part = df["power_w"].to_numpy(float) - df["power_w_pred"].to_numpy(float) + bd[u].to_numpy(float)
+            ax.scatter(ar[on], part[on], s=12, color="#0072B2", alpha=0.8, label="data (partial residual)")
+        ax.set_xscale("log")
+        ax.set_xlim(1e-4, 1.05)
+        # fixed decade ticks: matplotlib's automatic log ticks (with minor ticks) dominate the drawing time
+        ax.set_xticks([1e-4, 1e-3, 1e-2, 1e-1, 1.0], ["1e-4", "0.001", "0.01", "0.1", "1"])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_title(f"{u}: {label}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=7)
+    for ax in axes[len(units):]:
+        ax.set_visible(False)
+    axes[0].set_ylabel("unit power at all SMs, W")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.supxlabel("access rate (log scale)", fontsize=9)
+    fig.suptitle("Fitted access-rate functions: power of each unit vs its access rate", fontsize=10)
+    cap = ("Each unit's fitted power curve MaxPower x AR'(AR) (all SMs active; chip-level units once), the linear "
+           "or clamped-log form chosen by BIC.")
+    if have_data:
+        cap += (" Dots: measured power minus the model's prediction of everything else, for rows with all SMs "
+                "active and the unit in use, so a dot on the curve is a row the unit's term explains.")
+    else:
+        cap += " Without the samples table only the curves are drawn."
+    return fig, cap
+
+
+def _thermal_values(doc: dict) -> dict[str, float]:
+    return {k: float(v["value"]) for k, v in doc["thermal"]["parameters"].items()}
+
+
+def fig_thermal(ctx: Context) -> tuple[Figure, str]:
+    if "thermal" not in ctx.doc:
+        raise Skip("the parameter file has no thermal section")
+    from calib.model.thermal import ThermalModel
+
+    tm = ThermalModel(ctx.doc)
+    steps_meta = ctx.doc["thermal"].get("steps", [])
+    traces = ctx.thermal_steps()
+    n = len(traces) if traces else len(steps_meta)
+    if n == 0:
+        raise Skip("the thermal section records no steps and no session was found")
+    ncol = 2
+    nrow = math.ceil(n / ncol)
+    fig = Figure(figsize=(11, 3.0 * nrow + 0.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    for k in range(n):
+        ax = axes[k]
+        meta = steps_meta[k] if k < len(steps_meta) else None
+        if traces:
+            s = traces[k]
+            heat_end = float(s.heat_t[-1])
+            ax.plot(s.heat_t, s.heat_temp_c, ".", ms=2, color="#0072B2", label="measured")
+            ax.plot(heat_end + s.cool_t, s.cool_temp_c, ".", ms=2, color="#56B4E9")
+            title = s.workload
+            from calib.units import mem_intensity
+
+            mi = mem_intensity(s.per_warp)
+            p_rt = meta["runtime_power_w"] if meta else math.nan
+            cool_t = s.cool_t
+        else:
+            heat_end, title = 5 * tm.rc_rise_s, f"step {k + 1}"
+            p_rt, mi = meta["runtime_power_w"], meta["mem_intensity"]
+            cool_t = np.linspace(0, 5 * tm.rc_decay_s, 200)
+        th = np.linspace(0, heat_end, 300)
+        if math.isfinite(p_rt):
+            rise = tm.temperature_rise(th, p_rt, mi)
+            ax.plot(th, rise, color="#D55E00", lw=2, label="model: rise (eq. 17), Max_temp (eq. 19)")
+            ax.plot(heat_end + cool_t, tm.temperature_decay(cool_t, float(rise[-1])), color="#D55E00", lw=2, ls="--",
+                    label="model: decay (eq. 18)")
+        ax.axhline(tm.idle_temp_c, color="#999999", lw=0.8, ls=":")
+        ax.axvline(heat_end, color="k", lw=0.6, alpha=0.5)
+        ax.set_title(f"{title}: runtime power {p_rt:.0f} W, memory intensity {mi:.2g}", fontsize=9)
+        ax.set_xlabel("time from the start of heating, s")
+        ax.set_ylabel("die temperature, degC")
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=7)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"Temperature steps: RC rise {tm.rc_rise_s:.3g} s, RC decay {tm.rc_decay_s:.3g} s, "
+                 f"idle {tm.idle_temp_c:.3g} degC", fontsize=10)
+    cap = ("Heat-then-cool steps. Lines: what the parameter file predicts from the step's runtime power and "
+           "memory intensity alone (rise to idle + Max_temp, then decay from the predicted end temperature).")
+    cap += (" Dots: the session's temperature readings (the vertical line is where the kernel stopped)."
+            if traces else " The session was not found, so only the model curves are drawn.")
+    return fig, cap
+
+
+def _timing_prediction(ctx: Context, rows: pd.DataFrame) -> np.ndarray | None:
+    """Predicted kernel time, s, from the parameter file's timing section (None without one)."""
+    if "timing" not in ctx.doc:
+        return None
+    try:
+        from calib.model.timing import predict_time
+
+        return np.asarray(predict_time(ctx.doc, rows), float)
+    except Exception as e:  # noqa: BLE001 - another engineer's model: any failure means 'use measured time'
+        ctx.notes.append(f"timing model not used for the active-SM figure ({type(e).__name__}: {e})")
+        return None
+
+
+def sm_sweep_optimum(ctx: Context) -> list[dict[str, Any]]:
+    """Per swept kernel: active SMs, measured power, predicted power and relative perf/W; the optimum.
+
+    With constant total work per launch (the campaign's sweep), performance per watt is inversely
+    proportional to energy per launch, ``time_s x power_w``. It is reported relative to all SMs active.
+    The model's perf/W uses the predicted power and the predicted time when the parameter file has a
+    timing model, else the measured time.
+    """
+    df = default_rows(ctx)
+    sw = df[df["role"] == "sm_sweep"]
+    if len(sw) == 0 or "active_sms" not in sw.columns or "time_s" not in sw.columns:
+        raise Skip("the samples table has no active-SM sweep (rows with role sm_sweep, active_sms and time_s)")
+    out = []
+    fam = sw["workload"].astype(str).str.split("/").str[0]
+    for name, g in sw.groupby(fam, sort=True):
+        g = g.groupby("active_sms", as_index=False)[["power_w", "power_w_pred", "time_s"]].mean().sort_values("active_sms")
+        t_pred = _timing_prediction(ctx, g)
+        t_model = t_pred if t_pred is not None else g["time_s"].to_numpy(float)
+        e_meas = g["time_s"].to_numpy(float) * g["power_w"].to_numpy(float)
+        e_pred = t_model * g["power_w_pred"].to_numpy(float)
+        full = int(np.argmax(g["active_sms"].to_numpy(float)))
+        ppw_meas, ppw_pred = e_meas[full] / e_meas, e_pred[full] / e_pred
+        best = int(np.argmax(ppw_pred))
+        out.append({"kernel": name, "active_sms": g["active_sms"].to_numpy(float), "power_w": g["power_w"].to_numpy(float),
+                    "power_w_pred": g["power_w_pred"].to_numpy(float), "ppw_meas": ppw_meas, "ppw_pred": ppw_pred,
+                    "best_sms": float(g["active_sms"].iloc[best]), "best_gain_pct": 100 * (ppw_pred[best] - 1),
+                    "best_meas_sms": float(g["active_sms"].iloc[int(np.argmax(ppw_meas))]),
+                    "time_source": "timing model" if t_pred is not None else "measured"})
+    return out
+
+
+def fig_active_sms(ctx: Context) -> tuple[Figure, str]:
+    if not ctx.ipp:
+        raise Skip("drawn for the IPP power model only")
+    from calib.model.ipp import sm_scale
+
+    sec = ctx.power
+    n_sm = int(sec["sm_count"])
+    beta = float(sec["parameters"].get("sm_beta", {}).get("value", 1.1))
+    form = sec.get("sm_scaling", "linear")
+    try:
+        sweeps = sm_sweep_optimum(ctx)
+    except Skip as e:
+        sweeps, why = [], str(e)
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+    if sweeps:
+        for i, s in enumerate(sweeps):
+            c = palette[i % len(palette)]
+            a.plot(s["active_sms"], s["power_w"], "o", color=c, label=f"{s['kernel']} measured")
+            a.plot(s["active_sms"], s["power_w_pred"], "-", color=c, label=f"{s['kernel']} model")
+            b.plot(s["active_sms"], s["ppw_meas"], "o", color=c, label=f"{s['kernel']} measured")
+            b.plot(s["active_sms"], s["ppw_pred"], "-", color=c, label=f"{s['kernel']} model")
+            k = int(np.argmax(s["ppw_pred"]))
+            b.plot(s["active_sms"][k], s["ppw_pred"][k], "*", ms=16 - 3 * (i % 3), color=c, markeredgecolor="k",
+                   label=f"{s['kernel']} optimum: {s['best_sms']:.0f} SMs ({s['best_gain_pct']:+.0f}% vs all SMs)")
+        a.set_ylabel("board power, W")
+        a.set_title(f"power vs active SMs ({form} scaling" + (f", beta = {beta:.3g})" if form == "log" else ")"),
+                    fontsize=9)
+        b.axhline(1.0, color="#999999", lw=0.8, ls=":")
+        b.set_ylabel("perf/W relative to all SMs")
+        b.set_title("performance per watt vs active SMs (star: model optimum)", fontsize=9)
+        b.legend(fontsize=7, loc="lower right")
+        a.legend(fontsize=7)
+    else:
+        n = np.linspace(1, n_sm, 200)
+        a.plot(n, sm_scale(form, beta, n, n_sm), color="#D55E00", lw=2)
+        a.set_ylabel("fraction of runtime power, S(n)")
+        a.set_title(f"active-SM scaling of runtime power ({form}" + (f", beta = {beta:.3g})" if form == "log" else ")"),
+                    fontsize=9)
+        b.text(0.5, 0.5, "perf/W needs the active-SM sweep rows\n(" + why + ")", ha="center", va="center",
+               fontsize=8, wrap=True, transform=b.transAxes)
+        b.set_axis_off()
+    for ax in (a, b):
+        ax.set_xlabel("active SMs")
+        ax.grid(alpha=0.3)
+    fig.suptitle("Power and performance per watt vs number of active SMs", fontsize=10)
+    if sweeps:
+        src = sweeps[0]["time_source"]
+        cap = ("Active-SM sweep (constant total work, one block per SM): measured power (dots) and the model (lines); "
+               "right, performance per watt = 1 / (time x power) relative to all SMs, with the model's optimum "
+               f"starred (model perf/W uses predicted power and {src} time). "
+               + "; ".join(f"{s['kernel']}: optimum {s['best_sms']:.0f} SMs (measured best {s['best_meas_sms']:.0f})"
+                           for s in sweeps) + ".")
+    else:
+        cap = "The model's active-SM scaling S(n) of runtime power; " + why + "."
+    return fig, cap
+
+
+def _dvfs_section(doc: dict) -> dict | None:
+    if doc.get("dvfs", {}).get("model") == "dvfs":
+        return doc["dvfs"]
+    if (doc.get("power") or {}).get("model") == "dvfs":
+        return doc["power"]
+    return None
+
+
+def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
+    sec = _dvfs_section(ctx.doc)
+    if sec is None:
+        raise Skip("the parameter file has no DVFS model (one clock configuration was measured)")
+    from calib.model.dvfs import relative_voltages
+
+    name = "dvfs" if ctx.doc.get("dvfs") is sec else "power"
+    curves = relative_voltages(sec)
+    errs = ctx.doc.get("fit", {}).get(name, {}).get("stderr", {})
+    have_grid = ctx.samples is not None and "core_mhz" in ctx.samples.columns and "mem_mhz" in ctx.samples.columns
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    axes = fig.subplots(1, 3 if have_grid else 2)
+    ref = sec.get("ref_clocks", {})
+    for ax, dom in zip(axes, ("core", "mem")):
+        pts = curves[dom]
+        mhz = np.array([p[0] for p in pts])
+        v = np.array([p[1] for p in pts])
+        se = np.array([errs.get(pn) if errs.get(pn) is not None else np.nan for pn in sec["voltage"][dom]["params"]])
+        ax.errorbar(mhz, v, yerr=np.where(np.isfinite(se), se, 0), fmt="o-", color="#0072B2", capsize=3,
+                    label="fitted (+/- 1 standard error)")
+        ax.axvline(float(ref.get(f"{dom}_mhz", np.nan)), color="#999999", ls=":", lw=0.8)
+        ax.set_xlabel(f"{dom} clock, MHz")
+        ax.set_ylabel("voltage relative to the reference clock")
+        ax.set_title(f"{dom} domain (reference {ref.get(f'{dom}_mhz', float('nan')):g} MHz, dotted)", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    cap = ("The DVFS model's latent relative voltages per clock level (NVML cannot read voltages; they are "
+           "fitted, monotone in clock, 1 at the reference clocks).")
+    if have_grid:
+        df = ctx.samples
+        ax = axes[2]
+        g = df.assign(ape=100 * np.abs(df["power_w_pred"] - df["power_w"]) / df["power_w"]).groupby(
+            ["core_mhz", "mem_mhz"])["ape"].mean().unstack()
+        im = ax.imshow(g.to_numpy(float), origin="lower", aspect="auto", cmap="magma_r")
+        ax.set_xticks(np.arange(g.shape[1]), [f"{c:g}" for c in g.columns], fontsize=7)
+        ax.set_yticks(np.arange(g.shape[0]), [f"{c:g}" for c in g.index], fontsize=7)
+        for (i, j), val in np.ndenumerate(g.to_numpy(float)):
+            if np.isfinite(val):
+                ax.text(j, i, f"{val:.1f}", ha="center", va="center", fontsize=6,
+                        color="white" if val > np.nanmax(g.to_numpy(float)) * 0.6 else "black")
+        ax.set_xlabel("memory clock, MHz")
+        ax.set_ylabel("core clock, MHz")
+        ax.set_title("power MAPE (%) per clock configuration", fontsize=9)
+        fig.colorbar(im, ax=ax, shrink=0.8)
+        cap += " Right: mean absolute prediction error of every measured clock configuration."
+    fig.suptitle("DVFS: voltage curves" + (" and error per clock configuration" if have_grid else ""), fontsize=10)
+    return fig, cap
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    key: str
+    title: str
+    draw: Callable[[Context], tuple[Figure, str]]
+
+
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("power", "Measured vs predicted power", fig_power_per_workload),
+    FigureSpec("breakdown", "Power breakdown by unit", fig_breakdown),
+    FigureSpec("access-rates", "Access rates", fig_access_rates),
+    FigureSpec("ar-functions", "Access-rate functions", fig_ar_functions),
+    FigureSpec("thermal", "Temperature steps", fig_thermal),
+    FigureSpec("active-sms", "Active SMs and perf/W", fig_active_sms),
+    FigureSpec("dvfs", "DVFS voltage curves", fig_dvfs),
+    FigureSpec("residuals", "Residuals", fig_residuals),
+)
