@@ -55,16 +55,18 @@ class CVResult:
 
 
 def make_folds(workloads: pd.Series, k: int, seed: int = 0) -> list[list[str]]:
-    """Deal the distinct workload names into ``k`` folds of similar row counts (names never split)."""
+    """Deal the distinct workload names (shuffled with ``seed``) into ``k`` folds of similar row counts.
+
+    A workload is never split. Each workload, in shuffled order, joins the fold with the fewest rows.
+    """
     counts = workloads.astype(str).value_counts(sort=False)
     names = np.array(sorted(counts.index))
     rng = np.random.default_rng(seed)
     rng.shuffle(names)
     folds: list[list[str]] = [[] for _ in range(k)]
     sizes = np.zeros(k, dtype=int)
-    # greedy: largest remaining workload (in shuffled order for ties) into the smallest fold
-    order = sorted(range(len(names)), key=lambda i: -counts[names[i]])
-    for i in order:
+    # in shuffled order, each workload joins the fold with the fewest rows so far
+    for i in range(len(names)):
         j = int(np.argmin(sizes))
         folds[j].append(str(names[i]))
         sizes[j] += counts[names[i]]
