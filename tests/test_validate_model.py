@@ -1,0 +1,76 @@
+"""calib validate-model, and refusal of malformed tables by fit / validate-model with row and column named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calib import params as P
+from calib.fit.dvfs import fit_dvfs
+from test_dvfs_fit import synthetic
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vm")
+    df = synthetic(n_workloads=16, noise=0.01, seed=5)
+    train = df[df.workload < "k12"]
+    test = df[df.workload >= "k12"]
+    doc = P.new_document({"name": "synthetic", "sm_count": 1}, [])
+    fit_dvfs(train, ar_form="linear", activity_clocks="off").store(doc, "power")
+    P.save(doc, d / "p.json")
+    test.to_csv(d / "test.csv", index=False)
+    return d, test
+
+
+def test_reports_errors_table_and_plot(cli, fitted, monkeypatch):
+    d, test = fitted
+    monkeypatch.chdir(d)
+    code, out, err = cli("validate-model", d / "p.json", d / "test.csv", "--table", d / "per.csv")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"{d / 'test.csv'}: 60 rows, 4 workloads, model dvfs ({d / 'p.json'})"
+    mape = float(lines[1].split()[1].rstrip("%"))
+    assert 0.3 < mape < 2.0  # 1 % noise on held-out workloads of a correct model
+    assert lines[2].split() == ["workload", "rows", "MAPE", "%", "max", "%", "bias", "%", "meas", "W", "pred", "W"]
+    assert sorted(line.split()[0] for line in lines[3:7]) == ["k12", "k13", "k14", "k15"]
+    per = pd.read_csv(d / "per.csv")
+    assert list(per.columns) == ["workload", "n_rows", "mape_pct", "max_abs_pct", "bias_pct", "measured_w", "predicted_w"]
+    assert per.n_rows.sum() == 60
+    assert np.average(per.mape_pct, weights=per.n_rows) == pytest.approx(mape, abs=0.01)
+    png = d / "test.vs.p.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_plot_path_and_no_plot(cli, fitted, tmp_path):
+    d, _ = fitted
+    code, out, _ = cli("validate-model", d / "p.json", d / "test.csv", "--plot", tmp_path / "x.png")
+    assert code == 0 and (tmp_path / "x.png").exists() and f"plot written to {tmp_path / 'x.png'}" in out
+    code, out, _ = cli("validate-model", d / "p.json", d / "test.csv", "--no-plot")
+    assert code == 0 and "plot written" not in out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.drop(columns=["power_w"]), "required column 'power_w' missing"),
+    (lambda t: t.assign(act_fp=t.act_fp.astype(object).where(t.index != t.index[3], "high")),
+     "row 4 (line 5), column 'act_fp': 'high' is not a number"),
+    (lambda t: t.assign(act_int=np.where(np.arange(len(t)) == 6, 1.25, t.act_int)),
+     "row 7, column 'act_int': activity 1.25 outside [0, 1]"),
+])
+def test_malformed_test_tables_are_refused_by_validate_model_and_fit(cli, fitted, tmp_path, edit, message):
+    d, test = fitted
+    bad = tmp_path / "bad.csv"
+    edit(test.reset_index(drop=True)).to_csv(bad, index=False)
+    code, out, err = cli("validate-model", d / "p.json", bad, "--no-plot")
+    assert code == 2 and message in err and "Traceback" not in err and out == ""
+    code, out, err = cli("fit", bad, "-o", tmp_path / "q.json")
+    assert code == 2 and message in err and not (tmp_path / "q.json").exists()
+
+
+def test_unknown_unit_in_parameter_file_is_refused(cli, fitted, tmp_path):
+    d, test = fitted
+    t = test.rename(columns={"act_dram": "act_hbm"})
+    t.to_csv(tmp_path / "t.csv", index=False)
+    code, _, err = cli("validate-model", d / "p.json", tmp_path / "t.csv", "--no-plot")
+    assert code == 2 and "the table has no column 'act_dram'" in err
