@@ -1,0 +1,457 @@
+"""Publishing bundles: a parameter set with everything a recipient needs to trust and use it.
+
+Layout (a directory, or the same directory inside a ``.tar.gz``)::
+
+    <name>/
+      MANIFEST.json     format, toolkit version, device, and sha256 + size + role of every other file
+      README.md         what this is and how to check and use it
+      parameters.json   the parameter file, byte for byte as published
+      samples.csv       the samples table the parameters were fitted on
+      recovery.json     (virtual GPUs) fitted vs ground-truth parameters, when it exists
+      report/           the HTML report (index.html, fig/*.png)
+
+Verification (:func:`verify_bundle`, ``calib verify-bundle``) refuses a bundle, naming the file, when a
+file listed in the manifest is missing or its sha256 differs, when a file is not listed, when the
+parameter file fails the schema, or when refitting the shipped samples does not reproduce the shipped
+parameters. The refit runs the fitter's own procedure (for IPP: access-rate forms and SM scaling
+chosen by BIC); when that chooses another structure than the shipped file records (e.g. a different
+toolkit version), it refits with the recorded structure (each unit's access-rate function, the
+active-SM scaling, the temperature correction, the DVFS units and forms) instead. A parameter is
+reproduced when the refit lands within one standard error of the shipped value (parameters without a
+standard error: within 1e-6 relative, 1e-9 absolute). The thermal model is fitted from temperature traces, which a samples table does not carry, so it is
+checked by checksum and schema only; the verification says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib import __version__
+from calib import params as P
+from calib.errors import BadInputError
+from calib.session import file_sha256
+
+BUNDLE_FORMAT = "calib-bundle-1"
+MANIFEST = "MANIFEST.json"
+PARAMS_NAME = "parameters.json"
+SAMPLES_NAME = "samples.csv"
+RECOVERY_NAME = "recovery.json"
+README_NAME = "README.md"
+REPORT_DIR = "report"
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+#: relative / absolute agreement demanded of a parameter that has no standard error
+NOSE_RTOL, NOSE_ATOL = 1e-6, 1e-9
+
+
+class BundleError(BadInputError):
+    """A bundle is malformed, was changed after publishing, or does not reproduce (exit status 2)."""
+
+
+def is_archive(path: str | os.PathLike) -> bool:
+    return str(path).endswith(ARCHIVE_SUFFIXES)
+
+
+def bundle_name(path: str | os.PathLike) -> str:
+    name = Path(path).name
+    for suf in ARCHIVE_SUFFIXES:
+        if name.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+# ------------------------------------------------------------------------------------------------
+# refit
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class ParamCheck:
+    section: str
+    name: str
+    shipped: float
+    refit: float | None
+    stderr: float | None
+    ok: bool
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """|refit - shipped| / stderr."""
+        if self.refit is None or not self.stderr:
+            return None
+        return abs(self.refit - self.shipped) / self.stderr
+
+
+@dataclass
+class RefitResult:
+    checks: list[ParamCheck] = field(default_factory=list)
+    not_refitted: list[tuple[str, str]] = field(default_factory=list)   # (section, why)
+
+    @property
+    def failures(self) -> list[ParamCheck]:
+        return [c for c in self.checks if not c.ok]
+
+
+def _default_rows(df: pd.DataFrame, clocks: dict) -> pd.DataFrame:
+    sel = np.ones(len(df), bool)
+    for col in ("core_mhz", "mem_mhz"):
+        v = clocks.get(col)
+        if v is not None and col in df.columns:
+            sel &= np.isclose(df[col].to_numpy(float), float(v))
+    return df[sel]
+
+
+def _refit_ipp(doc: dict, df: pd.DataFrame) -> Any:
+    from calib.fit.ipp import IppPowerFitter, IppStructure
+
+    sec = doc["power"]
+    units = sec["units"]
+    clocks = sec.get("default_clocks") or {}
+    st = IppStructure(sm_count=int(sec["sm_count"]),
+                      chip_units=frozenset(u for u, s in units.items() if s.get("scope") == "chip"),
+                      warp_issue_per_cycle=sec.get("warp_issue_per_cycle"),
+                      core_mhz=clocks.get("core_mhz"), mem_mhz=clocks.get("mem_mhz"))
+    tc = sec.get("temperature_correction") or {}
+    rows = _default_rows(df, clocks)
+    mem = {u for u, s in units.items() if s.get("domain") == "mem"}
+    forms = {u: s["ar_function"] for u, s in units.items()}
+    # the fitter's own procedure first (forms and SM scaling chosen by BIC, warm starts along the way):
+    # units whose activities move together (reg and fds) leave flat directions that only the same path
+    # reproduces exactly
+    auto = IppPowerFitter(mem_units=mem).fit(rows, st, sigma=tc.get("sigma_w_per_c"), idle_temp_c=tc.get("idle_temp_c"))
+    if auto.forms_ == forms and auto.sm_scaling_ == sec.get("sm_scaling", "linear"):
+        return auto.section()
+    fixed = IppPowerFitter(ar_forms=forms, sm_scaling=sec.get("sm_scaling", "linear"), mem_units=mem)
+    fixed.fit(rows, st, sigma=tc.get("sigma_w_per_c"), idle_temp_c=tc.get("idle_temp_c"))
+    return fixed.section()
+
+
+def _refit_dvfs(doc: dict, section: str, df: pd.DataFrame) -> Any:
+    from calib.fit.dvfs import fit_dvfs
+
+    sec = doc[section]
+    stats = doc.get("fit", {}).get(section, {})
+    if section == "dvfs" and "role" in df.columns:  # the session pipeline fits the grid without held-out rows
+        df = df[~df["role"].astype(str).isin(("heldout", "thermal"))]
+    act = sec.get("activity_clocks")
+    kw: dict[str, Any] = {"activity_clocks": "off" if act is None else (float(act["core_mhz"]), float(act["mem_mhz"]))}
+    for k in ("method", "weighting"):
+        if stats.get(k):
+            kw[k] = stats[k]
+    return fit_dvfs(df, mem_units={u["name"] for u in sec["units"] if u.get("domain") == "mem"},
+                    ar_forms={u["name"]: u.get("ar_form", "linear") for u in sec["units"]}, **kw)
+
+
+def refit(doc: dict, samples: pd.DataFrame) -> RefitResult:
+    """Refit the power (and DVFS) sections of ``doc`` to ``samples``; compare every parameter."""
+    out = RefitResult()
+    todo: list[tuple[str, Any]] = []
+    power = doc.get("power")
+    if power is not None:
+        if power.get("model") == "ipp":
+            todo.append(("power", lambda: _refit_ipp(doc, samples)))
+        elif power.get("model") == "dvfs":
+            todo.append(("power", lambda: _refit_dvfs(doc, "power", samples)))
+        else:
+            out.not_refitted.append(("power", f"model {power.get('model')!r} has no refit here"))
+    if doc.get("dvfs", {}).get("model") == "dvfs":
+        todo.append(("dvfs", lambda: _refit_dvfs(doc, "dvfs", samples)))
+    if "thermal" in doc:
+        out.not_refitted.append(("thermal", ("fitted from heating/cooling traces, which a samples table does not "
+                                            "carry: checked by checksum and schema only")))
+    if "timing" in doc:
+        out.not_refitted.append(("timing", "not refitted by verify-bundle: checked by checksum and schema only"))
+    for section, fn in todo:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fit's own warnings are already in the shipped file
+            fitted = fn()
+        new = {p.name: p for p in fitted.params}
+        for name, p in P.section_params(doc, section).items():
+            q = new.get(name)
+            if q is None:
+                out.checks.append(ParamCheck(section, name, p.value, None, p.stderr, False,
+                                             "absent from the refit (the samples do not support it)"))
+                continue
+            if p.vary and p.stderr:
+                ok = abs(q.value - p.value) <= p.stderr
+                note = "" if ok else f"refit {q.value:.6g} is {abs(q.value - p.value) / p.stderr:.2f} standard errors away"
+            else:
+                ok = math.isclose(q.value, p.value, rel_tol=NOSE_RTOL, abs_tol=NOSE_ATOL)
+                note = "" if ok else f"refit {q.value:.6g} differs (no standard error: exact agreement required)"
+            out.checks.append(ParamCheck(section, name, p.value, q.value, p.stderr if p.vary else None, ok, note))
+        for name, q in new.items():
+            if name not in doc[section]["parameters"]:
+                out.checks.append(ParamCheck(section, name, math.nan, q.value, None, False,
+                                             "the refit has this parameter but the shipped file does not"))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# verify
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Verification:
+    """What :func:`verify_bundle` checked (it raises :class:`BundleError` instead of returning a failure)."""
+
+    bundle: Path
+    manifest: dict
+    files: int
+    schema_warnings: list[str]
+    refit: RefitResult
+
+
+def _safe_extract(archive: Path, dest: Path) -> Path:
+    """Extract a bundle archive into ``dest`` (regular files and directories only, all under one top
+    directory); returns that directory."""
+    try:
+        with tarfile.open(archive, "r:gz") as tf:
+            members = tf.getmembers()
+            tops = {Path(m.name).parts[0] for m in members if m.name not in ("", ".")}
+            if len(tops) != 1:
+                raise BundleError(f"{archive}: expected one top-level directory in the archive, found {len(tops)}")
+            for m in members:
+                parts = Path(m.name).parts
+                if Path(m.name).is_absolute() or ".." in parts or not (m.isfile() or m.isdir()):
+                    raise BundleError(f"{archive}: member {m.name!r} is not a plain file inside the bundle; refusing")
+            if hasattr(tarfile, "data_filter"):
+                tf.extractall(dest, filter="data")
+            else:  # pragma: no cover - Python without extraction filters; members were checked above
+                tf.extractall(dest)
+    except (tarfile.TarError, OSError, EOFError) as e:
+        if isinstance(e, BundleError):
+            raise
+        raise BundleError(f"{archive}: not a readable .tar.gz bundle ({e}); it may have been changed or truncated") from e
+    return dest / tops.pop()
+
+
+def _read_manifest(root: Path, label: str) -> dict:
+    mpath = root / MANIFEST
+    if not mpath.is_file():
+        raise BundleError(f"{label}: {MANIFEST} missing; not a calib bundle")
+    try:
+        man = json.loads(mpath.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BundleError(f"{label}/{MANIFEST}: not valid JSON ({e})") from e
+    if not isinstance(man, dict) or man.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"{label}/{MANIFEST}: field 'format' is {man.get('format') if isinstance(man, dict) else None!r}, "
+                          f"expected {BUNDLE_FORMAT!r}")
+    files = man.get("files")
+    if not isinstance(files, dict) or not files:
+        raise BundleError(f"{label}/{MANIFEST}: field 'files' missing or empty")
+    for rel, meta in files.items():
+        if not isinstance(meta, dict) or not isinstance(meta.get("sha256"), str):
+            raise BundleError(f"{label}/{MANIFEST}: files.{rel}: sha256 missing")
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise BundleError(f"{label}/{MANIFEST}: files.{rel}: path leaves the bundle")
+    for key in ("parameters", "samples"):
+        if man.get(key) not in files:
+            raise BundleError(f"{label}/{MANIFEST}: field '{key}' must name a file listed under 'files'")
+    return man
+
+
+def check_files(root: Path, man: dict, label: str) -> int:
+    """Every listed file present with its size and sha256, and no unlisted file. Returns the count."""
+    listed = man["files"]
+    for rel, meta in sorted(listed.items()):
+        f = root / rel
+        if not f.is_file():
+            raise BundleError(f"{label}/{rel}: listed in {MANIFEST} but missing from the bundle")
+        digest = file_sha256(f)
+        if digest != meta["sha256"]:
+            raise BundleError(f"{label}/{rel}: sha256 {digest} differs from the manifest's {meta['sha256']}: "
+                              "the file was changed after publishing")
+        if "bytes" in meta and f.stat().st_size != meta["bytes"]:  # pragma: no cover - sha256 catches it first
+            raise BundleError(f"{label}/{rel}: size differs from the manifest")
+    present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    extra = sorted(present - set(listed) - {MANIFEST})
+    if extra:
+        raise BundleError(f"{label}/{extra[0]}: not listed in {MANIFEST} (a file was added after publishing)")
+    return len(listed)
+
+
+def _verify_root(root: Path, label: str) -> Verification:
+    from calib.samples import read_samples
+
+    man = _read_manifest(root, label)
+    n = check_files(root, man, label)
+    pfile = root / man["parameters"]
+    try:
+        doc = P.load(pfile)
+    except BadInputError as e:
+        raise BundleError(f"{label}/{man['parameters']}: fails the parameter-file schema: {e}") from e
+    swarn = P.validate(doc, man["parameters"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            samples = read_samples(root / man["samples"], require_power=True)
+        except BadInputError as e:
+            raise BundleError(f"{label}/{man['samples']}: {e}") from e
+    try:
+        res = refit(doc, samples)
+    except BadInputError as e:
+        raise BundleError(f"{label}: refitting {man['samples']} failed: {e}") from e
+    if res.failures:
+        bad = res.failures
+        worst = "; ".join(f"{c.section}.{c.name}: {c.note}" for c in bad[:3])
+        raise BundleError(f"{label}/{man['parameters']}: {len(bad)} parameter(s) do not reproduce from "
+                          f"{man['samples']} within their standard errors ({worst}"
+                          + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "") + ")")
+    return Verification(root, man, n, swarn, res)
+
+
+def verify_bundle(path: str | os.PathLike) -> Verification:
+    """Check a bundle directory or archive (module docstring); raises :class:`BundleError` naming the file."""
+    path = Path(path)
+    if not path.exists():
+        raise BundleError(f"{path}: not found")
+    if path.is_dir():
+        return _verify_root(path, str(path))
+    if not is_archive(path):
+        raise BundleError(f"{path}: expected a bundle directory or a .tar.gz archive")
+    with tempfile.TemporaryDirectory(prefix="calib-bundle-") as tmp:
+        root = _safe_extract(path, Path(tmp))
+        v = _verify_root(root, f"{path}:{root.name}")
+        v.bundle = path
+        return v
+
+
+# ------------------------------------------------------------------------------------------------
+# publish
+# ------------------------------------------------------------------------------------------------
+
+def _readme(doc: dict, man: dict, name: str) -> str:
+    dev = doc["device"]
+    prov = doc.get("provenance", {})
+    lines = [f"# Calibrated GPU model parameters: {dev.get('name')}", "",
+             f"Published {man['created_utc']} with calib {man['toolkit_version']} (the toolkit that fits and uses "
+             "these files). Parameter schema version " + str(doc.get("schema_version")) + ".", "",
+             "## What is here", "",
+             f"- `{PARAMS_NAME}`: the parameter file (models: "
+             + ", ".join(f"{s} ({doc[s]['model']})" for s in P.SECTIONS if s in doc) + ").",
+             f"- `{SAMPLES_NAME}`: the samples table the parameters were fitted on (one row per measurement window).",
+             (f"- `{REPORT_DIR}/index.html`: the report with plots, every parameter with its standard error, the fit's "
+             "warnings and provenance. Open it from disk; it needs no network."),
+             f"- `{MANIFEST}`: sha256 of every file."]
+    if RECOVERY_NAME in man["files"]:
+        lines.append(f"- `{RECOVERY_NAME}`: fitted vs ground-truth values (the device was a virtual GPU).")
+    lines += ["", "## Device", "",
+              (f"{dev.get('name')}, {dev.get('sm_count')} SMs, driver {dev.get('driver_version') or 'unknown'}, "
+              f"CUDA {dev.get('cuda_version') or 'unknown'}, default clocks {(dev.get('clocks') or {}).get('core_mhz')}/"
+              f"{(dev.get('clocks') or {}).get('mem_mhz')} MHz (core/memory). "
+              f"Campaign: {(prov.get('campaign') or {}).get('name', 'unknown') if isinstance(prov.get('campaign'), dict) else prov.get('campaign')}."),
+              "", "## Fit quality", ""]
+    for s in P.SECTIONS:
+        st = doc.get("fit", {}).get(s)
+        if not st or s not in doc:
+            continue
+        rm = next((f"RMSE {st[k]:.3g} {k[5:].upper()}" for k in ("rmse_w", "rmse_c", "rmse_s") if st.get(k) is not None), "")
+        extra = f", held-out MAPE {st['heldout_mape_pct']:.2f}%" if st.get("heldout_mape_pct") is not None else ""
+        mp = f"MAPE {st['mape_pct']:.3g}%" if st.get("mape_pct") is not None else "MAPE -"
+        lines.append(f"- {s}: {st.get('n_samples')} samples, {rm}, {mp}{extra}; "
+                     f"{len(st.get('warnings', []))} warning(s) (see the report).")
+    lines += ["", "## Check it", "",
+              "```sh", f"calib verify-bundle {name}", "```", "",
+              ("This checks every file's sha256 against the manifest, the parameter file against the schema, and that "
+              "refitting the samples table reproduces the power parameters within their standard errors."),
+              "", "## Use it", "", "```sh",
+              f"calib predict {PARAMS_NAME} your_samples.csv -o predicted.csv   # power (and temperature) per row",
+              f"calib diff {PARAMS_NAME} your_refit.json                        # compare with your own calibration",
+              "```", ""]
+    if prov.get("citation"):
+        lines += ["## Cite", "", prov["citation"], ""]
+    return "\n".join(lines)
+
+
+def _stage(inp: Any, root: Path, session: Any) -> dict:
+    from calib.report.html import write_report
+    from calib.samples import write_samples
+
+    root.mkdir(parents=True)
+    shutil.copyfile(inp.params_path, root / PARAMS_NAME)
+    if inp.samples_path is not None:
+        shutil.copyfile(inp.samples_path, root / SAMPLES_NAME)
+    else:
+        write_samples(inp.samples, root / SAMPLES_NAME)
+    roles = {PARAMS_NAME: "parameters", SAMPLES_NAME: "samples"}
+    rec = inp.params_path.with_name(inp.params_path.name[:-5] + ".recovery.json") \
+        if inp.params_path.name.endswith(".json") else None
+    if rec is not None and rec.is_file():
+        shutil.copyfile(rec, root / RECOVERY_NAME)
+        roles[RECOVERY_NAME] = "recovery"
+    summary = write_report(inp, root / REPORT_DIR)
+    for p in sorted((root / REPORT_DIR).rglob("*")):
+        if p.is_file():
+            roles[p.relative_to(root).as_posix()] = "report"
+    return summary | {"roles": roles}
+
+
+def _manifest(doc: dict, root: Path, roles: dict[str, str], name: str, source: Path) -> dict:
+    dev = doc["device"]
+    files = {rel: {"sha256": file_sha256(root / rel), "bytes": (root / rel).stat().st_size, "role": role}
+             for rel, role in sorted(roles.items())}
+    return {"format": BUNDLE_FORMAT, "name": name, "toolkit_version": __version__,
+            "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "device": {k: dev.get(k) for k in ("name", "uuid", "sm_count", "driver_version", "cuda_version")},
+            "published_from": source.name, "parameters": PARAMS_NAME, "samples": SAMPLES_NAME,
+            "report": f"{REPORT_DIR}/index.html", "files": files}
+
+
+def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: str | os.PathLike | None = None,
+            session: str | os.PathLike | None = None, force: bool = False) -> tuple[Path, Verification]:
+    """Build a bundle of ``params_path`` at ``out`` (directory, or ``.tar.gz``), verify it, then move it
+    into place. Nothing is left at ``out`` unless the bundle verified."""
+    from calib.atomic import atomic_write_json, atomic_write_text
+    from calib.report.inputs import load_inputs
+
+    out = Path(out)
+    if out.exists() and not force:
+        raise BadInputError(f"{out}: already exists (use --force to replace it)")
+    if out.exists() and out.is_dir() != (not is_archive(out)):
+        raise BadInputError(f"{out}: exists and is a {'directory' if out.is_dir() else 'file'}; refusing to replace it")
+    inp = load_inputs(params_path, samples=samples, session=session)
+    if inp.samples is None:
+        raise BadInputError(f"{params_path}: no samples table found to ship with it; give --samples SAMPLES.csv "
+                            "(or --session DIR to rebuild it from the session)")
+    name = bundle_name(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as tmp:
+        root = Path(tmp) / name
+        staged = _stage(inp, root, session)
+        roles = staged["roles"]
+        roles[README_NAME] = "readme"
+        man = _manifest(inp.doc, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path)
+        atomic_write_text(root / README_NAME, _readme(inp.doc, man, out.name))
+        man = _manifest(inp.doc, root, roles, name, inp.params_path)
+        atomic_write_json(root / MANIFEST, man)
+        ver = _verify_root(root, str(out))  # refuse to publish a bundle that would not verify
+        for p in [root, *root.rglob("*")]:  # temporary files are private (0600); a bundle is for others
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        if is_archive(out):
+            fd, tmp_tar = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+            os.close(fd)
+            try:
+                with tarfile.open(tmp_tar, "w:gz") as tf:
+                    tf.add(root, arcname=name)
+                os.replace(tmp_tar, out)
+            except BaseException:
+                Path(tmp_tar).unlink(missing_ok=True)
+                raise
+        else:
+            if out.exists():
+                shutil.rmtree(out)
+            os.rename(root, out)
+    ver.bundle = out
+    return out, ver

@@ -1,0 +1,43 @@
+"""calib publish PARAMS.json -o BUNDLE [--samples CSV] [--session DIR]"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "bundle a parameter set with its samples table, report, manifest (sha256) and README for others"
+DESCRIPTION = (
+    "Write BUNDLE (a directory, or a .tar.gz archive when the name ends in .tar.gz or .tgz) holding the parameter "
+    "file (parameters.json, byte for byte), the samples table it was fitted on (samples.csv), the HTML report "
+    "(report/), the recovery report when the device was a virtual GPU, a README for the recipient and "
+    "MANIFEST.json with the sha256 and size of every file and the toolkit version. The samples table is found as "
+    "for `calib report` (beside the parameter file, the fit's provenance, or rebuilt from the session); "
+    "--samples/--session name it. The bundle is verified (as `calib verify-bundle` does: checksums, schema, and "
+    "a refit of the samples reproducing the parameters within their standard errors) before it is moved into "
+    "place; a bundle that would not verify is not written.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("params", metavar="PARAMS.json", help="parameter file to publish")
+    p.add_argument("-o", "--output", required=True, metavar="BUNDLE", help="bundle directory or .tar.gz to write")
+    p.add_argument("--samples", default=None, metavar="CSV", help="samples table the parameters were fitted on")
+    p.add_argument("--session", default=None, metavar="DIR", help="session directory the parameters were fitted from")
+    p.add_argument("--force", action="store_true", help="replace an existing BUNDLE")
+
+
+def run(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    from calib.bundle import publish
+    from calib.commands.verify_bundle import print_verification
+
+    out, ver = publish(args.params, args.output, samples=args.samples, session=args.session, force=args.force)
+    print(f"bundle: {out}")
+    for rel, meta in ver.manifest["files"].items():
+        if meta["role"] != "report":
+            print(f"  {rel:16s} {meta['bytes']:>9d} B  sha256 {meta['sha256'][:16]}...  ({meta['role']})")
+    n_rep = sum(1 for m in ver.manifest["files"].values() if m["role"] == "report")
+    print(f"  report/          {n_rep} files")
+    print_verification(ver)
+    return 0
