@@ -69,22 +69,32 @@ def run(args: argparse.Namespace) -> int:
     write_samples(out.samples, samples_path)
     held = out.samples[out.samples["role"] == "heldout"] if "role" in out.samples.columns else out.samples.iloc[:0]
     heldout_mape = None
+    by_clock = {}
     if len(held):
         pred = predict_power(doc, held)
-        heldout_mape = float(100 * np.mean(np.abs(pred - held["power_w"].to_numpy()) / held["power_w"].to_numpy()))
+        ape = 100 * np.abs(pred - held["power_w"].to_numpy()) / held["power_w"].to_numpy()
+        heldout_mape = float(np.mean(ape))
         doc["fit"]["power"]["heldout_mape_pct"] = heldout_mape
         doc["fit"]["power"]["heldout_rows"] = int(len(held))
+        default = (np.isclose(held["core_mhz"].to_numpy(float), device.info.default_core_mhz)
+                   & np.isclose(held["mem_mhz"].to_numpy(float), device.info.default_mem_mhz))
+        for label, sel in (("default_clocks", default), ("other_clocks", ~default)):
+            if sel.any():
+                by_clock[label] = {"mape_pct": float(np.mean(ape[sel])), "rows": int(sel.sum())}
+        doc["fit"]["power"]["heldout_by_clocks"] = by_clock
     params.save(doc, params_path)
     print(fit_summary(doc))
     print(f"logs:       {session}")
     print(f"samples:    {samples_path}")
     print(f"parameters: {params_path}")
     if heldout_mape is not None and not math.isnan(heldout_mape):
-        print(f"held-out application-like workloads: power MAPE {heldout_mape:.2f}% over {len(held)} rows")
+        parts = ", ".join(f"{k.replace('_', ' ')} {v['mape_pct']:.2f}% ({v['rows']} rows)" for k, v in by_clock.items())
+        print(f"held-out application-like workloads: power MAPE {heldout_mape:.2f}% over {len(held)} rows ({parts})")
     if device.virtual:
         from microbench.devices.sim.recovery import format_table, recovery_report
 
         rep = recovery_report(device.info.extra["preset"], doc, heldout_mape, len(held))
+        rep["heldout_by_clocks"] = by_clock
         rec_path = fitted / f"{name}.recovery.json"
         atomic_write_json(rec_path, rep)
         print("recovery against the virtual GPU's ground truth:")
