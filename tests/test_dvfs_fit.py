@@ -92,6 +92,27 @@ def test_recovers_box_cox_shape_temperature_and_memory_saturation():
     assert sec.structure["activity_clocks"]["source"].startswith("table columns")
     assert sec.structure["temp_ref_c"] == pytest.approx(df.temp_c.min())
     assert sec.stats["mape_pct"] < 0.5
+    doc: dict = {}
+    sec.store(doc, "power")  # the vectorised predictor gives the fit's own predictions
+    pred = predict_power(doc["power"], df)
+    assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
+
+
+def test_transforms_match_their_definitions():
+    from calib.model.arfunc import ar_transform
+
+    u = np.array([0.0, 1e-5, 0.001, 0.05, 0.3, 1.0])
+    np.testing.assert_allclose(transform(u, "log", {}), ar_transform(u, "log"), rtol=1e-12)
+    np.testing.assert_allclose(transform(u, "pow", {"ar_exponent": 0.6}), np.where(u > 0, u**0.6, 0), rtol=1e-12)
+    bc = transform(u, "boxcox", {"ar_bc_a": 0.3, "ar_bc_lambda": 0.5})
+    np.testing.assert_allclose(bc, np.where(u > 0, np.maximum(0, 1 + 0.3 * (u**0.5 - 1) / 0.5), 0), rtol=1e-12)
+    # Box-Cox contains U**p (a = lambda), the linear form (a = lambda = 1) and IPP's log (lambda -> 0)
+    np.testing.assert_allclose(transform(u, "boxcox", {"ar_bc_a": 0.6, "ar_bc_lambda": 0.6}),
+                               transform(u, "pow", {"ar_exponent": 0.6}), rtol=1e-12)
+    np.testing.assert_allclose(transform(u, "boxcox", {"ar_bc_a": 1.0, "ar_bc_lambda": 1.0}), u, rtol=1e-12, atol=1e-15)
+    a = 0.1365 / 1.001375
+    np.testing.assert_allclose(transform(u, "boxcox", {"ar_bc_a": a, "ar_bc_lambda": 0.0}) * 1.001375,
+                               ar_transform(u, "log"), rtol=1e-12)
 
 
 def test_predict_matches_fit_and_document_validates():

@@ -9,7 +9,17 @@ of the access-rate transforms and of the memory-bound scaling. Constraints are b
 * voltages are ``V = exp(A @ u)`` with ``u >= 0`` and ``A`` the cumulative map from the reference level
   outwards, so every voltage is positive, 1 at the reference clock and non-decreasing in clock
   (gpmTOOL forces the same monotonicity with explicit constraints);
-* ``ar_exponent`` in [0.05, 1], ``ar_log_a`` in [0.01, 1], ``mem_sat`` in [0.05, 2].
+* ``ar_bc_a`` in [0.01, 1], ``ar_bc_lambda`` in [0, 1], ``ar_exponent`` in [0.05, 1], ``ar_log_a`` in
+  [0.01, 1] (concave transforms only), ``mem_sat`` in [0.05, 50] (50: practically never memory bound).
+
+Reference clocks (V = 1, and the clocks the W coefficients refer to): ``ref_clocks`` when given, else
+the clocks the activities were measured at when those are levels of the table (gpmTOOL's default
+clocks, from the ``ref_core_mhz``/``ref_mem_mhz`` columns), else the highest levels. Activity clocks
+(memory-bound rescaling, :mod:`calib.model.dvfs`): the ``ref_`` columns; else, when every workload
+repeats the same activities at all its clock configurations (activities measured once and copied),
+the highest clocks are assumed; else none (activities measured at each row's clocks). On the Titan X
+table, assuming the highest clocks instead of the true default clocks changes no figure noticeably
+(the rescaling matters at the 810 MHz memory clock, where every default-clock choice agrees).
 
 ``method="alternating"`` reproduces gpmTOOL's scheme instead: non-negative least squares
 (:func:`scipy.optimize.nnls`) for the W coefficients with voltages fixed, then bounded least squares
