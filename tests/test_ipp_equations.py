@@ -149,3 +149,18 @@ def test_access_rate_from_counts_eq10():
                        "core_mhz": [1000.0], "time_s": [32000 / 1e9]})
     a = activities(structure, df)
     assert a["fp"][0] == pytest.approx(1000 * 8 / (32000 / 4))
+
+
+def test_vectorised_counts_match_unit_counts():
+    from calib.model.ipp import unit_count_arrays
+    from calib.model.predict import mem_intensity_array
+
+    rows = [{"fp": 10, "int": 2, "ctrl": 3, "global": 1, "shared": 4}, {"fp": 8, "global": 2, "local": 1, "int": 4},
+            {"alu": 5}]
+    df = pd.DataFrame([{f"cnt_{k}": v for k, v in r.items()} for r in rows]).fillna(0.0)
+    arr = unit_count_arrays(df)
+    for i, r in enumerate(rows):
+        ref = unit_counts(r)
+        for u in ("fp", "int", "reg", "fds", "global"):
+            assert arr.get(u, np.zeros(3))[i] == ref[u]
+    assert list(mem_intensity_array(df)) == [mem_intensity(r) for r in rows]

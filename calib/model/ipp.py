@@ -27,7 +27,7 @@ import pandas as pd
 from calib.errors import BadInputError
 from calib.model.arfunc import LOG, ar_transform
 from calib.samples import ACT_PREFIX, CNT_PREFIX
-from calib.units import INSTRUCTION_CLASSES, unit_counts
+from calib.units import INSTRUCTION_CLASSES
 
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:
@@ -98,10 +98,19 @@ def activities(structure: Mapping[str, Any], df: pd.DataFrame, time_s: np.ndarra
         act_sm = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), structure["sm_count"])
         wps = df["threads_per_block"].to_numpy(float) / 32.0 * df["blocks"].to_numpy(float) / act_sm
         cycles = np.asarray(t, float) * df["core_mhz"].to_numpy(float) * 1e6
-        counts = [unit_counts({c[len(CNT_PREFIX):]: float(r[c]) for c in cnt_cols}) for _, r in df.iterrows()]
+        dac = unit_count_arrays(df)
         for u in missing:
-            dac = np.array([c.get(u, 0.0) for c in counts])
-            out[u] = np.clip(dac * wps / (cycles * issue), 0.0, 1.0)
+            out[u] = np.clip(dac.get(u, np.zeros(len(df))) * wps / (cycles * issue), 0.0, 1.0)
+    return out
+
+
+def unit_count_arrays(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per-warp access counts per power unit from ``cnt_<class>`` columns (vectorised :func:`unit_counts`)."""
+    n = len(df)
+    cls = {c: df[CNT_PREFIX + c].to_numpy(float) for c in INSTRUCTION_CLASSES if CNT_PREFIX + c in df.columns}
+    out = {c: v for c, v in cls.items()}
+    out["reg"] = sum((v for c, v in cls.items() if c != "ctrl"), np.zeros(n))
+    out["fds"] = sum(cls.values(), np.zeros(n))
     return out
 
 

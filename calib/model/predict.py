@@ -19,7 +19,7 @@ import pandas as pd
 
 from calib.errors import BadInputError
 from calib.samples import CNT_PREFIX, check_samples
-from calib.units import INSTRUCTION_CLASSES, mem_intensity
+from calib.units import INSTRUCTION_CLASSES, MEMORY_CLASSES
 
 
 def _dvfs_predict(section: dict, df: pd.DataFrame) -> np.ndarray:
@@ -81,12 +81,22 @@ def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.Da
 
         tm = ThermalModel(doc)
         idle = doc["power"]["parameters"]["idle_power_w"]["value"]
-        cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
-        mi = np.array([mem_intensity({c[len(CNT_PREFIX):]: r[c] for c in cnt}) for _, r in df.iterrows()]) if cnt else 0.0
+        mi = mem_intensity_array(df)
         running = (df["role"].astype(str) != "idle").to_numpy() if "role" in df.columns else np.ones(len(df), bool)
         rt = np.clip(power - idle, 0.0, None)
         out["temp_c_pred"] = np.where(running, tm.idle_temp_c + tm.max_rise_c(rt, mi), tm.idle_temp_c)
     return out
+
+
+def mem_intensity_array(df: pd.DataFrame) -> np.ndarray | float:
+    """IPP eq. (20) per row from ``cnt_<class>`` columns (0 when the table has none)."""
+    cnt = {c: df[CNT_PREFIX + c].to_numpy(float) for c in INSTRUCTION_CLASSES if CNT_PREFIX + c in df.columns}
+    if not cnt:
+        return 0.0
+    mem = sum((v for c, v in cnt.items() if c in MEMORY_CLASSES), np.zeros(len(df)))
+    other = sum(cnt.values(), np.zeros(len(df))) - mem
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(other > 0, mem / np.where(other > 0, other, 1.0), 0.0)
 
 
 def kernel_description_table(path: str | Path) -> pd.DataFrame:

@@ -1,0 +1,295 @@
+"""Kernel execution time from a parameter file's ``timing`` section: MWP/CWP and Wang & Chu.
+
+``predict_time(doc, df)`` gives the predicted time (s) of every row of a samples table or kernel
+description table that carries per-warp counts (``cnt_<class>``) and a launch shape (``blocks``,
+``threads_per_block``, optionally ``active_sms``, ``core_mhz``, ``mem_mhz``). Which model answers is
+the section's ``predictor``: ``"mwp_cwp"`` (:mod:`calib.model.mwp_cwp`) or ``"wangchu"``
+(:mod:`calib.model.wangchu`); both use the same hardware parameters.
+
+How a row becomes model inputs (per warp):
+
+- memory instructions that go past L1 -- ``global``, ``local`` (DRAM) and ``l2`` (L2 hits) -- are the
+  model's memory instructions; their L2 hit rate is ``l2_hit_rate`` when the row gives it, else
+  ``cnt_l2 / (cnt_l2 + cnt_global + cnt_local)``; ``uncoal_frac`` of them are uncoalesced with
+  ``trans_per_uncoal`` transactions each (default 0 and the section's ``uncoal_per_mw``, 32);
+- every instruction costs issue slots: ``issue_cycles x m_factor_<class>`` (1 when not fitted);
+  shared, constant, texture and L1 accesses are computation for MWP/CWP (the thesis treats them as
+  register/cache accesses) and shared accesses are Wang & Chu's shared-memory transactions;
+- DRAM latency at the row's clocks is ``dm_lat_a x fc/fm + dm_lat_b`` when the section has them (fitted
+  over several clock ratios), else the constant ``mem_ld_cycles``; the departure delays scale with the
+  DRAM latency (the SM's outstanding-request limit MWP_Without_BW = Mem_L / Departure_delay is a
+  hardware constant); the bandwidth is ``128 B x fm / dram_del_coal_mem_cycles``;
+- ``active_blocks_per_sm`` (occupancy) from the section's ``max_warps_per_sm`` and
+  ``max_blocks_per_sm`` unless the row gives it; ``sync_insts`` and ``ind_mem_insts`` per warp enter the
+  MWP/CWP synchronization cost and N_pw;
+- ``ilp`` (independent chains per thread, default 1; the thesis's ILP/MSTR inputs, Ch. V Table 15):
+  a warp keeps ``ilp`` memory requests in flight (``ind_mem_insts`` defaults to ``(1 - 1/ilp)`` of
+  them: N_pw = N x ilp; Wang & Chu periods carry ``ilp`` requests each) and its own dependent chain
+  takes ``#insts x inst_lat_cycles / ilp`` (when the section has ``inst_lat_cycles``).
+
+Time = model cycles / core clock + ``launch_overhead_s``.
+
+Section layout (``"model": "mwp_cwp_wangchu"``)::
+
+    "predictor": "wangchu" | "mwp_cwp", "ref_clocks": {"core_mhz", "mem_mhz"}, "sm_count",
+    "max_warps_per_sm", "max_blocks_per_sm", "uncoal_per_mw", "uncoal_tx_bytes",
+    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "shared_cases",
+    "parameters": {issue_cycles, m_factor_<class>, mem_ld_cycles, dm_lat_a_cycles, dm_lat_b_cycles,
+                   departure_del_coal_cycles, departure_del_uncoal_cycles, dram_del_coal_mem_cycles,
+                   l2_lat_cycles, l2_del_cycles, l1_lat_cycles, sh_lat_cycles, inst_lat_cycles,
+                   launch_overhead_s}
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.model import mwp_cwp as M
+from calib.model import wangchu as W
+from calib.samples import CNT_PREFIX
+from calib.units import INSTRUCTION_CLASSES
+
+MODEL_NAME = "mwp_cwp_wangchu"
+PREDICTORS = ("mwp_cwp", "wangchu")
+#: per-warp classes that are memory instructions of the timing models (past L1)
+DRAM_CLASSES = ("global", "local")
+LINE_BYTES = 128.0
+#: optional per-row timing inputs (kernel descriptions; see calib.model.predict)
+TIMING_COLUMNS = ("uncoal_frac", "trans_per_uncoal", "ind_mem_insts", "sync_insts", "l2_hit_rate",
+                  "active_blocks_per_sm", "ilp")
+REQUIRED = ("issue_cycles", "mem_ld_cycles", "departure_del_coal_cycles", "dram_del_coal_mem_cycles")
+
+
+@dataclass
+class TimingSection:
+    """A ``timing`` section turned into plain values."""
+
+    predictor: str
+    values: dict[str, float]
+    ref_core_mhz: float
+    ref_mem_mhz: float
+    sm_count: int
+    max_warps_per_sm: float
+    max_blocks_per_sm: float
+    uncoal_per_mw: float
+    uncoal_tx_bytes: float
+    mem_l_coal: str
+    n_pw_form: str
+    comp_form: str
+    shared_cases: bool
+    case2_form: str = "fixed"
+
+    def v(self, name: str, default: float | None = None) -> float:
+        if name in self.values:
+            return self.values[name]
+        if default is None:
+            raise BadInputError(f"timing section has no parameter {name}")
+        return default
+
+    @property
+    def m_factor(self) -> dict[str, float]:
+        return {k[len("m_factor_"):]: v for k, v in self.values.items() if k.startswith("m_factor_")}
+
+    @property
+    def has_dvfs_latency(self) -> bool:
+        return "dm_lat_a_cycles" in self.values and "dm_lat_b_cycles" in self.values
+
+
+def compile_section(doc_or_section: Mapping[str, Any]) -> TimingSection:
+    """The ``timing`` section of a parameter document (or the section itself) as a :class:`TimingSection`."""
+    sec = doc_or_section.get("timing", doc_or_section)
+    if not isinstance(sec, Mapping) or sec.get("model") != MODEL_NAME:
+        raise BadInputError(f"parameter file has no timing section of model {MODEL_NAME!r}")
+    try:
+        values = {n: float(d["value"]) for n, d in sec["parameters"].items()}
+        ref = sec["ref_clocks"]
+    except (KeyError, TypeError) as e:
+        raise BadInputError(f"timing section is malformed (missing {e})") from None
+    missing = [n for n in REQUIRED if n not in values]
+    if missing:
+        raise BadInputError(f"timing section lacks parameter(s) {', '.join(missing)}")
+    pred = sec.get("predictor", "mwp_cwp")
+    if pred not in PREDICTORS:
+        raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
+    return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(sec.get("sm_count", 1)),
+                         float(sec.get("max_warps_per_sm", 32)), float(sec.get("max_blocks_per_sm", 32)),
+                         float(sec.get("uncoal_per_mw", 32)), float(sec.get("uncoal_tx_bytes", 32)),
+                         sec.get("mem_l_coal", "thesis"), sec.get("n_pw_form", "fixed"), sec.get("comp_form", "max"),
+                         bool(sec.get("shared_cases", False)), sec.get("case2_form", "fixed"))
+
+
+@dataclass
+class Inputs:
+    """Model inputs per row (arrays)."""
+
+    counts: dict[str, np.ndarray]
+    total: np.ndarray
+    gmem: np.ndarray
+    hr: np.ndarray
+    coal: np.ndarray
+    uncoal: np.ndarray
+    tpu: np.ndarray
+    ilp: np.ndarray
+    shared: np.ndarray
+    sync: np.ndarray
+    ind: np.ndarray
+    tpb: np.ndarray
+    blocks: np.ndarray
+    asm: np.ndarray
+    ab: np.ndarray
+    fc: np.ndarray
+    fm: np.ndarray
+
+
+def _col(df: pd.DataFrame, name: str, default: float) -> np.ndarray:
+    if name in df.columns:
+        v = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float)
+        return np.where(np.isnan(v), default, v)
+    return np.full(len(df), float(default))
+
+
+def inputs_from_table(ts: TimingSection, df: pd.DataFrame, source: str = "<table>") -> Inputs:
+    """Model inputs from ``cnt_`` columns and the launch columns (module docstring)."""
+    cnt = [c for c in df.columns if c.startswith(CNT_PREFIX) and c[len(CNT_PREFIX):] in INSTRUCTION_CLASSES]
+    if not cnt:
+        raise BadInputError(f"{source}: no per-warp counts (cnt_<class> columns); cannot predict time")
+    for need in ("blocks", "threads_per_block"):
+        if need not in df.columns:
+            raise BadInputError(f"{source}: column '{need}' missing; the timing model needs the launch shape")
+    counts = {c[len(CNT_PREFIX):]: np.nan_to_num(df[c].to_numpy(dtype=float)) for c in cnt}
+    zero = np.zeros(len(df))
+    total = sum(counts.values())
+    dram = sum((counts.get(c, zero) for c in DRAM_CLASSES), zero)
+    l2 = counts.get("l2", zero)
+    gmem = dram + l2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hr_counts = np.where(gmem > 0, l2 / gmem, 0.0)
+    hr = _col(df, "l2_hit_rate", np.nan)
+    hr = np.where(np.isnan(hr), hr_counts, hr)
+    if "l2_lat_cycles" not in ts.values and np.any(hr > 0):
+        warnings.warn(f"{source}: the timing section has no L2 latency; L2 hits are treated as DRAM accesses")
+        hr = np.zeros(len(df))
+    if np.any((hr < 0) | (hr > 1)):
+        raise BadInputError(f"{source}: l2_hit_rate must be in [0, 1]")
+    uf = np.clip(_col(df, "uncoal_frac", 0.0), 0.0, 1.0)
+    tpb = df["threads_per_block"].to_numpy(dtype=float)
+    blocks = df["blocks"].to_numpy(dtype=float)
+    asm = _col(df, "active_sms", ts.sm_count)
+    if np.any(asm > ts.sm_count):
+        warnings.warn(f"{source}: rows ask for more active SMs than the device's {ts.sm_count}; clipped")
+        asm = np.minimum(asm, ts.sm_count)
+    asm = np.minimum(asm, np.maximum(blocks, 1.0))  # an SM without a block is idle
+    ab = M.active_blocks_per_sm(blocks, asm, tpb, ts.max_warps_per_sm, ts.max_blocks_per_sm,
+                                _col(df, "active_blocks_per_sm", np.nan))
+    ilp = np.maximum(_col(df, "ilp", 1.0), 1.0)
+    ind = _col(df, "ind_mem_insts", np.nan)
+    ind = np.where(np.isnan(ind), gmem * (1.0 - 1.0 / ilp), ind)
+    return Inputs(counts, total, gmem, hr, gmem * (1.0 - uf), gmem * uf, _col(df, "trans_per_uncoal", ts.uncoal_per_mw),
+                  ilp, counts.get("shared", zero), _col(df, "sync_insts", 0.0), ind, tpb, blocks,
+                  asm, ab, _col(df, "core_mhz", ts.ref_core_mhz), _col(df, "mem_mhz", ts.ref_mem_mhz))
+
+
+def dram_latency(ts: TimingSection, fc: np.ndarray, fm: np.ndarray) -> np.ndarray:
+    """DRAM latency in core cycles at (fc, fm) (module docstring)."""
+    if ts.has_dvfs_latency:
+        return W.dram_latency_cycles(ts.values["dm_lat_a_cycles"], ts.values["dm_lat_b_cycles"], fc, fm)
+    return np.full(np.broadcast(fc, fm).shape, ts.values["mem_ld_cycles"])
+
+
+def _scaled_departures(ts: TimingSection, dm_lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    scale = dm_lat / ts.values["mem_ld_cycles"]
+    dd_c = ts.values["departure_del_coal_cycles"] * scale
+    dd_u = ts.v("departure_del_uncoal_cycles", ts.values["departure_del_coal_cycles"]) * scale
+    return dd_c, dd_u
+
+
+def mwp_cwp_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
+    """Every MWP/CWP quantity per row (cycles), with the L2 extension (module docstring)."""
+    dm_lat = dram_latency(ts, x.fc, x.fm)
+    l2_lat = ts.v("l2_lat_cycles", 0.0)
+    mem_ld = x.hr * l2_lat + (1.0 - x.hr) * dm_lat
+    dd_c, dd_u = _scaled_departures(ts, dm_lat)
+    bw = LINE_BYTES * x.fm * 1e6 / ts.values["dram_del_coal_mem_cycles"]
+    # one MwpHardware per distinct departure scale would be slow: the departure delays enter the model
+    # linearly through Mem_L and Departure_delay, so evaluate with arrays via a per-row hardware
+    hw = M.MwpHardware(mem_ld, dd_c, dd_u, bw, x.fc * 1e6, ts.values["issue_cycles"], ts.m_factor, x.tpu,
+                       LINE_BYTES, ts.uncoal_tx_bytes, ts.mem_l_coal, ts.n_pw_form, ts.comp_form, ts.case2_form,
+                       ts.v("inst_lat_cycles", 0.0))
+    return M.mwp_cwp(hw, x.counts, x.coal, x.uncoal, x.tpb, x.blocks, x.asm, x.ab, x.sync, x.ind,
+                     dram_fraction=1.0 - x.hr, ilp=x.ilp)
+
+
+def wangchu_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
+    """Wang & Chu quantities per row: agl_lat, agl_del, avr_comp, o_itrs, T_active, case, cycles."""
+    dm_lat = dram_latency(ts, x.fc, x.fm)
+    dd_c, dd_u = _scaled_departures(ts, dm_lat)
+    trans = x.coal + x.uncoal * x.tpu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_u = np.where(trans > 0, x.uncoal * x.tpu / trans, 0.0)
+    del_coal = ts.values["dram_del_coal_mem_cycles"]
+    del_uncoal = ts.v("dram_del_uncoal_mem_cycles", del_coal * ts.uncoal_tx_bytes / LINE_BYTES)
+    dram_del = del_coal * (1.0 - w_u) + del_uncoal * w_u
+    dep = dd_c * (1.0 - w_u) + dd_u * w_u
+    agl_lat, agl_del = W.memory_latencies(dm_lat, dram_del, ts.v("l2_lat_cycles", 0.0), ts.v("l2_del_cycles", 0.0),
+                                          x.hr, x.fc, x.fm, x.asm, dep)
+    hw = M.MwpHardware(dm_lat, 0.0, 0.0, 1.0, x.fc * 1e6, ts.values["issue_cycles"], ts.m_factor,
+                       comp_form=ts.comp_form)
+    comp = M.comp_cycles(hw, x.counts)
+    requests = x.coal + x.uncoal
+    o_itrs = np.maximum(requests / x.ilp, 1.0)      # periods: ilp requests in flight per period
+    g = np.where(trans > 0, trans / o_itrs, 1.0)    # transactions of one period
+    avr_comp = comp / o_itrs
+    wpb = np.ceil(x.tpb / 32.0)
+    aw = x.ab * wpb
+    i_itrs = x.shared / o_itrs if ts.shared_cases else np.zeros(len(o_itrs))
+    ta, case = W.t_active(avr_comp, agl_lat, agl_del, aw, wpb, o_itrs, ts.v("sh_lat_cycles", 0.0), i_itrs, g)
+    # a kernel without global memory traffic issues its instructions: T_active = Aw x Comp_cycles
+    ta = np.where(trans > 0, ta, comp * aw)
+    # nor can a round be shorter than one warp's own dependent chain (DEP_Effect, thesis eq. 70)
+    chain = x.total * ts.v("inst_lat_cycles", 0.0) / x.ilp + np.where(trans > 0, agl_lat * o_itrs, 0.0)
+    ta = np.maximum(ta, chain)
+    case = np.where(trans > 0, case, 0)
+    cycles = W.t_exec_cycles(ta, wpb, x.blocks, aw, x.asm)
+    return {"dm_lat": dm_lat, "agl_lat": agl_lat, "agl_del": agl_del, "avr_comp": avr_comp, "o_itrs": o_itrs,
+            "aw": aw, "t_active": ta, "case": case, "exec_cycles": cycles}
+
+
+def predict_cycles(ts: TimingSection, x: Inputs, predictor: str | None = None) -> np.ndarray:
+    """Predicted kernel cycles (core clock) per row."""
+    pred = predictor or ts.predictor
+    if pred == "wangchu":
+        return wangchu_details(ts, x)["exec_cycles"]
+    if pred == "mwp_cwp":
+        return mwp_cwp_details(ts, x)["exec_cycles"]
+    raise BadInputError(f"unknown timing predictor {pred!r}; expected one of {PREDICTORS}")
+
+
+def predict_time(doc: Mapping[str, Any], df: pd.DataFrame, predictor: str | None = None,
+                 source: str = "<table>") -> np.ndarray:
+    """Predicted execution time of one launch, s, per row (module docstring)."""
+    ts = compile_section(doc)
+    x = inputs_from_table(ts, df, source)
+    cycles = predict_cycles(ts, x, predictor)
+    return cycles / (x.fc * 1e6) + ts.v("launch_overhead_s", 0.0)
+
+
+def predict_time_anchored(doc: Mapping[str, Any], df: pd.DataFrame, base_time_s: Any, base_core_mhz: Any,
+                          base_mem_mhz: Any, predictor: str | None = None) -> np.ndarray:
+    """Time at each row's clocks from one measured baseline: ``T_base x T_model(row) / T_model(base)``.
+
+    Wang & Chu predict every clock pair from one profile taken at a baseline pair; scaling the
+    measured baseline time by the model's ratio removes the model's error at the baseline itself.
+    """
+    base = df.copy()
+    base["core_mhz"] = np.broadcast_to(np.asarray(base_core_mhz, float), (len(df),))
+    base["mem_mhz"] = np.broadcast_to(np.asarray(base_mem_mhz, float), (len(df),))
+    t_row = predict_time(doc, df, predictor)
+    t_base = predict_time(doc, base, predictor)
+    return np.asarray(base_time_s, float) * t_row / t_base
