@@ -49,8 +49,10 @@ AMAT-weighted latency as ``mem_ld``.
 
 Extension for dependent instructions (the thesis's Ch. V DEP_Effect, eq. 70): one warp cannot go
 faster than its own chain, ``(#Total_insts x inst_lat + Mem_cycles) / ILP`` per round, where
-``inst_lat_cycles`` is the dependent-issue latency and ``ilp`` the independent chains per thread; this
-floor only matters with few warps (0 latency, the default, switches it off).
+``inst_lat_cycles`` is the dependent-issue latency and ``ilp`` the independent chains per thread (or
+``chain_comp_cycles``, the chain's non-memory cycles with a latency per class, in place of
+``#Total_insts x inst_lat``); this floor only matters with few warps (0 latency and no chain, the
+default, switch it off).
 
 Everything is vectorised with numpy: every argument may be a scalar or an array (broadcast).
 """
@@ -155,7 +157,7 @@ def n_pw(n: Any, mem_req: Any, ind_req: Any, form: str = "fixed") -> np.ndarray:
 def mwp_cwp(hw: MwpHardware, counts: Mapping[str, Any], coal_mem_insts: Any, uncoal_mem_insts: Any,
             threads_per_block: Any, blocks: Any, active_sms: Any, active_blocks: Any,
             sync_insts: Any = 0.0, ind_mem_insts: Any = 0.0, dram_fraction: Any = 1.0,
-            ilp: Any = 1.0) -> dict[str, np.ndarray]:
+            ilp: Any = 1.0, chain_comp_cycles: Any = None) -> dict[str, np.ndarray]:
     """Every quantity of the model per kernel (module docstring), as arrays.
 
     ``counts``: per-warp dynamic counts by instruction class, memory instructions included (they are
@@ -210,8 +212,9 @@ def mwp_cwp(hw: MwpHardware, counts: Mapping[str, Any], coal_mem_insts: Any, unc
     app = np.where(has_mem, app, comp * n * rep)
     case = np.where(has_mem, case, CASE_COMPUTE_BOUND)
     total_insts = sum(_arr(v) for v in counts.values()) if counts else np.zeros(1)
-    chain = (total_insts * hw.inst_lat_cycles + mem_cycles) / np.maximum(_arr(ilp), 1.0) * rep
-    if hw.inst_lat_cycles > 0:
+    dep = total_insts * hw.inst_lat_cycles if chain_comp_cycles is None else _arr(chain_comp_cycles)
+    chain = (dep + mem_cycles) / np.maximum(_arr(ilp), 1.0) * rep
+    if hw.inst_lat_cycles > 0 or chain_comp_cycles is not None:
         app = np.maximum(app, chain)
     npwb = np.minimum(mwp, wpb)
     synch = np.where(has_mem, dep_delay, 0.0) * np.maximum(npwb - 1.0, 0.0) * _arr(sync_insts) * ab * rep

@@ -25,7 +25,8 @@ How a row becomes model inputs (per warp):
 - ``ilp`` (independent chains per thread, default 1; the thesis's ILP/MSTR inputs, Ch. V Table 15):
   a warp keeps ``ilp`` memory requests in flight (``ind_mem_insts`` defaults to ``(1 - 1/ilp)`` of
   them: N_pw = N x ilp; Wang & Chu periods carry ``ilp`` requests each) and its own dependent chain
-  takes ``#insts x inst_lat_cycles / ilp`` (when the section has ``inst_lat_cycles``).
+  takes ``sum_class #insts x latency / ilp`` (when the section has ``inst_lat_cycles``; L1/texture and
+  shared loads at ``l1_lat_cycles``/``sh_lat_cycles``, DRAM/L2 at their memory latency).
 
 Time = model cycles / core clock + ``launch_overhead_s``.
 
@@ -210,6 +211,28 @@ def _scaled_departures(ts: TimingSection, dm_lat: np.ndarray) -> tuple[np.ndarra
     return dd_c, dd_u
 
 
+#: classes whose dependent latency is a memory latency of the section (else inst_lat_cycles)
+_CLASS_LATENCY = {"l1": "l1_lat_cycles", "tex": "l1_lat_cycles", "shared": "sh_lat_cycles"}
+
+
+def chain_comp_cycles(ts: TimingSection, x: Inputs) -> np.ndarray | None:
+    """Cycles of one warp's dependent chain through its non-memory instructions (before dividing by
+    its ILP): each class at its latency -- L1/texture and shared loads at the measured load-to-use
+    latencies, everything else at ``inst_lat_cycles``. None when the section has no instruction latency."""
+    lat = ts.values.get("inst_lat_cycles")
+    if lat is None:
+        return None
+    total = np.zeros(len(x.total))
+    for c, n in x.counts.items():
+        if c in T_MEMORY:
+            continue
+        total = total + n * ts.values.get(_CLASS_LATENCY.get(c, ""), lat)
+    return total
+
+
+T_MEMORY = frozenset({"global", "local", "l2"})
+
+
 def mwp_cwp_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     """Every MWP/CWP quantity per row (cycles), with the L2 extension (module docstring)."""
     dm_lat = dram_latency(ts, x.fc, x.fm)
@@ -223,7 +246,7 @@ def mwp_cwp_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
                        LINE_BYTES, ts.uncoal_tx_bytes, ts.mem_l_coal, ts.n_pw_form, ts.comp_form, ts.case2_form,
                        ts.v("inst_lat_cycles", 0.0))
     return M.mwp_cwp(hw, x.counts, x.coal, x.uncoal, x.tpb, x.blocks, x.asm, x.ab, x.sync, x.ind,
-                     dram_fraction=1.0 - x.hr, ilp=x.ilp)
+                     dram_fraction=1.0 - x.hr, ilp=x.ilp, chain_comp_cycles=chain_comp_cycles(ts, x))
 
 
 def wangchu_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
@@ -253,8 +276,9 @@ def wangchu_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     # a kernel without global memory traffic issues its instructions: T_active = Aw x Comp_cycles
     ta = np.where(trans > 0, ta, comp * aw)
     # nor can a round be shorter than one warp's own dependent chain (DEP_Effect, thesis eq. 70)
-    chain = x.total * ts.v("inst_lat_cycles", 0.0) / x.ilp + np.where(trans > 0, agl_lat * o_itrs, 0.0)
-    ta = np.maximum(ta, chain)
+    dep = chain_comp_cycles(ts, x)
+    if dep is not None:
+        ta = np.maximum(ta, dep / x.ilp + np.where(trans > 0, agl_lat * o_itrs, 0.0))
     case = np.where(trans > 0, case, 0)
     cycles = W.t_exec_cycles(ta, wpb, x.blocks, aw, x.asm)
     return {"dm_lat": dm_lat, "agl_lat": agl_lat, "agl_del": agl_del, "avr_comp": avr_comp, "o_itrs": o_itrs,

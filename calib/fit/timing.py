@@ -1,0 +1,510 @@
+"""Fit the timing section (MWP/CWP and Wang & Chu hardware parameters) from measured kernel times.
+
+Two sources, both rows of a samples table (``time_s``, ``core_mhz``, ``mem_mhz``, ``cnt_<class>``,
+``blocks``, ``threads_per_block``, ``active_sms``, ``warps_per_sm``, ``role``, ``workload``):
+
+1. **Timing microbenchmarks** (role ``timing``, named by :mod:`microbench.timing_plan`; this module
+   only reads the names): every parameter has its own measurement --
+   ``launch_overhead_s`` = mean time of the launch-only kernel (role ``idle_kernel``);
+   ``mem_ld_cycles`` = DRAM chase cycles per load at the default clocks; ``dm_lat_a_cycles``,
+   ``dm_lat_b_cycles`` = straight line of chase latency vs fc/fm over the clock pairs (Wang & Chu
+   eq. 4, when there are at least two ratios); ``l2/l1/sh_lat_cycles`` = difference in time between
+   two chain lengths over the difference in loads; ``departure_del_coal/uncoal_cycles`` = slope of a
+   one-SM burst's cycles vs its transactions per SM; ``dram_del_coal_mem_cycles`` = 128 B x fm over the
+   streaming bandwidth (the all-SM burst slope gives a second estimate, recorded in the statistics);
+   ``issue_cycles`` = cycles per warp instruction of the issue-bound mix; ``inst_lat_cycles`` = cycles
+   per instruction of one warp's FMA chain; ``m_factor_<class>`` = issue slots per instruction of the
+   class in its unit kernel at the highest occupancy when the kernel is pipe bound, else 1 (the pipe
+   throughput ratio of thesis Table 6); ``l2_del_cycles`` = the L2 unit kernel's cycles per L2
+   transaction of the chip.
+2. **A (kernel, clocks, time) table** without microbenchmarks: bounded least squares of the model's
+   log time over the kernel rows for the same parameters (:func:`fit_table`).
+
+Standard errors: regressions (chase latency vs fc/fm, burst slopes) give theirs; single-ratio
+estimates propagate the event timer's relative noise, estimated from repeated windows of the same
+workload in the session (None when nothing was repeated). The model structure the predictions use
+(predictor, Comp_cycles form, shared-memory cases) is chosen by the lowest MAPE on the non-held-out
+kernel rows; held-out rows (role ``heldout``) are only evaluated, including the DVFS check (time at
+the other clock pairs from the default-clock one, Wang & Chu's use).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.fit.core import fit_lsq, stats_of
+from calib.model import timing as T
+from calib.params import Param, SectionFit
+from calib.samples import CNT_PREFIX
+
+#: classes whose M_Factor a unit kernel measures (the kernel's stressed class)
+M_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "const", "tex")
+#: bytes per bw_stream warp request (16-byte vector loads), transactions of an uncoalesced request
+BW_STREAM_BYTES = 512.0
+UNCOAL_TX = 32.0
+#: a unit kernel is pipe bound when it takes this many more issue slots than it has instructions
+ISSUE_BOUND_MARGIN = 1.15
+#: roles whose rows check the model (kernels at known clocks) and the held-out role
+CHECK_ROLES = ("unit", "sm_sweep", "dvfs", "idle_kernel")
+HELDOUT = "heldout"
+
+_LAT = re.compile(r"^lat_(dram|l2|l1|shared)/p(\d+)(?:@([\d.]+)/([\d.]+))?$")
+_DEP = re.compile(r"^dep_(coal|uncoal)_r(\d+)/(sm1|all)/w(\d+)$")
+
+
+def _cnt(df: pd.DataFrame, cls: str) -> np.ndarray:
+    c = CNT_PREFIX + cls
+    return df[c].to_numpy(float) if c in df.columns else np.zeros(len(df))
+
+
+def _total(df: pd.DataFrame) -> np.ndarray:
+    cols = [c for c in df.columns if c.startswith(CNT_PREFIX)]
+    return df[cols].to_numpy(float).sum(axis=1) if cols else np.zeros(len(df))
+
+
+def timing_noise_rel(df: pd.DataFrame) -> float | None:
+    """Relative s.d. of one kernel-time measurement, from repeated windows of the same workload."""
+    if "repeat" not in df.columns or "time_s" not in df.columns:
+        return None
+    d = df[df["time_s"].notna() & (df["time_s"] > 0)]
+    rel = []
+    for _, g in d.groupby(["workload", "core_mhz", "mem_mhz"], dropna=False):
+        if len(g) > 1:
+            t = g["time_s"].to_numpy(float)
+            rel.extend((t / t.mean() - 1.0).tolist())
+            rel.append(None)  # marker of a group boundary for the dof count below
+    vals = [r for r in rel if r is not None]
+    groups = rel.count(None)
+    if len(vals) - groups < 2:
+        return None
+    return float(math.sqrt(np.sum(np.square(vals)) / (len(vals) - groups)))
+
+
+def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float | None, float | None, np.ndarray | None]:
+    """Least-squares line y = s x + c: (s, c, se_s, se_c, cov)."""
+    if len(x) >= 3:
+        (s, c), cov = np.polyfit(x, y, 1, cov=True)
+        return float(s), float(c), float(math.sqrt(cov[0, 0])), float(math.sqrt(cov[1, 1])), cov
+    s, c = np.polyfit(x, y, 1)
+    return float(s), float(c), None, None, None
+
+
+class _Collector:
+    """Parameters as they are measured, with units, bounds and standard errors."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, Param] = {}
+        self.notes: list[str] = []
+        self.checks: dict[str, Any] = {}
+
+    def put(self, name: str, value: float, unit: str, se: float | None, description: str,
+            lo: float = 0.0, hi: float = math.inf, vary: bool = True) -> None:
+        if not math.isfinite(value):
+            self.notes.append(f"{name}: measurement gave a non-finite value; not stored")
+            return
+        if value <= lo:
+            self.notes.append(f"{name}: measured {value:.4g} {unit} is not physical; clipped to its bound")
+            value = lo + 1e-9 * max(1.0, abs(lo))
+        self.params[name] = Param(name, float(value), unit, lo, hi, vary, None,
+                                  None if se is None or not math.isfinite(se) else float(se), description)
+
+
+def _default_clocks(df: pd.DataFrame, device: Mapping[str, Any]) -> tuple[float, float]:
+    clocks = device.get("clocks", {}) or {}
+    fc, fm = clocks.get("core_mhz"), clocks.get("mem_mhz")
+    if fc is None or fm is None:
+        fc = float(df["core_mhz"].mode().iloc[0])
+        fm = float(df["mem_mhz"].mode().iloc[0])
+    return float(fc), float(fm)
+
+
+def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collector:
+    """Parameters from the timing microbenchmarks (module docstring, source 1)."""
+    out = _Collector()
+    fc0, fm0 = _default_clocks(df, device)
+    n_sm = int(device.get("sm_count", 1))
+    noise = timing_noise_rel(df)
+    out.checks["timing_noise_rel"] = noise
+    at_default = np.isclose(df["core_mhz"].to_numpy(float), fc0) & np.isclose(df["mem_mhz"].to_numpy(float), fm0)
+
+    # launch overhead: the launch-only kernel
+    idle = df[(df["role"] == "idle_kernel") & at_default]
+    ovh = 0.0
+    if len(idle):
+        t = idle["time_s"].to_numpy(float)
+        ovh = float(t.mean())
+        se = float(t.std(ddof=1) / math.sqrt(len(t))) if len(t) > 1 else (noise * ovh if noise else None)
+        out.put("launch_overhead_s", ovh, "s", se, "time of a launch-only kernel", hi=1.0)
+    else:
+        out.notes.append("no launch-only kernel: launch overhead taken as 0")
+
+    tim = df[df["role"] == "timing"]
+    names = tim["workload"].astype(str)
+
+    def cycles(rows: pd.DataFrame) -> np.ndarray:
+        return (rows["time_s"].to_numpy(float) - ovh) * rows["core_mhz"].to_numpy(float) * 1e6
+
+    def rel_se(value: float, rows: pd.DataFrame, amplification: float = 1.0) -> float | None:
+        return None if noise is None else abs(value) * noise * amplification / math.sqrt(max(1, len(rows)))
+
+    # DRAM latency: chase at one or several clock pairs
+    lat = [(m, r) for m, r in ((_LAT.match(n), i) for i, n in zip(tim.index, names)) if m and m.group(1) == "dram"]
+    if lat:
+        rows = tim.loc[[i for _, i in lat]]
+        loads = sum(_cnt(rows, c) for c in ("global", "local", "l2", "l1"))
+        cyc_per_load = cycles(rows) / loads
+        ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
+        r0 = fc0 / fm0
+        if len(np.unique(np.round(ratio, 6))) >= 2:
+            a, b, se_a, se_b, cov = _line(ratio, cyc_per_load)
+            if se_a is None and noise is not None:
+                # two points: propagate the timer noise through the line
+                se_pt = cyc_per_load * noise
+                dr = abs(ratio[1] - ratio[0])
+                se_a = float(math.sqrt(se_pt[0] ** 2 + se_pt[1] ** 2) / dr)
+                se_b = float(math.sqrt((ratio[1] * se_pt[0]) ** 2 + (ratio[0] * se_pt[1]) ** 2) / dr)
+            out.put("dm_lat_a_cycles", a, "cycles", se_a, "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)")
+            out.put("dm_lat_b_cycles", b, "cycles", se_b, "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)")
+            mem_ld = a * r0 + b
+            se_ld = (float(math.sqrt(cov[0, 0] * r0 ** 2 + 2 * r0 * cov[0, 1] + cov[1, 1])) if cov is not None
+                     else rel_se(mem_ld, rows))
+            resid = cyc_per_load - (a * ratio + b)
+            out.checks["dm_lat_line_r2"] = float(1 - np.sum(resid ** 2) / max(1e-300, np.sum((cyc_per_load - cyc_per_load.mean()) ** 2)))
+        else:
+            mem_ld = float(cyc_per_load.mean())
+            se_ld = rel_se(mem_ld, rows)
+            if not np.isclose(ratio[0], r0):
+                out.notes.append("the DRAM chase ran at one clock ratio other than the default; Mem_LD is taken there")
+        out.put("mem_ld_cycles", mem_ld, "cycles", se_ld, "DRAM round trip of one transaction at the default clocks")
+
+    # cache and shared latencies: two chain lengths at the default clocks
+    for level, pname in (("l2", "l2_lat_cycles"), ("l1", "l1_lat_cycles"), ("shared", "sh_lat_cycles")):
+        sel = [i for i, n in zip(tim.index, names) if (m := _LAT.match(n)) and m.group(1) == level and m.group(3) is None]
+        if len(sel) < 2:
+            continue
+        rows = tim.loc[sel]
+        loads = _cnt(rows, level)
+        s, _, se, _, _ = _line(loads, cycles(rows))
+        if se is None and noise is not None:
+            t = cycles(rows)
+            se = float(math.sqrt(np.sum((t * noise) ** 2)) / abs(loads.max() - loads.min()))
+        out.put(pname, s, "cycles", se, f"{level} load-to-use latency (difference of two chain lengths)")
+
+    # departure delays: one-SM bursts; all-SM bursts check the DRAM service time
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for i, n in zip(tim.index, names):
+        m = _DEP.match(n)
+        if not m:
+            continue
+        row = tim.loc[i]
+        tx = 1.0 if m.group(1) == "coal" else UNCOAL_TX
+        n_tx = float(row["warps_per_sm"]) * float(m.group(2)) * tx
+        groups.setdefault((m.group(1), m.group(3)), []).append(
+            (n_tx, (float(row["time_s"]) - ovh) * float(row["core_mhz"]) * 1e6))
+    for (access, where), pts in groups.items():
+        if len(pts) < 2:
+            continue
+        x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        s, c, se, _, _ = _line(x, y)
+        if where == "sm1":
+            out.put(f"departure_del_{access}_cycles", s, "cycles", se,
+                    f"minimum distance between two {access}esced transactions of one SM (burst slope)")
+            out.checks[f"burst_{access}_sm1_intercept_cycles"] = c
+        elif access == "coal":
+            out.checks["dram_del_coal_mem_cycles_from_burst"] = s * fm0 / fc0 / n_sm
+            out.checks["burst_coal_all_intercept_cycles"] = c
+
+    # DRAM service time from the streaming bandwidth
+    bw = tim[names.str.startswith("bw_stream/")]
+    if len(bw):
+        warps_total = bw["threads_per_block"].to_numpy(float) / 32.0 * bw["blocks"].to_numpy(float)
+        nbytes = _cnt(bw, "global") * warps_total * BW_STREAM_BYTES
+        bw_bps = nbytes / (bw["time_s"].to_numpy(float) - ovh)
+        dd = 128.0 * bw["mem_mhz"].to_numpy(float) * 1e6 / bw_bps
+        v = float(dd.mean())
+        out.put("dram_del_coal_mem_cycles", v, "mem cycles", rel_se(v, bw),
+                "DRAM service time per 128-byte transaction of the chip (streaming bandwidth)")
+        out.checks["stream_bandwidth_gb_s"] = float(bw_bps.mean() / 1e9)
+    elif "dram_del_coal_mem_cycles_from_burst" in out.checks:
+        v = out.checks["dram_del_coal_mem_cycles_from_burst"]
+        out.put("dram_del_coal_mem_cycles", v, "mem cycles", None,
+                "DRAM service time per 128-byte transaction (all-SM burst slope)")
+
+    # issue rate: the issue-bound mix
+    mix = tim[names.str.startswith("issue_mix/")]
+    issue = None
+    if len(mix):
+        per = cycles(mix) / (mix["warps_per_sm"].to_numpy(float) * _total(mix))
+        issue = float(per.mean())
+        out.put("issue_cycles", issue, "cycles", rel_se(issue, mix), "cycles per warp instruction issued by an SM")
+    # dependent-issue latency: one warp running one FMA chain
+    dep = tim[names.str.startswith("lat_inst/")]
+    if len(dep):
+        per = cycles(dep) / _total(dep)
+        v = float(per.mean())
+        out.put("inst_lat_cycles", v, "cycles", rel_se(v, dep), "dependent-issue latency of an FP32 instruction")
+    # M_Factor per class from the unit kernels at their highest occupancy (default clocks)
+    unit = df[(df["role"] == "unit") & at_default]
+    if issue is not None and len(unit) and "stresses" in unit.columns:
+        for cls in M_CLASSES:
+            u = unit[unit["stresses"] == cls]
+            if not len(u):
+                continue
+            u = u[u["warps_per_sm"] == u["warps_per_sm"].max()]
+            n_c = _cnt(u, cls)
+            tot = _total(u)
+            ok = (n_c > 0) & (n_c >= 0.3 * tot)
+            if not ok.any():
+                continue
+            u, n_c = u[ok], n_c[ok]
+            # issue slots the kernel took per warp; the pipe of the class sets the time only when that
+            # is clearly more than one slot per instruction (else the kernel is issue bound and the
+            # class's M_Factor is 1 as far as timing can tell)
+            slots = cycles(u) / (u["warps_per_sm"].to_numpy(float) * issue)
+            tot = tot[ok]
+            pipe_bound = slots > ISSUE_BOUND_MARGIN * tot
+            m = np.where(pipe_bound, slots / n_c, 1.0)
+            mv = float(m.mean())
+            se = float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else rel_se(mv, u)
+            if not pipe_bound.any():
+                out.notes.append(f"m_factor_{cls}: the {cls} unit kernel is issue bound; M_Factor 1")
+                se = None
+            out.put(f"m_factor_{cls}", mv, "1", se, f"issue slots per {cls} warp instruction (pipe throughput ratio)",
+                    lo=0.5)
+    # L2 service time from the L2 unit kernel (chip, core cycles per transaction)
+    l2 = unit[unit["stresses"] == "l2"] if len(unit) and "stresses" in unit.columns else unit.iloc[:0]
+    if len(l2):
+        l2 = l2[l2["warps_per_sm"] == l2["warps_per_sm"].max()]
+        n_l2 = _cnt(l2, "l2")
+        if (n_l2 > 0).all():
+            d = cycles(l2) / (l2["warps_per_sm"].to_numpy(float) * n_l2 * l2["active_sms"].to_numpy(float))
+            v = float(d.mean())
+            out.put("l2_del_cycles", v, "cycles", float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else rel_se(v, l2),
+                    "L2 service time per 128-byte transaction of the chip (L2 kernel at full occupancy)")
+    return out
+
+
+STRUCTURES = [{"predictor": p, "comp_form": c, "shared_cases": s} for p in T.PREDICTORS for c in ("max", "sum")
+              for s in ((False, True) if p == "wangchu" else (False,))]
+
+
+def _section_dict(params: Mapping[str, Param], device: Mapping[str, Any], fc0: float, fm0: float,
+                  structure: Mapping[str, Any]) -> dict[str, Any]:
+    return {"model": T.MODEL_NAME, "predictor": structure["predictor"], "comp_form": structure["comp_form"],
+            "case2_form": "fixed",
+            "shared_cases": bool(structure["shared_cases"]), "mem_l_coal": "thesis", "n_pw_form": "fixed",
+            "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(device.get("sm_count", 1)),
+            "max_warps_per_sm": float(device.get("max_warps_per_sm", 32)),
+            "max_blocks_per_sm": float(device.get("max_blocks_per_sm", 32)),
+            "uncoal_per_mw": UNCOAL_TX, "uncoal_tx_bytes": 32.0,
+            "parameters": {n: p.to_json() for n, p in params.items()}}
+
+
+def _kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
+    need = ("time_s", "blocks", "threads_per_block")
+    if any(c not in df.columns for c in need) or not any(c.startswith(CNT_PREFIX) for c in df.columns):
+        return df.iloc[:0]
+    ok = df["time_s"].notna() & (df["time_s"] > 0) & df["blocks"].notna()
+    return df[ok]
+
+
+def _mape(y: np.ndarray, yhat: np.ndarray) -> float:
+    return float(100.0 * np.mean(np.abs(yhat - y) / y)) if len(y) else math.nan
+
+
+def dvfs_check(section: Mapping[str, Any], df: pd.DataFrame, fc0: float, fm0: float) -> dict[str, Any] | None:
+    """Time MAPE of the held-out rows at clock pairs other than the default, predicted (a) by the model
+    alone and (b) from the same workload's measured default-clock time (Wang & Chu's baseline profile)."""
+    held = df[df["role"] == HELDOUT] if "role" in df.columns else df.iloc[:0]
+    if not len(held):
+        return None
+    base_key = held["workload"].astype(str).str.split("@").str[0]
+    at0 = np.isclose(held["core_mhz"].to_numpy(float), fc0) & np.isclose(held["mem_mhz"].to_numpy(float), fm0)
+    off = held[~at0]
+    if not len(off):
+        return None
+    doc = {"timing": section}
+    base = held[at0].assign(_k=base_key[at0]).groupby("_k")["time_s"].mean()
+    keys = base_key[~at0]
+    has = keys.isin(base.index).to_numpy()
+    off, keys = off[has], keys[has]
+    if not len(off):
+        return None
+    y = off["time_s"].to_numpy(float)
+    plain = T.predict_time(doc, off)
+    anchored = T.predict_time_anchored(doc, off, base.loc[keys].to_numpy(float), fc0, fm0)
+    pairs = sorted({(float(c), float(m)) for c, m in zip(off["core_mhz"], off["mem_mhz"])})
+    per_kernel = {}
+    for k in sorted(set(keys)):
+        sel = (keys == k).to_numpy()
+        per_kernel[k] = {"mape_pct": _mape(y[sel], plain[sel]), "anchored_mape_pct": _mape(y[sel], anchored[sel])}
+    return {"rows": int(len(off)), "kernels": int(len(set(keys))), "clock_pairs": len(pairs),
+            "core_levels": len({p[0] for p in pairs}), "mem_levels": len({p[1] for p in pairs}),
+            "mape_pct": _mape(y, plain), "anchored_mape_pct": _mape(y, anchored),
+            "max_abs_err_pct": float(100 * np.max(np.abs(plain - y) / y)),
+            "anchored_max_abs_err_pct": float(100 * np.max(np.abs(anchored - y) / y)), "per_kernel": per_kernel}
+
+
+def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, Any], fc0: float, fm0: float,
+              notes: list[str], checks: dict[str, Any], method: str) -> SectionFit:
+    rows = _kernel_rows(df)
+    check = rows[rows["role"].isin(CHECK_ROLES)] if "role" in rows.columns else rows
+    scores = []
+    for st in STRUCTURES:
+        sec = _section_dict(params, device, fc0, fm0, st)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pred = T.predict_time({"timing": sec}, check) if len(check) else np.array([])
+        scores.append((_mape(check["time_s"].to_numpy(float), pred) if len(check) else math.inf, st, pred))
+    scores.sort(key=lambda s: (math.inf if math.isnan(s[0]) else s[0]))
+    best_mape, best, pred = scores[0]
+    sec = _section_dict(params, device, fc0, fm0, best)
+    structure = {k: v for k, v in sec.items() if k not in ("model", "parameters")}
+    y = check["time_s"].to_numpy(float)
+    rmse, mape, r2 = stats_of(y, pred) if len(y) else (math.nan, math.nan, math.nan)
+    stats: dict[str, Any] = {"n_samples": int(len(y)), "rmse_s": _fin(rmse), "mape_pct": _fin(mape), "r2": _fin(r2),
+                             "method": method, "checked_on_roles": list(CHECK_ROLES),
+                             "structure_choice": {f"{s['predictor']}/{s['comp_form']}"
+                                                  + ("/shared_cases" if s["shared_cases"] else ""): _fin(m)
+                                                  for m, s, _ in scores},
+                             "measurements": {k: (_fin(v) if isinstance(v, float) else v) for k, v in checks.items()}}
+    held = rows[rows["role"] == HELDOUT] if "role" in rows.columns else rows.iloc[:0]
+    if len(held):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hp = T.predict_time({"timing": sec}, held)
+        stats["heldout_mape_pct"] = _fin(_mape(held["time_s"].to_numpy(float), hp))
+        stats["heldout_rows"] = int(len(held))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dv = dvfs_check(sec, rows, fc0, fm0)
+        if dv is not None:
+            stats["heldout_dvfs"] = _jsonable(dv)
+    if notes:
+        stats["warnings"] = list(notes)
+    return SectionFit(T.MODEL_NAME, list(params.values()), structure, stats)
+
+
+def _fin(x: Any) -> float | None:
+    return float(x) if x is not None and isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _jsonable(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _jsonable(v) for k, v in d.items()}
+    if isinstance(d, float):
+        return _fin(d)
+    return d
+
+
+def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "auto",
+              start: Mapping[str, float] | None = None) -> SectionFit:
+    """Fit the timing parameters to a (kernel, clocks, time) table by bounded least squares on log time.
+
+    The rows need ``time_s``, per-warp counts and the launch shape. The DRAM latency is ``a fc/fm + b``
+    when the table has several clock ratios, one constant otherwise. ``start`` overrides initial values.
+    """
+    rows = _kernel_rows(df)
+    if "role" in rows.columns:
+        rows = rows[~rows["role"].isin((HELDOUT, "thermal", "idle"))]
+    if len(rows) < 6:
+        raise BadInputError(f"the table has {len(rows)} kernel rows with times; the timing fit needs at least 6")
+    fc0, fm0 = _default_clocks(rows, device)
+    ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
+    multi = len(np.unique(np.round(ratio, 6))) >= 2
+    issue0 = 1.0 / float(device.get("warp_issue_per_cycle") or 0.25)
+    init = {"issue_cycles": issue0, "mem_ld_cycles": 400.0, "departure_del_coal_cycles": 10.0,
+            "dram_del_coal_mem_cycles": 1.5, "launch_overhead_s": 5e-6}
+    if multi:
+        init.update({"dm_lat_a_cycles": 300.0 / max(1e-9, fc0 / fm0) * 0.5, "dm_lat_b_cycles": 200.0})
+    init.update(dict(start or {}))
+    units = {"issue_cycles": "cycles", "mem_ld_cycles": "cycles", "departure_del_coal_cycles": "cycles",
+             "dram_del_coal_mem_cycles": "mem cycles", "launch_overhead_s": "s", "dm_lat_a_cycles": "cycles",
+             "dm_lat_b_cycles": "cycles"}
+    # mem_ld follows from a and b when both are fitted: fix it to their value at the default clocks
+    plist = [Param(n, float(v), units.get(n, "cycles"), 1e-9, 1e6 if n != "launch_overhead_s" else 1.0,
+                   not (multi and n == "mem_ld_cycles")) for n, v in init.items()]
+    y = np.log(rows["time_s"].to_numpy(float))
+    choice = predictor if predictor != "auto" else ("wangchu" if multi else "mwp_cwp")
+    st = {"predictor": choice, "comp_form": "max", "shared_cases": False}
+
+    def model(vals: dict[str, float]) -> np.ndarray:
+        v = dict(vals)
+        if multi:
+            v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
+        ps = {n: Param(n, x, units.get(n, "cycles"), -math.inf, math.inf) for n, x in v.items()}
+        sec = _section_dict(ps, device, fc0, fm0, st)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.log(T.predict_time({"timing": sec}, rows))
+
+    res = fit_lsq(model, plist, y)
+    params = {p.name: p for p in res.params}
+    if multi:
+        a, b = params["dm_lat_a_cycles"].value, params["dm_lat_b_cycles"].value
+        params["mem_ld_cycles"] = Param("mem_ld_cycles", a * fc0 / fm0 + b, "cycles", 1e-9, 1e6, False)
+    for n, p in params.items():
+        p.description = p.description or "least-squares fit to measured kernel times"
+    return _assemble(params, df, device, fc0, fm0, list(res.warnings), {"log_time_rmse": res.rmse},
+                     f"least squares on log time over {len(rows)} kernel rows ({choice})")
+
+
+def with_plan_inputs(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> pd.DataFrame:
+    """The samples plus the timing inputs a session's plan declares per workload: ``ilp``
+    (independent chains per thread, from the kernel parameters) and ``uncoal_frac`` (1 for a kernel
+    declared ``coalesced: false``). Columns the table already has are kept."""
+    if not plan:
+        return samples
+    by_name = {p.get("name"): p.get("params", {}) or {} for p in plan}
+    out = samples.copy()
+    names = out["workload"].astype(str)
+    if "ilp" not in out.columns:
+        ilp = [float(by_name.get(n, {}).get("ilp", math.nan)) for n in names]
+        if not all(math.isnan(v) for v in ilp):
+            out["ilp"] = ilp
+    if "uncoal_frac" not in out.columns:
+        unc = [0.0 if by_name.get(n, {}).get("coalesced", True) else 1.0 for n in names]
+        if any(unc):
+            out["uncoal_frac"] = unc
+    return out
+
+
+def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
+               plan: list[Mapping[str, Any]] | None = None) -> SectionFit | None:
+    """The ``timing`` section from a session's samples table, or None without timing information.
+
+    Uses the timing microbenchmarks when the table has them (role ``timing``); otherwise fits the
+    parameters to the kernel rows' times when they span at least two clock ratios or twelve rows.
+    ``plan`` (the session manifest's ``plan``) adds each workload's ILP and coalescing to the rows the
+    fit checks the model on (:func:`with_plan_inputs`).
+    """
+    if "time_s" not in samples.columns or "role" not in samples.columns:
+        return None
+    samples = with_plan_inputs(samples, plan)
+    df = samples[samples["role"] != "idle"]
+    if not len(df):
+        return None
+    fc0, fm0 = _default_clocks(df, device)
+    if (df["role"] == "timing").any():
+        col = fit_microbenchmarks(df, device)
+        missing = [n for n in T.REQUIRED if n not in col.params]
+        if missing:
+            warnings.warn(f"timing microbenchmarks incomplete (no {', '.join(missing)}); timing section not fitted")
+            return None
+        return _assemble(col.params, df, device, fc0, fm0, col.notes, col.checks,
+                         "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)")
+    rows = _kernel_rows(df)
+    if len(rows) >= 12:
+        try:
+            return fit_table(df, device)
+        except BadInputError:
+            return None
+    return None

@@ -1,0 +1,250 @@
+"""Energy decisions from the timing and power models: how many SMs, which (core, memory) clocks.
+
+**Active SMs** (IPP, paper 004 sec. 4.2 and 6.4; thesis (62)-(63)). For ``n = 1 .. sm_count`` the same
+launch (same blocks, more rounds per SM on fewer SMs: the total work is constant) gets its time from
+the timing model and its power from the IPP model (activities from the predicted time, IPP eq. 27,
+log or linear SM scaling). Performance is warp instructions per second (GIPS: the paper counts all
+instructions, not FLOPs), efficiency GIPS/W, and the optimum is the sweep's highest GIPS/W; eq. (34)
+gives the closed-form count from MWP, CWP and MWP_peak_BW at the full SM count. Energy savings of the
+optimal count against all SMs are reported three ways, as in the paper's Fig. 17:
+
+- ``runtime_idle``: total board power (idle + runtime) x time;
+- ``runtime``: runtime power only (board power - idle power) x time;
+- ``powergating``: a per-SM power-gated GPU, whose power is linear in the active SMs with the full-chip
+  power shared equally (``P(all) / sm_count`` per SM; idle SMs draw nothing): ``P(all) n/N x T(n)``.
+
+**Clocks** (Wang & Chu timing with a DVFS power model). For every supported (core, memory) pair the
+time comes from the timing model -- scaled from a measured baseline time when the kernel description
+has one (``time_s`` at its ``core_mhz``/``mem_mhz``; :func:`calib.model.timing.predict_time_anchored`) --
+and the power from the DVFS model (``dvfs`` section, or a ``power`` section of model ``dvfs``) with the
+activities at that pair's predicted time. Energy is power x time per launch; EDP is energy x time.
+The recommendation minimises energy (or EDP) over the pairs whose time is within ``1 + max_slowdown``
+of the default pair's. Without a DVFS power model the IPP power model is used, which knows no
+voltage: the table then mostly reflects time, and a warning says so.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.errors import BadInputError
+from calib.model import mwp_cwp as M
+from calib.model import timing as T
+from calib.samples import ACT_PREFIX, CNT_PREFIX
+from calib.units import unit_counts
+
+OBJECTIVES = ("energy", "edp")
+
+
+def _quiet(fn, *a, **kw):  # noqa: ANN001, ANN002, ANN003 - thin wrapper
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        out = fn(*a, **kw)
+    return out, sorted({str(w.message) for w in rec})
+
+
+def _issue_rate(doc: Mapping[str, Any]) -> float:
+    """Warp instructions an SM issues per cycle (IPP eq. 10's normaliser)."""
+    v = (doc.get("power") or {}).get("warp_issue_per_cycle") or (doc.get("device") or {}).get("warp_issue_per_cycle")
+    if v:
+        return float(v)
+    if "timing" in doc:
+        return 1.0 / T.compile_section(doc).values["issue_cycles"]
+    return 0.25
+
+
+def with_activities(doc: Mapping[str, Any], rows: pd.DataFrame, time_s: np.ndarray, units: Sequence[str]) -> pd.DataFrame:
+    """``rows`` plus ``time_s`` and ``act_<unit>`` from per-warp counts at that time (IPP eq. 10/27)."""
+    out = rows.copy()
+    out["time_s"] = time_s
+    issue = _issue_rate(doc)
+    cnt = [c for c in rows.columns if c.startswith(CNT_PREFIX)]
+    counts = [unit_counts({c[len(CNT_PREFIX):]: float(r[c]) for c in cnt}) for _, r in rows.iterrows()]
+    asm = out["active_sms"].to_numpy(float)
+    wps = out["threads_per_block"].to_numpy(float) / 32.0 * out["blocks"].to_numpy(float) / asm
+    cycles = np.asarray(time_s, float) * out["core_mhz"].to_numpy(float) * 1e6
+    for u in units:
+        dac = np.array([c.get(u, 0.0) for c in counts])
+        out[ACT_PREFIX + u] = np.clip(dac * wps / (cycles * issue), 0.0, 1.0)
+    return out
+
+
+def _power_units(doc: Mapping[str, Any], section: Mapping[str, Any] | None) -> list[str]:
+    if section is not None:
+        return [u["name"] for u in section["units"]]
+    return list((doc.get("power") or {}).get("units", {}))
+
+
+def dvfs_section(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The DVFS power section of a document (``dvfs``, or ``power`` of model ``dvfs``), if any."""
+    if doc.get("dvfs") is not None:
+        return doc["dvfs"]
+    if (doc.get("power") or {}).get("model") == "dvfs":
+        return doc["power"]
+    return None
+
+
+def board_power(doc: Mapping[str, Any], rows: pd.DataFrame, time_s: np.ndarray, prefer_dvfs: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(board power, idle power at the same clocks and SMs), W, for kernel rows running for ``time_s``."""
+    sec = dvfs_section(doc) if prefer_dvfs else None
+    if sec is None and (doc.get("power") or {}).get("model") != "ipp":
+        sec = dvfs_section(doc)
+    units = _power_units(doc, sec)
+    if not units:
+        raise BadInputError("the parameter file has no power model to predict energy with")
+    df = with_activities(doc, rows, time_s, units)
+    idle = df.copy()
+    for u in units:
+        idle[ACT_PREFIX + u] = 0.0
+    idle["role"] = "idle"
+    df["role"] = "kernel"
+    if sec is not None:
+        from calib.model.dvfs import predict_power
+
+        return predict_power(sec, df), predict_power(sec, idle)
+    from calib.model.ipp import IppPowerModel
+
+    m = IppPowerModel(doc)
+    return m.predict(df, use_temperature=False), m.predict(idle, use_temperature=False)
+
+
+def _one_kernel(kernel: pd.DataFrame) -> pd.DataFrame:
+    if len(kernel) != 1:
+        raise BadInputError(f"expected one kernel description, got {len(kernel)}; give one kernel (or pick one by name)")
+    return kernel.reset_index(drop=True)
+
+
+def _warp_insts(rows: pd.DataFrame) -> np.ndarray:
+    cnt = [c for c in rows.columns if c.startswith(CNT_PREFIX)]
+    per_warp = rows[cnt].to_numpy(float).sum(axis=1)
+    return per_warp * rows["threads_per_block"].to_numpy(float) / 32.0 * rows["blocks"].to_numpy(float)
+
+
+def sm_sweep(doc: Mapping[str, Any], kernel: pd.DataFrame, sm_counts: Sequence[int] | None = None,
+             predictor: str | None = None) -> pd.DataFrame:
+    """Time, power, energy and GIPS/W of one kernel on 1..sm_count SMs (module docstring), one row per count."""
+    k = _one_kernel(kernel)
+    ts = T.compile_section(doc)
+    n_sm = int((doc.get("device") or {}).get("sm_count") or ts.sm_count)
+    counts = list(sm_counts) if sm_counts is not None else list(range(1, n_sm + 1))
+    rows = pd.concat([k] * len(counts), ignore_index=True)
+    rows["active_sms"] = np.asarray(counts, float)
+    for c, v in (("core_mhz", ts.ref_core_mhz), ("mem_mhz", ts.ref_mem_mhz)):
+        if c not in rows.columns or rows[c].isna().all():
+            rows[c] = v
+    t, notes = _quiet(T.predict_time, doc, rows, predictor)
+    (p, p_idle), notes2 = _quiet(board_power, doc, rows, t, False)
+    insts = _warp_insts(rows)
+    gips = insts / t / 1e9
+    out = pd.DataFrame({"active_sms": counts, "time_s": t, "power_w": p, "idle_power_w": p_idle,
+                        "runtime_power_w": p - p_idle, "energy_j": p * t, "runtime_energy_j": (p - p_idle) * t,
+                        "gips": gips, "gips_per_w": gips / p})
+    full = out.iloc[-1] if counts[-1] == n_sm else None
+    p_all = float(full["power_w"]) if full is not None else math.nan
+    out["powergated_power_w"] = p_all * out["active_sms"] / n_sm
+    out["powergated_energy_j"] = out["powergated_power_w"] * out["time_s"]
+    out.attrs["notes"] = notes + notes2
+    return out
+
+
+def optimal_sms(doc: Mapping[str, Any], kernel: pd.DataFrame, predictor: str | None = None) -> dict[str, Any]:
+    """Optimal active-SM count by eq. (34) and by the GIPS/W sweep, and the energy savings of the
+    sweep's optimum against all SMs, three ways (module docstring)."""
+    k = _one_kernel(kernel)
+    ts = T.compile_section(doc)
+    n_sm = int((doc.get("device") or {}).get("sm_count") or ts.sm_count)
+    table = sm_sweep(doc, k, predictor=predictor)
+    best = int(table.loc[table["gips_per_w"].idxmax(), "active_sms"])
+    full = k.copy()
+    full["active_sms"] = float(n_sm)
+    x = T.inputs_from_table(ts, full)
+    d, _ = _quiet(T.mwp_cwp_details, ts, x)
+    eq34 = int(M.optimal_cores(d["mwp"], d["cwp"], d["n"], d["mwp_peak_bw"],
+                               T.LINE_BYTES * x.fm * 1e6 / ts.values["dram_del_coal_mem_cycles"], d["bw_per_warp"],
+                               n_sm).ravel()[0])
+    a, b = table.set_index("active_sms").loc[best], table.set_index("active_sms").loc[n_sm]
+
+    def saving(col: str) -> float:
+        return float(1.0 - a[col] / b[col]) if b[col] > 0 else math.nan
+
+    return {"optimal_sms_sweep": best, "optimal_sms_eq34": eq34, "sm_count": n_sm,
+            "mwp": float(np.ravel(d["mwp"])[0]), "cwp": float(np.ravel(d["cwp"])[0]), "n": float(np.ravel(d["n"])[0]),
+            "mwp_peak_bw": float(np.ravel(d["mwp_peak_bw"])[0]), "case": int(np.ravel(d["case"])[0]),
+            "savings": {"runtime_idle": saving("energy_j"), "runtime": saving("runtime_energy_j"),
+                        "powergating": saving("powergated_energy_j")},
+            "table": table}
+
+
+def candidate_pairs(doc: Mapping[str, Any], section: Mapping[str, Any] | None) -> list[tuple[float, float]]:
+    """Supported (core, memory) clock pairs, limited to the DVFS model's fitted clock range."""
+    clocks = (doc.get("device") or {}).get("clocks") or {}
+    sup = clocks.get("supported") or {}
+    core = sorted(float(c) for c in sup.get("core_mhz", []) or [clocks.get("core_mhz")] if c is not None)
+    mem = sorted(float(m) for m in sup.get("mem_mhz", []) or [clocks.get("mem_mhz")] if m is not None)
+    if section is not None:
+        vc, vm = section["voltage"]["core"]["mhz"], section["voltage"]["mem"]["mhz"]
+        core = [c for c in core if min(vc) - 1e-6 <= c <= max(vc) + 1e-6] or core
+        mem = [m for m in mem if min(vm) - 1e-6 <= m <= max(vm) + 1e-6] or mem
+    if not core or not mem:
+        raise BadInputError("the parameter file's device lists no clocks; cannot choose clocks")
+    return [(c, m) for c in core for m in mem]
+
+
+def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tuple[float, float]] | None = None,
+                predictor: str | None = None, anchored: bool = True) -> pd.DataFrame:
+    """Time, power, energy and EDP of one kernel at every (core, memory) pair (module docstring)."""
+    k = _one_kernel(kernel)
+    sec = dvfs_section(doc)
+    pairs = list(pairs) if pairs is not None else candidate_pairs(doc, sec)
+    clocks = (doc.get("device") or {}).get("clocks") or {}
+    ts = T.compile_section(doc)
+    f0c = float(clocks.get("core_mhz") or ts.ref_core_mhz)
+    f0m = float(clocks.get("mem_mhz") or ts.ref_mem_mhz)
+    if (f0c, f0m) not in pairs:
+        pairs = [(f0c, f0m)] + pairs
+    rows = pd.concat([k] * len(pairs), ignore_index=True)
+    base_core = float(k["core_mhz"].iloc[0]) if "core_mhz" in k.columns and pd.notna(k["core_mhz"].iloc[0]) else f0c
+    base_mem = float(k["mem_mhz"].iloc[0]) if "mem_mhz" in k.columns and pd.notna(k["mem_mhz"].iloc[0]) else f0m
+    base_t = float(k["time_s"].iloc[0]) if "time_s" in k.columns and pd.notna(k["time_s"].iloc[0]) else math.nan
+    rows["core_mhz"] = [p[0] for p in pairs]
+    rows["mem_mhz"] = [p[1] for p in pairs]
+    if "active_sms" not in rows.columns or rows["active_sms"].isna().all():
+        rows["active_sms"] = float(ts.sm_count)
+    notes: list[str] = []
+    if anchored and math.isfinite(base_t):
+        t, n1 = _quiet(T.predict_time_anchored, doc, rows, base_t, base_core, base_mem, predictor)
+        how = f"scaled from the measured {base_t:.6g} s at {base_core:g}/{base_mem:g} MHz"
+    else:
+        t, n1 = _quiet(T.predict_time, doc, rows, predictor)
+        how = "timing model"
+    notes += n1
+    if sec is None:
+        notes.append("no DVFS power model in the parameter file: power from the IPP model, which ignores "
+                     "voltage and clock changes (the choice then follows time only)")
+    (p, p_idle), n2 = _quiet(board_power, doc, rows, t, True)
+    notes += n2
+    out = pd.DataFrame({"core_mhz": rows["core_mhz"], "mem_mhz": rows["mem_mhz"], "time_s": t, "power_w": p,
+                        "idle_power_w": p_idle, "energy_j": p * t, "edp_js": p * t * t})
+    t0 = float(out.loc[(out["core_mhz"] == f0c) & (out["mem_mhz"] == f0m), "time_s"].iloc[0])
+    out["slowdown"] = out["time_s"] / t0 - 1.0
+    out["default"] = (out["core_mhz"] == f0c) & (out["mem_mhz"] == f0m)
+    out.attrs["notes"] = sorted(set(notes))
+    out.attrs["time_from"] = how
+    return out
+
+
+def recommend(table: pd.DataFrame, objective: str = "energy", max_slowdown: float = 0.1) -> pd.Series:
+    """The row of ``table`` with the least energy (or EDP) among those within the slowdown bound."""
+    if objective not in OBJECTIVES:
+        raise BadInputError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
+    if not (max_slowdown >= 0):
+        raise BadInputError(f"the slowdown bound must be >= 0 (a fraction, e.g. 0.1 for 10 %), not {max_slowdown!r}")
+    col = "energy_j" if objective == "energy" else "edp_js"
+    ok = table[table["slowdown"] <= max_slowdown + 1e-12]
+    return ok.loc[ok[col].idxmin()]
