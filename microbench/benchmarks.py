@@ -20,7 +20,7 @@ from typing import Any
 from microbench.devices.base import DeviceInfo, Launch, Workload
 from microbench.kernels import catalog
 
-ROLES = ("idle_kernel", "unit", "sm_sweep", "thermal", "heldout", "dvfs")
+ROLES = ("idle_kernel", "unit", "sm_sweep", "thermal", "heldout", "dvfs", "timing")
 
 #: kernel used to stress each power unit (first = main), and extra variants run once
 UNIT_KERNELS: dict[str, tuple[str, ...]] = {
@@ -185,6 +185,9 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
         out.append(Benchmark(name, "mix", "heldout", "mixed", _mix_params(mix), warps_per_sm=min(16, max_w),
                              blocks_per_sm=2))
     out += dvfs_benchmarks(info, spec)
+    from microbench.timing_plan import timing_benchmarks  # timing_plan imports this module
+
+    out += timing_benchmarks(info, spec)
     return spec, out
 
 

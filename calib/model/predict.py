@@ -102,7 +102,15 @@ def mem_intensity_array(df: pd.DataFrame) -> np.ndarray | float:
 def kernel_description_table(path: str | Path) -> pd.DataFrame:
     """Rows from a kernel-description JSON file: one object or a list of objects with ``name``,
     ``per_warp`` (instruction class -> per-warp dynamic count), ``launch`` (blocks, threads_per_block,
-    active_sms), and optionally ``time_s`` (measured), ``core_mhz``, ``mem_mhz``, ``temp_c``."""
+    active_sms), and optionally ``time_s`` (measured), ``core_mhz``, ``mem_mhz``, ``temp_c``.
+
+    Optional timing inputs (:mod:`calib.model.timing`), all per warp: ``launch.active_blocks_per_sm``
+    (occupancy, blocks resident at once on an SM), ``ilp`` (independent chains per thread, >= 1),
+    ``sync_insts`` (barriers), and ``memory``: ``uncoalesced_fraction`` (of the global/local/L2
+    instructions, 0..1), ``transactions_per_uncoalesced`` (default 32), ``independent_insts`` (memory
+    instructions that do not wait for an earlier load, thesis N_pw), ``l2_hit_rate`` (0..1; default
+    from the l2 and global counts). They become the columns of
+    :data:`calib.model.timing.TIMING_COLUMNS`."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -112,6 +120,7 @@ def kernel_description_table(path: str | Path) -> pd.DataFrame:
         raise BadInputError(f"{path}: not valid JSON ({e})") from e
     items = data if isinstance(data, list) else [data]
     rows: list[dict[str, Any]] = []
+    timing: list[dict[str, float]] = []
     for i, k in enumerate(items):
         where = f"{path}: kernel {i + 1}"
         if not isinstance(k, dict):
@@ -141,8 +150,47 @@ def kernel_description_table(path: str | Path) -> pd.DataFrame:
                 if not isinstance(k[f], (int, float)):
                     raise BadInputError(f"{where}: field '{f}': {k[f]!r} is not a number")
                 row[f] = float(k[f])
+        timing.append(_timing_fields(k, launch, where))
         rows.append(row)
     df = pd.DataFrame(rows)
     cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
     df[cnt] = df[cnt].fillna(0.0)
-    return check_samples(df, str(path), require_power=False, require_act=False)
+    df = check_samples(df, str(path), require_power=False, require_act=False)
+    # the timing inputs are not samples-table columns: added after the check (NaN = not given)
+    for col in sorted({c for t in timing for c in t}):
+        df[col] = [t.get(col, float("nan")) for t in timing]
+    return df
+
+
+#: optional timing fields: (where in the kernel object, column, lower bound, upper bound)
+_TIMING_FIELDS = (
+    (("launch", "active_blocks_per_sm"), "active_blocks_per_sm", 0.0, None),
+    (("ilp",), "ilp", 1.0, None),
+    (("sync_insts",), "sync_insts", 0.0, None),
+    (("memory", "uncoalesced_fraction"), "uncoal_frac", 0.0, 1.0),
+    (("memory", "transactions_per_uncoalesced"), "trans_per_uncoal", 1.0, None),
+    (("memory", "independent_insts"), "ind_mem_insts", 0.0, None),
+    (("memory", "l2_hit_rate"), "l2_hit_rate", 0.0, 1.0),
+)
+
+
+def _timing_fields(k: dict, launch: dict, where: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    mem = k.get("memory", {})
+    if mem is not None and not isinstance(mem, dict):
+        raise BadInputError(f"{where}: field 'memory' must be an object (uncoalesced_fraction, l2_hit_rate, ...)")
+    for keys, col, lo, hi in _TIMING_FIELDS:
+        obj: Any = {"launch": launch, "memory": mem or {}, **k}
+        for key in keys[:-1]:
+            obj = obj.get(key, {})
+        if keys[-1] not in obj:
+            continue
+        v = obj[keys[-1]]
+        name = ".".join(keys)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+            raise BadInputError(f"{where}: field '{name}': {v!r} is not a number")
+        if v < lo or (hi is not None and v > hi) or (col == "active_blocks_per_sm" and v <= 0):
+            rng = f"[{lo:g}, {hi:g}]" if hi is not None else (f"> {lo:g}" if col == "active_blocks_per_sm" else f">= {lo:g}")
+            raise BadInputError(f"{where}: field '{name}': {v!r} is outside {rng}")
+        out[col] = float(v)
+    return out
