@@ -38,7 +38,7 @@ h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.25em;margin-top:1.8em;border-bot
 h3{font-size:1.05em;margin-top:1.2em}
 .sub{color:#555;margin:0 0 1em}
 nav{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.5em 1em;margin:1em 0}
-nav a{margin-right:1.1em;white-space:nowrap}
+nav a{margin-right:.9em;white-space:nowrap;line-height:1.7}
 .cards{display:flex;flex-wrap:wrap;gap:.8em;margin:1em 0}
 .card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.6em .9em;min-width:13em}
 .card b{font-size:1.25em;display:block}
@@ -291,7 +291,7 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
 <h1>Calibration report: {_e(dev.get('name'))}</h1>
 <p class="sub">Parameter file <code>{_e(inp.params_path.name)}</code>, fitted {_e(doc.get('provenance', {}).get('created_utc', '?'))}
 with calib {_e(doc.get('provenance', {}).get('toolkit_version', '?'))}; driver {_e(dev.get('driver_version') or 'unknown')}.</p>
-<nav>{''.join(f'<a href="#{k}">{_e(t)}</a>' for k, t in toc)}</nav>
+<nav>{' '.join(f'<a href="#{k}">{_e(t)}</a>' for k, t in toc)}</nav>
 <section id="glance"><h2>At a glance</h2>{_stat_cards(doc)}
 <p>{n_params} parameters in {sum(1 for s in P.SECTIONS if s in doc)} model sections; {len(drawn)} figures drawn,
 {len(skipped)} skipped. {data_line}</p></section>
