@@ -398,11 +398,13 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
     from calib.model.thermal import ThermalModel
 
     tm = ThermalModel(ctx.doc)
-    steps_meta = ctx.doc["thermal"].get("steps", [])
+    steps_meta = list(ctx.doc["thermal"].get("steps", []))
     traces = ctx.thermal_steps()
+    illustrative = not traces and not steps_meta
+    if illustrative:  # e.g. a published parameter set: show the curves at a few runtime powers
+        idle_w = float(((ctx.power or {}).get("parameters", {}).get("idle_power_w") or {}).get("value", 100.0))
+        steps_meta = [{"runtime_power_w": f * idle_w, "mem_intensity": 0.0} for f in (0.25, 0.5, 1.0)]
     n = len(traces) if traces else len(steps_meta)
-    if n == 0:
-        raise Skip("the thermal section records no steps and no session was found")
     ncol = 2
     nrow = math.ceil(n / ncol)
     fig = Figure(figsize=(11, 3.0 * nrow + 0.6), layout="constrained")
@@ -422,7 +424,7 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
             p_rt = meta["runtime_power_w"] if meta else math.nan
             cool_t = s.cool_t
         else:
-            heat_end, title = 5 * tm.rc_rise_s, f"step {k + 1}"
+            heat_end, title = 5 * tm.rc_rise_s, ("illustrative step" if illustrative else f"step {k + 1}")
             p_rt, mi = meta["runtime_power_w"], meta["mem_intensity"]
             cool_t = np.linspace(0, 5 * tm.rc_decay_s, 200)
         th = np.linspace(0, heat_end, 300)
@@ -445,8 +447,13 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
                  f"idle {tm.idle_temp_c:.3g} degC", fontsize=10)
     cap = ("Heat-then-cool steps. Lines: what the parameter file predicts from the step's runtime power and "
            "memory intensity alone (rise to idle + Max_temp, then decay from the predicted end temperature).")
-    cap += (" Dots: the session's temperature readings (the vertical line is where the kernel stopped)."
-            if traces else " The session was not found, so only the model curves are drawn.")
+    if traces:
+        cap += " Dots: the session's temperature readings (the vertical line is where the kernel stopped)."
+    elif illustrative:
+        cap += (" The file records no measured steps and no session was found: the curves are drawn for runtime powers "
+                "of 25%, 50% and 100% of the idle power, memory intensity 0, to show the fitted dynamics.")
+    else:
+        cap += " The session was not found, so only the model curves are drawn."
     return fig, cap
 
 
@@ -581,6 +588,14 @@ def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
         se = np.array([errs.get(pn) if errs.get(pn) is not None else np.nan for pn in sec["voltage"][dom]["params"]])
         ax.errorbar(mhz, v, yerr=np.where(np.isfinite(se), se, 0), fmt="o-", color="#0072B2", capsize=3,
                     label="fitted (+/- 1 standard error)")
+        # a voltage the grid barely constrains can have a standard error of hundreds: keep the curve readable
+        span = max(0.1, float(np.ptp(v)))
+        lo, hi = float(v.min()) - 0.4 * span, float(v.max()) + 0.4 * span
+        ax.set_ylim(lo, hi)
+        for x, y, e in zip(mhz, v, se):
+            if np.isfinite(e) and (y - e < lo or y + e > hi):
+                ax.annotate(f"+/- {e:.2g} (off scale)", (x, y), textcoords="offset points", xytext=(4, -12),
+                            fontsize=7, color="#D55E00")
         ax.axvline(float(ref.get(f"{dom}_mhz", np.nan)), color="#999999", ls=":", lw=0.8)
         ax.set_xlabel(f"{dom} clock, MHz")
         ax.set_ylabel("voltage relative to the reference clock")
