@@ -32,6 +32,7 @@ move (and the MAPE of each against power_w when the table has it); it does not c
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the exit-status table as written
     p.add_argument("old", metavar="OLD.json", help="parameter file before")
     p.add_argument("new", metavar="NEW.json", help="parameter file after")
     p.add_argument("--predict", metavar="SAMPLES.csv", default=None,
