@@ -193,7 +193,9 @@ def test_activity_clocks_detected_when_activities_repeat_across_clocks():
         "core_mhz": 1400.0, "mem_mhz": 3500.0,
         "source": "assumed: activities repeat across clocks, taken as measured at the highest clocks"}
     assert "mem_sat" in values(sec)
-    varying = df.assign(act_fp=df.act_fp * (df.core_mhz / 1400.0))  # measured at every row's clocks
+    # measured at every row's clocks: every activity moves a little with the clocks
+    f = (df.core_mhz / 1400.0) * (0.9 + 0.1 * df.mem_mhz / 3500.0)
+    varying = df.assign(**{f"act_{u}": df[f"act_{u}"] * f for u in UNITS})
     sec2 = fit_dvfs(varying)
     assert sec2.structure["activity_clocks"] is None and "mem_sat" not in values(sec2)
 

@@ -240,13 +240,22 @@ def _cum_map(n: int, ref: int) -> np.ndarray:
 
 
 def _activities_repeat(df: pd.DataFrame, cols: list[str]) -> bool:
-    """True when every workload measured at several clock configurations has the same activities at all."""
-    g = df.groupby("workload", sort=False)
-    nconf = g[["core_mhz", "mem_mhz"]].nunique().max(axis=1) if {"core_mhz", "mem_mhz"} <= set(df.columns) else None
-    if nconf is None or not (nconf > 1).any():
+    """True when activities look measured once and copied to every clock configuration.
+
+    Rows are grouped by workload and activity vector (a name may cover several microbenchmarks); the
+    answer is yes when every group with some activity spans at least two clock configurations. Tables
+    measured at each row's clocks have (nearly) one row per group.
+    """
+    if not {"core_mhz", "mem_mhz"} <= set(df.columns):
         return False
-    spread = (g[cols].max() - g[cols].min()).max(axis=1)
-    return bool((spread[nconf > 1] <= 1e-12).all())
+    act = df[cols].round(12)
+    busy = (act > 0).any(axis=1)
+    if not busy.any():
+        return False
+    key = df.loc[busy, ["workload"]].astype(str).join(act[busy])
+    conf = df.loc[busy, ["core_mhz", "mem_mhz"]].astype(str).agg("/".join, axis=1)
+    spans = conf.groupby([key[c] for c in key.columns], sort=False).nunique()
+    return bool((spans >= 2).all())
 
 
 def activity_diagnostics(U: np.ndarray, units: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -458,11 +467,36 @@ def _start(prob: Problem) -> np.ndarray:
     return x
 
 
+def _x_scale(prob: Problem) -> np.ndarray:
+    """Typical magnitudes: W coefficients ~10 W, shapes ~0.3, log-voltage steps ~0.05."""
+    return np.concatenate([np.full(prob.nlin, 10.0), np.full(prob.nshape, 0.3), np.full(prob.nu_c + prob.nu_m, 0.05)])
+
+
 def _solve_joint(prob: Problem, x0: np.ndarray, max_nfev: int | None) -> tuple[np.ndarray, int, str]:
+    """Trust-region reflective from the NNLS start with two variable scalings; the lower cost wins.
+
+    The static/dynamic split and the voltage steps make the problem badly conditioned: with one scaling
+    the solver may crawl along a flat valley (hundreds of evaluations) or stop at a slightly worse point
+    (about 2 % higher cost on the Titan X table, depending on which clock is the reference). Two
+    scalings ('jac' and fixed typical magnitudes), each capped, then a polish of the better one make
+    the result independent of such choices.
+    """
     lo, hi = _bounds(prob)
-    sol = least_squares(prob.resid, np.clip(x0, lo, hi), jac=prob.jac, bounds=(lo, hi), method="trf",
-                        x_scale="jac", max_nfev=max_nfev or 500, ftol=1e-10, xtol=1e-10, gtol=1e-10)
-    return sol.x, int(sol.nfev), str(sol.message)
+    x0 = np.clip(x0, lo, hi)
+    opts = dict(bounds=(lo, hi), method="trf", ftol=1e-10, xtol=1e-10, gtol=1e-10)
+    cap = max_nfev or 150
+    best = None
+    nfev = 0
+    for xs in ("jac", _x_scale(prob)):
+        sol = least_squares(prob.resid, x0, jac=prob.jac, x_scale=xs, max_nfev=cap, **opts)
+        nfev += int(sol.nfev)
+        if best is None or sol.cost < best.cost:
+            best = sol
+    sol = least_squares(prob.resid, best.x, jac=prob.jac, x_scale=_x_scale(prob), max_nfev=max_nfev or 300, **opts)
+    nfev += int(sol.nfev)
+    if sol.cost > best.cost:
+        sol = best
+    return sol.x, nfev, str(sol.message)
 
 
 def _solve_alternating(prob: Problem, x0: np.ndarray, max_iter: int = 500, rtol: float = 5e-4,
