@@ -140,3 +140,38 @@ def timing_benchmarks(info: DeviceInfo, spec: CampaignSpec) -> list[Benchmark]:
 
 __all__ = ["TimingBenchmark", "timing_benchmarks", "CHASE_PASSES", "DRAM_CHASE", "DEPARTURE_REQS",
            "BW_STREAM_BYTES_PER_REQUEST"]
+
+
+def measure_times(device: Any, benchmarks: list[Benchmark], window_s: float = 0.5, repeats: int = 1) -> "Any":
+    """Kernel-time rows of ``benchmarks`` on ``device`` without a session (tests, benchmarks).
+
+    One row per run with the samples-table columns the timing fit reads: ``workload``, ``role``,
+    ``stresses``, ``repeat``, ``time_s`` (the device's event-timed mean), ``core_mhz``, ``mem_mhz``,
+    ``active_sms``, ``blocks``, ``threads_per_block``, ``warps_per_sm``, ``cnt_<class>`` and, from the
+    kernel parameters, ``ilp``. Clocks are set per benchmark and reset after it.
+    """
+    import pandas as pd
+
+    rows = []
+    info = device.info
+    for b in benchmarks:
+        w = b.workload(info)
+        for r in range(repeats):
+            if b.clocks:
+                device.set_clocks(*b.clocks)
+            res = device.run(w, window_s)
+            core, mem = device.clocks()
+            if b.clocks:
+                device.set_clocks(None, None)
+            la = w.launch
+            row = {"workload": b.name, "role": b.role, "stresses": b.stresses, "repeat": r,
+                   "time_s": res.kernel_time_s, "core_mhz": core, "mem_mhz": mem, "active_sms": la.active_sms,
+                   "blocks": la.blocks, "threads_per_block": la.threads_per_block, "warps_per_sm": la.warps_per_sm}
+            if "ilp" in w.params:
+                row["ilp"] = float(w.params["ilp"])
+            row.update({f"cnt_{c}": float(v) for c, v in w.per_warp.items()})
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    cnt = [c for c in df.columns if c.startswith("cnt_")]
+    df[cnt] = df[cnt].fillna(0.0)
+    return df

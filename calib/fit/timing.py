@@ -422,15 +422,25 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
     multi = len(np.unique(np.round(ratio, 6))) >= 2
     issue0 = 1.0 / float(device.get("warp_issue_per_cycle") or 0.25)
     init = {"issue_cycles": issue0, "mem_ld_cycles": 400.0, "departure_del_coal_cycles": 10.0,
-            "dram_del_coal_mem_cycles": 1.5, "launch_overhead_s": 5e-6}
+            "dram_del_coal_mem_cycles": 1.5, "launch_overhead_s": 5e-6, "inst_lat_cycles": 8.0}
     if multi:
         init.update({"dm_lat_a_cycles": 300.0 / max(1e-9, fc0 / fm0) * 0.5, "dm_lat_b_cycles": 200.0})
+    total = _total(rows)
+    for cls in M_CLASSES:  # an M_Factor for every class that dominates some kernel
+        if np.any(_cnt(rows, cls) >= 0.3 * total):
+            init[f"m_factor_{cls}"] = 1.5
+    if np.any(_cnt(rows, "l2") > 0):
+        init.update({"l2_lat_cycles": 200.0, "l2_del_cycles": 0.5})
     init.update(dict(start or {}))
-    units = {"issue_cycles": "cycles", "mem_ld_cycles": "cycles", "departure_del_coal_cycles": "cycles",
-             "dram_del_coal_mem_cycles": "mem cycles", "launch_overhead_s": "s", "dm_lat_a_cycles": "cycles",
-             "dm_lat_b_cycles": "cycles"}
+    units = {"dram_del_coal_mem_cycles": "mem cycles", "launch_overhead_s": "s"}
+    hi = {"launch_overhead_s": 1.0}
+    lo = {n: 1.0 for n in init if n.startswith("m_factor_")}
+
+    def unit(n: str) -> str:
+        return "1" if n.startswith("m_factor_") else units.get(n, "cycles")
+
     # mem_ld follows from a and b when both are fitted: fix it to their value at the default clocks
-    plist = [Param(n, float(v), units.get(n, "cycles"), 1e-9, 1e6 if n != "launch_overhead_s" else 1.0,
+    plist = [Param(n, float(v), unit(n), lo.get(n, 1e-9), hi.get(n, 1e6),
                    not (multi and n == "mem_ld_cycles")) for n, v in init.items()]
     y = np.log(rows["time_s"].to_numpy(float))
     choice = predictor if predictor != "auto" else ("wangchu" if multi else "mwp_cwp")
@@ -440,7 +450,7 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
         v = dict(vals)
         if multi:
             v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
-        ps = {n: Param(n, x, units.get(n, "cycles"), -math.inf, math.inf) for n, x in v.items()}
+        ps = {n: Param(n, x, unit(n), -math.inf, math.inf) for n, x in v.items()}
         sec = _section_dict(ps, device, fc0, fm0, st)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -219,7 +219,7 @@ def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tu
     notes: list[str] = []
     if anchored and math.isfinite(base_t):
         t, n1 = _quiet(T.predict_time_anchored, doc, rows, base_t, base_core, base_mem, predictor)
-        how = f"scaled from the measured {base_t:.6g} s at {base_core:g}/{base_mem:g} MHz"
+        how = f"timing model, scaled from the measured {base_t:.6g} s at {base_core:g}/{base_mem:g} MHz"
     else:
         t, n1 = _quiet(T.predict_time, doc, rows, predictor)
         how = "timing model"

@@ -1,0 +1,408 @@
+"""nvprof / Nsight Compute metric exports -> kernel descriptions for the timing model.
+
+``read_profile(path)`` returns one kernel description (the JSON objects of
+:func:`calib.model.predict.kernel_description_table`) per kernel in the export: per-warp dynamic
+instruction counts by class, the launch shape, occupancy, coalescing, L1/L2 hit rates and, when the
+export has them, the measured time and clocks. Launches of the same kernel are averaged.
+``python -m calib.importers.ncu_kernel PROFILE.csv -o KERNELS.json`` writes them; ``calib optimize``
+accepts the CSV directly.
+
+Accepted layouts: ``nvprof --csv --metrics ...`` (columns ``Kernel``, ``Metric Name``, ``Avg``; lines
+starting with ``==`` skipped), ``ncu --csv --metrics ...`` (``Kernel Name``, ``Metric Name``,
+``Metric Unit``, ``Metric Value``) and ``ncu --csv --page raw`` (one column per metric, units in the
+first data row). Numbers may carry thousands separators.
+
+Mapping. Per-warp count of a class = warp-level instructions of the class / warps launched, with
+warps = blocks x ceil(threads per block / 32) (``launch__grid_size``, ``launch__block_size``, or the
+``blocks`` and ``threads_per_block`` arguments when the export has no launch metrics).
+
+=====================================================  ==============================================
+nvprof metric                                          use
+=====================================================  ==============================================
+inst_executed                                          warp instructions of the kernel (total)
+inst_executed_global_loads / _global_stores            global memory instructions (warp level)
+inst_executed_local_loads / _local_stores              ``local``
+inst_executed_shared_loads / _shared_stores            ``shared``
+inst_executed_tex_ops                                  ``tex``
+inst_fp_32, inst_fp_64, inst_integer, inst_bit_convert,  thread-level counts; their shares split the
+inst_control, inst_misc,                               non-memory warp instructions into ``fp``,
+inst_inter_thread_communication                        ``dp``, ``int``, ``alu`` (bit_convert, misc,
+                                                       shuffles), ``ctrl``
+flop_count_sp_special                                  thread-level SFU operations: ``sfu`` = / 32,
+                                                       taken out of ``fp``
+global_hit_rate (%)                                    share of global loads served by L1 (``l1``)
+l2_tex_read_hit_rate / l2_l1_read_hit_rate (%)         L2 hit rate: the rest of the global accesses
+                                                       split into ``l2`` (hits) and ``global`` (DRAM)
+gld_transactions_per_request                           coalescing (32-byte sectors per request, below)
+achieved_occupancy                                     active warps per SM / ``max_warps_per_sm``
+=====================================================  ==============================================
+
+=====================================================  ==============================================
+ncu metric                                             use
+=====================================================  ==============================================
+launch__grid_size, launch__block_size                  blocks, threads per block
+smsp__inst_executed.sum (or sm__inst_executed.sum)     warp instructions (total)
+smsp__inst_executed_pipe_fma (or fmaheavy + fmalite),  ``fp``
+  _pipe_fp16
+smsp__inst_executed_pipe_fp64                          ``dp``
+smsp__inst_executed_pipe_alu                           ``int`` (ncu's ALU pipe runs integer and logic
+                                                       instructions; they are one class here)
+smsp__inst_executed_pipe_xu                            ``sfu``
+smsp__inst_executed_pipe_tensor*                       ``tensor``
+smsp__inst_executed_pipe_cbu, _pipe_adu                ``ctrl``
+smsp__inst_executed_pipe_uniform                       ``alu``
+smsp__inst_executed_pipe_tex                           ``tex``
+smsp__inst_executed_op_global_ld / _st                 global memory instructions
+smsp__inst_executed_op_local_ld / _st                  ``local``
+smsp__inst_executed_op_shared_ld / _st                 ``shared``
+l1tex__t_sector_hit_rate.pct                           L1 hit rate of global loads (``l1``)
+lts__t_sector_hit_rate.pct                             L2 hit rate (``l2`` vs ``global``)
+l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum /       sectors per global load request (coalescing)
+  l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+sm__warps_active.avg.per_cycle_active                  achieved active warps per SM
+gpu__time_duration.sum                                 ``time_s``
+sm__cycles_elapsed.avg.per_second                      ``core_mhz``
+dram__cycles_elapsed.avg.per_second                    ``mem_mhz`` (the DRAM command clock)
+=====================================================  ==============================================
+
+Coalescing: a warp request of 4-byte words that is coalesced touches one 128-byte line = 4 sectors
+of 32 bytes; fully uncoalesced it touches 32 sectors. With ``s`` sectors per request the model's
+bytes per request ``(1 - u) 128 + u x 32 x 32`` match for ``u = (s - 4) / 28`` (clipped to [0, 1]):
+``memory.uncoalesced_fraction``. Stores are placed like loads. Any metric not listed is ignored
+(one warning lists them); a kernel without a total instruction count or a launch shape is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import re
+import sys
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from calib.errors import BadInputError
+from calib.importers._common import read_lines
+
+NVPROF_USED = ("inst_executed", "inst_executed_global_loads", "inst_executed_global_stores",
+               "inst_executed_local_loads", "inst_executed_local_stores", "inst_executed_shared_loads",
+               "inst_executed_shared_stores", "inst_executed_tex_ops", "inst_fp_32", "inst_fp_64", "inst_integer",
+               "inst_bit_convert", "inst_control", "inst_misc", "inst_inter_thread_communication",
+               "inst_compute_ld_st", "flop_count_sp_special", "global_hit_rate", "l2_tex_read_hit_rate",
+               "l2_l1_read_hit_rate", "gld_transactions_per_request", "achieved_occupancy")
+#: thread-level instruction metrics of nvprof and the class each goes to
+NVPROF_THREAD_CLASSES = {"inst_fp_32": "fp", "inst_fp_64": "dp", "inst_integer": "int", "inst_bit_convert": "alu",
+                         "inst_control": "ctrl", "inst_misc": "alu", "inst_inter_thread_communication": "alu"}
+NCU_PIPES = {"smsp__inst_executed_pipe_fma": "fp", "smsp__inst_executed_pipe_fp16": "fp",
+             "smsp__inst_executed_pipe_fp64": "dp", "smsp__inst_executed_pipe_alu": "int",
+             "smsp__inst_executed_pipe_xu": "sfu", "smsp__inst_executed_pipe_tensor": "tensor",
+             "smsp__inst_executed_pipe_cbu": "ctrl", "smsp__inst_executed_pipe_adu": "ctrl",
+             "smsp__inst_executed_pipe_uniform": "alu", "smsp__inst_executed_pipe_tex": "tex"}
+NCU_OPS = {"smsp__inst_executed_op_global_ld": "gmem", "smsp__inst_executed_op_global_st": "gmem",
+           "smsp__inst_executed_op_local_ld": "local", "smsp__inst_executed_op_local_st": "local",
+           "smsp__inst_executed_op_shared_ld": "shared", "smsp__inst_executed_op_shared_st": "shared"}
+NCU_OTHER = ("launch__grid_size", "launch__block_size", "smsp__inst_executed", "sm__inst_executed",
+             "smsp__inst_executed_pipe_fmaheavy", "smsp__inst_executed_pipe_fmalite",
+             "l1tex__t_sector_hit_rate", "lts__t_sector_hit_rate", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld",
+             "l1tex__t_requests_pipe_lsu_mem_global_op_ld", "sm__warps_active", "gpu__time_duration",
+             "sm__cycles_elapsed", "dram__cycles_elapsed")
+SECTORS_COALESCED, SECTORS_UNCOALESCED = 4.0, 32.0
+
+_TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+               "second": 1.0, "s": 1.0}
+_RATE_UNITS = {"cycle/nsecond": 1e3, "ghz": 1e3, "cycle/usecond": 1.0, "mhz": 1.0, "cycle/msecond": 1e-3,
+               "khz": 1e-3, "cycle/second": 1e-6, "hz": 1e-6}
+
+
+def _num(text: str, where: str) -> float:
+    t = text.strip().strip('"').replace(",", "").rstrip("%").strip()
+    try:
+        return float(t)
+    except ValueError:
+        raise BadInputError(f"{where}: {text.strip()!r} is not a number") from None
+
+
+def _table(lines: list[str], where: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    body = [(i + 1, ln) for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("==")]
+    if not body:
+        raise BadInputError(f"{where}: no CSV table found")
+    try:
+        parsed = list(csv.reader(io.StringIO("\n".join(ln for _, ln in body))))
+    except csv.Error as e:
+        raise BadInputError(f"{where}: not a readable CSV export ({e})") from None
+    return [h.strip() for h in parsed[0]], [(body[i][0], r) for i, r in enumerate(parsed[1:], start=1)]
+
+
+def _base(metric: str) -> str:
+    return metric.split(".")[0]
+
+
+def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tuple[float, str]]]]:
+    """(flavour, {kernel: {metric: (mean value, unit)}}) of an nvprof or ncu CSV export."""
+    p = Path(path)
+    header, rows = _table(read_lines(p), str(p))
+    col = {h: i for i, h in enumerate(header)}
+    acc: dict[str, dict[str, list[float]]] = {}
+    units: dict[str, str] = {}
+
+    def add(kernel: str, metric: str, value: float, unit: str) -> None:
+        acc.setdefault(kernel, {}).setdefault(metric, []).append(value)
+        units[metric] = unit
+
+    if {"Kernel", "Metric Name", "Avg"} <= set(col):
+        flavour = "nvprof"
+        for ln, r in rows:
+            if len(r) != len(header):
+                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+            metric = r[col["Metric Name"]].strip()
+            raw = r[col["Avg"]].strip()
+            add(r[col["Kernel"]].strip(), metric, _num(raw, f"{p}: line {ln}, metric {metric}"),
+                "%" if raw.endswith("%") else "")
+    else:
+        kcol = "Kernel Name" if "Kernel Name" in col else ("Function Name" if "Function Name" in col else None)
+        if kcol is None:
+            raise BadInputError(f"{p}: neither an nvprof metrics export (Kernel, Metric Name, Avg) nor an ncu CSV "
+                                f"export (Kernel Name, ...); found columns {', '.join(header[:8])}")
+        flavour = "ncu"
+        if {"Metric Name", "Metric Value"} <= set(col):
+            for ln, r in rows:
+                if len(r) != len(header):
+                    raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+                metric = r[col["Metric Name"]].strip()
+                unit = r[col["Metric Unit"]].strip() if "Metric Unit" in col else ""
+                add(r[col[kcol]].strip(), metric, _num(r[col["Metric Value"]], f"{p}: line {ln}, metric {metric}"), unit)
+        else:  # --page raw: one column per metric, the first data row holds the units
+            if not rows:
+                raise BadInputError(f"{p}: the raw export has no data rows")
+            unit_row = rows[0][1]
+            metric_cols = [(i, h) for i, h in enumerate(header) if "__" in h]
+            if not metric_cols:
+                raise BadInputError(f"{p}: the raw export has no metric columns (names like smsp__inst_executed.sum)")
+            for ln, r in rows[1:]:
+                if len(r) != len(header):
+                    raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+                for i, h in metric_cols:
+                    if r[i].strip() in ("", "n/a"):
+                        continue
+                    add(r[col[kcol]].strip(), h, _num(r[i], f"{p}: line {ln}, column {h}"),
+                        unit_row[i].strip() if i < len(unit_row) else "")
+    if not acc:
+        raise BadInputError(f"{p}: the export has no metric rows")
+    return flavour, {k: {m: (sum(v) / len(v), units.get(m, "")) for m, v in ms.items()} for k, ms in acc.items()}
+
+
+def _pct(v: tuple[float, str] | None) -> float | None:
+    return None if v is None else min(1.0, max(0.0, v[0] / 100.0))
+
+
+def _uncoal_frac(sectors_per_request: float | None) -> float | None:
+    if sectors_per_request is None or not math.isfinite(sectors_per_request):
+        return None
+    return min(1.0, max(0.0, (sectors_per_request - SECTORS_COALESCED) / (SECTORS_UNCOALESCED - SECTORS_COALESCED)))
+
+
+def _split_global(counts: dict[str, float], gmem: float, l1_hr: float | None, l2_hr: float | None) -> None:
+    """Global memory instructions into l1 (L1 hits), l2 (L2 hits) and global (DRAM)."""
+    l1 = gmem * (l1_hr or 0.0)
+    rest = gmem - l1
+    l2 = rest * (l2_hr or 0.0)
+    for c, v in (("l1", l1), ("l2", l2), ("global", rest - l2)):
+        if v > 0:
+            counts[c] = counts.get(c, 0.0) + v
+
+
+def _describe_nvprof(name: str, m: Mapping[str, tuple[float, str]], warps: float) -> tuple[dict[str, float], dict[str, Any]]:
+    def v(metric: str) -> float | None:
+        return m[metric][0] if metric in m else None
+
+    total = v("inst_executed")
+    if total is None:
+        raise BadInputError(f"kernel {name!r}: the export has no inst_executed (warp instructions); cannot build "
+                            "per-warp counts")
+    counts: dict[str, float] = {}
+    gmem = sum(v(x) or 0.0 for x in ("inst_executed_global_loads", "inst_executed_global_stores"))
+    for metric, cls in (("inst_executed_local_loads", "local"), ("inst_executed_local_stores", "local"),
+                        ("inst_executed_shared_loads", "shared"), ("inst_executed_shared_stores", "shared"),
+                        ("inst_executed_tex_ops", "tex")):
+        if v(metric):
+            counts[cls] = counts.get(cls, 0.0) + v(metric)
+    mem_warp = gmem + sum(counts.values())
+    thread = {cls: 0.0 for cls in set(NVPROF_THREAD_CLASSES.values())}
+    for metric, cls in NVPROF_THREAD_CLASSES.items():
+        thread[cls] += v(metric) or 0.0
+    sfu_thread = v("flop_count_sp_special") or 0.0
+    thread["fp"] = max(0.0, thread["fp"] - sfu_thread)
+    thread["sfu"] = sfu_thread
+    comp_warp = max(0.0, total - mem_warp)
+    tsum = sum(thread.values())
+    if tsum > 0:
+        for cls, t in thread.items():
+            if t > 0:
+                counts[cls] = counts.get(cls, 0.0) + comp_warp * t / tsum
+    elif comp_warp > 0:
+        counts["int"] = counts.get("int", 0.0) + comp_warp  # no mix metrics: unknown non-memory work
+        warnings.warn(f"kernel {name!r}: no instruction-mix metrics (inst_fp_32, ...): non-memory instructions counted as int")
+    hr = _pct(m.get("l2_tex_read_hit_rate") or m.get("l2_l1_read_hit_rate"))
+    _split_global(counts, gmem, _pct(m.get("global_hit_rate")), hr)
+    extra: dict[str, Any] = {}
+    tpr = v("gld_transactions_per_request")
+    if (u := _uncoal_frac(tpr)) is not None and gmem > 0:
+        extra.setdefault("memory", {})["uncoalesced_fraction"] = round(u, 6)
+    if v("achieved_occupancy") is not None:
+        extra["_occupancy"] = v("achieved_occupancy")
+    return {c: x / warps for c, x in counts.items() if x > 0}, extra
+
+
+def _describe_ncu(name: str, m: Mapping[str, tuple[float, str]], warps: float) -> tuple[dict[str, float], dict[str, Any]]:
+    by_base: dict[str, tuple[float, str]] = {}
+    for metric, val in m.items():
+        b = _base(metric)
+        # prefer the .sum rollup of a count and .pct of a rate
+        if b not in by_base or metric.endswith(".sum") or metric.endswith(".pct"):
+            by_base[b] = val
+
+    def v(base: str) -> float | None:
+        return by_base[base][0] if base in by_base else None
+
+    total = v("smsp__inst_executed") if v("smsp__inst_executed") is not None else v("sm__inst_executed")
+    if total is None:
+        raise BadInputError(f"kernel {name!r}: the export has no smsp__inst_executed.sum (warp instructions); "
+                            "cannot build per-warp counts")
+    counts: dict[str, float] = {}
+    pipes = dict(NCU_PIPES)
+    if v("smsp__inst_executed_pipe_fma") is None:
+        pipes.update({"smsp__inst_executed_pipe_fmaheavy": "fp", "smsp__inst_executed_pipe_fmalite": "fp"})
+    for base, cls in pipes.items():
+        if v(base):
+            counts[cls] = counts.get(cls, 0.0) + v(base)
+    for b in by_base:
+        if b.startswith("smsp__inst_executed_pipe_tensor") and b != "smsp__inst_executed_pipe_tensor" and "tensor" not in counts:
+            counts["tensor"] = counts.get("tensor", 0.0) + (v(b) or 0.0)
+    gmem = 0.0
+    for base, cls in NCU_OPS.items():
+        x = v(base) or 0.0
+        if cls == "gmem":
+            gmem += x
+        elif x:
+            counts[cls] = counts.get(cls, 0.0) + x
+    known = sum(counts.values()) + gmem
+    if known < total * 0.999:
+        counts["alu"] = counts.get("alu", 0.0) + (total - known)  # instructions no listed pipe claims
+    _split_global(counts, gmem, _pct(by_base.get("l1tex__t_sector_hit_rate")), _pct(by_base.get("lts__t_sector_hit_rate")))
+    extra: dict[str, Any] = {}
+    sec, req = v("l1tex__t_sectors_pipe_lsu_mem_global_op_ld"), v("l1tex__t_requests_pipe_lsu_mem_global_op_ld")
+    if sec is not None and req:
+        u = _uncoal_frac(sec / req)
+        if u is not None:
+            extra.setdefault("memory", {})["uncoalesced_fraction"] = round(u, 6)
+    if v("sm__warps_active") is not None:
+        unit = by_base["sm__warps_active"][1]
+        extra["_active_warps" if "%" not in unit else "_occupancy"] = v("sm__warps_active") / (100.0 if "%" in unit else 1.0)
+    if v("gpu__time_duration") is not None:
+        unit = by_base["gpu__time_duration"][1].lower()
+        extra["time_s"] = v("gpu__time_duration") * _TIME_UNITS.get(unit, 1e-9)
+    for base, key in (("sm__cycles_elapsed", "core_mhz"), ("dram__cycles_elapsed", "mem_mhz")):
+        if v(base) is not None:
+            unit = by_base[base][1].lower()
+            if unit in _RATE_UNITS:
+                extra[key] = v(base) * _RATE_UNITS[unit]
+    return {c: x / warps for c, x in counts.items() if x > 0}, extra
+
+
+def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_per_block: int | None = None,
+                 active_sms: int | None = None, max_warps_per_sm: float = 64.0, core_mhz: float | None = None,
+                 mem_mhz: float | None = None) -> list[dict[str, Any]]:
+    """Kernel descriptions (JSON-ready dicts) of every kernel in an nvprof or ncu export (module docstring).
+
+    ``blocks``/``threads_per_block`` give the launch when the export has no ``launch__*`` metrics
+    (nvprof never has); ``max_warps_per_sm`` turns nvprof's achieved occupancy into active warps;
+    ``core_mhz``/``mem_mhz`` are the clocks of the profile when it does not record them.
+    """
+    flavour, kernels = parse_metrics(path)
+    used = set(NVPROF_USED) if flavour == "nvprof" else set(NCU_PIPES) | set(NCU_OPS) | set(NCU_OTHER)
+    ignored = sorted({_base(m) for ms in kernels.values() for m in ms} - used
+                     - {b for b in {_base(m) for ms in kernels.values() for m in ms} if b.startswith("smsp__inst_executed_pipe_tensor")})
+    if ignored:
+        warnings.warn(f"{path}: {len(ignored)} metric(s) not used for kernel descriptions: " + ", ".join(ignored[:8])
+                      + (" ..." if len(ignored) > 8 else ""))
+    out = []
+    for name, m in kernels.items():
+        tpb = threads_per_block
+        nb = blocks
+        if flavour == "ncu":
+            gs = next((val for k, (val, _) in m.items() if _base(k) == "launch__grid_size"), None)
+            bs = next((val for k, (val, _) in m.items() if _base(k) == "launch__block_size"), None)
+            nb = nb or (int(round(gs)) if gs else None)
+            tpb = tpb or (int(round(bs)) if bs else None)
+        if not nb or not tpb:
+            raise BadInputError(f"{path}: kernel {name!r}: no launch shape in the export; give blocks and "
+                                "threads per block (--blocks, --threads-per-block)")
+        warps = nb * math.ceil(tpb / 32)
+        per_warp, extra = (_describe_nvprof if flavour == "nvprof" else _describe_ncu)(name, m, warps)
+        desc: dict[str, Any] = {"name": name, "per_warp": {c: round(x, 6) for c, x in sorted(per_warp.items())},
+                                "launch": {"blocks": nb, "threads_per_block": tpb}}
+        if active_sms:
+            desc["launch"]["active_sms"] = active_sms
+        wpb = math.ceil(tpb / 32)
+        act_warps = extra.pop("_active_warps", None)
+        occ = extra.pop("_occupancy", None)
+        if act_warps is None and occ is not None:
+            act_warps = occ * max_warps_per_sm
+        if act_warps is not None and act_warps > 0:
+            desc["launch"]["active_blocks_per_sm"] = round(max(act_warps / wpb, 1e-6), 6)
+        if "memory" in extra:
+            desc["memory"] = extra.pop("memory")
+        for key in ("time_s", "core_mhz", "mem_mhz"):
+            if key in extra:
+                desc[key] = extra[key]
+        if core_mhz and "core_mhz" not in desc:
+            desc["core_mhz"] = float(core_mhz)
+        if mem_mhz and "mem_mhz" not in desc:
+            desc["mem_mhz"] = float(mem_mhz)
+        out.append(desc)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m calib.importers.ncu_kernel PROFILE.csv -o KERNELS.json``"""
+    from calib.atomic import atomic_write_text
+
+    ap = argparse.ArgumentParser(prog="python -m calib.importers.ncu_kernel",
+                                 description="nvprof/ncu metric export -> kernel descriptions (JSON)")
+    ap.add_argument("profile")
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--blocks", type=int)
+    ap.add_argument("--threads-per-block", type=int)
+    ap.add_argument("--active-sms", type=int)
+    ap.add_argument("--max-warps-per-sm", type=float, default=64.0)
+    ap.add_argument("--core-mhz", type=float)
+    ap.add_argument("--mem-mhz", type=float)
+    a = ap.parse_args(argv)
+    try:
+        descs = read_profile(a.profile, blocks=a.blocks, threads_per_block=a.threads_per_block, active_sms=a.active_sms,
+                             max_warps_per_sm=a.max_warps_per_sm, core_mhz=a.core_mhz, mem_mhz=a.mem_mhz)
+    except BadInputError as e:
+        sys.stderr.write(f"ERROR: {e}\n")
+        return 2
+    atomic_write_text(a.output, json.dumps(descs, indent=2) + "\n")
+    print(f"{a.output}: {len(descs)} kernel description(s)")
+    return 0
+
+
+def is_profile_csv(path: str | os.PathLike) -> bool:
+    """Whether a CSV looks like an nvprof/ncu metrics export (rather than a samples table)."""
+    try:
+        head = "\n".join(read_lines(path)[:12])
+    except BadInputError:
+        return False
+    return bool(re.search(r"Metric Name|Kernel Name|launch__|smsp__", head))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
