@@ -41,7 +41,7 @@ import pandas as pd
 
 from calib import __version__
 from calib import params as P
-from calib.errors import BadInputError
+from calib.errors import BadInputError, CalibError
 from calib.session import file_sha256
 
 BUNDLE_FORMAT = "calib-bundle-1"
@@ -282,7 +282,8 @@ def check_files(root: Path, man: dict, label: str) -> int:
     return len(listed)
 
 
-def _verify_root(root: Path, label: str) -> Verification:
+def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> Verification:
+    """Verify an unpacked bundle; ``checked``: a refit already done on these very files (publish)."""
     from calib.samples import read_samples
 
     man = _read_manifest(root, label)
@@ -293,23 +294,30 @@ def _verify_root(root: Path, label: str) -> Verification:
     except BadInputError as e:
         raise BundleError(f"{label}/{man['parameters']}: fails the parameter-file schema: {e}") from e
     swarn = P.validate(doc, man["parameters"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            samples = read_samples(root / man["samples"], require_power=True)
-        except BadInputError as e:
-            raise BundleError(f"{label}/{man['samples']}: {e}") from e
+    if checked is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                samples = read_samples(root / man["samples"], require_power=True)
+            except BadInputError as e:
+                raise BundleError(f"{label}/{man['samples']}: {e}") from e
+        checked = check_refit(doc, samples, f"{label}/{man['parameters']}", man["samples"])
+    return Verification(root, man, n, swarn, checked)
+
+
+def check_refit(doc: dict, samples: pd.DataFrame, label: str, samples_name: str) -> RefitResult:
+    """:func:`refit`, raising :class:`BundleError` (naming the parameters) when something does not reproduce."""
     try:
         res = refit(doc, samples)
-    except BadInputError as e:
-        raise BundleError(f"{label}: refitting {man['samples']} failed: {e}") from e
+    except CalibError as e:  # bad input or a fit that cannot run: the samples do not belong to these parameters
+        raise BundleError(f"{label}: refitting {samples_name} failed: {e}") from e
     if res.failures:
         bad = res.failures
         worst = "; ".join(f"{c.section}.{c.name}: {c.note}" for c in bad[:3])
-        raise BundleError(f"{label}/{man['parameters']}: {len(bad)} parameter(s) do not reproduce from "
-                          f"{man['samples']} within their standard errors ({worst}"
+        raise BundleError(f"{label}: {len(bad)} parameter(s) do not reproduce from "
+                          f"{samples_name} within their standard errors ({worst}"
                           + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "") + ")")
-    return Verification(root, man, n, swarn, res)
+    return res
 
 
 def verify_bundle(path: str | os.PathLike) -> Verification:
@@ -425,6 +433,9 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     if inp.samples is None:
         raise BadInputError(f"{params_path}: no samples table found to ship with it; give --samples SAMPLES.csv "
                             "(or --session DIR to rebuild it from the session)")
+    # the expensive check first: parameters that do not follow from the samples are not published
+    checked = check_refit(inp.doc, inp.samples, str(inp.params_path),
+                          str(inp.samples_path) if inp.samples_path else "the samples rebuilt from the session")
     name = bundle_name(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as tmp:
@@ -436,7 +447,7 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
         atomic_write_text(root / README_NAME, _readme(inp.doc, man, out.name))
         man = _manifest(inp.doc, root, roles, name, inp.params_path)
         atomic_write_json(root / MANIFEST, man)
-        ver = _verify_root(root, str(out))  # refuse to publish a bundle that would not verify
+        ver = _verify_root(root, str(out), checked)  # checksums and schema of what is about to ship
         for p in [root, *root.rglob("*")]:  # temporary files are private (0600); a bundle is for others
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         if is_archive(out):

@@ -119,7 +119,7 @@ def test_report_of_virtual_campaign_renders_in_chromium(quick_run, tmp_path, cli
 
     params_path = quick_run / "fitted" / "q.json"
     out = tmp_path / "report"
-    code, stdout, err = cli("report", params_path, "-o", out, "--session", quick_run / "logs" / "q")
+    code, _stdout, err = cli("report", params_path, "-o", out, "--session", quick_run / "logs" / "q")
     assert code == 0, err
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "<script" not in html.lower()  # readable without JavaScript: there is none

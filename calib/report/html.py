@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,13 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
             skipped.append((spec.key, str(e)))
             blocks.append(f'<section id="fig-{spec.key}"><h2>{_e(spec.title)}</h2>'
                           f'<p class="skip">Not drawn: {_e(e)}.</p></section>')
+            continue
+        except Exception as e:  # noqa: BLE001 - one figure failing must not cost the reader the whole page
+            why = f"could not be drawn ({type(e).__name__}: {e}); please report this"
+            skipped.append((spec.key, why))
+            warnings.warn(f"report figure '{spec.key}' {why}")
+            blocks.append(f'<section id="fig-{spec.key}"><h2>{_e(spec.title)}</h2>'
+                          f'<p class="skip">Not drawn: {_e(why)}.</p></section>')
             continue
         path = out_dir / FIG_DIR / f"{spec.key}.png"
         fig.savefig(path, dpi=DPI)

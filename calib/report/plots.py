@@ -104,6 +104,9 @@ def default_rows(ctx: Context) -> pd.DataFrame:
         if v is not None and col in df.columns:
             sel &= np.isclose(df[col].to_numpy(float), float(v)) | df[col].isna().to_numpy()
     sel &= (df["role"] != "dvfs").to_numpy()
+    if not sel.any():
+        raise Skip(f"no row of the samples table is at the default clocks ({clocks.get('core_mhz')}/"
+                   f"{clocks.get('mem_mhz')} MHz): is it the table these parameters were fitted on?")
     return df[sel]
 
 
