@@ -151,7 +151,15 @@ def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tup
     acc: dict[str, dict[str, list[float]]] = {}
     units: dict[str, str] = {}
 
-    def add(kernel: str, metric: str, value: float, unit: str) -> None:
+    used = set(NVPROF_USED) | set(NCU_PIPES) | set(NCU_OPS) | set(NCU_OTHER)
+
+    def add(kernel: str, metric: str, raw: str, unit: str, where: str) -> None:
+        try:
+            value = _num(raw, where)
+        except BadInputError:
+            if _base(metric) in used:
+                raise
+            value = math.nan  # a metric this importer does not use may hold text ("High (7)")
         acc.setdefault(kernel, {}).setdefault(metric, []).append(value)
         units[metric] = unit
 
@@ -162,8 +170,7 @@ def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tup
                 raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
             metric = r[col["Metric Name"]].strip()
             raw = r[col["Avg"]].strip()
-            add(r[col["Kernel"]].strip(), metric, _num(raw, f"{p}: line {ln}, metric {metric}"),
-                "%" if raw.endswith("%") else "")
+            add(r[col["Kernel"]].strip(), metric, raw, "%" if raw.endswith("%") else "", f"{p}: line {ln}, metric {metric}")
     else:
         kcol = "Kernel Name" if "Kernel Name" in col else ("Function Name" if "Function Name" in col else None)
         if kcol is None:
@@ -176,7 +183,7 @@ def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tup
                     raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
                 metric = r[col["Metric Name"]].strip()
                 unit = r[col["Metric Unit"]].strip() if "Metric Unit" in col else ""
-                add(r[col[kcol]].strip(), metric, _num(r[col["Metric Value"]], f"{p}: line {ln}, metric {metric}"), unit)
+                add(r[col[kcol]].strip(), metric, r[col["Metric Value"]], unit, f"{p}: line {ln}, metric {metric}")
         else:  # --page raw: one column per metric, the first data row holds the units
             if not rows:
                 raise BadInputError(f"{p}: the raw export has no data rows")
@@ -190,8 +197,8 @@ def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tup
                 for i, h in metric_cols:
                     if r[i].strip() in ("", "n/a"):
                         continue
-                    add(r[col[kcol]].strip(), h, _num(r[i], f"{p}: line {ln}, column {h}"),
-                        unit_row[i].strip() if i < len(unit_row) else "")
+                    add(r[col[kcol]].strip(), h, r[i], unit_row[i].strip() if i < len(unit_row) else "",
+                        f"{p}: line {ln}, column {h}")
     if not acc:
         raise BadInputError(f"{p}: the export has no metric rows")
     return flavour, {k: {m: (sum(v) / len(v), units.get(m, "")) for m, v in ms.items()} for k, ms in acc.items()}
