@@ -14,6 +14,7 @@ benchmarks/report_screenshot.png was made).
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -40,10 +41,15 @@ class Cdp:
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-extensions", "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"]
         def child() -> None:
-            # Chromium reads commands on fd 3 and writes replies on fd 4. dup2 leaves them inheritable;
-            # every other descriptor Python opened is non-inheritable (PEP 446), so close_fds=False is safe.
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            # Chromium reads commands on fd 3 and writes replies on fd 4. The pipe ends may themselves be
+            # 3 or 4: move them above 10 first, then into place, and make both inheritable (every other
+            # descriptor Python opened is non-inheritable, PEP 446, so close_fds=False is safe).
+            hi_r = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
+            hi_w = fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
+            os.dup2(hi_r, 3)
+            os.dup2(hi_w, 4)
+            os.set_inheritable(3, True)
+            os.set_inheritable(4, True)
 
         self.proc = subprocess.Popen([exe, *flags], preexec_fn=child, close_fds=False,  # noqa: PLW1509
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
