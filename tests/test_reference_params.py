@@ -26,7 +26,7 @@ def test_the_expected_files_are_there():
 @pytest.mark.parametrize("path", REFERENCE + SIM, ids=lambda p: p.name)
 def test_valid_against_the_schema(path, cli):
     P.load(path)  # raises SchemaError on any violation
-    code, out, err = cli("validate", path)
+    code, _out, err = cli("validate", path)
     assert code == 0, err
 
 

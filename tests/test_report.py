@@ -39,7 +39,7 @@ def test_parameter_file_alone(cli, tmp_path):
     assert sorted(_rows(page)) == sorted(f"{s}.{n}" for s in ("power", "thermal") for n in doc[s]["parameters"])
     # the figures that need measurements are skipped, and the page says why
     for key in ("power", "breakdown", "access-rates", "residuals"):
-        assert re.search(rf'id="fig-{key}".*?Not drawn: needs the samples table', page, re.S), key
+        assert re.search(rf'id="fig-{key}".*?Not drawn: needs the samples table', page, re.DOTALL), key
         assert f"skipped {key}: needs the samples table" in stdout
     # what the parameters alone can show is drawn
     for key in ("ar-functions", "thermal", "active-sms"):
