@@ -93,6 +93,11 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     out = FitOutcome(doc, df, list(fitter.warnings_))
     if len(table_info(df).clock_configs) > 1:
         _fit_dvfs_into(doc, df, mem_u, str(path))
+    from calib.fit.timing import fit_timing
+
+    timing = fit_timing(df, dev, man.get("plan"))
+    if timing is not None:
+        timing.store(doc, "timing")
     if cv:
         out.cv = _cross_validate(df, cv, lambda d: IppPowerFitter(mem_units=mem_u).fit(d, st, sigma=sigma, idle_temp_c=idle_temp).section(),
                                  _ipp_predict_with(doc))

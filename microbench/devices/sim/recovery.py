@@ -30,6 +30,10 @@ def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
         rows.append({"parameter": key, "unit": t["unit"], "truth": t["value"], "fitted": fitted, "stderr": se,
                      "error_pct": err, "abs_error": None if fitted is None else fitted - t["value"],
                      "truth_from": t["how"]})
+    if "timing" in doc:
+        from microbench.devices.sim.timing_truth import timing_recovery_rows
+
+        rows += timing_recovery_rows(preset, doc)
     forms_true = ar_forms(preset)
     forms_fit = {u: v["ar_function"] for u, v in doc.get("power", {}).get("units", {}).items()}
     agree = [u for u in forms_fit if forms_true.get(u) == forms_fit[u]]
