@@ -26,14 +26,15 @@ from calib.samples import ACT_PREFIX
 
 #: colours of the sample roles (training, sweeps, held-out, ...), colour-blind safe (Okabe-Ito)
 ROLE_COLOURS = {"idle": "#999999", "idle_kernel": "#666666", "unit": "#0072B2", "sm_sweep": "#CC79A7",
-                "heldout": "#E69F00", "dvfs": "#009E73", "thermal": "#D55E00", "": "#0072B2"}
+                "timing": "#56B4E9", "heldout": "#E69F00", "dvfs": "#009E73", "thermal": "#D55E00", "": "#0072B2"}
 ROLE_LABELS = {"idle": "idle", "idle_kernel": "launch-only kernel", "unit": "unit benchmark (training)",
-               "sm_sweep": "active-SM sweep (training)", "heldout": "held-out workload", "dvfs": "DVFS grid",
-               "": "sample"}
-ROLE_ORDER = ("idle", "idle_kernel", "unit", "sm_sweep", "dvfs", "heldout")
+               "sm_sweep": "active-SM sweep (training)", "timing": "timing benchmark (training)",
+               "heldout": "held-out workload", "dvfs": "DVFS grid", "": "sample"}
+ROLE_ORDER = ("idle", "idle_kernel", "unit", "sm_sweep", "timing", "dvfs", "heldout")
+#: roles the power fits leave out (calib.fit.ipp.EXCLUDED_ROLES); every other row trained the model
+NOT_TRAINING = ("heldout", "thermal")
 #: above this many workloads, per-workload bar charts group workloads by benchmark family
 MAX_BARS = 80
-TRAINING_ROLES = ("idle", "idle_kernel", "unit", "sm_sweep", "dvfs", "")
 
 
 class Skip(Exception):
@@ -114,13 +115,18 @@ def _role_rank(role: str) -> int:
     return ROLE_ORDER.index(role) if role in ROLE_ORDER else len(ROLE_ORDER)
 
 
+def family(names: pd.Series) -> pd.Series:
+    """Benchmark family of each workload name: the part before '/' (variant) and '@' (clocks)."""
+    return names.astype(str).str.split("/").str[0].str.split("@").str[0]
+
+
 def per_workload(df: pd.DataFrame, cols: list[str]) -> tuple[pd.DataFrame, bool]:
     """Mean of ``cols`` per workload (repeats merged), ordered by role then name; grouped by benchmark
     family (name before '/') when there are more than :data:`MAX_BARS` workloads. Returns (table, grouped)."""
     key = df["workload"].astype(str)
     grouped = key.nunique() > MAX_BARS
     if grouped:
-        key = key.str.split("/").str[0].str.split("@").str[0]
+        key = family(key)
     g = df.assign(_key=key).groupby("_key", sort=False)
     out = g[cols].mean()
     out["role"] = g["role"].first()
@@ -164,7 +170,13 @@ def _bar_height(n: int) -> float:
 def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
     df = default_rows(ctx)
     t, grouped = per_workload(df, ["power_w", "power_w_pred"])
-    t["err_pct"] = 100 * (t["power_w_pred"] - t["power_w"]) / t["power_w"]
+    if grouped:  # a family's bar shows its worst member, so that grouping cannot hide an outlier
+        err = 100 * (df["power_w_pred"] - df["power_w"]) / df["power_w"]
+        worst = err.groupby(family(df["workload"])).agg(lambda e: e.loc[e.abs().idxmax()])
+        t["err_pct"] = t["workload"].map(worst)
+        t["workload"] = [f"{w} ({k})" for w, k in zip(t["workload"], t["n"])]
+    else:
+        t["err_pct"] = 100 * (t["power_w_pred"] - t["power_w"]) / t["power_w"]
     n = len(t)
     fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [2.6, 1.2]})
@@ -181,9 +193,9 @@ def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
     lim = max(1.0, float(np.nanmax(np.abs(t["err_pct"]))) * 1.1)
     ax2.set_xlim(-lim, lim)
     ax2.axvline(0, color="k", lw=0.8)
-    ax2.set_xlabel("prediction error, % of measured")
+    ax2.set_xlabel("prediction error, % of measured" + ("\n(worst row of the family)" if grouped else ""))
     ax2.grid(axis="x", alpha=0.3)
-    train = df[df["role"].isin(TRAINING_ROLES)]
+    train = df[~df["role"].isin(NOT_TRAINING)]
     held = df[df["role"] == "heldout"]
     title = f"training rows: MAPE {mape(train['power_w'].to_numpy(float), train['power_w_pred'].to_numpy(float)):.2f}%"
     if len(held):
@@ -192,7 +204,8 @@ def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
     cap = ("Measured mean board power of every workload (bars, coloured by role) and the model's prediction "
            "(black ticks), with the prediction error in percent on the right.")
     if grouped:
-        cap += f" {df['workload'].nunique()} workloads are grouped by benchmark family (means)."
+        cap += (f" The {df['workload'].nunique()} workloads are grouped by benchmark family (number of rows in "
+                "brackets): bars are family means, the error is the family's worst row.")
     return fig, cap
 
 
@@ -266,6 +279,8 @@ def fig_breakdown(ctx: Context) -> tuple[Figure, str]:
     bd = _breakdown_table(ctx, df)
     comps = list(bd.columns)
     t, grouped = per_workload(pd.concat([df[["workload", "role", "power_w"]], bd], axis=1), ["power_w"] + comps)
+    if grouped:
+        t["workload"] = [f"{w} ({k})" for w, k in zip(t["workload"], t["n"])]
     n = len(t)
     fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
     ax = fig.subplots()
@@ -291,7 +306,7 @@ def fig_breakdown(ctx: Context) -> tuple[Figure, str]:
     cap = ("Predicted power of every workload split into the model's components, stacked (as Fig. 3 of the IPP "
            "paper); the black tick is the measured power.")
     if grouped:
-        cap += " Workloads grouped by benchmark family (means)."
+        cap += " Workloads grouped by benchmark family (means; number of rows in brackets)."
     return fig, cap
 
 
@@ -310,6 +325,8 @@ def fig_access_rates(ctx: Context) -> tuple[Figure, str]:
     if not cols:
         raise Skip("the samples table has no act_<unit> columns")
     t, grouped = per_workload(df, cols)
+    if grouped:
+        t["workload"] = [f"{w} ({k})" for w, k in zip(t["workload"], t["n"])]
     n = len(t)
     fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
     ax = fig.subplots()
@@ -328,7 +345,7 @@ def fig_access_rates(ctx: Context) -> tuple[Figure, str]:
     cap = ("Access rate of each unit for each workload, as the fit used them (colour scale compressed so that small "
            "rates stay visible; numbers in the cells).")
     if grouped:
-        cap += " Workloads grouped by benchmark family (means)."
+        cap += " Workloads grouped by benchmark family (means; number of rows in brackets)."
     return fig, cap
 
 
