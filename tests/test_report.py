@@ -140,3 +140,27 @@ def test_output_directory_rules_and_bad_input(cli, tmp_path, monkeypatch):
     code, _, err = cli("report", REF280, "-o", tmp_path / "r3", "--samples", bad)
     assert code == 2 and "bad.csv" in err and "bogus" in err and "Traceback" not in err
     assert not (tmp_path / "r3").exists()
+
+
+def test_active_sm_optimum_is_the_optimizers(quick_run):
+    """With a timing section, the starred optimum is what calib.model.energy.optimal_sms (calib optimize)
+    chooses for the swept kernel, and the model curve covers every SM count."""
+    from calib.model.energy import optimal_sms
+    from calib.report.inputs import load_inputs
+    from calib.report.plots import Context, sm_sweep_optimum, with_predictions
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inp = load_inputs(quick_run / "fitted" / "q.json")
+        if "timing" not in inp.doc:
+            pytest.skip("the campaign's parameter file has no timing section")
+        ctx = Context(inp.doc, with_predictions(inp.doc, inp.samples, []), None, [])
+        sweeps = {s["kernel"]: s for s in sm_sweep_optimum(ctx)}
+        rows = inp.samples[inp.samples["workload"].astype(str).str.startswith("dram/sm")]
+        full = rows.loc[[rows["active_sms"].astype(float).idxmax()]]
+        opt = optimal_sms(inp.doc, full, one_block_per_sm=True)
+    s = sweeps["dram"]
+    assert s["time_source"].startswith("timing model")
+    assert s["best_sms"] == opt["optimal_sms_sweep"] and s["eq34_sms"] == opt["optimal_sms_eq34"]
+    assert list(s["model_sms"]) == list(range(1, int(inp.doc["device"]["sm_count"]) + 1))
+    assert s["ppw_pred"][-1] == pytest.approx(1.0)

@@ -477,47 +477,64 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
     return fig, cap
 
 
-def _timing_prediction(ctx: Context, rows: pd.DataFrame) -> np.ndarray | None:
-    """Predicted kernel time, s, from the parameter file's timing section (None without one)."""
+def _optimizer_sweep(ctx: Context, rows: pd.DataFrame) -> dict[str, Any] | None:
+    """The toolkit's active-SM optimizer (:func:`calib.model.energy.optimal_sms`, as `calib optimize`
+    uses it) for the kernel of a sweep, from its all-SMs row; None without a timing section."""
     if "timing" not in ctx.doc:
         return None
     try:
-        from calib.model.timing import predict_time
+        from calib.model.energy import optimal_sms
 
-        return np.asarray(predict_time(ctx.doc, rows), float)
-    except Exception as e:  # noqa: BLE001 - another engineer's model: any failure means 'use measured time'
-        ctx.notes.append(f"timing model not used for the active-SM figure ({type(e).__name__}: {e})")
+        full = rows.loc[[rows["active_sms"].astype(float).idxmax()]].copy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return optimal_sms(ctx.doc, full, one_block_per_sm=True)
+    except Exception as e:  # noqa: BLE001 - another engineer's model: any failure means 'use the data alone'
+        msg = f"active-SM optimizer not used ({type(e).__name__}: {e}); the figure uses the measured times"
+        if msg not in ctx.notes:
+            ctx.notes.append(msg)
         return None
 
 
 def sm_sweep_optimum(ctx: Context) -> list[dict[str, Any]]:
     """Per swept kernel: active SMs, measured power, predicted power and relative perf/W; the optimum.
 
-    With constant total work per launch (the campaign's sweep), performance per watt is inversely
-    proportional to energy per launch, ``time_s x power_w``. It is reported relative to all SMs active.
-    The model's perf/W uses the predicted power and the predicted time when the parameter file has a
-    timing model, else the measured time.
+    With constant total work per launch (the campaign's sweep: one block per active SM), performance
+    per watt is inversely proportional to energy per launch, ``time_s x power_w``; it is reported
+    relative to all SMs active. When the parameter file has a timing model, the model curve over every
+    SM count and the optimum are the toolkit's optimizer's (:func:`calib.model.energy.optimal_sms`:
+    predicted time and power, GIPS/W sweep; the closed-form eq. 34 count is reported too). Otherwise the
+    model's perf/W uses the predicted power and the measured time at the measured SM counts.
     """
     df = default_rows(ctx)
     sw = df[df["role"] == "sm_sweep"]
     if len(sw) == 0 or "active_sms" not in sw.columns or "time_s" not in sw.columns:
         raise Skip("the samples table has no active-SM sweep (rows with role sm_sweep, active_sms and time_s)")
     out = []
-    fam = sw["workload"].astype(str).str.split("/").str[0]
-    for name, g in sw.groupby(fam, sort=True):
-        g = g.groupby("active_sms", as_index=False)[["power_w", "power_w_pred", "time_s"]].mean().sort_values("active_sms")
-        t_pred = _timing_prediction(ctx, g)
-        t_model = t_pred if t_pred is not None else g["time_s"].to_numpy(float)
+    for name, rows in sw.groupby(family(sw["workload"]), sort=True):
+        g = rows.groupby("active_sms", as_index=False)[["power_w", "power_w_pred", "time_s"]].mean().sort_values("active_sms")
+        n = g["active_sms"].to_numpy(float)
         e_meas = g["time_s"].to_numpy(float) * g["power_w"].to_numpy(float)
-        e_pred = t_model * g["power_w_pred"].to_numpy(float)
-        full = int(np.argmax(g["active_sms"].to_numpy(float)))
-        ppw_meas, ppw_pred = e_meas[full] / e_meas, e_pred[full] / e_pred
-        best = int(np.argmax(ppw_pred))
-        out.append({"kernel": name, "active_sms": g["active_sms"].to_numpy(float), "power_w": g["power_w"].to_numpy(float),
-                    "power_w_pred": g["power_w_pred"].to_numpy(float), "ppw_meas": ppw_meas, "ppw_pred": ppw_pred,
-                    "best_sms": float(g["active_sms"].iloc[best]), "best_gain_pct": 100 * (ppw_pred[best] - 1),
-                    "best_meas_sms": float(g["active_sms"].iloc[int(np.argmax(ppw_meas))]),
-                    "time_source": "timing model" if t_pred is not None else "measured"})
+        full = int(np.argmax(n))
+        ppw_meas = e_meas[full] / e_meas
+        rec: dict[str, Any] = {"kernel": name, "active_sms": n, "power_w": g["power_w"].to_numpy(float),
+                               "ppw_meas": ppw_meas, "best_meas_sms": float(n[int(np.argmax(ppw_meas))])}
+        opt = _optimizer_sweep(ctx, rows)
+        if opt is not None:
+            t = opt["table"]
+            ppw = t["gips_per_w"].to_numpy(float) / float(t["gips_per_w"].iloc[-1])
+            rec.update({"model_sms": t["active_sms"].to_numpy(float), "model_power_w": t["power_w"].to_numpy(float),
+                        "ppw_pred": ppw, "best_sms": float(opt["optimal_sms_sweep"]),
+                        "best_gain_pct": 100 * (float(ppw[t["active_sms"].to_numpy() == opt["optimal_sms_sweep"]][0]) - 1),
+                        "eq34_sms": float(opt["optimal_sms_eq34"]), "time_source": "timing model (calib optimize)"})
+        else:
+            e_pred = g["time_s"].to_numpy(float) * g["power_w_pred"].to_numpy(float)
+            ppw = e_pred[full] / e_pred
+            best = int(np.argmax(ppw))
+            rec.update({"model_sms": n, "model_power_w": g["power_w_pred"].to_numpy(float), "ppw_pred": ppw,
+                        "best_sms": float(n[best]), "best_gain_pct": 100 * (ppw[best] - 1), "eq34_sms": None,
+                        "time_source": "measured"})
+        out.append(rec)
     return out
 
 
@@ -541,11 +558,11 @@ def fig_active_sms(ctx: Context) -> tuple[Figure, str]:
         for i, s in enumerate(sweeps):
             c = palette[i % len(palette)]
             a.plot(s["active_sms"], s["power_w"], "o", color=c, label=f"{s['kernel']} measured")
-            a.plot(s["active_sms"], s["power_w_pred"], "-", color=c, label=f"{s['kernel']} model")
+            a.plot(s["model_sms"], s["model_power_w"], "-", color=c, label=f"{s['kernel']} model")
             b.plot(s["active_sms"], s["ppw_meas"], "o", color=c, label=f"{s['kernel']} measured")
-            b.plot(s["active_sms"], s["ppw_pred"], "-", color=c, label=f"{s['kernel']} model")
-            k = int(np.argmax(s["ppw_pred"]))
-            b.plot(s["active_sms"][k], s["ppw_pred"][k], "*", ms=16 - 3 * (i % 3), color=c, markeredgecolor="k",
+            b.plot(s["model_sms"], s["ppw_pred"], "-", color=c, label=f"{s['kernel']} model")
+            k = int(np.flatnonzero(s["model_sms"] == s["best_sms"])[0])
+            b.plot(s["model_sms"][k], s["ppw_pred"][k], "*", ms=16 - 3 * (i % 3), color=c, markeredgecolor="k",
                    label=f"{s['kernel']} optimum: {s['best_sms']:.0f} SMs ({s['best_gain_pct']:+.0f}% vs all SMs)")
         a.set_ylabel("board power, W")
         a.set_title(f"power vs active SMs ({form} scaling" + (f", beta = {beta:.3g})" if form == "log" else ")"),
@@ -569,12 +586,18 @@ def fig_active_sms(ctx: Context) -> tuple[Figure, str]:
         ax.grid(alpha=0.3)
     fig.suptitle("Power and performance per watt vs number of active SMs", fontsize=10)
     if sweeps:
-        src = sweeps[0]["time_source"]
+        if sweeps[0]["time_source"] == "measured":
+            how = ("the model's perf/W uses the predicted power and the measured time (the parameter file has no "
+                   "timing model)")
+        else:
+            how = ("the model curves and the starred optimum are the toolkit's optimizer's (as `calib optimize` "
+                   "chooses: predicted time and power at every SM count, highest GIPS/W)")
         cap = ("Active-SM sweep (constant total work, one block per SM): measured power (dots) and the model (lines); "
                "right, performance per watt = 1 / (time x power) relative to all SMs, with the model's optimum "
-               f"starred (model perf/W uses predicted power and {src} time). "
-               + "; ".join(f"{s['kernel']}: optimum {s['best_sms']:.0f} SMs (measured best {s['best_meas_sms']:.0f})"
-                           for s in sweeps) + ".")
+               f"starred; {how}. "
+               + "; ".join(f"{s['kernel']}: optimum {s['best_sms']:.0f} SMs"
+                           + (f" (eq. 34: {s['eq34_sms']:.0f})" if s["eq34_sms"] is not None else "")
+                           + f", measured best {s['best_meas_sms']:.0f}" for s in sweeps) + ".")
     else:
         cap = "The model's active-SM scaling S(n) of runtime power; " + why + "."
     return fig, cap
