@@ -129,13 +129,14 @@ def _param_table(doc: dict) -> tuple[str, int]:
             count += 1
             side = p.at_bound() if p.vary else None
             flags = []
-            if not p.vary:
-                flags.append('<span class="tag">fixed</span>')
-            elif p.stderr is None:
+            if p.vary and p.stderr is None:
                 flags.append('<span class="tag ident">no standard error</span>')
             if side:
                 flags.append(f'<span class="tag bound">at {side} bound</span>')
-            rel = (f"{100 * p.stderr / abs(p.value):.2g}%" if p.stderr is not None and p.value else "-")
+            rel = "-"
+            if p.stderr is not None and p.value:
+                r = p.stderr / abs(p.value)
+                rel = f"{100 * r:.2g}%" if r < 10 else "&gt;1000%"  # e.g. a value sitting on a bound of 0
             cls = ' class="flag"' if side or (p.vary and p.stderr is None) else ""
             rows.append(
                 f'<tr id="p-{_e(sec)}-{_e(name)}"{cls}><td>{_e(sec)}</td><td><code>{_e(name)}</code></td>'
@@ -276,7 +277,7 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
     except BadInputError as e:  # loaded files are valid; keep the page even if the schema moved on
         vwarn = [str(e)]
     extra = [("schema check", w) for w in vwarn if not _said_by_fit(doc, w)]
-    extra += [("report", n) for n in notes]
+    extra += [("report", n) for n in dict.fromkeys(notes)]
     rec_html = ""
     rec_path = inp.params_path.with_name(inp.params_path.name[:-5] + ".recovery.json") if inp.params_path.name.endswith(".json") else None
     if rec_path is not None and rec_path.is_file():
