@@ -24,6 +24,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-anchor", action="store_true", help="ignore a measured time in the description (model time only)")
     p.add_argument("--predictor", choices=["mwp_cwp", "wangchu"], default=None,
                    help="timing model (default: the parameter file's choice)")
+    p.add_argument("--temp-c", type=float, default=None,
+                   help="temperature (degC) to evaluate the power model at (default: the description's temp_c, "
+                        "else the idle temperature of the thermal section)")
     p.add_argument("-o", "--output", default=None, help="write the clock table (CSV)")
     p.add_argument("--sms-output", default=None, help="write the active-SM table (CSV)")
     p.add_argument("--blocks", type=int, default=None, help="launch blocks, for a profile without launch metrics")
@@ -93,11 +96,11 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"--max-slowdown must be >= 0 (a fraction, e.g. 0.1), not {args.max_slowdown}")
     k = load_kernel(args.kernel, args.kernel_name, args.blocks, args.threads_per_block)
     name = str(k["workload"].iloc[0])
-    table = E.clock_table(doc, k, predictor=args.predictor, anchored=not args.no_anchor)
+    table = E.clock_table(doc, k, predictor=args.predictor, anchored=not args.no_anchor, temp_c=args.temp_c)
     best = E.recommend(table, args.objective, args.max_slowdown)
     base = table[table["default"]].iloc[0]
     print(f"kernel {name}: time from the {table.attrs['time_from']}; power from the "
-          f"{'DVFS' if E.dvfs_section(doc) is not None else 'IPP'} model")
+          f"{'DVFS' if E.dvfs_section(doc) is not None else 'IPP'} model at {table.attrs['temperature']}")
     print(_fmt_table(table))
     col = "energy_j" if args.objective == "energy" else "edp_js"
     gain = 1.0 - best[col] / base[col]

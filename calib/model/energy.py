@@ -17,7 +17,7 @@ optimal count against all SMs are reported three ways, as in the paper's Fig. 17
 time comes from the timing model -- scaled from a measured baseline time when the kernel description
 has one (``time_s`` at its ``core_mhz``/``mem_mhz``; :func:`calib.model.timing.predict_time_anchored`) --
 and the power from the DVFS model (``dvfs`` section, or a ``power`` section of model ``dvfs``) with the
-activities at that pair's predicted time. Energy is power x time per launch; EDP is energy x time.
+activities at that pair's predicted time, at one temperature for all pairs (:func:`kernel_temperature_c`). Energy is power x time per launch; EDP is energy x time.
 The recommendation minimises energy (or EDP) over the pairs whose time is within ``1 + max_slowdown``
 of the default pair's. Without a DVFS power model the IPP power model is used, which knows no
 voltage: the table then mostly reflects time, and a warning says so.
@@ -127,14 +127,25 @@ def _warp_insts(rows: pd.DataFrame) -> np.ndarray:
 
 
 def sm_sweep(doc: Mapping[str, Any], kernel: pd.DataFrame, sm_counts: Sequence[int] | None = None,
-             predictor: str | None = None) -> pd.DataFrame:
-    """Time, power, energy and GIPS/W of one kernel on 1..sm_count SMs (module docstring), one row per count."""
+             predictor: str | None = None, one_block_per_sm: bool = False) -> pd.DataFrame:
+    """Time, power, energy and GIPS/W of one kernel on 1..sm_count SMs (module docstring), one row per count.
+
+    ``one_block_per_sm``: IPP's experiment -- every active SM runs one block and the per-warp work
+    grows as the SMs shrink (``blocks = n``, counts x blocks / n), instead of the same grid spread
+    over fewer SMs.
+    """
     k = _one_kernel(kernel)
     ts = T.compile_section(doc)
     n_sm = int((doc.get("device") or {}).get("sm_count") or ts.sm_count)
     counts = list(sm_counts) if sm_counts is not None else list(range(1, n_sm + 1))
     rows = pd.concat([k] * len(counts), ignore_index=True)
     rows["active_sms"] = np.asarray(counts, float)
+    if one_block_per_sm:
+        scale = float(k["blocks"].iloc[0]) / rows["active_sms"].to_numpy(float)
+        for c in [c for c in rows.columns if c.startswith(CNT_PREFIX)]:
+            rows[c] = rows[c].to_numpy(float) * scale
+        rows["blocks"] = rows["active_sms"]
+        rows["active_blocks_per_sm"] = 1.0
     for c, v in (("core_mhz", ts.ref_core_mhz), ("mem_mhz", ts.ref_mem_mhz)):
         if c not in rows.columns or rows[c].isna().all():
             rows[c] = v
@@ -153,13 +164,14 @@ def sm_sweep(doc: Mapping[str, Any], kernel: pd.DataFrame, sm_counts: Sequence[i
     return out
 
 
-def optimal_sms(doc: Mapping[str, Any], kernel: pd.DataFrame, predictor: str | None = None) -> dict[str, Any]:
+def optimal_sms(doc: Mapping[str, Any], kernel: pd.DataFrame, predictor: str | None = None,
+                one_block_per_sm: bool = False) -> dict[str, Any]:
     """Optimal active-SM count by eq. (34) and by the GIPS/W sweep, and the energy savings of the
     sweep's optimum against all SMs, three ways (module docstring)."""
     k = _one_kernel(kernel)
     ts = T.compile_section(doc)
     n_sm = int((doc.get("device") or {}).get("sm_count") or ts.sm_count)
-    table = sm_sweep(doc, k, predictor=predictor)
+    table = sm_sweep(doc, k, predictor=predictor, one_block_per_sm=one_block_per_sm)
     best = int(table.loc[table["gips_per_w"].idxmax(), "active_sms"])
     full = k.copy()
     full["active_sms"] = float(n_sm)
@@ -197,8 +209,9 @@ def candidate_pairs(doc: Mapping[str, Any], section: Mapping[str, Any] | None) -
 
 
 def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tuple[float, float]] | None = None,
-                predictor: str | None = None, anchored: bool = True) -> pd.DataFrame:
-    """Time, power, energy and EDP of one kernel at every (core, memory) pair (module docstring)."""
+                predictor: str | None = None, anchored: bool = True, temp_c: float | None = None) -> pd.DataFrame:
+    """Time, power, energy and EDP of one kernel at every (core, memory) pair (module docstring).
+    ``temp_c`` overrides the temperature the power model is evaluated at (:func:`kernel_temperature_c`)."""
     k = _one_kernel(kernel)
     sec = dvfs_section(doc)
     pairs = list(pairs) if pairs is not None else candidate_pairs(doc, sec)
@@ -227,8 +240,18 @@ def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tu
     if sec is None:
         notes.append("no DVFS power model in the parameter file: power from the IPP model, which ignores "
                      "voltage and clock changes (the choice then follows time only)")
+    temp, how_t = ((float(temp_c), f"{float(temp_c):g} C (given)") if temp_c is not None
+                   else kernel_temperature_c(doc, k, float(t[0])))
+    if temp is not None:
+        rows["temp_c"] = temp
+    elif sec is not None and sec.get("temp_ref_c") is not None:
+        notes.append("no temperature for the kernel (no temp_c in the description, no thermal section): "
+                     "the DVFS model's leakage is evaluated at its reference temperature")
     (p, p_idle), n2 = _quiet(board_power, doc, rows, t, True)
     notes += n2
+    note = leakage_check(doc, sec)
+    if note and temp_c is None:
+        notes.append(note)
     out = pd.DataFrame({"core_mhz": rows["core_mhz"], "mem_mhz": rows["mem_mhz"], "time_s": t, "power_w": p,
                         "idle_power_w": p_idle, "energy_j": p * t, "edp_js": p * t * t})
     t0 = float(out.loc[(out["core_mhz"] == f0c) & (out["mem_mhz"] == f0m), "time_s"].iloc[0])
@@ -236,7 +259,29 @@ def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tu
     out["default"] = (out["core_mhz"] == f0c) & (out["mem_mhz"] == f0m)
     out.attrs["notes"] = sorted(set(notes))
     out.attrs["time_from"] = how
+    out.attrs["temperature"] = how_t
     return out
+
+
+def kernel_temperature_c(doc: Mapping[str, Any], kernel: pd.DataFrame, time_s: float) -> tuple[float | None, str]:
+    """Temperature at which to evaluate the power of a kernel at every clock pair, and how it was found.
+
+    The description's measured ``temp_c`` when it has one (profile the kernel once at the default
+    clocks and record the GPU temperature with it); otherwise the idle temperature of the thermal
+    section, the lowest temperature the kernel can run at. The same temperature is used for every
+    pair: a slower clock runs cooler, so leakage saved there is not credited (conservative).
+
+    Why not the thermal model's steady temperature: a DVFS power model fitted on short campaign
+    windows sees temperature only over a few degrees and its leakage slope is not meant for
+    extrapolation to a steady state tens of degrees hotter. None when neither is available.
+    """
+    del time_s  # kept for the signature: a thermal steady state would need it
+    if "temp_c" in kernel.columns and pd.notna(kernel["temp_c"].iloc[0]):
+        return float(kernel["temp_c"].iloc[0]), "the description's measured temperature"
+    th = (doc.get("thermal") or {}).get("parameters", {})
+    if "idle_temp_c" in th:
+        return float(th["idle_temp_c"]["value"]), "the idle temperature (no temp_c in the description)"
+    return None, "the power model's reference temperature"
 
 
 def recommend(table: pd.DataFrame, objective: str = "energy", max_slowdown: float = 0.1) -> pd.Series:
@@ -248,3 +293,23 @@ def recommend(table: pd.DataFrame, objective: str = "energy", max_slowdown: floa
     col = "energy_j" if objective == "energy" else "edp_js"
     ok = table[table["slowdown"] <= max_slowdown + 1e-12]
     return ok.loc[ok[col].idxmin()]
+
+
+def leakage_check(doc: Mapping[str, Any], section: Mapping[str, Any] | None, ratio: float = 5.0) -> str | None:
+    """A warning when the DVFS model's leakage slope (W/C) is far above the thermal fit's sigma (W/C).
+
+    A DVFS model fitted on short windows can explain power by temperature (hotter windows are busier
+    ones); its power then moves mostly with the temperature it is evaluated at, and the clock choice
+    tends to the fastest pair whatever the clocks cost.
+    """
+    if section is None:
+        return None
+    leak = (section.get("parameters") or {}).get("leak_core_w_per_c", {}).get("value")
+    sigma = ((doc.get("thermal") or {}).get("parameters") or {}).get("sigma_w_per_c", {}).get("value")
+    if leak is None or sigma is None or sigma <= 0 or leak <= ratio * sigma:
+        return None
+    ref = section.get("temp_ref_c")
+    return (f"the DVFS power model's leakage slope ({leak:.3g} W/C) is {leak / sigma:.0f}x the thermal fit's sigma "
+            f"({sigma:.3g} W/C): its power follows the temperature it is evaluated at more than the clocks; "
+            f"compare with --temp-c {ref:g} (its reference temperature)" if ref is not None else
+            f"the DVFS power model's leakage slope ({leak:.3g} W/C) is {leak / sigma:.0f}x the thermal fit's sigma")
