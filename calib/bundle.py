@@ -383,7 +383,7 @@ def _readme(doc: dict, man: dict, name: str) -> str:
     return "\n".join(lines)
 
 
-def _stage(inp: Any, root: Path, session: Any) -> dict:
+def _stage(inp: Any, root: Path) -> dict:
     from calib.report.html import write_report
     from calib.samples import write_samples
 
@@ -440,7 +440,7 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as tmp:
         root = Path(tmp) / name
-        staged = _stage(inp, root, session)
+        staged = _stage(inp, root)
         roles = staged["roles"]
         roles[README_NAME] = "readme"
         man = _manifest(inp.doc, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path)

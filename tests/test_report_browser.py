@@ -3,7 +3,7 @@
 Chromium is driven over the Chrome DevTools Protocol through ``--remote-debugging-pipe`` (file
 descriptors 3 and 4, NUL-separated JSON messages), so the test needs no Python package beyond the
 standard library: only the ``chromium`` executable (Debian package ``chromium``). Without it the test
-is skipped, saying so.
+is skipped, saying so, unless CALIB_REQUIRE_CHROMIUM=1 (CI), which makes a missing browser a failure.
 
 The test asserts that every <img> of the page loaded (naturalWidth > 0), that the parameter table lists
 every parameter of the file, and that the page has no scripts; it saves a full-page screenshot in the
@@ -118,9 +118,12 @@ def evaluate(cdp: Cdp, session: str, expr: str) -> Any:
     return res["result"]["value"]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium); "
-                                             "the browser test of the HTML report needs it")
 def test_report_of_virtual_campaign_renders_in_chromium(quick_run, tmp_path, cli):
+    if CHROMIUM is None:
+        msg = "chromium is not installed (Debian: apt-get install -y chromium); the browser test of the HTML report needs it"
+        if os.environ.get("CALIB_REQUIRE_CHROMIUM") == "1":  # CI: a missing browser is a failure, not a skip
+            pytest.fail(msg)
+        pytest.skip(msg)
     from calib import params as P
 
     params_path = quick_run / "fitted" / "q.json"
