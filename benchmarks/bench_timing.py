@@ -36,17 +36,17 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calib import params as P  # noqa: E402
-from calib.fit.pipeline import fit_session  # noqa: E402
-from calib.fit.timing import fit_timing, with_plan_inputs  # noqa: E402
-from calib.model import energy as E  # noqa: E402
-from calib.model import timing as T  # noqa: E402
-from calib.session import read_session  # noqa: E402
-from microbench.benchmarks import HELDOUT_MIXES, Benchmark, _mix_params  # noqa: E402
-from microbench.campaign import Campaign  # noqa: E402
-from microbench.devices import open_device  # noqa: E402
-from microbench.devices.base import Launch, Workload  # noqa: E402
-from microbench.devices.sim.timing_truth import timing_recovery_rows  # noqa: E402
+from calib import params as P
+from calib.fit.pipeline import fit_session
+from calib.fit.timing import fit_timing, with_plan_inputs
+from calib.model import energy as E
+from calib.model import timing as T
+from calib.session import read_session
+from microbench.benchmarks import HELDOUT_MIXES, Benchmark, _mix_params
+from microbench.campaign import Campaign
+from microbench.devices import open_device
+from microbench.devices.base import Launch, Workload
+from microbench.devices.sim.timing_truth import timing_recovery_rows
 
 
 def run_session(preset: str, seed: int, workdir: Path) -> Path:
@@ -131,7 +131,7 @@ def optimize_and_measure(preset: str, doc: dict, df: pd.DataFrame, seed: int, wo
           "virtual GPU:")
     measured_default: dict[str, dict] = {}
     for name in HELDOUT_MIXES:
-        b, w = heldout_workload(info, name)
+        _b, w = heldout_workload(info, name)
         base = df[(df["workload"] == name) & np.isclose(df["core_mhz"], fc0) & np.isclose(df["mem_mhz"], fm0)]
         # the one profile a user takes: time and temperature at the default clocks
         desc = {"name": name, "per_warp": dict(w.per_warp), "launch": w.launch.to_dict(), "ilp": float(w.params["ilp"]),

@@ -138,11 +138,18 @@ def timing_benchmarks(info: DeviceInfo, spec: CampaignSpec) -> list[Benchmark]:
     return out
 
 
-__all__ = ["TimingBenchmark", "timing_benchmarks", "CHASE_PASSES", "DRAM_CHASE", "DEPARTURE_REQS",
-           "BW_STREAM_BYTES_PER_REQUEST"]
+__all__ = [
+    "BW_STREAM_BYTES_PER_REQUEST",
+    "CHASE_PASSES",
+    "DEPARTURE_REQS",
+    "DRAM_CHASE",
+    "TimingBenchmark",
+    "measure_times",
+    "timing_benchmarks",
+]
 
 
-def measure_times(device: Any, benchmarks: list[Benchmark], window_s: float = 0.5, repeats: int = 1) -> "Any":
+def measure_times(device: Any, benchmarks: list[Benchmark], window_s: float = 0.5, repeats: int = 1) -> Any:
     """Kernel-time rows of ``benchmarks`` on ``device`` without a session (tests, benchmarks).
 
     One row per run with the samples-table columns the timing fit reads: ``workload``, ``role``,

@@ -6,8 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calib.model.mwp_cwp import (CASE_COMPUTE_BOUND, CASE_MEMORY_BOUND, CASE_NOT_ENOUGH_WARPS, MwpHardware,
-                                 active_blocks_per_sm, comp_cycles, mwp_cwp, n_pw, optimal_cores)
+from calib.model.mwp_cwp import (
+    CASE_COMPUTE_BOUND,
+    CASE_MEMORY_BOUND,
+    CASE_NOT_ENOUGH_WARPS,
+    MwpHardware,
+    active_blocks_per_sm,
+    comp_cycles,
+    mwp_cwp,
+    n_pw,
+    optimal_cores,
+)
 
 FX5600 = MwpHardware(mem_ld_cycles=420, departure_del_coal_cycles=4, departure_del_uncoal_cycles=10,
                      mem_bandwidth_bytes_per_s=76.8e9, core_hz=1.35e9)

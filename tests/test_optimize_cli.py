@@ -90,15 +90,15 @@ def test_bad_inputs(gtx280_params, cli, tmp_path):
     assert code == 2 and "no kernel named 'nope' (kernels: stencil_like, other)" in err
     code, out, err = cli("optimize", gtx280_params, tmp_path / "two.json", "--kernel-name", "other")
     assert code == 0, err
-    code, out, err = cli("optimize", gtx280_params, tmp_path / "k.json", "--max-slowdown", "-0.1")
+    code, _, err = cli("optimize", gtx280_params, tmp_path / "k.json", "--max-slowdown", "-0.1")
     assert code == 2 and "--max-slowdown must be >= 0" in err
     doc = P.load(gtx280_params)
     doc.pop("timing")
     doc["fit"].pop("timing", None)
     P.save(doc, tmp_path / "nt.json")
-    code, out, err = cli("optimize", tmp_path / "nt.json", tmp_path / "k.json", "-o", tmp_path / "x.csv")
+    code, _, err = cli("optimize", tmp_path / "nt.json", tmp_path / "k.json", "-o", tmp_path / "x.csv")
     assert code == 2 and "has no timing section" in err
     assert not (tmp_path / "x.csv").exists()
     (tmp_path / "s.csv").write_text("workload,power_w\nx,1\n")
-    code, out, err = cli("optimize", gtx280_params, tmp_path / "s.csv")
+    code, _, err = cli("optimize", gtx280_params, tmp_path / "s.csv")
     assert code == 2 and "not an nvprof/ncu metrics export" in err

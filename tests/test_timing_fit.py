@@ -81,7 +81,7 @@ def test_gtx580_bandwidth_caveat():
 
 
 def test_dvfs_heldout_time_mape(titanx):
-    dev, df, doc = titanx
+    _, _, doc = titanx
     dv = doc["fit"]["timing"]["heldout_dvfs"]
     assert dv["kernels"] == 8 and dv["core_levels"] >= 5 and dv["mem_levels"] >= 4 and dv["rows"] == 160
     assert doc["timing"]["predictor"] == "wangchu"
@@ -91,7 +91,7 @@ def test_dvfs_heldout_time_mape(titanx):
 
 
 def test_predict_time_of_heldout_rows_matches_the_fit_statistics(titanx):
-    dev, df, doc = titanx
+    _, df, doc = titanx
     held = df[df["role"] == "heldout"]
     pred = T.predict_time(doc, held)
     mape = 100 * np.mean(np.abs(pred - held["time_s"]) / held["time_s"])

@@ -113,7 +113,7 @@ def test_predict_cli_adds_time_and_energy(quick_run, cli, tmp_path):
     k = {"name": "app_stencil", "per_warp": mix["per_warp"], "launch": mix["launch"], "ilp": mix["params"]["ilp"],
          "core_mhz": 1296.0, "mem_mhz": 1107.0}
     (tmp_path / "k.json").write_text(json.dumps(k))
-    code, out, err = cli("predict", tmp_path / "p.json", tmp_path / "k.json", "-o", tmp_path / "o.csv")
+    code, _, err = cli("predict", tmp_path / "p.json", tmp_path / "k.json", "-o", tmp_path / "o.csv")
     assert code == 0, err
     o = pd.read_csv(tmp_path / "o.csv")
     measured = df.loc[df["workload"] == "app_stencil", "time_s"].mean()

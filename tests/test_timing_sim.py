@@ -58,7 +58,7 @@ def test_timing_benchmarks_are_marked_and_short():
     assert pairs == {None, (595.0, 810.0), (595.0, 4005.0), (1164.0, 810.0), (1164.0, 4005.0)}
     # a device without caches gets no L1/L2 chase, and without DVFS one DRAM chase
     g = open_device("sim:gtx280")
-    gs, gbl = plan(g.info, "standard")
+    _, gbl = plan(g.info, "standard")
     names = [b.name for b in gbl if b.role == "timing"]
     assert not any(n.startswith(("lat_l1", "lat_l2")) for n in names)
     assert sum(n.startswith("lat_dram") for n in names) == 1

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calib.model.wangchu import dram_latency_cycles, memory_latencies, t_active, t_exec_cycles
+from calib.model.wangchu import (
+    dram_latency_cycles,
+    memory_latencies,
+    t_active,
+    t_exec_cycles,
+)
 
 
 def test_dram_latency_eq4_paper_fit():
@@ -80,6 +85,6 @@ def test_t_exec_eq6():
 
 
 def test_cases_vectorised():
-    t, case = t_active(np.array([40.0, 5.0, 5.0, 40.0]), 300.0, np.array([10.0, 50.0, 20.0, 10.0]),
+    _, case = t_active(np.array([40.0, 5.0, 5.0, 40.0]), 300.0, np.array([10.0, 50.0, 20.0, 10.0]),
                        np.array([10, 16, 4, 4]), 4, np.array([5, 10, 10, 10]))
     assert list(case) == [1, 2, 3, 4]

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads-per-block", type=int, default=None, help="threads per block, for such a profile")
 
 
-def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int | None = None):  # noqa: ANN201
+def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int | None = None):
     """One kernel's row (DataFrame) from a description JSON or a profiler CSV."""
     import json
     import tempfile
@@ -67,9 +67,9 @@ def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int
     return df.reset_index(drop=True)
 
 
-def _fmt_table(t) -> str:  # noqa: ANN001
-    lines = [f"{'core_mhz':>8s} {'mem_mhz':>8s} {'time_ms':>10s} {'power_w':>8s} {'energy_mj':>10s} "
-             f"{'edp_mj_ms':>10s} {'slowdown':>9s}"]
+def _fmt_table(t) -> str:
+    lines = [(f"{'core_mhz':>8s} {'mem_mhz':>8s} {'time_ms':>10s} {'power_w':>8s} {'energy_mj':>10s} "
+              f"{'edp_mj_ms':>10s} {'slowdown':>9s}")]
     for _, r in t.iterrows():
         mark = " (default)" if r["default"] else ""
         lines.append(f"{r['core_mhz']:8g} {r['mem_mhz']:8g} {1e3 * r['time_s']:10.4f} {r['power_w']:8.2f} "

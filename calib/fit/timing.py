@@ -346,7 +346,7 @@ def dvfs_check(section: Mapping[str, Any], df: pd.DataFrame, fc0: float, fm0: fl
     for k in sorted(set(keys)):
         sel = (keys == k).to_numpy()
         per_kernel[k] = {"mape_pct": _mape(y[sel], plain[sel]), "anchored_mape_pct": _mape(y[sel], anchored[sel])}
-    return {"rows": int(len(off)), "kernels": int(len(set(keys))), "clock_pairs": len(pairs),
+    return {"rows": len(off), "kernels": len(set(keys)), "clock_pairs": len(pairs),
             "core_levels": len({p[0] for p in pairs}), "mem_levels": len({p[1] for p in pairs}),
             "mape_pct": _mape(y, plain), "anchored_mape_pct": _mape(y, anchored),
             "max_abs_err_pct": float(100 * np.max(np.abs(plain - y) / y)),
@@ -365,12 +365,12 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
             pred = T.predict_time({"timing": sec}, check) if len(check) else np.array([])
         scores.append((_mape(check["time_s"].to_numpy(float), pred) if len(check) else math.inf, st, pred))
     scores.sort(key=lambda s: (math.inf if math.isnan(s[0]) else s[0]))
-    best_mape, best, pred = scores[0]
+    _, best, pred = scores[0]
     sec = _section_dict(params, device, fc0, fm0, best)
     structure = {k: v for k, v in sec.items() if k not in ("model", "parameters")}
     y = check["time_s"].to_numpy(float)
     rmse, mape, r2 = stats_of(y, pred) if len(y) else (math.nan, math.nan, math.nan)
-    stats: dict[str, Any] = {"n_samples": int(len(y)), "rmse_s": _fin(rmse), "mape_pct": _fin(mape), "r2": _fin(r2),
+    stats: dict[str, Any] = {"n_samples": len(y), "rmse_s": _fin(rmse), "mape_pct": _fin(mape), "r2": _fin(r2),
                              "method": method, "checked_on_roles": list(CHECK_ROLES),
                              "structure_choice": {f"{s['predictor']}/{s['comp_form']}"
                                                   + ("/shared_cases" if s["shared_cases"] else ""): _fin(m)
@@ -382,7 +382,7 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
             warnings.simplefilter("ignore")
             hp = T.predict_time({"timing": sec}, held)
         stats["heldout_mape_pct"] = _fin(_mape(held["time_s"].to_numpy(float), hp))
-        stats["heldout_rows"] = int(len(held))
+        stats["heldout_rows"] = len(held)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             dv = dvfs_check(sec, rows, fc0, fm0)
@@ -461,7 +461,7 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
     if multi:
         a, b = params["dm_lat_a_cycles"].value, params["dm_lat_b_cycles"].value
         params["mem_ld_cycles"] = Param("mem_ld_cycles", a * fc0 / fm0 + b, "cycles", 1e-9, 1e6, False)
-    for n, p in params.items():
+    for p in params.values():
         p.description = p.description or "least-squares fit to measured kernel times"
     return _assemble(params, df, device, fc0, fm0, list(res.warnings), {"log_time_rmse": res.rmse},
                      f"least squares on log time over {len(rows)} kernel rows ({choice})")

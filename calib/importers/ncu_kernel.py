@@ -271,7 +271,7 @@ def _describe_ncu(name: str, m: Mapping[str, tuple[float, str]], warps: float) -
     for metric, val in m.items():
         b = _base(metric)
         # prefer the .sum rollup of a count and .pct of a rate
-        if b not in by_base or metric.endswith(".sum") or metric.endswith(".pct"):
+        if b not in by_base or metric.endswith((".sum", ".pct")):
             by_base[b] = val
 
     def v(base: str) -> float | None:
@@ -345,8 +345,8 @@ def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_
         if flavour == "ncu":
             gs = next((val for k, (val, _) in m.items() if _base(k) == "launch__grid_size"), None)
             bs = next((val for k, (val, _) in m.items() if _base(k) == "launch__block_size"), None)
-            nb = nb or (int(round(gs)) if gs else None)
-            tpb = tpb or (int(round(bs)) if bs else None)
+            nb = nb or (round(gs) if gs else None)
+            tpb = tpb or (round(bs) if bs else None)
         if not nb or not tpb:
             raise BadInputError(f"{path}: kernel {name!r}: no launch shape in the export; give blocks and "
                                 "threads per block (--blocks, --threads-per-block)")

@@ -42,7 +42,7 @@ from calib.units import unit_counts
 OBJECTIVES = ("energy", "edp")
 
 
-def _quiet(fn, *a, **kw):  # noqa: ANN001, ANN002, ANN003 - thin wrapper
+def _quiet(fn, *a, **kw):
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         out = fn(*a, **kw)
