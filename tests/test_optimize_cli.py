@@ -84,11 +84,11 @@ def test_optimize_with_dvfs_model(cli, tmp_path):
 def test_bad_inputs(gtx280_params, cli, tmp_path):
     (tmp_path / "k.json").write_text(json.dumps(KERNEL))
     (tmp_path / "two.json").write_text(json.dumps([KERNEL, {**KERNEL, "name": "other"}]))
-    code, out, err = cli("optimize", gtx280_params, tmp_path / "two.json")
+    code, _, err = cli("optimize", gtx280_params, tmp_path / "two.json")
     assert code == 2 and "2 kernels (stencil_like, other); choose one with --kernel-name" in err
-    code, out, err = cli("optimize", gtx280_params, tmp_path / "two.json", "--kernel-name", "nope")
+    code, _, err = cli("optimize", gtx280_params, tmp_path / "two.json", "--kernel-name", "nope")
     assert code == 2 and "no kernel named 'nope' (kernels: stencil_like, other)" in err
-    code, out, err = cli("optimize", gtx280_params, tmp_path / "two.json", "--kernel-name", "other")
+    code, _, err = cli("optimize", gtx280_params, tmp_path / "two.json", "--kernel-name", "other")
     assert code == 0, err
     code, _, err = cli("optimize", gtx280_params, tmp_path / "k.json", "--max-slowdown", "-0.1")
     assert code == 2 and "--max-slowdown must be >= 0" in err
