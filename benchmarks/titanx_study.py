@@ -46,9 +46,14 @@ VARIANTS: list[tuple[str, dict]] = [
     ("+ relative residuals", dict(ar_form="linear", active_terms=False, activity_clocks="off")),
     ("+ active-domain terms", dict(ar_form="linear", activity_clocks="off")),
     ("+ memory-bound scaling of default-clock activities", dict(ar_form="linear")),
-    ("+ access-rate transform U**p (pow)", dict(ar_form="pow")),
-    ("+ Box-Cox transform (default)", dict()),
-    ("IPP log transform, IPP constants a=0.1365, b=1.001375", dict(ar_form="log", fit_log_a=False)),
+    ("+ access-rate transform U^p (pow)", dict(ar_form="pow")),
+    ("+ Box-Cox transform 1 + a(U^lam - 1)/lam (a, lam fitted)", dict(ar_form="boxcox")),
+    ("thresholded power (U^lam - t^lam)/(1 - t^lam), t fitted", dict(ar_threshold=None)),
+    ("thresholded power, t = 0.01", dict(ar_threshold=0.01)),
+    ("**thresholded power, t = 0.03 (default)**", dict()),
+    ("thresholded power, t = 0.06", dict(ar_threshold=0.06)),
+    ("thresholded power, t = 0.10", dict(ar_threshold=0.10)),
+    ("IPP log transform, IPP constants a = 0.1365, b = 1.001375", dict(ar_form="log", fit_log_a=False)),
     ("IPP log transform, slope a fitted", dict(ar_form="log")),
     ("default + ridge 0.01 on unit weights", dict(ridge=0.01)),
 ]
@@ -146,7 +151,8 @@ def coef_table(m: dict, fits: list[tuple[str, dict]]) -> str:
     for i, (n, w) in enumerate(zip(m["names"], m["omega"])):
         f0 = f0c if i < m["n_core"] else f0m
         rows.append((f"unit {n} (omega V^2 f U), W at default clock, U = 1", w * f0, "w_" + unit_name(n)))
-    extra = ["active_core_w", "active_mem_w", "ar_exponent", "ar_bc_a", "ar_bc_lambda", "mem_sat"]
+    extra = ["active_core_w", "active_mem_w", "ar_exponent", "ar_bc_a", "ar_bc_lambda", "ar_tp_lambda",
+             "ar_tp_threshold", "mem_sat"]
     head = "| coefficient | authors | " + " | ".join(lbl for lbl, _ in fits) + " |"
     out = [head, "|---|---:|" + "---:|" * len(fits)]
 
@@ -221,9 +227,10 @@ def main(argv: list[str] | None = None) -> int:
       "TPDS 2019 (gpmTOOL; BSD-3-Clause with citation clause, see ../shared/data/guerreiro-gtxtitanx/LICENSE).\n")
     w("Model (calib/model/dvfs.py): `P = Vc*(Sc + k_T*dT) + Vm*Sm + Vc^2*fc/fc0*(Cc + Ac*[core busy] + sum_core w_i*g(U'_i)) "
       "+ Vm^2*fm/fm0*(Cm + Am*[memory busy] + sum_mem w_j*g(U'_j))`, with latent monotone voltages per clock "
-      "level, the Box-Cox access-rate transform `g(U) = max(0, 1 + a*(U^lambda - 1)/lambda)` (contains the "
-      "linear form, `U^p` and IPP's log), and `U'` the default-clock activities rescaled to the row's clocks "
-      "when the kernel turns memory bound. Fit: joint bounded least squares on relative residuals.\n")
+      "level, the thresholded-power access-rate transform `g(U) = max(0, (U^lam - t^lam)/(1 - t^lam))` (contains "
+      "the linear form, `U^p` and IPP's log; `t` = 0.03, `lam` fitted), and `U'` the default-clock activities "
+      "rescaled to the row's clocks when the kernel turns memory bound. Fit: joint bounded least squares on "
+      "relative residuals.\n")
     w("## GTX Titan X (tpds2019_micro_named_gtxtitanx.csv: 102 microbenchmarks under 50 names x 64 clock pairs)\n")
     w("| figure | this toolkit (default model) | gpmTOOL form refit by this toolkit | authors, published |")
     w("|---|---:|---:|---:|")

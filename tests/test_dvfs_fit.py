@@ -82,7 +82,7 @@ def test_recovers_known_coefficients_with_noise():
 def test_recovers_box_cox_shape_temperature_and_memory_saturation():
     shape = {"ar_bc_a": 0.5, "ar_bc_lambda": 0.4}
     df = synthetic(noise=0.003, form="boxcox", shape=shape, temp=True, mem_sat=0.8, n_workloads=40, seed=3)
-    sec = fit_dvfs(df)  # defaults: Box-Cox, activity clocks from the ref_ columns
+    sec = fit_dvfs(df, ar_form="boxcox")  # activity clocks from the ref_ columns
     v = values(sec)
     assert v["ar_bc_a"] == pytest.approx(0.5, abs=0.05)
     assert v["ar_bc_lambda"] == pytest.approx(0.4, abs=0.06)
@@ -96,6 +96,21 @@ def test_recovers_box_cox_shape_temperature_and_memory_saturation():
     sec.store(doc, "power")  # the vectorised predictor gives the fit's own predictions
     pred = predict_power(doc["power"], df)
     assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
+
+
+def test_recovers_thresholded_power_shape():
+    shape = {"ar_tp_lambda": 0.5, "ar_tp_threshold": 0.05}
+    df = synthetic(noise=0.003, form="tpow", shape=shape, n_workloads=40, seed=4)
+    ref = (1200.0, 3500.0)
+    fixed = fit_dvfs(df, activity_clocks="off", ref_clocks=ref)  # default: threshold fixed at 0.03, power fitted
+    free = fit_dvfs(df, activity_clocks="off", ref_clocks=ref, ar_threshold=None)
+    v = values(free)
+    assert v["ar_tp_threshold"] == pytest.approx(0.05, abs=0.01)
+    assert v["ar_tp_lambda"] == pytest.approx(0.5, abs=0.05)
+    assert v["w_fp"] == pytest.approx(40.0, rel=0.05)
+    t = next(p for p in fixed.params if p.name == "ar_tp_threshold")
+    assert t.value == 0.03 and not t.vary
+    assert free.stats["mape_pct"] < 0.4 < fixed.stats["mape_pct"]
 
 
 def test_transforms_match_their_definitions():
@@ -113,6 +128,13 @@ def test_transforms_match_their_definitions():
     a = 0.1365 / 1.001375
     np.testing.assert_allclose(transform(u, "boxcox", {"ar_bc_a": a, "ar_bc_lambda": 0.0}) * 1.001375,
                                ar_transform(u, "log"), rtol=1e-12)
+    # thresholded power: 0 below t, 1 at 1; lam -> 0 is IPP's log with zero crossing t = exp(-b/a)
+    tp = transform(u, "tpow", {"ar_tp_lambda": 0.5, "ar_tp_threshold": 0.04})
+    np.testing.assert_allclose(tp, np.maximum(0, (u**0.5 - 0.2) / 0.8), rtol=1e-12, atol=1e-15)
+    t_ipp = np.exp(-1.001375 / 0.1365)
+    np.testing.assert_allclose(transform(u, "tpow", {"ar_tp_lambda": 0.0, "ar_tp_threshold": t_ipp}) * 1.001375,
+                               ar_transform(u, "log"), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(transform(u, "tpow", {"ar_tp_lambda": 1.0, "ar_tp_threshold": 0.0}), u, atol=1e-15)
 
 
 def test_predict_matches_fit_and_document_validates():

@@ -18,12 +18,19 @@ clock ``fm`` (MHz) from the activities ``U_i`` in [0, 1] of its units::
   unit at full activity. ``active_*_w`` is the power of a domain as soon as a kernel keeps it busy at
   all (IPP's constant runtime power of active SMs); it exists only when the training table has rows
   with and without activity in that domain (e.g. an idle row).
-* ``g_i``: the access-rate transform of unit ``i`` (``ar_form`` in the structure): ``"boxcox"``
-  (default), ``g(U) = max(0, 1 + a*(U**lam - 1)/lam)`` with shared parameters ``ar_bc_a`` and
-  ``ar_bc_lambda``; it contains the linear form (a = lam = 1), ``U**p`` (a = lam = p) and, as lam -> 0,
-  IPP's clamped log ``a*ln(U) + b`` (a/b = 0.1365/1.001375 on GTX280), so the data choose between
-  them. The other forms are ``"linear"``, ``"pow"`` (``U**ar_exponent``) and ``"log"`` (IPP's form
-  from :mod:`calib.model.arfunc`, parameters ``ar_log_a``, ``ar_log_b``). Every form maps U = 0 to 0.
+* ``g_i``: the access-rate transform of unit ``i`` (``ar_form`` in the structure). Default
+  ``"tpow"``, a thresholded power with shared parameters ``ar_tp_lambda`` (lam) and
+  ``ar_tp_threshold`` (t)::
+
+      g(U) = max(0, (U**lam - t**lam) / (1 - t**lam))      0 below U = t, 1 at U = 1, concave
+
+  It contains the linear form (lam = 1, t = 0), ``U**p`` (t = 0) and, as lam -> 0, IPP's clamped
+  log ``a*ln(U) + b`` with ``a/b = 1/ln(1/t)`` (IPP's 0.1365/1.001375 is t = 6.5e-4). The threshold
+  says that a unit busy on a few % of cycles stays clock-gated most of the time. The other forms:
+  ``"linear"``, ``"pow"`` (``U**ar_exponent``), ``"boxcox"`` (``max(0, 1 + a*(U**lam - 1)/lam)``,
+  ``ar_bc_a``, ``ar_bc_lambda``: the same family for a >= lam, plus a jump at U = 0+ for a < lam) and
+  ``"log"`` (IPP's form from :mod:`calib.model.arfunc`, ``ar_log_a``, ``ar_log_b``). Every form maps
+  U = 0 to 0.
 * ``T`` (``temp_c``) enters only through the leakage term, and only when the table had temperatures.
 * Memory-bound throughput (optional, ``activity_clocks`` in the structure): published tables (gpmTOOL)
   measure activities once, at the clocks ``(ac, am)``, and repeat them at every clock. A kernel
@@ -70,7 +77,8 @@ from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG
 MODEL_NAME = "dvfs"
 POW = "pow"
 BOXCOX = "boxcox"
-FORMS = (LINEAR, LOG, POW, BOXCOX)
+TPOW = "tpow"
+FORMS = (LINEAR, LOG, POW, BOXCOX, TPOW)
 CORE, MEM = "core", "mem"
 
 #: linear-coefficient parameters in the order of the design columns (before the unit weights)
@@ -96,11 +104,22 @@ def transform_into(x: np.ndarray, form: str, shape: Mapping[str, float], out: np
     if form == LINEAR:
         np.copyto(out, x)
         return out
-    if form not in (POW, LOG, BOXCOX):
+    if form not in (POW, LOG, BOXCOX, TPOW):
         raise ValueError(f"unknown access-rate form {form!r}; expected one of {FORMS}")
     np.maximum(x, 1e-300, out=out)
     np.log(out, out=out)
-    if form == POW:
+    if form == TPOW:
+        lam, t = shape["ar_tp_lambda"], shape["ar_tp_threshold"]
+        if t > 0 and lam < 1e-9:  # the limit lam -> 0: ln(U/t) / ln(1/t), IPP's log
+            out -= math.log(t)
+            out /= -math.log(t)
+        else:
+            tl = t**lam
+            out *= lam
+            np.exp(out, out=out)
+            out -= tl
+            out /= 1.0 - tl
+    elif form == POW:
         out *= shape["ar_exponent"]
         np.exp(out, out=out)
     elif form == LOG:
@@ -202,7 +221,8 @@ def compile_section(section: Mapping[str, Any]) -> Compiled:
         if np.any(np.diff(v) < -1e-9) or np.any(v <= 0):
             raise BadInputError(f"DVFS power section: voltage.{dom}: voltages must be positive and non-decreasing")
     coef = {n: pv.get(n, 0.0) for n in CONST_TERMS}
-    shape = {n: pv[n] for n in ("ar_exponent", "ar_log_a", "ar_log_b", "ar_bc_a", "ar_bc_lambda", "mem_sat") if n in pv}
+    shape = {n: pv[n] for n in ("ar_exponent", "ar_log_a", "ar_log_b", "ar_bc_a", "ar_bc_lambda", "ar_tp_lambda",
+                                "ar_tp_threshold", "mem_sat") if n in pv}
     return Compiled(units, forms, is_mem, core_mhz, mem_mhz, vcore, vmem, float(ref["core_mhz"]), float(ref["mem_mhz"]),
                     coef, weights, shape, section.get("activity_clocks"), section.get("temp_ref_c"))
 
