@@ -147,3 +147,16 @@ def test_cli_joins_power_and_refuses_unknown_format(cli, tmp_path):
     assert code == 2 and "invalid choice: 'bogus'" in err
     code, _, err = cli("import", "gpmtool", tmp_path / "missing.csv", "-o", out)
     assert code == 2 and "missing.csv: file not found" in err and "Traceback" not in err
+
+
+def test_cli_power_join_copies_profiled_activities_to_every_measured_clock_pair(cli, tmp_path):
+    power = tmp_path / "p.csv"
+    power.write_text("workload,power_w,core_mhz,mem_mhz\nvecadd,180.5,1410,1215\nvecadd,150.0,1005,1215\n"
+                     "gemm,260.0,1410,1215\nother,99.0,1410,1215\n")
+    out = tmp_path / "k.csv"
+    code, _, err = cli("import", "ncu", DATA / "import_ncu.csv", "-o", out, "--power", power)
+    assert code == 0, err
+    assert "WARNING: " in err and "1 workload(s) not in the imported file, ignored (e.g. 'other')" in err
+    df = read_samples(out).set_index(["workload", "core_mhz"])
+    assert len(df) == 3 and df.loc[("vecadd", 1005.0), "power_w"] == 150.0
+    assert df.loc[("vecadd", 1005.0), "act_dram"] == df.loc[("vecadd", 1410.0), "act_dram"] == pytest.approx(0.75)

@@ -27,31 +27,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _join_power(df, path: str):
+    """Left-join power (and clocks, temperature) from a CSV keyed by workload (and clocks when both have them)."""
     import warnings
-
-    import pandas as pd
 
     from calib.errors import BadInputError
     from calib.samples import read_samples
 
     pw = read_samples(path, require_power=True, require_act=False)
-    keep = [c for c in ("workload", "power_w", "core_mhz", "mem_mhz", "temp_c") if c in pw.columns]
-    pw = pw[keep]
-    keys = ["workload"] + [c for c in ("core_mhz", "mem_mhz") if c in pw.columns and c in df.columns]
-    if pw.duplicated(keys).any():
-        k = pw[pw.duplicated(keys)].iloc[0]
-        raise BadInputError(f"{path}: more than one power value for {', '.join(f'{c}={k[c]}' for c in keys)}")
-    df = df.drop(columns=[c for c in ("power_w",) if c in df.columns])
-    for c in ("temp_c",):
-        if c in df.columns and c in pw.columns:
-            pw = pw.drop(columns=[c])
-    df = df.copy()
+    pw = pw[[c for c in ("workload", "power_w", "core_mhz", "mem_mhz", "temp_c") if c in pw.columns]].copy()
+    clocks = [c for c in ("core_mhz", "mem_mhz") if c in pw.columns]
+    if pw.duplicated(["workload"] + clocks).any():
+        k = pw[pw.duplicated(["workload"] + clocks)].iloc[0]
+        raise BadInputError(f"{path}: more than one power value for "
+                            + ", ".join(f"{c}={k[c]}" for c in ["workload"] + clocks))
+    keys = ["workload"] + [c for c in clocks if c in df.columns]
+    df = df.drop(columns=[c for c in ("power_w",) if c in df.columns]).copy()
+    if "temp_c" in df.columns:
+        pw = pw.drop(columns=["temp_c"], errors="ignore")
     df["workload"] = df["workload"].astype(str)
-    pw = pw.copy()
     pw["workload"] = pw["workload"].astype(str)
-    out = df.merge(pw, on=keys, how="left" if len(keys) > 1 or "core_mhz" in df.columns else "inner")
-    if "core_mhz" not in df.columns and "core_mhz" in pw.columns:
-        out = df.merge(pw, on="workload", how="left")  # one row per (kernel, clock pair) of the power file
+    # one output row per imported row and matching power row (a kernel profiled once, measured at many clocks)
+    out = df.merge(pw, on=keys, how="left")
     miss = out["power_w"].isna()
     if miss.any():
         warnings.warn(f"{path}: no power for {int(miss.sum())} of {len(out)} rows "
@@ -59,7 +55,7 @@ def _join_power(df, path: str):
     unused = sorted(set(pw["workload"]) - set(df["workload"]))
     if unused:
         warnings.warn(f"{path}: {len(unused)} workload(s) not in the imported file, ignored (e.g. {unused[0]!r})")
-    return pd.DataFrame(out)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
