@@ -18,8 +18,9 @@ chosen by BIC); when that chooses another structure than the shipped file record
 toolkit version), it refits with the recorded structure (each unit's access-rate function, the
 active-SM scaling, the temperature correction, the DVFS units and forms) instead. A parameter is
 reproduced when the refit lands within one standard error of the shipped value (parameters without a
-standard error: within 1e-6 relative, 1e-9 absolute). The thermal model is fitted from temperature traces, which a samples table does not carry, so it is
-checked by checksum and schema only; the verification says so.
+standard error: within 1e-6 relative, 1e-9 absolute). Refitted: power (IPP or DVFS), dvfs and timing
+(from the timing rows of the table). The thermal model is fitted from temperature traces, which a
+samples table does not carry, so it is checked by checksum and schema only; the verification says so.
 """
 
 from __future__ import annotations
@@ -154,6 +155,14 @@ def _refit_dvfs(doc: dict, section: str, df: pd.DataFrame) -> Any:
                     ar_forms={u["name"]: u.get("ar_form", "linear") for u in sec["units"]}, **kw)
 
 
+def _refit_timing(doc: dict, df: pd.DataFrame) -> Any:
+    from calib.fit.timing import fit_timing
+
+    # the session's plan (each workload's ILP and coalescing) only adds rows the fit checks the model on;
+    # the parameters come from the samples table alone
+    return fit_timing(df, doc["device"], None)
+
+
 def refit(doc: dict, samples: pd.DataFrame) -> RefitResult:
     """Refit the power (and DVFS) sections of ``doc`` to ``samples``; compare every parameter."""
     out = RefitResult()
@@ -172,11 +181,14 @@ def refit(doc: dict, samples: pd.DataFrame) -> RefitResult:
         out.not_refitted.append(("thermal", ("fitted from heating/cooling traces, which a samples table does not "
                                             "carry: checked by checksum and schema only")))
     if "timing" in doc:
-        out.not_refitted.append(("timing", "not refitted by verify-bundle: checked by checksum and schema only"))
+        todo.append(("timing", lambda: _refit_timing(doc, samples)))
     for section, fn in todo:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fit's own warnings are already in the shipped file
             fitted = fn()
+        if fitted is None:
+            out.not_refitted.append((section, "the samples table has no timing information to refit it from"))
+            continue
         new = {p.name: p for p in fitted.params}
         for name, p in P.section_params(doc, section).items():
             q = new.get(name)
@@ -373,7 +385,7 @@ def _readme(doc: dict, man: dict, name: str) -> str:
     lines += ["", "## Check it", "",
               "```sh", f"calib verify-bundle {name}", "```", "",
               ("This checks every file's sha256 against the manifest, the parameter file against the schema, and that "
-              "refitting the samples table reproduces the power parameters within their standard errors."),
+              "refitting the samples table reproduces the power, DVFS and timing parameters within their standard errors."),
               "", "## Use it", "", "```sh",
               f"calib predict {PARAMS_NAME} your_samples.csv -o predicted.csv   # power (and temperature) per row",
               f"calib diff {PARAMS_NAME} your_refit.json                        # compare with your own calibration",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -59,6 +60,8 @@ def test_verify_round_trip(bundle_dir, cli):
     assert f"{len(json.loads((bundle_dir / MANIFEST).read_text())['files'])} files match MANIFEST.json" in out
     assert "power:" in out and "reproduced within their standard errors" in out
     assert "thermal: fitted from heating/cooling traces" in out
+    if "timing" in P.load(bundle_dir / "parameters.json"):
+        assert re.search(r"timing: \d+ parameters reproduced within their standard errors", out)
 
 
 def test_one_changed_byte_is_refused_with_the_file_named(bundle_dir, tmp_path, cli):

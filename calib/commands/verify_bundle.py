@@ -9,8 +9,8 @@ HELP = "check a published bundle: checksums, schema, and that refitting its samp
 DESCRIPTION = (
     "Check BUNDLE (directory or .tar.gz written by `calib publish`): every file listed in MANIFEST.json is present "
     "with its sha256 and no other file was added; parameters.json passes the parameter-file schema; refitting "
-    "samples.csv with the model structure recorded in parameters.json reproduces every power (and DVFS) "
-    "parameter within one standard error (parameters without one: to 1e-6 relative). The thermal model is "
+    "samples.csv reproduces every power, DVFS and timing parameter within one standard error (parameters "
+    "without one: to 1e-6 relative). The thermal model is "
     "fitted from temperature traces that a samples table does not carry; it is checked by checksum and schema "
     "only. Exit status 0 when the bundle verifies; 2 when it is refused, with the offending file named.")
 
