@@ -19,8 +19,8 @@ Temperature: when the thermal fit gave sigma and the idle temperature, rows are 
 ``sigma x (temp_c - idle_temp_c)`` (IPP eq. 22) inside the model, so MaxPower values refer to the idle
 temperature.
 
-Units whose activity never varies are dropped with a warning. Rows with role ``heldout`` or
-``thermal`` are not used.
+Units whose activity never varies are dropped with a warning. Rows with role ``heldout``, ``thermal``
+or ``timing`` are not used.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ DIE_AREA_PRIOR: dict[str, float] = {
     "fp": 0.20, "dp": 0.25, "int": 0.25, "sfu": 0.5, "tensor": 1.0, "alu": 0.2, "reg": 0.3, "fds": 0.5,
     "shared": 1.0, "const": 0.4, "tex": 0.9, "l1": 1.0, "l2": 10.0, "global": 50.0, "local": 50.0,
 }
-EXCLUDED_ROLES = ("heldout", "thermal")
+EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and bursts, not power benchmarks
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,9 @@ def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, sour
 
         warnings.warn("several clock configurations present but the DVFS fitter is not available; DVFS not fitted")
         return
-    data = df[~df["role"].isin(("heldout", "thermal"))] if "role" in df.columns else df
+    from calib.fit.ipp import EXCLUDED_ROLES
+
+    data = df[~df["role"].isin(EXCLUDED_ROLES)] if "role" in df.columns else df
     fit_dvfs(data, mem_units=mem_units, source=source).store(doc, "dvfs")
 
 

@@ -59,6 +59,14 @@ def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.nd
 
 def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
     """The input rows plus ``power_w_pred`` (and ``time_s_pred``, ``energy_j_pred``, ``temp_c_pred``)."""
+    df = df.copy()
+    clocks = doc.get("device", {}).get("clocks") or {}
+    for col in ("core_mhz", "mem_mhz"):  # a kernel description without clocks runs at the default ones
+        if clocks.get(col) is not None:
+            if col not in df.columns:
+                df[col] = float(clocks[col])
+            else:
+                df[col] = df[col].fillna(float(clocks[col]))
     out = df.copy()
     time_pred = None
     if "timing" in doc and any(c.startswith(CNT_PREFIX) for c in df.columns):

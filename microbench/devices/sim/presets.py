@@ -76,7 +76,8 @@ class Preset:
             extra={"units": list(self.units), "chip_units": [u for u, p in self.power.units.items() if p.chip],
                    "mem_domain_units": [u for u, p in self.power.units.items() if p.domain == "mem"],
                    "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes, "preset": self.name,
-                   "max_warps_per_sm": self.timing.max_warps_per_sm},
+                   "max_warps_per_sm": self.timing.max_warps_per_sm,
+                   "max_blocks_per_sm": self.timing.max_blocks_per_sm},
         )
 
     def v_core_rel(self, core_mhz: float) -> float:
