@@ -387,13 +387,19 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
             am = np.full(len(P), act_info["mem_mhz"])
         if act_info is not None and not is_mem.any():
             act_info, ac, am = None, None, None  # no memory units: nothing can become memory bound
-    # reference clocks (V = 1): the activity clocks when they are fitted levels, else the highest levels
+    # reference clocks (V = 1): the activity clocks (or the table's ref_ columns) when they are fitted
+    # levels, else the highest levels; predictions do not depend on this choice, only the normalisation
     f0c, f0m = float(lc[-1]), float(lm[-1])
+    want = None
     if act_info is not None:
-        if np.isclose(lc, act_info["core_mhz"]).any():
-            f0c = float(lc[np.isclose(lc, act_info["core_mhz"])][0])
-        if np.isclose(lm, act_info["mem_mhz"]).any():
-            f0m = float(lm[np.isclose(lm, act_info["mem_mhz"])][0])
+        want = (act_info["core_mhz"], act_info["mem_mhz"])
+    elif {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
+        want = (float(data["ref_core_mhz"].median()), float(data["ref_mem_mhz"].median()))
+    if want is not None:
+        if np.isclose(lc, want[0]).any():
+            f0c = float(lc[np.isclose(lc, want[0])][0])
+        if np.isclose(lm, want[1]).any():
+            f0m = float(lm[np.isclose(lm, want[1])][0])
     if ref_clocks is not None:
         for dom, want, lv in (("core", ref_clocks[0], lc), ("memory", ref_clocks[1], lm)):
             if not np.isclose(lv, want).any():
