@@ -586,11 +586,15 @@ def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str
     ``df``: samples table (``power_w``, ``core_mhz``, ``mem_mhz``, ``act_<unit>``; ``workload`` and
     ``temp_c`` optional; ``ref_core_mhz``/``ref_mem_mhz`` when the activities were measured at other
     clocks than the row's). ``mem_units``: units of the memory clock domain (default: the contract's
-    name rule). ``ar_form``: access-rate transform of every unit (``"pow"``, ``"log"`` or ``"linear"``),
-    ``ar_forms`` per-unit overrides. ``activity_clocks``: ``"auto"`` (from the ref_ columns, or the
-    highest clocks when every workload repeats its activities across clocks), ``"off"``, or a
-    ``(core_mhz, mem_mhz)`` pair. ``method``: ``"joint"`` or ``"alternating"`` (module docstring).
-    With one clock configuration the model reduces to the IPP form.
+    name rule). ``ar_form``: access-rate transform of every unit (``"tpow"`` default, ``"boxcox"``,
+    ``"pow"``, ``"log"``, ``"linear"``; :mod:`calib.model.dvfs`), ``ar_forms`` per-unit overrides,
+    ``ar_threshold`` the tpow threshold (None: fitted), ``fit_log_a`` whether the IPP log slope is
+    fitted. ``activity_clocks``: ``"auto"`` (from the ref_ columns, or the highest clocks when every
+    workload repeats its activities across clocks), ``"off"``, or a ``(core_mhz, mem_mhz)`` pair.
+    ``ref_clocks``: the clock levels where V = 1. ``weighting``: ``"relative"`` or ``"absolute"``
+    residuals. ``active_terms``: allow the active-domain terms. ``ridge``: penalty on unit weights
+    (fraction of power per W; 0 = none). ``method``: ``"joint"`` or ``"alternating"`` (module
+    docstring). With one clock configuration the model reduces to the IPP form.
     """
     if method not in ("joint", "alternating"):
         raise BadInputError(f"unknown fit method {method!r} (expected 'joint' or 'alternating')")
