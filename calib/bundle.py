@@ -141,11 +141,17 @@ def _refit_ipp(doc: dict, df: pd.DataFrame) -> Any:
 
 def _refit_dvfs(doc: dict, section: str, df: pd.DataFrame) -> Any:
     from calib.fit.dvfs import fit_dvfs
+    from calib.fit.ipp import EXCLUDED_ROLES
 
     sec = doc[section]
     stats = doc.get("fit", {}).get(section, {})
-    if section == "dvfs" and "role" in df.columns:  # the session pipeline fits the grid without held-out rows
-        df = df[~df["role"].astype(str).isin(("heldout", "thermal"))]
+    if "role" in df.columns:  # as the fits: without held-out, thermal and timing rows
+        df = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)]
+    tc = sec.get("temperature_correction")
+    if tc and "temp_c" in df.columns:  # the pipeline brings power to the idle temperature first
+        df = df.copy()
+        df["power_w"] = df["power_w"] - tc["sigma_w_per_c"] * (df["temp_c"].fillna(tc["idle_temp_c"]) - tc["idle_temp_c"])
+        df = df.drop(columns=["temp_c"])
     act = sec.get("activity_clocks")
     kw: dict[str, Any] = {"activity_clocks": "off" if act is None else (float(act["core_mhz"]), float(act["mem_mhz"]))}
     for k in ("method", "weighting"):
@@ -313,7 +319,12 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> 
                 samples = read_samples(root / man["samples"], require_power=True)
             except BadInputError as e:
                 raise BundleError(f"{label}/{man['samples']}: {e}") from e
-        checked = check_refit(doc, samples, f"{label}/{man['parameters']}", man["samples"])
+        try:
+            checked = check_refit(doc, samples, f"{label}/{man['parameters']}", man["samples"])
+        except BundleError as e:
+            pub = man.get("toolkit_version")
+            raise BundleError(f"{e} [published with calib {pub}, verified with calib {__version__}"
+                              + ("" if pub == __version__ else ": a different fitter can land elsewhere") + "]") from e
     return Verification(root, man, n, swarn, checked)
 
 

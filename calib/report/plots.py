@@ -21,6 +21,7 @@ from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from calib.fit.ipp import EXCLUDED_ROLES as NOT_TRAINING
 from calib.model.arfunc import LOG, ar_transform
 from calib.samples import ACT_PREFIX
 
@@ -28,11 +29,9 @@ from calib.samples import ACT_PREFIX
 ROLE_COLOURS = {"idle": "#999999", "idle_kernel": "#666666", "unit": "#0072B2", "sm_sweep": "#CC79A7",
                 "timing": "#56B4E9", "heldout": "#E69F00", "dvfs": "#009E73", "thermal": "#D55E00", "": "#0072B2"}
 ROLE_LABELS = {"idle": "idle", "idle_kernel": "launch-only kernel", "unit": "unit benchmark (training)",
-               "sm_sweep": "active-SM sweep (training)", "timing": "timing benchmark (training)",
+               "sm_sweep": "active-SM sweep (training)", "timing": "timing benchmark (not in the power fit)",
                "heldout": "held-out workload", "dvfs": "DVFS grid", "": "sample"}
 ROLE_ORDER = ("idle", "idle_kernel", "unit", "sm_sweep", "timing", "dvfs", "heldout")
-#: roles the power fits leave out (calib.fit.ipp.EXCLUDED_ROLES); every other row trained the model
-NOT_TRAINING = ("heldout", "thermal")
 #: above this many workloads, per-workload bar charts group workloads by benchmark family
 MAX_BARS = 80
 
