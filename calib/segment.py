@@ -9,7 +9,9 @@ IPP eq. (10):
     AR_unit = DAC_per_th_unit x Warps_per_SM / (Exec_cycles x warp_issue_per_cycle)
 
 (the paper's ``Exec_cycles / 4`` is ``Exec_cycles x 1/4`` for GT200, which issues one warp instruction
-every 4 cycles). Idle windows become rows with all activities 0 and role ``idle``. Thermal steps are
+every 4 cycles). Memory-domain units (DRAM) count accesses per memory cycle instead, scaled at the
+default clock ratio: identical to eq. (10) at the default clocks, and their domain's utilization at
+other clocks. Idle windows become rows with all activities 0 and role ``idle``. Thermal steps are
 returned separately as traces (:func:`thermal_steps`).
 """
 
@@ -26,7 +28,7 @@ import pandas as pd
 from calib.errors import BadInputError
 from calib.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.session import Session
-from calib.units import INSTRUCTION_CLASSES, mem_intensity, unit_counts
+from calib.units import INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
 
 #: power column preference in a device (NVML-like) stream
 POWER_COLUMNS = ("power_w", "power_avg_w")
@@ -134,6 +136,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
     dev = man["device"]
     plan = {p["name"]: p for p in man.get("plan", [])}
     units = list(dev.get("units") or [])
+    mem_units = set(dev.get("mem_domain_units") or [u for u in units if in_memory_domain(u)])
     issue = dev.get("warp_issue_per_cycle")
     if not issue:
         raise BadInputError(f"{session.path}/manifest.json: device.warp_issue_per_cycle missing; cannot compute access rates")
@@ -201,8 +204,13 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
                     "energy_j": rec["energy_counter_j"] / launches if launches > 0 else math.nan,
                     "mem_intensity": mem_intensity(per_warp), "warps_per_sm": wps,
                     "blocks": launch["blocks"], "threads_per_block": launch["threads_per_block"]})
+        # memory-domain units: accesses per memory cycle, scaled at the default clock ratio (equal to
+        # IPP eq. 10 at the default clocks; at other clocks the utilization of the memory domain)
+        mem_ratio = (core / mem) / (dev["clocks"]["core_mhz"] / dev["clocks"]["mem_mhz"])
         for u in units:
             ar = counts.get(u, 0.0) * wps / (cycles * issue) if cycles > 0 else math.nan
+            if u in mem_units:
+                ar *= mem_ratio
             if ar > 1.0 + 0.02:
                 warnings.warn(f"{w.workload}: access rate of {u} is {ar:.3f} > 1; measured kernel time too short? clipped to 1")
             rec[ACT_PREFIX + u] = min(1.0, ar)

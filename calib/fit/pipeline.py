@@ -92,7 +92,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     fitter.section().store(doc, "power")
     out = FitOutcome(doc, df, list(fitter.warnings_))
     if len(table_info(df).clock_configs) > 1:
-        _fit_dvfs_into(doc, df, mem_u, str(path))
+        _fit_dvfs_into(doc, df, mem_u, str(path), sigma, idle_temp)
     from calib.fit.timing import fit_timing
 
     timing = fit_timing(df, dev, man.get("plan"))
@@ -118,7 +118,16 @@ def _ipp_predict_with(doc: dict) -> Callable[[dict, pd.DataFrame], np.ndarray]:
     return predict
 
 
-def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, source: str) -> None:
+def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, source: str,
+                   sigma: float | None = None, idle_temp_c: float | None = None) -> None:
+    """The ``dvfs`` section from every clock configuration of a session.
+
+    With a thermal fit, power is first brought to the idle temperature with its sigma (IPP eq. 22) and
+    the temperature column is left out: within a campaign the window temperature follows the window's
+    own power, so a leakage slope fitted here would soak up dynamic power (seen: ~20 W/C against the
+    thermal fit's ~0.3 W/C). Predictions add the same correction back (calib.model.predict). Rows of the
+    active-SM sweep stay out (the DVFS model has no active-SM term; the IPP section covers it).
+    """
     try:
         from calib.fit.dvfs import fit_dvfs
     except ImportError:  # the DVFS fitter is optional until installed
@@ -129,7 +138,18 @@ def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, sour
     from calib.fit.ipp import EXCLUDED_ROLES
 
     data = df[~df["role"].isin(EXCLUDED_ROLES)] if "role" in df.columns else df
-    fit_dvfs(data, mem_units=mem_units, source=source).store(doc, "dvfs")
+    if "active_sms" in data.columns:  # the DVFS model has no active-SM term: whole-GPU rows only
+        data = data[data["active_sms"].isna() | (data["active_sms"] >= data["active_sms"].max())]
+    correction = None
+    if sigma is not None and idle_temp_c is not None and "temp_c" in data.columns:
+        data = data.copy()
+        data["power_w"] = data["power_w"] - sigma * (data["temp_c"].fillna(idle_temp_c) - idle_temp_c)
+        data = data.drop(columns=["temp_c"])
+        correction = {"sigma_w_per_c": sigma, "idle_temp_c": idle_temp_c}
+    # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
+    sec = fit_dvfs(data, mem_units=mem_units, source=source, ar_threshold=None)
+    sec.structure["temperature_correction"] = correction
+    sec.store(doc, "dvfs")
 
 
 def _cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], P.SectionFit],

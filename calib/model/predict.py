@@ -23,9 +23,16 @@ from calib.units import INSTRUCTION_CLASSES, MEMORY_CLASSES
 
 
 def _dvfs_predict(section: dict, df: pd.DataFrame) -> np.ndarray:
+    """DVFS model power, plus the thermal fit's static-power correction when the section was fitted
+    on temperature-corrected power (sessions with a thermal fit)."""
     from calib.model.dvfs import predict_power
 
-    return predict_power(section, df)
+    p = predict_power(section, df)
+    corr = section.get("temperature_correction")
+    if corr and "temp_c" in df.columns:
+        dt = np.nan_to_num(df["temp_c"].to_numpy(float) - corr["idle_temp_c"], nan=0.0)
+        p = p + corr["sigma_w_per_c"] * dt
+    return p
 
 
 def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:

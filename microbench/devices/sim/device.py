@@ -131,6 +131,12 @@ class VirtualGPU(Device):
         cycles = t_true * fc * 1e6
         wps = workload.launch.warps_per_sm
         ar = {u: min(1.0, counts[u] * wps / (cycles * p.timing.warp_issue_per_cycle)) for u in p.power.units}
+        # memory-domain units are driven by their accesses per memory cycle (IPP's per-core-cycle rate,
+        # converted at the default clock ratio so both agree at the default clocks)
+        ratio = (fc / fm) / (self.info.default_core_mhz / self.info.default_mem_mhz)
+        for u, up in p.power.units.items():
+            if up.domain == "mem":
+                ar[u] = min(1.0, ar[u] * ratio)
         s_core, s_mem = p.scales(fc, fm)
         return t_true, load_for(p.power, ar, workload.launch.active_sms, self.info.sm_count, s_core, s_mem)
 
