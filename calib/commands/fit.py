@@ -18,6 +18,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also report K-fold cross-validated MAPE, folds by workload")
     p.add_argument("--sm-count", type=int, default=None,
                    help="number of SMs (samples tables only; default 1: MaxPower values are per chip)")
+    g = p.add_argument_group("DVFS model (tables with several clock configurations)")
+    g.add_argument("--ar-form", default=None, choices=["tpow", "boxcox", "pow", "log", "linear"],
+                   help="access-rate transform of every unit (default: tpow, thresholded power)")
+    g.add_argument("--ar-threshold", default=None, metavar="T|fit",
+                   help="activity threshold of the tpow transform, or 'fit' (default 0.03)")
+    g.add_argument("--fit-method", default=None, choices=["joint", "alternating"],
+                   help="joint bounded least squares (default) or gpmTOOL's alternating scheme")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +36,22 @@ def run(args: argparse.Namespace) -> int:
     if args.cv is not None and args.cv < 2:
         raise BadInputError("--cv needs K >= 2")
     mem = set(u.strip() for u in args.mem_units.split(",") if u.strip()) if args.mem_units else None
-    out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count)
+    dvfs_opts: dict = {}
+    if args.ar_form:
+        dvfs_opts["ar_form"] = args.ar_form
+    if args.ar_threshold is not None:
+        if args.ar_threshold == "fit":
+            dvfs_opts["ar_threshold"] = None
+        else:
+            try:
+                dvfs_opts["ar_threshold"] = float(args.ar_threshold)
+            except ValueError:
+                raise BadInputError(f"--ar-threshold: {args.ar_threshold!r} is neither a number nor 'fit'") from None
+            if not 0.0 < dvfs_opts["ar_threshold"] < 1.0:
+                raise BadInputError("--ar-threshold must be in (0, 1)")
+    if args.fit_method:
+        dvfs_opts["method"] = args.fit_method
+    out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts)
     params.save(out.doc, args.output)
     print(fit_summary(out.doc))
     if out.cv is not None:

@@ -163,7 +163,7 @@ def _cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], P.Se
 
 
 def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv: int | None = None,
-              sm_count: int | None = None) -> FitOutcome:
+              sm_count: int | None = None, dvfs_options: dict | None = None) -> FitOutcome:
     """Fit the power model of a samples table (IPP for one clock configuration, DVFS for several)."""
     path = Path(path)
     df = read_samples(path, require_power=True)
@@ -177,10 +177,11 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
         from calib.fit.dvfs import fit_dvfs
         from calib.model.dvfs import predict_power
 
-        sec = fit_dvfs(df, mem_units=mem_units, source=str(path))
+        opts = dict(dvfs_options or {})
+        sec = fit_dvfs(df, mem_units=mem_units, source=str(path), **opts)
         sec.store(doc, "power")
         if cv:
-            out.cv = _cross_validate(df, cv, lambda d: fit_dvfs(d, mem_units=mem_units, source=str(path)),
+            out.cv = _cross_validate(df, cv, lambda d: fit_dvfs(d, mem_units=mem_units, source=str(path), **opts),
                                      lambda s, d: predict_power(s, d))
     else:
         st = IppStructure(sm_count=int(sm_count or 1), chip_units=frozenset() if not sm_count else frozenset(CHIP_UNITS),
@@ -204,5 +205,6 @@ def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
         if not (p / MANIFEST_NAME).exists():
             raise BadInputError(f"{p}: directory without {MANIFEST_NAME}; expected a session directory or a samples CSV")
         kw.pop("sm_count", None)
+        kw.pop("dvfs_options", None)
         return fit_session(p, **kw)
     return fit_table(p, **kw)
