@@ -140,22 +140,39 @@ def _refit_ipp(doc: dict, df: pd.DataFrame) -> Any:
 
 
 def _refit_dvfs(doc: dict, section: str, df: pd.DataFrame) -> Any:
+    """Refit a DVFS section with the options its parameters and structure record.
+
+    Rows as the fits take them: a table fit (section ``power``) uses every row; the session pipeline
+    (section ``dvfs``) leaves out held-out, thermal and timing rows and the active-SM sweep, and brings
+    power to the idle temperature when its structure records a ``temperature_correction``.
+    """
     from calib.fit.dvfs import fit_dvfs
     from calib.fit.ipp import EXCLUDED_ROLES
 
     sec = doc[section]
+    pars = sec["parameters"]
     stats = doc.get("fit", {}).get(section, {})
-    if "role" in df.columns:  # as the fits: without held-out, thermal and timing rows
-        df = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)]
+    if section == "dvfs":
+        if "role" in df.columns:
+            df = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)]
+        if "active_sms" in df.columns:  # whole-GPU rows only: the DVFS model has no active-SM term
+            df = df[df["active_sms"].isna() | (df["active_sms"] >= df["active_sms"].max())]
     tc = sec.get("temperature_correction")
-    if tc and "temp_c" in df.columns:  # the pipeline brings power to the idle temperature first
+    if tc and "temp_c" in df.columns:
         df = df.copy()
         df["power_w"] = df["power_w"] - tc["sigma_w_per_c"] * (df["temp_c"].fillna(tc["idle_temp_c"]) - tc["idle_temp_c"])
         df = df.drop(columns=["temp_c"])
     act = sec.get("activity_clocks")
     kw: dict[str, Any] = {"activity_clocks": "off" if act is None else (float(act["core_mhz"]), float(act["mem_mhz"]))}
-    for k in ("method", "weighting"):
-        if stats.get(k):
+    ref = sec.get("ref_clocks")
+    if ref:
+        kw["ref_clocks"] = (float(ref["core_mhz"]), float(ref["mem_mhz"]))
+    if "ar_tp_threshold" in pars:  # fitted (varied) or given (fixed)
+        kw["ar_threshold"] = None if pars["ar_tp_threshold"].get("vary", True) else float(pars["ar_tp_threshold"]["value"])
+    if "ar_log_a" in pars and not pars["ar_log_a"].get("vary", True):
+        kw["fit_log_a"] = False
+    for k in ("method", "weighting", "ridge"):
+        if stats.get(k) is not None:
             kw[k] = stats[k]
     return fit_dvfs(df, mem_units={u["name"] for u in sec["units"] if u.get("domain") == "mem"},
                     ar_forms={u["name"]: u.get("ar_form", "linear") for u in sec["units"]}, **kw)
