@@ -147,21 +147,14 @@ def _refit_dvfs(doc: dict, section: str, df: pd.DataFrame) -> Any:
     power to the idle temperature when its structure records a ``temperature_correction``.
     """
     from calib.fit.dvfs import fit_dvfs
-    from calib.fit.ipp import EXCLUDED_ROLES
+    from calib.fit.pipeline import dvfs_training_rows
 
     sec = doc[section]
     pars = sec["parameters"]
     stats = doc.get("fit", {}).get(section, {})
-    if section == "dvfs":
-        if "role" in df.columns:
-            df = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)]
-        if "active_sms" in df.columns:  # whole-GPU rows only: the DVFS model has no active-SM term
-            df = df[df["active_sms"].isna() | (df["active_sms"] >= df["active_sms"].max())]
-    tc = sec.get("temperature_correction")
-    if tc and "temp_c" in df.columns:
-        df = df.copy()
-        df["power_w"] = df["power_w"] - tc["sigma_w_per_c"] * (df["temp_c"].fillna(tc["idle_temp_c"]) - tc["idle_temp_c"])
-        df = df.drop(columns=["temp_c"])
+    tc = sec.get("temperature_correction") or {}
+    if section == "dvfs":  # the session pipeline's rows (a table fit, section "power", uses them all)
+        df, _ = dvfs_training_rows(df, tc.get("sigma_w_per_c"), tc.get("idle_temp_c"))
     act = sec.get("activity_clocks")
     kw: dict[str, Any] = {"activity_clocks": "off" if act is None else (float(act["core_mhz"]), float(act["mem_mhz"]))}
     ref = sec.get("ref_clocks")

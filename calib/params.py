@@ -187,6 +187,24 @@ def save(doc: dict, path: str | os.PathLike) -> None:
     atomic_write_json(path, doc)
 
 
+def toolkit_commit() -> str | None:
+    """Git commit of the toolkit's source tree (with '+dirty' when it has local changes), or None when
+    the toolkit is not run from a git checkout."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sha + ("+dirty" if dirty else "") if sha else None
+
+
 def new_document(device: dict, sources: list[dict], campaign: dict | None = None,
                  created_utc: str | None = None) -> dict:
     """An empty parameter document for ``device`` with provenance filled in."""
@@ -195,6 +213,7 @@ def new_document(device: dict, sources: list[dict], campaign: dict | None = None
         "device": copy.deepcopy(device),
         "provenance": {
             "toolkit_version": __version__,
+            "toolkit_commit": toolkit_commit(),
             "created_utc": created_utc or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "sources": sources,
             "campaign": campaign,

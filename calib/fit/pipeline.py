@@ -77,7 +77,10 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
 
         temp = idle["temp_c"].to_numpy(float) if "temp_c" in idle.columns else np.array([np.nan])
         it = float(np.nanmean(temp))
-        it_se = float(np.nanstd(temp, ddof=1) / math.sqrt(len(temp))) if len(temp) > 1 else None
+        # the sensor reads whole degrees: its quantization (1/sqrt(12) C) does not average out when the
+        # temperature is steady, so it floors the standard error
+        it_se = max(float(np.nanstd(temp, ddof=1) / math.sqrt(len(temp))) if len(temp) > 1 else 0.0,
+                    1.0 / math.sqrt(12.0))
         th = ThermalFitter().fit(steps, it, it_se, float(idle["power_w"].mean()), fan_sweep(sess, power))
         th.section().store(doc, "thermal")
         vals = {p.name: p.value for p in th.params_}
@@ -135,9 +138,24 @@ def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, sour
 
         warnings.warn("several clock configurations present but the DVFS fitter is not available; DVFS not fitted")
         return
+    data, correction = dvfs_training_rows(df, sigma, idle_temp_c)
+    # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
+    sec = fit_dvfs(data, mem_units=mem_units, source=source, ar_threshold=None)
+    sec.structure["temperature_correction"] = correction
+    sec.store(doc, "dvfs")
+
+
+def dvfs_training_rows(df: pd.DataFrame, sigma: float | None = None,
+                       idle_temp_c: float | None = None) -> tuple[pd.DataFrame, dict | None]:
+    """The rows a session's DVFS fit uses, and the temperature correction applied to them.
+
+    Drops held-out, thermal and timing rows and the active-SM sweep (whole-GPU rows only); with a
+    thermal fit, brings power to the idle temperature (power - sigma x (temp_c - idle_temp_c)) and drops
+    ``temp_c``. Returns (rows, {"sigma_w_per_c", "idle_temp_c"} or None).
+    """
     from calib.fit.ipp import EXCLUDED_ROLES
 
-    data = df[~df["role"].isin(EXCLUDED_ROLES)] if "role" in df.columns else df
+    data = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)] if "role" in df.columns else df
     if "active_sms" in data.columns:  # the DVFS model has no active-SM term: whole-GPU rows only
         data = data[data["active_sms"].isna() | (data["active_sms"] >= data["active_sms"].max())]
     correction = None
@@ -146,10 +164,7 @@ def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, sour
         data["power_w"] = data["power_w"] - sigma * (data["temp_c"].fillna(idle_temp_c) - idle_temp_c)
         data = data.drop(columns=["temp_c"])
         correction = {"sigma_w_per_c": sigma, "idle_temp_c": idle_temp_c}
-    # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
-    sec = fit_dvfs(data, mem_units=mem_units, source=source, ar_threshold=None)
-    sec.structure["temperature_correction"] = correction
-    sec.store(doc, "dvfs")
+    return data, correction
 
 
 def _cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], P.SectionFit],
