@@ -38,6 +38,8 @@ EXTRA_COLUMNS = (
     "role", "stresses", "segment",
     "ref_core_mhz",     # core clock at which the act_ columns were measured, when not the row's (gpmTOOL tables)
     "ref_mem_mhz",      # memory clock at which the act_ columns were measured, likewise
+    # timing inputs of a kernel description (MWP/CWP, Wang & Chu)
+    "ilp", "uncoal_frac", "trans_per_uncoal", "ind_mem_insts", "sync_insts", "l2_hit_rate", "active_blocks_per_sm",
 )
 TEXT_COLUMNS = ("workload", "role", "stresses")
 ACT_PREFIX = "act_"

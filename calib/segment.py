@@ -204,6 +204,11 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
                     "energy_j": rec["energy_counter_j"] / launches if launches > 0 else math.nan,
                     "mem_intensity": mem_intensity(per_warp), "warps_per_sm": wps,
                     "blocks": launch["blocks"], "threads_per_block": launch["threads_per_block"]})
+        kparams = decl.get("params") or {}
+        if "ilp" in kparams:  # timing inputs of the kernel description (MWP/CWP: independent chains)
+            rec["ilp"] = float(kparams["ilp"])
+        if "coalesced" in kparams:
+            rec["uncoal_frac"] = 0.0 if kparams["coalesced"] else 1.0
         # memory-domain units: accesses per memory cycle, scaled at the default clock ratio (equal to
         # IPP eq. 10 at the default clocks; at other clocks the utilization of the memory domain)
         mem_ratio = (core / mem) / (dev["clocks"]["core_mhz"] / dev["clocks"]["mem_mhz"])
