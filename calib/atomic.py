@@ -9,9 +9,38 @@ from pathlib import Path
 from typing import Any
 
 
+def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
+    """Refuse (BadInputError) an output path that is a directory or whose parent is a file; call it
+    before long work so that a typo does not cost the work."""
+    from calib.errors import BadInputError
+
+    path = Path(path)
+    if path.is_dir():
+        raise BadInputError(f"{path}: is a directory; the {what} must be a file path")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise BadInputError(f"{path}: {parent} is not a directory")
+            break
+    return path
+
+
+def check_output_dir(path: str | os.PathLike, what: str = "output directory") -> Path:
+    """Refuse (BadInputError) a directory path that exists as a file (or has a file as an ancestor)."""
+    from calib.errors import BadInputError
+
+    path = Path(path)
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise BadInputError(f"{what} {path}: {p} exists and is not a directory")
+            break
+    return path
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
-    path = Path(path)
+    path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -27,8 +27,9 @@ class NotFittedError(CalibError, ValueError):
     """A model was used before ``fit`` gave it parameters."""
 
 
-class FitError(CalibError):
-    """A fit could not be carried out (e.g. too few samples for the parameters asked for)."""
+class FitError(BadInputError):
+    """The data cannot support the fit (e.g. too few samples for the parameters, nothing varies): bad
+    input, exit status 2."""
 
 
 class DeviceError(CalibError):

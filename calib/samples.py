@@ -145,10 +145,25 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
             raise BadInputError(
                 f"{source}: row {i + 1}, column '{col}': activity {float(v[i]):g} outside [0, 1] "
                 "(activities are access rates or utilizations)")
-    for col in ("power_w", "core_mhz", "mem_mhz", "time_s", "active_sms"):
+    names = out["workload"].astype(str).str.strip()
+    if (names == "").any():
+        i = int(np.flatnonzero((names == "").to_numpy())[0])
+        raise BadInputError(f"{source}: row {i + 1}, column 'workload': empty name")
+    for col in out.columns:
+        if col in TEXT_COLUMNS:
+            continue
+        v = out[col].to_numpy(dtype=float)
+        if np.isinf(v).any():
+            i = int(np.flatnonzero(np.isinf(v))[0])
+            raise BadInputError(f"{source}: row {i + 1}, column '{col}': {v[i]} is not a finite number")
+    # physically meaningful ranges (a GPU system draws well under 100 kW)
+    for col, lo, hi, strict in (("power_w", 0.0, 1e5, False), ("core_mhz", 0.0, 1e5, True),
+                                ("mem_mhz", 0.0, 1e5, True), ("time_s", 0.0, np.inf, True),
+                                ("active_sms", 0.0, 1e5, True), ("energy_j", 0.0, np.inf, False),
+                                ("temp_c", -100.0, 250.0, False)):
         if col in out.columns:
             v = out[col].to_numpy()
-            bad = (v < 0) | np.isinf(v) if col == "power_w" else (v <= 0) | np.isinf(v)
+            bad = ((v <= lo) if strict else (v < lo)) | (v > hi)
             bad &= ~np.isnan(v)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])

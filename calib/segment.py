@@ -118,11 +118,22 @@ def _window_rows(df: pd.DataFrame, w: Window, settle_s: float = 0.0) -> pd.DataF
     return df[sel]
 
 
-def _energy_j(rows: pd.DataFrame) -> float:
-    """Energy from the total-energy counter (mJ) over the rows, handling a counter reset."""
-    if "energy_mj" not in rows.columns or len(rows) < 2:
+def _energy_j(df: pd.DataFrame, w: Window) -> float:
+    """Energy (J) from the total-energy counter (mJ) over the whole window, from the last reading at
+    or before its start to the last at or before its end (the same interval as its launch count);
+    an interval in which the counter went backwards (reset or wrap) is skipped with a warning."""
+    if "energy_mj" not in df.columns:
         return math.nan
-    e = rows["energy_mj"].to_numpy(dtype=float)
+    t = df["t_mono_s"].to_numpy()
+    seg = df["segment"].to_numpy() == w.segment
+    before = np.flatnonzero(seg & (t <= w.t0 + _EDGE_EPS_S))
+    inside = np.flatnonzero(seg & (t > w.t0 + _EDGE_EPS_S) & (t <= w.t1 + _EDGE_EPS_S))
+    if len(inside) == 0:
+        return math.nan
+    idx = np.concatenate([before[-1:], inside]) if len(before) else inside
+    if len(idx) < 2:
+        return math.nan
+    e = df["energy_mj"].to_numpy(dtype=float)[idx]
     d = np.diff(e)
     d = np.where(d < 0, np.nan, d)  # a reset or wrap: that interval's energy is unknown
     if np.isnan(d).any():
@@ -130,16 +141,68 @@ def _energy_j(rows: pd.DataFrame) -> float:
     return float(np.nansum(d)) / 1000.0
 
 
+def _positive(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise BadInputError(f"{where}: {value!r} is not a positive number")
+    return float(value)
+
+
+def _check_plan(session: Session) -> dict[str, dict]:
+    """The manifest's plan by workload name, checked for what access rates need."""
+    where = f"{session.path}/manifest.json"
+    plan = session.manifest.get("plan", [])
+    if not isinstance(plan, list):
+        raise BadInputError(f"{where}: field 'plan' must be a list of benchmarks")
+    out = {}
+    for i, p in enumerate(plan):
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str):
+            raise BadInputError(f"{where}: plan[{i}] must be an object with a 'name'")
+        w = f"{where}: plan[{i}] ({p['name']})"
+        launch = p.get("launch")
+        if not isinstance(launch, dict):
+            raise BadInputError(f"{w}: field 'launch' missing (blocks, threads_per_block, active_sms)")
+        for f in ("blocks", "threads_per_block", "active_sms"):
+            _positive(launch.get(f), f"{w}: launch.{f}")
+        pw = p.get("per_warp")
+        if not isinstance(pw, dict):
+            raise BadInputError(f"{w}: field 'per_warp' missing (instruction class -> per-warp count)")
+        for c, v in pw.items():
+            if c not in INSTRUCTION_CLASSES:
+                raise BadInputError(f"{w}: per_warp.{c}: unknown instruction class (known: {', '.join(INSTRUCTION_CLASSES)})")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise BadInputError(f"{w}: per_warp.{c}: {v!r} is not a non-negative number")
+        for f in ("role", "stresses"):
+            if not isinstance(p.get(f), str):
+                raise BadInputError(f"{w}: field '{f}' missing")
+        out[p["name"]] = p
+    return out
+
+
 def session_samples(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
     """The samples table of a session (see module docstring)."""
     man = session.manifest
     dev = man["device"]
-    plan = {p["name"]: p for p in man.get("plan", [])}
+    where = f"{session.path}/manifest.json"
+    plan = _check_plan(session)
     units = list(dev.get("units") or [])
-    mem_units = set(dev.get("mem_domain_units") or [u for u in units if in_memory_domain(u)])
+    if not all(isinstance(u, str) for u in units):
+        raise BadInputError(f"{where}: device.units must be a list of unit names")
+    mem_units = dev.get("mem_domain_units")
+    if mem_units is not None and (not isinstance(mem_units, list) or not all(isinstance(u, str) for u in mem_units)):
+        raise BadInputError(f"{where}: device.mem_domain_units must be a list of unit names")
+    mem_units = set(mem_units or [u for u in units if in_memory_domain(u)])
     issue = dev.get("warp_issue_per_cycle")
-    if not issue:
-        raise BadInputError(f"{session.path}/manifest.json: device.warp_issue_per_cycle missing; cannot compute access rates")
+    if issue is None:
+        raise BadInputError(f"{where}: device.warp_issue_per_cycle missing; cannot compute access rates")
+    issue = _positive(issue, f"{where}: device.warp_issue_per_cycle")
+    clocks = dev.get("clocks")
+    if not isinstance(clocks, dict):
+        raise BadInputError(f"{where}: device.clocks missing (core_mhz, mem_mhz)")
+    core0 = _positive(clocks.get("core_mhz"), f"{where}: device.clocks.core_mhz")
+    mem0 = _positive(clocks.get("mem_mhz"), f"{where}: device.clocks.mem_mhz")
+    sm_count = dev.get("sm_count")
+    if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
+        raise BadInputError(f"{where}: device.sm_count {sm_count!r} is not a positive integer")
     pname = power_stream(session, power)
     pdf = session.stream(pname)
     if len(pdf) == 0:
@@ -161,7 +224,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
             rec["temp_start_c"] = float(rw["temp_c"].iloc[0])
         if "fan_pct" in rw.columns and len(rw):
             rec["fan_pct"] = float(rw["fan_pct"].mean())
-        rec["energy_counter_j"] = _energy_j(rw)
+        rec["energy_counter_j"] = _energy_j(pdf, w)
         if wdf is not None:
             ww = _window_rows(wdf, w, settle_s)
             rec["wall_power_w"] = float(ww["power_w"].mean()) if len(ww) else math.nan
@@ -174,8 +237,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if len(rw) < 3:
             continue
         rec = common(rw, w)
-        rec.update({"role": "idle", "stresses": "none", "core_mhz": dev["clocks"]["core_mhz"],
-                    "mem_mhz": dev["clocks"]["mem_mhz"], "active_sms": dev["sm_count"]})
+        rec.update({"role": "idle", "stresses": "none", "core_mhz": core0, "mem_mhz": mem0, "active_sms": sm_count})
         for u in units:
             rec[ACT_PREFIX + u] = 0.0
         rows.append(rec)
@@ -189,9 +251,12 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if len(rw) < 3:
             short += 1
             continue
-        kt = float(w.info.get("kernel_time_s", math.nan))
-        core = float(w.info.get("core_mhz", dev["clocks"]["core_mhz"]))
-        mem = float(w.info.get("mem_mhz", dev["clocks"]["mem_mhz"]))
+        mk = f"{session.path}/markers.csv: measure_stop of {w.workload} (repeat {w.repeat}, segment {w.segment})"
+        if "kernel_time_s" not in w.info:
+            raise BadInputError(f"{mk}: no kernel_time_s; access rates need the measured kernel time")
+        kt = _positive(w.info["kernel_time_s"], f"{mk}: kernel_time_s")
+        core = _positive(w.info.get("core_mhz", core0), f"{mk}: core_mhz")
+        mem = _positive(w.info.get("mem_mhz", mem0), f"{mk}: mem_mhz")
         launch = decl["launch"]
         per_warp = decl["per_warp"]
         wps = launch["threads_per_block"] / 32.0 * launch["blocks"] / launch["active_sms"]
@@ -211,7 +276,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
             rec["uncoal_frac"] = 0.0 if kparams["coalesced"] else 1.0
         # memory-domain units: accesses per memory cycle, scaled at the default clock ratio (equal to
         # IPP eq. 10 at the default clocks; at other clocks the utilization of the memory domain)
-        mem_ratio = (core / mem) / (dev["clocks"]["core_mhz"] / dev["clocks"]["mem_mhz"])
+        mem_ratio = (core / mem) / (core0 / mem0)
         for u in units:
             ar = counts.get(u, 0.0) * wps / (cycles * issue) if cycles > 0 else math.nan
             if u in mem_units:
@@ -225,8 +290,9 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         rows.append(rec)
     if short:
         warnings.warn(f"{session.path}: {short} measurement windows had fewer than 3 power readings and were skipped")
-    if not rows:
-        raise BadInputError(f"{session.path}: no complete measurement windows (was the session killed before the first one?)")
+    if not any(r["role"] != "idle" for r in rows):
+        raise BadInputError(f"{session.path}: no complete measurement window of a workload (was the session "
+                            "killed before the first one finished?)")
     df = pd.DataFrame(rows)
     cnt_cols = [c for c in df.columns if c.startswith(CNT_PREFIX)]
     df[cnt_cols] = df[cnt_cols].fillna(0.0)

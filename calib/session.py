@@ -306,6 +306,8 @@ def read_manifest(path: str | os.PathLike) -> dict:
             man = json.load(fh)
     except json.JSONDecodeError as e:
         raise BadInputError(f"{mpath}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInputError(f"{mpath}: cannot be read ({e.__class__.__name__}: {e})") from e
     if not isinstance(man, dict):
         raise BadInputError(f"{mpath}: expected a JSON object")
     fmt = man.get("session_format")
@@ -314,6 +316,11 @@ def read_manifest(path: str | os.PathLike) -> dict:
     for key in ("device", "sensors"):
         if key not in man:
             raise BadInputError(f"{mpath}: required field '{key}' missing")
+    if not isinstance(man["device"], dict):
+        raise BadInputError(f"{mpath}: field 'device' must be an object")
+    sensors = man["sensors"]
+    if not isinstance(sensors, list) or not all(isinstance(x, dict) and isinstance(x.get("name"), str) for x in sensors):
+        raise BadInputError(f"{mpath}: field 'sensors' must be a list of objects with a 'name'")
     return man
 
 
@@ -325,8 +332,11 @@ def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:
     line-by-line check runs only to name what is wrong with a file it rejects.
     """
     path = Path(path)
-    with open(path, encoding="utf-8", newline="") as fh:
-        text = fh.read()
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInputError(f"{path}: cannot be read as a UTF-8 CSV stream ({e.__class__.__name__})") from e
     if not text:
         raise BadInputError(f"{path}: empty stream (no header)")
     dropped = 0
@@ -336,6 +346,9 @@ def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:
             text = text[: cut + 1]
             dropped = 1
     header = next(csv.reader([text.split("\n", 1)[0]]))
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        raise BadInputError(f"{path}: line 1: column '{dup[0]}' appears more than once")
     for col in TIME_COLUMNS:
         if col not in header:
             raise BadInputError(f"{path}: line 1: header lacks column '{col}'")
@@ -413,8 +426,20 @@ class Session:
 
     def markers(self) -> pd.DataFrame:
         df = self.stream(MARKERS_STREAM)
+        for col in MARKER_COLUMNS:
+            if col not in df.columns:
+                raise BadInputError(f"{self.path}/markers.csv: line 1: header lacks column '{col}'")
         df = df.copy()
-        df["info"] = [json.loads(s) if isinstance(s, str) and s else {} for s in df["info"]]
+        infos = []
+        for i, s in enumerate(df["info"]):
+            try:
+                v = json.loads(s) if isinstance(s, str) and s else {}
+            except json.JSONDecodeError as e:
+                raise BadInputError(f"{self.path}/markers.csv: line {i + 2}, column 'info': not valid JSON ({e.msg})") from e
+            if not isinstance(v, dict):
+                raise BadInputError(f"{self.path}/markers.csv: line {i + 2}, column 'info': expected a JSON object")
+            infos.append(v)
+        df["info"] = infos
         return df
 
     def is_complete(self) -> bool:

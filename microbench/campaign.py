@@ -68,8 +68,10 @@ def default_session_name(device: Device, campaign: str) -> str:
     return f"{ident}-{campaign}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
 
-def find_resumable(logs_dir: Path, device: Device, campaign: str, seed: int) -> Path | None:
-    """The newest incomplete session in ``logs_dir`` of the same device, campaign and seed."""
+def find_resumable(logs_dir: Path, device: Device, campaign: str, seed: int,
+                   fitted_dir: Path | None = None) -> Path | None:
+    """The newest session in ``logs_dir`` of the same device, campaign and seed that is incomplete, or
+    complete but without its parameter file in ``fitted_dir`` (interrupted during the fit)."""
     if not logs_dir.is_dir():
         return None
     found = []
@@ -80,8 +82,10 @@ def find_resumable(logs_dir: Path, device: Device, campaign: str, seed: int) -> 
             man = json.loads((d / MANIFEST_NAME).read_text(encoding="utf-8"))
             camp = man.get("campaign") or {}
             if (man.get("device", {}).get("uuid") == device.info.uuid and camp.get("name") == campaign
-                    and camp.get("seed") == seed and not read_session(d).is_complete()):
-                found.append(d)
+                    and camp.get("seed") == seed):
+                unfitted = fitted_dir is not None and not (Path(fitted_dir) / f"{d.name}.json").exists()
+                if not read_session(d).is_complete() or unfitted:
+                    found.append(d)
         except (OSError, ValueError, BadInputError):
             continue  # unreadable sessions are not ours to resume
     return max(found, key=lambda d: d.stat().st_mtime) if found else None
@@ -127,6 +131,9 @@ class Campaign:
             man = sess.manifest
             if man.get("campaign", {}).get("name") != self.campaign or man["device"].get("uuid") != self.device.info.uuid:
                 raise BadInputError(f"{session_dir}: session belongs to another device or campaign; not resuming it")
+            if man.get("campaign", {}).get("seed") != self.seed:
+                raise BadInputError(f"{session_dir}: session was started with --seed {man['campaign'].get('seed')}, "
+                                    f"not {self.seed}; resume it with the same seed")
             markers = sess.markers()
             done = {m["info"].get("step") for _, m in markers.iterrows() if m["event"] == "workload_done"}
             last_t = float(markers["t_mono_s"].max()) if len(markers) else 0.0

@@ -13,13 +13,34 @@ DESCRIPTION = (
     "session of the same device, campaign and seed).")
 
 
+def _session_name(text: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+=@,-]*", text) or text in (".", ".."):
+        raise argparse.ArgumentTypeError(
+            f"invalid session name {text!r}: one path component of letters, digits and _ . + = @ , - "
+            "(not starting with '.' or '-')")
+    return text
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: expected an integer >= 0") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"invalid seed {v}: expected an integer >= 0")
+    return v
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="sim:<preset> or cuda:<index> (see `calib devices`)")
     p.add_argument("--campaign", default="standard", choices=["quick", "standard", "full"], help="campaign size")
     p.add_argument("--logs-dir", default="logs", help="where session directories go (default: logs/)")
     p.add_argument("--fitted-dir", default="fitted", help="where parameter files go (default: fitted/)")
-    p.add_argument("--name", default=None, help="session name (default: <device>-<campaign>-<UTC time>)")
-    p.add_argument("--seed", type=int, default=0, help="noise seed of the virtual GPU (default 0)")
+    p.add_argument("--name", default=None, type=_session_name,
+                   help="session name, one path component (default: <device>-<campaign>-<UTC time>)")
+    p.add_argument("--seed", type=_seed, default=0, help="noise seed of the virtual GPU, >= 0 (default 0)")
     p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed")
 
 
@@ -39,24 +60,33 @@ def run(args: argparse.Namespace) -> int:
     from microbench.campaign import Campaign, default_session_name, find_resumable
     from microbench.devices import default_device_spec, open_device
 
+    from calib.atomic import check_output_dir
+    from calib.session import read_session
+
+    logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
+    check_output_dir(logs, "--logs-dir")       # before any work: a bad directory must not cost a campaign
+    check_output_dir(fitted, "--fitted-dir")
     spec = args.device or default_device_spec()
     device = open_device(spec, seed=args.seed)
-    logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
     try:
         if args.name:
             session = logs / args.name
         else:
-            found = None if args.new else find_resumable(logs, device, args.campaign, args.seed)
+            found = None if args.new else find_resumable(logs, device, args.campaign, args.seed, fitted)
             session = found or logs / default_session_name(device, args.campaign)
-        resuming = (session / "manifest.json").exists()
-        print(f"{'resuming' if resuming else 'running'} campaign '{args.campaign}' on {spec} "
-              f"({device.info.name}) -> {session}")
-        camp = Campaign(device, args.campaign, args.seed)
-        prog = Progress(len(camp.steps), "campaign", wants_progress(args))
-        camp.on_step = lambda k, n, name: (setattr(prog, "done", k), prog.update(0, name))
-        camp.run(session)
-        prog.done = len(camp.steps)
-        prog.close()
+        exists = (session / "manifest.json").exists()
+        complete = exists and read_session(session).is_complete()
+        if complete:  # measured already (e.g. killed during the fit): fit and write what is missing
+            print(f"session {session} is complete; fitting it")
+        else:
+            print(f"{'resuming' if exists else 'running'} campaign '{args.campaign}' on {spec} "
+                  f"({device.info.name}) -> {session}")
+            camp = Campaign(device, args.campaign, args.seed)
+            prog = Progress(len(camp.steps), "campaign", wants_progress(args))
+            camp.on_step = lambda k, n, name: (setattr(prog, "done", k), prog.update(0, name))
+            camp.run(session)
+            prog.done = len(camp.steps)
+            prog.close()
     finally:
         device.close()
 

@@ -54,11 +54,31 @@ class CVResult:
         return "\n".join(lines)
 
 
-def make_folds(workloads: pd.Series, k: int, seed: int = 0) -> list[list[str]]:
+def make_folds(workloads: pd.Series, k: int, seed: int = 0, strata: pd.Series | None = None) -> list[list[str]]:
     """Deal the distinct workload names (shuffled with ``seed``) into ``k`` folds of similar row counts.
 
     A workload is never split. Each workload, in shuffled order, joins the fold with the fewest rows.
+    With ``strata`` (one label per row, e.g. the unit a benchmark stresses) the workloads of each stratum
+    are spread over the folds, so that no fold takes away every benchmark of one unit (which would leave
+    that unit's parameters undetermined in training, a failure of the split, not of the model).
     """
+    if strata is not None:
+        wl = workloads.astype(str)
+        first = pd.DataFrame({"w": wl.to_numpy(), "s": strata.astype(str).to_numpy()}).drop_duplicates("w")
+        counts = wl.value_counts(sort=False)
+        rng = np.random.default_rng(seed)
+        folds_s: list[list[str]] = [[] for _ in range(k)]
+        sizes = np.zeros(k, dtype=int)
+        for _, grp in sorted(first.groupby("s"), key=lambda g: str(g[0])):
+            names = np.array(sorted(grp["w"]))
+            rng.shuffle(names)
+            for name in names:
+                # within a stratum, the fold with the fewest of this stratum, then the fewest rows
+                have = np.array([sum(1 for x in f if x in set(names)) for f in folds_s])
+                j = int(np.lexsort((sizes, have))[0])
+                folds_s[j].append(str(name))
+                sizes[j] += counts[name]
+        return folds_s
     counts = workloads.astype(str).value_counts(sort=False)
     names = np.array(sorted(counts.index))
     rng = np.random.default_rng(seed)
@@ -74,7 +94,8 @@ def make_folds(workloads: pd.Series, k: int, seed: int = 0) -> list[list[str]]:
 
 
 def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], SectionFit],
-                   predict: Callable[[dict, pd.DataFrame], np.ndarray], seed: int = 0) -> CVResult:
+                   predict: Callable[[dict, pd.DataFrame], np.ndarray], seed: int = 0,
+                   strata: str | None = None) -> CVResult:
     """Cross-validated error of ``fit``/``predict`` on ``df``, with folds by workload.
 
     ``df`` needs ``workload`` and ``power_w``. ``k`` must be between 2 and the number of workloads.
@@ -90,7 +111,7 @@ def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], Secti
     n_wl = wl.nunique()
     if k > n_wl:
         raise BadInputError(f"cannot make {k} folds by workload from {n_wl} workloads (use --cv {n_wl} or fewer)")
-    folds = make_folds(wl, int(k), seed)
+    folds = make_folds(wl, int(k), seed, df[strata] if strata and strata in df.columns else None)
     pred = pd.Series(np.nan, index=df.index, dtype=float)
     fold_of = pd.Series(-1, index=df.index, dtype=int)
     seen: dict[str, None] = {}

@@ -105,6 +105,7 @@ class IppPowerFitter:
             raise FitError("no unit activity varies across the samples; nothing to fit")
         self.units_ = units
         self.structure_in_ = st
+        self._pinned: set[str] = set()
         n_sm = st.sm_count
         act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
         running = _running(data, act)
@@ -125,6 +126,18 @@ class IppPowerFitter:
         first = {smf: self._fit_once(forms, smf, has_idle, n_sm) for smf in sm_forms}
         smf = min(first, key=lambda k: first[k].bic)
         res, forms = self._select_forms(dict(forms), smf, has_idle, has_sweep, n_sm, first[smf])
+        # a log form clamped to 0 on every row where its unit is active contributes nothing, and its
+        # MaxPower then means nothing: such units are given the linear form (and stay linear)
+        dead = self._dead_log_units(res, forms)
+        while dead:
+            for u in dead:
+                forms[u] = LINEAR
+                warns.append(f"unit {u}: the fitted log access-rate function was 0 at every observed access rate; "
+                             "linear form used instead")
+            self._pinned |= set(dead)
+            res, forms = self._select_forms(dict(forms), smf, has_idle, has_sweep, n_sm,
+                                            self._fit_once(forms, smf, has_idle, n_sm))
+            dead = self._dead_log_units(res, forms)
         self.result_ = res
         self.forms_ = forms
         self.sm_scaling_ = smf
@@ -191,6 +204,18 @@ class IppPowerFitter:
         return fit_lsq(ev.power, self._params(forms, smf, has_idle, n_sm, start), y, loss=self.loss,
                        jac=ev.jacobian)
 
+    def _dead_log_units(self, res: LsqResult, forms: Mapping[str, str]) -> list[str]:
+        act = self._data[0]
+        v = {p.name: p.value for p in res.params}
+        dead = []
+        for u, f in forms.items():
+            if f != LOG:
+                continue
+            pos = act[u][act[u] > 0]
+            if len(pos) and np.all(v[f"ar_log_a_{u}"] * np.log(pos) + v.get("ar_log_b", 1.0) <= 0):
+                dead.append(u)
+        return dead
+
     def _select_forms(self, forms: dict[str, str], smf: str, has_idle: bool, has_sweep: bool,
                       n_sm: int, res: LsqResult) -> tuple[LsqResult, dict[str, str]]:
         if isinstance(self.ar_forms, Mapping):
@@ -200,6 +225,8 @@ class IppPowerFitter:
             improved = False
             best_bic, best_unit, best_res = res.bic, None, None
             for u in forms:
+                if u in self._pinned:
+                    continue
                 trial = dict(forms)
                 trial[u] = LINEAR if forms[u] == LOG else LOG
                 r = self._fit_once(trial, smf, has_idle, n_sm, {p.name: p.value for p in res.params})

@@ -58,7 +58,7 @@ def _default_rows(df: pd.DataFrame, core: float | None, mem: float | None) -> pd
 
 
 def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units: set[str] | None = None,
-                cv: int | None = None) -> FitOutcome:
+                cv: int | None = None, dvfs_options: dict | None = None) -> FitOutcome:
     """Fit every model part the session supports."""
     path = Path(path)
     sess = read_session(path)
@@ -95,15 +95,18 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     fitter.section().store(doc, "power")
     out = FitOutcome(doc, df, list(fitter.warnings_))
     if len(table_info(df).clock_configs) > 1:
-        _fit_dvfs_into(doc, df, mem_u, str(path), sigma, idle_temp)
+        _fit_dvfs_into(doc, df, mem_u, str(path), sigma, idle_temp, dvfs_options)
     from calib.fit.timing import fit_timing
 
     timing = fit_timing(df, dev, man.get("plan"))
     if timing is not None:
         timing.store(doc, "timing")
-    if cv:
-        out.cv = _cross_validate(df, cv, lambda d: IppPowerFitter(mem_units=mem_u).fit(d, st, sigma=sigma, idle_temp_c=idle_temp).section(),
-                                 _ipp_predict_with(doc))
+    if cv:  # on the rows the IPP fit uses, folds spread over the units the benchmarks stress
+        from calib.fit.ipp import EXCLUDED_ROLES
+
+        cv_rows = ipp_rows[~ipp_rows["role"].isin(EXCLUDED_ROLES)]
+        out.cv = _cross_validate(cv_rows, cv, lambda d: IppPowerFitter(mem_units=mem_u).fit(
+            d, st, sigma=sigma, idle_temp_c=idle_temp).section(), _ipp_predict_with(doc), strata="stresses")
         doc["fit"]["power"]["cv_mape_pct"] = out.cv.mape_pct
         doc["fit"]["power"]["cv_folds"] = int(cv)
     return out
@@ -122,7 +125,8 @@ def _ipp_predict_with(doc: dict) -> Callable[[dict, pd.DataFrame], np.ndarray]:
 
 
 def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, source: str,
-                   sigma: float | None = None, idle_temp_c: float | None = None) -> None:
+                   sigma: float | None = None, idle_temp_c: float | None = None,
+                   options: dict | None = None) -> None:
     """The ``dvfs`` section from every clock configuration of a session.
 
     With a thermal fit, power is first brought to the idle temperature with its sigma (IPP eq. 22) and
@@ -140,7 +144,7 @@ def _fit_dvfs_into(doc: dict, df: pd.DataFrame, mem_units: set[str] | None, sour
         return
     data, correction = dvfs_training_rows(df, sigma, idle_temp_c)
     # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
-    sec = fit_dvfs(data, mem_units=mem_units, source=source, ar_threshold=None)
+    sec = fit_dvfs(data, mem_units=mem_units, source=source, **{"ar_threshold": None, **(options or {})})
     sec.structure["temperature_correction"] = correction
     sec.store(doc, "dvfs")
 
@@ -168,13 +172,10 @@ def dvfs_training_rows(df: pd.DataFrame, sigma: float | None = None,
 
 
 def _cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], P.SectionFit],
-                    predict: Callable[[dict, pd.DataFrame], np.ndarray]) -> Any:
+                    predict: Callable[[dict, pd.DataFrame], np.ndarray], strata: str | None = None) -> Any:
     from calib.fit.crossval import cross_validate
 
-    def fit_section(d: pd.DataFrame) -> P.SectionFit:
-        return fit(d)
-
-    return cross_validate(df, k, fit_section, predict)
+    return cross_validate(df, k, fit, predict, strata=strata)
 
 
 def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv: int | None = None,
@@ -183,6 +184,12 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     path = Path(path)
     df = read_samples(path, require_power=True)
     info = table_info(df)
+    if "active_sms" in df.columns and df["active_sms"].notna().any():
+        most = int(df["active_sms"].max())
+        if sm_count is None:
+            sm_count = most  # a table from a campaign: its widest launch used every SM
+        elif most > sm_count:
+            raise BadInputError(f"{path}: column 'active_sms' reaches {most}, more than --sm-count {sm_count}")
     device = {"name": "unknown (fitted from a samples table)", "sm_count": int(sm_count or 1),
               "clocks": {"core_mhz": info.clock_configs[0][0] if not info.multi_clock and not math.isnan(info.clock_configs[0][0]) else None,
                          "mem_mhz": info.clock_configs[0][1] if not info.multi_clock and not math.isnan(info.clock_configs[0][1]) else None}}
@@ -193,20 +200,29 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
         from calib.model.dvfs import predict_power
 
         opts = dict(dvfs_options or {})
-        sec = fit_dvfs(df, mem_units=mem_units, source=str(path), **opts)
+        rows, _ = dvfs_training_rows(df)  # a campaign's table: held-out, thermal, timing, SM-sweep rows out
+        if len(rows) < len(df):
+            import warnings
+
+            warnings.warn(f"{path}: {len(df) - len(rows)} rows not used by the DVFS fit (roles heldout/thermal/"
+                          "timing, or fewer active SMs than the widest launch)")
+        sec = fit_dvfs(rows, mem_units=mem_units, source=str(path), **opts)
         sec.store(doc, "power")
         if cv:
-            out.cv = _cross_validate(df, cv, lambda d: fit_dvfs(d, mem_units=mem_units, source=str(path), **opts),
+            out.cv = _cross_validate(rows, cv, lambda d: fit_dvfs(d, mem_units=mem_units, source=str(path), **opts),
                                      lambda s, d: predict_power(s, d))
     else:
+        from calib.fit.ipp import EXCLUDED_ROLES
+
         st = IppStructure(sm_count=int(sm_count or 1), chip_units=frozenset() if not sm_count else frozenset(CHIP_UNITS),
                           core_mhz=device["clocks"]["core_mhz"], mem_mhz=device["clocks"]["mem_mhz"])
         fitter = IppPowerFitter(mem_units=mem_units).fit(df, st)
         fitter.section().store(doc, "power")
         out.warnings = list(fitter.warnings_)
         if cv:
-            out.cv = _cross_validate(df, cv, lambda d: IppPowerFitter(mem_units=mem_units).fit(d, st).section(),
-                                     _ipp_predict_with(doc))
+            rows = df[~df["role"].isin(EXCLUDED_ROLES)] if "role" in df.columns else df
+            out.cv = _cross_validate(rows, cv, lambda d: IppPowerFitter(mem_units=mem_units).fit(d, st).section(),
+                                     _ipp_predict_with(doc), strata="stresses" if "stresses" in df.columns else None)
     if out.cv is not None:
         doc["fit"]["power"]["cv_mape_pct"] = out.cv.mape_pct
         doc["fit"]["power"]["cv_folds"] = int(cv or 0)
@@ -214,12 +230,24 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
 
 
 def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
-    """Fit from a session directory or a samples table, whichever ``source`` is."""
-    p = Path(source)
+    """Fit from a session directory or a samples table, whichever ``source`` is.
+
+    A fit the data cannot support (FitError) is reported with the source named."""
+    from calib.errors import FitError
+
+    try:
+        return _fit_source(Path(source), **kw)
+    except FitError as e:
+        if str(source) in str(e):
+            raise
+        raise FitError(f"{source}: {e}") from e
+
+
+def _fit_source(p: Path, **kw: Any) -> FitOutcome:
     if p.is_dir():
         if not (p / MANIFEST_NAME).exists():
             raise BadInputError(f"{p}: directory without {MANIFEST_NAME}; expected a session directory or a samples CSV")
-        kw.pop("sm_count", None)
-        kw.pop("dvfs_options", None)
+        if kw.pop("sm_count", None) is not None:
+            raise BadInputError(f"{p}: --sm-count applies to samples tables; a session's manifest gives the SM count")
         return fit_session(p, **kw)
     return fit_table(p, **kw)

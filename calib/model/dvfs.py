@@ -65,7 +65,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -83,12 +83,20 @@ CORE, MEM = "core", "mem"
 
 #: linear-coefficient parameters in the order of the design columns (before the unit weights)
 CONST_TERMS = ("static_core_w", "static_mem_w", "const_core_w", "const_mem_w", "active_core_w", "active_mem_w",
-               "leak_core_w_per_c")
+               "leak_core_w_per_c", "total_core_w", "total_mem_w")
+#: shape parameters of the access-rate transforms; a unit's own value is ``<name>_<unit>`` (e.g. ``ar_tp_lambda_SP``)
+SHAPE_NAMES = ("ar_exponent", "ar_log_a", "ar_log_b", "ar_bc_a", "ar_bc_lambda", "ar_tp_lambda", "ar_tp_threshold",
+               "mem_sat", "static_v_exp")
 
 
 def level_param(domain: str, mhz: float) -> str:
     """Name of the voltage parameter of a clock level, e.g. ``v_core_975``."""
     return f"v_{domain}_{mhz:g}"
+
+
+def core_level_param(mhz: float, mem_mhz: float | None = None) -> str:
+    """Name of a core voltage parameter: ``v_core_975``, or ``v_core_975_mem_810`` on a memory level's own curve."""
+    return level_param(CORE, mhz) + ("" if mem_mhz is None else f"_mem_{mem_mhz:g}")
 
 
 def unit_param(unit: str) -> str:
@@ -140,6 +148,16 @@ def transform_into(x: np.ndarray, form: str, shape: Mapping[str, float], out: np
     return out
 
 
+def unit_shape(shape: Mapping[str, float], unit: str) -> dict[str, float]:
+    """The shape parameters of one unit: the shared values, overridden by the unit's own ``<name>_<unit>``."""
+    out = {n: v for n, v in shape.items() if n in SHAPE_NAMES}
+    for n in SHAPE_NAMES:
+        own = f"{n}_{unit}"
+        if own in shape:
+            out[n] = shape[own]
+    return out
+
+
 def transform(u: np.ndarray, form: str, shape: Mapping[str, float]) -> np.ndarray:
     """Access-rate transform ``g(u)`` of one form (dimensionless in, dimensionless out, any shape)."""
     u = np.asarray(u, dtype=float)
@@ -156,6 +174,16 @@ class Rows:
     temp: np.ndarray | None   # temperature, degC
     ac: np.ndarray | None     # core clock at which the activities were measured, MHz
     am: np.ndarray | None     # memory clock at which the activities were measured, MHz
+
+
+def total_form(forms: Sequence[str]) -> str:
+    """Access-rate form of the per-domain total-activity terms: the units' form when they share one, else linear."""
+    return forms[0] if forms and all(f == forms[0] for f in forms) else LINEAR
+
+
+def domain_totals(Us: np.ndarray, is_mem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(core, memory) total activity per row: the sum of the domain's activities, capped at 1."""
+    return (np.minimum(1.0, Us[:, ~is_mem].sum(axis=1)), np.minimum(1.0, Us[:, is_mem].sum(axis=1)))
 
 
 def scaled_activities(U: np.ndarray, is_mem: np.ndarray, fc: np.ndarray, fm: np.ndarray, ac: np.ndarray,
@@ -192,6 +220,29 @@ class Compiled:
     shape: dict[str, float]
     act_clocks: dict[str, Any] | None
     temp_ref_c: float | None
+    unit_shapes: list[dict[str, float]] = field(default_factory=list)
+    vcore_mem_mhz: np.ndarray | None = None   # memory levels of the per-memory-level core voltage curves
+    vcore_tab: np.ndarray | None = None       # their voltages: core levels x memory levels
+
+    def core_volts(self, fc: np.ndarray, fm: np.ndarray) -> np.ndarray:
+        """Relative core voltage per row: one curve in the core clock, or, with per-memory-level curves,
+        each curve interpolated in the core clock and then linearly between memory levels (clamped)."""
+        if self.vcore_tab is None:
+            return np.interp(fc, self.core_mhz, self.vcore)
+        lv = self.vcore_mem_mhz
+        if len(lv) == 1:
+            return np.interp(fc, self.core_mhz, self.vcore_tab[:, 0])
+        fmc = np.clip(fm, lv[0], lv[-1])
+        j = np.clip(np.searchsorted(lv, fmc, side="right") - 1, 0, len(lv) - 2)
+        w = (fmc - lv[j]) / (lv[j + 1] - lv[j])
+        out = np.zeros(len(fc))
+        for g in range(len(lv)):  # each row takes two neighbouring curves
+            a = (j == g)
+            b = (j + 1 == g)
+            if a.any() or b.any():
+                cg = np.interp(fc, self.core_mhz, self.vcore_tab[:, g])
+                out += cg * np.where(a, 1.0 - w, 0.0) + cg * np.where(b, w, 0.0)
+        return out
 
 
 def compile_section(section: Mapping[str, Any]) -> Compiled:
@@ -220,11 +271,24 @@ def compile_section(section: Mapping[str, Any]) -> Compiled:
             raise BadInputError(f"DVFS power section: voltage.{dom}: clock levels must be increasing, one voltage each")
         if np.any(np.diff(v) < -1e-9) or np.any(v <= 0):
             raise BadInputError(f"DVFS power section: voltage.{dom}: voltages must be positive and non-decreasing")
+    vtab = vlev = None
+    if "per_mem" in volt[CORE]:
+        try:
+            vlev = np.asarray(volt[CORE]["per_mem"]["mem_mhz"], float)
+            vtab = np.array([[pv[n] for n in names] for names in volt[CORE]["per_mem"]["params"]]).T
+        except (KeyError, TypeError) as e:
+            raise BadInputError(f"DVFS power section: voltage.core.per_mem is malformed (missing {e})") from None
+        if vtab.shape != (len(core_mhz), len(vlev)) or np.any(np.diff(vlev) <= 0):
+            raise BadInputError("DVFS power section: voltage.core.per_mem needs increasing memory levels and one "
+                                "voltage per core level on each")
+        if np.any(np.diff(vtab, axis=0) < -1e-9) or np.any(vtab <= 0):
+            raise BadInputError("DVFS power section: voltage.core.per_mem: voltages must be positive and "
+                                "non-decreasing in the core clock")
     coef = {n: pv.get(n, 0.0) for n in CONST_TERMS}
-    shape = {n: pv[n] for n in ("ar_exponent", "ar_log_a", "ar_log_b", "ar_bc_a", "ar_bc_lambda", "ar_tp_lambda",
-                                "ar_tp_threshold", "mem_sat") if n in pv}
+    shape = {n: v for n, v in pv.items() if n in SHAPE_NAMES or n.startswith(tuple(s + "_" for s in SHAPE_NAMES))}
     return Compiled(units, forms, is_mem, core_mhz, mem_mhz, vcore, vmem, float(ref["core_mhz"]), float(ref["mem_mhz"]),
-                    coef, weights, shape, section.get("activity_clocks"), section.get("temp_ref_c"))
+                    coef, weights, shape, section.get("activity_clocks"), section.get("temp_ref_c"),
+                    [unit_shape(shape, u) for u in units], vlev, vtab)
 
 
 def _column(df: pd.DataFrame, name: str, default: float, what: str, warn: list[str]) -> np.ndarray:
@@ -273,7 +337,7 @@ def evaluate(c: Compiled, r: Rows, vc: np.ndarray | None = None, vm: np.ndarray 
     """
     n = len(r.fc)
     if vc is None:
-        vc = np.interp(r.fc, c.core_mhz, c.vcore)
+        vc = c.core_volts(r.fc, r.fm)
     if vm is None:
         vm = np.interp(r.fm, c.mem_mhz, c.vmem)
     kc = vc * vc
@@ -307,9 +371,12 @@ def evaluate(c: Compiled, r: Rows, vc: np.ndarray | None = None, vm: np.ndarray 
             dyn += coef * busy
     x = np.empty(n)
     g = np.empty(n)
+    # per-domain total activity (sum of the domain's rescaled activities, capped at 1) for the total_* terms
+    tot = {mem: (np.zeros(n) if k[f"total_{MEM if mem else CORE}_w"] else None) for mem in (False, True)}
     for j, form in enumerate(c.forms):
         w = c.weights[j]
-        if w == 0.0:
+        t_acc = tot[bool(c.is_mem[j])]
+        if w == 0.0 and t_acc is None:
             continue
         col = U[:, j]
         scale = s_mem if c.is_mem[j] else s_core
@@ -317,14 +384,24 @@ def evaluate(c: Compiled, r: Rows, vc: np.ndarray | None = None, vm: np.ndarray 
             np.multiply(col, scale, out=x)
             np.minimum(x, 1.0, out=x)
             col = x
-        transform_into(col, form, c.shape, g)
+        if t_acc is not None:
+            t_acc += col
+        if w == 0.0:
+            continue
+        transform_into(col, form, c.unit_shapes[j], g)
         g *= w
         (dyn_m if c.is_mem[j] else dyn_c).__iadd__(g)
+    for mem, t_acc in tot.items():
+        if t_acc is not None:
+            np.minimum(t_acc, 1.0, out=t_acc)
+            transform_into(t_acc, total_form(c.forms), c.shape, g)
+            g *= k[f"total_{MEM if mem else CORE}_w"]
+            (dyn_m if mem else dyn_c).__iadd__(g)
     dyn_c *= kc
     dyn_m *= km
     out = dyn_c
     out += dyn_m
-    out += k["static_core_w"] * vc
+    out += k["static_core_w"] * (vc ** c.shape["static_v_exp"] if "static_v_exp" in c.shape else vc)
     out += k["static_mem_w"] * vm
     if r.temp is not None and k["leak_core_w_per_c"]:
         out += k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc
@@ -367,20 +444,23 @@ def breakdown(section: dict, df: pd.DataFrame) -> pd.DataFrame:
     """Power per term (W) for every row: static, constant dynamic, active and per-unit dynamic power."""
     c = compile_section(section)
     r, _ = rows_from_table(c, df)
-    vc = np.interp(r.fc, c.core_mhz, c.vcore)
+    vc = c.core_volts(r.fc, r.fm)
     vm = np.interp(r.fm, c.mem_mhz, c.vmem)
     kc = vc * vc * (r.fc / c.f0c)
     km = vm * vm * (r.fm / c.f0m)
     Us = (scaled_activities(r.U, c.is_mem, r.fc, r.fm, r.ac, r.am, c.shape["mem_sat"])
           if c.act_clocks is not None and "mem_sat" in c.shape else r.U)
     k = c.coef
-    out = {"static_w": k["static_core_w"] * vc + k["static_mem_w"] * vm
+    out = {"static_w": k["static_core_w"] * vc ** c.shape.get("static_v_exp", 1.0) + k["static_mem_w"] * vm
            + (k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc if r.temp is not None else 0.0),
            "const_dynamic_w": k["const_core_w"] * kc + k["const_mem_w"] * km,
            "active_w": k["active_core_w"] * kc * (r.U[:, ~c.is_mem] > 0).any(axis=1)
            + k["active_mem_w"] * km * (r.U[:, c.is_mem] > 0).any(axis=1)}
+    tc, tm = domain_totals(Us, c.is_mem)
+    out["total_w"] = (k["total_core_w"] * kc * transform(tc, total_form(c.forms), c.shape)
+                      + k["total_mem_w"] * km * transform(tm, total_form(c.forms), c.shape))
     for j, u in enumerate(c.units):
-        g = transform(Us[:, j], c.forms[j], c.shape)
+        g = transform(Us[:, j], c.forms[j], c.unit_shapes[j])
         out[f"unit_{u}_w"] = c.weights[j] * g * (km if c.is_mem[j] else kc)
     return pd.DataFrame(out, index=df.index)
 

@@ -96,6 +96,7 @@ def activities(structure: Mapping[str, Any], df: pd.DataFrame, time_s: np.ndarra
                 "counts (cnt_<class>) with threads_per_block, blocks, core_mhz and time_s")
         issue = float(structure.get("warp_issue_per_cycle") or 0.25)
         act_sm = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), structure["sm_count"])
+        act_sm = np.where(np.isnan(act_sm), float(structure["sm_count"]), act_sm)
         wps = df["threads_per_block"].to_numpy(float) / 32.0 * df["blocks"].to_numpy(float) / act_sm
         cycles = np.asarray(t, float) * df["core_mhz"].to_numpy(float) * 1e6
         dac = unit_count_arrays(df)

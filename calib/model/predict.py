@@ -10,6 +10,7 @@ parameter file has one and the rows carry kernel descriptions.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,21 +19,45 @@ import numpy as np
 import pandas as pd
 
 from calib.errors import BadInputError
-from calib.samples import CNT_PREFIX, check_samples
+from calib.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.units import INSTRUCTION_CLASSES, MEMORY_CLASSES
 
 
-def _dvfs_predict(section: dict, df: pd.DataFrame) -> np.ndarray:
+def _dvfs_predict(section: dict, df: pd.DataFrame, doc: dict | None = None) -> np.ndarray:
     """DVFS model power, plus the thermal fit's static-power correction when the section was fitted
-    on temperature-corrected power (sessions with a thermal fit)."""
+    on temperature-corrected power (sessions with a thermal fit). Rows without ``act_`` columns (kernel
+    descriptions) get their activities from their counts and time, as the samples layer computes them."""
     from calib.model.dvfs import predict_power
 
+    if doc is not None and doc.get("power", {}).get("model") == "ipp":
+        df = _with_count_activities(doc, df)
     p = predict_power(section, df)
     corr = section.get("temperature_correction")
     if corr and "temp_c" in df.columns:
         dt = np.nan_to_num(df["temp_c"].to_numpy(float) - corr["idle_temp_c"], nan=0.0)
         p = p + corr["sigma_w_per_c"] * dt
     return p
+
+
+def _with_count_activities(doc: dict, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` plus the ``act_<unit>`` columns it lacks, from per-warp counts and time (IPP eq. 10), memory
+    units per memory cycle at the default clock ratio (calib.segment)."""
+    from calib.model.ipp import activities
+
+    st = doc["power"]
+    units = [u for u in st["units"] if ACT_PREFIX + u not in df.columns]
+    if not units or not any(c.startswith(CNT_PREFIX) for c in df.columns) or "time_s" not in df.columns:
+        return df
+    acts = activities({**st, "units": {u: st["units"][u] for u in units}}, df)
+    clocks = st.get("default_clocks") or {}
+    out = df.copy()
+    for u, a in acts.items():
+        if st["units"][u].get("domain") == "mem" and clocks.get("core_mhz") and clocks.get("mem_mhz") \
+                and "mem_mhz" in df.columns:
+            ratio = (df["core_mhz"].to_numpy(float) / df["mem_mhz"].to_numpy(float)) / (clocks["core_mhz"] / clocks["mem_mhz"])
+            a = np.clip(a * ratio, 0.0, 1.0)
+        out[ACT_PREFIX + u] = a
+    return out
 
 
 def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
@@ -56,7 +81,7 @@ def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.nd
         if off.any():
             if dvfs is not None:
                 pred = pred.copy()
-                pred[off] = _dvfs_predict(dvfs, df[off])
+                pred[off] = _dvfs_predict(dvfs, df[off], doc)
             else:
                 warnings.warn(f"{source}: {int(off.sum())} rows are not at the fitted clocks "
                               f"({core0:g}/{mem0} MHz) and the parameter file has no DVFS section; "
@@ -81,25 +106,30 @@ def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.Da
 
         time_pred = predict_time(doc, df)
         out["time_s_pred"] = time_pred
-    need_time = "time_s" not in df.columns or df["time_s"].isna().any()
-    if time_pred is not None and need_time:
-        tmp = df.copy()
-        tmp["time_s"] = np.where(tmp["time_s"].isna(), time_pred, tmp["time_s"]) if "time_s" in tmp.columns else time_pred
-        power = predict_power(doc, tmp, source)
-    else:
-        power = predict_power(doc, df, source)
+    # power at the measured time where there is one, else at the predicted time
+    filled = df
+    if time_pred is not None:
+        if "time_s" not in df.columns:
+            filled = df.assign(time_s=time_pred)
+        elif df["time_s"].isna().any():
+            filled = df.assign(time_s=np.where(df["time_s"].isna(), time_pred, df["time_s"]))
+    power = predict_power(doc, filled, source)
     out["power_w_pred"] = power
     if time_pred is not None:
-        out["energy_j_pred"] = power * time_pred
+        # energy of the predicted execution: power and time of the same (predicted) run
+        out["energy_j_pred"] = predict_power(doc, df.assign(time_s=time_pred), source) * time_pred
     if "thermal" in doc and doc["power"]["model"] == "ipp":
+        from calib.model.ipp import IppPowerModel
         from calib.model.thermal import ThermalModel
 
         tm = ThermalModel(doc)
         idle = doc["power"]["parameters"]["idle_power_w"]["value"]
-        mi = mem_intensity_array(df)
         running = (df["role"].astype(str) != "idle").to_numpy() if "role" in df.columns else np.ones(len(df), bool)
-        rt = np.clip(power - idle, 0.0, None)
-        out["temp_c_pred"] = np.where(running, tm.idle_temp_c + tm.max_rise_c(rt, mi), tm.idle_temp_c)
+        # Max_temp (eq. 19) is a function of the cold runtime power: without the sigma x dT term
+        cold = IppPowerModel(doc).predict(filled, use_temperature=False, source=source)
+        rt = np.clip(cold - idle, 0.0, None)
+        out["temp_c_pred"] = np.where(running, tm.idle_temp_c + tm.max_rise_c(rt, mem_intensity_array(df)),
+                                      tm.idle_temp_c)
     return out
 
 
@@ -112,6 +142,11 @@ def mem_intensity_array(df: pd.DataFrame) -> np.ndarray | float:
     other = sum(cnt.values(), np.zeros(len(df))) - mem
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(other > 0, mem / np.where(other > 0, other, 1.0), 0.0)
+
+
+def _is_number(v: Any) -> bool:
+    """A finite JSON number (not a boolean: JSON ``true`` is not 1)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def kernel_description_table(path: str | Path) -> pd.DataFrame:
@@ -131,8 +166,12 @@ def kernel_description_table(path: str | Path) -> pd.DataFrame:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BadInputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise BadInputError(f"{path}: is a directory, expected a kernel description (JSON)") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadInputError(f"{path}: not valid JSON ({e})") from e
+    except RecursionError:
+        raise BadInputError(f"{path}: JSON nested too deeply") from None
     items = data if isinstance(data, list) else [data]
     rows: list[dict[str, Any]] = []
     timing: list[dict[str, float]] = []
@@ -150,19 +189,19 @@ def kernel_description_table(path: str | Path) -> pd.DataFrame:
         for c, v in pw.items():
             if c not in INSTRUCTION_CLASSES:
                 raise BadInputError(f"{where}: per_warp.{c}: unknown instruction class (known: {', '.join(INSTRUCTION_CLASSES)})")
-            if not isinstance(v, (int, float)) or v < 0:
+            if not _is_number(v) or v < 0:
                 raise BadInputError(f"{where}: per_warp.{c}: {v!r} is not a non-negative number")
             row[CNT_PREFIX + c] = float(v)
         for f in ("blocks", "threads_per_block", "active_sms"):
             v = launch.get(f)
             if f == "active_sms" and v is None:
                 continue
-            if not isinstance(v, (int, float)) or v <= 0:
+            if not _is_number(v) or v <= 0:
                 raise BadInputError(f"{where}: launch.{f}: {v!r} is not a positive number")
             row[f] = float(v)
         for f in ("time_s", "core_mhz", "mem_mhz", "temp_c"):
             if f in k:
-                if not isinstance(k[f], (int, float)):
+                if not _is_number(k[f]):
                     raise BadInputError(f"{where}: field '{f}': {k[f]!r} is not a number")
                 row[f] = float(k[f])
         timing.append(_timing_fields(k, launch, where))
@@ -191,18 +230,18 @@ _TIMING_FIELDS = (
 
 def _timing_fields(k: dict, launch: dict, where: str) -> dict[str, float]:
     out: dict[str, float] = {}
-    mem = k.get("memory", {})
-    if mem is not None and not isinstance(mem, dict):
+    mem = k.get("memory") or {}
+    if not isinstance(mem, dict):
         raise BadInputError(f"{where}: field 'memory' must be an object (uncoalesced_fraction, l2_hit_rate, ...)")
     for keys, col, lo, hi in _TIMING_FIELDS:
-        obj: Any = {"launch": launch, "memory": mem or {}, **k}
+        obj: Any = {**k, "launch": launch, "memory": mem}
         for key in keys[:-1]:
             obj = obj.get(key, {})
         if keys[-1] not in obj:
             continue
         v = obj[keys[-1]]
         name = ".".join(keys)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+        if not _is_number(v):
             raise BadInputError(f"{where}: field '{name}': {v!r} is not a number")
         if v < lo or (hi is not None and v > hi) or (col == "active_blocks_per_sm" and v <= 0):
             rng = f"[{lo:g}, {hi:g}]" if hi is not None else (f"> {lo:g}" if col == "active_blocks_per_sm" else f">= {lo:g}")
