@@ -161,7 +161,9 @@ def test_bad_inputs_give_one_clear_message(quick_run, cli, tmp_path):
     # a session without its manifest
     (s / "manifest.json").unlink()
     code, out, err = cli("fit", s, "-o", tmp_path / "p.json")
-    assert code == 2 and "manifest.json missing" in _one_error(err) or "manifest" in err
+    assert code == 2 and "directory without manifest.json" in _one_error(err)
+    code, out, err = cli("samples", s, "-o", tmp_path / "o.csv")
+    assert code == 2 and "manifest.json: manifest missing" in _one_error(err)
     assert not (tmp_path / "p.json").exists()
     # a table whose rows are all NaN
     (tmp_path / "nan.csv").write_text("workload,power_w,act_fp\na,NaN,NaN\nb,NaN,NaN\n")

@@ -52,3 +52,23 @@ def test_heldout_power_mape(standard_gtx280):
 def test_access_rate_forms_follow_the_physics(standard_gtx280):
     agr = standard_gtx280["ar_function_agreement"]
     assert agr["agree"] >= agr["of"] - 1
+
+
+def test_gtx580_no_unit_is_fitted_to_a_meaningless_value(tmp_path_factory):
+    """A log access-rate form clamped to 0 on every observed rate would leave MaxPower meaningless
+    (seen for GTX580's SFU, whose access rate never exceeds 1/8): the fitter falls back to linear."""
+    from calib.cli import main
+
+    d = tmp_path_factory.mktemp("g580")
+    cwd = os.getcwd()
+    os.chdir(d)
+    try:
+        assert main(["run", "--quiet", "--campaign", "quick", "--name", "s", "--device", "sim:gtx580"]) == 0
+    finally:
+        os.chdir(cwd)
+    rep = json.loads((d / "fitted" / "s.recovery.json").read_text())
+    errs = {r["parameter"]: r["error_pct"] for r in rep["parameters"] if r["error_pct"] is not None}
+    assert abs(errs["power.idle_power_w"]) < 2.0
+    assert abs(errs["power.activation_power_w"]) < 5.0
+    worst = max(abs(v) for k, v in errs.items() if k.startswith("power.max_power_"))
+    assert worst < 60.0, errs

@@ -86,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
     from calib.errors import BadInputError
     from calib.model import energy as E
 
-    doc = params.load(args.params)
+    from calib.model.checks import load_checked
+
+    doc = load_checked(args.params)
     if "timing" not in doc:
         raise BadInputError(f"{args.params}: the parameter file has no timing section; fit one from a session with "
                             "timing microbenchmarks (calib run / calib fit)")

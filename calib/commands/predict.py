@@ -19,7 +19,9 @@ def run(args: argparse.Namespace) -> int:
     from calib.model.predict import kernel_description_table, predict_table
     from calib.samples import read_samples
 
-    doc = params.load(args.params)
+    from calib.model.checks import load_checked
+
+    doc = load_checked(args.params)
     if args.input.lower().endswith(".json"):
         df = kernel_description_table(args.input)
     else:

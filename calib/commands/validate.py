@@ -14,7 +14,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from calib import params
 
-    doc = params.load(args.params)
+    from calib.model.checks import load_checked
+
+    doc = load_checked(args.params)
     warns = params.validate(doc, args.params)
     for w in warns:
         print(f"warning: {w}")

@@ -93,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
     from calib.model.predict import predict_power
     from calib.samples import read_samples
 
-    doc = params.load(args.params)
+    from calib.model.checks import load_checked
+
+    doc = load_checked(args.params)
     df = read_samples(args.test, require_power=True)
     yhat = predict_power(doc, df, args.test)
     s, per = error_table(df["power_w"].to_numpy(float), yhat, df["workload"])
