@@ -18,7 +18,7 @@ def _doc() -> dict:
     SectionFit("ipp", [Param("idle_power_w", 83.0, "W", 0.0, float("inf"), stderr=0.1),
                        Param("sm_beta", 1.1, "1", 1.0001, 9.9, stderr=0.01),
                        Param("ar_log_b", 1.0, "1", vary=False)],
-               {"sm_count": 30, "units": {}}, {"n_samples": 10, "rmse_w": 0.5, "mape_pct": 0.4, "r2": 0.99}).store(doc, "power")
+               {"sm_count": 30, "sm_scaling": "log", "units": {}}, {"n_samples": 10, "rmse_w": 0.5, "mape_pct": 0.4, "r2": 0.99}).store(doc, "power")
     return doc
 
 
