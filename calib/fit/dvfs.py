@@ -105,6 +105,8 @@ TERM_UNIT = {n: ("W/C" if n.endswith("_per_c") else "W") for n in CONST_TERMS}
 V_MAX_STEP = 2.0
 WEIGHTINGS = ("relative", "absolute", "relative_workload")
 LOSSES = ("linear", "soft_l1", "huber", "cauchy")
+#: core voltage curves: "auto" = one per memory level when every (core, memory) clock pair was measured
+CORE_VOLTAGES = ("auto", "per_mem", "shared")
 
 
 def shape_spec(name: str) -> tuple:
@@ -396,7 +398,7 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
              fit_log_a: bool, active_terms: bool = True, ridge: float = 0.0,
              ref_clocks: tuple[float, float] | None = None,
              ar_threshold: float | None = None, ar_shape: str = "shared",
-             total_terms: bool | str = False, core_voltage: str = "shared",
+             total_terms: bool | str = False, core_voltage: str = "auto",
              static_exp: bool = False) -> tuple[Problem, dict[str, Any], list[str]]:
     src = source or "<table>"
     notes: list[str] = []
@@ -563,10 +565,18 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
     prob = Problem(P, wt, fc, fm, U, units, forms, is_mem, varies, ic, im, lc, lm, rc, rm, _cum_map(len(lc), rc),
                    _cum_map(len(lm), rm), f0c, f0m, terms, shapes, ind_c, ind_m, dT, ac, am, fixed_shape, ridge,
                    free_sign)
-    if core_voltage not in ("shared", "per_mem"):
-        raise BadInputError(f"unknown core_voltage {core_voltage!r} (expected 'shared' or 'per_mem')")
-    if core_voltage == "per_mem" and multi_c and multi_m:
-        prob.ncg = len(lm)
+    if core_voltage not in CORE_VOLTAGES:
+        raise BadInputError(f"unknown core_voltage {core_voltage!r} (expected one of {', '.join(CORE_VOLTAGES)})")
+    if multi_c and multi_m and core_voltage != "shared":
+        # a curve per memory level is determined only where that level was measured at the core levels
+        have = np.zeros((len(lc), len(lm)), dtype=bool)
+        have[ic, im] = True
+        if have.all():
+            prob.ncg = len(lm)
+        elif core_voltage == "per_mem":
+            prob.ncg = len(lm)
+            notes.append(f"core voltage per memory level: {int((~have).sum())} of {have.size} (core, memory) clock "
+                         "pairs have no rows; those voltages are held only by the monotonicity bounds")
     n_free = prob.nlin + prob.nshape + prob.nu_c + prob.nu_m
     if len(P) <= n_free:
         raise FitError(f"{src}: {len(P)} rows cannot determine {n_free} parameters")
@@ -685,7 +695,7 @@ def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str
              weighting: str = "relative", fit_log_a: bool = True, active_terms: bool = True, ridge: float = 0.0,
              ref_clocks: tuple[float, float] | None = None, ar_threshold: float | None = DEFAULT_THRESHOLD,
              max_nfev: int | None = None, ar_shape: str = "shared", total_terms: bool | str = False,
-             loss: str = "linear", loss_scale: float = 0.05, core_voltage: str = "shared",
+             loss: str = "linear", loss_scale: float = 0.05, core_voltage: str = "auto",
              static_exp: bool = False) -> SectionFit:
     """Fit the DVFS power model to a samples table; returns the ``power`` section (model ``"dvfs"``).
 

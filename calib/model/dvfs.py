@@ -226,23 +226,34 @@ class Compiled:
 
     def core_volts(self, fc: np.ndarray, fm: np.ndarray) -> np.ndarray:
         """Relative core voltage per row: one curve in the core clock, or, with per-memory-level curves,
-        each curve interpolated in the core clock and then linearly between memory levels (clamped)."""
+        bilinear in (core clock, memory clock) over the table (each curve linear in the core clock, then
+        linear between neighbouring memory levels; clamped at the ends)."""
         if self.vcore_tab is None:
             return np.interp(fc, self.core_mhz, self.vcore)
-        lv = self.vcore_mem_mhz
-        if len(lv) == 1:
-            return np.interp(fc, self.core_mhz, self.vcore_tab[:, 0])
-        fmc = np.clip(fm, lv[0], lv[-1])
-        j = np.clip(np.searchsorted(lv, fmc, side="right") - 1, 0, len(lv) - 2)
-        w = (fmc - lv[j]) / (lv[j + 1] - lv[j])
-        out = np.zeros(len(fc))
-        for g in range(len(lv)):  # each row takes two neighbouring curves
-            a = (j == g)
-            b = (j + 1 == g)
-            if a.any() or b.any():
-                cg = np.interp(fc, self.core_mhz, self.vcore_tab[:, g])
-                out += cg * np.where(a, 1.0 - w, 0.0) + cg * np.where(b, w, 0.0)
-        return out
+        tab = self.vcore_tab
+        nc, nm = tab.shape
+        if nm == 1:
+            return np.interp(fc, self.core_mhz, tab[:, 0])
+        # fractional table positions (np.interp clamps outside the levels)
+        xc = np.interp(fc, self.core_mhz, np.arange(nc, dtype=float)) if nc > 1 else np.zeros(len(fc))
+        xm = np.interp(fm, self.vcore_mem_mhz, np.arange(nm, dtype=float))
+        i = np.minimum(xc.astype(np.intp), max(nc - 2, 0))
+        j = np.minimum(xm.astype(np.intp), nm - 2)
+        a = xc - i
+        b = xm - j
+        flat = tab.ravel()  # row-major: index i * nm + j
+        k = i * nm + j
+        lo = flat[k]
+        if nc > 1:
+            lo += a * (flat[k + nm] - lo)
+        k += 1
+        hi = flat[k]
+        if nc > 1:
+            hi += a * (flat[k + nm] - hi)
+        hi -= lo
+        hi *= b
+        lo += hi
+        return lo
 
 
 def compile_section(section: Mapping[str, Any]) -> Compiled:
