@@ -126,10 +126,10 @@ def oracle_mape(section: dict, df: pd.DataFrame) -> float:
 
     c = compile_section(section)
     r, _ = rows_from_table(c, df)
-    vc = np.interp(r.fc, c.core_mhz, c.vcore)
+    vc = c.core_volts(r.fc, r.fm)
     vm = np.interp(r.fm, c.mem_mhz, c.vmem)
     kc, km = vc**2 * r.fc / c.f0c, vm**2 * r.fm / c.f0m
-    static = c.coef["static_core_w"] * vc + c.coef["static_mem_w"] * vm
+    static = c.coef["static_core_w"] * vc ** c.shape.get("static_v_exp", 1.0) + c.coef["static_mem_w"] * vm
     y = df["power_w"].to_numpy(float)
     pred = np.empty_like(y)
     for _, idx in df.groupby("workload").indices.items():

@@ -12,7 +12,15 @@ import pytest
 from calib import params as P
 from calib.errors import BadInputError
 from calib.fit.dvfs import fit_dvfs
-from calib.model.dvfs import breakdown, predict_power, scaled_activities, transform
+from calib.model.dvfs import (
+    breakdown,
+    compile_section,
+    domain_totals,
+    predict_power,
+    scaled_activities,
+    transform,
+    unit_shape,
+)
 
 CORE_MHZ = np.array([600.0, 800.0, 1000.0, 1200.0, 1400.0])
 MEM_MHZ = np.array([800.0, 3000.0, 3500.0])
@@ -24,8 +32,14 @@ TRUE = {"static_core_w": 20.0, "static_mem_w": 15.0, "const_core_w": 12.0, "cons
 
 
 def synthetic(n_workloads: int = 30, noise: float = 0.005, seed: int = 1, form: str = "linear",
-              shape: dict | None = None, temp: bool = False, mem_sat: float | None = None) -> pd.DataFrame:
-    """A table from known coefficients: every workload at every (core, mem) pair, ``noise`` relative sd."""
+              shape: dict | None = None, temp: bool = False, mem_sat: float | None = None,
+              vcore_by_mem: np.ndarray | None = None, static_exp: float = 1.0,
+              total_core_w: float = 0.0) -> pd.DataFrame:
+    """A table from known coefficients: every workload at every (core, mem) pair, ``noise`` relative sd.
+
+    ``vcore_by_mem``: core voltages per (core level, memory level) instead of ``V_CORE`` at every memory
+    level; ``static_exp``: core static power ~ Vc**k; ``total_core_w``: core power following g(sum of the
+    core activities); ``shape`` may hold per-unit values (``ar_tp_lambda_fp``)."""
     rng = np.random.default_rng(seed)
     acts = rng.uniform(0, 1, (n_workloads, len(UNITS))) * (rng.uniform(0, 1, (n_workloads, len(UNITS))) < 0.7)
     acts[0] = 0.0  # an idle workload, so the active terms are identifiable
@@ -33,8 +47,9 @@ def synthetic(n_workloads: int = 30, noise: float = 0.005, seed: int = 1, form: 
     for w in range(n_workloads):
         for ic, fc in enumerate(CORE_MHZ):
             for im, fm in enumerate(MEM_MHZ):
+                vc = V_CORE[ic] if vcore_by_mem is None else vcore_by_mem[ic, im]
                 rows.append({"workload": f"k{w:02d}", "core_mhz": fc, "mem_mhz": fm,
-                             **{f"act_{u}": acts[w, j] for j, u in enumerate(UNITS)}, "_vc": V_CORE[ic], "_vm": V_MEM[im]})
+                             **{f"act_{u}": acts[w, j] for j, u in enumerate(UNITS)}, "_vc": vc, "_vm": V_MEM[im]})
     df = pd.DataFrame(rows)
     U = df[[f"act_{u}" for u in UNITS]].to_numpy()
     if mem_sat is not None:
@@ -42,12 +57,15 @@ def synthetic(n_workloads: int = 30, noise: float = 0.005, seed: int = 1, form: 
         df["ref_mem_mhz"] = 3500.0
         U = scaled_activities(U, np.array([False, False, False, True]), df.core_mhz.to_numpy(), df.mem_mhz.to_numpy(),
                               df.ref_core_mhz.to_numpy(), df.ref_mem_mhz.to_numpy(), mem_sat)
-    G = np.column_stack([transform(U[:, j], form, shape or {}) for j in range(len(UNITS))])
+    G = np.column_stack([transform(U[:, j], form, unit_shape(shape or {}, u)) for j, u in enumerate(UNITS)])
+    g_tot = (transform(domain_totals(U, np.array([False, False, False, True]))[0], form, shape or {})
+             if total_core_w else 0.0)
     vc, vm = df.pop("_vc").to_numpy(), df.pop("_vm").to_numpy()
     kc, km = vc**2 * df.core_mhz.to_numpy() / 1200.0, vm**2 * df.mem_mhz.to_numpy() / 3500.0
     raw = df[[f"act_{u}" for u in UNITS]].to_numpy()
-    p = (TRUE["static_core_w"] * vc + TRUE["static_mem_w"] * vm
-         + kc * (TRUE["const_core_w"] + TRUE["active_core_w"] * (raw[:, :3] > 0).any(axis=1) + G[:, :3] @ [40.0, 30.0, 25.0])
+    p = (TRUE["static_core_w"] * vc**static_exp + TRUE["static_mem_w"] * vm
+         + kc * (TRUE["const_core_w"] + TRUE["active_core_w"] * (raw[:, :3] > 0).any(axis=1) + G[:, :3] @ [40.0, 30.0, 25.0]
+                 + total_core_w * g_tot)
          + km * (TRUE["const_mem_w"] + TRUE["active_mem_w"] * (raw[:, 3] > 0) + G[:, 3] * 50.0))
     if temp:
         t = rng.uniform(40, 80, len(df))
@@ -251,3 +269,150 @@ def test_prediction_is_vectorised_and_fast():
     assert p.shape == (len(big),) and np.all(np.isfinite(p))
     assert len(big) / dt > 2e5  # benchmarks/bench_dvfs.py measures the 1e6-row rate; this guards regressions
     assert math.isclose(p[0], p[len(df)], rel_tol=1e-12)
+
+
+# ------------------------------------------------------------------ model terms added by the generalisation study
+#: core voltage per (core level, memory level): at the lowest memory level the curve starts lower and rises
+#: earlier (another performance state), as on the GTX Titan X at 810 MHz; reference (1200, 3500) = 1
+V_CORE_BY_MEM = np.array([[0.80, 0.96, 1.00],
+                          [0.84, 0.96, 1.00],
+                          [0.90, 0.97, 1.00],
+                          [0.97, 1.00, 1.00],
+                          [1.08, 1.10, 1.10]])
+
+
+def test_recovers_core_voltage_per_memory_level():
+    df = synthetic(noise=0.003, vcore_by_mem=V_CORE_BY_MEM, n_workloads=30, seed=5)
+    ref = (1200.0, 3500.0)
+    sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=ref)  # default "auto": full grid
+    v = values(sec)
+    for i, fc in enumerate(CORE_MHZ):
+        for j, fm in enumerate(MEM_MHZ):
+            name = f"v_core_{fc:g}" + ("" if fm == 3500.0 else f"_mem_{fm:g}")
+            assert v[name] == pytest.approx(V_CORE_BY_MEM[i, j], abs=0.015), name
+    assert v["w_fp"] == pytest.approx(40.0, rel=0.05)
+    assert sec.stats["mape_pct"] < 0.4  # the noise level (0.3 % sd)
+    per = sec.structure["voltage"]["core"]["per_mem"]
+    assert per["mem_mhz"] == [800.0, 3000.0, 3500.0]
+    assert per["params"][2] == sec.structure["voltage"]["core"]["params"]  # the reference level's curve
+    shared = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=ref, core_voltage="shared")
+    assert "per_mem" not in shared.structure["voltage"]["core"]
+    assert shared.stats["mape_pct"] > 3 * sec.stats["mape_pct"]  # one curve cannot follow the table
+    doc: dict = {}
+    sec.store(doc, "power")  # the vectorised predictor gives the fit's own predictions
+    pred = predict_power(doc["power"], df)
+    assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
+    np.testing.assert_allclose(breakdown(doc["power"], df).sum(axis=1).to_numpy(), pred, rtol=1e-12)
+
+
+def test_core_voltage_is_bilinear_between_memory_levels_and_clamped():
+    df = synthetic(noise=0.0, vcore_by_mem=V_CORE_BY_MEM, n_workloads=12, seed=6)
+    doc: dict = {}
+    fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0)).store(doc, "power")
+    c = compile_section(doc["power"])
+    fc = np.array([600.0, 700.0, 700.0, 1400.0, 500.0, 1200.0])
+    fm = np.array([800.0, 800.0, 1900.0, 9000.0, 3250.0, 3500.0])
+    got = c.core_volts(fc, fm)
+    tab = c.vcore_tab  # fitted: core levels x memory levels
+    at = lambda f, j: np.interp(f, CORE_MHZ, tab[:, j])
+    want = [tab[0, 0], at(700, 0), 0.5 * (at(700, 0) + at(700, 1)), tab[4, 2], 0.5 * (tab[0, 1] + tab[0, 2]), 1.0]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(tab, V_CORE_BY_MEM, atol=2e-3)
+    bad = {**doc["power"], "voltage": {**doc["power"]["voltage"], "core": {
+        **doc["power"]["voltage"]["core"], "per_mem": {"mem_mhz": [800.0, 3000.0], "params": [["v_core_600"]]}}}}
+    with pytest.raises(BadInputError, match="voltage.core.per_mem needs increasing memory levels and one voltage "
+                                            "per core level on each"):
+        compile_section(bad)
+
+
+def test_core_voltage_auto_keeps_one_curve_on_an_incomplete_grid():
+    df = synthetic(n_workloads=10)
+    # the default core clock measured at the default memory clock only (as the virtual-GPU sessions do)
+    part = df[(df.core_mhz != 1200.0) | (df.mem_mhz == 3500.0)]
+    sec = fit_dvfs(part, ar_form="linear", activity_clocks="off")
+    assert "per_mem" not in sec.structure["voltage"]["core"]
+    assert not any(p.name.startswith("v_core_") and "_mem_" in p.name for p in sec.params)
+    forced = fit_dvfs(part, ar_form="linear", activity_clocks="off", core_voltage="per_mem")
+    assert ("core voltage per memory level: 2 of 15 (core, memory) clock pairs have no rows; those voltages are "
+            "held only by the monotonicity bounds") in forced.stats["warnings"]
+    with pytest.raises(BadInputError, match="unknown core_voltage 'pstate'"):
+        fit_dvfs(part, core_voltage="pstate")
+
+
+def test_recovers_static_voltage_exponent():
+    df = synthetic(noise=0.002, static_exp=3.0, n_workloads=30, seed=7)
+    sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0), static_exp=True,
+                   core_voltage="shared")
+    v = values(sec)
+    assert v["static_v_exp"] == pytest.approx(3.0, abs=0.5)
+    assert v["static_core_w"] == pytest.approx(20.0, rel=0.15)
+    for f, vt in zip(CORE_MHZ, V_CORE):
+        assert v[f"v_core_{f:g}"] == pytest.approx(vt, abs=0.02)
+    assert sec.stats["mape_pct"] < 0.25
+
+
+@pytest.mark.parametrize("total", [15.0, -12.0])
+def test_recovers_total_activity_term_of_either_sign(total):
+    shape = {"ar_tp_lambda": 0.6, "ar_tp_threshold": 0.03}
+    df = synthetic(noise=0.002, form="tpow", shape=shape, total_core_w=total, n_workloads=40, seed=8)
+    sec = fit_dvfs(df, activity_clocks="off", ref_clocks=(1200.0, 3500.0), total_terms="free", core_voltage="shared")
+    v = values(sec)
+    assert v["total_core_w"] == pytest.approx(total, abs=2.5)
+    assert "total_mem_w" not in v  # one memory unit: its total is the unit itself
+    assert v["w_fp"] == pytest.approx(40.0, rel=0.08)
+    assert v["ar_tp_lambda"] == pytest.approx(0.6, abs=0.05)
+    doc: dict = {}
+    sec.store(doc, "power")
+    pred = predict_power(doc["power"], df)
+    assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
+    np.testing.assert_allclose(breakdown(doc["power"], df).sum(axis=1).to_numpy(), pred, rtol=1e-12)
+    if total > 0:  # the non-negative variant can only take the sub-additive sign
+        nonneg = values(fit_dvfs(df, activity_clocks="off", ref_clocks=(1200.0, 3500.0), total_terms=True,
+                                 core_voltage="shared"))
+        assert nonneg["total_core_w"] == pytest.approx(total, abs=2.5)
+
+
+def test_recovers_per_unit_transform_powers():
+    shape = {"ar_tp_threshold": 0.03, "ar_tp_lambda_fp": 0.4, "ar_tp_lambda_int": 0.8, "ar_tp_lambda_sfu": 0.6,
+             "ar_tp_lambda_dram": 0.5}
+    df = synthetic(noise=0.002, form="tpow", shape=shape, n_workloads=40, seed=9)
+    sec = fit_dvfs(df, activity_clocks="off", ref_clocks=(1200.0, 3500.0), ar_shape="per_unit", core_voltage="shared")
+    v = values(sec)
+    for u in UNITS:
+        assert v[f"ar_tp_lambda_{u}"] == pytest.approx(shape[f"ar_tp_lambda_{u}"], abs=0.06), u
+    assert v["w_int"] == pytest.approx(30.0, rel=0.06)
+    doc: dict = {}
+    sec.store(doc, "power")
+    pred = predict_power(doc["power"], df)
+    assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
+
+
+def test_robust_loss_resists_corrupted_rows():
+    df = synthetic(noise=0.003, n_workloads=30, seed=10)
+    rng = np.random.default_rng(0)
+    bad = rng.choice(len(df), len(df) // 25, replace=False)  # 4 % of the rows read 40 % high
+    df.loc[bad, "power_w"] *= 1.4
+    kw = dict(ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0), core_voltage="shared")
+    plain = values(fit_dvfs(df, **kw))
+    robust = values(fit_dvfs(df, loss="huber", loss_scale=0.01, **kw))
+
+    def err(v: dict[str, float]) -> float:
+        return max(abs(v[k] / TRUE[k] - 1) for k in ("w_fp", "w_int", "w_sfu", "w_dram"))
+
+    assert err(robust) < 0.05 < err(plain)
+    with pytest.raises(BadInputError, match="unknown loss 'l1'"):
+        fit_dvfs(df, loss="l1", **kw)
+    with pytest.raises(BadInputError, match="loss 'huber' needs the joint fit method"):
+        fit_dvfs(df, loss="huber", method="alternating", **kw)
+
+
+def test_workload_weighting_undoes_repeated_workloads():
+    df = synthetic(noise=0.01, n_workloads=12, seed=11)
+    rep = pd.concat([df] + [df[df.workload == "k03"]] * 4, ignore_index=True)  # one workload 5 times over
+    kw = dict(ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0), core_voltage="shared")
+    a = values(fit_dvfs(df, **kw))
+    b = values(fit_dvfs(rep, weighting="relative_workload", **kw))
+    c = values(fit_dvfs(rep, **kw))
+    for k in ("w_fp", "w_int", "w_dram", "const_core_w", "v_core_600"):
+        assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-4), k
+    assert max(abs(c[k] - a[k]) for k in ("w_fp", "w_int", "w_dram")) > 1e-3  # unweighted repeats do move the fit

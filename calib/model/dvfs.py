@@ -4,16 +4,32 @@ The model (the gpmTOOL form of Guerreiro et al., HPCA 2018 / TPDS 2019, extended
 ../shared/reference/prior-art.md) predicts board power, W, of a row at core clock ``fc`` and memory
 clock ``fm`` (MHz) from the activities ``U_i`` in [0, 1] of its units::
 
-    P = Vc * (static_core_w + leak_core_w_per_c * (T - temp_ref_c))          static, leakage ~ V
+    P = Vc^k * static_core_w + Vc * leak_core_w_per_c * (T - temp_ref_c)       static, leakage
       + Vm * static_mem_w
-      + Vc^2 * fc/fc0 * (const_core_w + active_core_w * [any core U > 0] + sum_core w_i * g_i(U'_i))
-      + Vm^2 * fm/fm0 * (const_mem_w  + active_mem_w  * [any mem U > 0]  + sum_mem  w_j * g_j(U'_j))
+      + Vc^2 * fc/fc0 * (const_core_w + active_core_w * [any core U > 0] + sum_core w_i * g_i(U'_i)
+                        + total_core_w * g(min(1, sum_core U'_i)))
+      + Vm^2 * fm/fm0 * (const_mem_w  + active_mem_w  * [any mem U > 0]  + sum_mem  w_j * g_j(U'_j)
+                        + total_mem_w * g(min(1, sum_mem U'_j)))
 
 * ``Vc``, ``Vm``: relative voltage of each domain (1 at the reference clocks ``fc0``, ``fm0``). NVML
   cannot read voltages, so they are latent: one value per clock level in the fitted table
   (parameters ``v_core_<MHz>``, ``v_mem_<MHz>``), non-decreasing in clock. Between levels the voltage
   is interpolated linearly (monotone); outside the fitted range it is held at the end value ("clamp",
   with a warning), while the ``f`` factor keeps the row's clock.
+* Core voltage per memory level (``voltage.core.per_mem`` in the structure, optional): the core
+  voltage at a given core clock may depend on the memory clock, because the driver's performance
+  state (chosen with the memory clock) has its own voltage/frequency table. On the GTX Titan X the
+  idle board draws +1.5 W from 595 to 975 MHz core at memory 3300-4005 MHz but +5.9 W at 810 MHz:
+  the core voltage is flat below 975 MHz in the first case and rises from about 0.88 in the second.
+  Then every memory level has its own monotone core curve (``v_core_<MHz>_mem_<MHz>``; the curve of
+  the reference memory clock keeps the names ``v_core_<MHz>``) and a row's core voltage is bilinear
+  in (core clock, memory clock) over that table, clamped at its edges.
+* ``k`` (``static_v_exp``, optional, default 1): leakage current grows with voltage, so the core static
+  power may follow ``Vc**k`` instead of gpmTOOL's ``Vc``.
+* ``total_*_w`` (optional): power that follows a domain's total activity (the sum of its units'
+  rescaled activities, capped at 1, through the shared transform ``g``): shared issue/datapath power.
+  Positive values make units that are active together draw less than the sum of their own terms
+  (sub-additive, ``g`` being concave), negative values more.
 * All W coefficients are the power at the reference clocks; ``w_<unit>`` is the dynamic power of a
   unit at full activity. ``active_*_w`` is the power of a domain as soon as a kernel keeps it busy at
   all (IPP's constant runtime power of active SMs); it exists only when the training table has rows
@@ -30,7 +46,8 @@ clock ``fm`` (MHz) from the activities ``U_i`` in [0, 1] of its units::
   ``"linear"``, ``"pow"`` (``U**ar_exponent``), ``"boxcox"`` (``max(0, 1 + a*(U**lam - 1)/lam)``,
   ``ar_bc_a``, ``ar_bc_lambda``: the same family for a >= lam, plus a jump at U = 0+ for a < lam) and
   ``"log"`` (IPP's form from :mod:`calib.model.arfunc`, ``ar_log_a``, ``ar_log_b``). Every form maps
-  U = 0 to 0.
+  U = 0 to 0. A unit may have its own value of a shape parameter, ``<name>_<unit>`` (e.g.
+  ``ar_tp_lambda_SP``), which overrides the shared one for that unit.
 * ``T`` (``temp_c``) enters only through the leakage term, and only when the table had temperatures.
 * Memory-bound throughput (optional, ``activity_clocks`` in the structure): published tables (gpmTOOL)
   measure activities once, at the clocks ``(ac, am)``, and repeat them at every clock. A kernel
@@ -47,7 +64,9 @@ Parameter-file layout (section ``power``, or ``dvfs`` in session fits; ``"model"
 
     "units": [{"name": "SP", "domain": "core", "ar_form": "pow"}, ...],
     "ref_clocks": {"core_mhz": 975.0, "mem_mhz": 3505.0},      V = 1 and coefficients at these clocks
-    "voltage": {"core": {"mhz": [595.0, ...], "params": ["v_core_595", ...]},
+    "voltage": {"core": {"mhz": [595.0, ...], "params": ["v_core_595", ...],
+                         "per_mem": {"mem_mhz": [810.0, ...],                     optional: one curve
+                                     "params": [["v_core_595_mem_810", ...], ...]}},   per memory level
                 "mem":  {"mhz": [...], "params": [...]}},
     "activity_clocks": {"core_mhz": .., "mem_mhz": .., "source": ".."} or null,
     "temp_ref_c": 45.0 or null,
