@@ -17,6 +17,7 @@ from calib.model.dvfs import (
     compile_section,
     domain_totals,
     predict_power,
+    relative_voltages,
     scaled_activities,
     transform,
     unit_shape,
@@ -318,6 +319,8 @@ def test_core_voltage_is_bilinear_between_memory_levels_and_clamped():
     want = [tab[0, 0], at(700, 0), 0.5 * (at(700, 0) + at(700, 1)), tab[4, 2], 0.5 * (tab[0, 1] + tab[0, 2]), 1.0]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(tab, V_CORE_BY_MEM, atol=2e-3)
+    curves = relative_voltages(doc["power"])
+    assert curves["core"] == curves["core_mem_3500"] and [v for _, v in curves["core_mem_800"]] == tab[:, 0].tolist()
     bad = {**doc["power"], "voltage": {**doc["power"]["voltage"], "core": {
         **doc["power"]["voltage"]["core"], "per_mem": {"mem_mhz": [800.0, 3000.0], "params": [["v_core_600"]]}}}}
     with pytest.raises(BadInputError, match="voltage.core.per_mem needs increasing memory levels and one voltage "

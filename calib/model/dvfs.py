@@ -496,9 +496,14 @@ def breakdown(section: dict, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def relative_voltages(section: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
-    """The fitted voltage curves: domain -> [(MHz, V/Vref), ...]."""
+    """The fitted voltage curves: domain -> [(MHz, V/Vref), ...]; ``core`` is the curve at the reference
+    memory clock. With core curves per memory level, also ``core_mem_<MHz>`` for every memory level."""
     c = compile_section(section)
-    return {CORE: list(zip(c.core_mhz.tolist(), c.vcore.tolist())), MEM: list(zip(c.mem_mhz.tolist(), c.vmem.tolist()))}
+    out = {CORE: list(zip(c.core_mhz.tolist(), c.vcore.tolist())), MEM: list(zip(c.mem_mhz.tolist(), c.vmem.tolist()))}
+    if c.vcore_tab is not None:
+        for j, fm in enumerate(c.vcore_mem_mhz):
+            out[f"core_mem_{fm:g}"] = list(zip(c.core_mhz.tolist(), c.vcore_tab[:, j].tolist()))
+    return out
 
 
 def finite_or_none(x: float) -> float | None:
