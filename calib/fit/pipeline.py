@@ -87,7 +87,10 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         sigma, idle_temp = vals["sigma_w_per_c"], vals["idle_temp_c"]
     clocks = dev.get("clocks", {})
     core, mem = clocks.get("core_mhz"), clocks.get("mem_mhz")
-    st = IppStructure(sm_count=int(dev["sm_count"]), chip_units=frozenset(dev.get("chip_units", CHIP_UNITS)),
+    chip = dev.get("chip_units", list(CHIP_UNITS))
+    if not isinstance(chip, list) or not all(isinstance(u, str) for u in chip):
+        raise BadInputError(f"{path}/manifest.json: device.chip_units must be a list of unit names")
+    st = IppStructure(sm_count=int(dev["sm_count"]), chip_units=frozenset(chip),
                       warp_issue_per_cycle=dev.get("warp_issue_per_cycle"), core_mhz=core, mem_mhz=mem)
     mem_u = mem_units if mem_units is not None else (set(dev["mem_domain_units"]) if "mem_domain_units" in dev else None)
     ipp_rows = _default_rows(df, core, mem)
