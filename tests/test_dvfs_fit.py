@@ -342,6 +342,17 @@ def test_core_voltage_auto_keeps_one_curve_on_an_incomplete_grid():
         fit_dvfs(part, core_voltage="pstate")
 
 
+def test_anchored_core_curves_are_one_at_the_reference_core_clock():
+    df = synthetic(noise=0.003, vcore_by_mem=V_CORE_BY_MEM, n_workloads=20, seed=12)
+    sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0),
+                   core_voltage="per_mem_anchored")
+    at_ref = {p.name: p for p in sec.params if p.name.startswith("v_core_1200")}
+    assert set(at_ref) == {"v_core_1200", "v_core_1200_mem_800", "v_core_1200_mem_3000"}
+    assert all(p.value == 1.0 and not p.vary for p in at_ref.values())
+    v = values(sec)
+    assert v["v_core_600_mem_800"] == pytest.approx(V_CORE_BY_MEM[0, 0] / V_CORE_BY_MEM[3, 0], abs=0.03)
+
+
 def test_recovers_static_voltage_exponent():
     df = synthetic(noise=0.002, static_exp=3.0, n_workloads=30, seed=7)
     sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0), static_exp=True,
