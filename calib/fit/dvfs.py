@@ -21,8 +21,9 @@ Core voltage (``core_voltage``): ``"auto"`` (default) fits one monotone core vol
 level when every (core level, memory level) pair of the table was measured, else one curve shared by
 all memory levels (``"shared"``, gpmTOOL's model; ``"per_mem"`` forces the curves and notes the clock
 pairs that leave parts of them unconstrained; ``"per_mem_anchored"`` also makes every curve 1 at the
-reference core clock, which cross-validated no better: 2.28 % against 2.26 %). The Guerreiro et al. tables are such full grids, and
-there the core power's dependence on the core clock differs at the 810 MHz memory clock (another
+reference core clock, which cross-validated no better: 2.28 % against 2.26 %). The Guerreiro et al.
+tables are such full grids, and there the core power's dependence on the core clock differs at the
+810 MHz memory clock (another
 performance state of the driver): on the Titan X table the per-memory-level curves lowered the 5-fold
 CV MAPE by microbenchmark name from 3.05 % (seeds 0-4: 3.01-3.12) to 2.26 % (2.20-2.32), the MAPE on the
 10 development applications from 6.69 % to 6.09 %, and the CV MAPE on the HPCA'18 Titan X table
@@ -146,7 +147,7 @@ TERM_DOC = {
     "total_mem_w": "memory-domain power following the domain's total activity (sum of its units, capped at 1)",
 }
 TERM_UNIT = {n: ("W/C" if n.endswith("_per_c") else "W") for n in CONST_TERMS}
-V_MAX_STEP = 2.0
+V_MAX_STEP = 2.0  # bound on the log-voltage increment between neighbouring levels (a factor e^2)
 WEIGHTINGS = ("relative", "absolute", "relative_workload")
 LOSSES = ("linear", "soft_l1", "huber", "cauchy")
 #: core voltage curves: "auto" = one per memory level when every (core, memory) clock pair was measured
@@ -161,7 +162,7 @@ def shape_spec(name: str) -> tuple:
         if name.startswith(base + "_") and base in SHAPES:
             init, lo, hi, unit, desc = SHAPES[base]
             return init, lo, hi, unit, f"{desc}, unit {name[len(base) + 1:]}"
-    raise KeyError(name)  # bound on the log-voltage increment between neighbouring levels (a factor e^2)
+    raise KeyError(name)
 
 
 @dataclass
@@ -263,7 +264,8 @@ class Problem:
         for t in self.terms:
             if t.startswith("total_"):
                 continue  # appended after the transforms (below), in the same order as self.terms
-            cols.append({"static_core_w": lambda: Vc ** shape.get("static_v_exp", 1.0), "static_mem_w": lambda: Vm, "const_core_w": lambda: kc,
+            cols.append({"static_core_w": lambda: Vc ** shape.get("static_v_exp", 1.0), "static_mem_w": lambda: Vm,
+                         "const_core_w": lambda: kc,
                          "const_mem_w": lambda: km, "active_core_w": lambda: kc * self.ind_c,
                          "active_mem_w": lambda: km * self.ind_m, "leak_core_w_per_c": lambda: Vc * self.dT}[t]())
         G, tot = self.transformed(shape)
