@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -257,19 +256,17 @@ def test_alternating_and_joint_reach_the_same_optimum():
         assert a[k] == pytest.approx(b[k], rel=0.01, abs=0.05)
 
 
-def test_prediction_is_vectorised_and_fast():
-    import time
-
+def test_prediction_of_a_large_table_equals_row_by_row_prediction():
+    # the rate itself (>= 1e6 rows/s on one core) is measured by benchmarks/bench_dvfs.py, not asserted here
     df = synthetic()
     doc: dict = {}
     fit_dvfs(df, ar_form="linear", activity_clocks="off").store(doc, "power")
-    big = pd.concat([df] * 400, ignore_index=True)  # 180,000 rows
-    t0 = time.perf_counter()
+    big = pd.concat([df] * 400, ignore_index=True)  # 180,000 rows in one call
     p = predict_power(doc["power"], big)
-    dt = time.perf_counter() - t0
     assert p.shape == (len(big),) and np.all(np.isfinite(p))
-    assert len(big) / dt > 2e5  # benchmarks/bench_dvfs.py measures the 1e6-row rate; this guards regressions
-    assert math.isclose(p[0], p[len(df)], rel_tol=1e-12)
+    one = np.array([predict_power(doc["power"], df.iloc[[i]])[0] for i in range(0, len(df), 37)])
+    np.testing.assert_allclose(p[0:len(df):37], one, rtol=1e-12)
+    np.testing.assert_allclose(p[len(df):2 * len(df)], p[:len(df)], rtol=1e-12)
 
 
 # ------------------------------------------------------------------ model terms added by the generalisation study
