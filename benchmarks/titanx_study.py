@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
       "show their coefficients and errors next to ours.\n")
     w("Data: J. Guerreiro, A. Ilic, N. Roma, P. Tomas, *GPGPU Power Modeling for Multi-Domain Voltage-Frequency "
       "Scaling*, HPCA 2018, and *Modeling and Decoupling the GPU Power Consumption for Cross-Domain DVFS*, IEEE "
-      "TPDS 2019 (gpmTOOL; BSD-3-Clause with citation clause, see ../shared/data/guerreiro-gtxtitanx/LICENSE).\n")
+      "TPDS 2019 (gpmTOOL; BSD-3-Clause with citation clause, see ../shared/data/guerreiro-gtxtitanx/LICENSE from the repository root).\n")
     w("Model (calib/model/dvfs.py): `P = Vc*Sc + Vm*Sm + Vc^2*fc/fc0*(Cc + Ac*[core busy] + sum_core w_i*g(U'_i)) "
       "+ Vm^2*fm/fm0*(Cm + Am*[memory busy] + sum_mem w_j*g(U'_j))`, with latent monotone voltages per clock "
       "level, **the core voltage a separate monotone curve for every memory clock** (`Vc(fc, fm)`; new default "

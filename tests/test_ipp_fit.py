@@ -93,3 +93,15 @@ def test_fast_evaluator_equals_model_equations():
         dn[name] -= h
         num = (ev.power(up) - ev.power(dn)) / (2 * h)
         assert np.allclose(jac[name], num, rtol=1e-5, atol=1e-6), name
+
+
+def test_unknown_memory_unit_is_refused_by_the_cli(cli, tmp_path):
+    # a typo in --mem-units must not silently move the memory units to the core domain
+    from calib.samples import write_samples
+
+    src = tmp_path / "t.csv"
+    write_samples(_table(), src)
+    rc, out, err = cli("fit", str(src), "-o", str(tmp_path / "p.json"), "--mem-units", "bogus")
+    assert rc == 2
+    assert "memory unit(s) bogus not in the table" in err
+    assert not (tmp_path / "p.json").exists()

@@ -17,7 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cv", type=int, default=None, metavar="K",
                    help="also report K-fold cross-validated MAPE, folds by workload")
     p.add_argument("--sm-count", type=int, default=None,
-                   help="number of SMs (samples tables only; default 1: MaxPower values are per chip)")
+                   help="number of SMs (samples tables only; default: the largest active_sms in the table, else 1, i.e. MaxPower per chip)")
     g = p.add_argument_group("DVFS model (tables with several clock configurations)")
     g.add_argument("--ar-form", default=None, choices=["tpow", "boxcox", "pow", "log", "linear"],
                    help="access-rate transform of every unit (default: tpow, thresholded power)")

@@ -77,5 +77,6 @@ def run(args: argparse.Namespace) -> int:
     info = table_info(df)
     print(f"{args.output}: {len(df)} rows, {df['workload'].nunique()} workloads, units "
           f"{', '.join(info.units)}, {len(info.clock_configs)} clock configuration(s)"
-          + ("" if has_power else "; no power column (usable for predict; add --power to fit)"))
+          + ("" if has_power else ("; power missing on some rows (see the warning above; those rows cannot be fitted)"
+                                  if args.power else "; no power column (usable for predict; add --power to fit)")))
     return 0

@@ -35,7 +35,8 @@ def _seed(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="sim:<preset> or cuda:<index> (see `calib devices`)")
-    p.add_argument("--campaign", default="standard", choices=["quick", "standard", "full"], help="campaign size")
+    p.add_argument("--campaign", default="standard", choices=["quick", "standard", "full"],
+                   help="campaign size (default: standard)")
     p.add_argument("--logs-dir", default="logs", help="where session directories go (default: logs/)")
     p.add_argument("--fitted-dir", default="fitted", help="where parameter files go (default: fitted/)")
     p.add_argument("--name", default=None, type=_session_name,

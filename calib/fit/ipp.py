@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import FitError, NotFittedError
+from calib.errors import BadInputError, FitError, NotFittedError
 from calib.fit.core import LsqResult, fit_lsq
 from calib.model.arfunc import IPP_A, LINEAR, LOG
 from calib.model.ipp import _running
@@ -103,6 +103,11 @@ class IppPowerFitter:
                 units.append(u)
         if not units:
             raise FitError("no unit activity varies across the samples; nothing to fit")
+        if self.mem_units is not None:
+            unknown = sorted(set(self.mem_units) - set(act_units(data)))
+            if unknown:  # a typo would silently move the memory units to the core domain
+                raise BadInputError(f"memory unit(s) {', '.join(unknown)} not in the table "
+                                    f"(units: {', '.join(act_units(data))})")
         self.units_ = units
         self.structure_in_ = st
         self._pinned: set[str] = set()

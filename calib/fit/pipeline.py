@@ -21,7 +21,7 @@ import pandas as pd
 from calib import params as P
 from calib.errors import BadInputError
 from calib.fit.ipp import IppPowerFitter, IppStructure
-from calib.samples import read_samples, table_info
+from calib.samples import act_units, read_samples, table_info
 from calib.segment import fan_sweep, session_samples, thermal_steps
 from calib.session import MANIFEST_NAME, file_sha256, read_session
 from calib.units import CHIP_UNITS
@@ -92,8 +92,10 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         raise BadInputError(f"{path}/manifest.json: device.chip_units must be a list of unit names")
     st = IppStructure(sm_count=int(dev["sm_count"]), chip_units=frozenset(chip),
                       warp_issue_per_cycle=dev.get("warp_issue_per_cycle"), core_mhz=core, mem_mhz=mem)
-    mem_u = mem_units if mem_units is not None else (set(dev["mem_domain_units"]) if "mem_domain_units" in dev else None)
     ipp_rows = _default_rows(df, core, mem)
+    mem_u = mem_units
+    if mem_u is None and "mem_domain_units" in dev:  # the device's list may name units this campaign did not run
+        mem_u = set(dev["mem_domain_units"]) & set(act_units(ipp_rows))
     fitter = IppPowerFitter(mem_units=mem_u).fit(ipp_rows, st, sigma=sigma, idle_temp_c=idle_temp)
     fitter.section().store(doc, "power")
     out = FitOutcome(doc, df, list(fitter.warnings_))
