@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
       "`g(U) = max(0, (U^lam - t^lam)/(1 - t^lam))` (contains the linear form, `U^p` and IPP's log; `t` = 0.03, "
       "`lam` fitted), and `U'` the default-clock activities rescaled to the row's clocks when the kernel turns "
       "memory bound. Fit: joint bounded least squares on relative residuals.\n")
-    w(f"## GTX Titan X (tpds2019_micro_named_gtxtitanx.csv: 102 microbenchmarks under 50 names x 64 clock pairs)\n")
+    w("## GTX Titan X (tpds2019_micro_named_gtxtitanx.csv: 102 microbenchmarks under 50 names x 64 clock pairs)\n")
     w("| figure | default (core voltage per memory level) | previous default (one core voltage curve) | "
       "gpmTOOL form refit by this toolkit | authors, published |")
     w("|---|---:|---:|---:|---:|")

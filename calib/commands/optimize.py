@@ -81,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
     import math
     import sys
 
-    from calib import params
     from calib.atomic import atomic_write_text
     from calib.errors import BadInputError
     from calib.model import energy as E

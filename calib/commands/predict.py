@@ -14,7 +14,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib import params
     from calib.atomic import atomic_write_text
     from calib.model.predict import kernel_description_table, predict_table
     from calib.samples import read_samples

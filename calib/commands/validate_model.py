@@ -88,7 +88,6 @@ def plot(path, y, yhat, workloads, title: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from calib import params
     from calib.atomic import atomic_write_text
     from calib.model.predict import predict_power
     from calib.samples import read_samples
