@@ -62,10 +62,12 @@ class BundleError(BadInputError):
 
 
 def is_archive(path: str | os.PathLike) -> bool:
+    """True when ``path`` names a bundle archive (``.tar.gz``/``.tgz``) rather than a directory."""
     return str(path).endswith(ARCHIVE_SUFFIXES)
 
 
 def bundle_name(path: str | os.PathLike) -> str:
+    """The bundle's name: the file or directory name without its archive suffix."""
     name = Path(path).name
     for suf in ARCHIVE_SUFFIXES:
         if name.endswith(suf):

@@ -52,6 +52,7 @@ def power_stream(session: Session, prefer: str | None = None) -> str:
 
 
 def analyzer_stream(session: Session) -> str | None:
+    """Name of the session's wall-power analyzer stream (a sensor of kind ``analyzer`` with ``power_w``), or None."""
     for s in session.manifest.get("sensors", []):
         if s.get("kind") == "analyzer" and "power_w" in s.get("columns", []):
             return s["name"]

@@ -14,6 +14,7 @@ from calib.errors import BadInputError, CalibError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Argument parser of ``python -m microbench`` (verb ``verify``)."""
     p = argparse.ArgumentParser(prog="python -m microbench", description="Microbenchmark kernel tools.")
     sub = p.add_subparsers(dest="verb", required=True)
     v = sub.add_parser("verify", help="compile every kernel (no GPU needed) and check its PTX against its "
@@ -71,6 +72,8 @@ def _run_verify(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m microbench``; returns the exit status (0 ok, 2 bad input or usage,
+    130 on Ctrl-C; otherwise the error's own status, e.g. when a kernel check fails)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -96,7 +96,8 @@ def estimate_lag(ref_t: Sequence[float], ref_x: Sequence[float], other_t: Sequen
 
 
 def pattern_signal(edges: Sequence[tuple[float, float]], t: Sequence[float]) -> np.ndarray:
-    """The commanded pattern at times ``t``: 1 inside any ``(start, stop)`` high phase, else 0."""
+    """The commanded pattern at times ``t``: 1 inside any ``(start, stop)`` high phase, else 0 (all in s,
+    on one clock, e.g. the host's monotonic clock)."""
     t = np.asarray(t, dtype=float)
     y = np.zeros_like(t)
     for a, b in edges:
@@ -106,7 +107,8 @@ def pattern_signal(edges: Sequence[tuple[float, float]], t: Sequence[float]) -> 
 
 def lag_vs_pattern(edges: Sequence[tuple[float, float]], t: Sequence[float], power_w: Sequence[float], *,
                    max_lag_s: float = 1.0, step_s: float = 0.002) -> LagEstimate:
-    """Lag of a power stream behind the commanded square wave ``edges``."""
+    """Lag of a power stream (``t`` in s, ``power_w`` in W) behind the commanded square wave ``edges`` (s,
+    same clock as ``t``)."""
     lo = edges[0][0] - 2 * max_lag_s
     hi = edges[-1][1] + 2 * max_lag_s
     ref_t = np.arange(lo, hi, step_s / 2)

@@ -49,6 +49,7 @@ class Step:
 
 def build_steps(spec: CampaignSpec, benches: list[Benchmark], thermal: list[Benchmark],
                 fan_control: bool) -> list[Step]:
+    """Ordered campaign steps: idle baseline, fan sweep (when the device controls its fan), every benchmark with its repeats, then the thermal heat/cool steps."""
     steps: list[Step] = [Step(0, "idle", "idle_baseline")]
     if fan_control:
         for duty in spec.fan_levels:
@@ -64,6 +65,7 @@ def build_steps(spec: CampaignSpec, benches: list[Benchmark], thermal: list[Benc
 
 
 def default_session_name(device: Device, campaign: str) -> str:
+    """``<preset or device name>-<campaign>-<UTC time>``: one path component."""
     ident = device.info.extra.get("preset") or device.info.name.replace(" ", "-").lower()
     return f"{ident}-{campaign}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 

@@ -256,6 +256,7 @@ def _site_dirs() -> list[Path]:
 
 
 def find_nvcc() -> Nvcc | None:
+    """The first working nvcc: ``$MICROBENCH_NVCC``, PATH, ``$CUDA_HOME``/``$CUDA_PATH``/``/usr/local/cuda``; None if absent."""
     cand = [os.environ.get("MICROBENCH_NVCC"), shutil.which("nvcc")]
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
@@ -270,6 +271,7 @@ def find_nvcc() -> Nvcc | None:
 
 
 def find_nvrtc_libs() -> list[str]:
+    """Paths of NVRTC shared libraries to try, ``$MICROBENCH_NVRTC`` first, then the pip wheels' copies."""
     cand: list[str] = []
     if os.environ.get("MICROBENCH_NVRTC"):
         cand.append(os.environ["MICROBENCH_NVRTC"])
@@ -280,6 +282,7 @@ def find_nvrtc_libs() -> list[str]:
 
 
 def find_ptxas_all() -> list[Ptxas]:
+    """Every usable ptxas, in search order: ``$MICROBENCH_PTXAS``, the pip wheels' copies, then PATH."""
     cand = [os.environ.get("MICROBENCH_PTXAS")]
     for d in _site_dirs():
         cand += sorted(glob.glob(str(d / "nvidia" / "cuda_nvcc" / "bin" / "ptxas")))

@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def print_verification(ver: Any) -> None:
+    """Print a bundle verification: checksums, schema, and the refit against the bundled samples."""
     from calib.bundle import MANIFEST
 
     res = ver.refit

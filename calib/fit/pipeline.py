@@ -160,7 +160,7 @@ def dvfs_training_rows(df: pd.DataFrame, sigma: float | None = None,
 
     Drops held-out, thermal and timing rows and the active-SM sweep (whole-GPU rows only); with a
     thermal fit, brings power to the idle temperature (power - sigma x (temp_c - idle_temp_c)) and drops
-    ``temp_c``. Returns (rows, {"sigma_w_per_c", "idle_temp_c"} or None).
+    ``temp_c``. ``sigma`` in W/C, ``idle_temp_c`` in C. Returns (rows, {"sigma_w_per_c", "idle_temp_c"} or None).
     """
     from calib.fit.ipp import EXCLUDED_ROLES
 

@@ -322,7 +322,8 @@ def _mape(y: np.ndarray, yhat: np.ndarray) -> float:
 
 def dvfs_check(section: Mapping[str, Any], df: pd.DataFrame, fc0: float, fm0: float) -> dict[str, Any] | None:
     """Time MAPE of the held-out rows at clock pairs other than the default, predicted (a) by the model
-    alone and (b) from the same workload's measured default-clock time (Wang & Chu's baseline profile)."""
+    alone and (b) from the same workload's measured default-clock time (Wang & Chu's baseline profile).
+    ``fc0``, ``fm0``: the default core and memory clocks (MHz)."""
     held = df[df["role"] == HELDOUT] if "role" in df.columns else df.iloc[:0]
     if not len(held):
         return None

@@ -207,7 +207,8 @@ def domain_totals(Us: np.ndarray, is_mem: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def scaled_activities(U: np.ndarray, is_mem: np.ndarray, fc: np.ndarray, fm: np.ndarray, ac: np.ndarray,
                       am: np.ndarray, mem_sat: float) -> np.ndarray:
-    """Activities at the row's clocks from activities measured at ``(ac, am)`` (module docstring)."""
+    """Activities at the row's clocks ``(fc, fm)`` from activities measured at ``(ac, am)`` (all MHz;
+    ``mem_sat``: summed memory activity at which a kernel is memory bound; module docstring)."""
     rc = ac / fc
     rm = am / fm
     if is_mem.any():
@@ -507,6 +508,7 @@ def relative_voltages(section: Mapping[str, Any]) -> dict[str, list[tuple[float,
 
 
 def finite_or_none(x: float) -> float | None:
+    """``float(x)`` when finite, else None (JSON has no NaN/inf)."""
     return float(x) if x is not None and math.isfinite(x) else None
 
 

@@ -285,7 +285,9 @@ def kernel_temperature_c(doc: Mapping[str, Any], kernel: pd.DataFrame, time_s: f
 
 
 def recommend(table: pd.DataFrame, objective: str = "energy", max_slowdown: float = 0.1) -> pd.Series:
-    """The row of ``table`` with the least energy (or EDP) among those within the slowdown bound."""
+    """The row of ``table`` with the least energy (J, or EDP in J s) among those within the slowdown bound.
+
+    ``max_slowdown`` is a fraction of the reference time (0.1 = at most 10 % slower)."""
     if objective not in OBJECTIVES:
         raise BadInputError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     if not (max_slowdown >= 0):

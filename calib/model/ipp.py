@@ -60,7 +60,9 @@ def runtime_components(structure: Mapping[str, Any], values: Mapping[str, float]
 def power_from_arrays(structure: Mapping[str, Any], values: Mapping[str, float], act: Mapping[str, np.ndarray],
                       running: np.ndarray, active_sms: np.ndarray, temp_c: np.ndarray | None = None,
                       sigma: float | None = None, idle_temp_c: float | None = None) -> np.ndarray:
-    """Board power (W) per row from unit activities and launch facts (see module docstring)."""
+    """Board power (W) per row from unit activities and launch facts (see module docstring).
+
+    ``temp_c`` (C), ``sigma`` (W/C) and ``idle_temp_c`` (C) add the static-power rise when all three are given."""
     n_sm = int(structure["sm_count"])
     comps = runtime_components(structure, values, act)
     total = np.zeros_like(np.asarray(running, dtype=float))

@@ -242,6 +242,9 @@ def optimal_cores(mwp: Any, cwp: Any, n: Any, mwp_peak_bw: Any, mem_bandwidth_by
     own bandwidth-limited kernels (Table 4: MWP = MWP_peak_BW = 10.802, CWP = N = 16) would keep all
     30 cores, not the 20 the paper reports; the text calls condition (1) the not-enough-warps case,
     which is Case 1 of the timing model (both equal N), so that is what is tested here.
+
+    Units: ``mem_bandwidth_bytes_per_s`` and ``bw_per_warp`` both in bytes/s (the paper quotes GB/s:
+    convert both or neither); ``mwp``, ``cwp``, ``n``, ``mwp_peak_bw`` are warp counts.
     """
     mwp, cwp, n, peak = _arr(mwp), _arr(cwp), _arr(n), _arr(mwp_peak_bw)
     full = (np.isclose(mwp, n) & np.isclose(cwp, n)) | (mwp > cwp) | (mwp < peak - 1e-9 * np.abs(peak))

@@ -198,7 +198,7 @@ def inputs_from_table(ts: TimingSection, df: pd.DataFrame, source: str = "<table
 
 
 def dram_latency(ts: TimingSection, fc: np.ndarray, fm: np.ndarray) -> np.ndarray:
-    """DRAM latency in core cycles at (fc, fm) (module docstring)."""
+    """DRAM latency in core cycles at core clock ``fc`` and memory clock ``fm`` (MHz; module docstring)."""
     if ts.has_dvfs_latency:
         return W.dram_latency_cycles(ts.values["dm_lat_a_cycles"], ts.values["dm_lat_b_cycles"], fc, fm)
     return np.full(np.broadcast(fc, fm).shape, ts.values["mem_ld_cycles"])

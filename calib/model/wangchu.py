@@ -74,7 +74,10 @@ def dram_latency_cycles(a: Any, b: Any, core_mhz: Any, mem_mhz: Any) -> np.ndarr
 
 def memory_latencies(dm_lat: Any, dram_del_mem: Any, l2_lat: Any, l2_del: Any, l2_hr: Any, core_mhz: Any,
                      mem_mhz: Any, active_sms: Any, departure_del: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(agl_lat, agl_del) in core cycles per transaction of one SM (eqs. 5a, 5b; module docstring)."""
+    """(agl_lat, agl_del) in core cycles per transaction of one SM (eqs. 5a, 5b; module docstring).
+
+    ``dm_lat``, ``l2_lat``, ``l2_del``, ``departure_del``: core cycles; ``dram_del_mem``: memory cycles;
+    ``l2_hr``: L2 hit rate (0..1); clocks in MHz."""
     hr = np.clip(_arr(l2_hr), 0.0, 1.0)
     dm_del = _arr(dram_del_mem) * _arr(core_mhz) / _arr(mem_mhz) * _arr(active_sms)
     agl_lat = _arr(l2_lat) * hr + _arr(dm_lat) * (1.0 - hr)
@@ -84,7 +87,8 @@ def memory_latencies(dm_lat: Any, dram_del_mem: Any, l2_lat: Any, l2_del: Any, l
 
 def t_active(avr_comp: Any, agl_lat: Any, agl_del: Any, aw: Any, wpb: Any, o_itrs: Any, sh_lat: Any = 0.0,
              i_itrs: Any = 0.0, gld_trans: Any = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(T_active cycles, case number) per kernel (module docstring). ``gld_trans``: transactions a
+    """(T_active cycles, case number) per kernel (module docstring). Latencies, delays and ``avr_comp``
+    are core cycles; ``aw`` active warps per SM, ``wpb`` warps per block. ``gld_trans``: transactions a
     warp issues together in one period (1 in eqs. 8-15; more with independent loads or uncoalesced
     requests, as in eqs. 17-20); ``i_itrs > 0`` selects the shared-memory cases."""
     c, lat, g = _arr(avr_comp), _arr(agl_lat), _arr(gld_trans)

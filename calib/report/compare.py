@@ -340,6 +340,7 @@ def prediction_shift(old: dict, new: dict, df: Any, source: str) -> tuple[Any, l
 
 
 def format_prediction_shift(t: Any, source: str, max_rows: int = 25) -> str:
+    """Text table of how predictions (W) move between two parameter sets on one samples table, largest change first."""
     lines = [f"predictions for {source} ({len(t)} rows):"]
     ch = t["change_w"].to_numpy(float)
     k = int(np.nanargmax(np.abs(ch)))

@@ -145,6 +145,7 @@ def natural_key(name: str) -> tuple:
 
 
 def mape(meas: np.ndarray, pred: np.ndarray) -> float:
+    """Mean absolute percentage error (%) of ``pred`` against ``meas`` over finite, non-zero measurements; NaN if none."""
     m = np.isfinite(meas) & np.isfinite(pred) & (np.abs(meas) > 0)
     return float(100 * np.mean(np.abs(pred[m] - meas[m]) / meas[m])) if m.any() else math.nan
 
@@ -167,6 +168,7 @@ def _bar_height(n: int) -> float:
 # ------------------------------------------------------------------------------------------------
 
 def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
+    """Measured vs predicted power (W) per workload, with the error panel. Returns (figure, caption)."""
     df = default_rows(ctx)
     t, grouped = per_workload(df, ["power_w", "power_w_pred"])
     if grouped:  # a family's bar shows its worst member, so that grouping cannot hide an outlier
@@ -209,6 +211,8 @@ def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
 
 
 def fig_residuals(ctx: Context) -> tuple[Figure, str]:
+    """Residual grid (W): predicted vs measured, residual vs predicted power, vs temperature (or row), and
+    their histogram. Returns (figure, caption)."""
     df = _require_samples(ctx)
     meas, pred = df["power_w"].to_numpy(float), df["power_w_pred"].to_numpy(float)
     res = pred - meas
@@ -272,6 +276,7 @@ def _breakdown_table(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fig_breakdown(ctx: Context) -> tuple[Figure, str]:
+    """Stacked predicted power (W) per unit for each workload. Returns (figure, caption)."""
     df = default_rows(ctx)
     if ctx.power is None:
         raise Skip("the parameter file has no power section")
@@ -318,6 +323,7 @@ def _act_cols(ctx: Context, df: pd.DataFrame) -> list[str]:
 
 
 def fig_access_rates(ctx: Context) -> tuple[Figure, str]:
+    """Heatmap of the access rates (activities) per workload and unit. Returns (figure, caption)."""
     df = default_rows(ctx)
     df = df[df["role"] != "idle"]
     cols = _act_cols(ctx, df)
@@ -349,6 +355,7 @@ def fig_access_rates(ctx: Context) -> tuple[Figure, str]:
 
 
 def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
+    """Fitted access-rate functions of each unit over the measured points. Returns (figure, caption)."""
     if not ctx.ipp:
         raise Skip("drawn for the IPP power model only (this file's power model is "
                    f"{(ctx.power or {}).get('model', 'absent')!r})")
@@ -412,6 +419,7 @@ def _thermal_values(doc: dict) -> dict[str, float]:
 
 
 def fig_thermal(ctx: Context) -> tuple[Figure, str]:
+    """Temperature traces (C) of the heat/cool steps with the fitted rise/decay curves. Returns (figure, caption)."""
     if "thermal" not in ctx.doc:
         raise Skip("the parameter file has no thermal section")
     from calib.model.thermal import ThermalModel
@@ -538,6 +546,7 @@ def sm_sweep_optimum(ctx: Context) -> list[dict[str, Any]]:
 
 
 def fig_active_sms(ctx: Context) -> tuple[Figure, str]:
+    """Power (W) and perf/W against active SMs, with the model's optimum. Returns (figure, caption)."""
     if not ctx.ipp:
         raise Skip("drawn for the IPP power model only")
     from calib.model.ipp import sm_scale
@@ -611,6 +620,7 @@ def _dvfs_section(doc: dict) -> dict | None:
 
 
 def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
+    """Fitted relative voltages against core and memory clock (MHz). Returns (figure, caption)."""
     sec = _dvfs_section(ctx.doc)
     if sec is None:
         raise Skip("the parameter file has no DVFS model (one clock configuration was measured)")

@@ -135,7 +135,9 @@ def sm_scale(form: str, beta: float, active: int, total: int) -> float:
 
 def load_for(pp: PowerPhysics, ar: Mapping[str, float], active_sms: int, sm_count: int,
              s_core: float, s_mem: float) -> Load:
-    """Runtime power components of a kernel with per-SM access rates ``ar`` (dimensionless)."""
+    """Runtime power components (W, see :class:`Load`) of a kernel with per-SM access rates ``ar``
+    (dimensionless) on ``active_sms`` of ``sm_count`` SMs; ``s_core``, ``s_mem``: the domains' V^2 f
+    scale factors relative to the default clocks."""
     per_sm = pp.const_sm_w
     chip_core = 0.0
     chip_mem = 0.0
