@@ -98,6 +98,16 @@ def run(args: argparse.Namespace) -> int:
     df = read_samples(args.test, require_power=True)
     yhat = predict_power(doc, df, args.test)
     s, per = error_table(df["power_w"].to_numpy(float), yhat, df["workload"])
+    # files first: a reader that stops early (``| head``) must not cost the table or the plot
+    done = []
+    if args.table:
+        atomic_write_text(args.table, per.reset_index().to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+        done.append(f"per-workload table written to {args.table}")
+    if not args.no_plot:
+        out = args.plot or f"{Path(args.test).stem}.vs.{Path(args.params).stem}.png"
+        plot(out, df["power_w"].to_numpy(float), yhat, df["workload"],
+             f"{Path(args.test).name}: MAPE {s['mape_pct']:.2f}%, max {s['max_abs_pct']:.1f}% ({Path(args.params).name})")
+        done.append(f"plot written to {out}")
     print(f"{args.test}: {s['n_rows']} rows, {s['n_workloads']} workloads, model {doc['power']['model']} "
           f"({args.params})")
     print(f"MAPE {s['mape_pct']:.2f}%  (per-workload mean {s['workload_mape_pct']:.2f}%)  max |error| "
@@ -106,12 +116,6 @@ def run(args: argparse.Namespace) -> int:
     for name, r in per.iterrows():
         print(f"{str(name)[:28]:28s} {int(r.n_rows):5d} {r.mape_pct:7.2f} {r.max_abs_pct:7.2f} {r.bias_pct:+7.2f} "
               f"{r.measured_w:8.2f} {r.predicted_w:8.2f}")
-    if args.table:
-        atomic_write_text(args.table, per.reset_index().to_csv(index=False, float_format="%.6g", lineterminator="\n"))
-        print(f"per-workload table written to {args.table}")
-    if not args.no_plot:
-        out = args.plot or f"{Path(args.test).stem}.vs.{Path(args.params).stem}.png"
-        plot(out, df["power_w"].to_numpy(float), yhat, df["workload"],
-             f"{Path(args.test).name}: MAPE {s['mape_pct']:.2f}%, max {s['max_abs_pct']:.1f}% ({Path(args.params).name})")
-        print(f"plot written to {out}")
+    for line in done:
+        print(line)
     return 0
