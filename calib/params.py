@@ -103,6 +103,12 @@ def value(doc: dict, section: str, name: str, default: float | None = None) -> f
         raise KeyError(f"parameter file has no {section}.{name}") from None
 
 
+def _get(doc: Any, path: list) -> Any:
+    for k in path:
+        doc = doc[k]
+    return doc
+
+
 @lru_cache(maxsize=1)
 def schema() -> dict:
     """The JSON Schema of parameter files (version 1.x)."""
@@ -112,6 +118,53 @@ def schema() -> dict:
 
 def _path_str(path: Any) -> str:
     return "/".join(str(p) for p in path) or "(top level)"
+
+
+def _schema_message(e: Any) -> str:
+    """A readable message for one schema error: for 'null or X' alternatives, why X failed; plus the
+    description of the expected value when the schema has one."""
+    msg, schema_ = e.message, e.schema
+    if e.validator in ("anyOf", "oneOf") and e.context:
+        alts = [c for c in e.context if not (c.validator == "type" and c.validator_value == "null")]
+        if alts:
+            msg = "; ".join(dict.fromkeys(c.message for c in alts))
+            if len(alts) < len(e.context):
+                msg += " (and it is not null)"
+            schema_ = alts[0].schema
+    desc = schema_.get("description") if isinstance(schema_, dict) else None
+    return f"{msg} ({desc})" if desc else msg
+
+
+def _non_finite(x: Any, path: list) -> list | None:
+    """Path of the first NaN or infinite number in a JSON document (JSON has neither), or None."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return path
+    if isinstance(x, dict):
+        items = x.items()
+    elif isinstance(x, list):
+        items = enumerate(x)
+    else:
+        return None
+    for k, v in items:
+        bad = _non_finite(v, path + [k])
+        if bad is not None:
+            return bad
+    return None
+
+
+#: physical bounds of parameter values by unit: (low, high), inclusive. Generous on purpose: they catch
+#: garbage (1e308 W, negative cycles), not unusual hardware. 10 kW is several times the largest board.
+UNIT_BOUNDS: dict[str, tuple[float, float]] = {
+    "W": (-10_000.0, 10_000.0),       # negative only where the unit's own check allows it (below)
+    "W/C": (0.0, 1_000.0),
+    "C/W": (-100.0, 100.0),
+    "s": (0.0, 86_400.0),             # time constants and launch overheads: at most a day
+    "cycles": (0.0, 1e6),             # latencies and delays in core cycles
+    "mem cycles": (0.0, 1e6),
+    "V/Vref": (1e-3, 10.0),           # relative voltages
+}
+#: absolute temperatures (degC) must lie in (0, 125]: see the temp_c definition of the schema
+ABS_TEMP_LOW_C, ABS_TEMP_HIGH_C = 0.0, 125.0
 
 
 def validate(doc: Any, source: str = "<parameters>") -> list[str]:
@@ -132,10 +185,14 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
         raise SchemaError(
             f"{source}: schema_version {ver!r} is not supported by this toolkit (it reads {SUPPORTED_MAJOR}.x)")
     validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    bad = _non_finite(doc, [])
+    if bad is not None:
+        raise SchemaError(f"{source}: field {_path_str(bad)}: {_get(doc, bad)} is not a finite number "
+                          "(JSON has no NaN or Infinity)")
+    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         e = errors[0]
-        raise SchemaError(f"{source}: field {_path_str(e.absolute_path)}: {e.message}")
+        raise SchemaError(f"{source}: field {_path_str(e.absolute_path)}: {_schema_message(e)}")
     warns: list[str] = []
     for sec in SECTIONS:
         if sec not in doc:
@@ -156,6 +213,13 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
                 raise SchemaError(f"{source}: field {where}: value {v} above its maximum {hi}")
             if p["unit"] in ("W", "s", "W/C") and v < 0:
                 raise SchemaError(f"{source}: field {where}: a {p['unit']} quantity cannot be negative ({v})")
+            b = UNIT_BOUNDS.get(p["unit"])
+            if b is not None and not b[0] <= v <= b[1]:
+                raise SchemaError(f"{source}: field {where}: {v} {p['unit']} is outside the physical range "
+                                  f"[{b[0]:g}, {b[1]:g}] {p['unit']}")
+            if name.endswith("temp_c") and not ABS_TEMP_LOW_C < v <= ABS_TEMP_HIGH_C:
+                raise SchemaError(f"{source}: field {where}: {v} C is not a plausible GPU temperature "
+                                  f"(expected above {ABS_TEMP_LOW_C:g} C and at most {ABS_TEMP_HIGH_C:g} C)")
             if p.get("vary", True) and name not in errs:
                 warns.append(f"{where}: no standard error in fit.{sec}.stderr")
             param = Param.from_json(name, p)
@@ -170,6 +234,8 @@ def load(path: str | os.PathLike) -> dict:
     path = Path(path)
     if not path.exists():
         raise SchemaError(f"{path}: file not found")
+    if path.is_dir():
+        raise SchemaError(f"{path}: is a directory, not a parameter file (give the .json file written by calib fit)")
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -177,6 +243,10 @@ def load(path: str | os.PathLike) -> dict:
         raise SchemaError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from e
     except UnicodeDecodeError as e:
         raise SchemaError(f"{path}: not a text file") from e
+    except RecursionError as e:
+        raise SchemaError(f"{path}: JSON nested too deeply to be a parameter file") from e
+    except OSError as e:
+        raise SchemaError(f"{path}: cannot be read ({e.strerror or e})") from e
     validate(doc, str(path))
     return doc
 
