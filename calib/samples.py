@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,23 +76,40 @@ def _is_known(col: str) -> bool:
 
 
 def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool = True,
-                  needed: tuple[str, ...] = (), require_act: bool = True) -> pd.DataFrame:
+                  needed: tuple[str, ...] = (), require_act: bool = True,
+                  locations: Sequence[tuple[int, int]] | None = None) -> pd.DataFrame:
     """Validate a samples table and return it with numeric columns converted.
 
     Refuses (``BadInputError``, naming the column and, for values, the row) unknown or duplicate
-    columns, text in numeric columns, activities outside [0, 1], negative power. Rows with missing
-    values in a needed column (``workload``, ``power_w`` when ``require_power``, every ``act_`` column,
-    and ``needed``) are dropped with one warning that counts them. Row numbers in messages are 1-based
-    data rows, with the file line (header = line 1) in parentheses.
+    columns, text in numeric columns, activities outside [0, 1], infinite values, non-positive power
+    and clocks (``power_w``, ``core_mhz``, ``mem_mhz``, ``ref_core_mhz``, ``ref_mem_mhz``, all > 0) and
+    other out-of-range values. Rows with missing values in a needed column (``workload``, ``power_w``
+    when ``require_power``, every ``act_`` column, and ``needed``) are dropped with one warning that
+    counts them.
+
+    ``locations`` gives, per row of ``df``, its (data row, file line) in the file it was read from
+    (:func:`read_samples` passes them): messages then say ``row R (line L)`` with R and L counted in
+    the file, before any row is dropped. Without it (tables built in memory) messages say ``row R``,
+    the 1-based position in ``df``.
     """
     if df.shape[1] == 0:
         raise BadInputError(f"{source}: no columns (empty file?)")
+    if locations is not None and len(locations) != len(df):
+        raise ValueError(f"check_samples: {len(locations)} locations for {len(df)} rows")
+    for j, col in enumerate(df.columns):
+        if not isinstance(col, str) or not col.strip():
+            raise BadInputError(f"{source}: column {j + 1} has no name (empty header field)")
     dup = [c for c in df.columns if list(df.columns).count(c) > 1]
     if dup:
         raise BadInputError(f"{source}: column '{dup[0]}' appears more than once")
+    loc = list(locations) if locations is not None else [(i + 1, 0) for i in range(len(df))]
+
+    def at(i: int) -> str:
+        """'row R (line L)' of the i-th remaining row."""
+        row, line = loc[i]
+        return f"row {row} (line {line})" if line else f"row {row}"
+
     for col in df.columns:
-        if not isinstance(col, str) or not col.strip():
-            raise BadInputError(f"{source}: a column has an empty name")
         if not _is_known(col):
             raise BadInputError(
                 f"{source}: unknown column '{col}' (expected workload, power_w, core_mhz, mem_mhz, act_<unit>, "
@@ -115,8 +133,7 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
             bad = conv.isna() & stripped.notna() & (stripped != "") & (stripped.str.lower() != "nan")
             if bad.any():
                 i = int(np.flatnonzero(bad.to_numpy())[0])
-                raise BadInputError(
-                    f"{source}: row {i + 1} (line {i + 2}), column '{col}': {raw.iloc[i]!r} is not a number")
+                raise BadInputError(f"{source}: {at(i)}, column '{col}': {raw.iloc[i]!r} is not a number")
             out[col] = conv.astype(float)
         elif not pd.api.types.is_numeric_dtype(raw):
             raise BadInputError(f"{source}: column '{col}' is not numeric")
@@ -132,8 +149,13 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
     incomplete = out[needed_cols].isna().any(axis=1)
     if incomplete.any():
         n = int(incomplete.sum())
-        warnings.warn(f"{source}: dropped {n} of {len(out)} rows with missing values in a needed column")
-        out = out[~incomplete].reset_index(drop=True)
+        i = int(np.flatnonzero(incomplete.to_numpy())[0])
+        first_col = next(c for c in needed_cols if pd.isna(out[c].iloc[i]))
+        warnings.warn(f"{source}: dropped {n} of {len(out)} rows with missing values in a needed column "
+                      f"(first: {at(i)}, column '{first_col}')")
+        keep = ~incomplete.to_numpy()
+        out = out[keep].reset_index(drop=True)
+        loc = [x for x, k in zip(loc, keep) if k]
     if len(out) == 0:
         raise BadInputError(f"{source}: no usable rows (every row misses a needed value)")
     for u in units:
@@ -143,59 +165,116 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise BadInputError(
-                f"{source}: row {i + 1}, column '{col}': activity {float(v[i]):g} outside [0, 1] "
+                f"{source}: {at(i)}, column '{col}': activity {float(v[i]):g} outside [0, 1] "
                 "(activities are access rates or utilizations)")
     names = out["workload"].astype(str).str.strip()
     if (names == "").any():
         i = int(np.flatnonzero((names == "").to_numpy())[0])
-        raise BadInputError(f"{source}: row {i + 1}, column 'workload': empty name")
+        raise BadInputError(f"{source}: {at(i)}, column 'workload': empty name")
     for col in out.columns:
         if col in TEXT_COLUMNS:
             continue
         v = out[col].to_numpy(dtype=float)
         if np.isinf(v).any():
             i = int(np.flatnonzero(np.isinf(v))[0])
-            raise BadInputError(f"{source}: row {i + 1}, column '{col}': {v[i]} is not a finite number")
-    # physically meaningful ranges (a GPU system draws well under 100 kW)
-    for col, lo, hi, strict in (("power_w", 0.0, 1e5, False), ("core_mhz", 0.0, 1e5, True),
-                                ("mem_mhz", 0.0, 1e5, True), ("time_s", 0.0, np.inf, True),
-                                ("active_sms", 0.0, 1e5, True), ("energy_j", 0.0, np.inf, False),
-                                ("temp_c", -100.0, 250.0, False)):
+            raise BadInputError(f"{source}: {at(i)}, column '{col}': {v[i]} is not a finite number")
+    # Physically meaningful ranges (a GPU system draws well under 100 kW). power_w is the measured mean
+    # board power (contract): a powered board never draws 0 W, and the models divide by it and fit
+    # its logarithm, so 0 or negative is a broken measurement. Clocks (also the reference clocks the
+    # activities were measured at) divide the DVFS model's terms: 0 gives inf/NaN in the fit.
+    for col, lo, hi, strict, rule in (
+            ("power_w", 0.0, 1e5, True, "power_w must be > 0 and at most 1e5 W"),
+            ("core_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
+            ("mem_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
+            ("ref_core_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
+            ("ref_mem_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
+            ("time_s", 0.0, np.inf, True, "time_s must be > 0"),
+            ("active_sms", 0.0, 1e5, True, "active_sms must be > 0"),
+            ("energy_j", 0.0, np.inf, False, "energy_j must be >= 0"),
+            ("temp_c", -100.0, 250.0, False, "temp_c must be in [-100, 250]")):
         if col in out.columns:
             v = out[col].to_numpy()
             bad = ((v <= lo) if strict else (v < lo)) | (v > hi)
             bad &= ~np.isnan(v)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise BadInputError(f"{source}: row {i + 1}, column '{col}': {float(v[i]):g} is not a valid value")
+                raise BadInputError(f"{source}: {at(i)}, column '{col}': {float(v[i]):g} is not a valid value ({rule})")
     return out
 
 
 def read_samples(path: str | os.PathLike, require_power: bool = True,
                  needed: tuple[str, ...] = (), require_act: bool = True) -> pd.DataFrame:
-    """Read and validate a samples table CSV (see :func:`check_samples`)."""
+    """Read and validate a samples table CSV (see :func:`check_samples`).
+
+    The file is read once, as bytes (so a pipe such as ``/dev/stdin`` works), and parsed with the
+    :mod:`csv` module so that every row keeps its file line. Refused, naming the line: a row whose
+    field count differs from the header's (a truncated file ends with one), an unnamed column. Blank
+    lines are skipped but still count as rows, so row numbers match the file. The sha256 of the bytes
+    read is in ``df.attrs["sha256"]`` (hashing the path again would read an exhausted pipe).
+    """
+    import csv
+    import hashlib
+    import io
+
     path = Path(path)
     if not path.exists():
         raise BadInputError(f"{path}: file not found")
     if path.is_dir():
         raise BadInputError(f"{path}: is a directory, expected a samples table (CSV)")
-    import csv
-
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            header = next(csv.reader([fh.readline()]), [])
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read ({e.strerror or e})") from e
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise BadInputError(f"{path}: not a text CSV file") from e
-    dup = sorted({c.strip() for c in header if [h.strip() for h in header].count(c.strip()) > 1})
+        raise BadInputError(f"{path}: not a text CSV file ({e.reason} at byte {e.start})") from e
+    if not text.strip():
+        raise BadInputError(f"{path}: empty file")
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+    parsed: list[tuple[int, list[str]]] = []  # (first file line of the record, fields)
+    try:
+        start = 1
+        for rec in reader:
+            parsed.append((start, rec))  # a record with a quoted newline spans lines: report its first
+            start = reader.line_num + 1
+    except csv.Error as e:
+        raise BadInputError(f"{path}: line {reader.line_num}: not a readable CSV table ({e})") from e
+    header: list[str] | None = None
+    header_line = 0
+    records: list[list[str]] = []
+    locations: list[tuple[int, int]] = []
+    row = 0
+    for k, (line, rec) in enumerate(parsed):
+        blank = not rec or (len(rec) == 1 and not rec[0].strip())
+        if header is None:
+            if not blank:
+                header, header_line = [h.strip() for h in rec], line
+            continue  # blank lines before the header
+        row += 1
+        if blank and len(header) > 1:
+            continue  # a blank line: skipped, but it counts as a row so that row numbers match the file
+        if len(rec) != len(header):
+            cut = k == len(parsed) - 1 and not text.endswith(("\n", "\r")) and len(rec) < len(header)
+            raise BadInputError(
+                f"{path}: row {row} (line {line}): {len(rec)} fields, expected {len(header)} as in the header "
+                f"(line {header_line})" + ("; the file ends mid-line (truncated?)" if cut else ""))
+        records.append(rec)
+        locations.append((row, line))
+    if header is None:
+        raise BadInputError(f"{path}: empty file")
+    for j, h in enumerate(header):
+        if not h:
+            raise BadInputError(f"{path}: line {header_line}: column {j + 1} has no name (empty header field)")
+    dup = sorted({c for c in header if header.count(c) > 1})
     if dup:
         raise BadInputError(f"{path}: column '{dup[0]}' appears more than once")
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except pd.errors.EmptyDataError as e:
-        raise BadInputError(f"{path}: empty file") from e
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise BadInputError(f"{path}: not a readable CSV table ({str(e).splitlines()[0]})") from e
-    return check_samples(df, str(path), require_power=require_power, needed=needed, require_act=require_act)
+    df = pd.DataFrame(records, columns=header, dtype=object) if records else pd.DataFrame(columns=header, dtype=object)
+    out = check_samples(df, str(path), require_power=require_power, needed=needed, require_act=require_act,
+                        locations=locations)
+    out.attrs["sha256"] = hashlib.sha256(data).hexdigest()
+    return out
 
 
 def table_info(df: pd.DataFrame) -> TableInfo:

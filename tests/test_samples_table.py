@@ -34,12 +34,12 @@ def test_contract_check_malformed_table(tmp_path):
 @pytest.mark.parametrize("text,msg", [
     ("workload,core_mhz,act_x\na,1000,0.5\n", "required column 'power_w' missing"),
     ("workload,power_w,act_x,colour\na,1,0.5,red\n", "unknown column 'colour'"),
-    ("workload,power_w,act_x\na,100,1.5\n", r"row 1, column 'act_x': activity 1.5 outside \[0, 1\]"),
-    ("workload,power_w,act_x\na,100,-0.1\n", r"row 1, column 'act_x': activity -0.1 outside \[0, 1\]"),
+    ("workload,power_w,act_x\na,100,1.5\n", r"row 1 \(line 2\), column 'act_x': activity 1.5 outside \[0, 1\]"),
+    ("workload,power_w,act_x\na,100,-0.1\n", r"row 1 \(line 2\), column 'act_x': activity -0.1 outside \[0, 1\]"),
     ("workload,power_w,act_x,act_x\na,1,0.5,0.5\n", "column 'act_x' appears more than once"),
     ("power_w,act_x\n1,0.5\n", "required column 'workload' missing"),
     ("workload,power_w\na,1\n", r"no activity columns"),
-    ("workload,power_w,act_x\na,-5,0.5\n", r"row 1, column 'power_w': -5 is not a valid value"),
+    ("workload,power_w,act_x\na,-5,0.5\n", r"row 1 \(line 2\), column 'power_w': -5 is not a valid value"),
     ("", "empty file"),
 ])
 def test_malformed_tables_are_refused(tmp_path, text, msg):

@@ -56,7 +56,7 @@ def test_plot_path_and_no_plot(cli, fitted, tmp_path):
     (lambda t: t.assign(act_fp=t.act_fp.astype(object).where(t.index != t.index[3], "high")),
      "row 4 (line 5), column 'act_fp': 'high' is not a number"),
     (lambda t: t.assign(act_int=np.where(np.arange(len(t)) == 6, 1.25, t.act_int)),
-     "row 7, column 'act_int': activity 1.25 outside [0, 1]"),
+     "row 7 (line 8), column 'act_int': activity 1.25 outside [0, 1]"),
 ])
 def test_malformed_test_tables_are_refused_by_validate_model_and_fit(cli, fitted, tmp_path, edit, message):
     d, test = fitted
