@@ -14,6 +14,7 @@ uninterrupted one would; real devices are simply cooled down again.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -93,6 +94,26 @@ def find_resumable(logs_dir: Path, device: Device, campaign: str, seed: int,
     return max(found, key=lambda d: d.stat().st_mtime) if found else None
 
 
+def check_session_matches(session_dir: Path, manifest: dict, device: Device, campaign: str, seed: int,
+                          complete: bool) -> None:
+    """Refuse (BadInputError) a session whose manifest names another device, campaign or seed than the
+    ones asked for: resuming or refitting it would mix or mislabel data (e.g. a recovery report of one
+    virtual GPU against the truths of another)."""
+    camp = manifest.get("campaign") if isinstance(manifest.get("campaign"), dict) else {}
+    dev = manifest.get("device") or {}
+    have = (dev.get("uuid"), camp.get("name"), camp.get("seed"))
+    want = (device.info.uuid, campaign, seed)
+    if have == want:
+        return
+    what = "is complete" if complete else "is unfinished"
+    hint = ("choose another --name, or drop --name and pass --new to start a new session" if complete else
+            "resume it with the same --device, --campaign and --seed, or choose another --name")
+    raise BadInputError(
+        f"{session_dir}: session {what} and belongs to another device, campaign or seed "
+        f"(device {dev.get('name')!r} [{have[0]}], campaign {have[1]!r}, seed {have[2]!r}; asked for "
+        f"device {device.info.name!r} [{want[0]}], campaign {want[1]!r}, seed {want[2]!r}); not using it: {hint}")
+
+
 class Campaign:
     """Runs a campaign on ``device`` into ``session_dir`` (created, or resumed when incomplete)."""
 
@@ -131,18 +152,20 @@ class Campaign:
             if sess.is_complete():
                 raise BadInputError(f"{session_dir}: this session is complete; choose another name to run again")
             man = sess.manifest
-            if man.get("campaign", {}).get("name") != self.campaign or man["device"].get("uuid") != self.device.info.uuid:
-                raise BadInputError(f"{session_dir}: session belongs to another device or campaign; not resuming it")
-            if man.get("campaign", {}).get("seed") != self.seed:
-                raise BadInputError(f"{session_dir}: session was started with --seed {man['campaign'].get('seed')}, "
-                                    f"not {self.seed}; resume it with the same seed")
+            check_session_matches(session_dir, man, self.device, self.campaign, self.seed, complete=False)
             markers = sess.markers()
             done = {m["info"].get("step") for _, m in markers.iterrows() if m["event"] == "workload_done"}
             last_t = float(markers["t_mono_s"].max()) if len(markers) else 0.0
             last_wall = float(markers["t_wall_s"].max()) if len(markers) else 0.0
             last_seg = int(markers["segment"].max()) if len(markers) else 0
+            state = self._load_state(session_dir)  # checked before anything is written to the session
+            if state and self.device.virtual and state.get("device"):
+                try:
+                    self.device.restore(state["device"], last_t + 1.0)
+                except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+                    raise BadInputError(self._state_error(session_dir, f"field 'device' cannot be restored "
+                                                                       f"({e.__class__.__name__}: {e})")) from e
             writer = SessionWriter.resume(session_dir, clock=self.device.clock, note="resume")
-            state = self._load_state(session_dir)
             pending = (state or {}).get("after_step")
             if pending and pending not in done:  # killed after the state was saved, before its marker
                 step = next((s for s in self.steps if s.id == pending), None)
@@ -150,8 +173,6 @@ class Campaign:
                     writer.mark("workload_done", step.name, step.repeat, t=(last_t, last_wall), step=step.id,
                                 completes_segment=last_seg)
                     done.add(pending)
-            if state and self.device.virtual and state.get("device"):
-                self.device.restore(state["device"], last_t + 1.0)
             self.idle_temp_c = (state or {}).get("idle_temp_c")
         else:
             writer = SessionWriter.create(session_dir, self.manifest(), clock=self.device.clock)
@@ -185,14 +206,48 @@ class Campaign:
             writer.close()
         return session_dir
 
+    @staticmethod
+    def _state_error(session_dir: Path, what: str) -> str:
+        return (f"{session_dir / STATE_NAME}: {what}; not resuming. Restore the file, or start over in a new "
+                f"session (--new without --name, or another --name); the session directory is left as it is")
+
     def _load_state(self, session_dir: Path) -> dict | None:
+        """The saved campaign state, checked field by field against what :meth:`_save_state` writes
+        (a torn file cannot happen, the write is atomic: anything else was edited and is refused)."""
         p = session_dir / STATE_NAME
         if not p.exists():
             return None
         try:
-            return json.loads(p.read_text(encoding="utf-8"))
-        except ValueError:
-            return None  # a torn state file cannot happen (atomic write); if edited by hand, cool down again
+            state = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise BadInputError(self._state_error(session_dir, f"cannot be read as JSON ({e.__class__.__name__})")) from e
+        if not isinstance(state, dict):
+            raise BadInputError(self._state_error(session_dir, f"expected a JSON object, got {type(state).__name__}"))
+
+        def number(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+        after = state.get("after_step")
+        if after is not None and not isinstance(after, str):
+            raise BadInputError(self._state_error(session_dir, f"field 'after_step': {after!r} is not a step id"))
+        idle = state.get("idle_temp_c")
+        if idle is not None and not number(idle):
+            raise BadInputError(self._state_error(session_dir, f"field 'idle_temp_c': {idle!r} is not a number"))
+        dev = state.get("device")
+        if dev is not None and self.device.virtual:
+            if not isinstance(dev, dict):
+                raise BadInputError(self._state_error(session_dir, "field 'device' must be an object"))
+            # the device's own snapshot gives the fields and their shapes (numbers, or lists of numbers)
+            for key, ref in self.device.snapshot().items():
+                if key not in dev:
+                    raise BadInputError(self._state_error(session_dir, f"field 'device.{key}' missing"))
+                v = dev[key]
+                ok = (isinstance(v, list) and all(number(x) for x in v)) if isinstance(ref, list) else (
+                    v is None or number(v))
+                if not ok:
+                    raise BadInputError(self._state_error(session_dir, f"field 'device.{key}': {v!r} is not "
+                                                          + ("a list of numbers" if isinstance(ref, list) else "a number")))
+        return state
 
     def _save_state(self, session_dir: Path, after_step: str) -> None:
         atomic_write_json(session_dir / STATE_NAME, {"after_step": after_step, "idle_temp_c": self.idle_temp_c,

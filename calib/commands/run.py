@@ -45,6 +45,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed")
 
 
+def _check_writable(path, what: str) -> None:
+    """Refuse (BadInputError) a directory we could not write into: the nearest existing ancestor of
+    ``path`` must accept a new file, checked with a real temporary file (``os.access`` misjudges root,
+    ACLs and read-only mounts) before the campaign spends its time."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from calib.errors import BadInputError
+
+    path = Path(path)
+    probe = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".calib-write-test.", dir=probe)
+    except OSError as e:
+        raise BadInputError(f"{what} {path}: cannot write into {probe} ({e.strerror or e.__class__.__name__})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def run(args: argparse.Namespace) -> int:
     import math
     from pathlib import Path
@@ -58,15 +78,18 @@ def run(args: argparse.Namespace) -> int:
     from calib.progress import Progress, wants_progress
     from calib.report_text import fit_summary
     from calib.samples import write_samples
-    from microbench.campaign import Campaign, default_session_name, find_resumable
+    from microbench.campaign import Campaign, check_session_matches, default_session_name, find_resumable
     from microbench.devices import default_device_spec, open_device
 
     from calib.atomic import check_output_dir
+    from calib.errors import BadInputError
     from calib.session import read_session
 
     logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
     check_output_dir(logs, "--logs-dir")       # before any work: a bad directory must not cost a campaign
     check_output_dir(fitted, "--fitted-dir")
+    _check_writable(logs, "--logs-dir")
+    _check_writable(fitted, "--fitted-dir")
     spec = args.device or default_device_spec()
     device = open_device(spec, seed=args.seed)
     try:
@@ -75,8 +98,17 @@ def run(args: argparse.Namespace) -> int:
         else:
             found = None if args.new else find_resumable(logs, device, args.campaign, args.seed, fitted)
             session = found or logs / default_session_name(device, args.campaign)
+        if session.exists() and not session.is_dir():
+            raise BadInputError(f"{session}: exists and is not a directory; choose another --name")
         exists = (session / "manifest.json").exists()
-        complete = exists and read_session(session).is_complete()
+        complete = False
+        if exists:
+            sess = read_session(session)
+            complete = sess.is_complete()
+            # the same device, campaign and seed, or the fit (and a recovery report) would describe another run
+            check_session_matches(session, sess.manifest, device, args.campaign, args.seed, complete)
+        if exists and not complete:
+            _check_writable(session, "session directory")
         if complete:  # measured already (e.g. killed during the fit): fit and write what is missing
             print(f"session {session} is complete; fitting it")
         else:
