@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from calib.atomic import atomic_write_json
@@ -321,7 +322,59 @@ def read_manifest(path: str | os.PathLike) -> dict:
     sensors = man["sensors"]
     if not isinstance(sensors, list) or not all(isinstance(x, dict) and isinstance(x.get("name"), str) for x in sensors):
         raise BadInputError(f"{mpath}: field 'sensors' must be a list of objects with a 'name'")
+    _check_manifest_fields(man, mpath)
     return man
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_manifest_fields(man: dict, mpath: Path) -> None:
+    """Types of the manifest fields the samples layer and the fit read (each optional unless said),
+    so that a hand-edited manifest is refused here, naming the manifest and the field, rather than
+    failing later inside a fit or being blamed on an output file."""
+
+    def bad(field: str, value: Any, what: str) -> BadInputError:
+        return BadInputError(f"{mpath}: field {field}: {value!r} is not {what}")
+
+    dev = man["device"]
+    name = dev.get("name")
+    if not isinstance(name, str) or not name:
+        raise bad("device.name", name, "a non-empty string")
+    for key in ("uuid", "driver_version", "cuda_version"):
+        if dev.get(key) is not None and not isinstance(dev[key], str):
+            raise bad(f"device.{key}", dev[key], "a string or null")
+    if "sm_count" in dev:
+        v = dev["sm_count"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise bad("device.sm_count", v, "a positive integer")
+    for key in ("max_warps_per_sm", "max_blocks_per_sm"):
+        if key in dev and not (_is_number(dev[key]) and dev[key] > 0):
+            raise bad(f"device.{key}", dev[key], "a positive number")
+    if dev.get("warp_issue_per_cycle") is not None and not (
+            _is_number(dev["warp_issue_per_cycle"]) and dev["warp_issue_per_cycle"] > 0):
+        raise bad("device.warp_issue_per_cycle", dev["warp_issue_per_cycle"], "a positive number or null")
+    if "clocks" in dev:
+        clocks = dev["clocks"]
+        if not isinstance(clocks, dict):
+            raise bad("device.clocks", clocks, "an object (core_mhz, mem_mhz)")
+        for key in ("core_mhz", "mem_mhz"):
+            if clocks.get(key) is not None and not (_is_number(clocks[key]) and clocks[key] > 0):
+                raise bad(f"device.clocks.{key}", clocks[key], "a positive number or null")
+        if "supported" in clocks and not isinstance(clocks["supported"], dict):
+            raise bad("device.clocks.supported", clocks["supported"], "an object")
+    for key in ("units", "chip_units", "mem_domain_units"):
+        if key in dev and not (isinstance(dev[key], list) and all(isinstance(u, str) for u in dev[key])):
+            raise bad(f"device.{key}", dev[key], "a list of unit names")
+    for i, s in enumerate(man["sensors"]):
+        if "columns" in s and not (isinstance(s["columns"], list) and all(isinstance(c, str) for c in s["columns"])):
+            raise bad(f"sensors[{i}].columns", s["columns"], "a list of column names")
+        if "kind" in s and not isinstance(s["kind"], str):
+            raise bad(f"sensors[{i}].kind", s["kind"], "a string")
+    camp = man.get("campaign")
+    if camp is not None and not isinstance(camp, dict):
+        raise bad("campaign", camp, "an object or null")
 
 
 def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:
@@ -366,6 +419,8 @@ def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:
             pd.api.types.is_numeric_dtype(df[c]) for c in header if c not in text_cols)
     except (pd.errors.ParserError, ValueError):
         ok = False
+    if ok and any(np.isinf(df[c].to_numpy(dtype=float)).any() for c in header if c not in text_cols):
+        ok = False  # 'inf' parses as a number: the exact reader refuses it, naming the line
     if ok:
         for c in text_cols:
             df[c] = df[c].fillna("")
@@ -388,10 +443,14 @@ def _read_stream_strict(path: Path, text: str, header: list[str], text_cols: lis
         if col in text_cols:
             continue
         conv = pd.to_numeric(df[col].replace("", float("nan")), errors="coerce")
-        bad = conv.isna() & (df[col] != "")
+        # a reading is a finite number or empty (missing); 'nan' and 'inf' are refused alike
+        bad = (conv.isna() & (df[col] != "")) | np.isinf(conv.to_numpy(dtype=float))
         if bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
-            raise BadInputError(f"{path}: line {i + 2}, column '{col}': {df[col].iloc[i]!r} is not a number")
+            text_v = df[col].iloc[i]
+            what = "a number" if pd.isna(pd.to_numeric(text_v, errors="coerce")) and text_v.strip().lower() not in (
+                "nan", "+nan", "-nan") else "a finite number (leave the field empty for a missing reading)"
+            raise BadInputError(f"{path}: line {i + 2}, column '{col}': {text_v!r} is not {what}")
         df[col] = conv
     return df
 
