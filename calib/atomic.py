@@ -38,12 +38,34 @@ def check_output_dir(path: str | os.PathLike, what: str = "output directory") ->
     return path
 
 
+def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike | None,
+                    what: str = "output") -> None:
+    """Refuse (BadInputError) an output path that is one of the inputs or lies inside an input directory
+    (e.g. a session): writing it would destroy the data the command reads. ``None`` entries are skipped."""
+    from calib.errors import BadInputError
+
+    if output is None:
+        return
+    out = Path(output).resolve()
+    for src in inputs:
+        if src is None:
+            continue
+        s = Path(src).resolve()
+        if out == s:
+            raise BadInputError(f"{output}: the {what} is also an input; choose another path")
+        if s.is_dir() and s in out.parents:
+            raise BadInputError(f"{output}: the {what} would be written inside the input directory {src}; "
+                                "choose a path outside it")
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
     path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; give the file the mode a plain open() would (published files must be readable)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -55,6 +77,25 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only portable way to read it; restored at once (at import, before any thread)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def _umask() -> int:
+    return _UMASK
+
+
+def public_mode(path: str | os.PathLike, directory: bool = False) -> None:
+    """Give ``path`` the mode a plain ``open()``/``mkdir()`` would under the process umask (``mkstemp``
+    and ``mkdtemp`` create private 0600/0700 files and directories)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_UMASK)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

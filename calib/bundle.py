@@ -456,7 +456,7 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
             session: str | os.PathLike | None = None, force: bool = False) -> tuple[Path, Verification]:
     """Build a bundle of ``params_path`` at ``out`` (directory, or ``.tar.gz``), verify it, then move it
     into place. Nothing is left at ``out`` unless the bundle verified."""
-    from calib.atomic import atomic_write_json, atomic_write_text
+    from calib.atomic import atomic_write_json, atomic_write_text, check_not_input, public_mode
     from calib.report.inputs import load_inputs
 
     out = Path(out)
@@ -464,6 +464,10 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
         raise BadInputError(f"{out}: already exists (use --force to replace it)")
     if out.exists() and out.is_dir() != (not is_archive(out)):
         raise BadInputError(f"{out}: exists and is a {'directory' if out.is_dir() else 'file'}; refusing to replace it")
+    if out.is_dir() and not (out / MANIFEST).is_file():
+        # --force replaces a previous bundle, never a directory of someone's files
+        raise BadInputError(f"{out}: exists and is not a bundle (no {MANIFEST}); refusing to replace it")
+    check_not_input(out, params_path, samples, session, what="bundle")
     inp = load_inputs(params_path, samples=samples, session=session)
     if inp.samples is None:
         raise BadInputError(f"{params_path}: no samples table found to ship with it; give --samples SAMPLES.csv "
@@ -491,6 +495,7 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
             try:
                 with tarfile.open(tmp_tar, "w:gz") as tf:
                     tf.add(root, arcname=name)
+                public_mode(tmp_tar)
                 os.replace(tmp_tar, out)
             except BaseException:
                 Path(tmp_tar).unlink(missing_ok=True)

@@ -88,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     if not getattr(args, "verb", None):
         parser.print_help(sys.stderr)
+        sys.stderr.write("ERROR: no VERB given (see the list above)\n")
         return EXIT_USAGE
     old_show = warnings.showwarning
     warnings.showwarning = _showwarning
@@ -105,6 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("ERROR: interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
+        return EXIT_FAILURE
+    except OSError as e:  # the environment, not a bug: full disk, read-only file system, permissions
+        if args.verbose >= 2:
+            traceback.print_exc()
+        where = f"{e.filename}: " if e.filename else ""
+        sys.stderr.write(f"ERROR: {where}{e.strerror or e}\n")
         return EXIT_FAILURE
     except Exception as e:  # a bug: say so in one line; the traceback is behind -vv
         if args.verbose >= 2:

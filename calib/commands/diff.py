@@ -49,6 +49,11 @@ EXIT_MOVED = 3
 
 
 def run(args: argparse.Namespace) -> int:
+    from calib.atomic import check_not_input, check_output_file
+
+    if args.json is not None:
+        check_output_file(args.json, "--json")
+        check_not_input(args.json, args.old, args.new, args.predict, what="--json output")
     from calib import params
     from calib.atomic import atomic_write_json
     from calib.errors import BadInputError
@@ -83,7 +88,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write_json(args.json, _clean(js))
     status = EXIT_MOVED if c.moved else 0
-    print(f"exit status {status}: " + ("something moved significantly" if status else "nothing moved significantly"))
+    if not status:
+        why = "nothing moved significantly"
+    elif c.significant:
+        why = f"{len(c.significant)} parameter(s) moved significantly"
+    elif c.sections_added or c.sections_removed:
+        why = "the files do not have the same sections (" + ", ".join(
+            [f"added {s}" for s in c.sections_added] + [f"removed {s}" for s in c.sections_removed]) + ")"
+    else:
+        why = "structure or untested values changed (--strict)"
+    print(f"exit status {status}: {why}")
     return status
 
 

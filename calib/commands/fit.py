@@ -28,6 +28,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from calib.atomic import check_not_input, check_output_file
+
+    check_output_file(args.output, "parameter file")
+    check_not_input(args.output, args.source, what="parameter file")
     from calib import params
     from calib.errors import BadInputError
     from calib.fit.pipeline import fit_source
@@ -35,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.cv is not None and args.cv < 2:
         raise BadInputError("--cv needs K >= 2")
+    if args.sm_count is not None and args.sm_count < 1:
+        raise BadInputError(f"--sm-count {args.sm_count}: must be >= 1")
     mem = set(u.strip() for u in args.mem_units.split(",") if u.strip()) if args.mem_units else None
     dvfs_opts: dict = {}
     if args.ar_form:

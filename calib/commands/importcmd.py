@@ -59,6 +59,10 @@ def _join_power(df, path: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from calib.atomic import check_not_input, check_output_file
+
+    check_output_file(args.output, "samples table")
+    check_not_input(args.output, args.file, args.power, what="samples table")
     from calib.importers import import_table
     from calib.samples import check_samples, table_info, write_samples
 

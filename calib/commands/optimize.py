@@ -61,6 +61,8 @@ def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int
         if name not in names:
             raise BadInputError(f"{p}: no kernel named {name!r} (kernels: {', '.join(names)})")
         df = df[df["workload"].astype(str) == name]
+        if len(df) > 1:
+            raise BadInputError(f"{p}: {len(df)} kernels are named {name!r}; give each kernel a unique name")
     elif len(df) > 1:
         raise BadInputError(f"{p}: {len(df)} kernels ({', '.join(names[:6])}{' ...' if len(names) > 6 else ''}); "
                             "choose one with --kernel-name")
@@ -78,6 +80,12 @@ def _fmt_table(t) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from calib.atomic import check_not_input, check_output_file
+
+    for out, what in ((args.output, "-o"), (args.sms_output, "--sms-output")):
+        if out is not None:
+            check_output_file(out, what)
+            check_not_input(out, args.params, args.kernel, what=what)
     import math
     import sys
 

@@ -14,6 +14,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from calib.atomic import check_not_input, check_output_file
+
+    check_output_file(args.output)
+    check_not_input(args.output, args.session)  # never write into the session (its streams are the data)
     from calib.samples import write_samples
     from calib.segment import session_samples
     from calib.session import read_session

@@ -86,6 +86,12 @@ def plot(path, y, yhat, workloads, title: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from calib.atomic import check_not_input, check_output_file
+
+    for out, what in ((args.table, "--table"), (args.plot, "--plot")):
+        if out is not None:
+            check_output_file(out, what)
+            check_not_input(out, args.params, args.test, what=what)
     from pathlib import Path
 
     from calib.atomic import atomic_write_text

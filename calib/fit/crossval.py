@@ -110,6 +110,8 @@ def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], Secti
     wl = df["workload"].astype(str)
     n_wl = wl.nunique()
     if k > n_wl:
+        if n_wl < 2:
+            raise BadInputError(f"cannot cross-validate: the table has {n_wl} workload (folds by workload need 2)")
         raise BadInputError(f"cannot make {k} folds by workload from {n_wl} workloads (use --cv {n_wl} or fewer)")
     folds = make_folds(wl, int(k), seed, df[strata] if strata and strata in df.columns else None)
     pred = pd.Series(np.nan, index=df.index, dtype=float)
