@@ -62,6 +62,25 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def _csv_columns(text: str) -> tuple[str, ...]:
+    """The ``--columns`` list of the csv protocol, refused (BadInputError) when empty, duplicated or
+    clashing with a column the stream adds itself (time columns, ``resync``)."""
+    from calib.errors import BadInputError
+    from calib.session import TIME_COLUMNS
+
+    cols = tuple(c.strip() for c in text.split(","))
+    if not any(cols) or "" in cols:
+        raise BadInputError(f"--columns {text!r}: expected comma-separated column names, e.g. power_w,voltage_v")
+    dup = sorted({c for c in cols if cols.count(c) > 1})
+    if dup:
+        raise BadInputError(f"--columns {text!r}: column '{dup[0]}' appears more than once")
+    reserved = [c for c in cols if c in TIME_COLUMNS + ("resync", "latency_s")]
+    if reserved:
+        raise BadInputError(f"--columns {text!r}: '{reserved[0]}' is a column the stream writes itself; "
+                            "choose another name")
+    return cols
+
+
 def _open_sensors(args: argparse.Namespace) -> list[Any]:
     from calib.errors import BadInputError
 
@@ -73,17 +92,22 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
             for idx in args.nvml:
                 sensors.append(NvmlSensor(idx))
         if args.serial:
-            from microbench.instruments import PROTOCOLS, open_analyzer
+            from microbench.instruments import PROTOCOLS, analyzer_options, open_analyzer
 
             if not args.protocol:
                 raise BadInputError(f"--serial needs --protocol (one of {', '.join(sorted(PROTOCOLS))})")
             if args.protocol not in PROTOCOLS:
                 raise BadInputError(f"--protocol {args.protocol!r}: unknown; choose one of {', '.join(sorted(PROTOCOLS))}")
             kw = _parse_opts(args.analyzer_opt)
-            if args.baud:
+            accepted = analyzer_options(args.protocol)
+            unknown = sorted(k for k in kw if k not in accepted)
+            if unknown:
+                raise BadInputError(f"--analyzer-opt {unknown[0]}: not an option of protocol {args.protocol!r}; "
+                                    f"it accepts: {', '.join(accepted)}")
+            if args.baud is not None:
                 kw["baudrate"] = args.baud
             if args.protocol == "csv":
-                kw["columns"] = tuple(c.strip() for c in args.columns.split(",") if c.strip())
+                kw["columns"] = _csv_columns(args.columns)
             if PROTOCOLS[args.protocol].POLLED and "period_s" not in kw and "update_rate" not in kw:
                 kw["period_s"] = 1.0 / args.rate
             try:
@@ -124,6 +148,7 @@ def _device_entry(sensors: list[Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from calib import __version__
+    from calib.atomic import check_output_dir
     from calib.errors import BadInputError
     from calib.session import MANIFEST_NAME, SessionWriter
     from microbench.logger import SensorLogger
@@ -134,7 +159,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"--rate must be > 0 Hz, got {args.rate}")
     if args.duration is not None and not args.duration > 0:
         raise BadInputError(f"--duration must be > 0 s, got {args.duration}")
+    if args.baud is not None and args.baud <= 0:
+        raise BadInputError(f"--baud must be a positive number of bits/s (e.g. 9600), got {args.baud}")
+    if args.serial and args.protocol == "csv":
+        _csv_columns(args.columns)  # before the port is opened
     out = Path(args.output)
+    # before any sensor is opened: an existing file (or a file on the way) is not a session directory
+    check_output_dir(out, "-o")
     resuming = (out / MANIFEST_NAME).exists()
 
     sensors = _open_sensors(args)
@@ -181,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         if show:
             sys.stderr.write("\n")
         stats = logger.stop()
-        _summarize(writer, sensors, stats, args, interrupted or stop.is_set())
+        empty = _summarize(writer, sensors, stats, args, interrupted or stop.is_set())
     finally:
         signal.signal(signal.SIGTERM, old_term)
         if logger is not None and logger.running:
@@ -193,10 +224,17 @@ def run(args: argparse.Namespace) -> int:
             s.close()
         if writer is not None:
             writer.close()
+    if empty:  # the rows logged so far stay in the session; the status says the log is unusable
+        raise BadInputError(f"{out}: no samples recorded from {', '.join(empty)}; check --protocol, --baud "
+                            "and the cable (see the rejected/instrument error counts above)")
     return 0
 
 
-def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Namespace, stopped: bool) -> None:
+def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Namespace, stopped: bool) -> list[str]:
+    """Print the segment summary (and store it in the manifest); returns the streams that recorded no
+    row, after a loud warning for every analyzer that rejected frames."""
+    import warnings
+
     from calib.session import read_session
 
     seg = writer.segment
@@ -238,3 +276,13 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
                 line += (f"; energy counter {en['counter_j']:.3f} J vs integrated power {en['integrated_j']:.3f} J"
                          + (f" ({en['disagreement_pct']:+.2f} %)" if en["disagreement_pct"] is not None else ""))
         print(line)
+    empty = []
+    for name, e in summary["streams"].items():
+        a = e.get("analyzer") or {}
+        if e["rows"] == 0:
+            empty.append(name)
+        if a.get("rejected"):
+            share = a["rejected"] / max(1, a["rejected"] + e["rows"])
+            warnings.warn(f"{name}: {a['rejected']} frames rejected ({100 * share:.0f} % of frames), {e['rows']} "
+                          "rows recorded: wrong --protocol, --baud or --columns, or a noisy line?")
+    return empty

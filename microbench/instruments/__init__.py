@@ -31,6 +31,21 @@ PROTOCOLS: dict[str, type[SerialAnalyzer]] = {
 }
 
 
+def analyzer_options(protocol: str) -> list[str]:
+    """Keyword options the analyzer class of ``protocol`` accepts (its own and the common ones of
+    :class:`SerialAnalyzer`), sorted; the port, the stream name and the clock are not options."""
+    import inspect
+
+    names: set[str] = set()
+    for klass in PROTOCOLS[protocol].__mro__:
+        if "__init__" not in vars(klass) or not issubclass(klass, SerialAnalyzer):
+            continue
+        for p in inspect.signature(klass.__init__).parameters.values():
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in ("self", "port", "name", "clock"):
+                names.add(p.name)
+    return sorted(names)
+
+
 def open_analyzer(port: str, protocol: str, **kw: Any) -> SerialAnalyzer:
     """The analyzer of ``protocol`` on ``port`` (not started). Unknown protocol -> ValueError naming the choices."""
     try:
@@ -40,5 +55,5 @@ def open_analyzer(port: str, protocol: str, **kw: Any) -> SerialAnalyzer:
     return cls(port, **kw)
 
 
-__all__ = ["PROTOCOLS", "open_analyzer", "InstrumentError", "SerialAnalyzer", "CsvLineSource", "HiokiPW3335",
+__all__ = ["PROTOCOLS", "analyzer_options", "open_analyzer", "InstrumentError", "SerialAnalyzer", "CsvLineSource", "HiokiPW3335",
            "PowerSensor3", "WattsUpPro", "YokogawaWT210", "YokogawaWT310"]
