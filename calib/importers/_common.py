@@ -11,19 +11,38 @@ from calib.errors import BadInputError
 
 def read_lines(path: str | os.PathLike) -> list[str]:
     """Lines of a text file (BadInputError when missing, a directory, binary or empty)."""
+    return read_text(path)[0]
+
+
+def read_text(path: str | os.PathLike) -> tuple[list[str], bool]:
+    """(lines, whether the last line ends with a newline) of a text file, read once.
+
+    BadInputError when the file is missing, a directory, unreadable, binary or empty. The newline
+    flag lets a reader tell a file cut mid-line (its last row short) from one that merely lacks a
+    final newline.
+    """
     p = Path(path)
     if not p.exists():
         raise BadInputError(f"{p}: file not found")
     if p.is_dir():
         raise BadInputError(f"{p}: is a directory, expected a file")
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        data = p.read_bytes()
+    except OSError as e:
+        raise BadInputError(f"{p}: cannot read ({e.strerror or e})") from e
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise BadInputError(f"{p}: not a text file ({e.reason} at byte {e.start})") from e
     lines = text.splitlines()
     if not any(line.strip() for line in lines):
         raise BadInputError(f"{p}: empty file")
-    return lines
+    return lines, text.endswith(("\n", "\r"))
+
+
+def cut_hint(is_last: bool, ends_with_newline: bool) -> str:
+    """Suffix for a short-row message: a short last line without a newline is a truncated file."""
+    return "; the file ends mid-line (truncated?)" if is_last and not ends_with_newline else ""
 
 
 def unit_name(raw: str) -> str:

@@ -33,7 +33,6 @@ activity fields are all zero (the GPU waiting before/after the workload).
 from __future__ import annotations
 
 import csv
-import io
 import os
 from pathlib import Path
 
@@ -41,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from calib.errors import BadInputError
-from calib.importers._common import read_lines
+from calib.importers._common import cut_hint, read_text
 from calib.samples import check_samples
 
 DESCRIPTION = "dcgmi dmon output with profiling fields (FP32A, FP64A, FP16A, TENSO, DRAMA, SMACT, SMOCC, ...)"
@@ -60,14 +59,41 @@ def _value(text: str, where: str) -> float:
     if t.upper() in MISSING:
         return np.nan
     try:
-        return float(t)
+        v = float(t)
     except ValueError:
         raise BadInputError(f"{where}: {t!r} is not a number") from None
+    if np.isinf(v):
+        raise BadInputError(f"{where}: {t!r} is not a finite number")
+    return v
 
 
-def _parse_dmon(lines: list[str], p: Path) -> pd.DataFrame:
+def _is_int(tok: str) -> bool:
+    return tok.isdigit()
+
+
+def _is_value(tok: str) -> bool:
+    if tok.upper() in MISSING:
+        return True
+    try:
+        float(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def _entity_width(tok: list[str]) -> int:
+    """Tokens of the entity at the start of a dmon line: 'GPU 0', 'GPU-I 1', 'GPU-CI 2' (a type and an
+    integer id), or a bare id. Counted from the entity's own shape, not from the line's length, so that
+    a short (truncated) line is refused instead of shifting its values into the wrong fields."""
+    if len(tok) >= 2 and not _is_value(tok[0]) and _is_int(tok[1]):
+        return 2
+    return 1
+
+
+def _parse_dmon(lines: list[str], p: Path, ends_nl: bool = True) -> pd.DataFrame:
     header: list[str] | None = None
     recs: list[dict[str, object]] = []
+    last = max((k for k, x in enumerate(lines, start=1) if x.strip()), default=0)
     for i, line in enumerate(lines, start=1):
         s = line.strip()
         if not s:
@@ -86,11 +112,13 @@ def _parse_dmon(lines: list[str], p: Path) -> pd.DataFrame:
             raise BadInputError(f"{p}: line {i}: data before the '#Entity ...' header")
         tok = s.split()
         n = len(header)
-        if len(tok) < n + 1:
-            raise BadInputError(f"{p}: line {i}: {len(tok) - 1} values, expected {n} ({' '.join(header)})")
-        entity = " ".join(tok[:len(tok) - n])
-        rec: dict[str, object] = {"entity": entity}
-        for name, v in zip(header, tok[len(tok) - n:]):
+        w = _entity_width(tok)
+        if len(tok) - w != n:
+            raise BadInputError(f"{p}: line {i}: {len(tok) - w} values after the entity {' '.join(tok[:w])!r}, "
+                                f"expected {n} ({' '.join(header)})"
+                                + cut_hint(i == last and len(tok) - w < n, ends_nl))
+        rec: dict[str, object] = {"entity": " ".join(tok[:w]), "_line": i}
+        for name, v in zip(header, tok[w:]):
             rec[name] = _value(v, f"{p}: line {i}, field {name}")
         recs.append(rec)
     if header is None:
@@ -100,14 +128,22 @@ def _parse_dmon(lines: list[str], p: Path) -> pd.DataFrame:
     return pd.DataFrame(recs)
 
 
-def _parse_csv(lines: list[str], p: Path) -> pd.DataFrame:
-    rows = list(csv.reader(io.StringIO("\n".join(x for x in lines if x.strip()))))
-    header = [h.strip() for h in rows[0]]
+def _parse_csv(lines: list[str], p: Path, ends_nl: bool = True) -> pd.DataFrame:
+    body = [(i, x) for i, x in enumerate(lines, start=1) if x.strip()]  # keep file line numbers
+    try:
+        rows = [(i, next(csv.reader([x]))) for i, x in body]
+    except csv.Error as e:
+        raise BadInputError(f"{p}: not a readable CSV file ({e})") from None
+    header = [h.strip() for h in rows[0][1]]
+    for j, h in enumerate(header):
+        if not h:
+            raise BadInputError(f"{p}: line {rows[0][0]}: column {j + 1} has no name")
     recs = []
-    for i, r in enumerate(rows[1:], start=2):
+    for k, (i, r) in enumerate(rows[1:], start=2):
         if len(r) != len(header):
-            raise BadInputError(f"{p}: line {i}: {len(r)} fields, expected {len(header)}")
-        rec: dict[str, object] = {}
+            raise BadInputError(f"{p}: line {i}: {len(r)} fields, expected {len(header)}"
+                                + cut_hint(k == len(rows) and len(r) < len(header), ends_nl))
+        rec: dict[str, object] = {"_line": i}
         for h, v in zip(header, r):
             if h in ("workload", "entity"):
                 rec[h] = v.strip()
@@ -122,11 +158,14 @@ def _parse_csv(lines: list[str], p: Path) -> pd.DataFrame:
 def read(path: str | os.PathLike, workload: str | None = None, skip_idle: bool = False) -> pd.DataFrame:
     """Read dcgmi dmon output (or its CSV form) into a checked samples table (module docstring)."""
     p = Path(path)
-    lines = read_lines(p)
+    lines, ends_nl = read_text(p)
+    if lines and not lines[-1].strip():
+        ends_nl = True  # trailing blank lines: the last data line is complete
     first = next(x for x in lines if x.strip())
-    raw = _parse_csv(lines, p) if ("," in first and not first.lstrip().startswith("#")) else _parse_dmon(lines, p)
+    is_csv = "," in first and not first.lstrip().startswith("#")
+    raw = _parse_csv(lines, p, ends_nl) if is_csv else _parse_dmon(lines, p, ends_nl)
     known = [c for c in raw.columns if c in FIELDS]
-    unknown = [c for c in raw.columns if c not in FIELDS and c not in ("entity", "workload")]
+    unknown = [c for c in raw.columns if c not in FIELDS and c not in ("entity", "workload", "_line")]
     if unknown:
         raise BadInputError(f"{p}: unknown DCGM field {unknown[0]!r} (known: {', '.join(FIELDS)})")
     acts = [c for c in known if FIELDS[c].startswith("act_")]
@@ -137,13 +176,32 @@ def read(path: str | os.PathLike, workload: str | None = None, skip_idle: bool =
         raise BadInputError(f"{p}: both TMPTR and GTEMP given; keep one temperature field")
     df = raw.rename(columns={c: FIELDS[c] for c in known})
     act_cols = [FIELDS[c] for c in acts]
+    line_of = df["_line"].to_numpy()
+    last_line = int(line_of.max())
+    field_of = {FIELDS[c]: c for c in known}
     for c in act_cols:
         v = df[c].to_numpy(float)
         bad = (v < -1e-6) | (v > 1 + 1e-6)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise BadInputError(f"{p}: sample {i + 1}, field {[k for k in acts if FIELDS[k] == c][0]}: "
+            raise BadInputError(f"{p}: line {line_of[i]}, sample {i + 1}, field {field_of[c]}: "
                                 f"{v[i]:g} outside [0, 1]")
+    # Per sample, so that the message names the line (after averaging it could not). Clocks are the
+    # grouping keys: a sample without them (a cut-off last line) would form a group of its own.
+    for c, what in (("power_w", "W is not a positive power"), ("core_mhz", "MHz is not a positive clock"),
+                    ("mem_mhz", "MHz is not a positive clock")):
+        if c not in df.columns:
+            continue
+        v = df[c].to_numpy(float)
+        bad = v <= 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise BadInputError(f"{p}: line {line_of[i]}, field {field_of[c]}: {v[i]:g} {what}")
+        if c != "power_w" and np.isnan(v).any():
+            i = int(np.flatnonzero(np.isnan(v))[0])
+            raise BadInputError(f"{p}: line {line_of[i]}, field {field_of[c]}: no value; every sample needs its "
+                                "clocks (they group the samples)" + cut_hint(line_of[i] == last_line, ends_nl))
+    df = df.drop(columns=["_line"])
     if skip_idle:
         busy = (df[act_cols].fillna(0.0) > 0).any(axis=1)
         if not busy.any():

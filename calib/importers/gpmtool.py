@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from calib.errors import BadInputError
-from calib.importers._common import read_lines, to_float, unit_name
+from calib.importers._common import cut_hint, read_text, to_float, unit_name
 from calib.samples import check_samples
 from calib.units import in_memory_domain
 
@@ -47,7 +47,7 @@ def _ints(line: str, where: str) -> list[int]:
     out = []
     for f in line.split(","):
         v = to_float(f, where)
-        if v != int(v) or v < 0:
+        if not np.isfinite(v) or v != int(v) or v < 0:  # int(nan), int(inf) would raise
             raise BadInputError(f"{where}: {f.strip()!r} is not a non-negative integer")
         out.append(int(v))
     return out
@@ -56,7 +56,9 @@ def _ints(line: str, where: str) -> list[int]:
 def read(path: str | os.PathLike) -> pd.DataFrame:
     """Read a gpmTOOL measurement file into a checked samples table (module docstring)."""
     p = Path(path)
-    lines = read_lines(p)
+    lines, ends_nl = read_text(p)
+    if lines and not lines[-1].strip():
+        ends_nl = True  # trailing blank lines: the last data line is complete
     while lines and not lines[-1].strip():
         lines.pop()
     if len(lines) < 5:
@@ -66,16 +68,19 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
         raise BadInputError(f"{p}: line 1: number of clock domains must be 1 or 2, got {lines[0].strip()!r}")
     n_dom = nd[0]
     defaults = [to_float(f, f"{p}: line 2 (default clocks, MHz)") for f in lines[1].split(",")]
-    if len(defaults) != n_dom or any(v <= 0 for v in defaults):
-        raise BadInputError(f"{p}: line 2: expected {n_dom} positive default clock(s) in MHz, got {lines[1].strip()!r}")
+    if len(defaults) != n_dom or not all(np.isfinite(v) and v > 0 for v in defaults):
+        raise BadInputError(f"{p}: line 2: expected {n_dom} positive default clock(s) in MHz (finite), got {lines[1].strip()!r}")
     per_dom = _ints(lines[2], f"{p}: line 3 (components per domain)")
     if len(per_dom) != n_dom:
         raise BadInputError(f"{p}: line 3: expected {n_dom} component count(s), got {lines[2].strip()!r}")
     raw_names = [s.strip() for s in lines[3].split(",")]
     n_comp = sum(per_dom)
-    if len(raw_names) != n_comp or not all(raw_names):
+    if len(raw_names) != n_comp:
         raise BadInputError(f"{p}: line 4: expected {n_comp} component names (line 3 says {lines[2].strip()}), "
                             f"got {len(raw_names)}")
+    if not all(raw_names):
+        k = raw_names.index("")
+        raise BadInputError(f"{p}: line 4: component name {k + 1} of {n_comp} is empty")
     n_core = per_dom[0]
     units = []
     for i, raw in enumerate(raw_names):
@@ -103,7 +108,8 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
         if all(_is_num(f) for f in first) and len(first) != n_num:
             hint = " (this looks like a gpmTOOL model file with fitted parameters, not measurements)"
         raise BadInputError(f"{p}: line {rows[0][0]}: {len(first)} fields, expected {n_num} (power, {n_dom} clock(s), "
-                            f"{n_comp} utilizations) or {n_num + 1} with a leading name{hint}")
+                            f"{n_comp} utilizations) or {n_num + 1} with a leading name{hint}"
+                            + cut_hint(len(rows) == 1 and len(first) < n_num, ends_nl))
     clock_names = ["core_mhz", "mem_mhz"][:n_dom]
     fields = ["power_w"] + clock_names + [f"act_{u}" for u in units]
     names: list[str] = []
@@ -111,7 +117,8 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     for r, (ln, line) in enumerate(rows):
         parts = line.split(",")
         if len(parts) != n_num + named:
-            raise BadInputError(f"{p}: line {ln}: {len(parts)} fields, expected {n_num + named}")
+            raise BadInputError(f"{p}: line {ln}: {len(parts)} fields, expected {n_num + named}"
+                                + cut_hint(r == len(rows) - 1 and len(parts) < n_num + named, ends_nl))
         if named:
             nm = parts[0].strip()
             if not nm:
@@ -141,7 +148,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     df["ref_core_mhz"] = defaults[0]
     if n_dom == 2:
         df["ref_mem_mhz"] = defaults[1]
-    return check_samples(df, str(p), require_power=True)
+    return check_samples(df, str(p), require_power=True, locations=[(r + 1, ln) for r, (ln, _) in enumerate(rows)])
 
 
 def _is_num(s: str) -> bool:
