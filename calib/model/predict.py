@@ -66,7 +66,10 @@ def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.nd
     if power is None:
         raise BadInputError(f"{source}: the parameter file has no power section")
     if power["model"] == "dvfs":
-        return _dvfs_predict(power, df)
+        try:
+            return _dvfs_predict(power, df)
+        except BadInputError as e:  # the DVFS model does not know the table's name
+            raise BadInputError(f"{source}: {e}") from None
     from calib.model.ipp import IppPowerModel
 
     pred = IppPowerModel(doc).predict(df, source=source)
