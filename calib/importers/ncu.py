@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 
 from calib.errors import BadInputError
-from calib.importers._common import read_lines
+from calib.importers._common import cut_hint, read_text
 from calib.samples import check_samples
 
 DESCRIPTION = "nvprof --csv / ncu --csv metric exports (utilizations; power joined separately)"
@@ -134,25 +134,55 @@ def _csv_rows(lines: list[str], skip_prefix: str = "==") -> tuple[list[str], lis
     return header, [(body[i][0], r) for i, r in enumerate(parsed[1:], start=1)]
 
 
-def _nvprof_value(text: str, where: str) -> float:
+#: Percentages up to this far above 100 % are clipped to 100 % with one warning; beyond, refused.
+#: Profilers overshoot a little: ncu's pct_of_peak_sustained rollups divide counters sampled over
+#: slightly different windows (per-unit active cycles vs elapsed cycles, rounded sustained rates),
+#: and nvprof's utilizations are averaged over SMs measured in different replay passes, so 100.5 % or
+#: 103 % on a saturated unit is noise. Anything further off, or negative, is a broken value, not noise.
+OVERSHOOT_PCT = 5.0
+
+
+def _pct_value(text: str, where: str, clipped: list[str] | None = None) -> float:
+    """A percentage field -> fraction in [0, 1] (refused outside [0, 100 + OVERSHOOT_PCT] %)."""
+    t = text.strip().rstrip("%").replace(",", "").strip()
+    try:
+        v = float(t)
+    except ValueError:
+        raise BadInputError(f"{where}: {text!r} is not a number") from None
+    if not np.isfinite(v):
+        raise BadInputError(f"{where}: {text.strip()!r} is not a finite number")
+    if v < 0.0 or v > 100.0 + OVERSHOOT_PCT:
+        raise BadInputError(f"{where}: {v:g} % outside [0, 100] % (a utilization; up to "
+                            f"{100 + OVERSHOOT_PCT:g} % is taken as profiler overshoot)")
+    if v > 100.0:
+        if clipped is not None:
+            clipped.append(f"{where}: {v:g} %")
+        v = 100.0
+    return v / 100.0
+
+
+def _nvprof_value(text: str, where: str, clipped: list[str] | None = None) -> float:
     t = text.strip()
     m = _LEVEL.match(t)
     if m:
-        return float(m.group(1)) / 10.0
+        level = float(m.group(1))
+        if level > 10.0:
+            raise BadInputError(f"{where}: {t!r}: utilization level {level:g} outside 0 .. 10")
+        return level / 10.0
     if t.endswith("%"):
         try:
-            return float(t[:-1].replace(",", "")) / 100.0
+            float(t[:-1].replace(",", ""))
         except ValueError:
             pass
+        else:
+            return _pct_value(t, where, clipped)
     raise BadInputError(f"{where}: {text!r} is neither a utilization level like 'Mid (5)' nor a percentage")
 
 
-def _pct_value(text: str, where: str) -> float:
-    t = text.strip().rstrip("%").replace(",", "")
-    try:
-        return float(t) / 100.0
-    except ValueError:
-        raise BadInputError(f"{where}: {text!r} is not a number") from None
+def _warn_clipped(source: str, clipped: list[str]) -> None:
+    if clipped:
+        warnings.warn(f"{source}: {len(clipped)} value(s) above 100 % (at most {100 + OVERSHOOT_PCT:g} %) clipped to "
+                      f"100 % (profiler overshoot; first: {clipped[0].removeprefix(source + ': ')})", stacklevel=3)
 
 
 def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source: str, ignored: set[str],
@@ -187,7 +217,13 @@ def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source
 def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     """Read an nvprof (``flavour="nvprof"``) or ncu export into a samples table without power."""
     p = Path(path)
-    lines = read_lines(p)
+    lines, ends_nl = read_text(p)
+    last_line = max((k for k, x in enumerate(lines, start=1) if x.strip()), default=0)
+    clipped: list[str] = []
+
+    def short(ln: int, n: int) -> str:
+        return f"{p}: line {ln}: {n} fields, expected {len(header)}" + cut_hint(ln == last_line and n < len(header), ends_nl)
+
     try:
         header, rows = _csv_rows(lines)
     except BadInputError as e:
@@ -226,14 +262,15 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
         prio = list(NVPROF_METRICS)
         for ln, r in rows:
             if len(r) != len(header):
-                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+                raise BadInputError(short(ln, len(r)))
             metric = r[col["Metric Name"]].strip()
             unit = NVPROF_METRICS.get(metric)
             if unit is None:
                 ignored.add(metric)
                 continue
-            v = _nvprof_value(r[col["Avg"]], f"{p}: line {ln}, metric {metric}")
+            v = _nvprof_value(r[col["Avg"]], f"{p}: line {ln}, metric {metric}", clipped)
             take(r[col["Kernel"]].strip(), metric, unit, v, prio)
+        _warn_clipped(str(p), clipped)
         return _finish(records, order, str(p), ignored, shadowed)
     if flavour != "ncu":
         raise BadInputError(f"unknown profiler export flavour {flavour!r}")
@@ -244,7 +281,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     if {"Metric Name", "Metric Value"} <= set(col):
         for ln, r in rows:
             if len(r) != len(header):
-                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+                raise BadInputError(short(ln, len(r)))
             metric = r[col["Metric Name"]].strip()
             unit = NCU_METRICS.get(metric.split(".")[0])
             if unit is None:
@@ -254,7 +291,8 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
             if munit != "%" and "pct" not in metric:
                 raise BadInputError(f"{p}: line {ln}: metric {metric} is in {munit or 'no unit'!r}, not a percentage; "
                                     "export its .avg.pct_of_peak_sustained_active (or _elapsed) rollup")
-            take(r[col[kcol]].strip(), metric, unit, _pct_value(r[col["Metric Value"]], f"{p}: line {ln}, metric {metric}"), prio)
+            take(r[col[kcol]].strip(), metric, unit, _pct_value(r[col["Metric Value"]], f"{p}: line {ln}, metric {metric}", clipped), prio)
+        _warn_clipped(str(p), clipped)
         return _finish(records, order, str(p), ignored, shadowed)
     # --page raw: metrics are columns, the first data row holds the units
     if not rows:
@@ -272,8 +310,9 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                                 ".avg.pct_of_peak_sustained_active (or _elapsed) rollup")
     for ln, r in data_rows:
         if len(r) != len(header):
-            raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
+            raise BadInputError(short(ln, len(r)))
         for h, unit in mapped:
-            take(r[col[kcol]].strip(), h, unit, _pct_value(r[col[h]], f"{p}: line {ln}, metric {h}"), prio)
+            take(r[col[kcol]].strip(), h, unit, _pct_value(r[col[h]], f"{p}: line {ln}, metric {h}", clipped), prio)
+    _warn_clipped(str(p), clipped)
     return _finish(records, order, str(p), ignored, shadowed)
 
