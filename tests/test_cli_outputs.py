@@ -105,3 +105,44 @@ def test_single_workload_cross_validation_advice_is_not_contradictory(cli, work)
     assert rc == 2
     assert "cannot cross-validate: the table has 1 workload (folds by workload need 2)" in err
     assert "--cv 1" not in err
+
+
+KERNEL = {"name": "k", "per_warp": {"fp": 2000, "global": 100}, "launch": {"blocks": 480, "threads_per_block": 256}}
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"name": None}, "field 'name': None is not a non-empty string"),
+    ({"launch": {"blocks": 0.5, "threads_per_block": 256}}, "launch.blocks: 0.5 is not a positive integer"),
+    ({"launch": {"blocks": 4, "threads_per_block": 100000}}, "launch.threads_per_block: 100000 exceeds 1024"),
+    ({"per_warp": {"fp": 1e308}}, "per_warp.fp: 1e+308 is implausibly large"),
+    ({"temp_c": 9999}, "field 'temp_c': 9999 is outside (-60, 150)"),
+    ({"core_mhz": -5}, "field 'core_mhz': -5 is outside (0, 10000)"),
+])
+def test_kernel_description_values_are_range_checked(cli, quick_run, tmp_path, edit, message):
+    import json
+
+    (tmp_path / "k.json").write_text(json.dumps({**KERNEL, **edit}))
+    rc, out, err = cli("predict", str(quick_run / "fitted" / "q.json"), str(tmp_path / "k.json"), "-o", str(tmp_path / "o.csv"))
+    assert rc == 2 and message in err, err
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("opts, message", [
+    (["--temp-c", "nan"], "--temp-c nan: outside (-60, 150) degC"),
+    (["--temp-c", "-300"], "--temp-c -300.0: outside (-60, 150) degC"),
+    (["--blocks", "-5"], "--blocks -5: must be >= 1"),
+    (["--threads-per-block", "0"], "--threads-per-block 0: must be >= 1"),
+])
+def test_optimize_options_are_range_checked(cli, quick_run, tmp_path, opts, message):
+    import json
+
+    (tmp_path / "k.json").write_text(json.dumps(KERNEL))
+    rc, out, err = cli("optimize", str(quick_run / "fitted" / "q.json"), str(tmp_path / "k.json"), *opts)
+    assert rc == 2 and message in err, err
+
+
+def test_import_clock_options_are_range_checked(cli, tmp_path):
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "guerreiro-gtxtitanx",
+                       "tpds2019_micro_titanxp.csv")
+    rc, out, err = cli("import", "gpmtool", src, "-o", str(tmp_path / "o.csv"), "--core-mhz", "nan")
+    assert rc == 2 and "--core-mhz nan: must be a positive clock in MHz" in err

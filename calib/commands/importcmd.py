@@ -69,6 +69,13 @@ def run(args: argparse.Namespace) -> int:
     opts = {}
     if args.format == "dcgm":
         opts = {"workload": args.workload, "skip_idle": args.skip_idle}
+    import math
+
+    from calib.errors import BadInputError
+
+    for opt, v in (("--core-mhz", args.core_mhz), ("--mem-mhz", args.mem_mhz)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise BadInputError(f"{opt} {v}: must be a positive clock in MHz")
     df = import_table(args.format, args.file, **opts)
     if args.power:
         df = _join_power(df, args.power)

@@ -103,6 +103,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"{args.params}: the parameter file has no power model")
     if not (args.max_slowdown >= 0):
         raise BadInputError(f"--max-slowdown must be >= 0 (a fraction, e.g. 0.1), not {args.max_slowdown}")
+    if args.temp_c is not None and not (-60.0 < args.temp_c < 150.0):  # also refuses nan
+        raise BadInputError(f"--temp-c {args.temp_c}: outside (-60, 150) degC")
+    for opt, v in (("--blocks", args.blocks), ("--threads-per-block", args.threads_per_block)):
+        if v is not None and v < 1:
+            raise BadInputError(f"{opt} {v}: must be >= 1")
+    if args.threads_per_block is not None and args.threads_per_block > 1024:
+        raise BadInputError(f"--threads-per-block {args.threads_per_block}: exceeds 1024")
     k = load_kernel(args.kernel, args.kernel_name, args.blocks, args.threads_per_block)
     name = str(k["workload"].iloc[0])
     table = E.clock_table(doc, k, predictor=args.predictor, anchored=not args.no_anchor, temp_c=args.temp_c)

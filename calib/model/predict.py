@@ -152,6 +152,10 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+#: open plausibility ranges of a kernel description's scalar fields (s, MHz, MHz, degC)
+_KERNEL_RANGES = {"time_s": (0.0, 1e6), "core_mhz": (0.0, 1e4), "mem_mhz": (0.0, 1e5), "temp_c": (-60.0, 150.0)}
+
+
 def kernel_description_table(path: str | Path) -> pd.DataFrame:
     """Rows from a kernel-description JSON file: one object or a list of objects with ``name``,
     ``per_warp`` (instruction class -> per-warp dynamic count), ``launch`` (blocks, threads_per_block,
@@ -188,24 +192,34 @@ def kernel_description_table(path: str | Path) -> pd.DataFrame:
         launch = k.get("launch")
         if not isinstance(launch, dict):
             raise BadInputError(f"{where}: field 'launch' missing (blocks, threads_per_block, active_sms)")
-        row: dict[str, Any] = {"workload": str(k.get("name", f"kernel{i + 1}"))}
+        name = k.get("name", f"kernel{i + 1}")
+        if not isinstance(name, str) or not name.strip():
+            raise BadInputError(f"{where}: field 'name': {name!r} is not a non-empty string")
+        row: dict[str, Any] = {"workload": name}
         for c, v in pw.items():
             if c not in INSTRUCTION_CLASSES:
                 raise BadInputError(f"{where}: per_warp.{c}: unknown instruction class (known: {', '.join(INSTRUCTION_CLASSES)})")
             if not _is_number(v) or v < 0:
                 raise BadInputError(f"{where}: per_warp.{c}: {v!r} is not a non-negative number")
+            if v > 1e15:  # ~ days of issue at 1 GHz per warp: a unit mix-up, and it overflows the models
+                raise BadInputError(f"{where}: per_warp.{c}: {v!r} is implausibly large (> 1e15 per warp)")
             row[CNT_PREFIX + c] = float(v)
         for f in ("blocks", "threads_per_block", "active_sms"):
             v = launch.get(f)
             if f == "active_sms" and v is None:
                 continue
-            if not _is_number(v) or v <= 0:
-                raise BadInputError(f"{where}: launch.{f}: {v!r} is not a positive number")
+            if not _is_number(v) or v <= 0 or float(v) != int(v):
+                raise BadInputError(f"{where}: launch.{f}: {v!r} is not a positive integer")
+            if f == "threads_per_block" and v > 1024:  # the CUDA limit on every architecture so far
+                raise BadInputError(f"{where}: launch.threads_per_block: {v!r} exceeds 1024")
             row[f] = float(v)
         for f in ("time_s", "core_mhz", "mem_mhz", "temp_c"):
             if f in k:
                 if not _is_number(k[f]):
                     raise BadInputError(f"{where}: field '{f}': {k[f]!r} is not a number")
+                lo, hi = _KERNEL_RANGES[f]
+                if not lo < k[f] < hi:
+                    raise BadInputError(f"{where}: field '{f}': {k[f]!r} is outside ({lo:g}, {hi:g})")
                 row[f] = float(k[f])
         timing.append(_timing_fields(k, launch, where))
         rows.append(row)
