@@ -188,11 +188,11 @@ def test_non_finite_reading_names_stream_and_line(finished, tmp_path, capsys, va
     (["--baud", "-9600"], "--baud must be a positive number of bits/s (e.g. 9600), got -9600"),
     (["--baud", "0"], "--baud must be a positive number of bits/s (e.g. 9600), got 0"),
     (["--columns", "power_w,power_w"], "--columns 'power_w,power_w': column 'power_w' appears more than once"),
-    (["--columns", "power_w,segment"], "--columns 'power_w,segment': 'segment' is a column the stream writes "
-                                       "itself; choose another name"),
-    (["--analyzer-opt", "foo=bar"], "--analyzer-opt foo: not an option of protocol 'csv'; it accepts: baudrate, "
-     "columns, delimiter, max_backoff_s, period_s, read_timeout_s, reconnect, response_timeout_s, "
-     "stale_partial_s, start_command"),
+    (["--columns", "power_w,segment"], ("--columns 'power_w,segment': 'segment' is a column the stream writes "
+                                        "itself; choose another name")),
+    (["--analyzer-opt", "foo=bar"], ("--analyzer-opt foo: not an option of protocol 'csv'; it accepts: baudrate, "
+                                     "columns, delimiter, max_backoff_s, period_s, read_timeout_s, reconnect, "
+                                     "response_timeout_s, stale_partial_s, start_command")),
 ])
 def test_log_bad_options_refused_before_anything_opens(tmp_path, capsys, args, msg):
     sess = tmp_path / "sess"

@@ -92,7 +92,11 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
             for idx in args.nvml:
                 sensors.append(NvmlSensor(idx))
         if args.serial:
-            from microbench.instruments import PROTOCOLS, analyzer_options, open_analyzer
+            from microbench.instruments import (
+                PROTOCOLS,
+                analyzer_options,
+                open_analyzer,
+            )
 
             if not args.protocol:
                 raise BadInputError(f"--serial needs --protocol (one of {', '.join(sorted(PROTOCOLS))})")

@@ -72,18 +72,21 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from calib import params
-    from calib.atomic import atomic_write_json
+    from calib.atomic import atomic_write_json, check_output_dir
+    from calib.errors import BadInputError
     from calib.fit.pipeline import fit_session
     from calib.model.predict import predict_power
     from calib.progress import Progress, wants_progress
     from calib.report_text import fit_summary
     from calib.samples import write_samples
-    from microbench.campaign import Campaign, check_session_matches, default_session_name, find_resumable
-    from microbench.devices import default_device_spec, open_device
-
-    from calib.atomic import check_output_dir
-    from calib.errors import BadInputError
     from calib.session import read_session
+    from microbench.campaign import (
+        Campaign,
+        check_session_matches,
+        default_session_name,
+        find_resumable,
+    )
+    from microbench.devices import default_device_spec, open_device
 
     logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
     check_output_dir(logs, "--logs-dir")       # before any work: a bad directory must not cost a campaign

@@ -55,5 +55,16 @@ def open_analyzer(port: str, protocol: str, **kw: Any) -> SerialAnalyzer:
     return cls(port, **kw)
 
 
-__all__ = ["PROTOCOLS", "analyzer_options", "open_analyzer", "InstrumentError", "SerialAnalyzer", "CsvLineSource", "HiokiPW3335",
-           "PowerSensor3", "WattsUpPro", "YokogawaWT210", "YokogawaWT310"]
+__all__ = [
+    "PROTOCOLS",
+    "CsvLineSource",
+    "HiokiPW3335",
+    "InstrumentError",
+    "PowerSensor3",
+    "SerialAnalyzer",
+    "WattsUpPro",
+    "YokogawaWT210",
+    "YokogawaWT310",
+    "analyzer_options",
+    "open_analyzer",
+]
