@@ -120,19 +120,27 @@ def _path_str(path: Any) -> str:
     return "/".join(str(p) for p in path) or "(top level)"
 
 
-def _schema_message(e: Any) -> str:
-    """A readable message for one schema error: for 'null or X' alternatives, why X failed; plus the
-    description of the expected value when the schema has one."""
+def _schema_error(e: Any) -> tuple[str, str]:
+    """(field path, readable message) of one schema error. For 'null or X' alternatives, the reason X
+    failed, at the deepest field it names; plus the description of the expected value when the schema
+    has one."""
     msg, schema_ = e.message, e.schema
-    if e.validator in ("anyOf", "oneOf") and e.context:
+    while e.validator in ("anyOf", "oneOf") and e.context:
         alts = [c for c in e.context if not (c.validator == "type" and c.validator_value == "null")]
-        if alts:
-            msg = "; ".join(dict.fromkeys(c.message for c in alts))
-            if len(alts) < len(e.context):
-                msg += " (and it is not null)"
-            schema_ = alts[0].schema
+        if not alts:
+            break
+        deepest = max(alts, key=lambda c: len(c.absolute_path))
+        if len(deepest.absolute_path) > len(e.absolute_path):
+            e = deepest
+            msg, schema_ = e.message, e.schema
+            continue
+        msg = "; ".join(dict.fromkeys(c.message for c in alts))
+        if len(alts) < len(e.context):
+            msg += " (nor null)"
+        schema_ = alts[0].schema
+        break
     desc = schema_.get("description") if isinstance(schema_, dict) else None
-    return f"{msg} ({desc})" if desc else msg
+    return _path_str(e.absolute_path), (f"{msg} (expected: {desc})" if desc else msg)
 
 
 def _non_finite(x: Any, path: list) -> list | None:
@@ -192,7 +200,8 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         e = errors[0]
-        raise SchemaError(f"{source}: field {_path_str(e.absolute_path)}: {_schema_message(e)}")
+        where, msg = _schema_error(errors[0])
+        raise SchemaError(f"{source}: field {where}: {msg}")
     warns: list[str] = []
     for sec in SECTIONS:
         if sec not in doc:
