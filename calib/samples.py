@@ -146,6 +146,8 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
     missing_cols = [c for c in needed if c not in out.columns]
     if missing_cols:
         raise BadInputError(f"{source}: required column '{missing_cols[0]}' missing")
+    if len(out) == 0:
+        raise BadInputError(f"{source}: no data rows (only a header)")
     incomplete = out[needed_cols].isna().any(axis=1)
     if incomplete.any():
         n = int(incomplete.sum())
@@ -259,7 +261,8 @@ def read_samples(path: str | os.PathLike, require_power: bool = True,
             cut = k == len(parsed) - 1 and not text.endswith(("\n", "\r")) and len(rec) < len(header)
             raise BadInputError(
                 f"{path}: row {row} (line {line}): {len(rec)} fields, expected {len(header)} as in the header "
-                f"(line {header_line})" + ("; the file ends mid-line (truncated?)" if cut else ""))
+                f"(line {header_line})" + ("; the file ends mid-line (truncated?)" if cut else "")
+                + ("; a quoted field spans lines (unbalanced \" quote?)" if any("\n" in f or "\r" in f for f in rec) else ""))
         records.append(rec)
         locations.append((row, line))
     if header is None:

@@ -254,3 +254,20 @@ def test_gpmtool_default_clock_nan_is_refused(cli, tmp_path):
     g.write_text("".join(lines))
     _refused(cli, ["import", "gpmtool", g, "-o", tmp_path / "o.csv"], tmp_path / "o.csv",
              f"{g}: line 2: expected 2 positive default clock(s) in MHz (finite), got '975,nan'")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("workload,power_w,act_x\n\n", "no data rows (only a header)"),
+    ('workload,power_w,act_x\n"a,100,0.5\nb,90,0.5\n',
+     'row 1 (line 2): 1 fields, expected 3 as in the header (line 1); a quoted field spans lines (unbalanced " quote?)'),
+    ("\nworkload,power_w,act_x\na,100,0.5\n\nb,90,1.5\n",
+     "row 3 (line 5), column 'act_x': activity 1.5 outside [0, 1] (activities are access rates or utilizations)"),
+])
+def test_header_only_unbalanced_quote_and_leading_blank_lines(tmp_path, text, message):
+    from calib.errors import BadInputError
+
+    t = tmp_path / "t.csv"
+    t.write_text(text)
+    with pytest.raises(BadInputError) as e:
+        read_samples(t)
+    assert str(e.value) == f"{t}: {message}"
