@@ -163,7 +163,7 @@ def _non_finite(x: Any, path: list) -> list | None:
 #: physical bounds of parameter values by unit: (low, high), inclusive. Generous on purpose: they catch
 #: garbage (1e308 W, negative cycles), not unusual hardware. 10 kW is several times the largest board.
 UNIT_BOUNDS: dict[str, tuple[float, float]] = {
-    "W": (-10_000.0, 10_000.0),       # negative only where the unit's own check allows it (below)
+    "W": (0.0, 10_000.0),
     "W/C": (0.0, 1_000.0),
     "C/W": (-100.0, 100.0),
     "s": (0.0, 86_400.0),             # time constants and launch overheads: at most a day
@@ -238,8 +238,10 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
     return warns
 
 
-def load(path: str | os.PathLike) -> dict:
-    """Read and validate a parameter file."""
+def load(path: str | os.PathLike, check_models: bool = True) -> dict:
+    """Read and validate a parameter file: the schema, the physical bounds and (``check_models``) that
+    every model section can drive its model (:func:`calib.model.checks.check_models`), so that every
+    verb reading a parameter file refuses a broken one up front with the field named (SchemaError)."""
     path = Path(path)
     if not path.exists():
         raise SchemaError(f"{path}: file not found")
@@ -257,6 +259,10 @@ def load(path: str | os.PathLike) -> dict:
     except OSError as e:
         raise SchemaError(f"{path}: cannot be read ({e.strerror or e})") from e
     validate(doc, str(path))
+    if check_models:
+        from calib.model.checks import check_models as check  # lazy: the model layer imports this module
+
+        check(doc, str(path))
     return doc
 
 

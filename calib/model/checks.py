@@ -269,6 +269,4 @@ def check_models(doc: Mapping[str, Any], source: str = "<parameters>") -> None:
 
 def load_checked(path: str | os.PathLike) -> dict:
     """Read a parameter file, validate it against the schema and check every model section."""
-    doc = P.load(path)
-    check_models(doc, str(path))
-    return doc
+    return P.load(path, check_models=True)
