@@ -271,3 +271,31 @@ def test_header_only_unbalanced_quote_and_leading_blank_lines(tmp_path, text, me
     with pytest.raises(BadInputError) as e:
         read_samples(t)
     assert str(e.value) == f"{t}: {message}"
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('"lts__t_sector_hit_rate.pct","%","80"', '"lts__t_sector_hit_rate.pct","%","-1"',
+     "line 13, metric lts__t_sector_hit_rate.pct: -1 is negative"),
+    ('"lts__t_sector_hit_rate.pct","%","80"', '"lts__t_sector_hit_rate.pct","%","1e400"',
+     "line 13, metric lts__t_sector_hit_rate.pct: '1e400' is not a finite number"),
+    ('"l1tex__t_sector_hit_rate.pct","%","50"', '"l1tex__t_sector_hit_rate.pct","%","150"',
+     "line 12, metric l1tex__t_sector_hit_rate.pct: 150 % outside [0, 100] % (up to 105 % is taken as profiler "
+     "overshoot)"),
+])
+def test_kernel_profile_hit_rates_and_counts_are_range_checked(tmp_path, capsys, old, new, message):
+    """The kernel-description importer (calib optimize) refused to clamp broken percentages silently."""
+    import importlib.util
+
+    from calib.importers.ncu_kernel import main
+
+    spec = importlib.util.spec_from_file_location("_ncu_kernel_tests", Path(__file__).with_name("test_timing_ncu_kernel.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    NCU = mod.NCU  # the valid ncu export of the kernel-description tests
+
+    f = tmp_path / "ncu.csv"
+    assert old in NCU
+    f.write_text(NCU.replace(old, new))
+    assert main([str(f), "-o", str(tmp_path / "k.json")]) == 2
+    assert capsys.readouterr().err == f"ERROR: {f}: {message}\n"
+    assert not (tmp_path / "k.json").exists()

@@ -8,6 +8,13 @@ from pathlib import Path
 
 from calib.errors import BadInputError
 
+#: Percentages up to this far above 100 % are clipped to 100 % with one warning; beyond, refused.
+#: Profilers overshoot a little: ncu's pct_of_peak_sustained rollups divide counters sampled over
+#: slightly different windows (per-unit active cycles vs elapsed cycles, rounded sustained rates),
+#: and nvprof's utilizations are averaged over SMs measured in different replay passes, so 100.5 % or
+#: 103 % on a saturated unit is noise. Anything further off, or negative, is a broken value, not noise.
+OVERSHOOT_PCT = 5.0
+
 
 def read_lines(path: str | os.PathLike) -> list[str]:
     """Lines of a text file (BadInputError when missing, a directory, binary or empty)."""

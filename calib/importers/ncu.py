@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 
 from calib.errors import BadInputError
-from calib.importers._common import cut_hint, read_text
+from calib.importers._common import OVERSHOOT_PCT, cut_hint, read_text
 from calib.samples import check_samples
 
 DESCRIPTION = "nvprof --csv / ncu --csv metric exports (utilizations; power joined separately)"
@@ -132,14 +132,6 @@ def _csv_rows(lines: list[str], skip_prefix: str = "==") -> tuple[list[str], lis
     parsed = list(reader)
     header = [h.strip() for h in parsed[0]]
     return header, [(body[i][0], r) for i, r in enumerate(parsed[1:], start=1)]
-
-
-#: Percentages up to this far above 100 % are clipped to 100 % with one warning; beyond, refused.
-#: Profilers overshoot a little: ncu's pct_of_peak_sustained rollups divide counters sampled over
-#: slightly different windows (per-unit active cycles vs elapsed cycles, rounded sustained rates),
-#: and nvprof's utilizations are averaged over SMs measured in different replay passes, so 100.5 % or
-#: 103 % on a saturated unit is noise. Anything further off, or negative, is a broken value, not noise.
-OVERSHOOT_PCT = 5.0
 
 
 def _pct_value(text: str, where: str, clipped: list[str] | None = None) -> float:

@@ -88,7 +88,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.errors import BadInputError
-from calib.importers._common import read_lines
+from calib.importers._common import OVERSHOOT_PCT, read_lines
 
 NVPROF_USED = ("inst_executed", "inst_executed_global_loads", "inst_executed_global_stores",
                "inst_executed_local_loads", "inst_executed_local_stores", "inst_executed_shared_loads",
@@ -154,12 +154,24 @@ def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tup
     used = set(NVPROF_USED) | set(NCU_PIPES) | set(NCU_OPS) | set(NCU_OTHER)
 
     def add(kernel: str, metric: str, raw: str, unit: str, where: str) -> None:
+        b = _base(metric)
+        is_used = b in used or b.startswith("smsp__inst_executed_pipe_tensor")
         try:
             value = _num(raw, where)
         except BadInputError:
-            if _base(metric) in used:
+            if is_used:
                 raise
             value = math.nan  # a metric this importer does not use may hold text ("High (7)")
+        if is_used:
+            # counts, rates, hit rates and clocks are never negative or infinite; a percentage above
+            # 100 % by more than the profiler overshoot of calib.importers.ncu is a broken value
+            if not math.isfinite(value):
+                raise BadInputError(f"{where}: {raw.strip()!r} is not a finite number")
+            if value < 0:
+                raise BadInputError(f"{where}: {value:g} is negative")
+            if unit.strip() == "%" and value > 100.0 + OVERSHOOT_PCT:
+                raise BadInputError(f"{where}: {value:g} % outside [0, 100] % (up to {100 + OVERSHOOT_PCT:g} % is "
+                                    "taken as profiler overshoot)")
         acc.setdefault(kernel, {}).setdefault(metric, []).append(value)
         units[metric] = unit
 
