@@ -20,6 +20,8 @@ from calib.model.arfunc import FORMS, LOG
 #: power below this comes from a power sensor that read ~0 (e.g. NVML power not supported), and every
 #: prediction of such a file would be meaningless, so it is refused rather than warned about
 MIN_IDLE_POWER_W = 1.0
+#: streaming multiprocessors: the largest GPUs have ~150 (the schema's device.sm_count bound too)
+MAX_SM_COUNT = 1024
 
 
 def _num(sec: Mapping[str, Any], name: str) -> float | None:
@@ -42,8 +44,8 @@ def _in_range(sec: Mapping[str, Any], name: str, where: str, lo: float, hi: floa
 
 def _check_ipp(sec: Mapping[str, Any], where: str) -> None:
     n = sec.get("sm_count")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise SchemaError(f"{where}.sm_count: {n!r} is not a positive integer")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SM_COUNT:
+        raise SchemaError(f"{where}.sm_count: {n!r} is not a positive integer (at most {MAX_SM_COUNT})")
     form = sec.get("sm_scaling")
     if form not in ("log", "linear"):
         raise SchemaError(f"{where}.sm_scaling: {form!r} is not 'log' or 'linear'")
@@ -58,6 +60,8 @@ def _check_ipp(sec: Mapping[str, Any], where: str) -> None:
             raise SchemaError(f"{where}.units.{u}: expected an object")
         if spec.get("scope") not in ("sm", "chip"):
             raise SchemaError(f"{where}.units.{u}.scope: {spec.get('scope')!r} is not 'sm' or 'chip'")
+        if spec.get("domain", "core") not in ("core", "mem"):
+            raise SchemaError(f"{where}.units.{u}.domain: {spec.get('domain')!r} is not 'core' or 'mem'")
         if spec.get("ar_function") not in FORMS:
             raise SchemaError(f"{where}.units.{u}.ar_function: {spec.get('ar_function')!r} is not one of {', '.join(FORMS)}")
         if f"max_power_{u}_w" not in pars:
