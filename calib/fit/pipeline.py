@@ -198,7 +198,9 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     device = {"name": "unknown (fitted from a samples table)", "sm_count": int(sm_count or 1),
               "clocks": {"core_mhz": info.clock_configs[0][0] if not info.multi_clock and not math.isnan(info.clock_configs[0][0]) else None,
                          "mem_mhz": info.clock_configs[0][1] if not info.multi_clock and not math.isnan(info.clock_configs[0][1]) else None}}
-    doc = P.new_document(device, [{"path": _rel(path), "sha256": file_sha256(path), "role": "samples"}])
+    # the hash of the bytes actually read (a pipe cannot be read twice)
+    doc = P.new_document(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
+                                   "role": "samples"}])
     out = FitOutcome(doc, df)
     if info.multi_clock:
         from calib.fit.dvfs import fit_dvfs
