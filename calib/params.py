@@ -170,7 +170,12 @@ UNIT_BOUNDS: dict[str, tuple[float, float]] = {
     "cycles": (0.0, 1e6),             # latencies and delays in core cycles
     "mem cycles": (0.0, 1e6),
     "V/Vref": (1e-3, 10.0),           # relative voltages
+    "C": (-200.0, 200.0),             # temperature offsets and rises (absolute temperatures: below)
 }
+#: the unit a parameter name's suffix promises (longest suffix first), so a bound cannot be dodged by a
+#: wrong unit
+SUFFIX_UNITS = (("_w_per_c", "W/C"), ("_c_per_w", "C/W"), ("_mem_cycles", "mem cycles"), ("_cycles", "cycles"),
+                ("_temp_c", "C"), ("_w", "W"), ("_s", "s"))
 #: absolute temperatures (degC) must lie in (0, 125]: see the temp_c definition of the schema
 ABS_TEMP_LOW_C, ABS_TEMP_HIGH_C = 0.0, 125.0
 
@@ -222,6 +227,10 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
                 raise SchemaError(f"{source}: field {where}: value {v} above its maximum {hi}")
             if p["unit"] in ("W", "s", "W/C") and v < 0:
                 raise SchemaError(f"{source}: field {where}: a {p['unit']} quantity cannot be negative ({v})")
+            suffix, want = next(((s, u) for s, u in SUFFIX_UNITS if name.endswith(s)), (None, None))
+            if want is not None and p["unit"] != want:
+                raise SchemaError(f"{source}: field {where}.unit: {p['unit']!r}, but a parameter named "
+                                  f"*{suffix} is in {want!r}")
             b = UNIT_BOUNDS.get(p["unit"])
             if b is not None and not b[0] <= v <= b[1]:
                 raise SchemaError(f"{source}: field {where}: {v} {p['unit']} is outside the physical range "
