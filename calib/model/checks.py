@@ -2,7 +2,11 @@
 
 The schema checks the file format; each model checks that its section has what it needs to predict
 (structure, parameters, value ranges), so that `calib validate` accepts only files `calib predict` can
-use. :func:`load_checked` = :func:`calib.params.load` + these checks.
+use. :func:`calib.params.load` runs these checks after the schema and physical bounds, so every verb
+that reads a parameter file (validate, predict, validate-model, optimize, diff, report, publish) refuses
+a broken one up front, naming the file and the field (SchemaError, exit status 2). The checks end with
+a dry run of every model section on a tiny table, a net for whatever the precise checks miss.
+:func:`load_checked` is kept as the name the commands use.
 """
 
 from __future__ import annotations
