@@ -146,3 +146,13 @@ def test_import_clock_options_are_range_checked(cli, tmp_path):
                        "tpds2019_micro_titanxp.csv")
     rc, out, err = cli("import", "gpmtool", src, "-o", str(tmp_path / "o.csv"), "--core-mhz", "nan")
     assert rc == 2 and "--core-mhz nan: must be a positive clock in MHz" in err
+
+
+def test_run_new_with_an_existing_name_is_refused_and_keeps_the_session(cli, quick_run, tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(quick_run / "logs" / "q", logs / "q")
+    before = _snapshot(logs)
+    rc, out, err = cli("run", "--device", "sim:gtx280", "--campaign", "quick", "--name", "q", "--new",
+                       "--logs-dir", str(logs), "--fitted-dir", str(tmp_path / "fitted"))
+    assert rc == 2 and "exists; --new with --name needs a name not in use" in err
+    assert _snapshot(logs) == before

@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, type=_session_name,
                    help="session name, one path component (default: <device>-<campaign>-<UTC time>)")
     p.add_argument("--seed", type=_seed, default=0, help="noise seed of the virtual GPU, >= 0 (default 0)")
-    p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed")
+    p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed (with --name: the name must not exist)")
 
 
 def _check_writable(path, what: str) -> None:
@@ -98,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.name:
             session = logs / args.name
+            if args.new and session.exists():  # never delete measurements: a new session needs a new name
+                raise BadInputError(f"{session}: exists; --new with --name needs a name not in use "
+                                    "(or drop --name for a new time-stamped session)")
         else:
             found = None if args.new else find_resumable(logs, device, args.campaign, args.seed, fitted)
             session = found or logs / default_session_name(device, args.campaign)
