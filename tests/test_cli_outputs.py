@@ -41,8 +41,7 @@ def test_output_that_is_an_input_is_refused_and_nothing_changes(cli, work, argv,
 
 def test_import_refuses_to_overwrite_its_source(cli, tmp_path):
     src = tmp_path / "g.csv"
-    shutil.copy(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "guerreiro-gtxtitanx",
-                             "tpds2019_micro_titanxp.csv"), src)
+    shutil.copy(os.path.join(os.path.dirname(__file__), "data", "import_gpmtool_named.csv"), src)
     before = src.read_bytes()
     rc, out, err = cli("import", "gpmtool", str(src), "-o", str(src))
     assert rc == 2 and "g.csv: the samples table is also an input" in err
@@ -142,8 +141,7 @@ def test_optimize_options_are_range_checked(cli, quick_run, tmp_path, opts, mess
 
 
 def test_import_clock_options_are_range_checked(cli, tmp_path):
-    src = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "guerreiro-gtxtitanx",
-                       "tpds2019_micro_titanxp.csv")
+    src = os.path.join(os.path.dirname(__file__), "data", "import_gpmtool_named.csv")
     rc, out, err = cli("import", "gpmtool", src, "-o", str(tmp_path / "o.csv"), "--core-mhz", "nan")
     assert rc == 2 and "--core-mhz nan: must be a positive clock in MHz" in err
 
