@@ -204,7 +204,6 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
                           "(JSON has no NaN or Infinity)")
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        e = errors[0]
         where, msg = _schema_error(errors[0])
         raise SchemaError(f"{source}: field {where}: {msg}")
     warns: list[str] = []
@@ -216,8 +215,6 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
         for name, p in doc[sec]["parameters"].items():
             where = f"{sec}.parameters.{name}"
             v = p["value"]
-            if not math.isfinite(v):
-                raise SchemaError(f"{source}: field {where}: value is not finite")
             lo, hi = p.get("min"), p.get("max")
             if lo is not None and hi is not None and lo >= hi:
                 raise SchemaError(f"{source}: field {where}: min {lo} >= max {hi}")
@@ -247,9 +244,9 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
     return warns
 
 
-def load(path: str | os.PathLike, check_models: bool = True) -> dict:
-    """Read and validate a parameter file: the schema, the physical bounds and (``check_models``) that
-    every model section can drive its model (:func:`calib.model.checks.check_models`), so that every
+def load(path: str | os.PathLike) -> dict:
+    """Read and validate a parameter file: the schema, the physical bounds and that every model
+    section can drive its model (:func:`calib.model.checks.check_models`), so that every
     verb reading a parameter file refuses a broken one up front with the field named (SchemaError)."""
     path = Path(path)
     if not path.exists():
@@ -268,10 +265,9 @@ def load(path: str | os.PathLike, check_models: bool = True) -> dict:
     except OSError as e:
         raise SchemaError(f"{path}: cannot be read ({e.strerror or e})") from e
     validate(doc, str(path))
-    if check_models:
-        from calib.model.checks import check_models as check  # lazy: the model layer imports this module
+    from calib.model.checks import check_models  # lazy: the model layer imports this module
 
-        check(doc, str(path))
+    check_models(doc, str(path))
     return doc
 
 
