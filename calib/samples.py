@@ -204,6 +204,29 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
     return out
 
 
+def read_text_file(path: str | os.PathLike, expected: str = "a file", kind: str = "text file") -> tuple[bytes, str]:
+    """(bytes, UTF-8 text) of a file read once (a pipe cannot be read twice; the bytes are for hashing).
+
+    BadInputError when the file is missing, a directory (``expected`` says what was wanted), unreadable,
+    not UTF-8 (``kind`` names what it is not) or empty."""
+    p = Path(path)
+    if not p.exists():
+        raise BadInputError(f"{p}: file not found")
+    if p.is_dir():
+        raise BadInputError(f"{p}: is a directory, expected {expected}")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise BadInputError(f"{p}: cannot read ({e.strerror or e})") from e
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise BadInputError(f"{p}: not a {kind} ({e.reason} at byte {e.start})") from e
+    if not text.strip():
+        raise BadInputError(f"{p}: empty file")
+    return data, text
+
+
 def read_samples(path: str | os.PathLike, require_power: bool = True,
                  needed: tuple[str, ...] = (), require_act: bool = True) -> pd.DataFrame:
     """Read and validate a samples table CSV (see :func:`check_samples`).
@@ -219,21 +242,7 @@ def read_samples(path: str | os.PathLike, require_power: bool = True,
     import io
 
     path = Path(path)
-    if not path.exists():
-        raise BadInputError(f"{path}: file not found")
-    if path.is_dir():
-        raise BadInputError(f"{path}: is a directory, expected a samples table (CSV)")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as e:
-        raise BadInputError(f"{path}: cannot read ({e.strerror or e})") from e
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise BadInputError(f"{path}: not a text CSV file ({e.reason} at byte {e.start})") from e
-    if not text.strip():
-        raise BadInputError(f"{path}: empty file")
+    data, text = read_text_file(path, "a samples table (CSV)", "text CSV file")
     reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
     parsed: list[tuple[int, list[str]]] = []  # (first file line of the record, fields)
     try:

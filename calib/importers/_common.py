@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from calib.errors import BadInputError
+from calib.samples import read_text_file
 
 #: Percentages up to this far above 100 % are clipped to 100 % with one warning; beyond, refused.
 #: Profilers overshoot a little: ncu's pct_of_peak_sustained rollups divide counters sampled over
@@ -28,22 +28,8 @@ def read_text(path: str | os.PathLike) -> tuple[list[str], bool]:
     flag lets a reader tell a file cut mid-line (its last row short) from one that merely lacks a
     final newline.
     """
-    p = Path(path)
-    if not p.exists():
-        raise BadInputError(f"{p}: file not found")
-    if p.is_dir():
-        raise BadInputError(f"{p}: is a directory, expected a file")
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise BadInputError(f"{p}: cannot read ({e.strerror or e})") from e
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise BadInputError(f"{p}: not a text file ({e.reason} at byte {e.start})") from e
+    text = read_text_file(path)[1]
     lines = text.splitlines()
-    if not any(line.strip() for line in lines):
-        raise BadInputError(f"{p}: empty file")
     return lines, text.endswith(("\n", "\r"))
 
 
