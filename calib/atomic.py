@@ -65,7 +65,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600; give the file the mode a plain open() would (published files must be readable)
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -86,10 +86,6 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
-
-
-def _umask() -> int:
-    return _UMASK
 
 
 def public_mode(path: str | os.PathLike, directory: bool = False) -> None:
