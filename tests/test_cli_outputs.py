@@ -154,3 +154,30 @@ def test_run_new_with_an_existing_name_is_refused_and_keeps_the_session(cli, qui
                        "--logs-dir", str(logs), "--fitted-dir", str(tmp_path / "fitted"))
     assert rc == 2 and "exists; --new with --name needs a name not in use" in err
     assert _snapshot(logs) == before
+
+
+def test_validate_model_writes_its_files_before_printing(cli, work, monkeypatch):
+    # a reader that stops early (| head) raises BrokenPipeError at the first print: the files must exist
+    import builtins
+
+    def closed_pipe(*a, **k):
+        raise BrokenPipeError
+
+    monkeypatch.setattr(builtins, "print", closed_pipe)
+    rc, out, err = cli("validate-model", str(work / "p.json"), str(work / "s.csv"),
+                       "--table", str(work / "t.csv"), "--plot", str(work / "v.png"))
+    assert rc == 1
+    assert (work / "t.csv").read_text().startswith("workload,")
+    assert (work / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_diff_says_why_it_exits_3_when_sections_differ(cli, work):
+    import json
+
+    doc = json.loads((work / "p.json").read_text())
+    assert "thermal" in doc
+    del doc["thermal"]
+    (work / "nothermal.json").write_text(json.dumps(doc))
+    rc, out, err = cli("diff", str(work / "p.json"), str(work / "nothermal.json"))
+    assert rc == 3
+    assert out.strip().splitlines()[-1] == "exit status 3: the files do not have the same sections (removed thermal)"
