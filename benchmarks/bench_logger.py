@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calib.session import SessionWriter, read_session  # noqa: E402
+from calib.core.session import SessionWriter, read_session  # noqa: E402
 from microbench.align import lag_vs_pattern, pattern_signal  # noqa: E402
 from microbench.instruments import open_analyzer  # noqa: E402
 from microbench.instruments import emulators as E  # noqa: E402

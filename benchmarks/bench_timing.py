@@ -36,12 +36,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calib import params as P
+from calib.core import params as P
 from calib.fit.pipeline import fit_session
 from calib.fit.timing import fit_timing, with_plan_inputs
 from calib.model import energy as E
 from calib.model import timing as T
-from calib.session import read_session
+from calib.core.session import read_session
 from microbench.benchmarks import HELDOUT_MIXES, Benchmark, _mix_params
 from microbench.campaign import Campaign
 from microbench.devices import open_device

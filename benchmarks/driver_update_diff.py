@@ -38,9 +38,9 @@ def run_campaign(preset, seed: int, session_dir: Path, out_json: Path, campaign:
                  driver_version: str | None = None) -> Path:
     """Run a campaign on a virtual GPU built from ``preset``, fit it, write the parameter file (and the
     samples table beside it, as `calib run` does)."""
-    from calib import params
+    from calib.core import params
     from calib.fit.pipeline import fit_session
-    from calib.samples import write_samples
+    from calib.core.samples import write_samples
     from microbench.campaign import Campaign
     from microbench.devices.sim.device import VirtualGPU
 

@@ -41,9 +41,9 @@ import numpy as np
 import pandas as pd
 
 from calib import __version__
-from calib import params as P
-from calib.errors import BadInputError, CalibError
-from calib.session import file_sha256
+from calib.core import params as P
+from calib.core.errors import BadInputError, CalibError
+from calib.core.session import file_sha256
 
 BUNDLE_FORMAT = "calib-bundle-1"
 MANIFEST = "MANIFEST.json"
@@ -314,7 +314,7 @@ def check_files(root: Path, man: dict, label: str) -> int:
 
 def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> Verification:
     """Verify an unpacked bundle; ``checked``: a refit already done on these very files (publish)."""
-    from calib.samples import read_samples
+    from calib.core.samples import read_samples
 
     man = _read_manifest(root, label)
     n = check_files(root, man, label)
@@ -420,7 +420,7 @@ def _readme(doc: dict, man: dict, name: str) -> str:
 
 def _stage(inp: Any, root: Path) -> dict:
     from calib.report.html import write_report
-    from calib.samples import write_samples
+    from calib.core.samples import write_samples
 
     root.mkdir(parents=True)
     shutil.copyfile(inp.params_path, root / PARAMS_NAME)
@@ -456,7 +456,7 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
             session: str | os.PathLike | None = None, force: bool = False) -> tuple[Path, Verification]:
     """Build a bundle of ``params_path`` at ``out`` (directory, or ``.tar.gz``), verify it, then move it
     into place. Nothing is left at ``out`` unless the bundle verified."""
-    from calib.atomic import atomic_write_json, atomic_write_text, check_not_input, public_mode
+    from calib.core.atomic import atomic_write_json, atomic_write_text, check_not_input, public_mode
     from calib.report.inputs import load_inputs
 
     out = Path(out)

@@ -23,7 +23,7 @@ import warnings  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 from calib import __version__  # noqa: E402
-from calib.errors import CalibError  # noqa: E402
+from calib.core.errors import CalibError  # noqa: E402
 
 #: verb -> module in calib.commands. Verbs whose module is not installed are not offered.
 VERBS: dict[str, str] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from calib import params as P
+from calib.core import params as P
 
 
 def _fmt(x: float | None, spec: str = ".5g") -> str:

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
-from calib.samples import ACT_PREFIX, CNT_PREFIX, check_samples
-from calib.session import Session
-from calib.units import INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
+from calib.core.errors import BadInputError
+from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
+from calib.core.session import Session
+from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
 
 #: power column preference in a device (NVML-like) stream
 POWER_COLUMNS = ("power_w", "power_avg_w")

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from calib.errors import BadInputError, CalibError
+from calib.core.errors import BadInputError, CalibError
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from calib import __version__
-from calib.atomic import atomic_write_json
-from calib.errors import BadInputError
-from calib.session import MANIFEST_NAME, SessionWriter, read_session
+from calib.core.atomic import atomic_write_json
+from calib.core.errors import BadInputError
+from calib.core.session import MANIFEST_NAME, SessionWriter, read_session
 from microbench.benchmarks import Benchmark, CampaignSpec, plan, thermal_benchmarks
 from microbench.devices.base import Device
 

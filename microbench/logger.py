@@ -6,7 +6,7 @@ sample per call, so ``period_s`` is their sampling period; streaming sensors (se
 their own reader thread and ``read()`` drains what arrived since the last call.
 
 Only known transient errors are tolerated (:class:`TransientSensorError`, and
-:class:`calib.errors.DeviceNotSupportedError` raised mid-run for a query that worked at probe time):
+:class:`calib.core.errors.DeviceNotSupportedError` raised mid-run for a query that worked at probe time):
 they are counted per sensor and warned about at a limited rate (1st, 10th, 100th, ... occurrence). Any
 other exception stops the logger; it is kept and re-raised by :meth:`SensorLogger.check` and
 :meth:`SensorLogger.stop`, so the caller (the campaign or ``calib log``) decides what to do.
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from calib.errors import DeviceError, DeviceNotSupportedError
+from calib.core.errors import DeviceError, DeviceNotSupportedError
 from microbench.devices.base import Sensor
 
 
@@ -89,7 +89,7 @@ class SensorLogger:
     Parameters
     ----------
     writer:
-        a :class:`calib.session.SessionWriter`; one stream per sensor (``sensor.name``).
+        a :class:`calib.core.session.SessionWriter`; one stream per sensor (``sensor.name``).
     sensors:
         the sensors to poll. Stream writers are created in :meth:`start` (caller's thread).
     period_s:

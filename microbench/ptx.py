@@ -2,7 +2,7 @@
 
 The count model of every kernel (:mod:`microbench.kernels.catalog`) is checked against the PTX the
 compiler emits. This module turns PTX text into functions, instructions, loops and a dynamic path,
-and maps each instruction to a class of :data:`calib.units.INSTRUCTION_CLASSES` following IPP
+and maps each instruction to a class of :data:`calib.core.units.INSTRUCTION_CLASSES` following IPP
 Table 1 / thesis Table 7, extended for FP64, tensor cores and the cache levels:
 
 ========  ==========================================================================================
@@ -12,7 +12,7 @@ fp        add sub mul fma mad min max abs neg div copysign on .f32/.f16/.bf16 (a
 dp        the same on .f64, and rcp/sqrt/rsqrt on .f64
 int       add sub mul mad mul24 mad24 sad div rem abs neg min max addc subc madc dp4a dp2a on integer
           types
-sfu       sin cos lg2 ex2 rsqrt tanh, and rcp sqrt on .f32/.f16 (ex2/lg2 are SFU: see calib.units)
+sfu       sin cos lg2 ex2 rsqrt tanh, and rcp sqrt on .f32/.f16 (ex2/lg2 are SFU: see calib.core.units)
 tensor    mma wmma.mma wgmma
 alu       logic/shift (and or xor not cnot shl shr shf lop3 prmt bfe bfi ...), mov cvt cvta set setp
           selp slct, warp vote/shuffle
@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from calib.units import INSTRUCTION_CLASSES
+from calib.core.units import INSTRUCTION_CLASSES
 
 #: memory levels a kernel can declare for its global accesses
 MEM_LEVELS = ("l1", "l2", "dram")

@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from calib.errors import CalibError
+from calib.core.errors import CalibError
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from calib.fit.pipeline import fit_session
-from calib.session import read_session
+from calib.core.session import read_session
 from microbench.campaign import Campaign
 from microbench.devices.base import Device
 from microbench.devices.sim.device import open_sim

@@ -65,7 +65,7 @@ def test_publish_force_replaces_a_bundle_but_never_a_directory_of_other_files(cl
 def test_published_and_fitted_files_follow_the_umask(cli, work):
     old = os.umask(0o022)
     try:
-        import calib.atomic as A
+        import calib.core.atomic as A
 
         mask = A._UMASK
         assert cli("fit", str(work / "s.csv"), "-o", str(work / "refit.json"))[0] == 0
@@ -77,7 +77,7 @@ def test_published_and_fitted_files_follow_the_umask(cli, work):
 
 
 def test_full_disk_is_reported_as_an_environment_error(cli, work, monkeypatch):
-    import calib.atomic as A
+    import calib.core.atomic as A
 
     def full(src, dst):
         raise OSError(28, "No space left on device", str(dst))

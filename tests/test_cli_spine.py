@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 
 
 def _strip_times(doc: dict) -> dict:

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.fit.crossval import cross_validate, make_folds
-from calib.params import Param, SectionFit
+from calib.core.params import Param, SectionFit
 
 
 def table() -> pd.DataFrame:

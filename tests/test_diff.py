@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 from calib.report.compare import compare, holm
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib import params as P
-from calib.errors import BadInputError
+from calib.core import params as P
+from calib.core.errors import BadInputError
 from calib.fit.dvfs import fit_dvfs
 from calib.model.dvfs import (
     breakdown,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.model import energy as E
 from calib.model import timing as T
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calib.errors import FitError
+from calib.core.errors import FitError
 from calib.fit.core import fit_lsq
-from calib.params import Param
+from calib.core.params import Param
 
 
 def test_linear_fit_matches_ols_with_standard_errors():

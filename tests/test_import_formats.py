@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.importers import import_table
 from calib.importers import gpmtool
-from calib.samples import read_samples
+from calib.core.samples import read_samples
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from calib.errors import DeviceError, DeviceNotFoundError
+from calib.core.errors import DeviceError, DeviceNotFoundError
 from microbench.instruments import (
     CsvLineSource,
     HiokiPW3335,

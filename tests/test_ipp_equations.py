@@ -11,7 +11,7 @@ import pytest
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG, ar_transform
 from calib.model.ipp import IppPowerModel, log_factor, sm_scale
 from calib.model.thermal import ThermalModel
-from calib.units import mem_intensity, unit_counts
+from calib.core.units import mem_intensity, unit_counts
 
 # Table 8 of the thesis (GTX280), per SM except global/local
 TABLE8 = {"fp": (0.2, LOG), "reg": (0.3, LOG), "alu": (0.2, LINEAR), "sfu": (0.5, LINEAR), "int": (0.25, LOG),

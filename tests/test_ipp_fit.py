@@ -97,7 +97,7 @@ def test_fast_evaluator_equals_model_equations():
 
 def test_unknown_memory_unit_is_refused_by_the_cli(cli, tmp_path):
     # a typo in --mem-units must not silently move the memory units to the core domain
-    from calib.samples import write_samples
+    from calib.core.samples import write_samples
 
     src = tmp_path / "t.csv"
     write_samples(_table(), src)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from calib.errors import BadInputError
-from calib.units import INSTRUCTION_CLASSES
+from calib.core.errors import BadInputError
+from calib.core.units import INSTRUCTION_CLASSES
 from microbench.kernels import catalog
 
 NAMES = ("idle", "fp32_fma", "fp32_addmul", "fp64_fma", "int_mad", "alu_logic", "sfu", "reg_mov", "ctrl",

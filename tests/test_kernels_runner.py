@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from microbench.devices.base import Launch, RunResult
 from microbench.kernels import catalog, peaks
 from microbench.kernels.runner import KernelRunner, departure_delay_fit, pointer_chain

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from microbench.devices.base import Launch
 from microbench.kernels import catalog, sweeps
 

@@ -14,7 +14,7 @@ from unittest import mock
 import pytest
 
 from calib.cli import main
-from calib.session import read_session
+from calib.core.session import read_session
 from microbench.instruments.emulators import CsvEmulator
 
 ROOT = Path(__file__).resolve().parents[1]

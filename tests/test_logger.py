@@ -7,8 +7,8 @@ from unittest import mock
 
 import pytest
 
-from calib.errors import DeviceLostError, DeviceNotSupportedError
-from calib.session import SessionWriter, read_session
+from calib.core.errors import DeviceLostError, DeviceNotSupportedError
+from calib.core.session import SessionWriter, read_session
 from microbench.devices.base import Row, Sensor
 from microbench.devices.nvml_fake import FakeGpu, install_fake
 from microbench.logger import SensorLogger, TransientSensorError

@@ -16,7 +16,7 @@ import pandas as pd
 import pynvml as real_pynvml
 import pytest
 
-from calib.errors import (
+from calib.core.errors import (
     BadInputError,
     DeviceError,
     DeviceLostError,

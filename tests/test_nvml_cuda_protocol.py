@@ -10,8 +10,8 @@ from unittest import mock
 import pytest
 import pynvml as real_pynvml
 
-from calib.errors import DeviceError, DeviceNoPermissionError
-from calib.session import SessionWriter, read_session
+from calib.core.errors import DeviceError, DeviceNoPermissionError
+from calib.core.session import SessionWriter, read_session
 from microbench.devices.base import Device, DeviceInfo, Launch, RunResult, Workload
 from microbench.devices.nvml_fake import FakeGpu, install_fake
 from microbench.logger import SensorLogger

@@ -8,10 +8,10 @@ import warnings
 import pandas as pd
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 from calib.fit.timing import fit_timing
 from calib.segment import session_samples
-from calib.session import read_session
+from calib.core.session import read_session
 
 KERNEL = {"name": "stencil_like", "per_warp": {"fp": 6000, "int": 3000, "alu": 2000, "shared": 4000, "global": 1000,
                                                "ctrl": 300},

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from calib import params as P
-from calib.errors import SchemaError
-from calib.params import Param, SectionFit
+from calib.core import params as P
+from calib.core.errors import SchemaError
+from calib.core.params import Param, SectionFit
 
 
 def _doc() -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 from calib.bundle import MANIFEST, file_sha256
 
 ROOT = Path(__file__).resolve().parents[1]

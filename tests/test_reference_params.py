@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 
 ROOT = Path(__file__).resolve().parents[1]
 FITTED = ROOT / "fitted"
@@ -45,7 +45,7 @@ def test_reference_sets_cite_their_source(path):
 
 @pytest.mark.parametrize("path", SIM, ids=lambda p: p.name)
 def test_sim_sets_ship_with_samples_and_recovery(path):
-    from calib.samples import read_samples
+    from calib.core.samples import read_samples
 
     doc = P.load(path)
     stem = path.name[:-5]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 
 ROOT = Path(__file__).resolve().parents[1]
 REF280 = ROOT / "fitted" / "reference" / "gtx280-ipp2010.json"
@@ -112,7 +112,7 @@ def test_session_with_changed_logs_is_not_used(quick_run, tmp_path):
     changed = load_inputs(fitted / "q.json")
     assert changed.session is None
     assert any("differ from the ones the parameters were fitted on" in n for n in changed.notes)
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     with pytest.raises(BadInputError, match="wall.csv: sha256 differs"):
         load_inputs(fitted / "q.json", session=logs)

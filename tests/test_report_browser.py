@@ -124,7 +124,7 @@ def test_report_of_virtual_campaign_renders_in_chromium(quick_run, tmp_path, cli
         if os.environ.get("CALIB_REQUIRE_CHROMIUM") == "1":  # CI: a missing browser is a failure, not a skip
             pytest.fail(msg)
         pytest.skip(msg)
-    from calib import params as P
+    from calib.core import params as P
 
     params_path = quick_run / "fitted" / "q.json"
     out = tmp_path / "report"

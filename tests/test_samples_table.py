@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from calib.errors import BadInputError
-from calib.samples import read_samples, table_info, write_samples
+from calib.core.errors import BadInputError
+from calib.core.samples import read_samples, table_info, write_samples
 
 
 def _write(tmp_path, text, name="t.csv"):

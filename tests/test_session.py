@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from calib.errors import BadInputError
-from calib.session import SessionWriter, read_manifest, read_session, read_stream_csv, repair_partial_lines
+from calib.core.errors import BadInputError
+from calib.core.session import SessionWriter, read_manifest, read_session, read_stream_csv, repair_partial_lines
 
 MAN = {"device": {"name": "x", "sm_count": 1}, "sensors": [{"name": "s", "kind": "nvml", "columns": ["power_w"]}]}
 

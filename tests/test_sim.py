@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from calib.errors import BadInputError, DeviceNotFoundError
+from calib.core.errors import BadInputError, DeviceNotFoundError
 from microbench.benchmarks import plan
 from microbench.devices import open_device
 from microbench.devices.sim.device import VirtualGPU
@@ -154,5 +154,5 @@ def test_fitter_never_imports_ground_truth():
                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
                 for n in names:
                     assert not n.startswith("microbench"), f"{f} imports {n}"
-    for f in [root / "segment.py", root / "samples.py", root / "session.py"]:
+    for f in [root / "segment.py", *sorted((root / "core").glob("*.py"))]:
         assert "microbench" not in f.read_text(), f

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 
 
 def _err_line(err: str) -> str:

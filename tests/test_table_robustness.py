@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from calib.samples import read_samples
+from calib.core.samples import read_samples
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -273,7 +273,7 @@ def test_gpmtool_default_clock_nan_is_refused(cli, tmp_path):
      "row 3 (line 5), column 'act_x': activity 1.5 outside [0, 1] (activities are access rates or utilizations)"),
 ])
 def test_header_only_unbalanced_quote_and_leading_blank_lines(tmp_path, text, message):
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     t = tmp_path / "t.csv"
     t.write_text(text)

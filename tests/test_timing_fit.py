@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 from calib.fit.timing import fit_table, fit_timing, timing_noise_rel
 from calib.model import timing as T
 from microbench.benchmarks import plan

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib import params as P
-from calib.errors import BadInputError
+from calib.core import params as P
+from calib.core.errors import BadInputError
 from calib.model import timing as T
 
 
@@ -98,7 +98,7 @@ def test_section_errors():
 def test_predict_cli_adds_time_and_energy(quick_run, cli, tmp_path):
     from calib.fit.timing import fit_timing
     from calib.segment import session_samples
-    from calib.session import read_session
+    from calib.core.session import read_session
 
     doc = P.load(quick_run / "fitted" / "q.json")
     sess = read_session(quick_run / "logs" / "q")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.importers.ncu_kernel import is_profile_csv, main, read_profile
 from calib.model.predict import kernel_description_table
 

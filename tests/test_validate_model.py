@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib import params as P
+from calib.core import params as P
 from calib.fit.dvfs import fit_dvfs
 from test_dvfs_fit import synthetic
 

@@ -49,14 +49,14 @@ EXIT_MOVED = 3
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_not_input, check_output_file
 
     if args.json is not None:
         check_output_file(args.json, "--json")
         check_not_input(args.json, args.old, args.new, args.predict, what="--json output")
-    from calib import params
-    from calib.atomic import atomic_write_json
-    from calib.errors import BadInputError
+    from calib.core import params
+    from calib.core.atomic import atomic_write_json
+    from calib.core.errors import BadInputError
     from calib.report.compare import (
         compare,
         format_prediction_shift,
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     js = c.to_json()
     if args.predict:
         from calib.model.predict import kernel_description_table
-        from calib.samples import read_samples
+        from calib.core.samples import read_samples
 
         if args.predict.lower().endswith(".json"):
             df = kernel_description_table(args.predict)

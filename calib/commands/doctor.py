@@ -38,7 +38,7 @@ def _version(dist: str) -> str | None:
 
 
 def _nvml_report(probe_rate: bool) -> dict[str, Any]:
-    from calib.errors import CalibError
+    from calib.core.errors import CalibError
     from microbench.devices import nvml
 
     rep: dict[str, Any] = {"binding": {"nvidia-ml-py": _version("nvidia-ml-py"),
@@ -112,7 +112,7 @@ def _by_id_links(dev: str) -> list[str]:
 def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
     import time
 
-    from calib.errors import BadInputError, CalibError
+    from calib.core.errors import BadInputError, CalibError
     from microbench.instruments import PROTOCOLS, open_analyzer
 
     if not protocol or protocol not in PROTOCOLS:

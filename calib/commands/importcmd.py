@@ -30,8 +30,8 @@ def _join_power(df, path: str):
     """Left-join power (and clocks, temperature) from a CSV keyed by workload (and clocks when both have them)."""
     import warnings
 
-    from calib.errors import BadInputError
-    from calib.samples import read_samples
+    from calib.core.errors import BadInputError
+    from calib.core.samples import read_samples
 
     pw = read_samples(path, require_power=True, require_act=False)
     pw = pw[[c for c in ("workload", "power_w", "core_mhz", "mem_mhz", "temp_c") if c in pw.columns]].copy()
@@ -59,19 +59,19 @@ def _join_power(df, path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_not_input, check_output_file
 
     check_output_file(args.output, "samples table")
     check_not_input(args.output, args.file, args.power, what="samples table")
     from calib.importers import import_table
-    from calib.samples import check_samples, table_info, write_samples
+    from calib.core.samples import check_samples, table_info, write_samples
 
     opts = {}
     if args.format == "dcgm":
         opts = {"workload": args.workload, "skip_idle": args.skip_idle}
     import math
 
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     for opt, v in (("--core-mhz", args.core_mhz), ("--mem-mhz", args.mem_mhz)):
         if v is not None and not (math.isfinite(v) and v > 0):

@@ -1,7 +1,7 @@
 """calib log [--nvml INDEX] [--serial PORT --protocol NAME] [--duration S] -o SESSION_DIR
 
 The standalone logger: NVML and/or a serial power analyzer into a session directory, in the same
-format as the campaign (``calib.session``). Logging into an existing session appends a new segment.
+format as the campaign (``calib.core.session``). Logging into an existing session appends a new segment.
 Stops after ``--duration`` seconds, or on Ctrl-C / SIGTERM (a clean stop, exit status 0). A logger
 killed outright (SIGKILL, power loss) loses at most the last second of rows (fsync once per second)
 and the session stays readable.
@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _parse_opts(items: list[str]) -> dict[str, Any]:
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     out: dict[str, Any] = {}
     for it in items:
@@ -65,8 +65,8 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
 def _csv_columns(text: str) -> tuple[str, ...]:
     """The ``--columns`` list of the csv protocol, refused (BadInputError) when empty, duplicated or
     clashing with a column the stream adds itself (time columns, ``resync``)."""
-    from calib.errors import BadInputError
-    from calib.session import TIME_COLUMNS
+    from calib.core.errors import BadInputError
+    from calib.core.session import TIME_COLUMNS
 
     cols = tuple(c.strip() for c in text.split(","))
     if not any(cols) or "" in cols:
@@ -82,7 +82,7 @@ def _csv_columns(text: str) -> tuple[str, ...]:
 
 
 def _open_sensors(args: argparse.Namespace) -> list[Any]:
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     sensors: list[Any] = []
     try:
@@ -128,8 +128,8 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
 
 
 def _check_layouts(out: Path, sensors: list[Any]) -> None:
-    from calib.errors import BadInputError
-    from calib.session import TIME_COLUMNS
+    from calib.core.errors import BadInputError
+    from calib.core.session import TIME_COLUMNS
 
     for s in sensors:
         path = out / f"{s.name}.csv"
@@ -152,9 +152,9 @@ def _device_entry(sensors: list[Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from calib import __version__
-    from calib.atomic import check_output_dir
-    from calib.errors import BadInputError
-    from calib.session import MANIFEST_NAME, SessionWriter
+    from calib.core.atomic import check_output_dir
+    from calib.core.errors import BadInputError
+    from calib.core.session import MANIFEST_NAME, SessionWriter
     from microbench.logger import SensorLogger
 
     if not args.nvml and not args.serial:
@@ -239,7 +239,7 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
     row, after a loud warning for every analyzer that rejected frames."""
     import warnings
 
-    from calib.session import read_session
+    from calib.core.session import read_session
 
     seg = writer.segment
     summary: dict[str, Any] = {"segment": seg, "requested_hz": args.rate, "elapsed_s": round(stats.elapsed_s, 3),

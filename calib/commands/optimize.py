@@ -39,7 +39,7 @@ def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int
     import tempfile
     from pathlib import Path
 
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
     from calib.model.predict import kernel_description_table
 
     p = Path(path)
@@ -80,7 +80,7 @@ def _fmt_table(t) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_not_input, check_output_file
 
     for out, what in ((args.output, "-o"), (args.sms_output, "--sms-output")):
         if out is not None:
@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     import math
     import sys
 
-    from calib.atomic import atomic_write_text
-    from calib.errors import BadInputError
+    from calib.core.atomic import atomic_write_text
+    from calib.core.errors import BadInputError
     from calib.model import energy as E
 
     from calib.model.checks import load_checked

@@ -14,13 +14,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_not_input, check_output_file
 
     check_output_file(args.output)
     check_not_input(args.output, args.params, args.input)
-    from calib.atomic import atomic_write_text
+    from calib.core.atomic import atomic_write_text
     from calib.model.predict import kernel_description_table, predict_table
-    from calib.samples import read_samples
+    from calib.core.samples import read_samples
 
     from calib.model.checks import load_checked
 

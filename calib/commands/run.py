@@ -53,7 +53,7 @@ def _check_writable(path, what: str) -> None:
     import tempfile
     from pathlib import Path
 
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     path = Path(path)
     probe = next((p for p in (path, *path.parents) if p.exists()), Path("."))
@@ -71,15 +71,15 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from calib import params
-    from calib.atomic import atomic_write_json, check_output_dir
-    from calib.errors import BadInputError
+    from calib.core import params
+    from calib.core.atomic import atomic_write_json, check_output_dir
+    from calib.core.errors import BadInputError
     from calib.fit.pipeline import fit_session
     from calib.model.predict import predict_power
     from calib.progress import Progress, wants_progress
     from calib.report_text import fit_summary
-    from calib.samples import write_samples
-    from calib.session import read_session
+    from calib.core.samples import write_samples
+    from calib.core.session import read_session
     from microbench.campaign import (
         Campaign,
         check_session_matches,

@@ -14,13 +14,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_not_input, check_output_file
 
     check_output_file(args.output)
     check_not_input(args.output, args.session)  # never write into the session (its streams are the data)
-    from calib.samples import write_samples
+    from calib.core.samples import write_samples
     from calib.segment import session_samples
-    from calib.session import read_session
+    from calib.core.session import read_session
 
     df = session_samples(read_session(args.session), power=args.power_stream)
     write_samples(df, args.output)

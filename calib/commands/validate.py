@@ -12,7 +12,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib import params
+    from calib.core import params
 
     from calib.model.checks import load_checked
 

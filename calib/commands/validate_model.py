@@ -51,7 +51,7 @@ def plot(path, y, yhat, workloads, title: str) -> None:
     import numpy as np
     import pandas as pd
 
-    from calib.atomic import atomic_write_bytes
+    from calib.core.atomic import atomic_write_bytes
 
     y = np.asarray(y, float)
     yhat = np.asarray(yhat, float)
@@ -86,7 +86,7 @@ def plot(path, y, yhat, workloads, title: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_not_input, check_output_file
 
     for out, what in ((args.table, "--table"), (args.plot, "--plot")):
         if out is not None:
@@ -94,9 +94,9 @@ def run(args: argparse.Namespace) -> int:
             check_not_input(out, args.params, args.test, what=what)
     from pathlib import Path
 
-    from calib.atomic import atomic_write_text
+    from calib.core.atomic import atomic_write_text
     from calib.model.predict import predict_power
-    from calib.samples import read_samples
+    from calib.core.samples import read_samples
 
     from calib.model.checks import load_checked
 

@@ -1,7 +1,7 @@
 """Bounded least squares with standard errors, fit statistics and identifiability warnings.
 
 A thin layer over :func:`scipy.optimize.least_squares` (trust-region reflective, native bounds) in the
-manner of lmfit: parameters are :class:`calib.params.Param` objects (value, bounds, vary), the result
+manner of lmfit: parameters are :class:`calib.core.params.Param` objects (value, bounds, vary), the result
 records the solver's options, chi-square statistics, AIC/BIC, the covariance ``inv(J^T J) * redchi``
 and a standard error per varied parameter. A singular Jacobian does not crash the fit: the affected
 standard errors are None and a warning names the parameters the data cannot separate.
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from calib.errors import FitError
-from calib.params import Param
+from calib.core.errors import FitError
+from calib.core.params import Param
 
 #: condition number of the column-scaled Jacobian above which parameters are called unidentifiable
 COND_LIMIT = 1e7

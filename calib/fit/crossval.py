@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
-from calib.params import SectionFit
+from calib.core.errors import BadInputError
+from calib.core.params import SectionFit
 
 
 @dataclass

@@ -91,7 +91,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares, nnls
 
-from calib.errors import BadInputError, FitError
+from calib.core.errors import BadInputError, FitError
 from calib.model.arfunc import IPP_A, IPP_B, LOG
 from calib.model.dvfs import (
     BOXCOX,
@@ -113,9 +113,9 @@ from calib.model.dvfs import (
     unit_param,
     unit_shape,
 )
-from calib.params import Param, SectionFit
-from calib.samples import ACT_PREFIX, act_units
-from calib.units import in_memory_domain
+from calib.core.params import Param, SectionFit
+from calib.core.samples import ACT_PREFIX, act_units
+from calib.core.units import in_memory_domain
 
 #: activity threshold of the default "tpow" transform (chosen on the Titan X data: benchmarks/titanx_results.md)
 DEFAULT_THRESHOLD = 0.03

@@ -34,13 +34,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError, FitError, NotFittedError
+from calib.core.errors import BadInputError, FitError, NotFittedError
 from calib.fit.core import LsqResult, fit_lsq
 from calib.model.arfunc import IPP_A, LINEAR, LOG
 from calib.model.ipp import _running
-from calib.params import Param, SectionFit
-from calib.samples import ACT_PREFIX, act_units
-from calib.units import CHIP_UNITS, in_memory_domain
+from calib.core.params import Param, SectionFit
+from calib.core.samples import ACT_PREFIX, act_units
+from calib.core.units import CHIP_UNITS, in_memory_domain
 
 #: relative die-area priors (GT200-class floorplan estimates, per SM; chip units per chip), used only
 #: to seed MaxPower: the share of a unit in the runtime power of a kernel that saturates it.

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib import params as P
-from calib.errors import BadInputError
+from calib.core import params as P
+from calib.core.errors import BadInputError
 from calib.fit.ipp import IppPowerFitter, IppStructure
-from calib.samples import act_units, read_samples, table_info
+from calib.core.samples import act_units, read_samples, table_info
 from calib.segment import fan_sweep, session_samples, thermal_steps
-from calib.session import MANIFEST_NAME, file_sha256, read_session
-from calib.units import CHIP_UNITS
+from calib.core.session import MANIFEST_NAME, file_sha256, read_session
+from calib.core.units import CHIP_UNITS
 
 
 @dataclass
@@ -240,7 +240,7 @@ def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
     """Fit from a session directory or a samples table, whichever ``source`` is.
 
     A fit the data cannot support (FitError) is reported with the source named."""
-    from calib.errors import FitError
+    from calib.core.errors import FitError
 
     try:
         return _fit_source(Path(source), **kw)

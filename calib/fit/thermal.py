@@ -21,11 +21,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from calib.errors import FitError
+from calib.core.errors import FitError
 from calib.fit.core import fit_lsq, stats_of
-from calib.params import Param, SectionFit
+from calib.core.params import Param, SectionFit
 from calib.segment import ThermalStep
-from calib.units import mem_intensity
+from calib.core.units import mem_intensity
 
 COLD_WINDOW_S = (1.0, 4.0)     # heating-phase window for the "cold" runtime power
 SIGMA_SKIP_S = 8.0             # ignore the first seconds of heating for sigma (fan ramp, die pole)
@@ -166,7 +166,7 @@ class ThermalFitter:
 
     def section(self) -> SectionFit:
         if not hasattr(self, "params_"):
-            from calib.errors import NotFittedError
+            from calib.core.errors import NotFittedError
 
             raise NotFittedError("ThermalFitter is not fitted yet")
         structure = {"equations": "IPP eqs. (17)-(23); Max_temp is the rise above idle_temp_c",

@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.fit.core import fit_lsq, stats_of
 from calib.model import timing as T
-from calib.params import Param, SectionFit
-from calib.samples import CNT_PREFIX
+from calib.core.params import Param, SectionFit
+from calib.core.samples import CNT_PREFIX
 
 #: classes whose M_Factor a unit kernel measures (the kernel's stressed class)
 M_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "const", "tex")

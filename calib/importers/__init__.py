@@ -2,8 +2,8 @@
 
 ``FORMATS`` maps a format name of ``calib import FORMAT FILE -o SAMPLES.csv`` to the module that reads
 it. Every module has ``read(path, **options) -> pandas.DataFrame`` returning a checked samples table
-(:func:`calib.samples.check_samples`) and a ``DESCRIPTION`` line. Malformed input raises
-:class:`calib.errors.BadInputError` naming the file, the line and the field.
+(:func:`calib.core.samples.check_samples`) and a ``DESCRIPTION`` line. Malformed input raises
+:class:`calib.core.errors.BadInputError` naming the file, the line and the field.
 
 | format | module | what it reads |
 |---|---|---|
@@ -30,7 +30,7 @@ FORMATS: dict[str, str] = {
 
 def import_table(fmt: str, path: str | os.PathLike, **options) -> pd.DataFrame:
     """Read ``path`` in format ``fmt`` into a checked samples table."""
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     if fmt not in FORMATS:
         raise BadInputError(f"unknown import format {fmt!r} (known: {', '.join(FORMATS)})")

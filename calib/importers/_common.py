@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 
-from calib.errors import BadInputError
-from calib.samples import read_text_file
+from calib.core.errors import BadInputError
+from calib.core.samples import read_text_file
 
 #: Percentages up to this far above 100 % are clipped to 100 % with one warning; beyond, refused.
 #: Profilers overshoot a little: ncu's pct_of_peak_sustained rollups divide counters sampled over

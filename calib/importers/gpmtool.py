@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.importers._common import cut_hint, read_text, to_float, unit_name
-from calib.samples import check_samples
-from calib.units import in_memory_domain
+from calib.core.samples import check_samples
+from calib.core.units import in_memory_domain
 
 DESCRIPTION = "gpmTOOL measurement CSV (4 header lines, then P, clocks, utilizations; optional name column)"
 
@@ -166,8 +166,8 @@ def write(df: pd.DataFrame, path: str | os.PathLike, default_clocks: tuple[float
     ``default_clocks`` defaults to the table's ``ref_core_mhz``/``ref_mem_mhz``. Used to hand tables to
     gpmTOOL itself and by the round-trip tests.
     """
-    from calib.atomic import atomic_write_text
-    from calib.samples import act_units
+    from calib.core.atomic import atomic_write_text
+    from calib.core.samples import act_units
 
     units = act_units(df)
     core = [u for u in units if not in_memory_domain(u)]

@@ -75,9 +75,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.importers._common import OVERSHOOT_PCT, cut_hint, read_text
-from calib.samples import check_samples
+from calib.core.samples import check_samples
 
 DESCRIPTION = "nvprof --csv / ncu --csv metric exports (utilizations; power joined separately)"
 

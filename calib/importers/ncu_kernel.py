@@ -87,7 +87,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.importers._common import OVERSHOOT_PCT, read_lines
 
 NVPROF_USED = ("inst_executed", "inst_executed_global_loads", "inst_executed_global_stores",
@@ -390,7 +390,7 @@ def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m calib.importers.ncu_kernel PROFILE.csv -o KERNELS.json``"""
-    from calib.atomic import atomic_write_text
+    from calib.core.atomic import atomic_write_text
 
     ap = argparse.ArgumentParser(prog="python -m calib.importers.ncu_kernel",
                                  description="nvprof/ncu metric export -> kernel descriptions (JSON)")

@@ -2,7 +2,7 @@
 
 The schema checks the file format; each model checks that its section has what it needs to predict
 (structure, parameters, value ranges), so that `calib validate` accepts only files `calib predict` can
-use. :func:`calib.params.load` runs these checks after the schema and physical bounds, so every verb
+use. :func:`calib.core.params.load` runs these checks after the schema and physical bounds, so every verb
 that reads a parameter file (validate, predict, validate-model, optimize, diff, report, publish) refuses
 a broken one up front, naming the file and the field (SchemaError, exit status 2). The checks end with
 a dry run of every model section on a tiny table, a net for whatever the precise checks miss.
@@ -15,8 +15,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from calib import params as P
-from calib.errors import BadInputError, SchemaError
+from calib.core import params as P
+from calib.core.errors import BadInputError, SchemaError
 from calib.model.arfunc import FORMS, LOG
 
 #: a powered GPU board draws several W at idle (fans, DRAM refresh, regulator losses); a fitted idle
@@ -261,5 +261,5 @@ def check_models(doc: Mapping[str, Any], source: str = "<parameters>") -> None:
 
 def load_checked(path: str | os.PathLike) -> dict:
     """Read a parameter file, validate it against the schema and check every model section
-    (:func:`calib.params.load` does all of it)."""
+    (:func:`calib.core.params.load` does all of it)."""
     return P.load(path)

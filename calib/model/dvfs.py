@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG
 
 MODEL_NAME = "dvfs"

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.model import mwp_cwp as M
 from calib.model import timing as T
-from calib.samples import ACT_PREFIX, CNT_PREFIX
-from calib.units import unit_counts
+from calib.core.samples import ACT_PREFIX, CNT_PREFIX
+from calib.core.units import unit_counts
 
 OBJECTIVES = ("energy", "edp")
 

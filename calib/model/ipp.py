@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.model.arfunc import LOG, ar_transform
-from calib.samples import ACT_PREFIX, CNT_PREFIX
-from calib.units import INSTRUCTION_CLASSES
+from calib.core.samples import ACT_PREFIX, CNT_PREFIX
+from calib.core.units import INSTRUCTION_CLASSES
 
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:

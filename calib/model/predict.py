@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
-from calib.samples import ACT_PREFIX, CNT_PREFIX, check_samples
-from calib.units import INSTRUCTION_CLASSES, MEMORY_CLASSES
+from calib.core.errors import BadInputError
+from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
+from calib.core.units import INSTRUCTION_CLASSES, MEMORY_CLASSES
 
 
 def _dvfs_predict(section: dict, df: pd.DataFrame, doc: dict | None = None) -> np.ndarray:

@@ -51,11 +51,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from calib.model import mwp_cwp as M
 from calib.model import wangchu as W
-from calib.samples import CNT_PREFIX
-from calib.units import INSTRUCTION_CLASSES
+from calib.core.samples import CNT_PREFIX
+from calib.core.units import INSTRUCTION_CLASSES
 
 MODEL_NAME = "mwp_cwp_wangchu"
 PREDICTORS = ("mwp_cwp", "wangchu")

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from calib import params as P
+from calib.core import params as P
 
 #: device fields that identify the GPU and its software, reported first, in this order
 IDENTITY_FIELDS = ("name", "uuid", "driver_version", "cuda_version", "sm_count", "clocks.core_mhz", "clocks.mem_mhz")

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from calib import __version__
-from calib import params as P
-from calib.errors import BadInputError
+from calib.core import params as P
+from calib.core.errors import BadInputError
 from calib.report.inputs import ReportInputs
 from calib.report.plots import FIGURES, Context, Skip, with_predictions
-from calib.session import file_sha256
+from calib.core.session import file_sha256
 
 INDEX = "index.html"
 FIG_DIR = "fig"

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from calib import params as P
-from calib.errors import BadInputError
-from calib.samples import read_samples
-from calib.session import MANIFEST_NAME, Session, file_sha256, read_session
+from calib.core import params as P
+from calib.core.errors import BadInputError
+from calib.core.samples import read_samples
+from calib.core.session import MANIFEST_NAME, Session, file_sha256, read_session
 
 
 @dataclass

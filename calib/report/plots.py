@@ -23,7 +23,7 @@ from matplotlib.ticker import NullLocator
 
 from calib.fit.ipp import EXCLUDED_ROLES as NOT_TRAINING
 from calib.model.arfunc import LOG, ar_transform
-from calib.samples import ACT_PREFIX
+from calib.core.samples import ACT_PREFIX
 
 #: colours of the sample roles (training, sweeps, held-out, ...), colour-blind safe (Okabe-Ito)
 ROLE_COLOURS = {"idle": "#999999", "idle_kernel": "#666666", "unit": "#0072B2", "sm_sweep": "#CC79A7",
@@ -46,7 +46,7 @@ class Context:
 
     doc: dict
     samples: pd.DataFrame | None = None       # with power_w_pred added
-    session: Any = None                        # calib.session.Session or None
+    session: Any = None                        # calib.core.session.Session or None
     notes: list[str] = field(default_factory=list)
     _steps: Any = None
 
@@ -445,7 +445,7 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
             ax.plot(s.heat_t, s.heat_temp_c, ".", ms=2, color="#0072B2", label="measured")
             ax.plot(heat_end + s.cool_t, s.cool_temp_c, ".", ms=2, color="#56B4E9")
             title = s.workload
-            from calib.units import mem_intensity
+            from calib.core.units import mem_intensity
 
             mi = mem_intensity(s.per_warp)
             p_rt = meta["runtime_power_w"] if meta else math.nan

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calib.errors import DeviceError, DeviceNotFoundError
+from calib.core.errors import DeviceError, DeviceNotFoundError
 from microbench.devices.base import Device
 
 DEFAULT_SIM = "sim:gtx280"

@@ -78,7 +78,7 @@ class Launch:
 class Workload:
     """What a device is asked to run: a kernel description and how to launch it.
 
-    ``per_warp`` maps instruction classes (:data:`calib.units.INSTRUCTION_CLASSES`) to per-warp dynamic
+    ``per_warp`` maps instruction classes (:data:`calib.core.units.INSTRUCTION_CLASSES`) to per-warp dynamic
     counts for one launch. ``kernel`` names the CUDA kernel and its parameters for real devices;
     ``traits`` carries kernel properties a timing model needs (e.g. ``coalesced``, ``dep_chain``).
     """

@@ -19,7 +19,7 @@ import time
 import warnings
 from typing import Any
 
-from calib.errors import DeviceError
+from calib.core.errors import DeviceError
 from microbench.devices.base import Device, DeviceInfo, RunResult, Sensor, Workload
 from microbench.devices.nvml import NvmlGpu, NvmlSensor
 
@@ -52,7 +52,7 @@ def cuda_properties(index: int) -> dict[str, Any] | None:
     except Exception as e:  # noqa: BLE001 - CUDA driver errors come in many types
         raise DeviceError(f"cuda:{index}: CUDA is not usable ({e})") from e
     if not 0 <= index < n:
-        from calib.errors import DeviceNotFoundError
+        from calib.core.errors import DeviceNotFoundError
 
         raise DeviceNotFoundError(f"cuda:{index} not found: CUDA sees {n} GPU(s)")
     p = runtime.getDeviceProperties(index)

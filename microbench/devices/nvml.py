@@ -6,12 +6,12 @@ the toolkit's typed errors (see :func:`map_nvml_error`):
 =====================================================  ============================================
 NVML return code                                       raised as
 =====================================================  ============================================
-NOT_SUPPORTED, FUNCTION_NOT_FOUND, FREQ_NOT_SUPPORTED,  :class:`calib.errors.DeviceNotSupportedError`
+NOT_SUPPORTED, FUNCTION_NOT_FOUND, FREQ_NOT_SUPPORTED,  :class:`calib.core.errors.DeviceNotSupportedError`
 ARGUMENT_VERSION_MISMATCH, DEPRECATED
-NO_PERMISSION                                          :class:`calib.errors.DeviceNoPermissionError`
-GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND             :class:`calib.errors.DeviceLostError`
+NO_PERMISSION                                          :class:`calib.core.errors.DeviceNoPermissionError`
+GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND             :class:`calib.core.errors.DeviceLostError`
 TIMEOUT, NOT_READY, NO_DATA, IN_USE, IRQ_ISSUE         :class:`microbench.logger.TransientSensorError`
-anything else (driver not loaded, library not found)   :class:`calib.errors.DeviceError`
+anything else (driver not loaded, library not found)   :class:`calib.core.errors.DeviceError`
 =====================================================  ============================================
 
 The sensor's stream columns (one row per poll; NVML units converted here, once):
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pynvml  # nvidia-ml-py (the official binding; never the deprecated `pynvml` wheel)
 
-from calib.errors import (
+from calib.core.errors import (
     BadInputError,
     DeviceError,
     DeviceLostError,

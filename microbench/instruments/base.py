@@ -42,7 +42,7 @@ try:  # pyserial's flush() is tcdrain(), which raises termios.error (not OSError
 except ImportError:  # pragma: no cover - non-POSIX
     IO_ERRORS = (serial.SerialException, OSError)
 
-from calib.errors import CalibError, DeviceError, DeviceLostError, DeviceNoPermissionError, DeviceNotFoundError
+from calib.core.errors import CalibError, DeviceError, DeviceLostError, DeviceNoPermissionError, DeviceNotFoundError
 from microbench.devices.base import Row, Sensor
 
 

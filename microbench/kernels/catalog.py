@@ -2,7 +2,7 @@
 
 Each :class:`KernelSpec` names a CUDA source under ``microbench/kernels/`` and its entry function, and
 carries a *count model*: the per-warp dynamic PTX instruction counts per class (see
-:mod:`calib.units`) as a function of the kernel parameters. The same counts drive the virtual GPU, the
+:mod:`calib.core.units`) as a function of the kernel parameters. The same counts drive the virtual GPU, the
 access-rate computation of the samples layer (IPP eq. 10) and, for real GPUs, are checked against the
 PTX of every loop (``python -m microbench verify``; the tests compare them for sm_70, sm_80, sm_90).
 
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 
 Counts = dict[str, float]
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from calib.errors import BadInputError, DeviceError
+from calib.core.errors import BadInputError, DeviceError
 from microbench.devices.base import Launch, RunResult
 from microbench.kernels import catalog, peaks
 from microbench.kernels.catalog import KernelSpec

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from calib.errors import BadInputError
+from calib.core.errors import BadInputError
 from microbench.devices.base import Launch
 from microbench.kernels import catalog
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from calib.errors import BadInputError
-from calib.units import unit_counts
+from calib.core.errors import BadInputError
+from calib.core.units import unit_counts
 from microbench.devices.base import Device, RunResult, Sensor, Workload
 from microbench.devices.sim.physics import Load, load_for
 from microbench.devices.sim.presets import Preset

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from calib.errors import DeviceNotFoundError
+from calib.core.errors import DeviceNotFoundError
 from microbench.devices.base import DeviceInfo
 from microbench.devices.sim.physics import DvfsPhysics, PowerPhysics, ThermalPhysics, UnitPhysics
 from microbench.devices.sim.sensors import SensorModel

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from calib.units import mem_intensity
+from calib.core.units import mem_intensity
 from microbench.benchmarks import CAMPAIGNS, thermal_benchmarks
 from microbench.devices.sim.presets import Preset, get_preset
 

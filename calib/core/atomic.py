@@ -12,7 +12,7 @@ from typing import Any
 def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
     """Refuse (BadInputError) an output path that is a directory or whose parent is a file; call it
     before long work so that a typo does not cost the work."""
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     path = Path(path)
     if path.is_dir():
@@ -27,7 +27,7 @@ def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
 
 def check_output_dir(path: str | os.PathLike, what: str = "output directory") -> Path:
     """Refuse (BadInputError) a directory path that exists as a file (or has a file as an ancestor)."""
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     path = Path(path)
     for p in (path, *path.parents):
@@ -42,7 +42,7 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
                     what: str = "output") -> None:
     """Refuse (BadInputError) an output path that is one of the inputs or lies inside an input directory
     (e.g. a session): writing it would destroy the data the command reads. ``None`` entries are skipped."""
-    from calib.errors import BadInputError
+    from calib.core.errors import BadInputError
 
     if output is None:
         return

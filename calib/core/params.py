@@ -1,4 +1,4 @@
-"""Parameter files: versioned JSON, validated by the JSON Schema shipped in ``calib/schema``.
+"""Parameter files: versioned JSON, validated by the JSON Schema shipped in ``calib/core/schema``.
 
 Layout (contract): ``schema_version``, ``device``, ``provenance``, one section per fitted model part
 (``power``, ``thermal``, ``dvfs``, ``timing``), and ``fit`` with per-section statistics and a standard
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from calib import __version__
-from calib.atomic import atomic_write_json
-from calib.errors import SchemaError
+from calib.core.atomic import atomic_write_json
+from calib.core.errors import SchemaError
 
 SCHEMA_VERSION = "1.0"
 SUPPORTED_MAJOR = 1
@@ -112,7 +112,7 @@ def _get(doc: Any, path: list) -> Any:
 @lru_cache(maxsize=1)
 def schema() -> dict:
     """The JSON Schema of parameter files (version 1.x)."""
-    text = resources.files("calib").joinpath("schema/params-1.schema.json").read_text(encoding="utf-8")
+    text = resources.files("calib").joinpath("core/schema/params-1.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
@@ -282,7 +282,7 @@ def toolkit_commit() -> str | None:
     the toolkit is not run from a git checkout."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
     try:

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.atomic import atomic_write_json
-from calib.errors import BadInputError
+from calib.core.atomic import atomic_write_json
+from calib.core.errors import BadInputError
 
 MANIFEST_NAME = "manifest.json"
 MARKERS_STREAM = "markers"

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calib.errors import BadInputError
-from calib.units import INSTRUCTION_CLASSES
+from calib.core.errors import BadInputError
+from calib.core.units import INSTRUCTION_CLASSES
 
 CONTRACT_NUMERIC = ("power_w", "core_mhz", "mem_mhz", "temp_c", "active_sms", "time_s", "energy_j", "repeat")
 #: Optional columns this toolkit writes beyond the contract (numeric unless listed in TEXT_COLUMNS).
@@ -303,6 +303,6 @@ def table_info(df: pd.DataFrame) -> TableInfo:
 
 def write_samples(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a samples table atomically (CSV, full float precision)."""
-    from calib.atomic import atomic_write_text
+    from calib.core.atomic import atomic_write_text
 
     atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))
