@@ -3,15 +3,8 @@
 For every ``measure_start``/``measure_stop`` pair (same workload, repeat and segment) the window's power
 readings are averaged (dropping the first ``settle_s`` seconds, in which the sensor's averaging still
 sees the warm-up edge), temperatures and fan duty are averaged, the energy counter difference is taken,
-and access rates are computed from the declared per-warp counts and the *measured* kernel time,
-IPP eq. (10):
-
-    AR_unit = DAC_per_th_unit x Warps_per_SM / (Exec_cycles x warp_issue_per_cycle)
-
-(the paper's ``Exec_cycles / 4`` is ``Exec_cycles x 1/4`` for GT200, which issues one warp instruction
-every 4 cycles). Memory-domain units (DRAM) count accesses per memory cycle instead, scaled at the
-default clock ratio: identical to eq. (10) at the default clocks, and their domain's utilization at
-other clocks. Idle windows become rows with all activities 0 and role ``idle``. Thermal steps are
+and access rates are computed from the declared per-warp counts and the *measured* kernel time
+(IPP eqs. 10-12, :mod:`calib.core.activity`). Idle windows become rows with all activities 0 and role ``idle``. Thermal steps are
 returned separately as traces (:func:`thermal_steps`).
 """
 
@@ -28,6 +21,7 @@ import pandas as pd
 from calib.core.errors import BadInputError
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.session import Session
+from calib.core.activity import ActivityBasis, access_rates, warps_per_sm
 from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
 
 #: power column preference in a device (NVML-like) stream
@@ -204,6 +198,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
     sm_count = dev.get("sm_count")
     if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
         raise BadInputError(f"{where}: device.sm_count {sm_count!r} is not a positive integer")
+    basis = ActivityBasis(tuple(units), frozenset(mem_units), sm_count, issue, core0, mem0)
     pname = power_stream(session, power)
     pdf = session.stream(pname)
     if len(pdf) == 0:
@@ -260,9 +255,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         mem = _positive(w.info.get("mem_mhz", mem0), f"{mk}: mem_mhz")
         launch = decl["launch"]
         per_warp = decl["per_warp"]
-        wps = launch["threads_per_block"] / 32.0 * launch["blocks"] / launch["active_sms"]
-        counts = unit_counts(per_warp)
-        cycles = kt * core * 1e6
+        wps = warps_per_sm(launch["threads_per_block"], launch["blocks"], launch["active_sms"])
         rec = common(rw, w)
         launches = float(w.info.get("launches", math.nan))
         rec.update({"role": decl["role"], "stresses": decl["stresses"], "core_mhz": core, "mem_mhz": mem,
@@ -275,13 +268,9 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
             rec["ilp"] = float(kparams["ilp"])
         if "coalesced" in kparams:
             rec["uncoal_frac"] = 0.0 if kparams["coalesced"] else 1.0
-        # memory-domain units: accesses per memory cycle, scaled at the default clock ratio (equal to
-        # IPP eq. 10 at the default clocks; at other clocks the utilization of the memory domain)
-        mem_ratio = (core / mem) / (core0 / mem0)
+        ars = access_rates(basis, unit_counts(per_warp), wps, kt, core, mem)
         for u in units:
-            ar = counts.get(u, 0.0) * wps / (cycles * issue) if cycles > 0 else math.nan
-            if u in mem_units:
-                ar *= mem_ratio
+            ar = float(ars[u])
             if ar > 1.0 + 0.02:
                 warnings.warn(f"{w.workload}: access rate of {u} is {ar:.3f} > 1; measured kernel time too short? clipped to 1")
             rec[ACT_PREFIX + u] = min(1.0, ar)

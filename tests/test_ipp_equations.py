@@ -142,23 +142,23 @@ def test_mem_intensity_eq20():
 
 def test_access_rate_from_counts_eq10():
     """AR = DAC x warps_per_SM / (cycles / 4): 1000 FP per warp, 8 warps/SM, 8000 cycles -> 4000/2000."""
-    from calib.model.ipp import activities
+    from calib.core.activity import ActivityBasis, table_access_rates
 
-    structure = {"units": {"fp": {}}, "sm_count": 30, "warp_issue_per_cycle": 0.25}
+    basis = ActivityBasis(("fp",), sm_count=30, warp_issue_per_cycle=0.25)
     df = pd.DataFrame({"cnt_fp": [1000.0], "threads_per_block": [256.0], "blocks": [30.0], "active_sms": [30.0],
                        "core_mhz": [1000.0], "time_s": [32000 / 1e9]})
-    a = activities(structure, df)
+    a = table_access_rates(basis, df)
     assert a["fp"][0] == pytest.approx(1000 * 8 / (32000 / 4))
 
 
 def test_vectorised_counts_match_unit_counts():
-    from calib.model.ipp import unit_count_arrays
+    from calib.core.activity import count_columns
     from calib.model.predict import mem_intensity_array
 
     rows = [{"fp": 10, "int": 2, "ctrl": 3, "global": 1, "shared": 4}, {"fp": 8, "global": 2, "local": 1, "int": 4},
             {"alu": 5}]
     df = pd.DataFrame([{f"cnt_{k}": v for k, v in r.items()} for r in rows]).fillna(0.0)
-    arr = unit_count_arrays(df)
+    arr = unit_counts(count_columns(df), size=len(df))
     for i, r in enumerate(rows):
         ref = unit_counts(r)
         for u in ("fp", "int", "reg", "fds", "global"):

@@ -102,3 +102,26 @@ def test_bad_inputs(gtx280_params, cli, tmp_path):
     (tmp_path / "s.csv").write_text("workload,power_w\nx,1\n")
     code, _, err = cli("optimize", gtx280_params, tmp_path / "s.csv")
     assert code == 2 and "not an nvprof/ncu metrics export" in err
+
+
+def test_optimize_and_predict_give_the_same_power_at_a_non_default_clock_pair(cli, tmp_path):
+    """One kernel, one (core, memory) pair other than the default: the clock table of `calib optimize`
+    and `calib predict` of the same kernel at that pair and time must agree (both compute the kernel's
+    access rates with calib.core.activity and the DVFS power with calib.model.predict.dvfs_power;
+    optimize once left out both the memory-domain scaling of the access rates and the temperature
+    correction of a session's DVFS section)."""
+    params = __import__("pathlib").Path(__file__).resolve().parents[1] / "fitted" / "sim-titanx.json"
+    kernel = {"name": "memory_mix", "per_warp": {"fp": 400, "int": 200, "global": 300, "l2": 100},
+              "launch": {"blocks": 480, "threads_per_block": 256}, "ilp": 2, "temp_c": 50.0}
+    (tmp_path / "k.json").write_text(json.dumps(kernel))
+    code, _, err = cli("optimize", params, tmp_path / "k.json", "-o", tmp_path / "t.csv")
+    assert code == 0, err
+    t = pd.read_csv(tmp_path / "t.csv")
+    row = t[(t["core_mhz"] == t["core_mhz"].min()) & (t["mem_mhz"] == t["mem_mhz"].min())].iloc[0]
+    assert not bool(row["default"])
+    at_pair = dict(kernel, time_s=float(row["time_s"]), core_mhz=float(row["core_mhz"]), mem_mhz=float(row["mem_mhz"]))
+    (tmp_path / "k2.json").write_text(json.dumps(at_pair))
+    code, _, err = cli("predict", params, tmp_path / "k2.json", "-o", tmp_path / "p.csv")
+    assert code == 0, err
+    p = pd.read_csv(tmp_path / "p.csv")
+    assert p["power_w_pred"].iloc[0] == pytest.approx(float(row["power_w"]), rel=1e-9)

@@ -15,6 +15,9 @@ touched by every instruction.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 
 #: Instruction classes of a kernel description (per-warp dynamic counts).
 INSTRUCTION_CLASSES: tuple[str, ...] = (
@@ -64,38 +67,43 @@ def in_memory_domain(unit: str, mem_units: frozenset[str] | set[str] | None = No
     return any(tok in low for tok in _MEM_DOMAIN_TOKENS)
 
 
-def unit_counts(per_warp: Mapping[str, float]) -> dict[str, float]:
+def unit_counts(per_warp: Mapping[str, Any], size: int | None = None) -> dict[str, Any]:
     """Per-warp dynamic access counts per power unit (DAC_per_th of IPP eq. 11).
 
-    ``per_warp`` maps instruction classes to per-warp dynamic counts; unknown classes raise
-    ``KeyError`` so that a typo cannot silently drop instructions. Returns counts for every unit of
-    :data:`POWER_UNITS`, including the derived ``reg`` and ``fds``.
+    ``per_warp`` maps instruction classes to per-warp dynamic counts, numbers or arrays (one entry per
+    kernel; give ``size``, their length, so that units without counts get arrays of zeros). Unknown
+    classes raise ``KeyError`` so that a typo cannot silently drop instructions. Returns counts for
+    every unit of :data:`POWER_UNITS`, including the derived ``reg`` and ``fds``.
     """
     for name in per_warp:
         if name not in INSTRUCTION_CLASSES:
             raise KeyError(f"unknown instruction class {name!r}; known: {', '.join(INSTRUCTION_CLASSES)}")
-    counts = {u: 0.0 for u in POWER_UNITS}
-    total = 0.0
-    reg = 0.0
+    zero = 0.0 if size is None else np.zeros(size)
+    counts: dict[str, Any] = {u: zero for u in POWER_UNITS}
+    total = reg = zero
     for name, n in per_warp.items():
-        n = float(n)
-        total += n
+        n = float(n) if size is None else np.asarray(n, float)
+        total = total + n
         if name not in _NO_REG:
-            reg += n
+            reg = reg + n
         if name in counts:
-            counts[name] += n
+            counts[name] = counts[name] + n
     counts["reg"] = reg
     counts["fds"] = total
     return counts
 
 
-def total_instructions(per_warp: Mapping[str, float]) -> float:
-    """Per-warp dynamic instruction count (all classes)."""
-    return float(sum(per_warp.values()))
+def total_instructions(per_warp: Mapping[str, Any]) -> Any:
+    """Per-warp dynamic instruction count (all classes); numbers or arrays like :func:`unit_counts`."""
+    return sum(per_warp.values(), 0.0) if per_warp else 0.0
 
 
-def mem_intensity(per_warp: Mapping[str, float]) -> float:
-    """IPP eq. (20): memory instructions over non-memory instructions (0 when there are none)."""
-    mem = sum(float(per_warp.get(c, 0.0)) for c in MEMORY_CLASSES)
+def mem_intensity(per_warp: Mapping[str, Any]) -> Any:
+    """IPP eq. (20): memory instructions over non-memory instructions (0 when there are none); per-warp
+    counts as numbers (a float back) or arrays (an array back)."""
+    mem = sum((per_warp.get(c, 0.0) for c in MEMORY_CLASSES), 0.0)
     other = total_instructions(per_warp) - mem
-    return mem / other if other > 0 else 0.0
+    if np.ndim(other) == 0:
+        return float(mem / other) if other > 0 else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(other > 0, np.asarray(mem, float) / np.where(other > 0, other, 1.0), 0.0)

@@ -36,8 +36,8 @@ import pandas as pd
 from calib.core.errors import BadInputError
 from calib.model import mwp_cwp as M
 from calib.model import timing as T
+from calib.core.activity import basis_of, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
-from calib.core.units import unit_counts
 
 OBJECTIVES = ("energy", "edp")
 
@@ -49,29 +49,13 @@ def _quiet(fn, *a, **kw):
     return out, sorted({str(w.message) for w in rec})
 
 
-def _issue_rate(doc: Mapping[str, Any]) -> float:
-    """Warp instructions an SM issues per cycle (IPP eq. 10's normaliser)."""
-    v = (doc.get("power") or {}).get("warp_issue_per_cycle") or (doc.get("device") or {}).get("warp_issue_per_cycle")
-    if v:
-        return float(v)
-    if "timing" in doc:
-        return 1.0 / T.compile_section(doc).values["issue_cycles"]
-    return 0.25
-
-
 def with_activities(doc: Mapping[str, Any], rows: pd.DataFrame, time_s: np.ndarray, units: Sequence[str]) -> pd.DataFrame:
-    """``rows`` plus ``time_s`` and ``act_<unit>`` from per-warp counts at that time (IPP eq. 10/27)."""
+    """``rows`` plus ``time_s`` and ``act_<unit>`` from per-warp counts at that time (IPP eq. 10/27,
+    :mod:`calib.core.activity`: the same activities ``calib predict`` computes)."""
     out = rows.copy()
     out["time_s"] = time_s
-    issue = _issue_rate(doc)
-    cnt = [c for c in rows.columns if c.startswith(CNT_PREFIX)]
-    counts = [unit_counts({c[len(CNT_PREFIX):]: float(r[c]) for c in cnt}) for _, r in rows.iterrows()]
-    asm = out["active_sms"].to_numpy(float)
-    wps = out["threads_per_block"].to_numpy(float) / 32.0 * out["blocks"].to_numpy(float) / asm
-    cycles = np.asarray(time_s, float) * out["core_mhz"].to_numpy(float) * 1e6
-    for u in units:
-        dac = np.array([c.get(u, 0.0) for c in counts])
-        out[ACT_PREFIX + u] = np.clip(dac * wps / (cycles * issue), 0.0, 1.0)
+    for u, a in table_access_rates(basis_of(doc, units), out).items():
+        out[ACT_PREFIX + u] = a
     return out
 
 
@@ -105,9 +89,9 @@ def board_power(doc: Mapping[str, Any], rows: pd.DataFrame, time_s: np.ndarray, 
     idle["role"] = "idle"
     df["role"] = "kernel"
     if sec is not None:
-        from calib.model.dvfs import predict_power
+        from calib.model.predict import dvfs_power  # the same power `calib predict` gives these rows
 
-        return predict_power(sec, df), predict_power(sec, idle)
+        return dvfs_power(sec, df), dvfs_power(sec, idle)
     from calib.model.ipp import IppPowerModel
 
     m = IppPowerModel(doc)

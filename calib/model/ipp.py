@@ -18,7 +18,7 @@ it is part of Const_SM). Everything is vectorised over rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,8 +26,8 @@ import pandas as pd
 
 from calib.core.errors import BadInputError
 from calib.model.arfunc import LOG, ar_transform
-from calib.core.samples import ACT_PREFIX, CNT_PREFIX
-from calib.core.units import INSTRUCTION_CLASSES
+from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
+from calib.core.samples import ACT_PREFIX
 
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:
@@ -78,42 +78,18 @@ def power_from_arrays(structure: Mapping[str, Any], values: Mapping[str, float],
     return p
 
 
-def activities(structure: Mapping[str, Any], df: pd.DataFrame, time_s: np.ndarray | None = None,
+def activities(basis: ActivityBasis, units: Sequence[str], df: pd.DataFrame, time_s: np.ndarray | None = None,
                source: str = "<table>") -> dict[str, np.ndarray]:
     """Activity arrays per modelled unit from ``act_<unit>`` columns, or, when those are missing, from
-    per-warp counts (``cnt_<class>``), launch shape and ``time_s`` (IPP eq. 10)."""
-    units = list(structure["units"])
+    per-warp counts (``cnt_<class>``), launch shape and ``time_s`` (IPP eq. 10, :mod:`calib.core.activity`)."""
     missing = [u for u in units if ACT_PREFIX + u not in df.columns]
-    out: dict[str, np.ndarray] = {}
-    for u in units:
-        if ACT_PREFIX + u in df.columns:
-            out[u] = df[ACT_PREFIX + u].to_numpy(dtype=float)
+    out = {u: df[ACT_PREFIX + u].to_numpy(dtype=float) for u in units if u not in missing}
     if missing:
-        cnt_cols = [CNT_PREFIX + c for c in INSTRUCTION_CLASSES if CNT_PREFIX + c in df.columns]
-        t = df["time_s"].to_numpy(dtype=float) if time_s is None and "time_s" in df.columns else time_s
-        needed = ("threads_per_block", "blocks", "core_mhz")
-        if not cnt_cols or t is None or any(c not in df.columns for c in needed):
+        if not has_counts(df) or (time_s is None and "time_s" not in df.columns):
             raise BadInputError(
                 f"{source}: no activity for unit(s) {', '.join(missing)}: give act_<unit> columns, or per-warp "
                 "counts (cnt_<class>) with threads_per_block, blocks, core_mhz and time_s")
-        issue = float(structure.get("warp_issue_per_cycle") or 0.25)
-        act_sm = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), structure["sm_count"])
-        act_sm = np.where(np.isnan(act_sm), float(structure["sm_count"]), act_sm)
-        wps = df["threads_per_block"].to_numpy(float) / 32.0 * df["blocks"].to_numpy(float) / act_sm
-        cycles = np.asarray(t, float) * df["core_mhz"].to_numpy(float) * 1e6
-        dac = unit_count_arrays(df)
-        for u in missing:
-            out[u] = np.clip(dac.get(u, np.zeros(len(df))) * wps / (cycles * issue), 0.0, 1.0)
-    return out
-
-
-def unit_count_arrays(df: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Per-warp access counts per power unit from ``cnt_<class>`` columns (vectorised :func:`unit_counts`)."""
-    n = len(df)
-    cls = {c: df[CNT_PREFIX + c].to_numpy(float) for c in INSTRUCTION_CLASSES if CNT_PREFIX + c in df.columns}
-    out = {c: v for c, v in cls.items()}
-    out["reg"] = sum((v for c, v in cls.items() if c != "ctrl"), np.zeros(n))
-    out["fds"] = sum(cls.values(), np.zeros(n))
+        out.update(table_access_rates(basis, df, time_s, missing))
     return out
 
 
@@ -125,6 +101,7 @@ class IppPowerModel:
         if sec is None or sec.get("model") != "ipp":
             raise BadInputError("parameter file has no IPP power section (power.model == 'ipp')")
         self.structure = sec
+        self.basis = basis_of(doc)
         self.values = {k: float(v["value"]) for k, v in sec["parameters"].items()}
         th = doc.get("thermal", {}).get("parameters", {})
         self.sigma = float(th["sigma_w_per_c"]["value"]) if "sigma_w_per_c" in th else None
@@ -133,7 +110,7 @@ class IppPowerModel:
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,
                 source: str = "<table>") -> np.ndarray:
         """Board power (W) for each row of a samples table."""
-        act = activities(self.structure, df, time_s, source)
+        act = activities(self.basis, list(self.structure["units"]), df, time_s, source)
         running = _running(df, act)
         n_sm = int(self.structure["sm_count"])
         active = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), n_sm)
@@ -143,7 +120,7 @@ class IppPowerModel:
 
     def breakdown(self, df: pd.DataFrame) -> pd.DataFrame:
         """Power per component (W) per row: idle, activation, const_sm and each unit, after S(n)."""
-        act = activities(self.structure, df)
+        act = activities(self.basis, list(self.structure["units"]), df)
         running = _running(df, act).astype(float)
         n_sm = int(self.structure["sm_count"])
         active = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), n_sm)

@@ -19,12 +19,13 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
+from calib.core.activity import basis_of, count_columns, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
-from calib.core.units import INSTRUCTION_CLASSES, MEMORY_CLASSES
+from calib.core.units import INSTRUCTION_CLASSES, mem_intensity
 
 
-def _dvfs_predict(section: dict, df: pd.DataFrame, doc: dict | None = None) -> np.ndarray:
-    """DVFS model power, plus the thermal fit's static-power correction when the section was fitted
+def dvfs_power(section: dict, df: pd.DataFrame, doc: dict | None = None) -> np.ndarray:
+    """DVFS model power (W) per row, plus the thermal fit's static-power correction when the section was fitted
     on temperature-corrected power (sessions with a thermal fit). Rows without ``act_`` columns (kernel
     descriptions) get their activities from their counts and time, as the samples layer computes them."""
     from calib.model.dvfs import predict_power
@@ -40,22 +41,13 @@ def _dvfs_predict(section: dict, df: pd.DataFrame, doc: dict | None = None) -> n
 
 
 def _with_count_activities(doc: dict, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` plus the ``act_<unit>`` columns it lacks, from per-warp counts and time (IPP eq. 10), memory
-    units per memory cycle at the default clock ratio (calib.segment)."""
-    from calib.model.ipp import activities
-
-    st = doc["power"]
-    units = [u for u in st["units"] if ACT_PREFIX + u not in df.columns]
-    if not units or not any(c.startswith(CNT_PREFIX) for c in df.columns) or "time_s" not in df.columns:
+    """``df`` plus the ``act_<unit>`` columns of the power section's units it lacks, from per-warp
+    counts and time (IPP eq. 10, :mod:`calib.core.activity`)."""
+    units = [u for u in doc["power"]["units"] if ACT_PREFIX + u not in df.columns]
+    if not units or not has_counts(df) or "time_s" not in df.columns:
         return df
-    acts = activities({**st, "units": {u: st["units"][u] for u in units}}, df)
-    clocks = st.get("default_clocks") or {}
     out = df.copy()
-    for u, a in acts.items():
-        if st["units"][u].get("domain") == "mem" and clocks.get("core_mhz") and clocks.get("mem_mhz") \
-                and "mem_mhz" in df.columns:
-            ratio = (df["core_mhz"].to_numpy(float) / df["mem_mhz"].to_numpy(float)) / (clocks["core_mhz"] / clocks["mem_mhz"])
-            a = np.clip(a * ratio, 0.0, 1.0)
+    for u, a in table_access_rates(basis_of(doc), df, units=units).items():
         out[ACT_PREFIX + u] = a
     return out
 
@@ -67,7 +59,7 @@ def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.nd
         raise BadInputError(f"{source}: the parameter file has no power section")
     if power["model"] == "dvfs":
         try:
-            return _dvfs_predict(power, df)
+            return dvfs_power(power, df)
         except BadInputError as e:  # the DVFS model does not know the table's name
             raise BadInputError(f"{source}: {e}") from None
     from calib.model.ipp import IppPowerModel
@@ -84,7 +76,7 @@ def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.nd
         if off.any():
             if dvfs is not None:
                 pred = pred.copy()
-                pred[off] = _dvfs_predict(dvfs, df[off], doc)
+                pred[off] = dvfs_power(dvfs, df[off], doc)
             else:
                 warnings.warn(f"{source}: {int(off.sum())} rows are not at the fitted clocks "
                               f"({core0:g}/{mem0} MHz) and the parameter file has no DVFS section; "
@@ -138,13 +130,8 @@ def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.Da
 
 def mem_intensity_array(df: pd.DataFrame) -> np.ndarray | float:
     """IPP eq. (20) per row from ``cnt_<class>`` columns (0 when the table has none)."""
-    cnt = {c: df[CNT_PREFIX + c].to_numpy(float) for c in INSTRUCTION_CLASSES if CNT_PREFIX + c in df.columns}
-    if not cnt:
-        return 0.0
-    mem = sum((v for c, v in cnt.items() if c in MEMORY_CLASSES), np.zeros(len(df)))
-    other = sum(cnt.values(), np.zeros(len(df))) - mem
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(other > 0, mem / np.where(other > 0, other, 1.0), 0.0)
+    cnt = count_columns(df)
+    return mem_intensity(cnt) if cnt else 0.0
 
 
 def _is_number(v: Any) -> bool:

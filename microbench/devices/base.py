@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from calib.core.activity import warps_per_sm
+
 
 @dataclass(frozen=True)
 class Row:
@@ -68,7 +70,7 @@ class Launch:
     @property
     def warps_per_sm(self) -> float:
         """IPP eq. (12): (#threads per block / 32) x (#blocks / #active SMs)."""
-        return self.threads_per_block / 32.0 * self.blocks / self.active_sms
+        return warps_per_sm(self.threads_per_block, self.blocks, self.active_sms)
 
     def to_dict(self) -> dict[str, int]:
         return {"blocks": self.blocks, "threads_per_block": self.threads_per_block, "active_sms": self.active_sms}
