@@ -38,7 +38,6 @@ def run_campaign(preset, seed: int, session_dir: Path, out_json: Path, campaign:
                  driver_version: str | None = None) -> Path:
     """Run a campaign on a virtual GPU built from ``preset``, fit it, write the parameter file (and the
     samples table beside it, as `calib run` does)."""
-    from calib.core import params
     from calib.fit.pipeline import fit_session
     from calib.core.samples import write_samples
     from microbench.campaign import Campaign
@@ -52,7 +51,7 @@ def run_campaign(preset, seed: int, session_dir: Path, out_json: Path, campaign:
     finally:
         dev.close()
     out = fit_session(session_dir)
-    params.save(out.doc, out_json)
+    out.params.save(out_json)
     write_samples(out.samples, out_json.with_name(out_json.stem + ".samples.csv"))
     return out_json
 

@@ -13,13 +13,12 @@ Layout (a directory, or the same directory inside a ``.tar.gz``)::
 Verification (:func:`verify_bundle`, ``calib verify-bundle``) refuses a bundle, naming the file, when a
 file listed in the manifest is missing or its sha256 differs, when a file is not listed, when the
 parameter file fails the schema, or when refitting the shipped samples does not reproduce the shipped
-parameters. The refit runs the fitter's own procedure (for IPP: access-rate forms and SM scaling
-chosen by BIC); when that chooses another structure than the shipped file records (e.g. a different
-toolkit version), it refits with the recorded structure (each unit's access-rate function, the
-active-SM scaling, the temperature correction, the DVFS units and forms) instead. A parameter is
-reproduced when the refit lands within one standard error of the shipped value (parameters without a
-standard error: within 1e-6 relative, 1e-9 absolute). Refitted: power (IPP or DVFS), dvfs and timing
-(from the timing rows of the table). The thermal model is fitted from temperature traces, which a
+parameters. The refit is ``Fitter(**settings).fit(samples)`` with the settings the parameter file
+records for each section (:mod:`calib.fit.base`); when the IPP fitter's own choice of structure
+(access-rate forms and SM scaling, by BIC) lands elsewhere than the shipped file records (e.g. a
+different toolkit version), the recorded structure is imposed. A parameter is reproduced when the
+refit lands within one standard error of the shipped value (parameters without a standard error:
+within 1e-6 relative, 1e-9 absolute). Refitted: power (IPP or DVFS), dvfs and timing (from the timing rows of the table). The thermal model is fitted from temperature traces, which a
 samples table does not carry, so it is checked by checksum and schema only; the verification says so.
 """
 
@@ -41,9 +40,10 @@ import numpy as np
 import pandas as pd
 
 from calib import __version__
-from calib.core import params as P
+from calib.core.params import ParameterFile, Section
 from calib.core.errors import BadInputError, CalibError
 from calib.core.session import file_sha256
+from calib.model.checks import load_checked
 
 BUNDLE_FORMAT = "calib-bundle-1"
 MANIFEST = "MANIFEST.json"
@@ -107,111 +107,64 @@ class RefitResult:
         return [c for c in self.checks if not c.ok]
 
 
-def _default_rows(df: pd.DataFrame, clocks: dict) -> pd.DataFrame:
-    sel = np.ones(len(df), bool)
-    for col in ("core_mhz", "mem_mhz"):
-        v = clocks.get(col)
-        if v is not None and col in df.columns:
-            sel &= np.isclose(df[col].to_numpy(float), float(v))
-    return df[sel]
+#: the fitter of each refittable model, by model name (timing: the session's procedure on the table's rows)
+def _fitter(model: str) -> Any:
+    from calib.fit.dvfs import DvfsPowerFitter
+    from calib.fit.ipp import IppPowerFitter
+
+    return {"ipp": IppPowerFitter, "dvfs": DvfsPowerFitter}.get(model)
 
 
-def _refit_ipp(doc: dict, df: pd.DataFrame) -> Any:
-    from calib.fit.ipp import IppPowerFitter, IppStructure
+def _refit_section(pf: ParameterFile, name: str, df: pd.DataFrame) -> Section | None:
+    """Refit one section with the settings it records: ``Fitter(**settings).fit(samples)``. IPP: when
+    the fitter's own choice of structure (access-rate forms and SM scaling by BIC) lands elsewhere than
+    the shipped file records (e.g. another toolkit version), the recorded structure is imposed."""
+    sec = pf[name]
+    if sec.model == "mwp_cwp_wangchu":
+        from calib.fit.timing import fit_timing
 
-    sec = doc["power"]
-    units = sec["units"]
-    clocks = sec.get("default_clocks") or {}
-    st = IppStructure(sm_count=int(sec["sm_count"]),
-                      chip_units=frozenset(u for u, s in units.items() if s.get("scope") == "chip"),
-                      warp_issue_per_cycle=sec.get("warp_issue_per_cycle"),
-                      core_mhz=clocks.get("core_mhz"), mem_mhz=clocks.get("mem_mhz"))
-    tc = sec.get("temperature_correction") or {}
-    rows = _default_rows(df, clocks)
-    mem = {u for u, s in units.items() if s.get("domain") == "mem"}
-    forms = {u: s["ar_function"] for u, s in units.items()}
-    # the fitter's own procedure first (forms and SM scaling chosen by BIC, warm starts along the way):
-    # units whose activities move together (reg and fds) leave flat directions that only the same path
-    # reproduces exactly
-    auto = IppPowerFitter(mem_units=mem).fit(rows, st, sigma=tc.get("sigma_w_per_c"), idle_temp_c=tc.get("idle_temp_c"))
-    if auto.forms_ == forms and auto.sm_scaling_ == sec.get("sm_scaling", "linear"):
-        return auto.section()
-    fixed = IppPowerFitter(ar_forms=forms, sm_scaling=sec.get("sm_scaling", "linear"), mem_units=mem)
-    fixed.fit(rows, st, sigma=tc.get("sigma_w_per_c"), idle_temp_c=tc.get("idle_temp_c"))
-    return fixed.section()
+        # the session's plan (each workload's ILP and coalescing) only adds rows the fit checks the model on;
+        # the parameters come from the samples table alone
+        return fit_timing(df, pf.device, None)
+    fitter = _fitter(sec.model)(**sec.settings)
+    fitted = fitter.fit(df).section_
+    if sec.model == "ipp":
+        forms = {u: s["ar_function"] for u, s in sec.structure["units"].items()}
+        if fitter.forms_ != forms or fitter.sm_scaling_ != sec.structure.get("sm_scaling", "linear"):
+            settings = dict(sec.settings, ar_forms=forms, sm_scaling=sec.structure.get("sm_scaling", "linear"))
+            fitted = _fitter("ipp")(**settings).fit(df).section_
+    return fitted
 
 
-def _refit_dvfs(doc: dict, section: str, df: pd.DataFrame) -> Any:
-    """Refit a DVFS section with the options its parameters and structure record.
-
-    Rows as the fits take them: a table fit (section ``power``) uses every row; the session pipeline
-    (section ``dvfs``) leaves out held-out, thermal and timing rows and the active-SM sweep, and brings
-    power to the idle temperature when its structure records a ``temperature_correction``.
-    """
-    from calib.fit.dvfs import fit_dvfs
-    from calib.fit.pipeline import dvfs_training_rows
-
-    sec = doc[section]
-    pars = sec["parameters"]
-    stats = doc.get("fit", {}).get(section, {})
-    tc = sec.get("temperature_correction") or {}
-    if section == "dvfs":  # the session pipeline's rows (a table fit, section "power", uses them all)
-        df, _ = dvfs_training_rows(df, tc.get("sigma_w_per_c"), tc.get("idle_temp_c"))
-    act = sec.get("activity_clocks")
-    kw: dict[str, Any] = {"activity_clocks": "off" if act is None else (float(act["core_mhz"]), float(act["mem_mhz"]))}
-    ref = sec.get("ref_clocks")
-    if ref:
-        kw["ref_clocks"] = (float(ref["core_mhz"]), float(ref["mem_mhz"]))
-    if "ar_tp_threshold" in pars:  # fitted (varied) or given (fixed)
-        kw["ar_threshold"] = None if pars["ar_tp_threshold"].get("vary", True) else float(pars["ar_tp_threshold"]["value"])
-    if "ar_log_a" in pars and not pars["ar_log_a"].get("vary", True):
-        kw["fit_log_a"] = False
-    for k in ("method", "weighting", "ridge"):
-        if stats.get(k) is not None:
-            kw[k] = stats[k]
-    return fit_dvfs(df, mem_units={u["name"] for u in sec["units"] if u.get("domain") == "mem"},
-                    ar_forms={u["name"]: u.get("ar_form", "linear") for u in sec["units"]}, **kw)
-
-
-def _refit_timing(doc: dict, df: pd.DataFrame) -> Any:
-    from calib.fit.timing import fit_timing
-
-    # the session's plan (each workload's ILP and coalescing) only adds rows the fit checks the model on;
-    # the parameters come from the samples table alone
-    return fit_timing(df, doc["device"], None)
-
-
-def refit(doc: dict, samples: pd.DataFrame) -> RefitResult:
-    """Refit the power (and DVFS) sections of ``doc`` to ``samples``; compare every parameter."""
+def refit(pf: ParameterFile, samples: pd.DataFrame) -> RefitResult:
+    """Refit the power, DVFS and timing sections of ``pf`` to ``samples``; compare every parameter."""
     out = RefitResult()
-    todo: list[tuple[str, Any]] = []
-    power = doc.get("power")
-    if power is not None:
-        if power.get("model") == "ipp":
-            todo.append(("power", lambda: _refit_ipp(doc, samples)))
-        elif power.get("model") == "dvfs":
-            todo.append(("power", lambda: _refit_dvfs(doc, "power", samples)))
+    todo: list[str] = []
+    for name, sec in pf.items():
+        if sec.model == "ipp-thermal":
+            out.not_refitted.append((name, "fitted from heating/cooling traces, which a samples table does not "
+                                           "carry: checked by checksum and schema only"))
+        elif sec.model == "mwp_cwp_wangchu":
+            todo.append(name)
+        elif _fitter(sec.model) is None:
+            out.not_refitted.append((name, f"model {sec.model!r} has no refit here"))
+        elif sec.settings is None:
+            out.not_refitted.append((name, "the file records no fitter settings (written by calib before 0.2): "
+                                           "checked by checksum and schema only"))
         else:
-            out.not_refitted.append(("power", f"model {power.get('model')!r} has no refit here"))
-    if doc.get("dvfs", {}).get("model") == "dvfs":
-        todo.append(("dvfs", lambda: _refit_dvfs(doc, "dvfs", samples)))
-    if "thermal" in doc:
-        out.not_refitted.append(("thermal", ("fitted from heating/cooling traces, which a samples table does not "
-                                            "carry: checked by checksum and schema only")))
-    if "timing" in doc:
-        todo.append(("timing", lambda: _refit_timing(doc, samples)))
-    for section, fn in todo:
+            todo.append(name)
+    for name in todo:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fit's own warnings are already in the shipped file
-            fitted = fn()
+            fitted = _refit_section(pf, name, samples)
         if fitted is None:
-            out.not_refitted.append((section, "the samples table has no timing information to refit it from"))
+            out.not_refitted.append((name, "the samples table has no timing information to refit it from"))
             continue
-        new = {p.name: p for p in fitted.params}
-        for name, p in P.section_params(doc, section).items():
-            q = new.get(name)
+        new = fitted.params
+        for pname, p in pf[name].params.items():
+            q = new.get(pname)
             if q is None:
-                out.checks.append(ParamCheck(section, name, p.value, None, p.stderr, False,
+                out.checks.append(ParamCheck(name, pname, p.value, None, p.stderr, False,
                                              "absent from the refit (the samples do not support it)"))
                 continue
             if p.vary and p.stderr:
@@ -220,10 +173,10 @@ def refit(doc: dict, samples: pd.DataFrame) -> RefitResult:
             else:
                 ok = math.isclose(q.value, p.value, rel_tol=NOSE_RTOL, abs_tol=NOSE_ATOL)
                 note = "" if ok else f"refit {q.value:.6g} differs (no standard error: exact agreement required)"
-            out.checks.append(ParamCheck(section, name, p.value, q.value, p.stderr if p.vary else None, ok, note))
-        for name, q in new.items():
-            if name not in doc[section]["parameters"]:
-                out.checks.append(ParamCheck(section, name, math.nan, q.value, None, False,
+            out.checks.append(ParamCheck(name, pname, p.value, q.value, p.stderr if p.vary else None, ok, note))
+        for pname, q in new.items():
+            if pname not in pf[name].params:
+                out.checks.append(ParamCheck(name, pname, math.nan, q.value, None, False,
                                              "the refit has this parameter but the shipped file does not"))
     return out
 
@@ -320,10 +273,10 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> 
     n = check_files(root, man, label)
     pfile = root / man["parameters"]
     try:
-        doc = P.load(pfile)
+        pf = load_checked(pfile)
     except BadInputError as e:
         raise BundleError(f"{label}/{man['parameters']}: fails the parameter-file schema: {e}") from e
-    swarn = P.validate(doc, man["parameters"])
+    swarn = pf.warnings(man["parameters"])
     if checked is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -332,7 +285,7 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> 
             except BadInputError as e:
                 raise BundleError(f"{label}/{man['samples']}: {e}") from e
         try:
-            checked = check_refit(doc, samples, f"{label}/{man['parameters']}", man["samples"])
+            checked = check_refit(pf, samples, f"{label}/{man['parameters']}", man["samples"])
         except BundleError as e:
             pub = man.get("toolkit_version")
             raise BundleError(f"{e} [published with calib {pub}, verified with calib {__version__}"
@@ -340,10 +293,10 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> 
     return Verification(root, man, n, swarn, checked)
 
 
-def check_refit(doc: dict, samples: pd.DataFrame, label: str, samples_name: str) -> RefitResult:
+def check_refit(pf: ParameterFile, samples: pd.DataFrame, label: str, samples_name: str) -> RefitResult:
     """:func:`refit`, raising :class:`BundleError` (naming the parameters) when something does not reproduce."""
     try:
-        res = refit(doc, samples)
+        res = refit(pf, samples)
     except CalibError as e:  # bad input or a fit that cannot run: the samples do not belong to these parameters
         raise BundleError(f"{label}: refitting {samples_name} failed: {e}") from e
     if res.failures:
@@ -375,15 +328,15 @@ def verify_bundle(path: str | os.PathLike) -> Verification:
 # publish
 # ------------------------------------------------------------------------------------------------
 
-def _readme(doc: dict, man: dict, name: str) -> str:
-    dev = doc["device"]
-    prov = doc.get("provenance", {})
+def _readme(pf: ParameterFile, man: dict, name: str) -> str:
+    dev = pf.device
+    prov = pf.provenance
     lines = [f"# Calibrated GPU model parameters: {dev.get('name')}", "",
              f"Published {man['created_utc']} with calib {man['toolkit_version']} (the toolkit that fits and uses "
-             "these files). Parameter schema version " + str(doc.get("schema_version")) + ".", "",
+             "these files). Parameter schema version " + str(pf.schema_version) + ".", "",
              "## What is here", "",
              f"- `{PARAMS_NAME}`: the parameter file (models: "
-             + ", ".join(f"{s} ({doc[s]['model']})" for s in P.SECTIONS if s in doc) + ").",
+             + ", ".join(f"{s} ({sec.model})" for s, sec in pf.items()) + ").",
              f"- `{SAMPLES_NAME}`: the samples table the parameters were fitted on (one row per measurement window).",
              (f"- `{REPORT_DIR}/index.html`: the report with plots, every parameter with its standard error, the fit's "
              "warnings and provenance. Open it from disk; it needs no network."),
@@ -396,9 +349,9 @@ def _readme(doc: dict, man: dict, name: str) -> str:
               f"{(dev.get('clocks') or {}).get('mem_mhz')} MHz (core/memory). "
               f"Campaign: {(prov.get('campaign') or {}).get('name', 'unknown') if isinstance(prov.get('campaign'), dict) else prov.get('campaign')}."),
               "", "## Fit quality", ""]
-    for s in P.SECTIONS:
-        st = doc.get("fit", {}).get(s)
-        if not st or s not in doc:
+    for s, sec in pf.items():
+        st = sec.stats
+        if not st:
             continue
         rm = next((f"RMSE {st[k]:.3g} {k[5:].upper()}" for k in ("rmse_w", "rmse_c", "rmse_s") if st.get(k) is not None), "")
         extra = f", held-out MAPE {st['heldout_mape_pct']:.2f}%" if st.get("heldout_mape_pct") is not None else ""
@@ -441,8 +394,8 @@ def _stage(inp: Any, root: Path) -> dict:
     return summary | {"roles": roles}
 
 
-def _manifest(doc: dict, root: Path, roles: dict[str, str], name: str, source: Path) -> dict:
-    dev = doc["device"]
+def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, source: Path) -> dict:
+    dev = pf.device
     files = {rel: {"sha256": file_sha256(root / rel), "bytes": (root / rel).stat().st_size, "role": role}
              for rel, role in sorted(roles.items())}
     return {"format": BUNDLE_FORMAT, "name": name, "toolkit_version": __version__,
@@ -473,7 +426,7 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
         raise BadInputError(f"{params_path}: no samples table found to ship with it; give --samples SAMPLES.csv "
                             "(or --session DIR to rebuild it from the session)")
     # the expensive check first: parameters that do not follow from the samples are not published
-    checked = check_refit(inp.doc, inp.samples, str(inp.params_path),
+    checked = check_refit(inp.params, inp.samples, str(inp.params_path),
                           str(inp.samples_path) if inp.samples_path else "the samples rebuilt from the session")
     name = bundle_name(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -482,9 +435,9 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
         staged = _stage(inp, root)
         roles = staged["roles"]
         roles[README_NAME] = "readme"
-        man = _manifest(inp.doc, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path)
-        atomic_write_text(root / README_NAME, _readme(inp.doc, man, out.name))
-        man = _manifest(inp.doc, root, roles, name, inp.params_path)
+        man = _manifest(inp.params, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path)
+        atomic_write_text(root / README_NAME, _readme(inp.params, man, out.name))
+        man = _manifest(inp.params, root, roles, name, inp.params_path)
         atomic_write_json(root / MANIFEST, man)
         ver = _verify_root(root, str(out), checked)  # checksums and schema of what is about to ship
         for p in [root, *root.rglob("*")]:  # temporary files are private (0600); a bundle is for others

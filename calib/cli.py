@@ -17,6 +17,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
+import logging  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
@@ -62,7 +63,9 @@ def get_parser() -> argparse.ArgumentParser:
     """Build the argument parser (all verbs that are installed)."""
     parser = _Parser(prog="calib", description="Calibrate GPU power, performance and thermal models.")
     parser.add_argument("--version", action="version", version=f"calib {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more output (-vv: debug, tracebacks)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more output: -v progress of the work (INFO), -vv debug with wire traces of instruments "
+                             "and NVML calls, and tracebacks")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for verb, modname in _available_verbs().items():
@@ -73,6 +76,21 @@ def get_parser() -> argparse.ArgumentParser:
         mod.add_arguments(p)
         p.set_defaults(_module=mod)
     return parser
+
+
+def _configure_logging(verbose: int) -> None:
+    """-v: INFO (what the toolkit does, step by step), -vv: DEBUG (wire traces of instruments and NVML
+    calls); the default shows warnings only. Library modules log through ``logging.getLogger(__name__)``."""
+    level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, "_calib", False):
+            root.removeHandler(h)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler._calib = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
 
 
 def _showwarning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
@@ -90,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         sys.stderr.write("ERROR: no VERB given (see the list above)\n")
         return EXIT_USAGE
+    _configure_logging(getattr(args, "verbose", 0) or 0)
     old_show = warnings.showwarning
     warnings.showwarning = _showwarning
     try:

@@ -47,5 +47,5 @@ def test_campaign_with_a_polled_logger_produces_a_fittable_session(tmp_path):
     assert len(nv) > 1000 and nv["t_mono_s"].is_monotonic_increasing
     assert "fan_sweep" not in (sess.path / "markers.csv").read_text()   # no fan control on real GPUs
     out = fit_session(session)
-    assert out.doc["power"]["parameters"]["idle_power_w"]["value"] == pytest.approx(83.0, rel=0.02)
-    assert out.doc["thermal"]["parameters"]["rc_rise_s"]["value"] > 0
+    assert out.params["power"].value("idle_power_w") == pytest.approx(83.0, rel=0.02)
+    assert out.params["thermal"].value("rc_rise_s") > 0

@@ -8,7 +8,7 @@ import pytest
 
 from calib.core.errors import BadInputError
 from calib.fit.crossval import cross_validate, make_folds
-from calib.core.params import Param, SectionFit
+from calib.core.params import Param, Section
 
 
 def table() -> pd.DataFrame:
@@ -17,15 +17,15 @@ def table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def mean_fit(df: pd.DataFrame) -> SectionFit:
+def mean_fit(df: pd.DataFrame) -> Section:
     """A trivial model: the mean training power; it records which workloads it saw."""
-    return SectionFit("mean", [Param("mean_w", float(df.power_w.mean()), "W", 0.0)],
-                      {"seen": sorted(df.workload.unique())})
+    return Section("mean", [Param("mean_w", float(df.power_w.mean()), "W", 0.0)],
+                   {"seen": sorted(df.workload.unique())})
 
 
-def mean_predict(section: dict, df: pd.DataFrame) -> np.ndarray:
-    assert not set(section["seen"]) & set(df.workload)  # never predicts a workload it was fitted on
-    return np.full(len(df), section["parameters"]["mean_w"]["value"])
+def mean_predict(section: Section, df: pd.DataFrame) -> np.ndarray:
+    assert not set(section.structure["seen"]) & set(df.workload)  # never predicts a workload it was fitted on
+    return np.full(len(df), section.value("mean_w"))
 
 
 def test_folds_partition_workloads_and_balance_rows():
@@ -67,9 +67,8 @@ def test_refuses_impossible_k():
 
 
 def test_dvfs_cross_validation_on_a_synthetic_table():
-    from calib.fit.dvfs import fit_dvfs
     from calib.model.dvfs import predict_power
-    from test_dvfs_fit import synthetic
+    from test_dvfs_fit import fit_dvfs, synthetic
 
     df = synthetic(n_workloads=20, noise=0.005)
     res = cross_validate(df, 4, lambda d: fit_dvfs(d, ar_form="linear", activity_clocks="off"), predict_power)

@@ -20,12 +20,17 @@ SIM280 = ROOT / "fitted" / "sim-gtx280.json"
 
 
 def _doc() -> dict:
-    return P.load(SIM280)
+    """The sim-gtx280 parameter file's JSON document (tests edit it as a user would)."""
+    return P.load(SIM280).to_dict()
 
 
 def _save(doc: dict, path: Path) -> Path:
-    P.save(doc, path)
+    P.ParameterFile.from_dict(doc).save(path)
     return path
+
+
+def _pf(doc: dict) -> P.ParameterFile:
+    return P.ParameterFile.from_dict(doc)
 
 
 def _se(doc: dict, name: str, sec: str = "power") -> float:
@@ -76,12 +81,12 @@ def test_holm_keeps_a_borderline_change_unflagged():
     # z = 2.5 alone would be p = 0.012 < 0.05, but not after correcting for ~30 tested parameters
     new["power"]["parameters"]["max_power_fp_w"]["value"] += 2.5 * math.sqrt(2) * _se(old, "max_power_fp_w") \
         - 0.1 * _se(old, "max_power_fp_w")
-    c = compare(old, new)
+    c = compare(_pf(old), _pf(new))
     assert sum(1 for x in c.params if x.p is not None) > 25
     ch = next(x for x in c.params if x.name == "max_power_fp_w")
     assert ch.p == pytest.approx(0.0124, abs=2e-4)
     assert ch.verdict == "not significant" and not c.moved
-    assert compare(old, new, alpha=0.6).significant  # a lax family-wise level does flag it
+    assert compare(_pf(old), _pf(new), alpha=0.6).significant  # a lax family-wise level does flag it
 
 
 def test_fixed_untested_structure_added_and_strict(cli, tmp_path):
@@ -107,8 +112,8 @@ def test_fixed_untested_structure_added_and_strict(cli, tmp_path):
     assert code == 3
     # a published (fixed) value that changed is an exact change
     ref = P.load(ROOT / "fitted" / "reference" / "gtx280-ipp2010.json")
-    ref2 = copy.deepcopy(ref)
-    ref2["power"]["parameters"]["sm_beta"]["value"] = 1.2
+    ref2 = ref.copy()
+    ref2["power"]["sm_beta"].value = 1.2
     c = compare(ref, ref2)
     assert [x.key for x in c.significant] == ["power.sm_beta"] and c.moved
 

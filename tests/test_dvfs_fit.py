@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from calib.core import params as P
+from calib.core.params import ParameterFile, Section
 from calib.core.errors import BadInputError
-from calib.fit.dvfs import fit_dvfs
+from calib.fit.dvfs import DvfsPowerFitter
 from calib.model.dvfs import (
     breakdown,
     compile_section,
@@ -21,6 +22,16 @@ from calib.model.dvfs import (
     transform,
     unit_shape,
 )
+
+def fit_dvfs(df: pd.DataFrame, source: str = "", **settings) -> Section:
+    """The fitted section of ``DvfsPowerFitter(**settings).fit(df)``."""
+    return DvfsPowerFitter(**settings).fit(df, source=source).section_
+
+
+def stored(sec: Section) -> Section:
+    """A section as a parameter file gives it back (JSON round trip)."""
+    return Section.from_json(*sec.to_json())
+
 
 CORE_MHZ = np.array([600.0, 800.0, 1000.0, 1200.0, 1400.0])
 MEM_MHZ = np.array([800.0, 3000.0, 3500.0])
@@ -76,7 +87,7 @@ def synthetic(n_workloads: int = 30, noise: float = 0.005, seed: int = 1, form: 
 
 
 def values(sec) -> dict[str, float]:
-    return {p.name: p.value for p in sec.params}
+    return {p.name: p.value for p in sec.params.values()}
 
 
 def test_recovers_known_coefficients_with_noise():
@@ -84,7 +95,7 @@ def test_recovers_known_coefficients_with_noise():
     # activities are per row here: no memory-bound rescaling; the reference clock is 1200 MHz by construction
     sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0))
     v = values(sec)
-    errs = {p.name: p.stderr for p in sec.params}
+    errs = {p.name: p.stderr for p in sec.params.values()}
     for name in ("w_fp", "w_int", "w_sfu", "w_dram", "const_core_w", "const_mem_w", "active_core_w", "active_mem_w"):
         assert v[name] == pytest.approx(TRUE[name], rel=0.06, abs=1.0), name
         assert errs[name] is not None and errs[name] > 0
@@ -110,9 +121,8 @@ def test_recovers_box_cox_shape_temperature_and_memory_saturation():
     assert sec.structure["activity_clocks"]["source"].startswith("table columns")
     assert sec.structure["temp_ref_c"] == pytest.approx(df.temp_c.min())
     assert sec.stats["mape_pct"] < 0.5
-    doc: dict = {}
-    sec.store(doc, "power")  # the vectorised predictor gives the fit's own predictions
-    pred = predict_power(doc["power"], df)
+    doc = stored(sec)  # the vectorised predictor gives the fit's own predictions
+    pred = predict_power(doc, df)
     assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
 
 
@@ -126,7 +136,7 @@ def test_recovers_thresholded_power_shape():
     assert v["ar_tp_threshold"] == pytest.approx(0.05, abs=0.01)
     assert v["ar_tp_lambda"] == pytest.approx(0.5, abs=0.05)
     assert v["w_fp"] == pytest.approx(40.0, rel=0.05)
-    t = next(p for p in fixed.params if p.name == "ar_tp_threshold")
+    t = next(p for p in fixed.params.values() if p.name == "ar_tp_threshold")
     assert t.value == 0.03 and not t.vary
     assert free.stats["mape_pct"] < 0.4 < fixed.stats["mape_pct"]
 
@@ -158,44 +168,44 @@ def test_transforms_match_their_definitions():
 def test_predict_matches_fit_and_document_validates():
     df = synthetic()
     sec = fit_dvfs(df, activity_clocks="off")
-    doc = P.new_document({"name": "synthetic", "sm_count": 1}, [])
-    sec.store(doc, "power")
-    P.validate(doc)
-    pred = predict_power(doc["power"], df)
+    pf = ParameterFile.new({"name": "synthetic", "sm_count": 1}, [])
+    pf["power"] = sec
+    P.validate(pf.to_dict())
+    doc = stored(sec)
+    pred = predict_power(doc, df)
     resid = np.abs(pred - df.power_w) / df.power_w * 100
     assert resid.mean() == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
-    parts = breakdown(doc["power"], df)
+    parts = breakdown(doc, df)
     np.testing.assert_allclose(parts.sum(axis=1).to_numpy(), pred, rtol=1e-12)
-    stderr = doc["fit"]["power"]["stderr"]
-    assert set(stderr) == {p.name for p in sec.params if p.vary}
+    stderr = pf.to_dict()["fit"]["power"]["stderr"]
+    assert set(stderr) == {p.name for p in sec.params.values() if p.vary}
     assert all(stderr[n] is not None for n in stderr)
 
 
 def test_interpolates_between_levels_and_clamps_outside_with_warning():
     df = synthetic()
-    doc: dict = {}
-    fit_dvfs(df, ar_form="linear", activity_clocks="off").store(doc, "power")
+    doc = stored(fit_dvfs(df, ar_form="linear", activity_clocks="off"))
     row = df[df.workload == "k05"].iloc[[0]].copy()
     grid = pd.concat([row.assign(core_mhz=f, mem_mhz=3500.0) for f in (600, 700, 800, 1400)], ignore_index=True)
-    p = predict_power(doc["power"], grid)
+    p = predict_power(doc, grid)
     assert p[0] < p[1] < p[2] < p[3]  # monotone in clock
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        predict_power(doc["power"], grid)  # inside the fitted range: no warning
+        predict_power(doc, grid)  # inside the fitted range: no warning
     out = pd.concat([row.assign(core_mhz=1600.0, mem_mhz=3500.0), row.assign(core_mhz=1400.0, mem_mhz=3500.0)])
     with pytest.warns(UserWarning, match=r"1 rows outside the fitted core clock range \[600, 1400\] MHz: voltage clamped"):
-        q = predict_power(doc["power"], out)
+        q = predict_power(doc, out)
     # clamped voltage, real clock: only the f factor of the dynamic part grows
     assert q[0] > q[1]
-    assert doc["power"]["ref_clocks"]["core_mhz"] == 1400.0  # no reference given: the highest level
-    assert doc["power"]["parameters"]["v_core_1200"]["value"] == pytest.approx(1.0 / 1.10, abs=0.03)
+    assert doc.structure["ref_clocks"]["core_mhz"] == 1400.0  # no reference given: the highest level
+    assert doc.value("v_core_1200") == pytest.approx(1.0 / 1.10, abs=0.03)
 
 
 def test_single_clock_table_reduces_to_ipp_form():
     df = synthetic()
     one = df[(df.core_mhz == 1200) & (df.mem_mhz == 3500)].reset_index(drop=True)
     sec = fit_dvfs(one, ar_form="linear", activity_clocks="off")
-    names = {p.name for p in sec.params if p.vary}
+    names = {p.name for p in sec.params.values() if p.vary}
     assert names == {"const_core_w", "active_core_w", "active_mem_w", "w_fp", "w_int", "w_sfu", "w_dram"}
     v = values(sec)
     # IPP: P = const + sum w_i U_i, with all the constant power lumped into const_core_w
@@ -212,7 +222,7 @@ def test_warns_about_constant_and_collinear_units():
     ws = sec.stats["warnings"]
     assert "act_tex never varies (always 0): its weight cannot be fitted and is fixed at 0" in ws
     assert any(w.startswith("act_fp and act_l2 are collinear over the workloads (r = +1.000)") for w in ws)
-    tex = next(p for p in sec.params if p.name == "w_tex")
+    tex = next(p for p in sec.params.values() if p.name == "w_tex")
     assert tex.value == 0.0 and not tex.vary
 
 
@@ -244,7 +254,8 @@ def test_refuses_unknown_memory_unit_and_form():
     df = synthetic(n_workloads=5)
     with pytest.raises(BadInputError, match="memory unit.s. HBM not in the table"):
         fit_dvfs(df, mem_units={"HBM"})
-    with pytest.raises(BadInputError, match="unknown access-rate form 'cubic'"):
+    with pytest.raises(BadInputError, match=r"DvfsPowerFitter: setting ar_form='cubic' is not valid \(expected one of "
+                                            "'linear', 'log', 'pow', 'boxcox', 'tpow'\)"):
         fit_dvfs(df, ar_form="cubic")
 
 
@@ -259,12 +270,11 @@ def test_alternating_and_joint_reach_the_same_optimum():
 def test_prediction_of_a_large_table_equals_row_by_row_prediction():
     # the rate itself (>= 1e6 rows/s on one core) is measured by benchmarks/bench_dvfs.py, not asserted here
     df = synthetic()
-    doc: dict = {}
-    fit_dvfs(df, ar_form="linear", activity_clocks="off").store(doc, "power")
+    doc = stored(fit_dvfs(df, ar_form="linear", activity_clocks="off"))
     big = pd.concat([df] * 400, ignore_index=True)  # 180,000 rows in one call
-    p = predict_power(doc["power"], big)
+    p = predict_power(doc, big)
     assert p.shape == (len(big),) and np.all(np.isfinite(p))
-    one = np.array([predict_power(doc["power"], df.iloc[[i]])[0] for i in range(0, len(df), 37)])
+    one = np.array([predict_power(doc, df.iloc[[i]])[0] for i in range(0, len(df), 37)])
     np.testing.assert_allclose(p[0:len(df):37], one, rtol=1e-12)
     np.testing.assert_allclose(p[len(df):2 * len(df)], p[:len(df)], rtol=1e-12)
 
@@ -296,18 +306,16 @@ def test_recovers_core_voltage_per_memory_level():
     shared = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=ref, core_voltage="shared")
     assert "per_mem" not in shared.structure["voltage"]["core"]
     assert shared.stats["mape_pct"] > 3 * sec.stats["mape_pct"]  # one curve cannot follow the table
-    doc: dict = {}
-    sec.store(doc, "power")  # the vectorised predictor gives the fit's own predictions
-    pred = predict_power(doc["power"], df)
+    doc = stored(sec)  # the vectorised predictor gives the fit's own predictions
+    pred = predict_power(doc, df)
     assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
-    np.testing.assert_allclose(breakdown(doc["power"], df).sum(axis=1).to_numpy(), pred, rtol=1e-12)
+    np.testing.assert_allclose(breakdown(doc, df).sum(axis=1).to_numpy(), pred, rtol=1e-12)
 
 
 def test_core_voltage_is_bilinear_between_memory_levels_and_clamped():
     df = synthetic(noise=0.0, vcore_by_mem=V_CORE_BY_MEM, n_workloads=12, seed=6)
-    doc: dict = {}
-    fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0)).store(doc, "power")
-    c = compile_section(doc["power"])
+    doc = stored(fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0)))
+    c = compile_section(doc)
     fc = np.array([600.0, 700.0, 700.0, 1400.0, 500.0, 1200.0])
     fm = np.array([800.0, 800.0, 1900.0, 9000.0, 3250.0, 3500.0])
     got = c.core_volts(fc, fm)
@@ -316,10 +324,10 @@ def test_core_voltage_is_bilinear_between_memory_levels_and_clamped():
     want = [tab[0, 0], at(700, 0), 0.5 * (at(700, 0) + at(700, 1)), tab[4, 2], 0.5 * (tab[0, 1] + tab[0, 2]), 1.0]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(tab, V_CORE_BY_MEM, atol=2e-3)
-    curves = relative_voltages(doc["power"])
+    curves = relative_voltages(doc)
     assert curves["core"] == curves["core_mem_3500"] and [v for _, v in curves["core_mem_800"]] == tab[:, 0].tolist()
-    bad = {**doc["power"], "voltage": {**doc["power"]["voltage"], "core": {
-        **doc["power"]["voltage"]["core"], "per_mem": {"mem_mhz": [800.0, 3000.0], "params": [["v_core_600"]]}}}}
+    bad = stored(doc)
+    bad.structure["voltage"]["core"]["per_mem"] = {"mem_mhz": [800.0, 3000.0], "params": [["v_core_600"]]}
     with pytest.raises(BadInputError, match="voltage.core.per_mem needs increasing memory levels and one voltage "
                                             "per core level on each"):
         compile_section(bad)
@@ -331,11 +339,12 @@ def test_core_voltage_auto_keeps_one_curve_on_an_incomplete_grid():
     part = df[(df.core_mhz != 1200.0) | (df.mem_mhz == 3500.0)]
     sec = fit_dvfs(part, ar_form="linear", activity_clocks="off")
     assert "per_mem" not in sec.structure["voltage"]["core"]
-    assert not any(p.name.startswith("v_core_") and "_mem_" in p.name for p in sec.params)
+    assert not any(p.name.startswith("v_core_") and "_mem_" in p.name for p in sec.params.values())
     forced = fit_dvfs(part, ar_form="linear", activity_clocks="off", core_voltage="per_mem")
     assert ("core voltage per memory level: 2 of 15 (core, memory) clock pairs have no rows; those voltages are "
             "held only by the monotonicity bounds") in forced.stats["warnings"]
-    with pytest.raises(BadInputError, match="unknown core_voltage 'pstate'"):
+    with pytest.raises(BadInputError, match=r"DvfsPowerFitter: setting core_voltage='pstate' is not valid \(expected "
+                                            "one of 'auto', 'per_mem', 'per_mem_anchored', 'shared'\)"):
         fit_dvfs(part, core_voltage="pstate")
 
 
@@ -343,7 +352,7 @@ def test_anchored_core_curves_are_one_at_the_reference_core_clock():
     df = synthetic(noise=0.003, vcore_by_mem=V_CORE_BY_MEM, n_workloads=20, seed=12)
     sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0),
                    core_voltage="per_mem_anchored")
-    at_ref = {p.name: p for p in sec.params if p.name.startswith("v_core_1200")}
+    at_ref = {p.name: p for p in sec.params.values() if p.name.startswith("v_core_1200")}
     assert set(at_ref) == {"v_core_1200", "v_core_1200_mem_800", "v_core_1200_mem_3000"}
     assert all(p.value == 1.0 and not p.vary for p in at_ref.values())
     v = values(sec)
@@ -372,11 +381,10 @@ def test_recovers_total_activity_term_of_either_sign(total):
     assert "total_mem_w" not in v  # one memory unit: its total is the unit itself
     assert v["w_fp"] == pytest.approx(40.0, rel=0.08)
     assert v["ar_tp_lambda"] == pytest.approx(0.6, abs=0.05)
-    doc: dict = {}
-    sec.store(doc, "power")
-    pred = predict_power(doc["power"], df)
+    doc = stored(sec)
+    pred = predict_power(doc, df)
     assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
-    np.testing.assert_allclose(breakdown(doc["power"], df).sum(axis=1).to_numpy(), pred, rtol=1e-12)
+    np.testing.assert_allclose(breakdown(doc, df).sum(axis=1).to_numpy(), pred, rtol=1e-12)
     if total > 0:  # the non-negative variant can only take the sub-additive sign
         nonneg = values(fit_dvfs(df, activity_clocks="off", ref_clocks=(1200.0, 3500.0), total_terms=True,
                                  core_voltage="shared"))
@@ -392,9 +400,8 @@ def test_recovers_per_unit_transform_powers():
     for u in UNITS:
         assert v[f"ar_tp_lambda_{u}"] == pytest.approx(shape[f"ar_tp_lambda_{u}"], abs=0.06), u
     assert v["w_int"] == pytest.approx(30.0, rel=0.06)
-    doc: dict = {}
-    sec.store(doc, "power")
-    pred = predict_power(doc["power"], df)
+    doc = stored(sec)
+    pred = predict_power(doc, df)
     assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
 
 
@@ -411,7 +418,8 @@ def test_robust_loss_resists_corrupted_rows():
         return max(abs(v[k] / TRUE[k] - 1) for k in ("w_fp", "w_int", "w_sfu", "w_dram"))
 
     assert err(robust) < 0.05 < err(plain)
-    with pytest.raises(BadInputError, match="unknown loss 'l1'"):
+    with pytest.raises(BadInputError, match=r"DvfsPowerFitter: setting loss='l1' is not valid \(expected one of "
+                                            "'linear', 'soft_l1', 'huber', 'cauchy'\)"):
         fit_dvfs(df, loss="l1", **kw)
     with pytest.raises(BadInputError, match="loss 'huber' needs the joint fit method"):
         fit_dvfs(df, loss="huber", method="alternating", **kw)

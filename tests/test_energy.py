@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calib.core.params import ParameterFile, Section
 from calib.core.errors import BadInputError
 from calib.model import energy as E
 from calib.model import timing as T
@@ -27,7 +28,12 @@ def p(v, unit="cycles"):
     return {"value": float(v), "unit": unit}
 
 
-def gtx280_doc() -> dict:
+def as_file(doc: dict) -> ParameterFile:
+    """A parameter file of a device and sections given as the JSON holds them (no fit statistics)."""
+    return ParameterFile(doc["device"], {}, {k: Section.from_json(v) for k, v in doc.items() if k != "device"})
+
+
+def gtx280_doc() -> ParameterFile:
     params = {"idle_power_w": p(83.0, "W"), "const_sm_power_w": p(0.813, "W"), "activation_power_w": p(0.0, "W"),
               "ar_log_b": p(IPP_B, "1"), "sm_beta": p(1.1, "1")}
     units = {}
@@ -42,11 +48,11 @@ def gtx280_doc() -> dict:
               "parameters": {"issue_cycles": p(4), "mem_ld_cycles": p(426), "departure_del_coal_cycles": p(4),
                              "departure_del_uncoal_cycles": p(40),
                              "dram_del_coal_mem_cycles": p(128 * 1107e6 / GTX280_BW, "mem cycles")}}
-    return {"device": {"name": "GTX 280 (paper 004)", "sm_count": 30, "warp_issue_per_cycle": 0.25,
-                       "clocks": {"core_mhz": 1296.0, "mem_mhz": 1107.0}},
-            "power": {"model": "ipp", "sm_count": 30, "sm_scaling": "log", "units": units, "parameters": params,
-                      "warp_issue_per_cycle": 0.25},
-            "timing": timing}
+    return as_file({"device": {"name": "GTX 280 (paper 004)", "sm_count": 30, "warp_issue_per_cycle": 0.25,
+                               "clocks": {"core_mhz": 1296.0, "mem_mhz": 1107.0}},
+                    "power": {"model": "ipp", "sm_count": 30, "sm_scaling": "log", "units": units, "parameters": params,
+                              "warp_issue_per_cycle": 0.25},
+                    "timing": timing})
 
 
 def dotp_like(scale: float = 1000.0) -> pd.DataFrame:
@@ -90,7 +96,7 @@ def test_compute_bound_kernel_uses_all_cores():
     assert res["savings"]["runtime"] == pytest.approx(0.0, abs=1e-12)
 
 
-def _dvfs_doc() -> dict:
+def _dvfs_doc() -> ParameterFile:
     """A two-domain DVFS power model (voltage rises with the core clock) and a Wang & Chu timing section."""
     core = [600.0, 800.0, 1000.0]
     mem = [800.0, 3500.0]
@@ -109,10 +115,10 @@ def _dvfs_doc() -> dict:
               "parameters": {"issue_cycles": p(0.25), "mem_ld_cycles": p(370), "dm_lat_a_cycles": p(935),
                              "dm_lat_b_cycles": p(103), "departure_del_coal_cycles": p(5.8),
                              "dram_del_coal_mem_cycles": p(1.5, "mem cycles")}}
-    return {"device": {"name": "dvfs test GPU", "sm_count": 24, "warp_issue_per_cycle": 4.0,
-                       "clocks": {"core_mhz": 1000.0, "mem_mhz": 3500.0,
-                                  "supported": {"core_mhz": core, "mem_mhz": mem}}},
-            "dvfs": dvfs, "power": dvfs, "timing": timing}
+    return as_file({"device": {"name": "dvfs test GPU", "sm_count": 24, "warp_issue_per_cycle": 4.0,
+                               "clocks": {"core_mhz": 1000.0, "mem_mhz": 3500.0,
+                                          "supported": {"core_mhz": core, "mem_mhz": mem}}},
+                    "dvfs": dvfs, "power": dvfs, "timing": timing})
 
 
 def _kernel(fp: float, glob: float) -> pd.DataFrame:

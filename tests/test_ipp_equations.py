@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calib.core.params import ParameterFile, Section
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG, ar_transform
 from calib.model.ipp import IppPowerModel, log_factor, sm_scale
 from calib.model.thermal import ThermalModel
@@ -45,7 +46,7 @@ def test_log_sm_factor_gtx580():
     assert log_factor(1.1, 8, 16) == pytest.approx(0.7443, abs=5e-5)
 
 
-def _table8_doc(with_thermal: bool = False) -> dict:
+def _table8_doc(with_thermal: bool = False) -> ParameterFile:
     params = {"idle_power_w": {"value": 83.0, "unit": "W"}, "const_sm_power_w": {"value": 0.813, "unit": "W"},
               "activation_power_w": {"value": 0.0, "unit": "W"}, "ar_log_b": {"value": IPP_B, "unit": "1"},
               "sm_beta": {"value": 1.1, "unit": "1"}}
@@ -62,7 +63,8 @@ def _table8_doc(with_thermal: bool = False) -> dict:
                                                        ("rc_decay_s", 60.0, "s"), ("mu_c_per_w", 0.12, "C/W"),
                                                        ("lambda_c", 5.5, "C"), ("rho_c", 21.505, "C"),
                                                        ("sigma_w_per_c", 10 / 22, "W/C")]}}
-    return doc
+    return ParameterFile({"name": "GTX280 (Table 8)", "sm_count": 30}, {},
+                         {k: Section.from_json(v) for k, v in doc.items()})
 
 
 def _row(**act) -> pd.DataFrame:
@@ -75,7 +77,7 @@ def _row(**act) -> pd.DataFrame:
 def test_pure_fp_kernel_is_54_4_w_runtime():
     # thesis notes sec. 2.2 [DERIVED]: FP=REG=FDS at AR 1, others 0 -> (0.2+0.3+0.5+0.813) x 30 = 54.4 W,
     # using MaxPower at AR = 1 (the SpecLinear value at 1 is 1.001375, so 0.2 etc. scale by that factor)
-    m = IppPowerModel(_table8_doc())
+    m = IppPowerModel.from_file(_table8_doc())
     p = float(m.predict(_row(fp=1.0, reg=1.0, fds=1.0))[0])
     expected = 83.0 + 30 * ((0.2 + 0.3 + 0.5) * IPP_B + 0.813)
     assert p == pytest.approx(expected, abs=1e-9)
@@ -83,7 +85,7 @@ def test_pure_fp_kernel_is_54_4_w_runtime():
 
 
 def test_one_sm_runs_at_log_factor_of_full_runtime_power():
-    m = IppPowerModel(_table8_doc())
+    m = IppPowerModel.from_file(_table8_doc())
     full = _row(fp=1.0, reg=1.0, fds=1.0, **{"global": 0.1})
     one = full.copy()
     one["active_sms"] = 1
@@ -93,14 +95,14 @@ def test_one_sm_runs_at_log_factor_of_full_runtime_power():
 
 
 def test_global_memory_is_chip_level():
-    m = IppPowerModel(_table8_doc())
+    m = IppPowerModel.from_file(_table8_doc())
     p = float(m.predict(_row(**{"global": 0.1}))[0]) - 83.0 - 30 * 0.813
     assert p == pytest.approx(52.0 * (IPP_A * math.log(0.1) + IPP_B), rel=1e-12)
 
 
 def test_static_power_rise_with_temperature():
     doc = _table8_doc(with_thermal=True)
-    m = IppPowerModel(doc)
+    m = IppPowerModel.from_file(doc)
     cold = _row(fp=1.0, reg=1.0, fds=1.0)
     cold["temp_c"] = 57.0
     hot = cold.copy()
@@ -111,7 +113,7 @@ def test_static_power_rise_with_temperature():
 
 
 def test_temperature_model_hand_values():
-    tm = ThermalModel(_table8_doc(with_thermal=True))
+    tm = ThermalModel(_table8_doc(with_thermal=True)["thermal"])
     # RP = 100 W, MI = 0.2 -> rise 21.8 C -> 78.8 C
     assert float(tm.max_rise_c(100.0, 0.2)) == pytest.approx(21.801, abs=1e-3)
     t = np.array([35.0, 175.0])

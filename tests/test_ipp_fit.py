@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib.fit.ipp import IppPowerFitter, IppStructure, _Evaluator
+from calib.core.errors import BadInputError, NotFittedError
+from calib.fit.ipp import IppPowerFitter, _Evaluator
 from calib.model.ipp import power_from_arrays
 
 TRUE = {"idle_power_w": 60.0, "activation_power_w": 10.0, "const_sm_power_w": 0.5, "sm_beta": 1.1,
@@ -42,7 +43,7 @@ def _table(seed: int = 0, noise: float = 0.3) -> pd.DataFrame:
 
 def test_recovers_parameters_and_forms():
     df = _table()
-    f = IppPowerFitter().fit(df, IppStructure(sm_count=16, chip_units=frozenset({"global"})))
+    f = IppPowerFitter(sm_count=16, chip_units=["global"]).fit(df)
     assert f.forms_ == FORMS
     assert f.sm_scaling_ == "log"
     got = {p.name: p for p in f.params_}
@@ -59,11 +60,11 @@ def test_recovers_parameters_and_forms():
 
 def test_fixed_forms_are_respected_and_linear_sm_scaling_selectable():
     df = _table(1)
-    f = IppPowerFitter(ar_forms={u: "linear" for u in FORMS}, sm_scaling="linear").fit(
-        df, IppStructure(sm_count=16, chip_units=frozenset({"global"})))
+    f = IppPowerFitter(ar_forms={u: "linear" for u in FORMS}, sm_scaling="linear", sm_count=16,
+                       chip_units=["global"]).fit(df)
     assert f.forms_ == {u: "linear" for u in FORMS} and f.sm_scaling_ == "linear"
     # the misspecified model fits worse than the true one
-    g = IppPowerFitter().fit(df, IppStructure(sm_count=16, chip_units=frozenset({"global"})))
+    g = IppPowerFitter(sm_count=16, chip_units=["global"]).fit(df)
     assert g.result_.bic < f.result_.bic
 
 
@@ -71,7 +72,7 @@ def test_unit_that_never_varies_is_dropped_with_warning():
     df = _table()
     df["act_tex"] = 0.0
     with pytest.warns(UserWarning, match="unit tex: activity is 0 in every sample; not fitted"):
-        f = IppPowerFitter().fit(df, IppStructure(sm_count=16, chip_units=frozenset({"global"})))
+        f = IppPowerFitter(sm_count=16, chip_units=["global"]).fit(df)
     assert "tex" not in f.units_
 
 
@@ -105,3 +106,31 @@ def test_unknown_memory_unit_is_refused_by_the_cli(cli, tmp_path):
     assert rc == 2
     assert "memory unit(s) bogus not in the table" in err
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("settings,msg", [
+    (dict(ar_forms="linear"), r"setting ar_forms='linear' is not valid \(expected one of 'auto' or a mapping of units"),
+    (dict(sm_scaling="logarithmic"), r"setting sm_scaling='logarithmic' is not valid \(expected one of 'auto', 'log', "
+                                     r"'linear'\)"),
+    (dict(ar_forms={"fp": "cubic"}), r"setting ar_forms=\{'fp': 'cubic'\} is not valid"),
+    (dict(sm_count=0), r"setting sm_count=0 is not valid \(expected an integer in \[1, 1024\]\)"),
+])
+def test_settings_are_validated_by_fit_not_silently_replaced(settings, msg):
+    """A mistyped setting is refused by fit, naming the setting (it once ran BIC selection instead of
+    the given forms, and a mistyped SM scaling became linear)."""
+    f = IppPowerFitter(**settings)
+    assert f.get_params()[next(iter(settings))] == next(iter(settings.values()))  # stored unchanged
+    with pytest.raises(BadInputError, match="IppPowerFitter: " + msg):
+        f.fit(_table())
+
+
+def test_refit_from_stored_settings_reproduces_the_section():
+    """The section records the fitter's settings, so that Fitter(**settings).fit(rows) is the refit."""
+    first = IppPowerFitter(sm_count=16, chip_units=["global"]).fit(_table())
+    sec = first.section_
+    assert sec.settings == first.settings() and sec.settings["sm_count"] == 16
+    again = IppPowerFitter(**sec.settings).fit(_table()).section_
+    assert again.values() == pytest.approx(sec.values(), rel=1e-9)
+    assert sec.covariance is not None and sec.covariance.names == tuple(n for n, p in sec.params.items() if p.vary)
+    with pytest.raises(NotFittedError, match="IppPowerFitter is not fitted yet"):
+        IppPowerFitter().section()

@@ -26,10 +26,9 @@ def gtx280_params(quick_run, tmp_path_factory):
         sess = read_session(quick_run / "logs" / "q")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sec = fit_timing(session_samples(sess), sess.manifest["device"], sess.manifest.get("plan"))
-        sec.store(doc, "timing")
+            doc["timing"] = fit_timing(session_samples(sess), sess.manifest["device"], sess.manifest.get("plan"))
     path = tmp_path_factory.mktemp("opt") / "p.json"
-    P.save(doc, path)
+    doc.save(path)
     return path
 
 
@@ -52,15 +51,13 @@ def test_optimize_single_clock_device(gtx280_params, cli, tmp_path):
 def _dvfs_params(tmp_path):
     from test_energy import _dvfs_doc
 
-    d = _dvfs_doc()
-    doc = P.new_document(d["device"], [])
-    stats = {"n_samples": 10, "rmse_w": 1.0, "mape_pct": 1.0, "r2": 0.99, "stderr": {}}
-    doc["dvfs"] = d["dvfs"]
-    doc["power"] = d["dvfs"]
-    doc["timing"] = d["timing"]
-    doc["fit"] = {"dvfs": dict(stats), "power": dict(stats), "timing": {**stats, "rmse_s": 0.0}}
+    doc = P.ParameterFile.new(_dvfs_doc().device, [])
+    doc.sections.update(_dvfs_doc().sections)
+    stats = {"n_samples": 10, "rmse_w": 1.0, "mape_pct": 1.0, "r2": 0.99}
+    for name, sec in doc.items():
+        sec.stats = dict(stats) if name != "timing" else {**stats, "rmse_w": None, "rmse_s": 0.0}
     path = tmp_path / "dvfs.json"
-    P.save(doc, path)
+    doc.save(path)
     return path
 
 
@@ -93,9 +90,8 @@ def test_bad_inputs(gtx280_params, cli, tmp_path):
     code, _, err = cli("optimize", gtx280_params, tmp_path / "k.json", "--max-slowdown", "-0.1")
     assert code == 2 and "--max-slowdown must be >= 0" in err
     doc = P.load(gtx280_params)
-    doc.pop("timing")
-    doc["fit"].pop("timing", None)
-    P.save(doc, tmp_path / "nt.json")
+    del doc.sections["timing"]
+    doc.save(tmp_path / "nt.json")
     code, _, err = cli("optimize", tmp_path / "nt.json", tmp_path / "k.json", "-o", tmp_path / "x.csv")
     assert code == 2 and "has no timing section" in err
     assert not (tmp_path / "x.csv").exists()

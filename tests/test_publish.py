@@ -88,9 +88,9 @@ def test_parameters_that_do_not_follow_from_the_samples_are_refused(bundle_dir, 
     """Re-signing the manifest hides an edit from the checksums, not from the refit."""
     b = _copy(bundle_dir, tmp_path)
     doc = P.load(b / "parameters.json")
-    se = doc["fit"]["power"]["stderr"]["max_power_global_w"]
-    doc["power"]["parameters"]["max_power_global_w"]["value"] += 5 * se
-    P.save(doc, b / "parameters.json")
+    p = doc["power"]["max_power_global_w"]
+    p.value += 5 * p.stderr
+    doc.save(b / "parameters.json")
     man = json.loads((b / MANIFEST).read_text())
     man["files"]["parameters.json"]["sha256"] = file_sha256(b / "parameters.json")
     man["files"]["parameters.json"]["bytes"] = (b / "parameters.json").stat().st_size

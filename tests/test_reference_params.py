@@ -32,7 +32,7 @@ def test_valid_against_the_schema(path, cli):
 
 @pytest.mark.parametrize("path", REFERENCE, ids=lambda p: p.name)
 def test_reference_sets_cite_their_source(path):
-    doc = P.load(path)
+    doc = P.load(path).to_dict()
     prov = doc["provenance"]
     assert "Hong" in prov["citation"] and ("ISCA 2010" in prov["citation"] or "thesis" in prov["citation"])
     assert prov["sources"] == []
@@ -47,7 +47,7 @@ def test_reference_sets_cite_their_source(path):
 def test_sim_sets_ship_with_samples_and_recovery(path):
     from calib.core.samples import read_samples
 
-    doc = P.load(path)
+    doc = P.load(path).to_dict()
     stem = path.name[:-5]
     df = read_samples(path.with_name(stem + ".samples.csv"))
     assert len(df) >= doc["fit"]["power"]["n_samples"]
@@ -66,7 +66,7 @@ def test_gtx280_reference_gives_the_papers_numbers():
     from calib.model.thermal import ThermalModel
 
     doc = P.load(FITTED / "reference" / "gtx280-ipp2010.json")
-    units = list(doc["power"]["units"])
+    units = list(doc["power"].structure["units"])
     fp = {"fp": 1.0, "reg": 1.0, "fds": 1.0}
     df = pd.DataFrame([_row(units, fp, 30), _row(units, fp, 1), _row(units, {}, 30)])
     p = predict_power(doc, df)
@@ -76,7 +76,7 @@ def test_gtx280_reference_gives_the_papers_numbers():
     # one active SM: runtime x log10(alpha + 1.1), alpha = 8.9 / 30 -> 0.1451
     assert p[1] == pytest.approx(83 + 54.43125 * np.log10(8.9 / 30 + 1.1), abs=1e-9)
     assert p[2] == pytest.approx(83.0)  # every activity 0: idle
-    tm = ThermalModel(doc)
+    tm = ThermalModel(doc["thermal"])
     # Max_temp rise for 100 W runtime power and memory intensity 0.2: 0.12 x 100 + 5.5 + 21.505 x 0.2
     assert float(tm.max_rise_c(100.0, 0.2)) == pytest.approx(21.801)
     assert tm.sigma == pytest.approx(10 / 22)
@@ -86,7 +86,7 @@ def test_gtx580_reference_gives_the_theses_numbers():
     from calib.model.predict import predict_power
 
     doc = P.load(FITTED / "reference" / "gtx580-hong2012.json")
-    units = list(doc["power"]["units"])
+    units = list(doc["power"].structure["units"])
     assert "alu" not in units and "local" not in units  # not published for GTX580
     df = pd.DataFrame([_row(units, {"fp": 1.0, "reg": 1.0, "fds": 1.0}, 1), _row(units, {}, 16)])
     p = predict_power(doc, df)

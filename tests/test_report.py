@@ -36,7 +36,7 @@ def test_parameter_file_alone(cli, tmp_path):
     assert code == 0, err
     page = (out / "index.html").read_text(encoding="utf-8")
     doc = P.load(REF280)
-    assert sorted(_rows(page)) == sorted(f"{s}.{n}" for s in ("power", "thermal") for n in doc[s]["parameters"])
+    assert sorted(_rows(page)) == sorted(f"{s}.{n}" for s in ("power", "thermal") for n in doc[s].params)
     # the figures that need measurements are skipped, and the page says why
     for key in ("power", "breakdown", "access-rates", "residuals"):
         assert re.search(rf'id="fig-{key}".*?Not drawn: needs the samples table', page, re.DOTALL), key
@@ -60,7 +60,7 @@ def test_dvfs_and_active_sm_figures_on_fitted_titanx():
         inp = load_inputs(ROOT / "fitted" / "sim-titanx.json", discover=True)
     assert inp.samples is not None
     notes: list[str] = []
-    ctx = Context(inp.doc, with_predictions(inp.doc, inp.samples, notes), None, notes)
+    ctx = Context(inp.params, with_predictions(inp.params, inp.samples, notes), None, notes)
     fig, cap = fig_dvfs(ctx)
     assert "latent relative voltages" in cap and "clock configuration" in cap
     assert len(fig.axes) >= 3
@@ -153,15 +153,15 @@ def test_active_sm_optimum_is_the_optimizers(quick_run):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         inp = load_inputs(quick_run / "fitted" / "q.json")
-        if "timing" not in inp.doc:
+        if "timing" not in inp.params:
             pytest.skip("the campaign's parameter file has no timing section")
-        ctx = Context(inp.doc, with_predictions(inp.doc, inp.samples, []), None, [])
+        ctx = Context(inp.params, with_predictions(inp.params, inp.samples, []), None, [])
         sweeps = {s["kernel"]: s for s in sm_sweep_optimum(ctx)}
         rows = inp.samples[inp.samples["workload"].astype(str).str.startswith("dram/sm")]
         full = rows.loc[[rows["active_sms"].astype(float).idxmax()]]
-        opt = optimal_sms(inp.doc, full, one_block_per_sm=True)
+        opt = optimal_sms(inp.params, full, one_block_per_sm=True)
     s = sweeps["dram"]
     assert s["time_source"].startswith("timing model")
     assert s["best_sms"] == opt["optimal_sms_sweep"] and s["eq34_sms"] == opt["optimal_sms_eq34"]
-    assert list(s["model_sms"]) == list(range(1, int(inp.doc["device"]["sm_count"]) + 1))
+    assert list(s["model_sms"]) == list(range(1, int(inp.params.device["sm_count"]) + 1))
     assert s["ppw_pred"][-1] == pytest.approx(1.0)

@@ -133,7 +133,7 @@ def test_report_of_virtual_campaign_renders_in_chromium(quick_run, tmp_path, cli
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "<script" not in html.lower()  # readable without JavaScript: there is none
     doc = P.load(params_path)
-    expected = sorted(f"{s}.{n}" for s in P.SECTIONS if s in doc for n in doc[s]["parameters"])
+    expected = sorted(f"{s}.{n}" for s, sec in doc.items() for n in sec.params)
 
     cdp = Cdp(CHROMIUM, tmp_path / "profile")
     try:

@@ -31,7 +31,7 @@ def test_complete_but_unfitted_session_is_fitted_on_rerun(tmp_path, cli):
         code, out, err = cli("run", "--quiet", "--campaign", "quick", "--name", "k")
         assert code == 0, err
         assert "session logs/k is complete; fitting it" in out
-        assert P.load(tmp_path / "fitted" / "k.json")["power"]["model"] == "ipp"
+        assert P.load(tmp_path / "fitted" / "k.json")["power"].model == "ipp"
         # without --name, an unfitted complete session of the same device/campaign/seed is picked up
         (tmp_path / "fitted" / "k.json").unlink()
         code, out, err = cli("run", "--quiet", "--campaign", "quick")
@@ -81,15 +81,15 @@ def test_session_cross_validation_uses_the_ipp_rows(quick_run, cli, tmp_path):
     code, out, err = cli("fit", quick_run / "logs" / "q", "-o", tmp_path / "p.json", "--cv", "3")
     assert code == 0, err
     doc = P.load(tmp_path / "p.json")
-    assert doc["fit"]["power"]["cv_mape_pct"] < 5.0
+    assert doc["power"].stats["cv_mape_pct"] < 5.0
 
 
 def test_table_fit_takes_sm_count_from_active_sms(quick_run, cli, tmp_path):
     code, out, err = cli("fit", quick_run / "fitted" / "q.samples.csv", "-o", tmp_path / "p.json")
     assert code == 0, err
     doc = P.load(tmp_path / "p.json")
-    assert doc["power"]["sm_count"] == 30
-    assert doc["power"]["parameters"]["idle_power_w"]["value"] == pytest.approx(83.0, rel=0.02)
+    assert doc["power"].structure["sm_count"] == 30
+    assert doc["power"].value("idle_power_w") == pytest.approx(83.0, rel=0.02)
     code, out, err = cli("fit", quick_run / "fitted" / "q.samples.csv", "-o", tmp_path / "p2.json", "--sm-count", "16")
     assert code == 2 and "active_sms' reaches 30, more than --sm-count 16" in err
     code, out, err = cli("fit", quick_run / "logs" / "q", "-o", tmp_path / "p3.json", "--sm-count", "30")

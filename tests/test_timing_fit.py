@@ -33,13 +33,21 @@ def _campaign(preset: str, roles=("timing", "idle_kernel", "heldout", "dvfs"), r
     return dev, df
 
 
+def _doc(dev, sec) -> dict:
+    """The JSON document of a parameter file holding one timing section."""
+    pf = P.ParameterFile.new(dev.info.to_dict(), [])
+    pf["timing"] = sec
+    return pf.to_dict()
+
+
+def _timing(doc: dict) -> P.Section:
+    return P.ParameterFile.from_dict(doc)["timing"]
+
+
 @pytest.fixture(scope="module")
 def titanx():
     dev, df = _campaign("titanx")
-    sec = fit_timing(df, dev.info.to_dict())
-    doc = P.new_document(dev.info.to_dict(), [])
-    sec.store(doc, "timing")
-    return dev, df, doc
+    return dev, df, _doc(dev, fit_timing(df, dev.info.to_dict()))
 
 
 @pytest.mark.parametrize("preset", ["gtx280", "titanx"])
@@ -48,8 +56,7 @@ def test_parameters_recovered_within_10_percent(preset, titanx):
         dev, df, doc = titanx
     else:
         dev, df = _campaign(preset)
-        doc = P.new_document(dev.info.to_dict(), [])
-        fit_timing(df, dev.info.to_dict()).store(doc, "timing")
+        doc = _doc(dev, fit_timing(df, dev.info.to_dict()))
     rows = timing_recovery_rows(preset, doc)
     assert len(rows) == len(timing_truth(preset))
     missing = [r["parameter"] for r in rows if r["fitted"] is None]
@@ -69,8 +76,7 @@ def test_parameters_recovered_within_10_percent(preset, titanx):
 
 def test_gtx580_bandwidth_caveat():
     dev, df = _campaign("gtx580")
-    doc = P.new_document(dev.info.to_dict(), [])
-    fit_timing(df, dev.info.to_dict()).store(doc, "timing")
+    doc = _doc(dev, fit_timing(df, dev.info.to_dict()))
     rows = {r["parameter"]: r for r in timing_recovery_rows("gtx580", doc)}
     # everything but the two coinciding bounds of this preset is within 10 %
     for name, r in rows.items():
@@ -93,7 +99,7 @@ def test_dvfs_heldout_time_mape(titanx):
 def test_predict_time_of_heldout_rows_matches_the_fit_statistics(titanx):
     _, df, doc = titanx
     held = df[df["role"] == "heldout"]
-    pred = T.predict_time(doc, held)
+    pred = T.predict_time(_timing(doc), held)
     mape = 100 * np.mean(np.abs(pred - held["time_s"]) / held["time_s"])
     assert mape == pytest.approx(doc["fit"]["timing"]["heldout_mape_pct"], rel=1e-9)
 
@@ -110,11 +116,10 @@ def test_table_fit_without_microbenchmarks():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sec = fit_table(df, dev.info.to_dict())
-    doc = P.new_document(dev.info.to_dict(), [])
-    sec.store(doc, "timing")
+    doc = _doc(dev, sec)
     assert "least squares" in doc["fit"]["timing"]["method"]
     assert {"dm_lat_a_cycles", "dm_lat_b_cycles", "dram_del_coal_mem_cycles"} <= set(doc["timing"]["parameters"])
-    pred = T.predict_time(doc, train)
+    pred = T.predict_time(_timing(doc), train)
     # it fits the kernels it saw (held-out kernels are another matter: without the microbenchmarks
     # latency and queueing trade off -- see benchmarks/timing_results.md)
     assert 100 * np.mean(np.abs(pred / train["time_s"] - 1)) < 5.0

@@ -12,6 +12,7 @@ import pytest
 
 from calib.core import params as P
 from calib.core.errors import BadInputError
+from calib.core.params import Section
 from calib.model import timing as T
 
 
@@ -26,8 +27,9 @@ def section(predictor="wangchu", **extra):
            "sh_lat_cycles": p(24), "l1_lat_cycles": p(82), "inst_lat_cycles": p(6), "m_factor_sfu": p(4, "1"),
            "launch_overhead_s": p(4e-6, "s")}
     par.update(extra)
-    return {"timing": {"model": T.MODEL_NAME, "predictor": predictor, "ref_clocks": {"core_mhz": 975.0, "mem_mhz": 3505.0},
-                       "sm_count": 24, "max_warps_per_sm": 64, "max_blocks_per_sm": 32, "parameters": par}}
+    return Section.from_json({"model": T.MODEL_NAME, "predictor": predictor,
+                              "ref_clocks": {"core_mhz": 975.0, "mem_mhz": 3505.0},
+                              "sm_count": 24, "max_warps_per_sm": 64, "max_blocks_per_sm": 32, "parameters": par})
 
 
 def rows(**cols):
@@ -64,7 +66,7 @@ def test_l2_hits_uncoalesced_access_and_ilp():
 
 def test_no_l2_parameters_treats_hits_as_dram():
     doc = section()
-    del doc["timing"]["parameters"]["l2_lat_cycles"]
+    del doc.params["l2_lat_cycles"]
     with pytest.warns(UserWarning, match="no L2 latency; L2 hits are treated as DRAM accesses"):
         t = T.predict_time(doc, rows(cnt_global=0.0, cnt_l2=1000.0))
     assert t[0] == pytest.approx(T.predict_time(doc, rows())[0])
@@ -81,9 +83,9 @@ def test_anchored_prediction():
 
 def test_section_errors():
     with pytest.raises(BadInputError, match="no timing section of model 'mwp_cwp_wangchu'"):
-        T.predict_time({"power": {}}, rows())
+        T.predict_time(Section("ipp", []), rows())
     doc = section()
-    del doc["timing"]["parameters"]["issue_cycles"]
+    del doc.params["issue_cycles"]
     with pytest.raises(BadInputError, match="timing section lacks parameter\\(s\\) issue_cycles"):
         T.predict_time(doc, rows())
     doc = section(predictor="roofline")
@@ -105,8 +107,8 @@ def test_predict_cli_adds_time_and_energy(quick_run, cli, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         df = session_samples(sess)
-        fit_timing(df, sess.manifest["device"], sess.manifest.get("plan")).store(doc, "timing")
-    P.save(doc, tmp_path / "p.json")
+        doc["timing"] = fit_timing(df, sess.manifest["device"], sess.manifest.get("plan"))
+    doc.save(tmp_path / "p.json")
     # a held-out mix of the session, described as a user would: counts, launch, ILP
     plan = {b["name"]: b for b in sess.manifest["plan"]}
     mix = plan["app_stencil"]

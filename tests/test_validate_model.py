@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from calib.core import params as P
-from calib.fit.dvfs import fit_dvfs
+from test_dvfs_fit import fit_dvfs
 from test_dvfs_fit import synthetic
 
 
@@ -17,9 +17,9 @@ def fitted(tmp_path_factory):
     df = synthetic(n_workloads=16, noise=0.01, seed=5)
     train = df[df.workload < "k12"]
     test = df[df.workload >= "k12"]
-    doc = P.new_document({"name": "synthetic", "sm_count": 1}, [])
-    fit_dvfs(train, ar_form="linear", activity_clocks="off").store(doc, "power")
-    P.save(doc, d / "p.json")
+    doc = P.ParameterFile.new({"name": "synthetic", "sm_count": 1}, [])
+    doc["power"] = fit_dvfs(train, ar_form="linear", activity_clocks="off")
+    doc.save(d / "p.json")
     test.to_csv(d / "test.csv", index=False)
     return d, test
 

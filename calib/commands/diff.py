@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_file(args.json, "--json")
         check_not_input(args.json, args.old, args.new, args.predict, what="--json output")
-    from calib.core import params
     from calib.core.atomic import atomic_write_json
     from calib.core.errors import BadInputError
+    from calib.model.checks import load_checked
     from calib.report.compare import (
         compare,
         format_prediction_shift,
@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.alpha < 1:
         raise BadInputError(f"--alpha {args.alpha}: must be between 0 and 1")
-    old = params.load(args.old)
-    new = params.load(args.new)
+    old = load_checked(args.old)
+    new = load_checked(args.new)
     c = compare(old, new, alpha=args.alpha, strict=args.strict)
     print(format_text(c, args.old, args.new, show_all=not args.changed_only))
     js = c.to_json()

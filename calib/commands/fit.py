@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_file(args.output, "parameter file")
     check_not_input(args.output, args.source, what="parameter file")
-    from calib.core import params
     from calib.core.errors import BadInputError
     from calib.fit.pipeline import fit_source
     from calib.report_text import fit_summary
@@ -58,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if args.fit_method:
         dvfs_opts["method"] = args.fit_method
     out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts)
-    params.save(out.doc, args.output)
-    print(fit_summary(out.doc))
+    out.params.save(args.output)
+    print(fit_summary(out.params))
     if out.cv is not None:
         print(f"cross-validation ({args.cv} folds by workload): MAPE {out.cv.mape_pct:.2f}%")
     print(f"parameters written to {args.output}")

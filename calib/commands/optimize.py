@@ -95,11 +95,11 @@ def run(args: argparse.Namespace) -> int:
 
     from calib.model.checks import load_checked
 
-    doc = load_checked(args.params)
-    if "timing" not in doc:
+    pf = load_checked(args.params)
+    if "timing" not in pf:
         raise BadInputError(f"{args.params}: the parameter file has no timing section; fit one from a session with "
                             "timing microbenchmarks (calib run / calib fit)")
-    if "power" not in doc and "dvfs" not in doc:
+    if "power" not in pf and "dvfs" not in pf:
         raise BadInputError(f"{args.params}: the parameter file has no power model")
     if not (args.max_slowdown >= 0):
         raise BadInputError(f"--max-slowdown must be >= 0 (a fraction, e.g. 0.1), not {args.max_slowdown}")
@@ -112,11 +112,11 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"--threads-per-block {args.threads_per_block}: exceeds 1024")
     k = load_kernel(args.kernel, args.kernel_name, args.blocks, args.threads_per_block)
     name = str(k["workload"].iloc[0])
-    table = E.clock_table(doc, k, predictor=args.predictor, anchored=not args.no_anchor, temp_c=args.temp_c)
+    table = E.clock_table(pf, k, predictor=args.predictor, anchored=not args.no_anchor, temp_c=args.temp_c)
     best = E.recommend(table, args.objective, args.max_slowdown)
     base = table[table["default"]].iloc[0]
     print(f"kernel {name}: time from the {table.attrs['time_from']}; power from the "
-          f"{'DVFS' if E.dvfs_section(doc) is not None else 'IPP'} model at {table.attrs['temperature']}")
+          f"{'DVFS' if E.dvfs_section(pf) is not None else 'IPP'} model at {table.attrs['temperature']}")
     print(_fmt_table(table))
     col = "energy_j" if args.objective == "energy" else "edp_js"
     gain = 1.0 - best[col] / base[col]
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
           f"{unit[1] * base[col]:.4g} {unit[0]}), time {100 * best['slowdown']:+.1f}%, power {best['power_w']:.1f} W")
     sms = None
     try:
-        sms = E.optimal_sms(doc, k, predictor=args.predictor)
+        sms = E.optimal_sms(pf, k, predictor=args.predictor)
     except BadInputError as e:
         print(f"active SMs: not evaluated ({e})")
     if sms is not None:

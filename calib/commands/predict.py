@@ -24,20 +24,20 @@ def run(args: argparse.Namespace) -> int:
 
     from calib.model.checks import load_checked
 
-    doc = load_checked(args.params)
+    pf = load_checked(args.params)
     if args.input.lower().endswith(".json"):
         df = kernel_description_table(args.input)
     else:
         df = read_samples(args.input, require_power=False, require_act=False)
-    out = predict_table(doc, df, args.input)
+    out = predict_table(pf, df, args.input)
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     cols = [c for c in ("power_w_pred", "time_s_pred", "energy_j_pred", "temp_c_pred") if c in out.columns]
     msg = f"{args.output}: {len(out)} rows with {', '.join(cols)}"
     if "power_w" in out.columns and out["power_w"].notna().any():
-        import numpy as np
+        from calib.core.metrics import mape
 
         m = out["power_w"].notna()
-        e = np.abs(out.loc[m, "power_w_pred"] - out.loc[m, "power_w"]) / out.loc[m, "power_w"]
-        msg += f" (MAPE against power_w: {100 * e.mean():.2f}% over {int(m.sum())} rows)"
+        msg += (f" (MAPE against power_w: {mape(out.loc[m, 'power_w'], out.loc[m, 'power_w_pred']):.2f}% "
+                f"over {int(m.sum())} rows)")
     print(msg)
     return 0

@@ -66,16 +66,11 @@ def _check_writable(path, what: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import math
     from pathlib import Path
 
-    import numpy as np
-
-    from calib.core import params
     from calib.core.atomic import atomic_write_json, check_output_dir
     from calib.core.errors import BadInputError
     from calib.fit.pipeline import fit_session
-    from calib.model.predict import predict_power
     from calib.progress import Progress, wants_progress
     from calib.report_text import fit_summary
     from calib.core.samples import write_samples
@@ -130,40 +125,29 @@ def run(args: argparse.Namespace) -> int:
         device.close()
 
     out = fit_session(session)
-    doc = out.doc
+    pf = out.params
     name = session.name
     fitted.mkdir(parents=True, exist_ok=True)
     samples_path = fitted / f"{name}.samples.csv"
     params_path = fitted / f"{name}.json"
     write_samples(out.samples, samples_path)
-    held = out.samples[out.samples["role"] == "heldout"] if "role" in out.samples.columns else out.samples.iloc[:0]
-    heldout_mape = None
-    by_clock = {}
-    if len(held):
-        pred = predict_power(doc, held)
-        ape = 100 * np.abs(pred - held["power_w"].to_numpy()) / held["power_w"].to_numpy()
-        heldout_mape = float(np.mean(ape))
-        doc["fit"]["power"]["heldout_mape_pct"] = heldout_mape
-        doc["fit"]["power"]["heldout_rows"] = int(len(held))
-        default = (np.isclose(held["core_mhz"].to_numpy(float), device.info.default_core_mhz)
-                   & np.isclose(held["mem_mhz"].to_numpy(float), device.info.default_mem_mhz))
-        for label, sel in (("default_clocks", default), ("other_clocks", ~default)):
-            if sel.any():
-                by_clock[label] = {"mape_pct": float(np.mean(ape[sel])), "rows": int(sel.sum())}
-        doc["fit"]["power"]["heldout_by_clocks"] = by_clock
-    params.save(doc, params_path)
-    print(fit_summary(doc))
+    pf.save(params_path)
+    print(fit_summary(pf))
     print(f"logs:       {session}")
     print(f"samples:    {samples_path}")
     print(f"parameters: {params_path}")
-    if heldout_mape is not None and not math.isnan(heldout_mape):
-        parts = ", ".join(f"{k.replace('_', ' ')} {v['mape_pct']:.2f}% ({v['rows']} rows)" for k, v in by_clock.items())
-        print(f"held-out application-like workloads: power MAPE {heldout_mape:.2f}% over {len(held)} rows ({parts})")
+    stats = pf["power"].stats
+    if stats.get("heldout_mape_pct") is not None:
+        parts = ", ".join(f"{k.replace('_', ' ')} {v['mape_pct']:.2f}% ({v['rows']} rows)"
+                          for k, v in stats["heldout_by_clocks"].items())
+        print(f"held-out application-like workloads: power MAPE {stats['heldout_mape_pct']:.2f}% over "
+              f"{stats['heldout_rows']} rows ({parts})")
     if device.virtual:
         from microbench.devices.sim.recovery import format_table, recovery_report
 
-        rep = recovery_report(device.info.extra["preset"], doc, heldout_mape, len(held))
-        rep["heldout_by_clocks"] = by_clock
+        rep = recovery_report(device.info.extra["preset"], pf.to_dict(), stats.get("heldout_mape_pct"),
+                              stats.get("heldout_rows", 0))
+        rep["heldout_by_clocks"] = stats.get("heldout_by_clocks", {})
         rec_path = fitted / f"{name}.recovery.json"
         atomic_write_json(rec_path, rep)
         print("recovery against the virtual GPU's ground truth:")

@@ -12,16 +12,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core import params
 
     from calib.model.checks import load_checked
 
-    doc = load_checked(args.params)
-    warns = params.validate(doc, args.params)
-    for w in warns:
+    pf = load_checked(args.params)
+    for w in pf.warnings(args.params):
         print(f"warning: {w}")
-    sections = [s for s in params.SECTIONS if s in doc]
-    n = sum(len(doc[s]["parameters"]) for s in sections)
-    print(f"{args.params}: valid (schema {doc['schema_version']}, device {doc['device']['name']}, "
-          f"sections {', '.join(sections) or 'none'}, {n} parameters)")
+    n = sum(len(sec.params) for sec in pf.sections.values())
+    print(f"{args.params}: valid (schema {pf.schema_version}, device {pf.device['name']}, "
+          f"sections {', '.join(n for n, _ in pf.items()) or 'none'}, {n} parameters)")
     return 0

@@ -21,22 +21,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def error_table(y, yhat, workloads):
     """(summary dict, per-workload DataFrame) of the prediction errors (percent of measured power)."""
     import numpy as np
-    import pandas as pd
+
+    from calib.core.metrics import errors, per_workload
 
     y = np.asarray(y, float)
     yhat = np.asarray(yhat, float)
-    err = (yhat - y) / y * 100.0
-    summary = {"n_rows": int(len(y)), "n_workloads": int(pd.Series(workloads).nunique()),
-               "mape_pct": float(np.mean(np.abs(err))), "max_abs_pct": float(np.max(np.abs(err))),
-               "max_abs_w": float(np.max(np.abs(yhat - y))), "rmse_w": float(np.sqrt(np.mean((yhat - y) ** 2))),
-               "bias_pct": float(np.mean(err)),
-               "workload_mape_pct": None}
-    t = pd.DataFrame({"workload": pd.Series(workloads).astype(str).to_numpy(), "err": err, "abs": np.abs(err),
-                      "y": y, "yhat": yhat})
-    per = t.groupby("workload").agg(n_rows=("err", "size"), mape_pct=("abs", "mean"), max_abs_pct=("abs", "max"),
-                                    bias_pct=("err", "mean"), measured_w=("y", "mean"), predicted_w=("yhat", "mean"))
+    e = errors(y, yhat)
+    per = per_workload(workloads, y, yhat).rename(columns={"measured": "measured_w", "predicted": "predicted_w"})
     per = per.sort_values("mape_pct", ascending=False)
-    summary["workload_mape_pct"] = float(per["mape_pct"].mean())
+    summary = {"n_rows": e.n, "n_workloads": int(len(per)), "mape_pct": e.mape_pct, "max_abs_pct": e.max_abs_pct,
+               "max_abs_w": float(np.max(np.abs(yhat - y))), "rmse_w": e.rmse, "bias_pct": e.bias_pct,
+               "workload_mape_pct": float(per["mape_pct"].mean())}
     return summary, per
 
 
@@ -100,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
 
     from calib.model.checks import load_checked
 
-    doc = load_checked(args.params)
+    pf = load_checked(args.params)
     df = read_samples(args.test, require_power=True)
-    yhat = predict_power(doc, df, args.test)
+    yhat = predict_power(pf, df, args.test)
     s, per = error_table(df["power_w"].to_numpy(float), yhat, df["workload"])
     # files first: a reader that stops early (``| head``) must not cost the table or the plot
     done = []
@@ -114,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         plot(out, df["power_w"].to_numpy(float), yhat, df["workload"],
              f"{Path(args.test).name}: MAPE {s['mape_pct']:.2f}%, max {s['max_abs_pct']:.1f}% ({Path(args.params).name})")
         done.append(f"plot written to {out}")
-    print(f"{args.test}: {s['n_rows']} rows, {s['n_workloads']} workloads, model {doc['power']['model']} "
+    print(f"{args.test}: {s['n_rows']} rows, {s['n_workloads']} workloads, model {pf['power'].model} "
           f"({args.params})")
     print(f"MAPE {s['mape_pct']:.2f}%  (per-workload mean {s['workload_mape_pct']:.2f}%)  max |error| "
           f"{s['max_abs_pct']:.2f}% / {s['max_abs_w']:.2f} W  RMSE {s['rmse_w']:.2f} W  bias {s['bias_pct']:+.2f}%")

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calib.core.units import INSTRUCTION_CLASSES, unit_counts
+from calib.core.params import ParameterFile
+from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, unit_counts
 
 #: warp instructions an SM issues per cycle when nothing better is known: GT200 (IPP's GTX280) issues
 #: one every 4 cycles
@@ -103,27 +104,26 @@ def table_access_rates(basis: ActivityBasis, df: pd.DataFrame, time_s=None,  # n
     return {u: np.clip(a, 0.0, 1.0) for u, a in ars.items()}
 
 
-def basis_of(doc: Mapping, units: Iterable[str] | None = None) -> ActivityBasis:
-    """The activity basis a parameter document implies: the units of its IPP power section (or of its
-    DVFS section, or ``units``), their clock domains, the SM count, the issue rate (the power section's,
+def basis_of(pf: ParameterFile, units: Iterable[str] | None = None) -> ActivityBasis:
+    """The activity basis a parameter file implies: the units of its IPP power section (or of its DVFS
+    section, or ``units``), their clock domains, the SM count, the issue rate (the power section's,
     else the device's, else one over the timing section's ``issue_cycles``, else
     :data:`DEFAULT_WARP_ISSUE_PER_CYCLE`) and the default clocks as reference."""
-    from calib.core.units import in_memory_domain
-
-    power = doc.get("power") or {}
-    dvfs = doc.get("dvfs") if doc.get("dvfs") is not None else (power if power.get("model") == "dvfs" else {})
-    device = doc.get("device") or {}
+    power = pf.get("power")
+    st = power.structure if power is not None else {}
+    dvfs = pf.get("dvfs") or (power if power is not None and power.model == "dvfs" else None)
     domains: dict[str, str] = {}
-    if power.get("model") == "ipp":
-        domains.update({u: s.get("domain", "core") for u, s in power["units"].items()})
-    for u in (dvfs or {}).get("units", []):
+    if power is not None and power.model == "ipp":
+        domains.update({u: s.get("domain", "core") for u, s in st["units"].items()})
+    for u in (dvfs.structure.get("units", []) if dvfs is not None else []):
         domains.setdefault(u["name"], u.get("domain", "core"))
     names = tuple(units) if units is not None else tuple(domains)
     mem = frozenset(u for u in names if domains.get(u, "mem" if in_memory_domain(u) else "core") == "mem")
-    issue = power.get("warp_issue_per_cycle") or device.get("warp_issue_per_cycle")
+    issue = st.get("warp_issue_per_cycle") or pf.device.get("warp_issue_per_cycle")
+    timing = pf.get("timing")
     if not issue:
-        cyc = ((doc.get("timing") or {}).get("parameters") or {}).get("issue_cycles")
-        issue = 1.0 / float(cyc["value"]) if cyc else DEFAULT_WARP_ISSUE_PER_CYCLE
-    clocks = power.get("default_clocks") or device.get("clocks") or {}
-    sm = int(power.get("sm_count") or device.get("sm_count") or 1)
+        issue = (1.0 / timing.value("issue_cycles") if timing is not None and "issue_cycles" in timing
+                 else DEFAULT_WARP_ISSUE_PER_CYCLE)
+    clocks = st.get("default_clocks") or pf.device.get("clocks") or {}
+    sm = int(st.get("sm_count") or pf.device.get("sm_count") or 1)
     return ActivityBasis(names, mem, sm, float(issue), clocks.get("core_mhz"), clocks.get("mem_mhz"))

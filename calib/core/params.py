@@ -1,12 +1,20 @@
-"""Parameter files: versioned JSON, validated by the JSON Schema shipped in ``calib/core/schema``.
+"""Parameter files: the versioned JSON contract and the object every fitter writes and every model reads.
 
 Layout (contract): ``schema_version``, ``device``, ``provenance``, one section per fitted model part
 (``power``, ``thermal``, ``dvfs``, ``timing``), and ``fit`` with per-section statistics and a standard
-error for every fitted parameter. A section is ``{"model": <name>, "parameters": {<name>: {"value",
-"unit", "min", "max", "vary", "init"}}, ...model-specific structure}``; the standard errors live in
-``fit.<section>.stderr`` so that a section is exactly what the model consumes.
+error for every fitted parameter. A section is ``{"model": <name>, ...model structure...,
+"parameters": {<name>: {"value", "unit", "min", "max", "vary", "init", "description"}}}``; the standard
+errors live in ``fit.<section>.stderr`` so that a section is exactly what the model consumes. Since
+schema 1.1, ``fit.<section>`` may also hold the ``covariance`` of the fitted parameters (``names`` and
+``matrix``) and the fitter's ``settings`` (its constructor arguments: a refit is
+``Fitter(**settings).fit(rows)``).
 
-Files are validated before they are written and written atomically.
+In memory a file is a :class:`ParameterFile`: ``device`` and ``provenance`` (plain mappings),
+``sections`` (name -> :class:`Section`), each section a model name, its structure, its
+:class:`Param` objects (value, unit, bounds, stderr), its fit statistics, covariance and settings.
+:func:`load` reads and checks a file (schema and physical bounds; whether a section can drive its model
+is checked by the model layer, :func:`calib.model.load`), :meth:`ParameterFile.save` checks and writes
+one atomically. Parameter names are made in :mod:`calib.core.names`.
 """
 
 from __future__ import annotations
@@ -16,19 +24,25 @@ import json
 import math
 import os
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from calib import __version__
-from calib.core.atomic import atomic_write_json
+from calib.core.atomic import atomic_write_text
 from calib.core.errors import SchemaError
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SUPPORTED_MAJOR = 1
+#: sections in file order; a file may carry other sections after these (newer toolkits)
 SECTIONS = ("power", "thermal", "dvfs", "timing")
+#: top-level keys that are not sections
+_META = ("schema_version", "device", "provenance", "fit")
 
 
 @dataclass
@@ -73,7 +87,7 @@ class Param:
         return d
 
     @classmethod
-    def from_json(cls, name: str, d: dict[str, Any], stderr: float | None = None) -> "Param":
+    def from_json(cls, name: str, d: Mapping[str, Any], stderr: float | None = None) -> "Param":
         lo = -math.inf if d.get("min") is None else float(d["min"])
         hi = math.inf if d.get("max") is None else float(d["max"])
         return cls(name, float(d["value"]), d["unit"], lo, hi, bool(d.get("vary", True)), d.get("init"),
@@ -84,23 +98,243 @@ class Param:
         return f"<Param {self.name} = {self.value:.6g} {self.unit} {err}, bounds=[{self.min}, {self.max}]>"
 
 
-def section_params(doc: dict, section: str) -> dict[str, Param]:
-    """The parameters of one section as :class:`Param` objects, with their standard errors."""
-    sec = doc.get(section)
-    if sec is None:
-        return {}
-    errs = doc.get("fit", {}).get(section, {}).get("stderr", {})
-    return {n: Param.from_json(n, d, errs.get(n)) for n, d in sec["parameters"].items()}
+@dataclass
+class Covariance:
+    """Covariance of fitted parameters (``names`` in matrix order; units are the parameters' units
+    squared); NaN where the fit could not estimate an entry."""
+
+    names: tuple[str, ...]
+    matrix: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.names = tuple(self.names)
+        self.matrix = np.asarray(self.matrix, dtype=float)
+        if self.matrix.shape != (len(self.names), len(self.names)):
+            raise ValueError(f"covariance of {len(self.names)} parameters has shape {self.matrix.shape}")
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Covariance) and self.names == other.names
+                and np.array_equal(self.matrix, other.matrix, equal_nan=True))
+
+    @classmethod
+    def from_blocks(cls, params: Sequence[Param], blocks: Sequence["Covariance | None"] = ()) -> "Covariance":
+        """Covariance of the varied ``params`` from independent fits: each block's entries where it
+        covers two parameters, else the parameter's stderr squared on the diagonal and 0 between
+        parameters of different fits (NaN for a missing stderr)."""
+        names = tuple(p.name for p in params if p.vary)
+        m = np.diag([math.nan if p.stderr is None else p.stderr ** 2 for p in params if p.vary])
+        for b in blocks:
+            if b is None:
+                continue
+            idx = [(i, b.index(n)) for i, n in enumerate(names) if n in b.names]
+            for i, bi in idx:
+                for j, bj in idx:
+                    m[i, j] = b.matrix[bi, bj]
+        return cls(names, m)
+
+    def sub(self, names: Sequence[str]) -> np.ndarray:
+        """The covariance of ``names`` (in that order)."""
+        idx = [self.index(n) for n in names]
+        return self.matrix[np.ix_(idx, idx)]
+
+    def correlation(self) -> np.ndarray:
+        """Correlation matrix (NaN where a variance is missing or zero)."""
+        sd = np.sqrt(np.where(np.diag(self.matrix) > 0, np.diag(self.matrix), np.nan))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.matrix / np.outer(sd, sd)
+
+    def to_json(self) -> dict[str, Any]:
+        rows = [[None if not math.isfinite(x) else float(x) for x in row] for row in self.matrix]
+        return {"names": list(self.names), "matrix": rows}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Covariance":
+        m = np.array([[math.nan if x is None else float(x) for x in row] for row in d["matrix"]], dtype=float)
+        return cls(tuple(d["names"]), m.reshape(len(d["names"]), len(d["names"])))
 
 
-def value(doc: dict, section: str, name: str, default: float | None = None) -> float:
-    """Value of one parameter; ``default`` (or KeyError) when absent."""
-    try:
-        return float(doc[section]["parameters"][name]["value"])
-    except KeyError:
-        if default is not None:
-            return default
-        raise KeyError(f"parameter file has no {section}.{name}") from None
+@dataclass
+class Section:
+    """One fitted model part: the model's name and structure, its parameters, and what the fit knows
+    about them (statistics, covariance, the fitter's settings)."""
+
+    model: str
+    params: dict[str, Param]
+    structure: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    covariance: Covariance | None = None
+    settings: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.params, dict):  # a list of Param is accepted and keyed by name
+            self.params = {p.name: p for p in self.params}
+
+    def __getitem__(self, name: str) -> Param:
+        try:
+            return self.params[name]
+        except KeyError:
+            raise KeyError(f"the {self.model} section has no parameter {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.params
+
+    def __iter__(self) -> Iterator[Param]:
+        return iter(self.params.values())
+
+    def values(self) -> dict[str, float]:
+        """Every parameter's value by name (what a model evaluates)."""
+        return {n: p.value for n, p in self.params.items()}
+
+    def value(self, name: str, default: float | None = None) -> float:
+        """Value of one parameter; ``default`` (or KeyError) when absent."""
+        p = self.params.get(name)
+        if p is None:
+            if default is not None:
+                return default
+            raise KeyError(f"the {self.model} section has no parameter {name!r}")
+        return p.value
+
+    def correlation(self, a: str, b: str) -> float | None:
+        """Correlation of two fitted parameters, when the covariance has both."""
+        if self.covariance is None or a not in self.covariance.names or b not in self.covariance.names:
+            return None
+        c = self.covariance.correlation()[self.covariance.index(a), self.covariance.index(b)]
+        return float(c) if math.isfinite(c) else None
+
+    def to_json(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(the section as the file holds it, its ``fit`` entry; None for a section nothing was fitted
+        for, e.g. published values entered by hand)."""
+        sec = {"model": self.model, **copy.deepcopy(self.structure),
+               "parameters": {n: p.to_json() for n, p in self.params.items()}}
+        fit = dict(copy.deepcopy(self.stats))
+        fit["stderr"] = {n: (None if p.stderr is None or not math.isfinite(p.stderr) else float(p.stderr))
+                         for n, p in self.params.items() if p.vary}
+        if self.covariance is not None:
+            fit["covariance"] = self.covariance.to_json()
+        if self.settings is not None:
+            fit["settings"] = copy.deepcopy(self.settings)
+        if not self.stats and not fit["stderr"] and len(fit) == 1:
+            return sec, None
+        return sec, fit
+
+    @classmethod
+    def from_json(cls, sec: Mapping[str, Any], fit: Mapping[str, Any] | None = None) -> "Section":
+        fit = fit or {}
+        errs = fit.get("stderr") or {}
+        params = {n: Param.from_json(n, d, errs.get(n)) for n, d in sec["parameters"].items()}
+        structure = {k: copy.deepcopy(v) for k, v in sec.items() if k not in ("model", "parameters")}
+        stats = {k: copy.deepcopy(v) for k, v in fit.items() if k not in ("stderr", "covariance", "settings")}
+        cov = Covariance.from_json(fit["covariance"]) if fit.get("covariance") else None
+        return cls(sec["model"], params, structure, stats, cov, copy.deepcopy(fit.get("settings")))
+
+
+class ParameterFile:
+    """A parameter file in memory (module docstring). ``pf["power"]`` is a :class:`Section`."""
+
+    def __init__(self, device: Mapping[str, Any], provenance: Mapping[str, Any],
+                 sections: Mapping[str, Section] | None = None, schema_version: str = SCHEMA_VERSION):
+        self.schema_version = schema_version
+        self.device: dict[str, Any] = copy.deepcopy(dict(device))
+        self.provenance: dict[str, Any] = copy.deepcopy(dict(provenance))
+        self.sections: dict[str, Section] = dict(sections or {})
+
+    # -- sections ------------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Section:
+        try:
+            return self.sections[name]
+        except KeyError:
+            raise KeyError(f"the parameter file has no {name!r} section") from None
+
+    def __setitem__(self, name: str, section: Section) -> None:
+        self.sections[name] = section
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.sections
+
+    def __iter__(self) -> Iterator[str]:
+        """Section names in file order."""
+        return iter([n for n, _ in self.items()])
+
+    def __len__(self) -> int:
+        return len(self.sections)
+
+    def get(self, name: str) -> Section | None:
+        return self.sections.get(name)
+
+    def items(self) -> list[tuple[str, Section]]:
+        """(name, section) in file order: :data:`SECTIONS` first, then any other."""
+        order = [s for s in SECTIONS if s in self.sections] + [s for s in self.sections if s not in SECTIONS]
+        return [(n, self.sections[n]) for n in order]
+
+    def model_of(self, name: str) -> str | None:
+        """Model name of a section, or None when the file has no such section."""
+        sec = self.sections.get(name)
+        return None if sec is None else sec.model
+
+    # -- construction and JSON -------------------------------------------------------------------
+    @classmethod
+    def new(cls, device: Mapping[str, Any], sources: list[dict], campaign: dict | None = None,
+            created_utc: str | None = None) -> "ParameterFile":
+        """An empty parameter file for ``device`` with provenance filled in."""
+        return cls(device, {"toolkit_version": __version__, "toolkit_commit": toolkit_commit(),
+                            "created_utc": created_utc or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                            "sources": sources, "campaign": campaign})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file's JSON document (contract layout: sections in :data:`SECTIONS` order)."""
+        doc: dict[str, Any] = {"schema_version": self.schema_version, "device": copy.deepcopy(self.device),
+                               "provenance": copy.deepcopy(self.provenance)}
+        fit: dict[str, Any] = {}
+        for name, section in self.items():
+            doc[name], entry = section.to_json()
+            if entry is not None:
+                fit[name] = entry
+        doc["fit"] = fit
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], source: str = "<parameters>", check: bool = True) -> "ParameterFile":
+        """A parameter file from its JSON document; checked against the schema and the physical bounds
+        first (``check=False`` only for documents this toolkit has just built)."""
+        if check:
+            validate(doc, source)
+        fit = doc.get("fit") or {}
+        sections = {k: Section.from_json(v, fit.get(k)) for k, v in doc.items()
+                    if k not in _META and isinstance(v, Mapping) and "parameters" in v}
+        return cls(doc.get("device") or {}, doc.get("provenance") or {}, sections, doc.get("schema_version", SCHEMA_VERSION))
+
+    def to_json_text(self) -> str:
+        """The file's text: indented JSON, one covariance row per line."""
+        doc = self.to_dict()
+        rows: list[str] = []
+        for fit in doc["fit"].values():
+            cov = fit.get("covariance")
+            if cov:
+                marks = []
+                for row in cov["matrix"]:
+                    marks.append(f"@@row{len(rows)}@@")
+                    rows.append(json.dumps(row, allow_nan=False))
+                cov["matrix"] = marks
+        text = json.dumps(doc, indent=2, allow_nan=False)
+        for i, r in enumerate(rows):
+            text = text.replace(f'"@@row{i}@@"', r, 1)
+        return text + "\n"
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Check (schema, physical bounds) and write atomically."""
+        doc = self.to_dict()
+        validate(doc, str(path))
+        atomic_write_text(path, self.to_json_text())
+
+    def warnings(self, source: str = "<parameters>") -> list[str]:
+        """What :func:`validate` says of this file besides errors (parameters at a bound, no stderr)."""
+        return validate(self.to_dict(), source)
+
+    def copy(self) -> "ParameterFile":
+        return ParameterFile.from_dict(self.to_dict(), check=False)
 
 
 def _get(doc: Any, path: list) -> Any:
@@ -207,9 +441,7 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
         where, msg = _schema_error(errors[0])
         raise SchemaError(f"{source}: field {where}: {msg}")
     warns: list[str] = []
-    for sec in SECTIONS:
-        if sec not in doc:
-            continue
+    for sec in [k for k, v in doc.items() if k not in _META and isinstance(v, dict) and "parameters" in v]:
         stats = doc["fit"].get(sec, {})
         errs = stats.get("stderr", {})
         for name, p in doc[sec]["parameters"].items():
@@ -244,10 +476,10 @@ def validate(doc: Any, source: str = "<parameters>") -> list[str]:
     return warns
 
 
-def load(path: str | os.PathLike) -> dict:
-    """Read and validate a parameter file: the schema, the physical bounds and that every model
-    section can drive its model (:func:`calib.model.checks.check_models`), so that every
-    verb reading a parameter file refuses a broken one up front with the field named (SchemaError)."""
+def load(path: str | os.PathLike) -> ParameterFile:
+    """Read a parameter file and check it against the schema and the physical bounds (SchemaError naming
+    the file and the field). Whether each section can drive its model is the model layer's check:
+    commands read parameter files with :func:`calib.model.load`, which does both."""
     path = Path(path)
     if not path.exists():
         raise SchemaError(f"{path}: file not found")
@@ -264,17 +496,7 @@ def load(path: str | os.PathLike) -> dict:
         raise SchemaError(f"{path}: JSON nested too deeply to be a parameter file") from e
     except OSError as e:
         raise SchemaError(f"{path}: cannot be read ({e.strerror or e})") from e
-    validate(doc, str(path))
-    from calib.model.checks import check_models  # lazy: the model layer imports this module
-
-    check_models(doc, str(path))
-    return doc
-
-
-def save(doc: dict, path: str | os.PathLike) -> None:
-    """Validate and write a parameter file atomically."""
-    validate(doc, str(path))
-    atomic_write_json(path, doc)
+    return ParameterFile.from_dict(doc, str(path))
 
 
 def toolkit_commit() -> str | None:
@@ -295,37 +517,3 @@ def toolkit_commit() -> str | None:
     return sha + ("+dirty" if dirty else "") if sha else None
 
 
-def new_document(device: dict, sources: list[dict], campaign: dict | None = None,
-                 created_utc: str | None = None) -> dict:
-    """An empty parameter document for ``device`` with provenance filled in."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "device": copy.deepcopy(device),
-        "provenance": {
-            "toolkit_version": __version__,
-            "toolkit_commit": toolkit_commit(),
-            "created_utc": created_utc or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "sources": sources,
-            "campaign": campaign,
-        },
-        "fit": {},
-    }
-
-
-@dataclass
-class SectionFit:
-    """A fitted section ready to be stored: parameters, model structure and fit statistics."""
-
-    model: str
-    params: list[Param]
-    structure: dict[str, Any] = field(default_factory=dict)
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    def store(self, doc: dict, section: str) -> None:
-        """Put this fit into ``doc[section]`` and ``doc['fit'][section]``."""
-        doc[section] = {"model": self.model, **copy.deepcopy(self.structure),
-                        "parameters": {p.name: p.to_json() for p in self.params}}
-        stats = dict(self.stats)
-        stats["stderr"] = {p.name: (None if p.stderr is None or not math.isfinite(p.stderr) else float(p.stderr))
-                           for p in self.params if p.vary}
-        doc.setdefault("fit", {})[section] = stats

@@ -18,7 +18,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from calib.core.errors import FitError
-from calib.core.params import Param
+from calib.core.metrics import errors
+from calib.core.params import Covariance, Param
 
 #: condition number of the column-scaled Jacobian above which parameters are called unidentifiable
 COND_LIMIT = 1e7
@@ -56,6 +57,12 @@ class LsqResult:
     def by_name(self) -> dict[str, Param]:
         return {p.name: p for p in self.params}
 
+    def covariance(self) -> Covariance | None:
+        """Covariance of the varied parameters (None when it could not be computed)."""
+        if self.covar is None:
+            return None
+        return Covariance(tuple(p.name for p in self.params if p.vary), self.covar)
+
     def stats(self, unit: str = "w") -> dict[str, Any]:
         """Statistics for the parameter file's ``fit`` section."""
         d: dict[str, Any] = {"n_samples": int(self.ndata), f"rmse_{unit}": _finite(self.rmse),
@@ -69,19 +76,6 @@ class LsqResult:
 
 def _finite(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
-
-
-def stats_of(y: np.ndarray, yhat: np.ndarray) -> tuple[float, float, float]:
-    """(RMSE, MAPE %, R^2) of predictions ``yhat`` against ``y``."""
-    y = np.asarray(y, float)
-    yhat = np.asarray(yhat, float)
-    r = yhat - y
-    rmse = float(np.sqrt(np.mean(r**2))) if len(r) else math.nan
-    nz = np.abs(y) > 1e-12
-    mape = float(100.0 * np.mean(np.abs(r[nz] / y[nz]))) if nz.any() else math.nan
-    ss_tot = float(np.sum((y - y.mean()) ** 2)) if len(y) else 0.0
-    r2 = 1.0 - float(np.sum(r**2)) / ss_tot if ss_tot > 0 else math.nan
-    return rmse, mape, r2
 
 
 def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Param], y: np.ndarray,
@@ -140,7 +134,8 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     redchi = chisqr / max(1, n - k)
     aic = n * math.log(max(chisqr, 1e-300) / n) + 2 * k
     bic = n * math.log(max(chisqr, 1e-300) / n) + k * math.log(n)
-    rmse, mape, r2 = stats_of(y, yhat)
+    m = errors(y, yhat)
+    rmse, mape, r2 = m.rmse, m.mape_pct, m.r2
     warnings_: list[str] = []
     covar = None
     stderr = [None] * k

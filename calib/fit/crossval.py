@@ -3,7 +3,7 @@
 Folds are made of whole workloads (``workload`` column): the workload names are shuffled with
 ``seed`` and dealt into ``k`` folds of nearly equal row counts, so a workload is never split across
 folds and every prediction is for a workload the fit has not seen. The fitter and the predictor are
-the ones the parameter file would use (``fit(df) -> SectionFit``, ``predict(section_dict, df) -> W``),
+the ones the parameter file would use (``fit(df) -> Section``, ``predict(section, df) -> W``),
 so the same code cross-validates the DVFS model and the single-clock IPP model.
 """
 
@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
-from calib.core.params import SectionFit
+from calib.core.metrics import errors, per_workload
+from calib.core.params import Section
 
 
 @dataclass
@@ -93,14 +94,14 @@ def make_folds(workloads: pd.Series, k: int, seed: int = 0, strata: pd.Series | 
     return folds
 
 
-def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], SectionFit],
-                   predict: Callable[[dict, pd.DataFrame], np.ndarray], seed: int = 0,
+def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], Section],
+                   predict: Callable[[Section, pd.DataFrame], np.ndarray], seed: int = 0,
                    strata: str | None = None) -> CVResult:
     """Cross-validated error of ``fit``/``predict`` on ``df``, with folds by workload.
 
     ``df`` needs ``workload`` and ``power_w``. ``k`` must be between 2 and the number of workloads.
-    Each fold's section is turned into the dict a parameter file holds (``SectionFit.store``) before
-    ``predict`` sees it. Warnings raised by the fits are collected once each (``CVResult.warnings``).
+    Each fold's fitted section goes to ``predict`` as it would be read from a parameter file (a JSON
+    round trip). Warnings raised by the fits are collected once each (``CVResult.warnings``).
     """
     for col in ("workload", "power_w"):
         if col not in df.columns:
@@ -122,9 +123,8 @@ def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], Secti
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             sec = fit(df[~test])
-            doc: dict = {}
-            sec.store(doc, "power")
-            p = np.asarray(predict(doc["power"], df[test]), dtype=float)
+            sec = Section.from_json(*sec.to_json())
+            p = np.asarray(predict(sec, df[test]), dtype=float)
         for w in caught:
             seen.setdefault(f"fold {i + 1}: {w.message}", None)
         if p.shape != (int(test.sum()),):
@@ -132,16 +132,13 @@ def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], Secti
         pred[test] = p
         fold_of[test] = i + 1
     y = df["power_w"].to_numpy(float)
-    err = (pred.to_numpy() - y) / y * 100.0
-    abs_err = np.abs(err)
     per_fold = []
     for i, names in enumerate(folds):
         m = (fold_of == i + 1).to_numpy()
+        e = errors(y[m], pred.to_numpy()[m])
         per_fold.append({"fold": i + 1, "workloads": sorted(names), "n_rows": int(m.sum()),
-                         "mape_pct": float(abs_err[m].mean()), "max_abs_pct": float(abs_err[m].max())})
-    tab = pd.DataFrame({"workload": wl.to_numpy(), "fold": fold_of.to_numpy(), "err": err, "abs": abs_err})
-    per_wl = tab.groupby("workload", sort=True).agg(fold=("fold", "first"), n_rows=("err", "size"),
-                                                    mape_pct=("abs", "mean"), max_abs_pct=("abs", "max"),
-                                                    bias_pct=("err", "mean"))
-    return CVResult(int(k), int(seed), float(abs_err.mean()), float(abs_err.max()),
-                    float(np.sqrt(np.mean((pred.to_numpy() - y) ** 2))), per_fold, per_wl, pred, list(seen))
+                         "mape_pct": e.mape_pct, "max_abs_pct": e.max_abs_pct})
+    per_wl = per_workload(wl.to_numpy(), y, pred.to_numpy(), fold=fold_of.to_numpy())
+    per_wl = per_wl[["fold", "n_rows", "mape_pct", "max_abs_pct", "bias_pct"]]
+    e = errors(y, pred.to_numpy())
+    return CVResult(int(k), int(seed), e.mape_pct, e.max_abs_pct, e.rmse, per_fold, per_wl, pred, list(seen))

@@ -83,7 +83,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares, nnls
 
+from calib.core import names
 from calib.core.errors import BadInputError, FitError
 from calib.model.arfunc import IPP_A, IPP_B, LOG
 from calib.model.dvfs import (
@@ -103,17 +104,16 @@ from calib.model.dvfs import (
     POW,
     SHAPE_NAMES,
     TPOW,
-    core_level_param,
     domain_totals,
-    level_param,
     levels_of,
     scaled_activities,
     total_form,
     transform,
-    unit_param,
     unit_shape,
 )
-from calib.core.params import Param, SectionFit
+from calib.core.metrics import errors
+from calib.core.params import Covariance, Param, Section
+from calib.fit.base import Constraint, Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import in_memory_domain
 
@@ -432,17 +432,12 @@ def activity_diagnostics(U: np.ndarray, units: list[str]) -> tuple[np.ndarray, l
 
 
 def _forms_for(units: list[str], ar_form: str, ar_forms: Mapping[str, str] | None) -> list[str]:
-    forms = []
     extra = set(ar_forms or {}) - set(units)
     if extra:
         raise BadInputError(f"access-rate form given for unknown unit(s): {', '.join(sorted(extra))} "
                             f"(units in the table: {', '.join(units)})")
-    for u in units:
-        f = (ar_forms or {}).get(u, ar_form)
-        if f not in FORMS:
-            raise BadInputError(f"unit {u}: unknown access-rate form {f!r} (expected one of {', '.join(FORMS)})")
-        forms.append(f)
-    return forms
+    # the forms themselves were checked with the settings (DvfsPowerFitter.constraints)
+    return [(ar_forms or {}).get(u, ar_form) for u in units]
 
 
 def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form: str,
@@ -582,8 +577,6 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
         shapes.append("ar_exponent")
     if BOXCOX in forms:
         shapes += ["ar_bc_a", "ar_bc_lambda"]
-    if ar_shape not in ("shared", "per_unit"):
-        raise BadInputError(f"unknown ar_shape {ar_shape!r} (expected 'shared' or 'per_unit')")
     if TPOW in forms and ar_shape == "per_unit":
         shapes += [f"ar_tp_lambda_{u}" for u, f, v in zip(units, forms, varies) if f == TPOW and v]
         if any(t.startswith("total_") for t in terms):
@@ -607,8 +600,6 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
         shapes.append("mem_sat")
     if static_exp and "static_core_w" in terms:
         shapes.append("static_v_exp")
-    if weighting not in WEIGHTINGS:
-        raise BadInputError(f"unknown weighting {weighting!r} (expected one of {', '.join(WEIGHTINGS)})")
     wt = np.ones_like(P) if weighting == "absolute" else 1.0 / P
     if weighting == "relative_workload":
         # every workload name carries the same total weight, whatever its number of rows
@@ -617,8 +608,6 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
     prob = Problem(P, wt, fc, fm, U, units, forms, is_mem, varies, ic, im, lc, lm, rc, rm, _cum_map(len(lc), rc),
                    _cum_map(len(lm), rm), f0c, f0m, terms, shapes, ind_c, ind_m, dT, ac, am, fixed_shape, ridge,
                    free_sign)
-    if core_voltage not in CORE_VOLTAGES:
-        raise BadInputError(f"unknown core_voltage {core_voltage!r} (expected one of {', '.join(CORE_VOLTAGES)})")
     if core_voltage == "per_mem_anchored":  # every curve 1 at the reference core clock
         core_voltage, prob.core_offsets = "per_mem", False
     if multi_c and multi_m and core_voltage != "shared":
@@ -744,16 +733,38 @@ def _se(v: float) -> float | None:
     return float(math.sqrt(v)) if v is not None and math.isfinite(v) and v >= 0 else None
 
 
-def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str = "", ar_form: str = TPOW,
-             ar_forms: Mapping[str, str] | None = None, method: str = "joint", activity_clocks: Any = "auto",
-             weighting: str = "relative", fit_log_a: bool = True, active_terms: bool = True, ridge: float = 0.0,
-             ref_clocks: tuple[float, float] | None = None, ar_threshold: float | None = DEFAULT_THRESHOLD,
-             max_nfev: int | None = None, ar_shape: str = "shared", total_terms: bool | str = False,
-             loss: str = "linear", loss_scale: float = 0.05, core_voltage: str = "auto",
-             static_exp: bool = False) -> SectionFit:
-    """Fit the DVFS power model to a samples table; returns the ``power`` section (model ``"dvfs"``).
+def training_rows(df: pd.DataFrame, temperature_correction: Mapping[str, float] | None = None
+                  ) -> tuple[pd.DataFrame, dict | None]:
+    """The rows a DVFS fit uses, and the temperature correction applied to them.
 
-    ``df``: samples table (``power_w``, ``core_mhz``, ``mem_mhz``, ``act_<unit>``; ``workload`` and
+    Drops held-out, thermal and timing rows and the active-SM sweep (whole-GPU rows only: the model
+    has no active-SM term); with a thermal fit's ``{"sigma_w_per_c", "idle_temp_c"}``, brings power to
+    the idle temperature (power - sigma x (temp_c - idle_temp_c), IPP eq. 22) and drops ``temp_c``:
+    within a campaign the window temperature follows the window's own power, so a leakage slope fitted
+    here would soak up dynamic power (seen: ~20 W/C against the thermal fit's ~0.3 W/C); predictions add
+    the correction back (:func:`calib.model.dvfs.predict_power`). Returns (rows, the correction applied
+    or None).
+    """
+    from calib.fit.ipp import EXCLUDED_ROLES
+
+    data = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)] if "role" in df.columns else df
+    if "active_sms" in data.columns:
+        data = data[data["active_sms"].isna() | (data["active_sms"] >= data["active_sms"].max())]
+    tc = temperature_correction
+    if tc and "temp_c" in data.columns:
+        sigma, idle = float(tc["sigma_w_per_c"]), float(tc["idle_temp_c"])
+        data = data.copy()
+        data["power_w"] = data["power_w"] - sigma * (data["temp_c"].fillna(idle) - idle)
+        return data.drop(columns=["temp_c"]), {"sigma_w_per_c": sigma, "idle_temp_c": idle}
+    return data, None
+
+
+class DvfsPowerFitter(Estimator):
+    """Fits the DVFS power model (module docstring) to a samples table with several clock
+    configurations; an estimator (:mod:`calib.fit.base`): ``DvfsPowerFitter(**settings).fit(df)``
+    learns ``section_`` (model ``"dvfs"``), which records the settings.
+
+    Settings. ``fit(df)`` takes a samples table (``power_w``, ``core_mhz``, ``mem_mhz``, ``act_<unit>``; ``workload`` and
     ``temp_c`` optional; ``ref_core_mhz``/``ref_mem_mhz`` when the activities were measured at other
     clocks than the row's). ``mem_units``: units of the memory clock domain (default: the contract's
     name rule). ``ar_form``: access-rate transform of every unit (``"tpow"`` default, ``"boxcox"``,
@@ -770,40 +781,107 @@ def fit_dvfs(df: pd.DataFrame, *, mem_units: set[str] | None = None, source: str
     either sign). ``ar_shape``: ``"shared"`` transform power or ``"per_unit"``. ``loss``, ``loss_scale``:
     robust loss of :func:`scipy.optimize.least_squares` on the weighted residuals (joint method only;
     standard errors then still come from the plain Jacobian). With one clock configuration the model
-    reduces to the IPP form.
+    reduces to the IPP form. ``temperature_correction``: a thermal fit's ``{"sigma_w_per_c",
+    "idle_temp_c"}`` (:func:`training_rows`).
     """
-    if method not in ("joint", "alternating"):
-        raise BadInputError(f"unknown fit method {method!r} (expected 'joint' or 'alternating')")
-    t0 = time.perf_counter()
-    prob, meta, notes = _prepare(df, mem_units, source, ar_form, ar_forms, activity_clocks, weighting, fit_log_a,
-                                 active_terms, ridge, ref_clocks, ar_threshold, ar_shape, total_terms, core_voltage,
-                                 static_exp)
-    if loss not in LOSSES:
-        raise BadInputError(f"unknown loss {loss!r} (expected one of {', '.join(LOSSES)})")
-    if loss != "linear" and method != "joint":
-        raise BadInputError(f"loss {loss!r} needs the joint fit method (the alternating scheme is plain least squares)")
-    x0 = _start(prob)
-    if method == "joint":
-        x, nfev, msg = _solve_joint(prob, x0, max_nfev, loss, loss_scale)
-    else:
-        x, nfev, msg = _solve_alternating(prob, x0)
-    if not np.all(np.isfinite(x)):
-        raise FitError(f"{source or '<table>'}: the DVFS fit diverged ({msg})")
-    cov, dead = _covariance(prob, x)
-    lin, shape, vc, vm = prob.split(x)
-    yhat = prob.predict(x)
-    elapsed = time.perf_counter() - t0
-    return _section(prob, meta, notes, x, cov, dead, lin, shape, vc, vm, yhat, nfev, msg, method, weighting, elapsed)
+
+    constraints = {
+        "mem_units": optional(names_of("units")),
+        "ar_form": options(*FORMS),
+        "ar_forms": optional(mapping_of(options(*FORMS), "units")),
+        "method": options("joint", "alternating"),
+        "activity_clocks": either(options("auto", "off"), Constraint(
+            lambda v: len(v) == 2 and all(float(x) > 0 for x in v), "a (core_mhz, mem_mhz) pair")),
+        "weighting": options(*WEIGHTINGS),
+        "fit_log_a": options(True, False),
+        "active_terms": options(True, False),
+        "ridge": number(0.0),
+        "ref_clocks": optional(Constraint(lambda v: len(v) == 2 and all(float(x) > 0 for x in v),
+                                          "a (core_mhz, mem_mhz) pair")),
+        "ar_threshold": optional(number(0.0, 0.5)),
+        "max_nfev": optional(number(1, 1e9, integer=True)),
+        "ar_shape": options("shared", "per_unit"),
+        "total_terms": options(False, True, "free"),
+        "loss": options(*LOSSES),
+        "loss_scale": number(0.0, lo_open=True),
+        "core_voltage": options(*CORE_VOLTAGES),
+        "static_exp": options(True, False),
+        "temperature_correction": optional(mapping_of(number(), "sigma_w_per_c/idle_temp_c")),
+    }
+
+    def __init__(self, *, mem_units: Iterable[str] | None = None, ar_form: str = TPOW,
+                 ar_forms: Mapping[str, str] | None = None, method: str = "joint", activity_clocks: Any = "auto",
+                 weighting: str = "relative", fit_log_a: bool = True, active_terms: bool = True, ridge: float = 0.0,
+                 ref_clocks: tuple[float, float] | None = None, ar_threshold: float | None = DEFAULT_THRESHOLD,
+                 max_nfev: int | None = None, ar_shape: str = "shared", total_terms: bool | str = False,
+                 loss: str = "linear", loss_scale: float = 0.05, core_voltage: str = "auto",
+                 static_exp: bool = False, temperature_correction: Mapping[str, float] | None = None):
+        self.mem_units = mem_units
+        self.ar_form = ar_form
+        self.ar_forms = ar_forms
+        self.method = method
+        self.activity_clocks = activity_clocks
+        self.weighting = weighting
+        self.fit_log_a = fit_log_a
+        self.active_terms = active_terms
+        self.ridge = ridge
+        self.ref_clocks = ref_clocks
+        self.ar_threshold = ar_threshold
+        self.max_nfev = max_nfev
+        self.ar_shape = ar_shape
+        self.total_terms = total_terms
+        self.loss = loss
+        self.loss_scale = loss_scale
+        self.core_voltage = core_voltage
+        self.static_exp = static_exp
+        self.temperature_correction = temperature_correction
+
+    def fit(self, df: pd.DataFrame, source: str = "") -> "DvfsPowerFitter":
+        """Fit to the rows of ``df`` the model covers (:func:`training_rows`); ``source`` names the
+        table in messages. Returns self."""
+        self._validate_settings()
+        if self.loss != "linear" and self.method != "joint":
+            raise BadInputError(f"loss {self.loss!r} needs the joint fit method (the alternating scheme is plain "
+                                "least squares)")
+        t0 = time.perf_counter()
+        rows, correction = training_rows(df, self.temperature_correction)
+        if len(rows) < len(df) and "role" in df.columns:
+            warnings.warn(f"{source or '<table>'}: {len(df) - len(rows)} rows not used by the DVFS fit (roles "
+                          "heldout/thermal/timing, or fewer active SMs than the widest launch)")
+        act = self.activity_clocks
+        prob, meta, notes = _prepare(rows, None if self.mem_units is None else set(self.mem_units), source,
+                                     self.ar_form, self.ar_forms, act if isinstance(act, str) else tuple(act),
+                                     self.weighting, self.fit_log_a, self.active_terms, self.ridge,
+                                     None if self.ref_clocks is None else tuple(self.ref_clocks), self.ar_threshold,
+                                     self.ar_shape, self.total_terms, self.core_voltage, self.static_exp)
+        x0 = _start(prob)
+        if self.method == "joint":
+            x, nfev, msg = _solve_joint(prob, x0, self.max_nfev, self.loss, self.loss_scale)
+        else:
+            x, nfev, msg = _solve_alternating(prob, x0)
+        if not np.all(np.isfinite(x)):
+            raise FitError(f"{source or '<table>'}: the DVFS fit diverged ({msg})")
+        cov, dead = _covariance(prob, x)
+        lin, shape, vc, vm = prob.split(x)
+        yhat = prob.predict(x)
+        elapsed = time.perf_counter() - t0
+        sec = _section(prob, meta, notes, x, cov, dead, lin, shape, vc, vm, yhat, nfev, msg, self.method,
+                       self.weighting, elapsed)
+        sec.structure["temperature_correction"] = correction
+        sec.settings = self.settings()
+        self.section_ = sec
+        return self
 
 
 def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np.ndarray, dead: np.ndarray,
              lin: np.ndarray, shape: dict[str, float], vc: np.ndarray, vm: np.ndarray, yhat: np.ndarray,
-             nfev: int, msg: str, method: str, weighting: str, elapsed: float) -> SectionFit:
-    from calib.fit.core import stats_of
-
+             nfev: int, msg: str, method: str, weighting: str, elapsed: float) -> Section:
     warns = list(notes)
     params: list[Param] = []
     lo, hi = _bounds(prob)
+    # d(reported parameter) / d(raw parameter vector): the covariance of the reported parameters is
+    # grad @ cov @ grad.T (identity rows for coefficients and shapes, the delta method for voltages)
+    grads: list[np.ndarray] = []
 
     wscale = max(1.0, float(np.max(np.abs(lin)))) if len(lin) else 1.0
 
@@ -814,6 +892,9 @@ def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np
         if idx < prob.nlin and v - lo_i <= 1e-6 * wscale:
             v = float(lo_i)  # the solver stops a hair inside the bound: report the bound
         p = Param(name, v, unit, float(lo_i), float(hi[idx]), True, None, se, desc)
+        g = np.zeros(len(x))
+        g[idx] = 1.0
+        grads.append(g)
         if dead[idx]:
             warns.append(f"{name}: the data do not depend on this parameter (not identifiable); no standard error")
         elif p.at_bound():
@@ -827,10 +908,10 @@ def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np
     for j, u in enumerate(prob.units):
         dom = "memory" if prob.is_mem[j] else "core"
         if prob.vary_unit[j]:
-            add(unit_param(u), col, "W", f"dynamic power of {u} at full activity, reference clocks ({dom} domain)")
+            add(names.unit_weight(u), col, "W", f"dynamic power of {u} at full activity, reference clocks ({dom} domain)")
             col += 1
         else:
-            params.append(Param(unit_param(u), 0.0, "W", 0.0, math.inf, False, None, None,
+            params.append(Param(names.unit_weight(u), 0.0, "W", 0.0, math.inf, False, None, None,
                                 f"{u} never varies in the fitted table: fixed at 0"))
     for k, s in enumerate(prob.shapes):
         add(s, prob.nlin + k, shape_spec(s)[3], shape_spec(s)[4])
@@ -850,48 +931,55 @@ def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np
             idx.append(k_off)
             k_off += 1
             A = np.hstack([A, np.ones((len(prob.lc), 1))])
-        names = [core_level_param(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
+        level_names = [names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
         curves.append((CORE, prob.lc, vc[:, g], idx, A, prob.rc if g == prob.rg or not prob.n_off else -1,
-                       "" if prob.ncg == 1 else f" (memory clock {prob.lm[g]:g} MHz)", names))
+                       "" if prob.ncg == 1 else f" (memory clock {prob.lm[g]:g} MHz)", level_names))
     curves.append((MEM, prob.lm, vm, list(range(b + prob.nu_c, b + prob.nu_c + prob.nu_m)), prob.Am, prob.rm, "",
-                   [level_param(MEM, f) for f in prob.lm]))
-    for dom, levels, v, idx, A, ref, where, names in curves:
+                   [names.voltage_level(MEM, f) for f in prob.lm]))
+    for dom, levels, v, idx, A, ref, where, level_names in curves:
         sub = cov[np.ix_(idx, idx)] if idx else np.zeros((0, 0))
         D = v[:, None] * A
         cv = D @ sub @ D.T if idx else np.zeros((len(levels), len(levels)))
         for i, f in enumerate(levels):
             if i == ref:
-                params.append(Param(names[i], 1.0, "V/Vref", 0.0, math.inf, False, None, None,
+                params.append(Param(level_names[i], 1.0, "V/Vref", 0.0, math.inf, False, None, None,
                                     f"relative {dom} voltage at the reference clock {f:g} MHz"))
                 continue
             se = _se(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
-            params.append(Param(names[i], float(v[i]), "V/Vref", 0.0, math.inf, True, None, se,
+            params.append(Param(level_names[i], float(v[i]), "V/Vref", 0.0, math.inf, True, None, se,
                                 f"relative {dom} voltage at {f:g} MHz{where} (latent, monotone in clock)"))
-    rmse, mape, r2 = stats_of(prob.P, yhat)
-    err = np.abs(yhat - prob.P) / prob.P
+            g = np.zeros(len(x))
+            g[idx] = D[i]
+            grads.append(g)
+    m = errors(prob.P, yhat)
     structure: dict[str, Any] = {
         "units": [{"name": u, "domain": MEM if m else CORE, "ar_form": f}
                   for u, m, f in zip(prob.units, prob.is_mem, prob.forms)],
         "ref_clocks": {"core_mhz": prob.f0c, "mem_mhz": prob.f0m},
-        "voltage": {CORE: {"mhz": [float(f) for f in prob.lc], "params": [level_param(CORE, f) for f in prob.lc]},
-                    MEM: {"mhz": [float(f) for f in prob.lm], "params": [level_param(MEM, f) for f in prob.lm]}},
+        "voltage": {CORE: {"mhz": [float(f) for f in prob.lc], "params": [names.voltage_level(CORE, f) for f in prob.lc]},
+                    MEM: {"mhz": [float(f) for f in prob.lm], "params": [names.voltage_level(MEM, f) for f in prob.lm]}},
         "activity_clocks": meta["act_info"],
         "temp_ref_c": meta["temp_ref_c"],
     }
     if prob.ncg > 1:
         structure["voltage"][CORE]["per_mem"] = {
             "mem_mhz": [float(f) for f in prob.lm],
-            "params": [[core_level_param(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
+            "params": [[names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
                        for g in range(prob.ncg)]}
     structure |= {
         "outside_fitted_clocks": "voltage interpolated linearly between levels, held at the end value outside",
     }
     stats: dict[str, Any] = {
         "n_samples": int(len(prob.P)), "n_workloads": meta["n_workloads"],
-        "rmse_w": float(rmse), "mape_pct": float(mape), "r2": float(r2), "max_abs_pct": float(100 * err.max()),
+        "rmse_w": m.rmse, "mape_pct": m.mape_pct, "r2": m.r2, "max_abs_pct": m.max_abs_pct,
         "n_parameters": int(len(x)), "method": method, "weighting": weighting, "nfev": int(nfev),
         "solver_message": msg, "fit_time_s": round(float(elapsed), 4),
     }
     if warns:
         stats["warnings"] = warns
-    return SectionFit(MODEL_NAME, params, structure, stats)
+    G = np.array(grads)
+    full = G @ np.nan_to_num(cov) @ G.T
+    unknown = (np.abs(G[:, dead]) > 0).any(axis=1) if dead.any() else np.zeros(len(G), bool)
+    full[unknown, :] = np.nan
+    full[:, unknown] = np.nan
+    return Section(MODEL_NAME, params, structure, stats, Covariance(tuple(p.name for p in params if p.vary), full))

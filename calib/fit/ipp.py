@@ -28,17 +28,18 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from calib.core.errors import BadInputError, FitError, NotFittedError
+from calib.core import names
+from calib.core.errors import BadInputError, FitError
 from calib.fit.core import LsqResult, fit_lsq
 from calib.model.arfunc import IPP_A, LINEAR, LOG
 from calib.model.ipp import _running
-from calib.core.params import Param, SectionFit
+from calib.core.params import Param, Section
+from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import CHIP_UNITS, in_memory_domain
 
@@ -51,46 +52,76 @@ DIE_AREA_PRIOR: dict[str, float] = {
 EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and bursts, not power benchmarks
 
 
-@dataclass(frozen=True)
-class IppStructure:
-    """What the fitter knows about the device: SM count and which units are chip-level."""
+class IppPowerFitter(Estimator):
+    """Fits the IPP power model (module docstring); an estimator (:mod:`calib.fit.base`).
 
-    sm_count: int = 1
-    chip_units: frozenset[str] = frozenset(CHIP_UNITS)
-    warp_issue_per_cycle: float | None = None
-    core_mhz: float | None = None
-    mem_mhz: float | None = None
-
-
-class IppPowerFitter:
-    """Fits the IPP power model; settings in the constructor, fitted state in attributes ending in ``_``.
-
-    Parameters
-    ----------
+    Settings
+    --------
     ar_forms:
         ``"auto"`` (choose per unit by BIC) or a mapping unit -> ``"linear"``/``"log"``.
     sm_scaling:
         ``"auto"``, ``"log"`` or ``"linear"``.
     loss:
         ``scipy.optimize.least_squares`` loss (``"linear"`` = ordinary least squares).
+    mem_units:
+        units of the memory clock domain (default: the samples-table contract's name rule).
+    sm_count, chip_units:
+        the GPU's SMs and which units are chip-level (L2, DRAM) rather than per SM.
+    warp_issue_per_cycle, default_clocks:
+        the GPU's issue rate and default ``{"core_mhz", "mem_mhz"}`` (recorded in the section; rows at
+        other clocks are not used: the DVFS model covers them).
+    temperature_correction:
+        ``{"sigma_w_per_c", "idle_temp_c"}`` from a thermal fit: power is referred to the idle
+        temperature (IPP eq. 22).
     """
 
+    constraints = {
+        "ar_forms": either(options("auto"), mapping_of(options(LINEAR, LOG), "units")),
+        "sm_scaling": options("auto", "log", "linear"),
+        "loss": options("linear", "soft_l1", "huber", "cauchy", "arctan"),
+        "mem_units": optional(names_of("units")),
+        "sm_count": number(1, 1024, integer=True),
+        "chip_units": optional(names_of("units")),
+        "warp_issue_per_cycle": optional(number(0, 64, lo_open=True)),
+        "default_clocks": optional(mapping_of(optional(number(0, 1e5, lo_open=True)), "core_mhz/mem_mhz")),
+        "temperature_correction": optional(mapping_of(number(), "sigma_w_per_c/idle_temp_c")),
+    }
+
     def __init__(self, *, ar_forms: str | Mapping[str, str] = "auto", sm_scaling: str = "auto",
-                 loss: str = "linear", mem_units: Iterable[str] | None = None):
+                 loss: str = "linear", mem_units: Iterable[str] | None = None, sm_count: int = 1,
+                 chip_units: Iterable[str] | None = None, warp_issue_per_cycle: float | None = None,
+                 default_clocks: Mapping[str, float | None] | None = None,
+                 temperature_correction: Mapping[str, float] | None = None):
         self.ar_forms = ar_forms
         self.sm_scaling = sm_scaling
         self.loss = loss
         self.mem_units = mem_units
+        self.sm_count = sm_count
+        self.chip_units = chip_units
+        self.warp_issue_per_cycle = warp_issue_per_cycle
+        self.default_clocks = default_clocks
+        self.temperature_correction = temperature_correction
 
     # -- fitting ------------------------------------------------------------------------------
-    def fit(self, df: pd.DataFrame, structure: IppStructure | None = None, *, sigma: float | None = None,
-            idle_temp_c: float | None = None) -> "IppPowerFitter":
-        """Fit to the rows of a checked samples table. Returns self."""
-        st = structure or IppStructure()
+    def training_rows(self, df: pd.DataFrame) -> pd.DataFrame:
+        """The rows of a samples table the model covers: no held-out, thermal or timing rows, and at
+        the default clocks when they are set."""
         data = df[~df["role"].isin(EXCLUDED_ROLES)] if "role" in df.columns else df
-        data = data.reset_index(drop=True)
+        clocks = self.default_clocks or {}
+        for col in ("core_mhz", "mem_mhz"):
+            if clocks.get(col) is not None and col in data.columns:
+                data = data[np.isclose(data[col].to_numpy(float), float(clocks[col]))]
+        return data
+
+    def fit(self, df: pd.DataFrame) -> "IppPowerFitter":
+        """Fit to the rows of a checked samples table that the model covers (:meth:`training_rows`).
+        Returns self."""
+        self._validate_settings()
+        data = self.training_rows(df).reset_index(drop=True)
         if len(data) < 3:
             raise FitError(f"only {len(data)} samples to fit")
+        tc = self.temperature_correction or {}
+        sigma, idle_temp_c = tc.get("sigma_w_per_c"), tc.get("idle_temp_c")
         warns: list[str] = []
         units = []
         for u in act_units(data):
@@ -109,9 +140,9 @@ class IppPowerFitter:
                 raise BadInputError(f"memory unit(s) {', '.join(unknown)} not in the table "
                                     f"(units: {', '.join(act_units(data))})")
         self.units_ = units
-        self.structure_in_ = st
+        self._chip = frozenset(CHIP_UNITS if self.chip_units is None else self.chip_units)
         self._pinned: set[str] = set()
-        n_sm = st.sm_count
+        n_sm = int(self.sm_count)
         act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
         running = _running(data, act)
         active = data["active_sms"].to_numpy(float) if "active_sms" in data.columns else np.full(len(data), n_sm)
@@ -152,7 +183,7 @@ class IppPowerFitter:
             self.warnings_.append("no active-SM sweep in the samples: SM scaling not identified (linear assumed)")
         for w in self.warnings_:
             warnings.warn(w)
-        self.sigma_, self.idle_temp_c_ = sigma, idle_temp_c
+        self.section_ = self._make_section()
         return self
 
     def _params(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
@@ -166,16 +197,15 @@ class IppPowerFitter:
                         description="constant power of any running kernel (Fermi 'Activation')"))
         ps.append(Param("const_sm_power_w", 0.1 * run_excess / n_sm, "W", 0.0, math.inf, True,
                         description="RP_Const_SM: constant runtime power per active SM"))
-        prior_total = sum(DIE_AREA_PRIOR.get(u, 0.5) * (1 if u in self.structure_in_.chip_units else n_sm)
-                          for u in forms)
+        prior_total = sum(DIE_AREA_PRIOR.get(u, 0.5) * (1 if u in self._chip else n_sm) for u in forms)
         for u, form in forms.items():
-            mult = 1 if u in self.structure_in_.chip_units else n_sm
+            mult = 1 if u in self._chip else n_sm
             seed = run_excess * DIE_AREA_PRIOR.get(u, 0.5) / max(prior_total, 1e-9) * 2.0
-            ps.append(Param(f"max_power_{u}_w", max(seed / 1.0, 1e-3) if mult == 1 else max(seed, 1e-3),
+            ps.append(Param(names.max_power(u), max(seed / 1.0, 1e-3) if mult == 1 else max(seed, 1e-3),
                             "W", 0.0, math.inf, True,
                             description=f"MaxPower of {u} at AR = 1 ({'per chip' if mult == 1 else 'per SM'})"))
             if form == LOG:
-                ps.append(Param(f"ar_log_a_{u}", IPP_A, "1", 0.005, 2.0, True,
+                ps.append(Param(names.ar_log_a(u), IPP_A, "1", 0.005, 2.0, True,
                                 description=f"slope a of {u}'s access-rate function a ln(AR) + b"))
         if any(f == LOG for f in forms.values()):
             ps.append(Param("ar_log_b", 1.0, "1", -math.inf, math.inf, False,
@@ -196,10 +226,9 @@ class IppPowerFitter:
         return ps
 
     def _structure(self, forms: Mapping[str, str], smf: str) -> dict[str, Any]:
-        st = self.structure_in_
         mem = set(self.mem_units) if self.mem_units is not None else None
-        return {"sm_count": st.sm_count, "sm_scaling": smf,
-                "units": {u: {"scope": "chip" if u in st.chip_units else "sm", "ar_function": f,
+        return {"sm_count": int(self.sm_count), "sm_scaling": smf,
+                "units": {u: {"scope": "chip" if u in self._chip else "sm", "ar_function": f,
                               "domain": "mem" if in_memory_domain(u, mem) else "core"} for u, f in forms.items()}}
 
     def _fit_once(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
@@ -217,7 +246,7 @@ class IppPowerFitter:
             if f != LOG:
                 continue
             pos = act[u][act[u] > 0]
-            if len(pos) and np.all(v[f"ar_log_a_{u}"] * np.log(pos) + v.get("ar_log_b", 1.0) <= 0):
+            if len(pos) and np.all(v[names.ar_log_a(u)] * np.log(pos) + v.get("ar_log_b", 1.0) <= 0):
                 dead.append(u)
         return dead
 
@@ -244,23 +273,19 @@ class IppPowerFitter:
         return res, forms
 
     # -- output ---------------------------------------------------------------------------------
-    def check_is_fitted(self) -> None:
-        if not hasattr(self, "result_"):
-            raise NotFittedError("IppPowerFitter is not fitted yet; call fit() first")
-
-    def section(self) -> SectionFit:
-        """The fitted ``power`` section (model ``ipp``) with its statistics."""
-        self.check_is_fitted()
-        st = self.structure_in_
+    def _make_section(self) -> Section:
+        """The fitted ``power`` section (model ``ipp``) with its statistics, covariance and settings."""
         structure = self._structure(self.forms_, self.sm_scaling_)
-        structure["warp_issue_per_cycle"] = st.warp_issue_per_cycle
-        structure["default_clocks"] = {"core_mhz": st.core_mhz, "mem_mhz": st.mem_mhz}
+        clocks = self.default_clocks or {}
+        structure["warp_issue_per_cycle"] = self.warp_issue_per_cycle
+        structure["default_clocks"] = {"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")}
         structure["ar_function_choice"] = "BIC, greedy per unit from all-log"
+        tc = self.temperature_correction
         structure["temperature_correction"] = (
-            {"sigma_w_per_c": self.sigma_, "idle_temp_c": self.idle_temp_c_} if self.sigma_ is not None else None)
+            {"sigma_w_per_c": tc["sigma_w_per_c"], "idle_temp_c": tc["idle_temp_c"]} if tc else None)
         stats = self.result_.stats("w")
         stats["units_fitted"] = list(self.units_)
-        return SectionFit("ipp", self.params_, structure, stats)
+        return Section("ipp", self.params_, structure, stats, self.result_.covariance(), self.settings())
 
 
 class _Evaluator:
@@ -298,7 +323,7 @@ class _Evaluator:
     def _f(self, v: Mapping[str, float], form: str, ar: np.ndarray, pos: np.ndarray, lnar: np.ndarray,
            u: str) -> tuple[np.ndarray, np.ndarray | None]:
         if form == LOG:
-            a, b = v[f"ar_log_a_{u}"], v.get("ar_log_b", 1.0)
+            a, b = v[names.ar_log_a(u)], v.get("ar_log_b", 1.0)
             raw = a * lnar + b
             on = pos & (raw > 0)
             return np.where(on, raw, 0.0), np.where(on, lnar, 0.0)
@@ -309,7 +334,7 @@ class _Evaluator:
         total = self.n_sm * v["const_sm_power_w"]
         for u, form, ar, pos, lnar, mult in self.units:
             f, _ = self._f(v, form, ar, pos, lnar, u)
-            total = total + mult * v[f"max_power_{u}_w"] * f
+            total = total + mult * v[names.max_power(u)] * f
         return v["idle_power_w"] + self.run * (v["activation_power_w"] + s * total) + self.offset
 
     def jacobian(self, v: Mapping[str, float]) -> dict[str, np.ndarray]:
@@ -320,10 +345,10 @@ class _Evaluator:
         total = self.n_sm * v["const_sm_power_w"]
         for u, form, ar, pos, lnar, mult in self.units:
             f, dfa = self._f(v, form, ar, pos, lnar, u)
-            m = v[f"max_power_{u}_w"]
-            d[f"max_power_{u}_w"] = rs * mult * f
+            m = v[names.max_power(u)]
+            d[names.max_power(u)] = rs * mult * f
             if dfa is not None:
-                d[f"ar_log_a_{u}"] = rs * mult * m * dfa
+                d[names.ar_log_a(u)] = rs * mult * m * dfa
             total = total + mult * m * f
         if self.form == "log":
             d["sm_beta"] = self.run * ds * total

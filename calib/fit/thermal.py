@@ -22,8 +22,10 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import FitError
-from calib.fit.core import fit_lsq, stats_of
-from calib.core.params import Param, SectionFit
+from calib.core.metrics import errors
+from calib.fit.core import fit_lsq
+from calib.core.params import Covariance, Param, Section
+from calib.fit.base import Constraint, Estimator, number
 from calib.segment import ThermalStep
 from calib.core.units import mem_intensity
 
@@ -31,8 +33,19 @@ COLD_WINDOW_S = (1.0, 4.0)     # heating-phase window for the "cold" runtime pow
 SIGMA_SKIP_S = 8.0             # ignore the first seconds of heating for sigma (fan ramp, die pole)
 
 
-class ThermalFitter:
-    """Fits the thermal section. Fitted state: ``params_``, ``stats_``, ``warnings_``."""
+class ThermalFitter(Estimator):
+    """Fits the thermal section; an estimator (:mod:`calib.fit.base`). Fitted state: ``params_``,
+    ``stats_``, ``warnings_``, ``section_``.
+
+    Settings: ``cold_window_s`` (start, end of the heating-phase window whose power is the "cold"
+    runtime power, s) and ``sigma_skip_s`` (seconds of heating left out of the sigma fit: kernel
+    start and fan ramp).
+    """
+
+    constraints = {
+        "cold_window_s": Constraint(lambda v: len(v) == 2 and 0 <= v[0] < v[1], "(start, end) seconds, start < end"),
+        "sigma_skip_s": number(0.0),
+    }
 
     def __init__(self, *, cold_window_s: tuple[float, float] = COLD_WINDOW_S, sigma_skip_s: float = SIGMA_SKIP_S):
         self.cold_window_s = cold_window_s
@@ -40,6 +53,10 @@ class ThermalFitter:
 
     def fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_temp_se: float | None,
             idle_power_w: float, fan: pd.DataFrame | None = None) -> "ThermalFitter":
+        """Fit to thermal steps (heat/cool traces), the idle temperature (C) and its standard error, the
+        idle power (W) and the idle fan sweep (rows with ``fan_pct``, ``power_w``, ``temp_c``)."""
+        self._validate_settings()
+        blocks = []
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal model")
         warns: list[str] = []
@@ -83,11 +100,13 @@ class ThermalFitter:
                           d_a[ok])
             params += res.params
             warns += res.warnings
+            blocks.append(res.covariance())
         elif ok.sum() >= 2:
             warns.append(f"only {int(ok.sum())} thermal steps with distinct memory intensity: rho fixed at 0")
             res = fit_lsq(lambda v: v["mu_c_per_w"] * p_rt_a[ok] + v["lambda_c"],
                           [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0), Param("lambda_c", 0.0, "C")], d_a[ok])
             params += res.params + [Param("rho_c", 0.0, "C", vary=False, description="not identified")]
+            blocks.append(res.covariance())
         else:
             warns.append("fewer than 2 thermal steps: Max_temp (mu, lambda, rho) not fitted")
         # sigma from the drift during heating
@@ -122,6 +141,7 @@ class ThermalFitter:
         self.warnings_ = warns
         for w in warns:
             warnings.warn(w)
+        self.section_ = self._make_section(Covariance.from_blocks(params, blocks))
         return self
 
     @staticmethod
@@ -161,18 +181,14 @@ class ThermalFitter:
         # delta of eq. (51) is Max_temp - Idle_temp: the heating curve's asymptote above idle
         amps = [byn[f"t0_{k}"].value + byn[f"amp_{k}"].value - idle_temp_c if kind == "rise" else byn[f"amp_{k}"].value
                 for k in range(n)]
-        rmse, mape, r2 = stats_of(y_all, res.yhat)
-        return byn[name], amps, len(y_all), rmse, mape, r2
+        m = errors(y_all, res.yhat)
+        return byn[name], amps, len(y_all), m.rmse, m.mape_pct, m.r2
 
-    def section(self) -> SectionFit:
-        if not hasattr(self, "params_"):
-            from calib.core.errors import NotFittedError
-
-            raise NotFittedError("ThermalFitter is not fitted yet")
+    def _make_section(self, covariance: Covariance) -> Section:
         structure = {"equations": "IPP eqs. (17)-(23); Max_temp is the rise above idle_temp_c",
                      "steps": [{"amplitude_c": float(d), "runtime_power_w": float(p), "mem_intensity": float(m)}
                                for d, p, m in zip(self.deltas_, self.p_rt_, self.mi_)]}
         stats = dict(self.stats_)
         if self.warnings_:
             stats["warnings"] = list(self.warnings_)
-        return SectionFit("ipp-thermal", self.params_, structure, stats)
+        return Section("ipp-thermal", self.params_, structure, stats, covariance, self.settings())

@@ -40,9 +40,10 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
-from calib.fit.core import fit_lsq, stats_of
+from calib.core.metrics import errors, mape
+from calib.fit.core import fit_lsq
 from calib.model import timing as T
-from calib.core.params import Param, SectionFit
+from calib.core.params import Covariance, Param, Section
 from calib.core.samples import CNT_PREFIX
 
 #: classes whose M_Factor a unit kernel measures (the kernel's stressed class)
@@ -104,6 +105,7 @@ class _Collector:
         self.params: dict[str, Param] = {}
         self.notes: list[str] = []
         self.checks: dict[str, Any] = {}
+        self.blocks: list[Covariance] = []   # covariances of parameters measured together
 
     def put(self, name: str, value: float, unit: str, se: float | None, description: str,
             lo: float = 0.0, hi: float = math.inf, vary: bool = True) -> None:
@@ -173,6 +175,8 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
                 se_b = float(math.sqrt((ratio[1] * se_pt[0]) ** 2 + (ratio[0] * se_pt[1]) ** 2) / dr)
             out.put("dm_lat_a_cycles", a, "cycles", se_a, "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)")
             out.put("dm_lat_b_cycles", b, "cycles", se_b, "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)")
+            if cov is not None:
+                out.blocks.append(Covariance(("dm_lat_a_cycles", "dm_lat_b_cycles"), cov))
             mem_ld = a * r0 + b
             se_ld = (float(math.sqrt(cov[0, 0] * r0 ** 2 + 2 * r0 * cov[0, 1] + cov[1, 1])) if cov is not None
                      else rel_se(mem_ld, rows))
@@ -296,16 +300,16 @@ STRUCTURES = [{"predictor": p, "comp_form": c, "shared_cases": s} for p in T.PRE
               for s in ((False, True) if p == "wangchu" else (False,))]
 
 
-def _section_dict(params: Mapping[str, Param], device: Mapping[str, Any], fc0: float, fm0: float,
-                  structure: Mapping[str, Any]) -> dict[str, Any]:
-    return {"model": T.MODEL_NAME, "predictor": structure["predictor"], "comp_form": structure["comp_form"],
-            "case2_form": "fixed",
-            "shared_cases": bool(structure["shared_cases"]), "mem_l_coal": "thesis", "n_pw_form": "fixed",
-            "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(device.get("sm_count", 1)),
-            "max_warps_per_sm": float(device.get("max_warps_per_sm", 32)),
-            "max_blocks_per_sm": float(device.get("max_blocks_per_sm", 32)),
-            "uncoal_per_mw": UNCOAL_TX, "uncoal_tx_bytes": 32.0,
-            "parameters": {n: p.to_json() for n, p in params.items()}}
+def _section(params: Mapping[str, Param], device: Mapping[str, Any], fc0: float, fm0: float,
+             structure: Mapping[str, Any]) -> Section:
+    """A timing section of ``params`` with the model structure ``structure`` (predictor, forms)."""
+    return Section(T.MODEL_NAME, dict(params), {
+        "predictor": structure["predictor"], "comp_form": structure["comp_form"], "case2_form": "fixed",
+        "shared_cases": bool(structure["shared_cases"]), "mem_l_coal": "thesis", "n_pw_form": "fixed",
+        "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(device.get("sm_count", 1)),
+        "max_warps_per_sm": float(device.get("max_warps_per_sm", 32)),
+        "max_blocks_per_sm": float(device.get("max_blocks_per_sm", 32)),
+        "uncoal_per_mw": UNCOAL_TX, "uncoal_tx_bytes": 32.0})
 
 
 def _kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -316,11 +320,7 @@ def _kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
     return df[ok]
 
 
-def _mape(y: np.ndarray, yhat: np.ndarray) -> float:
-    return float(100.0 * np.mean(np.abs(yhat - y) / y)) if len(y) else math.nan
-
-
-def dvfs_check(section: Mapping[str, Any], df: pd.DataFrame, fc0: float, fm0: float) -> dict[str, Any] | None:
+def dvfs_check(section: Section, df: pd.DataFrame, fc0: float, fm0: float) -> dict[str, Any] | None:
     """Time MAPE of the held-out rows at clock pairs other than the default, predicted (a) by the model
     alone and (b) from the same workload's measured default-clock time (Wang & Chu's baseline profile).
     ``fc0``, ``fm0``: the default core and memory clocks (MHz)."""
@@ -332,7 +332,6 @@ def dvfs_check(section: Mapping[str, Any], df: pd.DataFrame, fc0: float, fm0: fl
     off = held[~at0]
     if not len(off):
         return None
-    doc = {"timing": section}
     base = held[at0].assign(_k=base_key[at0]).groupby("_k")["time_s"].mean()
     keys = base_key[~at0]
     has = keys.isin(base.index).to_numpy()
@@ -340,38 +339,38 @@ def dvfs_check(section: Mapping[str, Any], df: pd.DataFrame, fc0: float, fm0: fl
     if not len(off):
         return None
     y = off["time_s"].to_numpy(float)
-    plain = T.predict_time(doc, off)
-    anchored = T.predict_time_anchored(doc, off, base.loc[keys].to_numpy(float), fc0, fm0)
+    plain = T.predict_time(section, off)
+    anchored = T.predict_time_anchored(section, off, base.loc[keys].to_numpy(float), fc0, fm0)
     pairs = sorted({(float(c), float(m)) for c, m in zip(off["core_mhz"], off["mem_mhz"])})
     per_kernel = {}
     for k in sorted(set(keys)):
         sel = (keys == k).to_numpy()
-        per_kernel[k] = {"mape_pct": _mape(y[sel], plain[sel]), "anchored_mape_pct": _mape(y[sel], anchored[sel])}
+        per_kernel[k] = {"mape_pct": mape(y[sel], plain[sel]), "anchored_mape_pct": mape(y[sel], anchored[sel])}
     return {"rows": len(off), "kernels": len(set(keys)), "clock_pairs": len(pairs),
             "core_levels": len({p[0] for p in pairs}), "mem_levels": len({p[1] for p in pairs}),
-            "mape_pct": _mape(y, plain), "anchored_mape_pct": _mape(y, anchored),
-            "max_abs_err_pct": float(100 * np.max(np.abs(plain - y) / y)),
-            "anchored_max_abs_err_pct": float(100 * np.max(np.abs(anchored - y) / y)), "per_kernel": per_kernel}
+            "mape_pct": mape(y, plain), "anchored_mape_pct": mape(y, anchored),
+            "max_abs_err_pct": errors(y, plain).max_abs_pct,
+            "anchored_max_abs_err_pct": errors(y, anchored).max_abs_pct, "per_kernel": per_kernel}
 
 
 def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, Any], fc0: float, fm0: float,
-              notes: list[str], checks: dict[str, Any], method: str) -> SectionFit:
+              notes: list[str], checks: dict[str, Any], method: str,
+              blocks: list[Covariance | None] | None = None) -> Section:
     rows = _kernel_rows(df)
     check = rows[rows["role"].isin(CHECK_ROLES)] if "role" in rows.columns else rows
     scores = []
     for st in STRUCTURES:
-        sec = _section_dict(params, device, fc0, fm0, st)
+        sec = _section(params, device, fc0, fm0, st)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pred = T.predict_time({"timing": sec}, check) if len(check) else np.array([])
-        scores.append((_mape(check["time_s"].to_numpy(float), pred) if len(check) else math.inf, st, pred))
+            pred = T.predict_time(sec, check) if len(check) else np.array([])
+        scores.append((mape(check["time_s"].to_numpy(float), pred) if len(check) else math.inf, st, pred))
     scores.sort(key=lambda s: (math.inf if math.isnan(s[0]) else s[0]))
     _, best, pred = scores[0]
-    sec = _section_dict(params, device, fc0, fm0, best)
-    structure = {k: v for k, v in sec.items() if k not in ("model", "parameters")}
+    sec = _section(params, device, fc0, fm0, best)
     y = check["time_s"].to_numpy(float)
-    rmse, mape, r2 = stats_of(y, pred) if len(y) else (math.nan, math.nan, math.nan)
-    stats: dict[str, Any] = {"n_samples": len(y), "rmse_s": _fin(rmse), "mape_pct": _fin(mape), "r2": _fin(r2),
+    m = errors(y, pred)
+    stats: dict[str, Any] = {"n_samples": len(y), "rmse_s": _fin(m.rmse), "mape_pct": _fin(m.mape_pct), "r2": _fin(m.r2),
                              "method": method, "checked_on_roles": list(CHECK_ROLES),
                              "structure_choice": {f"{s['predictor']}/{s['comp_form']}"
                                                   + ("/shared_cases" if s["shared_cases"] else ""): _fin(m)
@@ -381,8 +380,8 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
     if len(held):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            hp = T.predict_time({"timing": sec}, held)
-        stats["heldout_mape_pct"] = _fin(_mape(held["time_s"].to_numpy(float), hp))
+            hp = T.predict_time(sec, held)
+        stats["heldout_mape_pct"] = _fin(mape(held["time_s"].to_numpy(float), hp))
         stats["heldout_rows"] = len(held)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -391,7 +390,9 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
             stats["heldout_dvfs"] = _jsonable(dv)
     if notes:
         stats["warnings"] = list(notes)
-    return SectionFit(T.MODEL_NAME, list(params.values()), structure, stats)
+    sec.stats = stats
+    sec.covariance = Covariance.from_blocks(list(params.values()), blocks or ())
+    return sec
 
 
 def _fin(x: Any) -> float | None:
@@ -407,7 +408,7 @@ def _jsonable(d: Any) -> Any:
 
 
 def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "auto",
-              start: Mapping[str, float] | None = None) -> SectionFit:
+              start: Mapping[str, float] | None = None) -> Section:
     """Fit the timing parameters to a (kernel, clocks, time) table by bounded least squares on log time.
 
     The rows need ``time_s``, per-warp counts and the launch shape. The DRAM latency is ``a fc/fm + b``
@@ -452,10 +453,10 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
         if multi:
             v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
         ps = {n: Param(n, x, unit(n), -math.inf, math.inf) for n, x in v.items()}
-        sec = _section_dict(ps, device, fc0, fm0, st)
+        sec = _section(ps, device, fc0, fm0, st)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return np.log(T.predict_time({"timing": sec}, rows))
+            return np.log(T.predict_time(sec, rows))
 
     res = fit_lsq(model, plist, y)
     params = {p.name: p for p in res.params}
@@ -465,7 +466,7 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
     for p in params.values():
         p.description = p.description or "least-squares fit to measured kernel times"
     return _assemble(params, df, device, fc0, fm0, list(res.warnings), {"log_time_rmse": res.rmse},
-                     f"least squares on log time over {len(rows)} kernel rows ({choice})")
+                     f"least squares on log time over {len(rows)} kernel rows ({choice})", [res.covariance()])
 
 
 def with_plan_inputs(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> pd.DataFrame:
@@ -489,7 +490,7 @@ def with_plan_inputs(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None
 
 
 def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
-               plan: list[Mapping[str, Any]] | None = None) -> SectionFit | None:
+               plan: list[Mapping[str, Any]] | None = None) -> Section | None:
     """The ``timing`` section from a session's samples table, or None without timing information.
 
     Uses the timing microbenchmarks when the table has them (role ``timing``); otherwise fits the
@@ -511,7 +512,7 @@ def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
             warnings.warn(f"timing microbenchmarks incomplete (no {', '.join(missing)}); timing section not fitted")
             return None
         return _assemble(col.params, df, device, fc0, fm0, col.notes, col.checks,
-                         "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)")
+                         "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)", col.blocks)
     rows = _kernel_rows(df)
     if len(rows) >= 12:
         try:

@@ -90,7 +90,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.core.errors import BadInputError
+from calib.core import names
+from calib.core.errors import BadInputError, SchemaError
+from calib.core.params import Section
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG
 
 MODEL_NAME = "dvfs"
@@ -106,21 +108,6 @@ CONST_TERMS = ("static_core_w", "static_mem_w", "const_core_w", "const_mem_w", "
 #: shape parameters of the access-rate transforms; a unit's own value is ``<name>_<unit>`` (e.g. ``ar_tp_lambda_SP``)
 SHAPE_NAMES = ("ar_exponent", "ar_log_a", "ar_log_b", "ar_bc_a", "ar_bc_lambda", "ar_tp_lambda", "ar_tp_threshold",
                "mem_sat", "static_v_exp")
-
-
-def level_param(domain: str, mhz: float) -> str:
-    """Name of the voltage parameter of a clock level, e.g. ``v_core_975``."""
-    return f"v_{domain}_{mhz:g}"
-
-
-def core_level_param(mhz: float, mem_mhz: float | None = None) -> str:
-    """Name of a core voltage parameter: ``v_core_975``, or ``v_core_975_mem_810`` on a memory level's own curve."""
-    return level_param(CORE, mhz) + ("" if mem_mhz is None else f"_mem_{mem_mhz:g}")
-
-
-def unit_param(unit: str) -> str:
-    """Name of the weight parameter of a unit, e.g. ``w_SP``."""
-    return f"w_{unit}"
 
 
 def transform_into(x: np.ndarray, form: str, shape: Mapping[str, float], out: np.ndarray) -> np.ndarray:
@@ -276,22 +263,23 @@ class Compiled:
         return lo
 
 
-def compile_section(section: Mapping[str, Any]) -> Compiled:
+def compile_section(section: Section) -> Compiled:
     """Check a DVFS section's structure and return it as arrays (``BadInputError`` when malformed)."""
-    if section.get("model") != MODEL_NAME:
-        raise BadInputError(f"power section has model {section.get('model')!r}, expected {MODEL_NAME!r}")
+    if section.model != MODEL_NAME:
+        raise BadInputError(f"power section has model {section.model!r}, expected {MODEL_NAME!r}")
+    st = section.structure
     try:
-        pv = {n: float(d["value"]) for n, d in section["parameters"].items()}
-        units = [u["name"] for u in section["units"]]
-        forms = [u.get("ar_form", LINEAR) for u in section["units"]]
-        is_mem = np.array([u["domain"] == MEM for u in section["units"]], dtype=bool)
-        ref = section["ref_clocks"]
-        volt = section["voltage"]
+        pv = section.values()
+        units = [u["name"] for u in st["units"]]
+        forms = [u.get("ar_form", LINEAR) for u in st["units"]]
+        is_mem = np.array([u["domain"] == MEM for u in st["units"]], dtype=bool)
+        ref = st["ref_clocks"]
+        volt = st["voltage"]
         core_mhz = np.asarray(volt[CORE]["mhz"], float)
         mem_mhz = np.asarray(volt[MEM]["mhz"], float)
         vcore = np.array([pv[n] for n in volt[CORE]["params"]])
         vmem = np.array([pv[n] for n in volt[MEM]["params"]])
-        weights = np.array([pv.get(unit_param(u), 0.0) for u in units])
+        weights = np.array([pv.get(names.unit_weight(u), 0.0) for u in units])
     except (KeyError, TypeError) as e:
         raise BadInputError(f"DVFS power section is malformed (missing {e})") from None
     for f in forms:
@@ -318,7 +306,7 @@ def compile_section(section: Mapping[str, Any]) -> Compiled:
     coef = {n: pv.get(n, 0.0) for n in CONST_TERMS}
     shape = {n: v for n, v in pv.items() if n in SHAPE_NAMES or n.startswith(tuple(s + "_" for s in SHAPE_NAMES))}
     return Compiled(units, forms, is_mem, core_mhz, mem_mhz, vcore, vmem, float(ref["core_mhz"]), float(ref["mem_mhz"]),
-                    coef, weights, shape, section.get("activity_clocks"), section.get("temp_ref_c"),
+                    coef, weights, shape, st.get("activity_clocks"), st.get("temp_ref_c"),
                     [unit_shape(shape, u) for u in units], vlev, vtab)
 
 
@@ -456,22 +444,28 @@ def out_of_range(c: Compiled, r: Rows) -> list[str]:
     return msgs
 
 
-def predict_power(section: dict, df: pd.DataFrame) -> np.ndarray:
+def predict_power(section: Section, df: pd.DataFrame) -> np.ndarray:
     """Predicted board power, W, for every row of a samples table (vectorised).
 
-    ``section`` is a parameter-file section with ``"model": "dvfs"``. Rows at clocks between fitted
+    ``section`` is a parameter-file section with model ``dvfs``. Rows at clocks between fitted
     levels get a linearly interpolated voltage; rows outside the fitted range get the end value and a
     warning (module docstring). Missing ``core_mhz``/``mem_mhz``/``temp_c`` values fall back to the
-    reference clocks/temperature with a warning.
+    reference clocks/temperature with a warning. A section fitted on temperature-corrected power
+    (``temperature_correction`` in its structure: a session's DVFS fit, power brought to the idle
+    temperature with the thermal fit's sigma) gets the correction added back for rows with ``temp_c``.
     """
     c = compile_section(section)
     r, notes = rows_from_table(c, df)
     for m in notes + out_of_range(c, r):
         warnings.warn(m, stacklevel=2)
-    return evaluate(c, r)
+    p = evaluate(c, r)
+    corr = section.structure.get("temperature_correction")
+    if corr and "temp_c" in df.columns:
+        p = p + corr["sigma_w_per_c"] * np.nan_to_num(df["temp_c"].to_numpy(float) - corr["idle_temp_c"], nan=0.0)
+    return p
 
 
-def breakdown(section: dict, df: pd.DataFrame) -> pd.DataFrame:
+def breakdown(section: Section, df: pd.DataFrame) -> pd.DataFrame:
     """Power per term (W) for every row: static, constant dynamic, active and per-unit dynamic power."""
     c = compile_section(section)
     r, _ = rows_from_table(c, df)
@@ -496,7 +490,7 @@ def breakdown(section: dict, df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=df.index)
 
 
-def relative_voltages(section: Mapping[str, Any]) -> dict[str, list[tuple[float, float]]]:
+def relative_voltages(section: Section) -> dict[str, list[tuple[float, float]]]:
     """The fitted voltage curves: domain -> [(MHz, V/Vref), ...]; ``core`` is the curve at the reference
     memory clock. With core curves per memory level, also ``core_mem_<MHz>`` for every memory level."""
     c = compile_section(section)
@@ -516,3 +510,71 @@ def levels_of(values: Sequence[float]) -> np.ndarray:
     """Distinct clock levels (MHz), sorted, merging values within 1e-6 MHz."""
     v = np.unique(np.round(np.asarray(values, float), 6))
     return v[~np.isnan(v)]
+
+
+#: ranges of the access-rate shape parameters (:func:`transform_into`), shared or per unit:
+#: (low, high, low open, high open, why)
+SHAPE_RANGES = {
+    "ar_tp_threshold": (0.0, 1.0, False, True, "the tpow threshold is an activity in [0, 1)"),
+    "ar_tp_lambda": (0.0, 10.0, False, False, "the tpow exponent must be >= 0"),
+    "ar_exponent": (0.0, 10.0, True, False, "the pow exponent must be > 0"),
+    "ar_bc_lambda": (0.0, 10.0, False, False, "the Box-Cox exponent must be >= 0"),
+    "ar_bc_a": (-100.0, 100.0, False, False, "the Box-Cox slope must be moderate"),
+    "ar_log_a": (0.0, 10.0, True, False, "the log access-rate slope must be positive"),
+    "ar_log_b": (0.0, 2.0, True, False, "the log access-rate function is b at full activity, about 1"),
+    "mem_sat": (0.0, 100.0, True, False, "the summed memory activity at saturation must be > 0"),
+    "static_v_exp": (0.0, 10.0, True, False, "the static-power voltage exponent must be > 0"),
+}
+#: shape parameters each access-rate form reads without a default
+FORM_NEEDS = {TPOW: ("ar_tp_lambda", "ar_tp_threshold"), POW: ("ar_exponent",),
+              BOXCOX: ("ar_bc_a", "ar_bc_lambda"), LOG: (), LINEAR: ()}
+
+
+def validate(section: Section, where: str = "power") -> None:
+    """SchemaError (naming the field) for what the schema cannot express: unit names unique, voltage
+    parameters present, the shape parameters each unit's form needs present and in range, a plausible
+    idle power."""
+    from calib.model.validation import MIN_IDLE_POWER_W, in_range
+
+    st = section.structure
+    units = [u["name"] for u in st["units"]]
+    dup = sorted({u for u in units if units.count(u) > 1})
+    if dup:
+        raise SchemaError(f"{where}.units: unit {dup[0]!r} is listed twice")
+    for dom in (CORE, MEM):
+        curve = st["voltage"][dom]
+        levels = list(curve["params"])
+        if "per_mem" in curve and dom == CORE:
+            levels += [n for row in curve["per_mem"]["params"] for n in row]
+        for n in levels:
+            if n not in section:
+                raise SchemaError(f"{where}.voltage.{dom}: voltage parameter {n} is not in "
+                                  f"{where.split(': ')[-1]}.parameters")
+        if len(curve["mhz"]) != len(curve["params"]):
+            raise SchemaError(f"{where}.voltage.{dom}: {len(curve['mhz'])} clock levels (mhz) but "
+                              f"{len(curve['params'])} voltage parameters (params)")
+    shared = {n for n in section.params if n in SHAPE_RANGES}
+    for name in section.params:
+        base = next((b for b in SHAPE_RANGES if name == b or name.startswith(b + "_")), None)
+        if base is not None:
+            lo, hi, lo_open, hi_open, why = SHAPE_RANGES[base]
+            in_range(section, name, where, lo, hi, why, lo_open, hi_open)
+    forms = [u.get("ar_form", LINEAR) for u in st["units"]]
+    has_total = any(section.params.get(f"total_{d}_w") for d in (CORE, MEM))
+    for u, form in zip(units, forms):
+        if section.params.get(names.unit_weight(u)) is None and not has_total:
+            continue  # a unit without weight is never transformed
+        for need in FORM_NEEDS.get(form, ()):
+            if need not in shared and f"{need}_{u}" not in section:
+                raise SchemaError(f"{where}.parameters: {need} missing (unit {u} has the {form!r} access-rate form)")
+    tform = total_form(forms)
+    if any(n in section for n in ("total_core_w", "total_mem_w")):
+        for need in FORM_NEEDS.get(tform, ()):
+            if need not in shared:
+                raise SchemaError(f"{where}.parameters: {need} missing (the total-activity terms use the "
+                                  f"{tform!r} form)")
+    idle = sum(section.value(n, 0.0) for n in CONST_TERMS if n.startswith(("static_", "const_")))
+    if idle < MIN_IDLE_POWER_W:
+        raise SchemaError(f"{where}.parameters: static_* + const_* = {idle:g} W, the idle power at the reference "
+                          f"clocks, is not plausible for a GPU board (< {MIN_IDLE_POWER_W:g} W): were the power "
+                          "readings of the fitted table all ~0?")

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
+from calib.core.params import ParameterFile, Section
 from calib.model import mwp_cwp as M
 from calib.model import timing as T
 from calib.core.activity import basis_of, table_access_rates
@@ -49,40 +50,40 @@ def _quiet(fn, *a, **kw):
     return out, sorted({str(w.message) for w in rec})
 
 
-def with_activities(doc: Mapping[str, Any], rows: pd.DataFrame, time_s: np.ndarray, units: Sequence[str]) -> pd.DataFrame:
+def with_activities(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, units: Sequence[str]) -> pd.DataFrame:
     """``rows`` plus ``time_s`` and ``act_<unit>`` from per-warp counts at that time (IPP eq. 10/27,
     :mod:`calib.core.activity`: the same activities ``calib predict`` computes)."""
     out = rows.copy()
     out["time_s"] = time_s
-    for u, a in table_access_rates(basis_of(doc, units), out).items():
+    for u, a in table_access_rates(basis_of(pf, units), out).items():
         out[ACT_PREFIX + u] = a
     return out
 
 
-def _power_units(doc: Mapping[str, Any], section: Mapping[str, Any] | None) -> list[str]:
+def _power_units(pf: ParameterFile, section: Section | None) -> list[str]:
     if section is not None:
-        return [u["name"] for u in section["units"]]
-    return list((doc.get("power") or {}).get("units", {}))
+        return [u["name"] for u in section.structure["units"]]
+    return list(pf["power"].structure.get("units", {})) if "power" in pf else []
 
 
-def dvfs_section(doc: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The DVFS power section of a document (``dvfs``, or ``power`` of model ``dvfs``), if any."""
-    if doc.get("dvfs") is not None:
-        return doc["dvfs"]
-    if (doc.get("power") or {}).get("model") == "dvfs":
-        return doc["power"]
+def dvfs_section(pf: ParameterFile) -> Section | None:
+    """The DVFS power section of a file (``dvfs``, or ``power`` of model ``dvfs``), if any."""
+    if pf.get("dvfs") is not None:
+        return pf["dvfs"]
+    if pf.model_of("power") == "dvfs":
+        return pf["power"]
     return None
 
 
-def board_power(doc: Mapping[str, Any], rows: pd.DataFrame, time_s: np.ndarray, prefer_dvfs: bool) -> tuple[np.ndarray, np.ndarray]:
+def board_power(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, prefer_dvfs: bool) -> tuple[np.ndarray, np.ndarray]:
     """(board power, idle power at the same clocks and SMs), W, for kernel rows running for ``time_s``."""
-    sec = dvfs_section(doc) if prefer_dvfs else None
-    if sec is None and (doc.get("power") or {}).get("model") != "ipp":
-        sec = dvfs_section(doc)
-    units = _power_units(doc, sec)
+    sec = dvfs_section(pf) if prefer_dvfs else None
+    if sec is None and pf.model_of("power") != "ipp":
+        sec = dvfs_section(pf)
+    units = _power_units(pf, sec)
     if not units:
         raise BadInputError("the parameter file has no power model to predict energy with")
-    df = with_activities(doc, rows, time_s, units)
+    df = with_activities(pf, rows, time_s, units)
     idle = df.copy()
     for u in units:
         idle[ACT_PREFIX + u] = 0.0
@@ -91,10 +92,10 @@ def board_power(doc: Mapping[str, Any], rows: pd.DataFrame, time_s: np.ndarray, 
     if sec is not None:
         from calib.model.predict import dvfs_power  # the same power `calib predict` gives these rows
 
-        return dvfs_power(sec, df), dvfs_power(sec, idle)
+        return dvfs_power(pf, sec, df), dvfs_power(pf, sec, idle)
     from calib.model.ipp import IppPowerModel
 
-    m = IppPowerModel(doc)
+    m = IppPowerModel.from_file(pf)
     return m.predict(df, use_temperature=False), m.predict(idle, use_temperature=False)
 
 
@@ -110,7 +111,7 @@ def _warp_insts(rows: pd.DataFrame) -> np.ndarray:
     return per_warp * rows["threads_per_block"].to_numpy(float) / 32.0 * rows["blocks"].to_numpy(float)
 
 
-def sm_sweep(doc: Mapping[str, Any], kernel: pd.DataFrame, sm_counts: Sequence[int] | None = None,
+def sm_sweep(pf: ParameterFile, kernel: pd.DataFrame, sm_counts: Sequence[int] | None = None,
              predictor: str | None = None, one_block_per_sm: bool = False) -> pd.DataFrame:
     """Time, power, energy and GIPS/W of one kernel on 1..sm_count SMs (module docstring), one row per count.
 
@@ -119,8 +120,8 @@ def sm_sweep(doc: Mapping[str, Any], kernel: pd.DataFrame, sm_counts: Sequence[i
     over fewer SMs.
     """
     k = _one_kernel(kernel)
-    ts = T.compile_section(doc)
-    n_sm = int((doc.get("device") or {}).get("sm_count") or ts.sm_count)
+    ts = T.compile_section(pf["timing"])
+    n_sm = int(pf.device.get("sm_count") or ts.sm_count)
     counts = list(sm_counts) if sm_counts is not None else list(range(1, n_sm + 1))
     rows = pd.concat([k] * len(counts), ignore_index=True)
     rows["active_sms"] = np.asarray(counts, float)
@@ -133,8 +134,8 @@ def sm_sweep(doc: Mapping[str, Any], kernel: pd.DataFrame, sm_counts: Sequence[i
     for c, v in (("core_mhz", ts.ref_core_mhz), ("mem_mhz", ts.ref_mem_mhz)):
         if c not in rows.columns or rows[c].isna().all():
             rows[c] = v
-    t, notes = _quiet(T.predict_time, doc, rows, predictor)
-    (p, p_idle), notes2 = _quiet(board_power, doc, rows, t, False)
+    t, notes = _quiet(T.predict_time, pf["timing"], rows, predictor)
+    (p, p_idle), notes2 = _quiet(board_power, pf, rows, t, False)
     insts = _warp_insts(rows)
     gips = insts / t / 1e9
     out = pd.DataFrame({"active_sms": counts, "time_s": t, "power_w": p, "idle_power_w": p_idle,
@@ -148,14 +149,14 @@ def sm_sweep(doc: Mapping[str, Any], kernel: pd.DataFrame, sm_counts: Sequence[i
     return out
 
 
-def optimal_sms(doc: Mapping[str, Any], kernel: pd.DataFrame, predictor: str | None = None,
+def optimal_sms(pf: ParameterFile, kernel: pd.DataFrame, predictor: str | None = None,
                 one_block_per_sm: bool = False) -> dict[str, Any]:
     """Optimal active-SM count by eq. (34) and by the GIPS/W sweep, and the energy savings of the
     sweep's optimum against all SMs, three ways (module docstring)."""
     k = _one_kernel(kernel)
-    ts = T.compile_section(doc)
-    n_sm = int((doc.get("device") or {}).get("sm_count") or ts.sm_count)
-    table = sm_sweep(doc, k, predictor=predictor, one_block_per_sm=one_block_per_sm)
+    ts = T.compile_section(pf["timing"])
+    n_sm = int(pf.device.get("sm_count") or ts.sm_count)
+    table = sm_sweep(pf, k, predictor=predictor, one_block_per_sm=one_block_per_sm)
     best = int(table.loc[table["gips_per_w"].idxmax(), "active_sms"])
     full = k.copy()
     full["active_sms"] = float(n_sm)
@@ -177,14 +178,14 @@ def optimal_sms(doc: Mapping[str, Any], kernel: pd.DataFrame, predictor: str | N
             "table": table}
 
 
-def candidate_pairs(doc: Mapping[str, Any], section: Mapping[str, Any] | None) -> list[tuple[float, float]]:
+def candidate_pairs(pf: ParameterFile, section: Section | None) -> list[tuple[float, float]]:
     """Supported (core, memory) clock pairs, limited to the DVFS model's fitted clock range."""
-    clocks = (doc.get("device") or {}).get("clocks") or {}
+    clocks = pf.device.get("clocks") or {}
     sup = clocks.get("supported") or {}
     core = sorted(float(c) for c in sup.get("core_mhz", []) or [clocks.get("core_mhz")] if c is not None)
     mem = sorted(float(m) for m in sup.get("mem_mhz", []) or [clocks.get("mem_mhz")] if m is not None)
     if section is not None:
-        vc, vm = section["voltage"]["core"]["mhz"], section["voltage"]["mem"]["mhz"]
+        vc, vm = section.structure["voltage"]["core"]["mhz"], section.structure["voltage"]["mem"]["mhz"]
         core = [c for c in core if min(vc) - 1e-6 <= c <= max(vc) + 1e-6] or core
         mem = [m for m in mem if min(vm) - 1e-6 <= m <= max(vm) + 1e-6] or mem
     if not core or not mem:
@@ -192,15 +193,15 @@ def candidate_pairs(doc: Mapping[str, Any], section: Mapping[str, Any] | None) -
     return [(c, m) for c in core for m in mem]
 
 
-def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tuple[float, float]] | None = None,
+def clock_table(pf: ParameterFile, kernel: pd.DataFrame, pairs: Sequence[tuple[float, float]] | None = None,
                 predictor: str | None = None, anchored: bool = True, temp_c: float | None = None) -> pd.DataFrame:
     """Time, power, energy and EDP of one kernel at every (core, memory) pair (module docstring).
     ``temp_c`` overrides the temperature the power model is evaluated at (:func:`kernel_temperature_c`)."""
     k = _one_kernel(kernel)
-    sec = dvfs_section(doc)
-    pairs = list(pairs) if pairs is not None else candidate_pairs(doc, sec)
-    clocks = (doc.get("device") or {}).get("clocks") or {}
-    ts = T.compile_section(doc)
+    sec = dvfs_section(pf)
+    pairs = list(pairs) if pairs is not None else candidate_pairs(pf, sec)
+    clocks = pf.device.get("clocks") or {}
+    ts = T.compile_section(pf["timing"])
     f0c = float(clocks.get("core_mhz") or ts.ref_core_mhz)
     f0m = float(clocks.get("mem_mhz") or ts.ref_mem_mhz)
     if (f0c, f0m) not in pairs:
@@ -215,25 +216,25 @@ def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tu
         rows["active_sms"] = float(ts.sm_count)
     notes: list[str] = []
     if anchored and math.isfinite(base_t):
-        t, n1 = _quiet(T.predict_time_anchored, doc, rows, base_t, base_core, base_mem, predictor)
+        t, n1 = _quiet(T.predict_time_anchored, pf["timing"], rows, base_t, base_core, base_mem, predictor)
         how = f"timing model, scaled from the measured {base_t:.6g} s at {base_core:g}/{base_mem:g} MHz"
     else:
-        t, n1 = _quiet(T.predict_time, doc, rows, predictor)
+        t, n1 = _quiet(T.predict_time, pf["timing"], rows, predictor)
         how = "timing model"
     notes += n1
     if sec is None:
         notes.append("no DVFS power model in the parameter file: power from the IPP model, which ignores "
                      "voltage and clock changes (the choice then follows time only)")
     temp, how_t = ((float(temp_c), f"{float(temp_c):g} C (given)") if temp_c is not None
-                   else kernel_temperature_c(doc, k, float(t[0])))
+                   else kernel_temperature_c(pf, k, float(t[0])))
     if temp is not None:
         rows["temp_c"] = temp
-    elif sec is not None and sec.get("temp_ref_c") is not None:
+    elif sec is not None and sec.structure.get("temp_ref_c") is not None:
         notes.append("no temperature for the kernel (no temp_c in the description, no thermal section): "
                      "the DVFS model's leakage is evaluated at its reference temperature")
-    (p, p_idle), n2 = _quiet(board_power, doc, rows, t, True)
+    (p, p_idle), n2 = _quiet(board_power, pf, rows, t, True)
     notes += n2
-    note = leakage_check(doc, sec)
+    note = leakage_check(pf, sec)
     if note and temp_c is None:
         notes.append(note)
     out = pd.DataFrame({"core_mhz": rows["core_mhz"], "mem_mhz": rows["mem_mhz"], "time_s": t, "power_w": p,
@@ -247,7 +248,7 @@ def clock_table(doc: Mapping[str, Any], kernel: pd.DataFrame, pairs: Sequence[tu
     return out
 
 
-def kernel_temperature_c(doc: Mapping[str, Any], kernel: pd.DataFrame, time_s: float) -> tuple[float | None, str]:
+def kernel_temperature_c(pf: ParameterFile, kernel: pd.DataFrame, time_s: float) -> tuple[float | None, str]:
     """Temperature at which to evaluate the power of a kernel at every clock pair, and how it was found.
 
     The description's measured ``temp_c`` when it has one (profile the kernel once at the default
@@ -262,9 +263,9 @@ def kernel_temperature_c(doc: Mapping[str, Any], kernel: pd.DataFrame, time_s: f
     del time_s  # kept for the signature: a thermal steady state would need it
     if "temp_c" in kernel.columns and pd.notna(kernel["temp_c"].iloc[0]):
         return float(kernel["temp_c"].iloc[0]), "the description's measured temperature"
-    th = (doc.get("thermal") or {}).get("parameters", {})
-    if "idle_temp_c" in th:
-        return float(th["idle_temp_c"]["value"]), "the idle temperature (no temp_c in the description)"
+    th = pf.get("thermal")
+    if th is not None and "idle_temp_c" in th:
+        return th.value("idle_temp_c"), "the idle temperature (no temp_c in the description)"
     return None, "the power model's reference temperature"
 
 
@@ -281,7 +282,7 @@ def recommend(table: pd.DataFrame, objective: str = "energy", max_slowdown: floa
     return ok.loc[ok[col].idxmin()]
 
 
-def leakage_check(doc: Mapping[str, Any], section: Mapping[str, Any] | None, ratio: float = 5.0) -> str | None:
+def leakage_check(pf: ParameterFile, section: Section | None, ratio: float = 5.0) -> str | None:
     """A warning when the DVFS model's leakage slope (W/C) is far above the thermal fit's sigma (W/C).
 
     A DVFS model fitted on short windows can explain power by temperature (hotter windows are busier
@@ -290,11 +291,13 @@ def leakage_check(doc: Mapping[str, Any], section: Mapping[str, Any] | None, rat
     """
     if section is None:
         return None
-    leak = (section.get("parameters") or {}).get("leak_core_w_per_c", {}).get("value")
-    sigma = ((doc.get("thermal") or {}).get("parameters") or {}).get("sigma_w_per_c", {}).get("value")
-    if leak is None or sigma is None or sigma <= 0 or leak <= ratio * sigma:
+    leak = section.params.get("leak_core_w_per_c")
+    th = pf.get("thermal")
+    sigma = th.params.get("sigma_w_per_c") if th is not None else None
+    if leak is None or sigma is None or sigma.value <= 0 or leak.value <= ratio * sigma.value:
         return None
-    ref = section.get("temp_ref_c")
+    leak, sigma = leak.value, sigma.value
+    ref = section.structure.get("temp_ref_c")
     return (f"the DVFS power model's leakage slope ({leak:.3g} W/C) is {leak / sigma:.0f}x the thermal fit's sigma "
             f"({sigma:.3g} W/C): its power follows the temperature it is evaluated at more than the clocks; "
             f"compare with --temp-c {ref:g} (its reference temperature)" if ref is not None else

@@ -24,8 +24,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.core.errors import BadInputError
-from calib.model.arfunc import LOG, ar_transform
+from calib.core.errors import BadInputError, SchemaError
+from calib.core.params import ParameterFile, Section
+from calib.model.arfunc import FORMS, LOG, ar_transform
+from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, in_range
+from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX
 
@@ -49,10 +52,10 @@ def runtime_components(structure: Mapping[str, Any], values: Mapping[str, float]
     for unit, u in structure["units"].items():
         ar = act[unit]
         if u["ar_function"] == LOG:
-            f = ar_transform(ar, LOG, values[f"ar_log_a_{unit}"], values.get("ar_log_b", 1.0))
+            f = ar_transform(ar, LOG, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
         else:
             f = ar_transform(ar, u["ar_function"])
-        p = values[f"max_power_{unit}_w"] * f
+        p = values[names.max_power(unit)] * f
         out[unit] = p if u["scope"] == "chip" else n_sm * p
     return out
 
@@ -94,18 +97,82 @@ def activities(basis: ActivityBasis, units: Sequence[str], df: pd.DataFrame, tim
 
 
 class IppPowerModel:
-    """Predicts power from a parameter file's ``power`` section (model ``ipp``)."""
+    """Predicts power from an IPP ``power`` section (model ``ipp``), with the thermal section's leakage
+    slope sigma when the file has one (eqs. 21-23)."""
 
-    def __init__(self, doc: Mapping[str, Any]):
-        sec = doc.get("power")
-        if sec is None or sec.get("model") != "ipp":
+    MODEL = "ipp"
+
+    def __init__(self, power: Section, thermal: Section | None = None, basis: ActivityBasis | None = None,
+                 where: str = "power"):
+        if power.model != self.MODEL:
             raise BadInputError("parameter file has no IPP power section (power.model == 'ipp')")
-        self.structure = sec
-        self.basis = basis_of(doc)
-        self.values = {k: float(v["value"]) for k, v in sec["parameters"].items()}
-        th = doc.get("thermal", {}).get("parameters", {})
-        self.sigma = float(th["sigma_w_per_c"]["value"]) if "sigma_w_per_c" in th else None
-        self.idle_temp_c = float(th["idle_temp_c"]["value"]) if "idle_temp_c" in th else None
+        self.validate(power, where)
+        self.section = power
+        self.structure = power.structure
+        self.values = power.values()
+        self.basis = basis or ActivityBasis(tuple(self.structure["units"]), frozenset(
+            u for u, spec in self.structure["units"].items() if spec.get("domain") == "mem"),
+            int(self.structure["sm_count"]))
+        self.sigma = thermal.value("sigma_w_per_c") if thermal is not None and "sigma_w_per_c" in thermal else None
+        self.idle_temp_c = thermal.value("idle_temp_c") if thermal is not None and "idle_temp_c" in thermal else None
+
+    @classmethod
+    def from_file(cls, pf: ParameterFile) -> "IppPowerModel":
+        """The model of a file's ``power`` section (BadInputError when it is not an IPP section)."""
+        power = pf.get("power")
+        if power is None or power.model != cls.MODEL:
+            raise BadInputError("parameter file has no IPP power section (power.model == 'ipp')")
+        return cls(power, pf.get("thermal"), basis_of(pf))
+
+    @staticmethod
+    def validate(sec: Section, where: str = "power") -> None:
+        """SchemaError (naming the field) when the section cannot drive the model: structure the schema
+        cannot express (SM count, scaling, units with scope/domain/access-rate function and their
+        parameters) and plausible values (log slopes, idle power, beta)."""
+        st = sec.structure
+        n = st.get("sm_count")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SM_COUNT:
+            raise SchemaError(f"{where}.sm_count: {n!r} is not a positive integer (at most {MAX_SM_COUNT})")
+        form = st.get("sm_scaling")
+        if form not in ("log", "linear"):
+            raise SchemaError(f"{where}.sm_scaling: {form!r} is not 'log' or 'linear'")
+        units = st.get("units")
+        if not isinstance(units, dict):
+            raise SchemaError(f"{where}.units: expected an object unit -> {{scope, ar_function, domain}}")
+        if "idle_power_w" not in sec:
+            raise SchemaError(f"{where}.parameters: idle_power_w missing")
+        for u, spec in units.items():
+            if not isinstance(spec, dict):
+                raise SchemaError(f"{where}.units.{u}: expected an object")
+            if spec.get("scope") not in ("sm", "chip"):
+                raise SchemaError(f"{where}.units.{u}.scope: {spec.get('scope')!r} is not 'sm' or 'chip'")
+            if spec.get("domain", "core") not in ("core", "mem"):
+                raise SchemaError(f"{where}.units.{u}.domain: {spec.get('domain')!r} is not 'core' or 'mem'")
+            if spec.get("ar_function") not in FORMS:
+                raise SchemaError(f"{where}.units.{u}.ar_function: {spec.get('ar_function')!r} is not one of "
+                                  f"{', '.join(FORMS)}")
+            if names.max_power(u) not in sec:
+                raise SchemaError(f"{where}.parameters: {names.max_power(u)} missing (unit {u} is modelled)")
+            if spec["ar_function"] == LOG and names.ar_log_a(u) not in sec:
+                raise SchemaError(f"{where}.parameters: {names.ar_log_a(u)} missing (unit {u} has the log "
+                                  "access-rate function)")
+        in_range(sec, "ar_log_b", where, 0.0, 2.0, "the log access-rate function a ln(AR) + b is b at full "
+                 "activity, about 1 (IPP: 1.001375); b <= 0 means the unit never draws power", lo_open=True)
+        for u in units:
+            in_range(sec, names.ar_log_a(u), where, 0.0, 10.0, "the log access-rate slope must be positive "
+                     "(IPP: 0.1365)", lo_open=True)
+        idle = sec.value("idle_power_w")
+        if idle < MIN_IDLE_POWER_W:
+            raise SchemaError(f"{where}.parameters.idle_power_w: {idle:g} W is not a plausible idle power of a GPU "
+                              f"board (< {MIN_IDLE_POWER_W:g} W): were the power readings of the fitted table all ~0?")
+        if form == "log":
+            beta = sec.params.get("sm_beta")
+            if beta is None or not 0.0 < beta.value < 10.0:
+                raise SchemaError(f"{where}.parameters.sm_beta: {None if beta is None else beta.value!r}: "
+                                  "log10(alpha n + beta) needs 0 < beta < 10")
+        clocks = st.get("default_clocks")
+        if clocks is not None and not isinstance(clocks, dict):
+            raise SchemaError(f"{where}.default_clocks: expected an object (core_mhz, mem_mhz)")
 
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,
                 source: str = "<table>") -> np.ndarray:

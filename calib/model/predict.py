@@ -19,54 +19,51 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
+from calib.core.params import ParameterFile, Section
 from calib.core.activity import basis_of, count_columns, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.units import INSTRUCTION_CLASSES, mem_intensity
 
 
-def dvfs_power(section: dict, df: pd.DataFrame, doc: dict | None = None) -> np.ndarray:
-    """DVFS model power (W) per row, plus the thermal fit's static-power correction when the section was fitted
-    on temperature-corrected power (sessions with a thermal fit). Rows without ``act_`` columns (kernel
-    descriptions) get their activities from their counts and time, as the samples layer computes them."""
+def dvfs_power(pf: ParameterFile, section: Section, df: pd.DataFrame) -> np.ndarray:
+    """DVFS model power (W) per row of ``df`` from a DVFS ``section`` of ``pf``. Rows without ``act_``
+    columns (kernel descriptions) get their activities from their counts and time
+    (:mod:`calib.core.activity`, the units and clock domains of the file's IPP power section), as the
+    samples layer computes them."""
     from calib.model.dvfs import predict_power
 
-    if doc is not None and doc.get("power", {}).get("model") == "ipp":
-        df = _with_count_activities(doc, df)
-    p = predict_power(section, df)
-    corr = section.get("temperature_correction")
-    if corr and "temp_c" in df.columns:
-        dt = np.nan_to_num(df["temp_c"].to_numpy(float) - corr["idle_temp_c"], nan=0.0)
-        p = p + corr["sigma_w_per_c"] * dt
-    return p
+    if pf.model_of("power") == "ipp":
+        df = _with_count_activities(pf, df)
+    return predict_power(section, df)
 
 
-def _with_count_activities(doc: dict, df: pd.DataFrame) -> pd.DataFrame:
+def _with_count_activities(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
     """``df`` plus the ``act_<unit>`` columns of the power section's units it lacks, from per-warp
     counts and time (IPP eq. 10, :mod:`calib.core.activity`)."""
-    units = [u for u in doc["power"]["units"] if ACT_PREFIX + u not in df.columns]
+    units = [u for u in pf["power"].structure["units"] if ACT_PREFIX + u not in df.columns]
     if not units or not has_counts(df) or "time_s" not in df.columns:
         return df
     out = df.copy()
-    for u, a in table_access_rates(basis_of(doc), df, units=units).items():
+    for u, a in table_access_rates(basis_of(pf), df, units=units).items():
         out[ACT_PREFIX + u] = a
     return out
 
 
-def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
-    """Predicted board power (W) per row."""
-    power = doc.get("power")
+def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
+    """Predicted board power (W) per row (module docstring)."""
+    power = pf.get("power")
     if power is None:
         raise BadInputError(f"{source}: the parameter file has no power section")
-    if power["model"] == "dvfs":
+    if power.model == "dvfs":
         try:
-            return dvfs_power(power, df)
+            return dvfs_power(pf, power, df)
         except BadInputError as e:  # the DVFS model does not know the table's name
             raise BadInputError(f"{source}: {e}") from None
     from calib.model.ipp import IppPowerModel
 
-    pred = IppPowerModel(doc).predict(df, source=source)
-    dvfs = doc.get("dvfs")
-    clocks = power.get("default_clocks") or {}
+    pred = IppPowerModel.from_file(pf).predict(df, source=source)
+    dvfs = pf.get("dvfs")
+    clocks = power.structure.get("default_clocks") or {}
     core0, mem0 = clocks.get("core_mhz"), clocks.get("mem_mhz")
     if core0 is not None and "core_mhz" in df.columns:
         off = ~np.isclose(df["core_mhz"].to_numpy(float), core0)
@@ -76,7 +73,7 @@ def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.nd
         if off.any():
             if dvfs is not None:
                 pred = pred.copy()
-                pred[off] = dvfs_power(dvfs, df[off], doc)
+                pred[off] = dvfs_power(pf, dvfs, df[off])
             else:
                 warnings.warn(f"{source}: {int(off.sum())} rows are not at the fitted clocks "
                               f"({core0:g}/{mem0} MHz) and the parameter file has no DVFS section; "
@@ -84,10 +81,10 @@ def predict_power(doc: dict, df: pd.DataFrame, source: str = "<table>") -> np.nd
     return pred
 
 
-def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
+def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
     """The input rows plus ``power_w_pred`` (and ``time_s_pred``, ``energy_j_pred``, ``temp_c_pred``)."""
     df = df.copy()
-    clocks = doc.get("device", {}).get("clocks") or {}
+    clocks = pf.device.get("clocks") or {}
     for col in ("core_mhz", "mem_mhz"):  # a kernel description without clocks runs at the default ones
         if clocks.get(col) is not None:
             if col not in df.columns:
@@ -96,10 +93,10 @@ def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.Da
                 df[col] = df[col].fillna(float(clocks[col]))
     out = df.copy()
     time_pred = None
-    if "timing" in doc and any(c.startswith(CNT_PREFIX) for c in df.columns):
+    if "timing" in pf and any(c.startswith(CNT_PREFIX) for c in df.columns):
         from calib.model.timing import predict_time
 
-        time_pred = predict_time(doc, df)
+        time_pred = predict_time(pf["timing"], df)
         out["time_s_pred"] = time_pred
     # power at the measured time where there is one, else at the predicted time
     filled = df
@@ -108,20 +105,20 @@ def predict_table(doc: dict, df: pd.DataFrame, source: str = "<table>") -> pd.Da
             filled = df.assign(time_s=time_pred)
         elif df["time_s"].isna().any():
             filled = df.assign(time_s=np.where(df["time_s"].isna(), time_pred, df["time_s"]))
-    power = predict_power(doc, filled, source)
+    power = predict_power(pf, filled, source)
     out["power_w_pred"] = power
     if time_pred is not None:
         # energy of the predicted execution: power and time of the same (predicted) run
-        out["energy_j_pred"] = predict_power(doc, df.assign(time_s=time_pred), source) * time_pred
-    if "thermal" in doc and doc["power"]["model"] == "ipp":
+        out["energy_j_pred"] = predict_power(pf, df.assign(time_s=time_pred), source) * time_pred
+    if "thermal" in pf and pf.model_of("power") == "ipp":
         from calib.model.ipp import IppPowerModel
         from calib.model.thermal import ThermalModel
 
-        tm = ThermalModel(doc)
-        idle = doc["power"]["parameters"]["idle_power_w"]["value"]
+        tm = ThermalModel(pf["thermal"])
+        idle = pf["power"].value("idle_power_w")
         running = (df["role"].astype(str) != "idle").to_numpy() if "role" in df.columns else np.ones(len(df), bool)
         # Max_temp (eq. 19) is a function of the cold runtime power: without the sigma x dT term
-        cold = IppPowerModel(doc).predict(filled, use_temperature=False, source=source)
+        cold = IppPowerModel.from_file(pf).predict(filled, use_temperature=False, source=source)
         rt = np.clip(cold - idle, 0.0, None)
         out["temp_c_pred"] = np.where(running, tm.idle_temp_c + tm.max_rise_c(rt, mem_intensity_array(df)),
                                       tm.idle_temp_c)

@@ -11,20 +11,21 @@ Times in s, temperatures in degC, powers in W.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
+
+from calib.core.errors import SchemaError
+from calib.core.params import Section
 
 
 class ThermalModel:
     """Temperature and power over time from a parameter file's ``thermal`` section."""
 
-    def __init__(self, doc: Mapping[str, Any]):
-        sec = doc.get("thermal")
-        if sec is None:
-            raise KeyError("parameter file has no thermal section")
-        v = {k: float(p["value"]) for k, p in sec["parameters"].items()}
+    MODEL = "ipp-thermal"
+
+    def __init__(self, section: Section, where: str = "thermal"):
+        self.validate(section, where)
+        self.section = section
+        v = section.values()
         self.idle_temp_c = v["idle_temp_c"]
         self.rc_rise_s = v["rc_rise_s"]
         self.rc_decay_s = v["rc_decay_s"]
@@ -32,6 +33,16 @@ class ThermalModel:
         self.lam = v.get("lambda_c", 0.0)
         self.rho = v.get("rho_c", 0.0)
         self.sigma = v.get("sigma_w_per_c", 0.0)
+
+    @staticmethod
+    def validate(sec: Section, where: str = "thermal") -> None:
+        """SchemaError (naming the field) when the section lacks what the model needs."""
+        for name in ("idle_temp_c", "rc_rise_s", "rc_decay_s"):
+            if name not in sec:
+                raise SchemaError(f"{where}.parameters: {name} missing")
+        for name in ("rc_rise_s", "rc_decay_s"):
+            if not sec.value(name) > 0:
+                raise SchemaError(f"{where}.parameters.{name}: must be > 0")
 
     def max_rise_c(self, runtime_power_w: float | np.ndarray, mem_intensity: float | np.ndarray = 0.0) -> np.ndarray:
         """Steady rise above idle (eq. 19), degC."""

@@ -51,7 +51,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calib.core import names
 from calib.core.errors import BadInputError
+from calib.core.params import Section
 from calib.model import mwp_cwp as M
 from calib.model import wangchu as W
 from calib.core.samples import CNT_PREFIX
@@ -96,34 +98,47 @@ class TimingSection:
 
     @property
     def m_factor(self) -> dict[str, float]:
-        return {k[len("m_factor_"):]: v for k, v in self.values.items() if k.startswith("m_factor_")}
+        return {names.m_factor_class(k): v for k, v in self.values.items() if names.m_factor_class(k) is not None}
 
     @property
     def has_dvfs_latency(self) -> bool:
         return "dm_lat_a_cycles" in self.values and "dm_lat_b_cycles" in self.values
 
 
-def compile_section(doc_or_section: Mapping[str, Any]) -> TimingSection:
-    """The ``timing`` section of a parameter document (or the section itself) as a :class:`TimingSection`."""
-    sec = doc_or_section.get("timing", doc_or_section)
-    if not isinstance(sec, Mapping) or sec.get("model") != MODEL_NAME:
+def compile_section(section: Section) -> TimingSection:
+    """A ``timing`` section as a :class:`TimingSection` (BadInputError when it cannot drive the model)."""
+    if not isinstance(section, Section) or section.model != MODEL_NAME:
         raise BadInputError(f"parameter file has no timing section of model {MODEL_NAME!r}")
-    try:
-        values = {n: float(d["value"]) for n, d in sec["parameters"].items()}
-        ref = sec["ref_clocks"]
-    except (KeyError, TypeError) as e:
-        raise BadInputError(f"timing section is malformed (missing {e})") from None
+    st = section.structure
+    values = section.values()
+    ref = st.get("ref_clocks")
+    if not isinstance(ref, Mapping) or "core_mhz" not in ref or "mem_mhz" not in ref:
+        raise BadInputError("timing section is malformed (missing 'ref_clocks')")
     missing = [n for n in REQUIRED if n not in values]
     if missing:
         raise BadInputError(f"timing section lacks parameter(s) {', '.join(missing)}")
-    pred = sec.get("predictor", "mwp_cwp")
+    pred = st.get("predictor", "mwp_cwp")
     if pred not in PREDICTORS:
         raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
-    return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(sec.get("sm_count", 1)),
-                         float(sec.get("max_warps_per_sm", 32)), float(sec.get("max_blocks_per_sm", 32)),
-                         float(sec.get("uncoal_per_mw", 32)), float(sec.get("uncoal_tx_bytes", 32)),
-                         sec.get("mem_l_coal", "thesis"), sec.get("n_pw_form", "fixed"), sec.get("comp_form", "max"),
-                         bool(sec.get("shared_cases", False)), sec.get("case2_form", "fixed"))
+    return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
+                         float(st.get("max_warps_per_sm", 32)), float(st.get("max_blocks_per_sm", 32)),
+                         float(st.get("uncoal_per_mw", 32)), float(st.get("uncoal_tx_bytes", 32)),
+                         st.get("mem_l_coal", "thesis"), st.get("n_pw_form", "fixed"), st.get("comp_form", "max"),
+                         bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"))
+
+
+def validate(section: Section, where: str = "timing") -> None:
+    """SchemaError (naming the field): the latencies and delays the model divides by or multiplies
+    cycle counts with must be positive and moderate, M_Factors in (0, 1024]."""
+    from calib.model.validation import in_range
+
+    for name in ("issue_cycles", "mem_ld_cycles", "dram_del_coal_mem_cycles", "departure_del_coal_cycles"):
+        in_range(section, name, where, 0.0, 1e6, "the timing model divides by it or needs a positive latency",
+                 lo_open=True)
+    for name in section.params:
+        if names.m_factor_class(name) is not None:
+            in_range(section, name, where, 0.0, 1024.0, "issue cycles per warp instruction relative to the base "
+                     "rate (1 to 32 on real GPUs)", lo_open=True)
 
 
 @dataclass
@@ -295,16 +310,16 @@ def predict_cycles(ts: TimingSection, x: Inputs, predictor: str | None = None) -
     raise BadInputError(f"unknown timing predictor {pred!r}; expected one of {PREDICTORS}")
 
 
-def predict_time(doc: Mapping[str, Any], df: pd.DataFrame, predictor: str | None = None,
+def predict_time(section: Section, df: pd.DataFrame, predictor: str | None = None,
                  source: str = "<table>") -> np.ndarray:
-    """Predicted execution time of one launch, s, per row (module docstring)."""
-    ts = compile_section(doc)
+    """Predicted execution time of one launch, s, per row (module docstring), from a ``timing`` section."""
+    ts = compile_section(section)
     x = inputs_from_table(ts, df, source)
     cycles = predict_cycles(ts, x, predictor)
     return cycles / (x.fc * 1e6) + ts.v("launch_overhead_s", 0.0)
 
 
-def predict_time_anchored(doc: Mapping[str, Any], df: pd.DataFrame, base_time_s: Any, base_core_mhz: Any,
+def predict_time_anchored(section: Section, df: pd.DataFrame, base_time_s: Any, base_core_mhz: Any,
                           base_mem_mhz: Any, predictor: str | None = None) -> np.ndarray:
     """Time at each row's clocks from one measured baseline: ``T_base x T_model(row) / T_model(base)``.
 
@@ -314,6 +329,6 @@ def predict_time_anchored(doc: Mapping[str, Any], df: pd.DataFrame, base_time_s:
     base = df.copy()
     base["core_mhz"] = np.broadcast_to(np.asarray(base_core_mhz, float), (len(df),))
     base["mem_mhz"] = np.broadcast_to(np.asarray(base_mem_mhz, float), (len(df),))
-    t_row = predict_time(doc, df, predictor)
-    t_base = predict_time(doc, base, predictor)
+    t_row = predict_time(section, df, predictor)
+    t_base = predict_time(section, base, predictor)
     return np.asarray(base_time_s, float) * t_row / t_base

@@ -35,7 +35,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from calib.core import params as P
+from calib.core import names
+from calib.core.metrics import mape
+from calib.core.params import ParameterFile, Section
 
 #: device fields that identify the GPU and its software, reported first, in this order
 IDENTITY_FIELDS = ("name", "uuid", "driver_version", "cuda_version", "sm_count", "clocks.core_mhz", "clocks.mem_mhz")
@@ -142,41 +144,42 @@ def _device_changes(old: dict, new: dict) -> tuple[list, list]:
     return ident, other
 
 
-def _unit_forms(section: dict) -> dict[str, str]:
-    units = section.get("units", {})
+def _unit_forms(section: Section) -> dict[str, str]:
+    units = section.structure.get("units", {})
     if isinstance(units, list):  # DVFS layout: [{"name", "domain", "ar_form"}]
         return {u["name"]: u.get("ar_form", "linear") for u in units}
     return {u: spec.get("ar_function", "linear") for u, spec in units.items()}
 
 
-def _structure_changes(sec: str, old: dict, new: dict) -> tuple[list[tuple[str, Any, Any]], dict[str, str]]:
+def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple[str, Any, Any]], dict[str, str]]:
     """Structure differences of one section and, per parameter name, why it is not comparable."""
     changes: list[tuple[str, Any, Any]] = []
     blocked: dict[str, str] = {}
-    if old.get("model") != new.get("model"):
-        changes.append((f"{sec}.model", old.get("model"), new.get("model")))
-        for n in set(old.get("parameters", {})) | set(new.get("parameters", {})):
-            blocked[n] = f"the {sec} model changed ({old.get('model')} -> {new.get('model')})"
+    if old.model != new.model:
+        changes.append((f"{sec}.model", old.model, new.model))
+        for n in set(old.params) | set(new.params):
+            blocked[n] = f"the {sec} model changed ({old.model} -> {new.model})"
         return changes, blocked
     fo, fn = _unit_forms(old), _unit_forms(new)
     for u in sorted(set(fo) | set(fn)):
         if fo.get(u) != fn.get(u):
             changes.append((f"{sec}.units.{u}.ar_function", fo.get(u), fn.get(u)))
             why = f"{u}'s access-rate function changed ({fo.get(u)} -> {fn.get(u)})"
-            for n in (f"max_power_{u}_w", f"ar_log_a_{u}", f"w_{u}"):
+            for n in names.unit_names(u):
                 blocked[n] = why
+    so, sn = old.structure, new.structure
     for key in ("sm_scaling", "sm_count"):
-        if (key in old or key in new) and old.get(key) != new.get(key):
-            changes.append((f"{sec}.{key}", old.get(key), new.get(key)))
-            why = f"{sec}.{key} changed ({old.get(key)} -> {new.get(key)})"
-            for n in set(old.get("parameters", {})) & set(new.get("parameters", {})):
+        if (key in so or key in sn) and so.get(key) != sn.get(key):
+            changes.append((f"{sec}.{key}", so.get(key), sn.get(key)))
+            why = f"{sec}.{key} changed ({so.get(key)} -> {sn.get(key)})"
+            for n in set(old.params) & set(new.params):
                 if n.startswith(("max_power_", "const_sm", "sm_beta", "activation")):
                     blocked.setdefault(n, why)
     for key in ("ref_clocks", "default_clocks"):
-        if (key in old or key in new) and old.get(key) != new.get(key):
-            changes.append((f"{sec}.{key}", old.get(key), new.get(key)))
+        if (key in so or key in sn) and so.get(key) != sn.get(key):
+            changes.append((f"{sec}.{key}", so.get(key), sn.get(key)))
             if key == "ref_clocks":  # every W coefficient and voltage refers to the reference clocks
-                for n in set(old.get("parameters", {})) & set(new.get("parameters", {})):
+                for n in set(old.params) & set(new.params):
                     blocked.setdefault(n, f"{sec}.ref_clocks changed")
     return changes, blocked
 
@@ -193,13 +196,13 @@ def holm(pvalues: list[float]) -> list[float]:
     return adj.tolist()
 
 
-def compare(old: dict, new: dict, *, alpha: float = 0.05, strict: bool = False) -> Comparison:
-    """Compare two (validated) parameter documents."""
+def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, strict: bool = False) -> Comparison:
+    """Compare two (validated) parameter files."""
     if not 0 < alpha < 1:
         raise ValueError("alpha must be in (0, 1)")
     c = Comparison(alpha=alpha, strict=strict)
-    c.identity, c.device_other = _device_changes(old.get("device", {}), new.get("device", {}))
-    for sec in P.SECTIONS:
+    c.identity, c.device_other = _device_changes(old.device, new.device)
+    for sec in dict.fromkeys([n for n, _ in old.items()] + [n for n, _ in new.items()]):
         if sec in old and sec not in new:
             c.sections_removed.append(sec)
         elif sec in new and sec not in old:
@@ -208,7 +211,7 @@ def compare(old: dict, new: dict, *, alpha: float = 0.05, strict: bool = False) 
             continue
         st, blocked = _structure_changes(sec, old[sec], new[sec])
         c.structure += st
-        po, pn = P.section_params(old, sec), P.section_params(new, sec)
+        po, pn = old[sec].params, new[sec].params
         for name in po:
             if name not in pn:
                 c.removed.append((sec, name, po[name].value, po[name].unit))
@@ -316,7 +319,7 @@ def format_text(c: Comparison, old_name: str, new_name: str, show_all: bool = Tr
     return "\n".join(out)
 
 
-def prediction_shift(old: dict, new: dict, df: Any, source: str) -> tuple[Any, list[str]]:
+def prediction_shift(old: ParameterFile, new: ParameterFile, df: Any, source: str) -> tuple[Any, list[str]]:
     """Predicted power of every row under both files: the table (workload, power_w if measured,
     old_w, new_w, change_w, change_pct) and the models' warnings."""
     import pandas as pd
@@ -350,7 +353,7 @@ def format_prediction_shift(t: Any, source: str, max_rows: int = 25) -> str:
         m = t["power_w"].notna().to_numpy()
         meas = t["power_w"].to_numpy(float)[m]
         for col, label in (("old_w", "old"), ("new_w", "new")):
-            e = 100 * np.mean(np.abs(t[col].to_numpy(float)[m] - meas) / meas)
+            e = mape(meas, t[col].to_numpy(float)[m])
             lines.append(f"  MAPE against measured power_w, {label} parameters: {e:.3g}% over {int(m.sum())} rows")
     shown = t.reindex(t["change_w"].abs().sort_values(ascending=False).index).head(max_rows)
     hdr = f"  {'workload':30s} " + ("{:>9s} ".format("measured") if "power_w" in t.columns else "") + \

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from calib import __version__
-from calib.core import params as P
+from calib.core.params import ParameterFile
 from calib.core.errors import BadInputError
 from calib.report.inputs import ReportInputs
 from calib.report.plots import FIGURES, Context, Skip, with_predictions
@@ -97,15 +97,13 @@ def classify_warning(w: str) -> str:
 TAG_TEXT = {"bound": "at a bound", "ident": "identifiability", "note": "note"}
 
 
-def _stat_cards(doc: dict) -> str:
+def _stat_cards(pf: ParameterFile) -> str:
     cards = []
-    for sec in P.SECTIONS:
-        if sec not in doc:
-            continue
-        st = doc.get("fit", {}).get(sec, {})
+    for sec, section in pf.items():
+        st = section.stats
         rm = next(((k, st[k]) for k in ("rmse_w", "rmse_c", "rmse_s") if st.get(k) is not None), None)
         unit = {"rmse_w": "W", "rmse_c": "degC", "rmse_s": "s"}.get(rm[0], "") if rm else ""
-        lines = [f"model {_e(doc[sec].get('model'))}", f"{st.get('n_samples', '-')} samples"]
+        lines = [f"model {_e(section.model)}", f"{st.get('n_samples', '-')} samples"]
         if st.get("r2") is not None:
             lines.append(f"R<sup>2</sup> {fmt(st['r2'], 5)}")
         if st.get("heldout_mape_pct") is not None:
@@ -119,13 +117,11 @@ def _stat_cards(doc: dict) -> str:
     return '<div class="cards">' + "".join(cards) + "</div>"
 
 
-def _param_table(doc: dict) -> tuple[str, int]:
+def _param_table(pf: ParameterFile) -> tuple[str, int]:
     rows = []
     count = 0
-    for sec in P.SECTIONS:
-        if sec not in doc:
-            continue
-        for name, p in P.section_params(doc, sec).items():
+    for sec, section in pf.items():
+        for name, p in section.params.items():
             count += 1
             side = p.at_bound() if p.vary else None
             flags = []
@@ -150,10 +146,10 @@ def _param_table(doc: dict) -> tuple[str, int]:
     return f'<table id="parameter-table"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>', count
 
 
-def _warnings_html(doc: dict, extra: list[tuple[str, str]]) -> str:
+def _warnings_html(pf: ParameterFile, extra: list[tuple[str, str]]) -> str:
     items = []
-    for sec in P.SECTIONS:
-        for w in doc.get("fit", {}).get(sec, {}).get("warnings", []) if sec in doc else []:
+    for sec, section in pf.items():
+        for w in section.stats.get("warnings", []):
             k = classify_warning(w)
             items.append(f'<li><span class="tag {k}">{TAG_TEXT[k]}</span><b>{_e(sec)}</b>: {_e(w)}</li>')
     for where, w in extra:
@@ -183,13 +179,14 @@ def _recovery_html(rec: dict) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>{tail}")
 
 
-def _said_by_fit(doc: dict, warning: str) -> bool:
+def _said_by_fit(pf: ParameterFile, warning: str) -> bool:
     """Whether a schema-check warning ('power.parameters.NAME: ...') repeats what the fit already said."""
     where = warning.split(":", 1)[0].split(".")
     if len(where) < 3:
         return False
     sec, name = where[0], where[-1]
-    return any(name in w for w in doc.get("fit", {}).get(sec, {}).get("warnings", []))
+    section = pf.get(sec)
+    return section is not None and any(name in w for w in section.stats.get("warnings", []))
 
 
 def _kv_table(pairs: list[tuple[str, Any]]) -> str:
@@ -198,9 +195,8 @@ def _kv_table(pairs: list[tuple[str, Any]]) -> str:
 
 
 def _provenance_html(inp: ReportInputs) -> str:
-    doc = inp.doc
-    dev = doc["device"]
-    prov = doc.get("provenance", {})
+    dev = inp.params.device
+    prov = inp.params.provenance
     clocks = dev.get("clocks") or {}
     dpairs = [("GPU", _e(dev.get("name"))), ("UUID", f'<span class="hash">{_e(dev.get("uuid") or "-")}</span>'),
               ("SMs", _e(dev.get("sm_count"))), ("driver version", _e(dev.get("driver_version") or "unknown")),
@@ -243,10 +239,10 @@ def _provenance_html(inp: ReportInputs) -> str:
 def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
     """Draw the figures into ``out_dir/fig`` and write ``out_dir/index.html``. Returns a summary
     (figures drawn, figures skipped with reasons, parameter count)."""
-    doc = inp.doc
+    pf = inp.params
     notes: list[str] = list(inp.notes)
-    samples = with_predictions(doc, inp.samples, notes) if inp.samples is not None and "power" in doc else None
-    ctx = Context(doc, samples, inp.session, notes)
+    samples = with_predictions(pf, inp.samples, notes) if inp.samples is not None and "power" in pf else None
+    ctx = Context(pf, samples, inp.session, notes)
     (out_dir / FIG_DIR).mkdir(parents=True, exist_ok=True)
     drawn, skipped, blocks = [], [], []
     for spec in FIGURES:
@@ -271,12 +267,12 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
         blocks.append(f'<section id="fig-{spec.key}"><h2>{_e(spec.title)}</h2><figure>'
                       f'<img src="{FIG_DIR}/{spec.key}.png" width="{w}" height="{h}" alt="{_e(spec.title)}: {_e(cap)}">'
                       f"<figcaption>{_e(cap)}</figcaption></figure></section>")
-    table, n_params = _param_table(doc)
+    table, n_params = _param_table(pf)
     try:
-        vwarn = P.validate(doc, inp.params_path.name)
+        vwarn = pf.warnings(inp.params_path.name)
     except BadInputError as e:  # loaded files are valid; keep the page even if the schema moved on
         vwarn = [str(e)]
-    extra = [("schema check", w) for w in vwarn if not _said_by_fit(doc, w)]
+    extra = [("schema check", w) for w in vwarn if not _said_by_fit(pf, w)]
     extra += [("report", n) for n in dict.fromkeys(notes)]
     rec_html = ""
     rec_path = inp.params_path.with_name(inp.params_path.name[:-5] + ".recovery.json") if inp.params_path.name.endswith(".json") else None
@@ -285,7 +281,7 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
             rec_html = _recovery_html(json.loads(rec_path.read_text(encoding="utf-8")))
         except (ValueError, KeyError, TypeError):
             rec_html = "<p>The recovery report beside the parameter file could not be read.</p>"
-    dev = doc["device"]
+    dev = pf.device
     now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     toc = [("glance", "At a glance"), ("warnings", "Warnings")] + [(f"fig-{s.key}", s.title) for s in FIGURES]
     toc += [("parameters", "Parameters")] + ([("recovery", "Recovery")] if rec_html else []) + [("provenance", "Provenance")]
@@ -298,16 +294,16 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
 <style>{CSS}</style></head>
 <body><main>
 <h1>Calibration report: {_e(dev.get('name'))}</h1>
-<p class="sub">Parameter file <code>{_e(inp.params_path.name)}</code>, fitted {_e(doc.get('provenance', {}).get('created_utc', '?'))}
-with calib {_e(doc.get('provenance', {}).get('toolkit_version', '?'))}; driver {_e(dev.get('driver_version') or 'unknown')}.</p>
+<p class="sub">Parameter file <code>{_e(inp.params_path.name)}</code>, fitted {_e(pf.provenance.get('created_utc', '?'))}
+with calib {_e(pf.provenance.get('toolkit_version', '?'))}; driver {_e(dev.get('driver_version') or 'unknown')}.</p>
 <nav>{' '.join(f'<a href="#{k}">{_e(t)}</a>' for k, t in toc)}</nav>
-<section id="glance"><h2>At a glance</h2>{_stat_cards(doc)}
-<p>{n_params} parameters in {sum(1 for s in P.SECTIONS if s in doc)} model sections; {len(drawn)} figures drawn,
+<section id="glance"><h2>At a glance</h2>{_stat_cards(pf)}
+<p>{n_params} parameters in {len(pf.sections)} model sections; {len(drawn)} figures drawn,
 {len(skipped)} skipped. {data_line}</p></section>
 <section id="warnings"><h2>Warnings</h2>
 <p>What the fit and this report noticed: parameters on a bound (their standard error is missing or describes the
 bound only), parameters the campaign cannot separate, and data the page could not use.</p>
-{_warnings_html(doc, extra)}</section>
+{_warnings_html(pf, extra)}</section>
 {''.join(blocks)}
 <section id="parameters"><h2>Parameters</h2>
 <p>Every parameter of the file. Standard errors come from the fit's Jacobian (scaled by the residual variance);

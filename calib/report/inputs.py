@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from calib.core import params as P
+from calib.core.params import ParameterFile
 from calib.core.errors import BadInputError
 from calib.core.samples import read_samples
 from calib.core.session import MANIFEST_NAME, Session, file_sha256, read_session
+from calib.model.checks import load_checked
 
 
 @dataclass
@@ -37,7 +38,7 @@ class ReportInputs:
     """A loaded parameter file and whatever data behind it could be found."""
 
     params_path: Path
-    doc: dict
+    params: ParameterFile
     samples: pd.DataFrame | None = None
     samples_path: Path | None = None
     samples_origin: str = ""
@@ -55,8 +56,8 @@ def _candidates(recorded: str, params_path: Path) -> list[Path]:
     return out
 
 
-def _sources(doc: dict, role: str) -> list[dict]:
-    return [s for s in doc.get("provenance", {}).get("sources", []) if s.get("role") == role]
+def _sources(pf: ParameterFile, role: str) -> list[dict]:
+    return [s for s in pf.provenance.get("sources", []) if s.get("role") == role]
 
 
 def _find_recorded(src: dict, params_path: Path) -> Path | None:
@@ -67,10 +68,10 @@ def _find_recorded(src: dict, params_path: Path) -> Path | None:
     return None
 
 
-def find_session(doc: dict, params_path: Path, notes: list[str]) -> Path | None:
+def find_session(pf: ParameterFile, params_path: Path, notes: list[str]) -> Path | None:
     """The session directory the parameter file was fitted from, if it is still on disk unchanged."""
-    logs = _sources(doc, "log")
-    name = doc.get("provenance", {}).get("session")
+    logs = _sources(pf, "log")
+    name = pf.provenance.get("session")
     dirs: list[Path] = []
     for src in logs:
         for c in _candidates(src["path"], params_path):
@@ -93,9 +94,9 @@ def find_session(doc: dict, params_path: Path, notes: list[str]) -> Path | None:
     return None
 
 
-def check_session_matches(doc: dict, session_dir: Path) -> None:
+def check_session_matches(pf: ParameterFile, session_dir: Path) -> None:
     """Refuse a session given by the user whose log files are not the ones the fit recorded."""
-    logs = _sources(doc, "log")
+    logs = _sources(pf, "log")
     if not logs:
         return
     for s in logs:
@@ -113,15 +114,15 @@ def load_inputs(params_path: str | os.PathLike, *, samples: str | os.PathLike | 
     params_path = Path(params_path)
     if params_path.is_dir():
         raise BadInputError(f"{params_path}: is a directory; expected a parameter file (JSON)")
-    doc = P.load(params_path)
-    out = ReportInputs(params_path, doc)
+    pf = load_checked(params_path)
+    out = ReportInputs(params_path, pf)
     if session is not None:
         sdir = Path(session)
         read_session(sdir)  # checks it is a session directory
-        check_session_matches(doc, sdir)
+        check_session_matches(pf, sdir)
         out.session = read_session(sdir)
     elif discover:
-        found = find_session(doc, params_path, out.notes)
+        found = find_session(pf, params_path, out.notes)
         if found is not None:
             out.session = read_session(found)
     if samples is not None:
@@ -129,7 +130,7 @@ def load_inputs(params_path: str | os.PathLike, *, samples: str | os.PathLike | 
         out.samples = read_samples(out.samples_path, require_power=True)
         out.samples_origin = "given with --samples"
     elif discover:
-        for src in _sources(doc, "samples"):
+        for src in _sources(pf, "samples"):
             f = _find_recorded(src, params_path)
             if f is not None:
                 out.samples_path, out.samples_origin = f, "the fit's input (provenance, sha256 verified)"

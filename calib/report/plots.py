@@ -21,7 +21,11 @@ from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from calib.core import names
+from calib.core.metrics import mape, pct_errors
+from calib.core.params import ParameterFile, Section
 from calib.fit.ipp import EXCLUDED_ROLES as NOT_TRAINING
+from calib.model.energy import dvfs_section
 from calib.model.arfunc import LOG, ar_transform
 from calib.core.samples import ACT_PREFIX
 
@@ -42,21 +46,21 @@ class Skip(Exception):
 
 @dataclass
 class Context:
-    """What the figures draw from: the parameter document and, when found, its data."""
+    """What the figures draw from: the parameter file and, when found, its data."""
 
-    doc: dict
+    params: ParameterFile
     samples: pd.DataFrame | None = None       # with power_w_pred added
     session: Any = None                        # calib.core.session.Session or None
     notes: list[str] = field(default_factory=list)
     _steps: Any = None
 
     @property
-    def power(self) -> dict | None:
-        return self.doc.get("power")
+    def power(self) -> Section | None:
+        return self.params.get("power")
 
     @property
     def ipp(self) -> bool:
-        return self.power is not None and self.power.get("model") == "ipp"
+        return self.params.model_of("power") == "ipp"
 
     def thermal_steps(self) -> list:
         if self._steps is None:
@@ -70,14 +74,14 @@ class Context:
 # data helpers
 # ------------------------------------------------------------------------------------------------
 
-def with_predictions(doc: dict, df: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def with_predictions(pf: ParameterFile, df: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     """``df`` plus ``power_w_pred`` (W); warnings of the models become notes on the page."""
     from calib.model.predict import predict_power
 
     out = df.copy()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out["power_w_pred"] = predict_power(doc, df, "samples table")
+        out["power_w_pred"] = predict_power(pf, df, "samples table")
     for w in caught:
         msg = str(w.message)
         if msg not in notes:
@@ -97,7 +101,8 @@ def _require_samples(ctx: Context) -> pd.DataFrame:
 def default_rows(ctx: Context) -> pd.DataFrame:
     """Rows at the default clocks (the IPP fit's rows plus held-out ones), without the DVFS grid."""
     df = _require_samples(ctx)
-    clocks = (ctx.power or {}).get("default_clocks") or ctx.doc["device"].get("clocks") or {}
+    clocks = (ctx.power.structure.get("default_clocks") if ctx.power is not None else None) \
+        or ctx.params.device.get("clocks") or {}
     sel = np.ones(len(df), bool)
     for col in ("core_mhz", "mem_mhz"):
         v = clocks.get(col)
@@ -142,12 +147,6 @@ def natural_key(name: str) -> tuple:
     import re
 
     return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", str(name)))
-
-
-def mape(meas: np.ndarray, pred: np.ndarray) -> float:
-    """Mean absolute percentage error (%) of ``pred`` against ``meas`` over finite, non-zero measurements; NaN if none."""
-    m = np.isfinite(meas) & np.isfinite(pred) & (np.abs(meas) > 0)
-    return float(100 * np.mean(np.abs(pred[m] - meas[m]) / meas[m])) if m.any() else math.nan
 
 
 def _role_legend(where: Any, roles: list[str], loc: str = "lower right", ncol: int = 1) -> None:
@@ -263,7 +262,7 @@ def _breakdown_table(ctx: Context, df: pd.DataFrame) -> pd.DataFrame:
     if ctx.ipp:
         from calib.model.ipp import IppPowerModel
 
-        bd = IppPowerModel(ctx.doc).breakdown(df)
+        bd = IppPowerModel.from_file(ctx.params).breakdown(df)
         bd = bd.rename(columns={"idle": "idle power", "activation": "activation", "const_sm": "constant per SM"})
         temp = df["power_w_pred"].to_numpy(float) - bd.sum(axis=1).to_numpy(float)
         if np.nanmax(np.abs(temp)) > 1e-9:
@@ -315,9 +314,8 @@ def fig_breakdown(ctx: Context) -> tuple[Figure, str]:
 
 
 def _act_cols(ctx: Context, df: pd.DataFrame) -> list[str]:
-    units = list((ctx.power or {}).get("units", {}))
-    if isinstance((ctx.power or {}).get("units"), list):
-        units = [u["name"] for u in ctx.power["units"]]
+    spec = ctx.power.structure.get("units", {}) if ctx.power is not None else {}
+    units = [u["name"] for u in spec] if isinstance(spec, list) else list(spec)
     cols = [ACT_PREFIX + u for u in units if ACT_PREFIX + u in df.columns]
     return cols or [c for c in df.columns if c.startswith(ACT_PREFIX)]
 
@@ -358,11 +356,11 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
     """Fitted access-rate functions of each unit over the measured points. Returns (figure, caption)."""
     if not ctx.ipp:
         raise Skip("drawn for the IPP power model only (this file's power model is "
-                   f"{(ctx.power or {}).get('model', 'absent')!r})")
+                   f"{ctx.params.model_of('power') or 'absent'!r})")
     sec = ctx.power
-    units = list(sec["units"])
-    vals = {k: float(v["value"]) for k, v in sec["parameters"].items()}
-    n_sm = int(sec["sm_count"])
+    units = list(sec.structure["units"])
+    vals = sec.values()
+    n_sm = int(sec.structure["sm_count"])
     have_data = ctx.samples is not None and len(ctx.samples) > 0
     if have_data:
         df = default_rows(ctx)
@@ -376,15 +374,15 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
     axes = np.atleast_1d(fig.subplots(nrow, ncol)).ravel()
     grid = np.logspace(-4, 0, 200)
     for ax, u in zip(axes, units):
-        spec = sec["units"][u]
+        spec = sec.structure["units"][u]
         mult = 1.0 if spec["scope"] == "chip" else float(n_sm)
         if spec["ar_function"] == LOG:
-            f = ar_transform(grid, LOG, vals[f"ar_log_a_{u}"], vals.get("ar_log_b", 1.0))
-            label = f"log, a = {vals[f'ar_log_a_{u}']:.3g}"
+            f = ar_transform(grid, LOG, vals[names.ar_log_a(u)], vals.get("ar_log_b", 1.0))
+            label = f"log, a = {vals[names.ar_log_a(u)]:.3g}"
         else:
             f = ar_transform(grid, spec["ar_function"])
             label = "linear"
-        ax.plot(grid, mult * vals[f"max_power_{u}_w"] * f, color="#D55E00", lw=2, label="fitted")
+        ax.plot(grid, mult * vals[names.max_power(u)] * f, color="#D55E00", lw=2, label="fitted")
         if have_data and bd is not None and ACT_PREFIX + u in df.columns:
             ar = df[ACT_PREFIX + u].to_numpy(float)
             on = ar > 0
@@ -414,22 +412,18 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
     return fig, cap
 
 
-def _thermal_values(doc: dict) -> dict[str, float]:
-    return {k: float(v["value"]) for k, v in doc["thermal"]["parameters"].items()}
-
-
 def fig_thermal(ctx: Context) -> tuple[Figure, str]:
     """Temperature traces (C) of the heat/cool steps with the fitted rise/decay curves. Returns (figure, caption)."""
-    if "thermal" not in ctx.doc:
+    if "thermal" not in ctx.params:
         raise Skip("the parameter file has no thermal section")
     from calib.model.thermal import ThermalModel
 
-    tm = ThermalModel(ctx.doc)
-    steps_meta = list(ctx.doc["thermal"].get("steps", []))
+    tm = ThermalModel(ctx.params["thermal"])
+    steps_meta = list(ctx.params["thermal"].structure.get("steps", []))
     traces = ctx.thermal_steps()
     illustrative = not traces and not steps_meta
     if illustrative:  # e.g. a published parameter set: show the curves at a few runtime powers
-        idle_w = float(((ctx.power or {}).get("parameters", {}).get("idle_power_w") or {}).get("value", 100.0))
+        idle_w = ctx.power.value("idle_power_w", 100.0) if ctx.power is not None else 100.0
         steps_meta = [{"runtime_power_w": f * idle_w, "mem_intensity": 0.0} for f in (0.25, 0.5, 1.0)]
     n = len(traces) if traces else len(steps_meta)
     ncol = 2
@@ -487,7 +481,7 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
 def _optimizer_sweep(ctx: Context, rows: pd.DataFrame) -> dict[str, Any] | None:
     """The toolkit's active-SM optimizer (:func:`calib.model.energy.optimal_sms`, as `calib optimize`
     uses it) for the kernel of a sweep, from its all-SMs row; None without a timing section."""
-    if "timing" not in ctx.doc:
+    if "timing" not in ctx.params:
         return None
     try:
         from calib.model.energy import optimal_sms
@@ -495,7 +489,7 @@ def _optimizer_sweep(ctx: Context, rows: pd.DataFrame) -> dict[str, Any] | None:
         full = rows.loc[[rows["active_sms"].astype(float).idxmax()]].copy()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return optimal_sms(ctx.doc, full, one_block_per_sm=True)
+            return optimal_sms(ctx.params, full, one_block_per_sm=True)
     except Exception as e:  # noqa: BLE001 - another engineer's model: any failure means 'use the data alone'
         msg = f"active-SM optimizer not used ({type(e).__name__}: {e}); the figure uses the measured times"
         if msg not in ctx.notes:
@@ -552,9 +546,9 @@ def fig_active_sms(ctx: Context) -> tuple[Figure, str]:
     from calib.model.ipp import sm_scale
 
     sec = ctx.power
-    n_sm = int(sec["sm_count"])
-    beta = float(sec["parameters"].get("sm_beta", {}).get("value", 1.1))
-    form = sec.get("sm_scaling", "linear")
+    n_sm = int(sec.structure["sm_count"])
+    beta = sec.value("sm_beta", 1.1)
+    form = sec.structure.get("sm_scaling", "linear")
     try:
         sweeps = sm_sweep_optimum(ctx)
     except Skip as e:
@@ -611,33 +605,24 @@ def fig_active_sms(ctx: Context) -> tuple[Figure, str]:
     return fig, cap
 
 
-def _dvfs_section(doc: dict) -> dict | None:
-    if doc.get("dvfs", {}).get("model") == "dvfs":
-        return doc["dvfs"]
-    if (doc.get("power") or {}).get("model") == "dvfs":
-        return doc["power"]
-    return None
-
-
 def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
     """Fitted relative voltages against core and memory clock (MHz). Returns (figure, caption)."""
-    sec = _dvfs_section(ctx.doc)
+    sec = dvfs_section(ctx.params)
     if sec is None:
         raise Skip("the parameter file has no DVFS model (one clock configuration was measured)")
     from calib.model.dvfs import relative_voltages
 
-    name = "dvfs" if ctx.doc.get("dvfs") is sec else "power"
     curves = relative_voltages(sec)
-    errs = ctx.doc.get("fit", {}).get(name, {}).get("stderr", {})
+    errs = {n: p.stderr for n, p in sec.params.items()}
     have_grid = ctx.samples is not None and "core_mhz" in ctx.samples.columns and "mem_mhz" in ctx.samples.columns
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     axes = fig.subplots(1, 3 if have_grid else 2)
-    ref = sec.get("ref_clocks", {})
+    ref = sec.structure.get("ref_clocks", {})
     for ax, dom in zip(axes, ("core", "mem")):
         pts = curves[dom]
         mhz = np.array([p[0] for p in pts])
         v = np.array([p[1] for p in pts])
-        se = np.array([errs.get(pn) if errs.get(pn) is not None else np.nan for pn in sec["voltage"][dom]["params"]])
+        se = np.array([errs.get(pn) if errs.get(pn) is not None else np.nan for pn in sec.structure["voltage"][dom]["params"]])
         ax.errorbar(mhz, v, yerr=np.where(np.isfinite(se), se, 0), fmt="o-", color="#0072B2", capsize=3,
                     label="fitted (+/- 1 standard error)")
         # a voltage the grid barely constrains can have a standard error of hundreds: keep the curve readable
@@ -659,7 +644,7 @@ def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
     if have_grid:
         df = ctx.samples
         ax = axes[2]
-        g = df.assign(ape=100 * np.abs(df["power_w_pred"] - df["power_w"]) / df["power_w"]).groupby(
+        g = df.assign(ape=np.abs(pct_errors(df["power_w"], df["power_w_pred"]))).groupby(
             ["core_mhz", "mem_mhz"])["ape"].mean().unstack()
         im = ax.imshow(g.to_numpy(float), origin="lower", aspect="auto", cmap="magma_r")
         ax.set_xticks(np.arange(g.shape[1]), [f"{c:g}" for c in g.columns], fontsize=7)

@@ -1,0 +1,51 @@
+"""Names of per-unit and per-level parameters, made in one place.
+
+Parameter files key parameters by name; names that carry a unit, an instruction class or a clock level
+are built here and parsed here, so that a fitter, a model, a report and a comparison can never spell
+the same parameter two ways.
+"""
+
+from __future__ import annotations
+
+
+def max_power(unit: str) -> str:
+    """IPP MaxPower of a unit at AR = 1, W: ``max_power_<unit>_w``."""
+    return f"max_power_{unit}_w"
+
+
+def ar_log_a(unit: str) -> str:
+    """Slope of a unit's IPP log access-rate function: ``ar_log_a_<unit>``."""
+    return f"ar_log_a_{unit}"
+
+
+def unit_weight(unit: str) -> str:
+    """DVFS dynamic power of a unit at full activity and the reference clocks, W: ``w_<unit>``."""
+    return f"w_{unit}"
+
+
+def voltage_level(domain: str, mhz: float) -> str:
+    """Relative voltage of a clock level: ``v_<domain>_<MHz>``, e.g. ``v_core_975``."""
+    return f"v_{domain}_{mhz:g}"
+
+
+def core_voltage_level(mhz: float, mem_mhz: float | None = None) -> str:
+    """Core voltage: ``v_core_975``, or ``v_core_975_mem_810`` on a memory level's own curve."""
+    return voltage_level("core", mhz) + ("" if mem_mhz is None else f"_mem_{mem_mhz:g}")
+
+
+M_FACTOR_PREFIX = "m_factor_"
+
+
+def m_factor(cls: str) -> str:
+    """Issue slots per warp instruction of an instruction class (timing): ``m_factor_<class>``."""
+    return M_FACTOR_PREFIX + cls
+
+
+def m_factor_class(name: str) -> str | None:
+    """The instruction class of an ``m_factor_<class>`` name, else None."""
+    return name[len(M_FACTOR_PREFIX):] if name.startswith(M_FACTOR_PREFIX) else None
+
+
+def unit_names(unit: str) -> tuple[str, ...]:
+    """Every per-unit parameter name a unit may have (IPP and DVFS)."""
+    return (max_power(unit), ar_log_a(unit), unit_weight(unit))
