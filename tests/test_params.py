@@ -126,3 +126,13 @@ def test_calib_validate_cli(tmp_path, cli):
     p.write_text("{broken")
     code, out, err = cli("validate", p)
     assert code == 2 and "not valid JSON" in err and "Traceback" not in err
+
+
+def test_malformed_covariance_is_refused_with_the_field_named():
+    doc = _pf().to_dict()
+    doc["fit"]["power"]["covariance"] = {"names": ["idle_power_w", "sm_beta"], "matrix": [[0.01]]}
+    with pytest.raises(SchemaError, match=r"p.json: field fit/power: covariance of 2 parameters has 1 rows of lengths \[1\] \(expected 2 x 2\)"):
+        P.ParameterFile.from_dict(doc, "p.json")
+    doc["fit"]["power"]["covariance"] = {"names": ["idle_power_w"], "matrix": [["x"]]}
+    with pytest.raises(SchemaError, match="field fit/power/covariance/matrix/0/0: 'x' is not of type"):
+        P.validate(doc, "p.json")

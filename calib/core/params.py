@@ -152,8 +152,12 @@ class Covariance:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Covariance":
-        m = np.array([[math.nan if x is None else float(x) for x in row] for row in d["matrix"]], dtype=float)
-        return cls(tuple(d["names"]), m.reshape(len(d["names"]), len(d["names"])))
+        rows = [[math.nan if x is None else float(x) for x in row] for row in d["matrix"]]
+        n = len(d["names"])
+        if len(rows) != n or any(len(r) != n for r in rows):
+            raise ValueError(f"covariance of {n} parameters has {len(rows)} rows of lengths "
+                             f"{sorted({len(r) for r in rows})} (expected {n} x {n})")
+        return cls(tuple(d["names"]), np.array(rows, dtype=float).reshape(n, n))
 
 
 @dataclass
@@ -302,8 +306,14 @@ class ParameterFile:
         if check:
             validate(doc, source)
         fit = doc.get("fit") or {}
-        sections = {k: Section.from_json(v, fit.get(k)) for k, v in doc.items()
-                    if k not in _META and isinstance(v, Mapping) and "parameters" in v}
+        sections = {}
+        for k, v in doc.items():
+            if k in _META or not isinstance(v, Mapping) or "parameters" not in v:
+                continue
+            try:
+                sections[k] = Section.from_json(v, fit.get(k))
+            except ValueError as e:  # e.g. a covariance matrix that does not match its names
+                raise SchemaError(f"{source}: field fit/{k}: {e}") from e
         return cls(doc.get("device") or {}, doc.get("provenance") or {}, sections, doc.get("schema_version", SCHEMA_VERSION))
 
     def to_json_text(self) -> str:
