@@ -26,7 +26,6 @@ def main() -> None:
     a = ap.parse_args()
     warnings.simplefilter("ignore")
     from calib.fit.pipeline import fit_session
-    from calib.model.predict import predict_power
     from microbench.campaign import Campaign
     from microbench.devices import open_device
     from microbench.devices.sim.recovery import recovery_report
@@ -40,15 +39,14 @@ def main() -> None:
                 t1 = time.perf_counter()
                 out = fit_session(session)
                 t2 = time.perf_counter()
-                held = out.samples[out.samples["role"] == "heldout"]
-                pred = predict_power(out.doc, held)
-                mape = float(100 * (abs(pred - held["power_w"]) / held["power_w"]).mean())
+                stats = out.params["power"].stats
+                mape, n_held = stats.get("heldout_mape_pct"), stats.get("heldout_rows", 0)
                 rows = sum(sum(1 for _ in open(p)) - 1 for p in Path(session).glob("*.csv"))
-                rep = recovery_report(preset, out.doc, mape, len(held))
+                rep = recovery_report(preset, out.params.to_dict(), mape, n_held)
                 errs = {r["parameter"]: r["error_pct"] for r in rep["parameters"]}
                 print(f"{preset:7s} {camp:9s} campaign {t1 - t0:5.1f} s (simulated {dev.t:7.0f} s, "
                       f"{dev.t / (t1 - t0):6.0f}x), fit {t2 - t1:4.1f} s, {rows} log rows, "
-                      f"held-out MAPE {mape:.2f}% ({len(held)} rows)")
+                      f"held-out MAPE {mape:.2f}% ({n_held} rows)")
                 print("   " + json.dumps({k.split(".")[1]: None if errs.get(k) is None else round(errs[k], 1)
                                          for k in HEADLINE if k in errs}))
 

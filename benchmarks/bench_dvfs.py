@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calib.fit.dvfs import fit_dvfs  # noqa: E402
+from calib.fit.dvfs import DvfsPowerFitter  # noqa: E402
 from calib.importers.gpmtool import read as read_gpmtool  # noqa: E402
 from calib.model.dvfs import compile_section, evaluate, predict_power, rows_from_table  # noqa: E402
 
@@ -53,10 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     fit_times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        sec = fit_dvfs(df)
+        sec = DvfsPowerFitter().fit(df).section_
         fit_times.append(time.perf_counter() - t0)
-    doc: dict = {}
-    sec.store(doc, "power")
     print(f"table: {args.table} ({len(df)} rows, {df['workload'].nunique()} names)")
     print(f"import (gpmtool)           : {t_import * 1e3:8.1f} ms")
     print(f"fit, joint (median of {args.repeat})    : {statistics.median(fit_times):8.3f} s   "
@@ -64,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(sec.params)} parameters, training MAPE {sec.stats['mape_pct']:.2f} %)")
     if args.alternating:
         t0 = time.perf_counter()
-        alt = fit_dvfs(df, method="alternating")
+        alt = DvfsPowerFitter(method="alternating").fit(df).section_
         print(f"fit, alternating (gpmTOOL) : {time.perf_counter() - t0:8.3f} s   ({alt.stats['solver_message']}, "
               f"training MAPE {alt.stats['mape_pct']:.2f} %)")
 
@@ -77,11 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        p = predict_power(doc["power"], big)
+        p = predict_power(sec, big)
         times.append(time.perf_counter() - t0)
     assert p.shape == (args.rows,) and np.all(np.isfinite(p))
     t = statistics.median(times)
-    c = compile_section(doc["power"])
+    c = compile_section(sec)
     r, _ = rows_from_table(c, big)
     times_core = []
     for _ in range(args.repeat):

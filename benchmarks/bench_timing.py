@@ -36,7 +36,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calib.core import params as P
+from calib.core.params import ParameterFile
 from calib.fit.pipeline import fit_session
 from calib.fit.timing import fit_timing, with_plan_inputs
 from calib.model import energy as E
@@ -74,8 +74,8 @@ def measured_energy(preset: str, workload: Workload, clocks: tuple[float, float]
     return {"time_s": res.kernel_time_s, "power_w": float(np.mean(p)), "energy_per_launch_j": energy_j / launches}
 
 
-def recovery(preset: str, doc: dict) -> list[dict]:
-    rows = timing_recovery_rows(preset, doc)
+def recovery(preset: str, pf: ParameterFile) -> list[dict]:
+    rows = timing_recovery_rows(preset, pf.to_dict())
     print(f"[{preset}] timing recovery (truth, fitted +/- s.e., error):")
     for r in rows:
         se = "-" if r["stderr"] is None else f"{r['stderr']:.3g}"
@@ -85,9 +85,9 @@ def recovery(preset: str, doc: dict) -> list[dict]:
     return rows
 
 
-def model_quality(preset: str, df: pd.DataFrame, doc: dict) -> dict:
+def model_quality(preset: str, df: pd.DataFrame, pf: ParameterFile) -> dict:
     out = {}
-    st = doc["fit"]["timing"]
+    st = pf["timing"].stats
     out["check_mape_pct"] = st["mape_pct"]
     out["structure_choice"] = st["structure_choice"]
     out["heldout_mape_pct"] = st.get("heldout_mape_pct")
@@ -95,9 +95,9 @@ def model_quality(preset: str, df: pd.DataFrame, doc: dict) -> dict:
         held = df[df["role"] == "heldout"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t = T.predict_time(doc, held, pred)
+            t = T.predict_time(pf["timing"], held, pred)
         out[f"heldout_mape_pct_{pred}"] = float(100 * np.mean(np.abs(t / held["time_s"] - 1)))
-    print(f"[{preset}] time MAPE: check rows {st['mape_pct']:.2f}% ({st['n_samples']} rows, {doc['timing']['predictor']}), "
+    print(f"[{preset}] time MAPE: check rows {st['mape_pct']:.2f}% ({st['n_samples']} rows, {pf['timing'].structure['predictor']}), "
           f"held-out {st.get('heldout_mape_pct'):.2f}% ({st.get('heldout_rows')} rows); held-out by predictor: "
           + ", ".join(f"{p} {out[f'heldout_mape_pct_{p}']:.2f}%" for p in T.PREDICTORS))
     dv = st.get("heldout_dvfs")
@@ -119,13 +119,13 @@ def heldout_workload(info, name: str) -> tuple[Benchmark, Workload]:
     return b, b.workload(info)
 
 
-def optimize_and_measure(preset: str, doc: dict, df: pd.DataFrame, seed: int, workdir: Path,
+def optimize_and_measure(preset: str, pf: ParameterFile, df: pd.DataFrame, seed: int, workdir: Path,
                          extra_args: tuple[str, ...] = (), label: str = "") -> list[dict]:
     dev = open_device(f"sim:{preset}", seed=seed)
     info = dev.info
     fc0, fm0 = info.default_core_mhz, info.default_mem_mhz
     params_path = workdir / f"{preset}-timing.json"
-    P.save(doc, params_path)
+    pf.save(params_path)
     out = []
     print(f"[{preset}] calib optimize (least energy, slowdown <= 10 %{label}), then both clock pairs run on the "
           "virtual GPU:")
@@ -188,7 +188,7 @@ def best_measured(preset: str, seed: int, name: str) -> dict:
     return {"kernel": name, "pair": best[:2], "saving_pct": 100 * (1 - best[2]["energy_per_launch_j"] / m0["energy_per_launch_j"])}
 
 
-def sm_choice_gtx280(doc: dict, seed: int) -> dict:
+def sm_choice_gtx280(pf: ParameterFile, seed: int) -> dict:
     """Optimal active SMs of a bandwidth-bound stream (the dram kernel, one 16-warp block per SM, work
     per SM scaled so the total is constant, as IPP's experiment) on the virtual GTX 280: the model's
     GIPS/W sweep and eq. 34, then the energy per launch measured on the virtual GPU at a range of SM
@@ -201,7 +201,7 @@ def sm_choice_gtx280(doc: dict, seed: int) -> dict:
     k = pd.DataFrame({"workload": ["stream"], **{f"cnt_{c}": [v] for c, v in per_warp.items()}, "blocks": [30.0],
                       "threads_per_block": [512.0], "ilp": [float(params["ilp"])], "core_mhz": [1296.0],
                       "mem_mhz": [1107.0]})
-    res = E.optimal_sms(doc, k, one_block_per_sm=True)
+    res = E.optimal_sms(pf, k, one_block_per_sm=True)
     n_opt = res["optimal_sms_sweep"]
     pred = res["table"].set_index("active_sms")
     meas = {}
@@ -253,13 +253,13 @@ def main() -> int:
                 s = read_session(sess)
                 df = with_plan_inputs(fit.samples, s.manifest.get("plan"))
                 sec = fit_timing(fit.samples, s.manifest["device"], s.manifest.get("plan"))
-            doc = fit.doc
-            sec.store(doc, "timing")
+            doc = fit.params
+            doc["timing"] = sec
             r: dict = {"recovery": recovery(preset, doc), "model": model_quality(preset, df, doc)}
-            if doc["device"]["clocks"].get("supported", {}).get("mem_mhz") and len(doc["device"]["clocks"]["supported"]["mem_mhz"]) > 1:
+            if len(doc.device["clocks"].get("supported", {}).get("mem_mhz") or []) > 1:
                 r["optimize"] = optimize_and_measure(preset, doc, df, a.seed, work)
                 # the same at the DVFS power model's reference temperature (see timing_results.md)
-                tref = (doc.get("dvfs") or {}).get("temp_ref_c")
+                tref = doc["dvfs"].structure.get("temp_ref_c") if "dvfs" in doc else None
                 if tref is not None:
                     r["optimize_at_temp_ref"] = optimize_and_measure(
                         preset, doc, df, a.seed, work, ("--temp-c", str(tref)), f", power at {tref:g} C")
