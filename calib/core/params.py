@@ -47,9 +47,12 @@ _META = ("schema_version", "device", "provenance", "fit")
 
 @dataclass
 class Param:
-    """A model parameter: value with unit, bounds, whether it was fitted, and its standard error.
+    """A model parameter: value with unit, bounds, whether it was fitted, and its two uncertainties.
 
-    ``stderr`` is None until a fit provides it (or when the fit could not estimate it).
+    ``stderr`` is the statistical standard error: how much the value would move if the same campaign
+    were run again on the same card (repeatability under sensor noise; what ``calib diff`` tests).
+    ``stderr_total`` also includes model discrepancy (the physics is not the model): how far the value
+    may be from the quantity it names. Both are None until a fit provides them (or when it cannot).
     """
 
     name: str
@@ -61,6 +64,7 @@ class Param:
     init: float | None = None
     stderr: float | None = None
     description: str = ""
+    stderr_total: float | None = None
 
     def __post_init__(self) -> None:
         if self.min >= self.max:
@@ -87,15 +91,22 @@ class Param:
         return d
 
     @classmethod
-    def from_json(cls, name: str, d: Mapping[str, Any], stderr: float | None = None) -> "Param":
+    def from_json(cls, name: str, d: Mapping[str, Any], stderr: float | None = None,
+                  stderr_total: float | None = None) -> "Param":
         lo = -math.inf if d.get("min") is None else float(d["min"])
         hi = math.inf if d.get("max") is None else float(d["max"])
         return cls(name, float(d["value"]), d["unit"], lo, hi, bool(d.get("vary", True)), d.get("init"),
-                   stderr, d.get("description", ""))
+                   stderr, d.get("description", ""), stderr_total)
 
     def __repr__(self) -> str:
         err = "(fixed)" if not self.vary else (f"+/- {self.stderr:.3g}" if self.stderr is not None else "+/- ?")
+        if self.vary and self.stderr_total is not None:
+            err += f" (total +/- {self.stderr_total:.3g})"
         return f"<Param {self.name} = {self.value:.6g} {self.unit} {err}, bounds=[{self.min}, {self.max}]>"
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
 
 
 @dataclass
@@ -214,8 +225,9 @@ class Section:
         sec = {"model": self.model, **copy.deepcopy(self.structure),
                "parameters": {n: p.to_json() for n, p in self.params.items()}}
         fit = dict(copy.deepcopy(self.stats))
-        fit["stderr"] = {n: (None if p.stderr is None or not math.isfinite(p.stderr) else float(p.stderr))
-                         for n, p in self.params.items() if p.vary}
+        fit["stderr"] = {n: _finite(p.stderr) for n, p in self.params.items() if p.vary}
+        if any(p.stderr_total is not None for p in self.params.values() if p.vary):
+            fit["stderr_total"] = {n: _finite(p.stderr_total) for n, p in self.params.items() if p.vary}
         if self.covariance is not None:
             fit["covariance"] = self.covariance.to_json()
         if self.settings is not None:
@@ -228,9 +240,11 @@ class Section:
     def from_json(cls, sec: Mapping[str, Any], fit: Mapping[str, Any] | None = None) -> "Section":
         fit = fit or {}
         errs = fit.get("stderr") or {}
-        params = {n: Param.from_json(n, d, errs.get(n)) for n, d in sec["parameters"].items()}
+        total = fit.get("stderr_total") or {}
+        params = {n: Param.from_json(n, d, errs.get(n), total.get(n)) for n, d in sec["parameters"].items()}
         structure = {k: copy.deepcopy(v) for k, v in sec.items() if k not in ("model", "parameters")}
-        stats = {k: copy.deepcopy(v) for k, v in fit.items() if k not in ("stderr", "covariance", "settings")}
+        stats = {k: copy.deepcopy(v) for k, v in fit.items()
+                 if k not in ("stderr", "stderr_total", "covariance", "covariance_total", "settings")}
         cov = Covariance.from_json(fit["covariance"]) if fit.get("covariance") else None
         return cls(sec["model"], params, structure, stats, cov, copy.deepcopy(fit.get("settings")))
 
