@@ -39,6 +39,7 @@ from calib.fit.core import LsqResult, fit_lsq
 from calib.model.arfunc import IPP_A, LINEAR, LOG
 from calib.model.ipp import _running
 from calib.core.params import Param, Section
+from calib.fit.uncertainty import IDLE_GROUP, apply_total, group_jackknife, row_groups, total_covariance
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import CHIP_UNITS, in_memory_domain
@@ -183,8 +184,38 @@ class IppPowerFitter(Estimator):
             self.warnings_.append("no active-SM sweep in the samples: SM scaling not identified (linear assumed)")
         for w in self.warnings_:
             warnings.warn(w)
+        self.covariance_total_ = self._total_covariance(data)
         self.section_ = self._make_section()
         return self
+
+    def _total_covariance(self, data: pd.DataFrame) -> np.ndarray | None:
+        """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-group
+        jackknife over the benchmark groups (:func:`calib.fit.uncertainty.row_groups`; idle rows always
+        kept), plus, for a unit with the log access-rate function measured only below AR = 1, the
+        extrapolation of its MaxPower to AR = 1: a concave power curve lies between the fitted log
+        curve and its tangent at the highest measured access rate, so half that gap at AR = 1 is taken
+        as one standard error. Also sets ``stderr_total`` of the fitted parameters."""
+        res = self.result_
+        free = [p.name for p in res.params if p.vary]
+        vals = {p.name: p.value for p in res.params}
+        act, running, active, temp, y, sigma, idle_temp_c = self._data
+        ev = _Evaluator(self._structure(self.forms_, self.sm_scaling_), act, running, active, temp, sigma, idle_temp_c)
+        jd = ev.jacobian(vals)
+        J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
+        jack, _ = group_jackknife(J, ev.power(vals) - y, row_groups(data), keep=[IDLE_GROUP])
+        form_var = np.zeros(len(free))
+        for u, form in self.forms_.items():
+            if form != LOG:
+                continue
+            on = running & (act[u] > 0)
+            ar_max = float(np.max(act[u][on])) if on.any() else 0.0
+            if 0.0 < ar_max < 1.0:
+                m, a = vals[names.max_power(u)], vals[names.ar_log_a(u)]
+                gap = m * a * ((1.0 - ar_max) / ar_max + math.log(ar_max))
+                form_var[free.index(names.max_power(u))] = (0.5 * gap) ** 2
+        cov = total_covariance(res.covariance(), jack, form_var)
+        apply_total(res.params, free, cov)
+        return cov
 
     def _params(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
                 start: Mapping[str, float] | None = None) -> list[Param]:

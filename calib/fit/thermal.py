@@ -26,6 +26,7 @@ from calib.core.metrics import errors
 from calib.fit.core import fit_lsq
 from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Constraint, Estimator, number
+from calib.fit.uncertainty import apply_total, total_covariance
 from calib.segment import ThermalStep
 from calib.core.units import mem_intensity
 
@@ -130,6 +131,21 @@ class ThermalFitter(Estimator):
                                         description="static power rise per degree (eq. 22)")]
                       + [Param(f"c{k}", float(np.mean(ys[k])) if len(ys[k]) else 0.0, "W") for k in range(ng)], y)
         params.append(res.by_name()["sigma_w_per_c"])
+        # form terms of the total uncertainty (see _jackknife_total): leakage is not linear in temperature,
+        # so "the" slope depends on the range it is taken over: with a curvature term, the local slope
+        # varies by 2 s2 dT across the measured range; half that spread is one standard error
+        res2 = fit_lsq(lambda v: sig_model(v) + v["s2"] * (x - idle_temp_c) ** 2,
+                       list(res.params) + [Param("s2", 0.0, "W/C2")], y)
+        self._form_sd = {"sigma_w_per_c": abs(res2.by_name()["s2"].value) * float(np.max(x - idle_temp_c))}
+        # one pole for a network of several: the time constant depends on the window it is fitted over;
+        # the change when only the first half of each trace is used is one standard error
+        for kind, est in (("rise", rise[0]), ("decay", decay[0])):
+            t_end = min(float((st.heat_t if kind == "rise" else st.cool_t)[-1]) for st in steps)
+            try:
+                half = self._pooled(steps, kind, idle_temp_c, 0.5 * t_end)[0]
+                self._form_sd[est.name] = abs(half.value - est.value)
+            except FitError:
+                pass
         if np.ptp(x) < 3:
             warns.append(f"temperature moved only {np.ptp(x):.0f} C during heating: sigma poorly determined")
         self.params_ = params
@@ -141,14 +157,50 @@ class ThermalFitter(Estimator):
         self.warnings_ = warns
         for w in warns:
             warnings.warn(w)
-        self.section_ = self._make_section(Covariance.from_blocks(params, blocks))
+        cov = Covariance.from_blocks(params, blocks)
+        if not getattr(self, "_in_jackknife", False):
+            self._jackknife_total(cov, steps, idle_temp_c, idle_temp_se, idle_power_w, fan)
+        self.section_ = self._make_section(cov)
         return self
 
+    def _jackknife_total(self, cov: Covariance, steps: Sequence[ThermalStep], idle_temp_c: float,
+                         idle_temp_se: float | None, idle_power_w: float, fan: pd.DataFrame | None) -> None:
+        """``stderr_total`` of every parameter: the statistical covariance combined with the
+        delete-one-step jackknife over the thermal steps (:mod:`calib.fit.uncertainty`). The steps are
+        the independent groups of the thermal fit: each has its own workload, temperature range and
+        fan history, so how much the constants move when a step is left out shows how far the one-pole
+        model and the linear leakage slope are from the physics (a single step's misfit is invisible to
+        the pooled statistical error)."""
+        import warnings as _w
+
+        names = list(cov.names)
+        reps = []
+        for k in range(len(steps) if len(steps) >= 3 else 0):
+            sub = ThermalFitter(**self.get_params())
+            sub._in_jackknife = True
+            with _w.catch_warnings():
+                _w.simplefilter("ignore")
+                try:
+                    sub.fit([s for i, s in enumerate(steps) if i != k], idle_temp_c, idle_temp_se, idle_power_w, fan)
+                except FitError:
+                    continue
+            v = {p.name: p.value for p in sub.params_}
+            reps.append([v.get(n, np.nan) for n in names])
+        jack = None
+        if len(reps) >= 3:
+            D = np.array(reps, float)
+            G = len(D)
+            Dc = np.nan_to_num(D - np.nanmean(D, axis=0))
+            jack = (G - 1) / G * (Dc.T @ Dc)
+        form = getattr(self, "_form_sd", {})
+        apply_total(self.params_, names, total_covariance(cov, jack, [form.get(n, 0.0) ** 2 for n in names]))
+
     @staticmethod
-    def _pooled(steps: Sequence[ThermalStep], kind: str,
-                idle_temp_c: float) -> tuple[Param, list[float], int, float, float, float]:
-        """Shared time constant over all steps: returns (tau param, per-step rises above idle at the
-        asymptote (rise) or at the start (decay), n, rmse, mape, r2)."""
+    def _pooled(steps: Sequence[ThermalStep], kind: str, idle_temp_c: float,
+                t_max_s: float | None = None) -> tuple[Param, list[float], int, float, float, float]:
+        """Shared time constant over all steps (the first ``t_max_s`` seconds of each trace when given):
+        returns (tau param, per-step rises above idle at the asymptote (rise) or at the start (decay), n,
+        rmse, mape, r2)."""
         # the sensor reads whole degrees at ~10 Hz: thin to about one point per second
         def thin(a: np.ndarray, t: np.ndarray) -> np.ndarray:
             stride = max(1, int(round(1.0 / max(np.median(np.diff(t)), 1e-3)))) if len(t) > 2 else 1
@@ -156,6 +208,9 @@ class ThermalFitter(Estimator):
 
         ts = [thin(s.heat_t, s.heat_t) if kind == "rise" else thin(s.cool_t, s.cool_t) for s in steps]
         ys = [thin(s.heat_temp_c, s.heat_t) if kind == "rise" else thin(s.cool_temp_c, s.cool_t) for s in steps]
+        if t_max_s is not None:
+            ys = [y[t <= t_max_s] for t, y in zip(ts, ys)]
+            ts = [t[t <= t_max_s] for t in ts]
         seg = np.concatenate([np.full(len(t), k) for k, t in enumerate(ts)])
         t_all, y_all = np.concatenate(ts), np.concatenate(ys).astype(float)
         n = len(steps)

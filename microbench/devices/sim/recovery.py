@@ -21,6 +21,7 @@ def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
         p = doc.get(section, {}).get("parameters", {}).get(name)
         fitted = None if p is None else float(p["value"])
         se = doc.get("fit", {}).get(section, {}).get("stderr", {}).get(name)
+        se_total = doc.get("fit", {}).get(section, {}).get("stderr_total", {}).get(name)
         if fitted is None:
             err = None
         elif t["value"] == 0:
@@ -28,6 +29,7 @@ def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
         else:
             err = 100.0 * (fitted - t["value"]) / abs(t["value"])
         rows.append({"parameter": key, "unit": t["unit"], "truth": t["value"], "fitted": fitted, "stderr": se,
+                     "stderr_total": se_total,
                      "error_pct": err, "abs_error": None if fitted is None else fitted - t["value"],
                      "truth_from": t["how"]})
     if "timing" in doc:
@@ -45,14 +47,15 @@ def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
 
 def format_table(rep: dict[str, Any]) -> str:
     """The recovery report as a plain-text table."""
-    lines = [f"{'parameter':34s} {'truth':>11s} {'fitted':>11s} {'+/-':>9s} {'error':>9s}"]
+    lines = [f"{'parameter':34s} {'truth':>11s} {'fitted':>11s} {'+/-':>9s} {'total':>9s} {'error':>9s}"]
 
     def f(x: Any, spec: str = ".4g") -> str:
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
     for r in rep["parameters"]:
         err = "-" if r["error_pct"] is None else f"{r['error_pct']:+.1f}%"
-        lines.append(f"{r['parameter']:34s} {f(r['truth']):>11s} {f(r['fitted']):>11s} {f(r['stderr'], '.2g'):>9s} {err:>9s}")
+        lines.append(f"{r['parameter']:34s} {f(r['truth']):>11s} {f(r['fitted']):>11s} {f(r['stderr'], '.2g'):>9s} "
+                     f"{f(r.get('stderr_total'), '.2g'):>9s} {err:>9s}")
     a = rep["ar_function_agreement"]
     differs = ", ".join(f"{u} (truth {d['truth']}, fitted {d['fitted']})" for u, d in a["disagree"].items())
     lines.append(f"access-rate function (linear/log) agrees with the physics for {a['agree']} of {a['of']} units"

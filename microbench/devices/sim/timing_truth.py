@@ -91,6 +91,7 @@ def timing_recovery_rows(preset: str, doc: dict) -> list[dict[str, Any]]:
     rows = []
     sec = doc.get("timing", {})
     errs = doc.get("fit", {}).get("timing", {}).get("stderr", {})
+    totals = doc.get("fit", {}).get("timing", {}).get("stderr_total", {})
     for key, t in timing_truth(preset).items():
         name = key.split(".", 1)[1]
         p = sec.get("parameters", {}).get(name)
@@ -100,6 +101,6 @@ def timing_recovery_rows(preset: str, doc: dict) -> list[dict[str, Any]]:
         if preset == "gtx580" and name in ("dram_del_coal_mem_cycles", "departure_del_coal_cycles"):
             how += " (bandwidth and outstanding-request bounds coincide on this preset: not separable)"
         rows.append({"parameter": key, "unit": t["unit"], "truth": t["value"], "fitted": fitted,
-                     "stderr": errs.get(name), "error_pct": err,
+                     "stderr": errs.get(name), "stderr_total": totals.get(name), "error_pct": err,
                      "abs_error": None if fitted is None else fitted - t["value"], "truth_from": how})
     return rows

@@ -1,0 +1,129 @@
+"""Two uncertainties per fitted parameter: statistical, and total (with model discrepancy).
+
+**Statistical** (``stderr``, the fit's ``covariance``): ``cov = inv(J^T J) x SSR / (n - p)`` at the
+solution, the textbook least-squares covariance. It answers "how much would this value move if the same
+campaign ran again on the same card": what ``calib diff`` tests between two calibrations.
+
+**Total** (``stderr_total``): the physics is not the model, and the residuals the model cannot absorb are
+structured by workload, not independent noise, so the statistical covariance says nothing about how far
+a value may be from the quantity it names. The total covariance adds what the data already show about
+that:
+
+- a **delete-a-group jackknife** over the campaign's independent groups (the benchmark kernels: all
+  intensities and repeats of one kernel form a group, because a misfit of a unit's curve shows along
+  its whole intensity sweep): each group is removed in turn and the estimate recomputed, and the
+  spread of those estimates, ``(G - 1) / G x sum_g (theta_(g) - mean)(...)^T``, is the covariance
+  (Efron & Stein 1981; Shao & Tu 1995 for groups). The recomputation is one Gauss-Newton step from the
+  full solution (exact for models linear in their parameters, and the usual approximation otherwise,
+  equivalent to the CR3 cluster-robust sandwich), so it costs one small linear solve per group, not one
+  fit. Groups that every fit must keep (the idle baseline) are never removed;
+- a **model-form** term where a parameter is an extrapolation beyond the data (see the fitters: e.g. the
+  IPP MaxPower of a unit measured only at low access rates).
+
+The total covariance is the larger of the two in the positive-semidefinite sense it is built from:
+``stat + extra`` where ``extra`` is the jackknife covariance minus the statistical one, clipped at 0 on
+the diagonal, plus the form term; so ``stderr_total >= stderr`` always. How well this covers the truth
+is measured on the virtual GPUs (tests/benchmarks/uncertainty_study.py; tests/test_uncertainty.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from calib.core.params import Covariance, Param
+
+
+def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequence | None = None) -> tuple[np.ndarray, int]:
+    """Linearised delete-a-group jackknife covariance of least-squares parameters (module docstring).
+
+    ``J`` (rows x parameters) and ``r`` (rows) are the weighted Jacobian and residuals at the solution
+    (residual = prediction - measurement); ``groups`` labels every row; rows of the labels in ``keep``
+    are never removed. Returns (covariance, number of groups used); a covariance of NaN when fewer than
+    three groups can be removed.
+    """
+    J = np.asarray(J, float)
+    r = np.asarray(r, float)
+    g = np.asarray([str(x) for x in groups])
+    labels = [lab for lab in dict.fromkeys(g) if keep is None or lab not in set(map(str, keep))]
+    k = J.shape[1]
+    if len(labels) < 3:
+        return np.full((k, k), np.nan), len(labels)
+    # column scaling keeps the solves well conditioned (the parameters span many orders of magnitude)
+    scale = np.linalg.norm(J, axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    Js = J / scale
+    A = Js.T @ Js
+    deltas = []
+    for lab in labels:
+        m = g == lab
+        Jg = Js[m]
+        # theta_(g) - theta = -(A - Jg' Jg)^+ Jg' r_g  (the full solution has Js' r = 0)
+        deltas.append(-np.linalg.lstsq(A - Jg.T @ Jg, Jg.T @ r[m], rcond=1e-12)[0])
+    D = np.array(deltas) / scale
+    G = len(labels)
+    Dc = D - D.mean(axis=0)
+    return (G - 1) / G * (Dc.T @ Dc), G
+
+
+def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var: Sequence[float] | None = None
+                     ) -> np.ndarray | None:
+    """``stat + max(0, jack - stat)`` on the diagonal (off-diagonal: the jackknife's where it is larger)
+    plus the form variances; None without a statistical covariance."""
+    if stat is None:
+        return None
+    s = np.array(stat.matrix, float)
+    out = s.copy()
+    if jack is not None and np.all(np.isfinite(jack)):
+        sd_s = np.sqrt(np.clip(np.diag(s), 0, None))
+        sd_j = np.sqrt(np.clip(np.diag(jack), 0, None))
+        sd = np.maximum(sd_s, sd_j)
+        # correlations from whichever estimate has the larger variance, variances the larger of the two
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr_j = jack / np.outer(sd_j, sd_j)
+            corr_s = s / np.outer(sd_s, sd_s)
+        use_j = sd_j > sd_s
+        corr = np.where(np.logical_or.outer(use_j, use_j), corr_j, corr_s)
+        corr = np.nan_to_num(corr, nan=0.0)
+        np.fill_diagonal(corr, 1.0)
+        out = corr * np.outer(sd, sd)
+        out[~np.isfinite(s)] = np.nan
+    if form_var is not None:
+        out = out + np.diag(np.asarray(form_var, float))
+    return out
+
+
+def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.ndarray | None) -> None:
+    """Set ``stderr_total`` of the parameters named ``names`` (in covariance order) from ``cov_total``;
+    a parameter whose statistical stderr is unknown gets no total one either."""
+    if cov_total is None:
+        return
+    idx = {n: i for i, n in enumerate(names)}
+    for p in params:
+        i = idx.get(p.name)
+        if i is None or p.stderr is None:
+            continue
+        v = cov_total[i, i]
+        p.stderr_total = float(np.sqrt(v)) if np.isfinite(v) and v >= 0 else None
+        if p.stderr_total is not None and p.stderr_total < p.stderr:
+            p.stderr_total = p.stderr
+
+
+#: the group of idle rows: never removed by the jackknife (every calibration has its idle baseline)
+IDLE_GROUP = "(idle)"
+
+
+def row_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table
+    """The jackknife group of every row of a samples table: the benchmark kernel (``kernel`` column) or,
+    without one, the unit the benchmark stresses (``stresses``), else the workload; idle rows (role
+    ``idle``) form :data:`IDLE_GROUP`."""
+    for col in ("kernel", "stresses", "workload"):
+        if col in df.columns:
+            g = df[col].astype(str).to_numpy().copy()
+            break
+    else:
+        g = np.array([str(i) for i in range(len(df))])
+    if "role" in df.columns:
+        g[(df["role"].astype(str) == "idle").to_numpy()] = IDLE_GROUP
+    return g

@@ -1,0 +1,97 @@
+"""How well the stated uncertainties cover the truth on the virtual GPUs (issue 12), from the sessions
+of make_seed_sessions.py:
+
+    python tests/benchmarks/uncertainty_study.py --sessions /tmp/seeds --presets gtx280,gtx580,titanx
+
+For every session (preset x seed) the session is fitted with the current fitters, and every parameter
+that has a ground truth is scored: inside 2 statistical standard errors (``stderr``) and inside 2 total
+standard errors (``stderr_total``). Printed per preset and section, and overall. ``--json`` keeps the
+per-parameter rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def score(preset: str, pf) -> list[dict]:  # noqa: ANN001 - a ParameterFile
+    """One row per parameter with a truth: |fitted - truth| over each standard error."""
+    from microbench.devices.sim.truth import ground_truth
+    from microbench.devices.sim.timing_truth import timing_truth
+
+    truth = {**ground_truth(preset), **(timing_truth(preset) if "timing" in pf else {})}
+    rows = []
+    for key, t in truth.items():
+        sec, name = key.split(".", 1)
+        if sec not in pf or name not in pf[sec]:
+            continue
+        p = pf[sec][name]
+        if not p.vary:
+            continue
+        err = p.value - t["value"]
+        rows.append({"preset": preset, "parameter": key, "truth": t["value"], "fitted": p.value, "stderr": p.stderr,
+                     "stderr_total": p.stderr_total,
+                     "z": None if not p.stderr else err / p.stderr,
+                     "z_total": None if not p.stderr_total else err / p.stderr_total})
+    return rows
+
+
+def coverage(rows: list[dict], key: str) -> tuple[float, int]:
+    z = [r[key] for r in rows]
+    ok = [z_ is not None and abs(z_) <= 2.0 for z_ in z]
+    return (float(np.mean(ok)) if ok else float("nan")), len(ok)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from calib.fit.pipeline import fit_session
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", default="/tmp/seeds")
+    ap.add_argument("--presets", default="gtx280,gtx580,titanx")
+    ap.add_argument("--max-seeds", type=int, default=100)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    allrows: list[dict] = []
+    for preset in a.presets.split(","):
+        dirs = sorted((Path(a.sessions) / preset).glob("s*"), key=lambda d: int(d.name[1:]))[: a.max_seeds]
+        rows: list[dict] = []
+        for d in dirs:
+            pf = fit_session(d).params
+            r = score(preset, pf)
+            for x in r:
+                x["seed"] = int(d.name[1:])
+            rows += r
+        allrows += rows
+        for sec in ("power", "thermal", "timing"):
+            sub = [r for r in rows if r["parameter"].startswith(sec + ".")]
+            if sub:
+                c0, n = coverage(sub, "z")
+                c1, _ = coverage(sub, "z_total")
+                print(f"{preset:7s} {sec:8s} {n:4d} parameter fits: truth within 2 stderr {100 * c0:5.1f}%, "
+                      f"within 2 stderr_total {100 * c1:5.1f}%", flush=True)
+        worst = {}
+        for r in rows:
+            if r["z_total"] is not None and abs(r["z_total"]) > 2:
+                worst[r["parameter"]] = worst.get(r["parameter"], 0) + 1
+        print(f"{preset:7s} missed most often (of {len(dirs)} seeds): "
+              + ", ".join(f"{k} {v}" for k, v in sorted(worst.items(), key=lambda kv: -kv[1])[:8]), flush=True)
+    c0, n = coverage(allrows, "z")
+    c1, _ = coverage(allrows, "z_total")
+    print(f"ALL {n} parameter fits: within 2 stderr {100 * c0:.1f}%, within 2 stderr_total {100 * c1:.1f}%")
+    if a.json:
+        Path(a.json).write_text(json.dumps(allrows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
