@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calib.core.session import SessionWriter, read_session  # noqa: E402
 from microbench.align import lag_vs_pattern, pattern_signal  # noqa: E402
 from microbench.instruments import open_analyzer  # noqa: E402
-from microbench.instruments import emulators as E  # noqa: E402
+from microbench.testing import emulators as E  # noqa: E402
 from microbench.logger import SensorLogger  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from microbench.align import estimate_lag, lag_vs_pattern, pattern_signal, shift, square_wave
 from microbench.instruments import CsvLineSource
-from microbench.instruments.emulators import CsvEmulator
+from microbench.testing.emulators import CsvEmulator
 
 # ~1 s high / ~1 s low, 5 cycles; a period that is not a multiple of the sampling period, so the edges
 # fall at different phases of the sample grid (as on real hardware, where polling jitters)

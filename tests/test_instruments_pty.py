@@ -17,7 +17,7 @@ from microbench.instruments import (
     YokogawaWT310,
     open_analyzer,
 )
-from microbench.instruments.emulators import (
+from microbench.testing.emulators import (
     CsvEmulator,
     HiokiEmulator,
     PowerSensor3Emulator,

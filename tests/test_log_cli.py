@@ -15,7 +15,7 @@ import pytest
 
 from calib.cli import main
 from calib.core.session import read_session
-from microbench.instruments.emulators import CsvEmulator
+from microbench.testing.emulators import CsvEmulator
 
 ROOT = Path(__file__).resolve().parents[1]
 CALIB = Path(sys.executable).with_name("calib")

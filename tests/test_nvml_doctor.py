@@ -9,7 +9,7 @@ import pytest
 
 from calib.cli import main
 from microbench.devices.nvml_fake import FakeGpu, install_fake
-from microbench.instruments.emulators import YokogawaEmulator
+from microbench.testing.emulators import YokogawaEmulator
 
 
 @pytest.fixture

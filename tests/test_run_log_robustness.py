@@ -13,7 +13,7 @@ from unittest import mock
 import pytest
 
 from calib.cli import main
-from microbench.instruments.emulators import CsvEmulator
+from microbench.testing.emulators import CsvEmulator
 
 
 def _digest(root: Path) -> dict[str, str]:

@@ -5,7 +5,7 @@ protocol name      class                                           kind
 =================  ==============================================  =====================
 ``wt310``          :class:`.yokogawa.YokogawaWT310`                polled SCPI
 ``wt210``          :class:`.yokogawa.YokogawaWT210`                polled SCPI
-``hioki``          :class:`.hioki.HiokiPW3335`                     polled, confirmation codes
+``hioki``          :class:`.hioki.HiokiPW3335`                     polled (``;`` or ``,`` items)
 ``wattsup``        :class:`.wattsup.WattsUpPro`                    streaming records
 ``powersensor3``   :class:`.powersensor3.PowerSensor3`             streaming binary words
 ``csv``            :class:`.csvline.CsvLineSource`                 streaming CSV lines
@@ -31,9 +31,13 @@ PROTOCOLS: dict[str, type[SerialAnalyzer]] = {
 }
 
 
+_NOT_OPTIONS = ("self", "port", "name", "clock", "transport")
+
+
 def analyzer_options(protocol: str) -> list[str]:
     """Keyword options the analyzer class of ``protocol`` accepts (its own and the common ones of
-    :class:`SerialAnalyzer`), sorted; the port, the stream name and the clock are not options."""
+    :class:`SerialAnalyzer`), sorted; the port, the stream name, the clock and the transport are not
+    options."""
     import inspect
 
     names: set[str] = set()
@@ -41,7 +45,7 @@ def analyzer_options(protocol: str) -> list[str]:
         if "__init__" not in vars(klass) or not issubclass(klass, SerialAnalyzer):
             continue
         for p in inspect.signature(klass.__init__).parameters.values():
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in ("self", "port", "name", "clock"):
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in _NOT_OPTIONS:
                 names.add(p.name)
     return sorted(names)
 

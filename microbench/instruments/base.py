@@ -18,18 +18,32 @@ protocol-independent:
   query is discarded (it cannot be the answer); a reply that does not complete within
   ``response_timeout_s`` is dropped as truncated.
 
-Counters (``stats``): frames_ok, rejected (failed checks), truncated, instrument_errors, bytes_discarded,
-timeouts, reconnects, gaps.
+Counters (``stats``): frames_ok, rejected (failed checks), truncated, instrument_errors (with
+``error_values`` by kind when the instrument sent an error value instead of a reading),
+bytes_discarded, timeouts, reconnects, gaps.
+
+Declared commands: each protocol lists its instrument commands in a table (``COMMANDS``: name ->
+:class:`Command`, with the reply shape and a parameter validator, and where it is documented), and
+sends them through :meth:`SerialAnalyzer.tell` / :meth:`SerialAnalyzer.ask`, so a refused parameter is
+a ``ValueError`` naming the allowed values before anything reaches the wire, and a reply of the wrong
+shape is an :class:`InstrumentError` naming the command.
+
+Wire trace: every write and read is logged at DEBUG on this module's logger
+(``"<port> WRITE b'...'"``, ``"<port> READ b'...'"``; ``calib -vv log ...`` shows it); rejected
+frames and resyncs at INFO, lost connections and reconnects at WARNING. Facts an instrument revealed
+about itself at setup (``observed``: e.g. the HIOKI item separator) are logged at INFO and recorded in
+the capabilities.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import queue
+import re
 import threading
 import time
-import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -44,6 +58,8 @@ except ImportError:  # pragma: no cover - non-POSIX
 
 from calib.core.errors import CalibError, DeviceError, DeviceLostError, DeviceNoPermissionError, DeviceNotFoundError
 from microbench.devices.base import Row, Sensor
+
+log = logging.getLogger(__name__)
 
 
 class InstrumentError(DeviceError):
@@ -71,9 +87,70 @@ class AnalyzerStats:
     reconnects: int = 0
     gaps: list[dict[str, float]] = field(default_factory=list)
     last_reject: str = ""
+    #: error values the instrument sent instead of readings, by kind (e.g. ``{"over-range": 2}``)
+    error_values: dict[str, int] = field(default_factory=dict)
+    #: device-clock corrections (PowerSensor3: whole timestamp wraps lost invisibly)
+    clock_slips: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+class ErrorValueReply(InstrumentErrorReply):
+    """A reply that carries the instrument's error value (over-range, no data...) instead of a reading."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+# ------------------------------------------------------------------------------------------------
+# Declared commands
+# ------------------------------------------------------------------------------------------------
+
+def strict_discrete_set(values: Collection[Any], what: str) -> Callable[[Any], Any]:
+    """Validator: the value must be one of ``values`` (ValueError naming them otherwise)."""
+    allowed = list(values)
+
+    def check(x: Any) -> Any:
+        if x not in allowed:
+            raise ValueError(f"{what} {x!r} is not one of {', '.join(str(a) for a in allowed)}")
+        return x
+    return check
+
+
+def strict_range(lo: float, hi: float, what: str) -> Callable[[Any], Any]:
+    """Validator: ``lo <= value <= hi`` (ValueError naming the range otherwise)."""
+    def check(x: Any) -> Any:
+        if not lo <= float(x) <= hi:
+            raise ValueError(f"{what} {x!r} is outside {lo:g}..{hi:g}")
+        return x
+    return check
+
+
+@dataclass(frozen=True)
+class Command:
+    """One instrument command as its documentation gives it.
+
+    ``text``: the command, a ``str.format`` template over the parameters (``":INP:VOLT:RANG {v}V"``);
+    ``reply``: a regular expression the whole reply must match, or None when the command answers
+    nothing; ``validate``: parameter name -> validator (raises ValueError naming the allowed values);
+    ``source``: where the command is documented.
+    """
+
+    text: str
+    reply: str | None = None
+    validate: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    source: str = ""
+
+    def format(self, **params: Any) -> str:
+        """The command text for ``params`` (validated)."""
+        for k, check in self.validate.items():
+            check(params[k])
+        return self.text.format(**params)
+
+    def reply_ok(self, reply: str) -> bool:
+        return self.reply is not None and re.fullmatch(self.reply, reply.strip()) is not None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -213,6 +290,10 @@ class SerialAnalyzer(Sensor):
         retry after I/O errors (default True); False turns an unplug into :class:`DeviceLostError`.
     clock:
         ``() -> (t_mono_s, t_wall_s)`` host clock (injectable for tests).
+    transport:
+        ``() -> port`` factory of a pyserial-like object (``read``, ``write``, ``flush``,
+        ``in_waiting``, ``reset_input_buffer``, ``close``) used instead of opening ``port``
+        (replay tests: :mod:`microbench.testing.replay`).
     """
 
     kind = "analyzer"
@@ -221,11 +302,15 @@ class SerialAnalyzer(Sensor):
     POLLED: ClassVar[bool] = False
     #: value columns before the common ``resync`` (and ``latency_s`` for polled protocols)
     VALUE_COLUMNS: ClassVar[tuple[str, ...]] = ("power_w",)
+    #: the instrument's commands (name -> :class:`Command`), as documented
+    COMMANDS: ClassVar[dict[str, Command]] = {}
+    #: line terminator appended to text commands
+    EOL: ClassVar[bytes] = b"\r\n"
 
     def __init__(self, port: str, name: str | None = None, *, baudrate: int | None = None, period_s: float = 0.1,
                  reconnect: bool = True, response_timeout_s: float | None = None,
                  clock: Callable[[], tuple[float, float]] | None = None, read_timeout_s: float = 0.005,
-                 max_backoff_s: float = 1.0):
+                 max_backoff_s: float = 1.0, transport: Callable[[], Any] | None = None):
         self.port_path = port
         self.name = name or self.protocol
         self.baudrate = baudrate or self.BAUDRATE
@@ -238,6 +323,9 @@ class SerialAnalyzer(Sensor):
         self.columns = tuple(self.VALUE_COLUMNS) + ("resync",) + (("latency_s",) if self.POLLED else ())
         self.stats = AnalyzerStats()
         self.identity = ""
+        #: facts the instrument revealed about itself at setup (unconfirmed protocol details)
+        self.observed: dict[str, Any] = {}
+        self._transport = transport
         self._ser: serial.Serial | None = None
         self._rows: queue.SimpleQueue[Row] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -275,16 +363,24 @@ class SerialAnalyzer(Sensor):
     def write(self, data: bytes) -> None:
         with self._wlock:
             assert self._ser is not None
+            log.debug("%s WRITE %r", self.port_path, data)
             self._ser.write(data)
             self._ser.flush()
+
+    def read_chunk(self) -> bytes:
+        """What the port has (at least one byte, or nothing after ``read_timeout_s``); traced at DEBUG."""
+        assert self._ser is not None
+        data = self._ser.read(self._ser.in_waiting or 1)
+        if data and log.isEnabledFor(logging.DEBUG):
+            log.debug("%s READ %r", self.port_path, data)
+        return data
 
     def read_frame(self, timeout_s: float) -> Any:
         """Read until the framer yields one frame (for configuration exchanges); None on timeout."""
         assert self._ser is not None
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            data = self._ser.read(self._ser.in_waiting or 1)
-            frames = self.framer.feed(data, time.monotonic())
+            frames = self.framer.feed(self.read_chunk(), time.monotonic())
             if frames:
                 return frames[0][0]
         self.framer.clear()
@@ -297,7 +393,7 @@ class SerialAnalyzer(Sensor):
         t_end = time.monotonic() + max_s
         last = time.monotonic()
         while time.monotonic() < t_end and time.monotonic() - last < quiet_s:
-            data = self._ser.read(self._ser.in_waiting or 1)
+            data = self.read_chunk()
             if data:
                 n += len(data)
                 last = time.monotonic()
@@ -305,11 +401,50 @@ class SerialAnalyzer(Sensor):
         self.stats.bytes_discarded += n
         return n
 
+    # -- declared commands ----------------------------------------------------------------------
+    def command_text(self, name: str, **params: Any) -> str:
+        """The text of command ``name`` of :attr:`COMMANDS` for ``params`` (validated: ValueError)."""
+        return self.COMMANDS[name].format(**params)
+
+    def tell(self, name: str, **params: Any) -> str:
+        """Send command ``name`` (no reply expected); returns the text sent."""
+        text = self.command_text(name, **params)
+        self.write(text.encode("ascii") + self.EOL)
+        return text
+
+    def ask(self, name: str, timeout_s: float = 1.0, **params: Any) -> str:
+        """Send query ``name`` and return its reply; :class:`InstrumentError` when no reply comes within
+        ``timeout_s`` or the reply does not have the documented shape."""
+        text = self.tell(name, **params)
+        reply = self.read_frame(timeout_s)
+        if reply is None:
+            raise InstrumentError(f"{self.protocol} on {self.port_path}: no reply to {text!r} within {timeout_s} s "
+                                  f"({self.no_reply_hint()})")
+        out = reply.decode("ascii", "replace").strip()
+        if not self.COMMANDS[name].reply_ok(out):
+            raise InstrumentError(f"{self.protocol} on {self.port_path}: reply to {text!r} is {out!r}, not the "
+                                  f"documented shape {self.COMMANDS[name].reply}")
+        return out
+
+    def no_reply_hint(self) -> str:
+        """What to check when the instrument does not answer (protocol-specific)."""
+        return "wrong port, baud rate or cable?"
+
+    def observe(self, fact: str, value: Any, note: str = "") -> None:
+        """Record (and log once at INFO) which reading of an unconfirmed protocol fact the instrument used."""
+        if self.observed.get(fact) != value:
+            log.info("%s on %s: instrument uses %s = %r%s", self.protocol, self.port_path, fact, value,
+                     f" ({note})" if note else "")
+        self.observed[fact] = value
+
     # -- lifecycle --------------------------------------------------------------------------------
     def _open_port(self) -> None:
         try:
-            self._ser = serial.Serial(self.port_path, self.baudrate, timeout=self.read_timeout_s,
-                                      write_timeout=1.0, exclusive=True)
+            if self._transport is not None:
+                self._ser = self._transport()
+            else:
+                self._ser = serial.Serial(self.port_path, self.baudrate, timeout=self.read_timeout_s,
+                                          write_timeout=1.0, exclusive=True)
             self._ser.reset_input_buffer()  # stale bytes from before we opened are not ours
         except IO_ERRORS as e:
             self._close_port()
@@ -331,6 +466,12 @@ class SerialAnalyzer(Sensor):
         except BaseException:
             self._close_port()
             raise
+
+    def connect(self) -> "SerialAnalyzer":
+        """Open the port and configure the instrument, without starting the reader thread (replay tests
+        drive :meth:`step` themselves; :meth:`start` does both)."""
+        self._connect()
+        return self
 
     def start(self) -> "SerialAnalyzer":
         """Open the port, configure the instrument and start the reader thread (errors raised here)."""
@@ -366,21 +507,25 @@ class SerialAnalyzer(Sensor):
                 "identity": self.identity, "polled": self.POLLED,
                 "period_s": self.period_s if self.POLLED else None, "settings": self.settings(),
                 "timestamps": "host monotonic + wall at frame arrival (upper bound on sample time)",
-                "stats": self.stats.to_dict()}
+                "observed": dict(self.observed), "stats": self.stats.to_dict()}
 
     def read(self) -> list[Row]:
         """Rows parsed since the previous call. Raises the error that ended the reader, if any."""
         if self._thread is None:
             self.start()
+        rows = self.take_rows()
+        if not rows and self._fatal is not None:
+            raise self._fatal
+        return rows
+
+    def take_rows(self) -> list[Row]:
+        """Rows parsed and not yet taken (without starting anything)."""
         rows = []
         while True:
             try:
                 rows.append(self._rows.get_nowait())
             except queue.Empty:
-                break
-        if not rows and self._fatal is not None:
-            raise self._fatal
-        return rows
+                return rows
 
     # -- reader thread ----------------------------------------------------------------------------
     def _emit(self, frame: Any, t_mono: float, t_wall: float, latency_s: float | None = None) -> bool:
@@ -388,12 +533,16 @@ class SerialAnalyzer(Sensor):
             values = self.parse(frame)
         except InstrumentErrorReply as e:
             self.stats.instrument_errors += 1
+            if isinstance(e, ErrorValueReply):
+                self.stats.error_values[e.kind] = self.stats.error_values.get(e.kind, 0) + 1
             self.stats.last_reject = str(e)
+            log.info("%s on %s: instrument error reply dropped: %s", self.name, self.port_path, e)
             self._resync = True
             return False
         except FrameError as e:
             self.stats.rejected += 1
             self.stats.last_reject = str(e)
+            log.info("%s on %s: frame rejected: %s", self.name, self.port_path, e)
             self._resync = True
             return False
         self.stats.frames_ok += 1
@@ -401,6 +550,8 @@ class SerialAnalyzer(Sensor):
             v = dict(row.values)
             if "resync" not in v:  # protocols that aggregate frames set it themselves
                 v["resync"] = int(self._resync)
+                if self._resync:
+                    log.info("%s on %s: resynchronised (first good frame after a loss)", self.name, self.port_path)
                 self._resync = False
             if self.POLLED:
                 v["latency_s"] = latency_s
@@ -410,9 +561,11 @@ class SerialAnalyzer(Sensor):
     def _sync_counters(self) -> None:
         fr = self.framer
         if fr.truncated:  # (the framer flags the next frame itself)
+            log.info("%s on %s: %d truncated frame(s) dropped", self.name, self.port_path, fr.truncated)
             self.stats.truncated += fr.truncated
             fr.truncated = 0
         if fr.discarded:
+            log.info("%s on %s: %d byte(s) of line noise discarded", self.name, self.port_path, fr.discarded)
             self.stats.bytes_discarded += fr.discarded
             fr.discarded = 0
 
@@ -420,7 +573,11 @@ class SerialAnalyzer(Sensor):
         try:
             while not self._stop.is_set():
                 try:
-                    self._poll_loop() if self.POLLED else self._stream_loop()
+                    if self.POLLED:
+                        self._poll_loop()
+                    else:
+                        while not self._stop.is_set():
+                            self.step()
                 except IO_ERRORS as e:
                     if self._stop.is_set():
                         break
@@ -430,14 +587,17 @@ class SerialAnalyzer(Sensor):
         except BaseException as e:  # noqa: BLE001 - surfaced by read()
             self._fatal = e
 
-    def _stream_loop(self) -> None:
-        while not self._stop.is_set():
-            assert self._ser is not None
-            data = self._ser.read(self._ser.in_waiting or 1)
-            t_mono, t_wall = self._clock()
-            self.handle_data(data, t_mono, t_wall)
-            self._sync_counters()
-            self.after_read()
+    def step(self) -> None:
+        """One unit of reader work: one query and its reply (polled protocols) or one read (streaming).
+        The reader thread calls it in a loop; replay tests call it directly."""
+        if self.POLLED:
+            self.poll_once()
+            return
+        data = self.read_chunk()
+        t_mono, t_wall = self._clock()
+        self.handle_data(data, t_mono, t_wall)
+        self._sync_counters()
+        self.after_read()
 
     def handle_data(self, data: bytes, t_mono: float, t_wall: float) -> None:
         """Frame and parse one chunk of a streaming protocol (hook for bulk decoders)."""
@@ -448,57 +608,72 @@ class SerialAnalyzer(Sensor):
     def after_read(self) -> None:
         """Hook called after every read of a streaming protocol (e.g. restart after a stop)."""
 
+    def poll_period_s(self) -> float:
+        """Time from one query to the next (0: query again as soon as the reply is in, for instruments
+        that hold the reply until new data is ready)."""
+        return self.period_s
+
     def _poll_loop(self) -> None:
         t_next = time.monotonic()
         while not self._stop.is_set():
-            assert self._ser is not None
             delay = t_next - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 return
-            t_next = max(t_next + self.period_s, time.monotonic())
-            # whatever arrived since the last reply cannot be the answer to the next query
-            n = self._ser.in_waiting
-            if n:
-                self.stats.bytes_discarded += len(self._ser.read(n))
-            if self.framer.buf:
-                self.framer.clear()
+            t_next = max(t_next + self.poll_period_s(), time.monotonic())
+            self.poll_once()
+
+    def poll_once(self) -> bool:
+        """Send the query and read its reply (polled protocols); True if a reply frame arrived."""
+        assert self._ser is not None
+        # whatever arrived since the last reply cannot be the answer to the next query
+        n = self._ser.in_waiting
+        if n:
+            stale = self._ser.read(n)
+            log.debug("%s READ (stale, discarded) %r", self.port_path, stale)
+            self.stats.bytes_discarded += len(stale)
+        if self.framer.buf:
+            self.framer.clear()
+        self._sync_counters()
+        t_query = time.monotonic()
+        self.write(self.query())
+        deadline = t_query + self.response_timeout_s
+        got = False
+        while not got and time.monotonic() < deadline and not self._stop.is_set():
+            data = self.read_chunk()
+            t_mono, t_wall = self._clock()
+            for frame, lost in self.framer.feed(data, time.monotonic()):
+                got = True
+                self._resync |= lost
+                self._emit(frame, t_mono, t_wall, latency_s=time.monotonic() - t_query)
             self._sync_counters()
-            t_query = time.monotonic()
-            self.write(self.query())
-            deadline = t_query + self.response_timeout_s
-            got = False
-            while not got and time.monotonic() < deadline and not self._stop.is_set():
-                data = self._ser.read(self._ser.in_waiting or 1)
-                t_mono, t_wall = self._clock()
-                frames = self.framer.feed(data, time.monotonic())
-                for frame, lost in frames:
-                    got = True
-                    self._resync |= lost
-                    self._emit(frame, t_mono, t_wall, latency_s=time.monotonic() - t_query)
-                self._sync_counters()
-            if not got and not self._stop.is_set():
-                self.stats.timeouts += 1
-                if self.framer.buf.strip():
-                    self.stats.truncated += 1
-                self.framer.clear()
-                self._sync_counters()
-                self._resync = True
+        if not got and not self._stop.is_set():
+            self.stats.timeouts += 1
+            if self.framer.buf.strip():
+                self.stats.truncated += 1
+            log.info("%s on %s: no complete reply within %.3g s (timeout)", self.name, self.port_path,
+                     self.response_timeout_s)
+            self.framer.clear()
+            self._sync_counters()
+            self._resync = True
+        return got
 
     def _reconnect(self, cause: BaseException) -> None:
         t_lost_m, t_lost_w = self._clock()
         self._close_port()
-        warnings.warn(f"analyzer {self.name} on {self.port_path}: connection lost ({cause}); reconnecting",
-                      RuntimeWarning, stacklevel=2)
+        log.warning("analyzer %s on %s: connection lost (%s); reconnecting", self.name, self.port_path, cause)
         backoff = 0.05
         while not self._stop.is_set():
             if self._stop.wait(backoff):
                 return
             try:
                 self._connect()
-            except (*IO_ERRORS, CalibError):  # still unplugged, or not answering yet
+            except (*IO_ERRORS, CalibError) as e:  # still unplugged, or not answering yet
+                log.debug("analyzer %s on %s: reconnect attempt failed (%s)", self.name, self.port_path, e)
                 backoff = min(backoff * 2, self.max_backoff_s)
                 continue
             t_back_m, t_back_w = self._clock()
+            log.warning("analyzer %s on %s: reconnected after %.2f s (configuration re-sent)", self.name,
+                        self.port_path, t_back_m - t_lost_m)
             self.stats.reconnects += 1
             self.stats.gaps.append({"lost_t_mono_s": t_lost_m, "back_t_mono_s": t_back_m,
                                     "lost_t_wall_s": t_lost_w, "back_t_wall_s": t_back_w})

@@ -1,53 +1,76 @@
 """PowerSensor3 (ASTRON / Netherlands eScience Center): a binary stream of 2-byte words over USB CDC.
 
-Wire format (``device/PowerSensor/PowerSensor.ino`` and ``host/src/PowerSensor.cc``):
+As the maker's firmware and host library speak it (``device/PowerSensor/PowerSensor.ino``,
+``host/src/PowerSensor.cc``, ``host/src/sensors.cc``, ``psconfig.cc``; facts in
+``shared/reference/instrument-protocol-facts.md``):
 
-- every value is one word: byte 0 = ``1 iii aaaa`` (bit 7 set, 3-bit sensor id, upper 4 bits of a
-  10-bit level), byte 1 = ``0 m bbbbbb`` (bit 7 clear, marker bit, lower 6 bits);
-- a frame is one timestamp word (id 7 with the marker bit set; the level is ``micros()`` modulo
-  1024) followed by the 8 sensor words, ids 0..7 in order (even id = current, odd id = voltage of
-  pair id // 2); the marker bit of sensor 0's word flags a user mark (``M`` command);
-- ``S`` starts streaming, ``X`` stops it (the device then sends the stop sentinel ``0xFF 0x3F``),
-  ``M`` marks the next frame.
+- **words**: byte 0 = ``1 iii aaaa`` (bit 7 set, 3-bit sensor id, upper 4 bits of a 10-bit level),
+  byte 1 = ``0 m bbbbbb`` (bit 7 clear, marker bit, lower 6 bits). A frame is one timestamp word (id
+  7, marker bit set, level = ``micros() & 0x3FF``) and the 8 sensor words, ids 0..7 in order; the
+  marker bit of sensor 0's word flags a user mark (``M``).
+- **commands**: ``S`` start streaming, ``X`` stop, ``M`` mark, ``R`` read the configuration.
+- **stop**: after ``X`` the device waits 100 ms and sends the sentinel ``FF 3F`` twice, streaming or
+  not. Setup waits for both (so they never reach the stream); a sentinel pair in the stream (the
+  device stopped) counts as one instrument error and streaming is restarted with ``S``.
+- **calibration** (EEPROM, read at every setup): after ``R`` the device sends one 41-byte record per
+  sensor -- ``char type[16]``, ``char pairName[16]`` (NUL-terminated), ``float32 vref`` (V),
+  ``float32 sensitivity`` (V/A for a current sensor, a gain for a voltage sensor), ``uint8 inUse``,
+  little-endian, packed -- the host acknowledges each record with a byte (``s``), and the device ends
+  with ``D``. A name without its NUL means a corrupt EEPROM: that sensor is invalid.
+- **conversion** per sensor: ``value = (3.3 * level / 1023 - vref) / sensitivity`` (A for the current
+  sensor 2p, V for the voltage sensor 2p+1 of pair p); pair power = current x voltage. Only pairs
+  whose two sensors are both flagged in use are logged and summed into ``power_w``: unwired channels
+  float. A pair with only one of its sensors in use is a configuration error (warned, not used).
 
-Resync: a word whose top bits are not ``1``/``0`` means a byte was lost: drop one byte and retry
-(as the host library does). A frame interrupted by a new timestamp word or an out-of-order sensor
-id is dropped as truncated. A stop sentinel between frames (the device stopped, e.g. after a reset)
-is counted as an instrument error and streaming is restarted with ``S``.
+Resync: a word whose top bits are not ``1``/``0`` means a byte was lost: drop one byte and retry (as
+the host library does). A frame interrupted by a new timestamp word, an out-of-order sensor id or a
+sentinel is dropped as truncated.
 
-Device time: the 10-bit microsecond timestamp is unwrapped modulo 1024, which is valid while frames
-arrive less than 1024 µs apart (they do: the device streams at several kHz). After any loss the
-unwrapped count can be off by whole wraps, so it is re-anchored to host time (``resync = 1``).
-``device_t_s`` = host monotonic time at the anchor + unwrapped device time since the anchor.
+Device time (``device_t_s``): the 10-bit microsecond timestamp wraps every 1024 µs; the driver counts
+wraps (valid while frames arrive less than 1024 µs apart: the device streams at several kHz). After a
+visible loss the count is re-anchored to host time (``resync = 1``), with the newest frame of the
+chunk at its arrival time. Frames dropped in the device's own USB queue are invisible, and a gap of a
+whole number of wraps cannot be seen in the timestamps; it shows as the device clock falling behind
+host time. The driver watches the lowest transport lag (host arrival minus device time of the newest
+frame of each chunk) over ``slip_window_s``: when it stays more than ``slip_threshold_s`` above the
+lowest lag seen since the anchor, the missed wraps are added back (``stats.clock_slips``, ``resync =
+1``). Rows in the detection window keep the uncorrected device time.
 
-Conversion: level -> current ``(level - 512) * current_scale_a``, voltage ``level * voltage_scale_v``,
-per pair. The real device stores its calibration in EEPROM (``R`` command, ``psconfig`` tool); pass
-the matching scales (this driver does not read the EEPROM).
-
-Rows: ``average_frames`` consecutive frames are averaged into one row (the device is far faster than
-a CSV log needs); ``frames`` says how many went into the row.
+Rows: ``average_frames`` consecutive frames are averaged into one row (the device is far faster than a
+CSV log needs); ``frames`` says how many went into the row.
 """
 
 from __future__ import annotations
 
+import collections
+import logging
+import struct
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from microbench.devices.base import Row
-from microbench.instruments.base import InstrumentErrorReply, SerialAnalyzer
+from microbench.instruments.base import Command, InstrumentError, InstrumentErrorReply, SerialAnalyzer
+
+log = logging.getLogger(__name__)
 
 N_SENSORS = 8
 TS_ID = 7
 STOP_SENTINEL = b"\xff\x3f"
 FRAME_BYTES = 2 * (1 + N_SENSORS)
 _IDS = np.arange(N_SENSORS)
+#: ADC: 3.3 V full scale over 1023 levels
+VOLTS_PER_LEVEL = 3.3 / 1023
+#: one EEPROM record: type[16], pairName[16], float32 vref, float32 sensitivity, uint8 inUse
+RECORD = struct.Struct("<16s16sffB")
+WRAP_US = 1024
 
 
 def encode_word(sensor_id: int, level: int, marker: int = 0) -> bytes:
-    """The 2 bytes of one word (used by the emulator and tests)."""
+    """The 2 bytes of one word (for tests of the framer)."""
     if not 0 <= level < 1024 or not 0 <= sensor_id < 8:
         raise ValueError(f"bad word: id {sensor_id}, level {level}")
     return bytes((0x80 | (sensor_id << 4) | (level >> 6), ((marker & 1) << 6) | (level & 0x3F)))
@@ -61,9 +84,71 @@ def encode_frame(timestamp_us: int, levels: Sequence[int], marker: bool = False)
     return bytes(out)
 
 
+@dataclass(frozen=True)
+class SensorConfig:
+    """One sensor's EEPROM record. ``sensitivity``: V/A (current sensor) or gain (voltage sensor)."""
+
+    sensor_id: int
+    type: str
+    pair_name: str
+    vref_v: float
+    sensitivity: float
+    in_use: bool
+    valid: bool = True
+
+    @property
+    def kind(self) -> str:
+        return "current" if self.sensor_id % 2 == 0 else "voltage"
+
+    @property
+    def unit_per_level(self) -> float:
+        """A (current) or V (voltage) per ADC level."""
+        return VOLTS_PER_LEVEL / self.sensitivity if self.sensitivity else float("nan")
+
+    @property
+    def zero_level(self) -> float:
+        """The level that reads 0 A / 0 V (``vref`` in levels)."""
+        return self.vref_v / VOLTS_PER_LEVEL
+
+
+def parse_record(sensor_id: int, raw: bytes) -> SensorConfig:
+    """Decode one 41-byte EEPROM record; a name without its NUL terminator marks the sensor invalid."""
+    if len(raw) != RECORD.size:
+        raise ValueError(f"record of {len(raw)} bytes, expected {RECORD.size}")
+    t, n, vref, sens, in_use = RECORD.unpack(raw)
+    valid = b"\0" in t and b"\0" in n
+
+    def text(b: bytes) -> str:
+        return b.split(b"\0", 1)[0].decode("ascii", "replace")
+
+    return SensorConfig(sensor_id, text(t), text(n), float(vref), float(sens), bool(in_use), valid)
+
+
+def pairs_in_use(config: Sequence[SensorConfig]) -> tuple[list[int], list[str]]:
+    """The pairs whose current and voltage sensors are both in use (and valid), and a message for each
+    configuration error (one sensor of a pair in use, an invalid record, a zero sensitivity)."""
+    used, problems = [], []
+    for p in range(N_SENSORS // 2):
+        cur, volt = config[2 * p], config[2 * p + 1]
+        flags = (cur.in_use, volt.in_use)
+        if flags == (True, True):
+            bad = [s for s in (cur, volt) if not s.valid or not s.sensitivity]
+            if bad:
+                problems.append(f"pair {p}: sensor {bad[0].sensor_id} has a corrupt EEPROM record "
+                                f"(type {bad[0].type!r}, sensitivity {bad[0].sensitivity:g}); pair not used")
+                continue
+            used.append(p)
+        elif any(flags):
+            which = "current" if flags[0] else "voltage"
+            problems.append(f"pair {p}: only its {which} sensor is flagged in use (configuration error; set both "
+                            "with psconfig); pair not used")
+    return used, problems
+
+
 class PS3Framer:
     """Incremental parser of the PowerSensor3 word stream; ``feed`` returns complete frames as
-    ``((timestamp_level, levels[8], marker), lost_before)``."""
+    ``((timestamp_level, levels[8], marker), lost_before)``. ``stops`` counts stop events (a
+    sentinel, or the two sentinels the device sends together, counts once)."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
@@ -73,6 +158,7 @@ class PS3Framer:
         self.discarded = 0
         self.stops = 0
         self._lost = False
+        self._after_sentinel = False
 
     def clear(self) -> int:
         n = len(self.buf)
@@ -106,10 +192,8 @@ class PS3Framer:
         self.buf += data
         parts: list[FrameBatch] = []
         while True:
-            if self.cur is None:
-                fast = self._fast(parts)
-                if fast:
-                    continue
+            if self.cur is None and self._fast(parts):
+                continue
             if not self._slow_until_frame(parts):
                 break
         return FrameBatch.concat(parts)
@@ -130,6 +214,7 @@ class PS3Framer:
         lost = np.zeros(k, dtype=bool)
         lost[0] = self._lost
         self._lost = False
+        self._after_sentinel = False
         parts.append(FrameBatch(lv[:, 0], lv[:, 1:], m[:k, 1].astype(bool), lost))
         del self.buf[: k * FRAME_BYTES]
         return True
@@ -141,6 +226,13 @@ class PS3Framer:
         done = False
         while n - i >= 2 and not done:
             b0, b1 = buf[i], buf[i + 1]
+            if b0 == 0xFF and b1 == 0x3F:  # stop sentinel (unique: no data word has id 7 and marker 0)
+                i += 2
+                self._drop_frame()
+                if not self._after_sentinel:
+                    self.stops += 1
+                self._after_sentinel = True
+                continue
             if not (b0 & 0x80) or (b1 & 0x80):
                 i += 1  # misaligned: a byte was lost somewhere; drop one and retry
                 self.discarded += 1
@@ -148,6 +240,7 @@ class PS3Framer:
                 self._drop_frame()
                 continue
             i += 2
+            self._after_sentinel = False
             sid = (b0 >> 4) & 0x7
             m = (b1 >> 6) & 1
             level = ((b0 & 0x0F) << 6) | (b1 & 0x3F)
@@ -157,11 +250,8 @@ class PS3Framer:
                 self.marker = False
                 continue
             if self.cur is None:
-                if bytes((b0, b1)) == STOP_SENTINEL:
-                    self.stops += 1
-                else:
-                    self.discarded += 2
-                    self._lost = True
+                self.discarded += 2
+                self._lost = True
                 continue
             if sid != len(self.cur) - 1:
                 self._drop_frame()  # out-of-order id: the frame is broken
@@ -203,51 +293,163 @@ class FrameBatch:
 
 
 class PowerSensor3(SerialAnalyzer):
-    """PowerSensor3. Columns: power_w (sum of pairs), power{k}_w, voltage{k}_v, current{k}_a for each pair,
-    device_t_s, marker, frames."""
+    """PowerSensor3. Columns: ``power_w`` (sum of the logged pairs), ``power{p}_w``, ``voltage{p}_v``,
+    ``current{p}_a`` for each logged pair p, ``device_t_s``, ``marker``, ``frames``.
+
+    ``pairs``: which pairs to log -- None (default): every pair the device's EEPROM flags in use; a
+    list of pair numbers (each must be in use); an int n: pairs 0..n-1 (each must be in use). The
+    columns are fixed at the first connection (they are known only once the EEPROM has been read).
+    """
 
     protocol = "powersensor3"
     BAUDRATE = 115200  # USB CDC: the rate is ignored by the device
+    COMMANDS = {
+        "start": Command("S", None, source="PowerSensor.ino: start streaming"),
+        "stop": Command("X", r"(\xff\x3f){2}", source="PowerSensor.ino: stop; FF 3F twice after 100 ms"),
+        "mark": Command("M", None, source="PowerSensor.ino: marker bit on sensor 0's next word"),
+        "read_config": Command("R", r"(?s).{41}", source="PowerSensor.cc: one 41-byte record per sensor"),
+        "ack": Command("s", r"(?s).{41}|D", source="PowerSensor.cc: any byte asks for the next record; D ends"),
+    }
+    #: how long after ``X`` the sentinels may take (the device waits 100 ms)
+    STOP_TIMEOUT_S = 0.5
 
-    def __init__(self, port: str, name: str | None = None, *, pairs: int = 4, average_frames: int = 20,
-                 current_scale_a: float | Sequence[float] = 0.02, voltage_scale_v: float | Sequence[float] = 0.02,
+    def __init__(self, port: str, name: str | None = None, *, pairs: int | Sequence[int] | None = None,
+                 average_frames: int = 20, slip_window_s: float = 0.25, slip_threshold_s: float = 0.003,
                  **kw: Any):
-        if not 1 <= pairs <= 4:
-            raise ValueError(f"pairs must be 1..4, got {pairs}")
         if average_frames < 1:
             raise ValueError("average_frames must be >= 1")
-        self.pairs = pairs
+        if isinstance(pairs, int) and not isinstance(pairs, bool):
+            if not 1 <= pairs <= 4:
+                raise ValueError(f"pairs must be 1..4 (or a list of pair numbers 0..3), got {pairs}")
+            pairs = list(range(pairs))
+        if pairs is not None:
+            pairs = sorted(set(int(p) for p in pairs))
+            if not pairs or not all(0 <= p < 4 for p in pairs):
+                raise ValueError(f"pairs must be pair numbers 0..3, got {pairs}")
+        self.requested_pairs = pairs
         self.average_frames = int(average_frames)
-        cs = [current_scale_a] * 4 if isinstance(current_scale_a, (int, float)) else list(current_scale_a)
-        vs = [voltage_scale_v] * 4 if isinstance(voltage_scale_v, (int, float)) else list(voltage_scale_v)
-        self.current_scale_a, self.voltage_scale_v = cs, vs
-        cols = ["power_w"]
-        for k in range(pairs):
-            cols += [f"power{k}_w", f"voltage{k}_v", f"current{k}_a"]
-        self.VALUE_COLUMNS = tuple(cols) + ("device_t_s", "marker", "frames")  # type: ignore[misc]
+        self.slip_window_s = float(slip_window_s)
+        self.slip_threshold_s = float(slip_threshold_s)
+        self.config: list[SensorConfig] = []
+        self.pairs: list[int] = []
+        self._vref = np.zeros(N_SENSORS)
+        self._sens = np.ones(N_SENSORS)
         self._pending: list[tuple[np.ndarray, ...]] = []
-        self._anchor: tuple[float, int] | None = None  # (host t_mono at anchor, unwrapped µs at anchor)
+        self._t0: float | None = None  # host time of unwrapped device time 0, s
         self._dev_us = 0
         self._prev_ts: int | None = None
+        self._lag_base = float("inf")
+        self._lags: collections.deque[tuple[float, float]] = collections.deque()
         self._acc_resync = False
         super().__init__(port, name, **kw)
+        self.VALUE_COLUMNS = self._columns(pairs if pairs is not None else [])  # type: ignore[misc]
+        self.columns = tuple(self.VALUE_COLUMNS) + ("resync",)
+
+    @staticmethod
+    def _columns(pairs: Sequence[int]) -> tuple[str, ...]:
+        cols = ["power_w"]
+        for p in pairs:
+            cols += [f"power{p}_w", f"voltage{p}_v", f"current{p}_a"]
+        return tuple(cols) + ("device_t_s", "marker", "frames")
 
     def make_framer(self) -> PS3Framer:
         return PS3Framer()
 
-    def settings(self) -> dict[str, Any]:
-        return {"pairs": self.pairs, "average_frames": self.average_frames,
-                "current_scale_a": self.current_scale_a[: self.pairs],
-                "voltage_scale_v": self.voltage_scale_v[: self.pairs]}
+    def no_reply_hint(self) -> str:
+        return "is it a PowerSensor3 with firmware that stores its calibration (R command)?"
 
+    def settings(self) -> dict[str, Any]:
+        return {"pairs": list(self.pairs), "average_frames": self.average_frames,
+                "calibration": [asdict(c) for c in self.config],
+                "conversion": "(3.3 * level / 1023 - vref) / sensitivity, per sensor (EEPROM)"}
+
+    # -- setup -----------------------------------------------------------------------------------
     def configure(self) -> None:
         self.write(b"X")  # it may still be streaming from a previous session
-        self.drain_input(quiet_s=0.02, max_s=0.5)
+        self._await_stop()
         self.framer = self.make_framer()
-        self._anchor = None
+        self._apply_config(self._read_config())
+        self._t0 = None
+        self._prev_ts = None
         self._pending = []
         self.write(b"S")
 
+    def _await_stop(self) -> None:
+        """Read (and discard) until the two stop sentinels the device sends 100 ms after ``X``."""
+        assert self._ser is not None
+        buf = bytearray()
+        deadline = time.monotonic() + self.STOP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            buf += self.read_chunk()
+            if buf.count(STOP_SENTINEL) >= 2:
+                break
+        seen = buf.count(STOP_SENTINEL)
+        tail = buf[buf.rfind(STOP_SENTINEL) + 2:] if seen else buf
+        self.stats.bytes_discarded += len(buf) - 2 * seen
+        if seen < 2:
+            log.warning("%s on %s: %d of the 2 stop sentinels within %.1f s of X (firmware without them?)",
+                        self.name, self.port_path, seen, self.STOP_TIMEOUT_S)
+        elif tail:
+            log.info("%s on %s: %d byte(s) after the stop sentinels discarded", self.name, self.port_path, len(tail))
+
+    def _read_exact(self, n: int, timeout_s: float, what: str) -> bytes:
+        assert self._ser is not None
+        buf = bytearray()
+        deadline = time.monotonic() + timeout_s
+        while len(buf) < n and time.monotonic() < deadline:
+            buf += self._ser.read(n - len(buf))
+        if len(buf) < n:
+            raise InstrumentError(f"{self.protocol} on {self.port_path}: {what}: got {len(buf)} of {n} bytes "
+                                  f"within {timeout_s} s ({self.no_reply_hint()})")
+        log.debug("%s READ %r", self.port_path, bytes(buf))
+        return bytes(buf)
+
+    def _read_config(self) -> list[SensorConfig]:
+        """``R``, then one record per sensor, each acknowledged; the device ends with ``D``."""
+        self.write(self.command_text("read_config").encode())
+        config = []
+        for sid in range(N_SENSORS):
+            raw = self._read_exact(RECORD.size, 1.0, f"EEPROM record of sensor {sid}")
+            config.append(parse_record(sid, raw))
+            self.write(self.command_text("ack").encode())
+        end = self._read_exact(1, 1.0, "end of configuration ('D')")
+        if end != b"D":
+            raise InstrumentError(f"{self.protocol} on {self.port_path}: configuration ended with {end!r}, not 'D'")
+        return config
+
+    def _apply_config(self, config: list[SensorConfig]) -> None:
+        used, problems = pairs_in_use(config)
+        for msg in problems:
+            log.warning("%s on %s: %s", self.name, self.port_path, msg)
+        if not used:
+            raise InstrumentError(f"{self.protocol} on {self.port_path}: no sensor pair is flagged in use in the "
+                                  "device's EEPROM (configure it with psconfig)")
+        want = self.requested_pairs if self.requested_pairs is not None else used
+        if self.pairs:  # reconnect: the columns were fixed at the first connection
+            want = self.pairs
+        missing = [p for p in want if p not in used]
+        if missing:
+            raise InstrumentError(f"{self.protocol} on {self.port_path}: pair {missing[0]} is not in use on the "
+                                  f"device (unwired channels float); pairs in use: {', '.join(map(str, used))}")
+        self.config = config
+        self._vref = np.array([c.vref_v for c in config])
+        self._sens = np.array([c.sensitivity if c.sensitivity else np.nan for c in config])
+        if not self.pairs:
+            self.pairs = list(want)
+            self.VALUE_COLUMNS = self._columns(self.pairs)  # type: ignore[misc]
+            self.columns = tuple(self.VALUE_COLUMNS) + ("resync",)
+        self.observe("pairs_in_use", used)
+        for p in self.pairs:
+            c, v = config[2 * p], config[2 * p + 1]
+            log.info("%s on %s: pair %d %r: %s vref %.5g V, %.4g A/level (null at level %.1f); voltage vref %.5g V, "
+                     "%.4g V/level", self.name, self.port_path, p, c.pair_name, c.type, c.vref_v, c.unit_per_level,
+                     c.zero_level, v.vref_v, v.unit_per_level)
+
+    def convert(self, levels: np.ndarray) -> np.ndarray:
+        """Physical values of sensor levels (..., 8): A for even ids, V for odd ids."""
+        return (VOLTS_PER_LEVEL * np.asarray(levels, dtype=float) - self._vref) / self._sens
+
+    # -- streaming -------------------------------------------------------------------------------
     def shutdown(self) -> None:
         self.write(b"X")
         self._flush(*self._clock())  # the partial average at the end is data too
@@ -261,9 +463,11 @@ class PowerSensor3(SerialAnalyzer):
         if fr.stops:
             self.stats.instrument_errors += fr.stops
             self.stats.last_reject = "device sent the stop sentinel; restarted streaming"
+            log.warning("%s on %s: the device stopped streaming (stop sentinel); restarting", self.name,
+                        self.port_path)
             fr.stops = 0
             self._resync = True
-            self._anchor = None
+            self._t0 = None
             self.write(b"S")
 
     def handle_data(self, data: bytes, t_mono: float, t_wall: float) -> None:
@@ -274,28 +478,58 @@ class PowerSensor3(SerialAnalyzer):
             self._frames(b, t_mono, t_wall)
 
     def _frames(self, b: FrameBatch, t_mono: float, t_wall: float) -> None:
-        p = self.pairs
-        cur = (b.levels[:, 0:2 * p:2] - 512) * np.asarray(self.current_scale_a[:p])
-        volt = b.levels[:, 1:2 * p:2] * np.asarray(self.voltage_scale_v[:p])
+        vals = self.convert(b.levels)
+        idx = np.asarray(self.pairs)
+        cur, volt = vals[:, 2 * idx], vals[:, 2 * idx + 1]
         powr = cur * volt
-        # split where something was lost: the 1024 µs wrap count across a gap is unknown
+        # split where something was lost: the wrap count across a visible gap is unknown
         starts = [0] + [int(k) for k in np.nonzero(b.lost)[0] if k > 0] + [len(b)]
         for a, z in zip(starts[:-1], starts[1:]):
-            if b.lost[a] or self._resync or self._anchor is None or self._prev_ts is None:
+            reanchor = bool(b.lost[a] or self._resync or self._t0 is None or self._prev_ts is None)
+            if reanchor:
                 self._flush(t_mono, t_wall)  # no row mixes frames from both sides of a gap
                 self._acc_resync = bool(b.lost[a] or self._resync)
                 self._resync = False
-                self._anchor = (t_mono, 0)
-                self._dev_us = 0
-                steps = np.concatenate([[0], np.diff(b.ts[a:z]) % 1024])
+                steps = np.concatenate([[0], np.diff(b.ts[a:z]) % WRAP_US])
+                dev_us = np.cumsum(steps)
+                # the newest frame of the chunk has just arrived: it anchors device time to host time
+                self._t0 = t_mono - float(dev_us[-1]) / 1e6
+                self._lag_base = float("inf")
+                self._lags.clear()
             else:
-                steps = np.diff(np.concatenate([[self._prev_ts], b.ts[a:z]])) % 1024
-            dev_us = self._dev_us + np.cumsum(steps)
+                steps = np.diff(np.concatenate([[self._prev_ts], b.ts[a:z]])) % WRAP_US
+                dev_us = self._dev_us + np.cumsum(steps)
             self._dev_us = int(dev_us[-1])
             self._prev_ts = int(b.ts[z - 1])
-            self._pending.append((powr[a:z], volt[a:z], cur[a:z], b.marker[a:z],
-                                  self._anchor[0] + dev_us / 1e6))
+            assert self._t0 is not None
+            dev_t = self._t0 + dev_us / 1e6
+            self._pending.append((powr[a:z], volt[a:z], cur[a:z], b.marker[a:z], dev_t))
+            if z == len(b):
+                self._watch_clock(t_mono)
             self._emit_rows(t_mono, t_wall, final=False)
+
+    def _watch_clock(self, t_mono: float) -> None:
+        """Detect whole wraps lost invisibly (frames dropped in the device's USB queue): the lowest
+        transport lag over the last ``slip_window_s`` rising above the lowest since the anchor."""
+        assert self._t0 is not None
+        lag = t_mono - (self._t0 + self._dev_us / 1e6)
+        self._lag_base = min(self._lag_base, lag)
+        self._lags.append((t_mono, lag))
+        while self._lags and self._lags[0][0] < t_mono - self.slip_window_s:
+            self._lags.popleft()
+        if t_mono - self._lags[0][0] < 0.8 * self.slip_window_s:
+            return  # not a full window yet
+        excess = min(x for _, x in self._lags) - self._lag_base
+        if excess < self.slip_threshold_s:
+            return
+        wraps = int(round(excess * 1e6 / WRAP_US))
+        self._dev_us += wraps * WRAP_US
+        self.stats.clock_slips += 1
+        self._acc_resync = True
+        self._lags.clear()
+        log.warning("%s on %s: device clock fell %.1f ms behind host time: %d whole timestamp wraps lost "
+                    "(frames dropped in the device's USB queue); device time corrected", self.name, self.port_path,
+                    excess * 1e3, wraps)
 
     def _emit_rows(self, t_mono: float, t_wall: float, final: bool) -> None:
         if not self._pending:
@@ -310,8 +544,8 @@ class PowerSensor3(SerialAnalyzer):
             pw = powr[a:z].mean(0)
             row: dict[str, Any] = {"power_w": float(pw.sum())}
             vv, cc = volt[a:z].mean(0), cur[a:z].mean(0)
-            for k in range(self.pairs):
-                row[f"power{k}_w"], row[f"voltage{k}_v"], row[f"current{k}_a"] = float(pw[k]), float(vv[k]), float(cc[k])
+            for j, p in enumerate(self.pairs):
+                row[f"power{p}_w"], row[f"voltage{p}_v"], row[f"current{p}_a"] = float(pw[j]), float(vv[j]), float(cc[j])
             row["device_t_s"] = float(dev_t[z - 1])
             row["marker"] = int(mark[a:z].any())
             row["frames"] = z - a
@@ -331,12 +565,12 @@ class PowerSensor3(SerialAnalyzer):
         ts, levels, marker = frame
         if len(levels) != N_SENSORS:
             raise InstrumentErrorReply(f"powersensor3: frame with {len(levels)} sensor words")
+        vals = self.convert(np.asarray(levels))
         v: dict[str, Any] = {"marker": int(marker)}
         total = 0.0
-        for k in range(self.pairs):
-            i_a = (levels[2 * k] - 512) * self.current_scale_a[k]
-            u_v = levels[2 * k + 1] * self.voltage_scale_v[k]
-            v[f"current{k}_a"], v[f"voltage{k}_v"], v[f"power{k}_w"] = i_a, u_v, i_a * u_v
+        for p in self.pairs:
+            i_a, u_v = float(vals[2 * p]), float(vals[2 * p + 1])
+            v[f"current{p}_a"], v[f"voltage{p}_v"], v[f"power{p}_w"] = i_a, u_v, i_a * u_v
             total += i_a * u_v
         v["power_w"] = total
         return v

@@ -1,7 +1,11 @@
 """Watts up? PRO over its FTDI USB-serial link (115200 8N1).
 
+As kjordahl/Watts-Up--logger (``wattsup.py``, ``samples/*.raw``) and the ``wattsup.c`` utility drive it
+(facts in ``shared/reference/instrument-protocol-facts.md``).
+
 Setup (start and every reconnect): ``#L,W,3,E,,<interval>;`` -- external logging, one record every
-``interval`` whole seconds. Stop at exit: ``#L,W,0;``. Records look like
+``interval`` whole seconds. Stop at exit: ``#L,R,0;`` ("stop logging and read time stamp";
+``#L,W,0;`` does not stop it, and the meter would go on logging into a closed port). Records look like
 ``#d,-,18,<W*10>,<V*10>,<mA>,...;`` (kjordahl/Watts-Up--logger ``wattsup.py``): field 3 is the count of
 data fields that follow; W = field[3]/10, V = field[4]/10, A = field[5]/1000. There is no checksum and
 no timestamp: a record is accepted when it starts with ``#d``, has exactly 3 + count fields and its
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from microbench.instruments.base import FrameError, SerialAnalyzer, TextFramer, parse_numbers
+from microbench.instruments.base import Command, FrameError, SerialAnalyzer, TextFramer, parse_numbers, strict_range
 
 
 class WattsUpPro(SerialAnalyzer):
@@ -23,6 +27,13 @@ class WattsUpPro(SerialAnalyzer):
     protocol = "wattsup"
     BAUDRATE = 115200
     VALUE_COLUMNS = ("power_w", "voltage_v", "current_a")
+    EOL = b";"
+    COMMANDS = {
+        "start": Command("#L,W,3,E,,{interval}", None, {"interval": strict_range(1, 3600, "logging interval (s)")},
+                         source="Watts-Up--logger wattsup.py: external logging"),
+        "stop": Command("#L,R,0", None, source="wattsup.c: stop logging and read time stamp"),
+        "record": Command("", r"#d,-,18(,[^,;]*){18}", source="Watts-Up--logger samples/*.raw: 21 fields"),
+    }
 
     def __init__(self, port: str, name: str | None = None, *, interval_s: int = 1, **kw: Any):
         if int(interval_s) != interval_s or interval_s < 1:
@@ -39,10 +50,10 @@ class WattsUpPro(SerialAnalyzer):
 
     def configure(self) -> None:
         self.drain_input(quiet_s=0.02, max_s=0.3)
-        self.write(f"#L,W,3,E,,{self.interval_s};".encode("ascii"))
+        self.tell("start", interval=self.interval_s)
 
     def shutdown(self) -> None:
-        self.write(b"#L,W,0;")
+        self.tell("stop")
 
     def parse(self, frame: bytes) -> dict[str, Any]:
         text = frame.decode("ascii", "replace")
