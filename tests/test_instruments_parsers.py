@@ -63,10 +63,14 @@ def test_ps3_framer_resyncs_by_dropping_bytes():
     assert frame == (400, [600, 9, 2, 3, 4, 5, 6, 7], True) and not lost
 
 
-def test_ps3_stop_sentinel_between_frames():
+def test_ps3_stop_sentinel_pair_is_one_stop():
     fr = PS3Framer()
-    out = fr.feed(encode_frame(1, [0] * 8) + b"\xff\x3f", 0.0)
-    assert len(out) == 1 and fr.stops == 1
+    out = fr.feed(encode_frame(1, [0] * 8) + b"\xff\x3f\xff\x3f", 0.0)
+    assert len(out) == 1 and fr.stops == 1  # the device sends the sentinel twice per stop
+    # a sentinel cuts a frame short: that frame is dropped, the stop still counted
+    fr2 = PS3Framer()
+    out = fr2.feed(encode_frame(1, [0] * 8)[:8] + b"\xff\x3f\xff\x3f" + encode_frame(2, [5] * 8), 0.0)
+    assert [o[0][0] for o in out] == [2] and fr2.stops == 1 and fr2.truncated == 1
 
 
 def test_ps3_word_encoding_bits():
@@ -100,21 +104,50 @@ def test_wt_parse_values_and_error_codes():
         wt.parse(b"0;9.91E+37,9.91E+37,9.91E+37")
     with pytest.raises(InstrumentErrorReply, match="over-range \\(INF\\)"):
         wt.parse(b"2.3E+02,9.9E+37,1.0E+02")
+    with pytest.raises(InstrumentErrorReply, match="negative over-range \\(-INF\\)") as e:
+        wt.parse(b"0;2.3E+02,-9.9E+37,-1.0E+02")
+    assert e.value.kind == "negative over-range (-INF)"
     with pytest.raises(FrameError, match="expected 3 values"):
         wt.parse(b"2.3E+02,1.0E+02")
-    with pytest.raises(ValueError, match="update_rate '7MS' not one of"):
+    with pytest.raises(ValueError, match="update_rate '7MS' not one of 50MS, 100MS"):
         YokogawaWT310("/dev/null", update_rate="7MS")
+    with pytest.raises(ValueError, match="update_rate 'fast': give one of 50MS, 100MS"):
+        YokogawaWT310("/dev/null", update_rate="fast")
+    for rate in ("10S", "20S"):  # offered by no working tool and refused by most meters
+        with pytest.raises(ValueError, match=rf"update_rate '{rate}' not one of 50MS, 100MS, 250MS, 500MS, 1S, 2S, "
+                                             r"5S \(10S and 20S are not offered"):
+            YokogawaWT310("/dev/null", update_rate=rate)
 
 
-def test_hioki_confirmation_codes():
+def test_hioki_replies_with_either_separator_headers_and_codes():
     h = _bare(HiokiPW3335)
-    assert h.parse(b"+230.00E+0,+5.0000E-01,+1.1500E+2;000")["power_w"] == 115.0
+    want = {"power_w": 100.05, "voltage_v": 230.0, "current_a": 0.43500}
+    # as two working scripts show it (headers on, ';'), as a manual page shows it (','), with a code
+    for reply in (b"U +230.00E+0;I +435.00E-3;P +100.05E+0", b"+230.00E+0;+435.00E-3;+100.05E+0",
+                  b"+230.00E+0,+435.00E-3,+100.05E+0", b"+230.00E+0,+435.00E-3,+100.05E+0;000",
+                  b"U +230.00E+0;I +435.00E-3;P +100.05E+0;000"):
+        assert h.parse(reply) == pytest.approx(want), reply
+    assert h.observed["separator"] == ";"
+    h.parse(b"+230.00E+0,+435.00E-3,+100.05E+0")
+    assert h.observed["separator"] == ","
     with pytest.raises(InstrumentErrorReply, match="error code '003'"):
         h.parse(b"003")
     with pytest.raises(InstrumentErrorReply, match="error code '101'"):
         h.parse(b"+230.00E+0,+5.0000E-01,+1.1500E+2;101")
-    with pytest.raises(FrameError, match="without confirmation code"):
-        h.parse(b"+230.00E+0,+5.0000E-01,+1.1500E+2")
+    with pytest.raises(FrameError, match="item header 'P' where 'I' was expected"):
+        h.parse(b"U +230.00E+0;P +435.00E-3;I +100.05E+0")
+    with pytest.raises(FrameError, match=r"expected 3 items \(U,I,P\), got 2"):
+        h.parse(b"+230.00E+0;+435.00E-3")
+
+
+@pytest.mark.parametrize("value,kind", [("+999.99E+9", "over-range"), ("-999.99E+9", "over-range"),
+                                        ("+888.88E+9", "scaling error"), ("-777.77E+9", "no data")])
+def test_hioki_error_values_are_not_readings(value, kind):
+    h = _bare(HiokiPW3335)
+    with pytest.raises(InstrumentErrorReply, match=f"hioki: P = {value[0]}[0-9.e+]+, the meter's {kind} error value") as e:
+        h.parse(f"U +230.00E+0;I +435.00E-3;P {value}".encode())
+    assert e.value.kind == kind
+    assert h.parse(b"U +230.00E+0;I +435.00E-3;P +999.98E+0")["power_w"] == 999.98  # a big reading is a reading
 
 
 def test_csv_source_checks():

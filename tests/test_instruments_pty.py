@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 
 import pytest
 
@@ -40,6 +39,8 @@ def test_faults_lose_only_the_corrupted_frames(protocol, tmp_path):
     st = r["stats"]
     assert st["truncated"] >= 1
     assert st["instrument_errors"] + st["rejected"] == 1  # the error reply, counted once
+    if protocol in ("hioki", "wt310", "wt210"):  # their error reply is an error value, counted by kind
+        assert st["error_values"] == {"hioki": {"over-range": 1}}.get(protocol, {"no data (NAN)": 1}), st
     # unplug: nothing lost once reconnected; what was in the pty when the cable was pulled is bounded
     u = f["unplug"]
     assert st["reconnects"] == 1 and r["connections"] == 2
@@ -52,26 +53,24 @@ def test_faults_lose_only_the_corrupted_frames(protocol, tmp_path):
 
 def test_reconnect_resends_full_configuration(tmp_path):
     link = tmp_path / "wt.tty"
-    emu = YokogawaEmulator(link, 0.05)
+    emu = YokogawaEmulator(link)
     drv = YokogawaWT310(str(link), update_rate="100MS", voltage_range_v=150, current_range_a=2)
     try:
         drv.start()
         n_first = len(emu.config_log)
         assert any(c == b":INP:CURR:RANG 2A" for c in emu.config_log)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            emu.unplug()
-            time.sleep(0.2)
-            emu.replug()
-            end = time.monotonic() + 5
-            while drv.stats.reconnects == 0 and time.monotonic() < end:
-                time.sleep(0.02)
+        emu.unplug(power_off=True)  # the meter lost its settings too: only a full setup brings them back
+        time.sleep(0.2)
+        emu.replug()
+        end = time.monotonic() + 5
+        while drv.stats.reconnects == 0 and time.monotonic() < end:
+            time.sleep(0.02)
         assert drv.stats.reconnects == 1, (drv.stats, drv._fatal)
         after = emu.config_log[n_first:]
-        for cmd in (b":COMM:REM ON", b":INP:VOLT:AUTO OFF", b":INP:VOLT:RANG 150V", b":INP:CURR:RANG 2A",
-                    b":RATE 100MS", b":NUM:NORM:ITEM3 P,1"):
+        for cmd in (b"*CLS", b":COMM:REM ON", b":SYST:COMM:COMM WT300", b":INP:VOLT:AUTO OFF", b":INP:VOLT:RANG 150V",
+                    b":INP:CURR:RANG 2A", b":RATE 100MS", b":NUM:NORM:ITEM3 P,1", b":STAT:FILT1 FALL"):
             assert cmd in after
-        assert emu.state["vrange"] == 150 and emu.state["crange"] == 2
+        assert emu.vrange == 150 and emu.crange == 2 and emu.rate_s == 0.1 and emu.filt1 == "FALL"
         gap = drv.stats.gaps[0]
         assert gap["back_t_mono_s"] > gap["lost_t_mono_s"]
     finally:
@@ -97,13 +96,21 @@ def test_missing_port_is_bad_input(tmp_path):
 
 def test_setup_refused_by_instrument_names_the_command(tmp_path):
     link = tmp_path / "wt.tty"
-    with YokogawaEmulator(link, 0.05):
-        with pytest.raises(InstrumentError, match=r"refused ':INP:CURR:RANG 7A': -222,\"Data out of range\""):
-            YokogawaWT310(str(link), current_range_a=7).start()
-    link2 = tmp_path / "hioki.tty"
-    with HiokiEmulator(link2, 0.05):
-        with pytest.raises(InstrumentError, match=r"':VOLT:RANG 250' answered error code '002'"):
-            HiokiPW3335(str(link2), voltage_range_v=250).start()
+    with YokogawaEmulator(link):  # a WT310, not a WT310E: no 50 ms rate
+        with pytest.raises(InstrumentError, match=r"refused ':RATE 50MS': -224,\"Illegal parameter value\" \(50MS "
+                                                  r"exists only on WT300E models\)"):
+            YokogawaWT310(str(link), update_rate="50MS").start()
+    with YokogawaEmulator(link, model="WT310E") as emu:
+        drv = YokogawaWT310(str(link), update_rate="50MS").start()
+        drv.close()
+        assert emu.rate_s == 0.05
+
+
+def test_parameters_the_instrument_does_not_have_are_refused_before_the_wire():
+    with pytest.raises(ValueError, match=r"current range \(A\) 7 is not one of 0.25, 0.5, 1, 2, 2.5, 5, 10, 20"):
+        YokogawaWT310("/dev/null", current_range_a=7)
+    with pytest.raises(ValueError, match=r"voltage range \(V\) 250 is not one of 6, 15, 30, 60, 150, 300, 600, 1000"):
+        HiokiPW3335("/dev/null", voltage_range_v=250)
 
 
 def test_silent_port_gives_clear_error(tmp_path):
@@ -119,14 +126,15 @@ def test_silent_port_gives_clear_error(tmp_path):
 def test_polled_rate_and_fresh_updates(tmp_path):
     """With :COMM:WAIT every reply is a new update: no repeats, one per update period."""
     link = tmp_path / "wt.tty"
-    with YokogawaEmulator(link, 0.1) as emu:
+    with YokogawaEmulator(link) as emu:  # updates every 100 ms once the driver sets :RATE 100MS
         drv = YokogawaWT310(str(link), update_rate="100MS")
         drv.start()
         time.sleep(1.05)
         drv.close()
         rows = drv.read()
     seqs = [emu.decode(r.values) for r in rows]
-    assert len(seqs) == len(set(seqs)) and 8 <= len(seqs) <= 11
+    # every update exactly once: no repeat, no skip
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and 8 <= len(seqs) <= 11
     lat = [r.values["latency_s"] for r in rows]
     assert all(0 <= x < 0.25 for x in lat)
     assert rows[0].values["voltage_v"] == pytest.approx(230.0)
@@ -134,8 +142,8 @@ def test_polled_rate_and_fresh_updates(tmp_path):
 
 def test_powersensor3_marker_timestamps_and_averaging(tmp_path):
     link = tmp_path / "ps3.tty"
-    with PowerSensor3Emulator(link, frame_period_s=0.0005, burst=20) as emu:
-        drv = PowerSensor3(str(link), average_frames=10, pairs=2)
+    with PowerSensor3Emulator(link, frame_us=500, burst=20) as emu:
+        drv = PowerSensor3(str(link), average_frames=10)
         drv.start()
         time.sleep(0.2)
         t_mark = time.monotonic()
@@ -143,12 +151,13 @@ def test_powersensor3_marker_timestamps_and_averaging(tmp_path):
         time.sleep(0.2)
         drv.close()
         rows = drv.read()
+    # the pairs in use on the device (0 and 1 of the default EEPROM) and nothing else
     assert drv.columns == ("power_w", "power0_w", "voltage0_v", "current0_a", "power1_w", "voltage1_v",
                            "current1_a", "device_t_s", "marker", "frames", "resync")
     assert all(r.values["frames"] == 10 for r in rows[:-1])
-    # pair 0: current level 612 -> (612-512) * 0.02 = 2 A; pair 1: 562 -> 1 A at 600 * 0.02 = 12 V
-    assert rows[5].values["current0_a"] == pytest.approx(2.0)
-    assert rows[5].values["power1_w"] == pytest.approx(12.0)
+    # pair 0: 6 A (MLX10) at 12 V; pair 1: 10 A (MLX20) at 12 V; 10 dithered frames per row
+    assert rows[5].values["current0_a"] == pytest.approx(6.0, abs=0.03)
+    assert rows[5].values["power1_w"] == pytest.approx(120.0, rel=0.01)
     marked = [r for r in rows if r.values["marker"]]
     assert len(marked) == 1
     # host arrival of the marked frame is after the mark() call, by the burst period plus transport
@@ -156,7 +165,7 @@ def test_powersensor3_marker_timestamps_and_averaging(tmp_path):
     # device time (unwrapped 10-bit µs) advances 10 frames x 500 µs = 5 ms per row
     dt = [b.values["device_t_s"] - a.values["device_t_s"] for a, b in zip(rows[1:-2], rows[2:-1])]
     assert all(d == pytest.approx(0.005, abs=1e-6) for d in dt)
-    assert emu.configured is False  # the driver sent X at close
+    assert emu.streaming is False  # the driver sent X at close
 
 
 def test_open_analyzer_rejects_unknown_protocol():

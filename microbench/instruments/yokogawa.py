@@ -70,7 +70,9 @@ def _rate_seconds(rate: str | float) -> float:
     if r in RATES_S:
         return RATES_S[r]
     try:
-        return float(r)
+        if r.endswith("MS"):
+            return float(r[:-2]) / 1000
+        return float(r[:-1] if r.endswith("S") else r)
     except ValueError:
         raise ValueError(f"update_rate {rate!r}: give one of {', '.join(RATES_S)} or seconds") from None
 
