@@ -98,8 +98,10 @@ def test_wattsup_record_checks():
 
 def test_wt_parse_values_and_error_codes():
     wt = _bare(YokogawaWT310)
-    assert wt.parse(b"0;2.3000E+02,5.0000E-01,1.1500E+02") == {"power_w": 115.0, "voltage_v": 230.0,
-                                                               "current_a": 0.5}
+    want = {"power_w": 115.0, "voltage_v": 230.0, "current_a": 0.5}
+    assert wt.parse(b"2.3000E+02,5.0000E-01,1.1500E+02;1") == want  # with the update sync's EESR value
+    assert wt.parse(b"1;2.3000E+02,5.0000E-01,1.1500E+02") == want  # (yoko-tool's order)
+    assert wt.parse(b"2.3000E+02,5.0000E-01,1.1500E+02") == want
     with pytest.raises(InstrumentErrorReply, match="no data \\(NAN\\)"):
         wt.parse(b"0;9.91E+37,9.91E+37,9.91E+37")
     with pytest.raises(InstrumentErrorReply, match="over-range \\(INF\\)"):

@@ -18,9 +18,11 @@ WT310 setup, sent at start and after every reconnect (the table :attr:`YokogawaW
     :STAT:FILT1 FALL        EESR bit 0 (UPD) set when an update completes
 
 Every setting is followed by ``:STAT:ERR?``; anything but ``0,...`` raises :class:`InstrumentError`
-naming the command. Each poll sends ``:STAT:EESR?;:COMM:WAIT 1;:NUM:NORM:VAL?`` (clear the event
-register, wait for the next update, read it), so every reply is a fresh update, never a repeat, and
-none is skipped: the next query goes out as soon as a reply is in, and the meter paces the polls. ``9.91E+37`` (no data), ``9.9E+37``
+naming the command. Each poll sends ``:COMM:WAIT 1;:NUM:NORM:VAL?;:STAT:EESR?`` (wait until an update
+has completed since the last poll, read it, clear the event register), and the next query goes out as
+soon as the reply is in, so the meter paces the polls: every update is read once, never repeated, and
+none is skipped while the host keeps up. (yoko-tool clears the register first, ``:STAT:EESR?;:COMM:WAIT
+1;...``; an update landing between a reply and the next query is then cleared unread, a skip.) ``9.91E+37`` (no data), ``9.9E+37``
 (over-range) and ``-9.9E+37`` (negative over-range) are error values, not readings: the sample is
 dropped and counted (``stats.error_values``).
 
@@ -122,8 +124,8 @@ class YokogawaWT310(SerialAnalyzer):
         "filter": Command(":STAT:FILT1 FALL", None, source="yoko-tool update sync"),
         "error": Command(":STAT:ERR?", _ERR_REPLY, source="yoko-tool"),
         "read": Command(":NUM:NORM:VAL?", _VALUES, source="yoko-tool"),
-        "read_wait": Command(":STAT:EESR?;:COMM:WAIT 1;:NUM:NORM:VAL?", r"\d+;" + _VALUES,
-                             source="yoko-tool update sync (EESR + :COMM:WAIT)"),
+        "read_wait": Command(":COMM:WAIT 1;:NUM:NORM:VAL?;:STAT:EESR?", _VALUES + r";\d+",
+                             source="yoko-tool update sync (:STAT:FILT1 FALL, :COMM:WAIT 1, :STAT:EESR?)"),
         "local": Command(":COMM:REM OFF", None, source="yoko-tool"),
     }
 
@@ -203,8 +205,9 @@ class YokogawaWT310(SerialAnalyzer):
 
     def parse(self, frame: bytes) -> dict[str, Any]:
         text = frame.decode("ascii", "replace")
-        data = text.rsplit(";", 1)[-1]  # after the EESR reply when waiting for updates
-        fields = data.split(",")
+        # with the update sync the event register's value comes along: "<U>,<I>,<P>;<eesr>"
+        data = [part for part in text.split(";") if "," in part]
+        fields = data[0].split(",") if len(data) == 1 else text.split(",")
         if len(fields) != 3:
             raise FrameError(f"{self.protocol}: expected 3 values (U,I,P), got {len(fields)}: {text!r}")
         values = parse_numbers(fields, self.protocol)
@@ -216,6 +219,9 @@ class YokogawaWT310(SerialAnalyzer):
         return {"power_w": p, "voltage_v": u, "current_a": i}
 
     def shutdown(self) -> None:
+        # a poll may still be waiting for its update: the next message interrupts it and the meter queues
+        # -410; *CLS (processed right after) clears it, so the next session starts with an empty queue
+        self.tell("clear")
         self.tell("local")
 
 
@@ -241,7 +247,7 @@ class YokogawaWT210(YokogawaWT310):
         "curr_range": Command(":CONF:CURR:RANG {a:g}A", None, {"a": strict_discrete_set(CURR_RANGES_A, "current range (A)")},
                               source="yoko-tool _wt210.py"),
         "read": Command(":MEAS:NORM:VAL?", _VALUES, source="yoko-tool _wt210.py: V, A, W"),
-        "read_wait": Command(":STAT:EESR?;:COMM:WAIT 1;:MEAS:NORM:VAL?", r"\d+;" + _VALUES,
+        "read_wait": Command(":COMM:WAIT 1;:MEAS:NORM:VAL?;:STAT:EESR?", _VALUES + r";\d+",
                              source="yoko-tool update sync on the WT210"),
     }
 

@@ -97,6 +97,7 @@ class PtyEmulator:
         self._paused = threading.Event()
         self._rx = bytearray()
         self._scheduled: list[tuple[float, bytes]] = []  # (host monotonic due time, bytes)
+        self._retime_at: float | None = None
         self.master = -1
         self.slave = -1
         self._tty = ""
@@ -269,9 +270,11 @@ class PtyEmulator:
                 time.sleep(0.01)
                 t_next = time.monotonic()
                 continue
+            if self._retime_at is not None:  # the period changed: the next tick one new period from then
+                t_next, self._retime_at = self._retime_at, None
             now = time.monotonic()
             due = t_next if not self._scheduled else min(t_next, self._scheduled[0][0])
-            timeout = max(0.0, due - now)
+            timeout = min(0.05, max(0.0, due - now))  # short: an unplug closes the fd select() waits on
             fd = self.master
             try:
                 r, _, _ = select.select([fd], [], [], timeout)
@@ -487,6 +490,7 @@ class YokogawaEmulator(PtyEmulator):
         self.rate_s = rate_s
         if self._period_override is None:
             self.frame_period_s = rate_s * self.time_scale
+            self._retime_at = time.monotonic() + self.frame_period_s  # updates restart at the new interval
 
     # -- commands --------------------------------------------------------------------------------
     def on_command(self, line: bytes) -> None:
@@ -518,11 +522,13 @@ class YokogawaEmulator(PtyEmulator):
                 replies.append(r)
         if not replies:
             return
-        if replies[-1] == "__FRAME__" and "__FRAME__" not in replies[:-1]:
-            self.send_frame(prefix=(";".join(replies[:-1]) + ";").encode() if len(replies) > 1 else b"")
+        if "__FRAME__" in replies:  # a message with the value query: its reply is the data frame
+            k = replies.index("__FRAME__")
+            self._affix = (";".join(replies[:k] + [""]) if k else "", ";".join([""] + replies[k + 1:]))
+            self.send_frame()
+            self._affix = ("", "")
         else:
-            self.send(";".join(r if r != "__FRAME__" else self._values_text(self.update) for r in replies).encode()
-                      + b"\r\n")
+            self.send(";".join(replies).encode() + b"\r\n")
 
     def _err(self, code: int) -> None:
         self.errors.append(code)
@@ -641,12 +647,14 @@ class YokogawaEmulator(PtyEmulator):
         order = ["U", "I", "P"] if self.wt210 else [self.items.get(k, "U") for k in range(1, self.n_items + 1)]
         return ",".join(f"{vals[f]:.4E}" for f in order)
 
+    _affix = ("", "")  # replies of the other queries of the message, before and after the values
+
     def frame(self, seq: int) -> bytes:
-        return self._values_text(seq).encode() + b"\r\n"
+        return (self._affix[0] + self._values_text(seq) + self._affix[1]).encode() + b"\r\n"
 
     def error_reply(self) -> bytes:
         e = f"{self.error_value:.2E}"
-        return f"{e},{e},{e}\r\n".encode()
+        return (self._affix[0] + f"{e},{e},{e}" + self._affix[1]).encode() + b"\r\n"
 
 
 # ------------------------------------------------------------------------------------------------
