@@ -60,8 +60,8 @@ WT210_SUFFIX = _WT210_HEAD + [(b":SAMP:RATE 0.25\r\n", None), (b":STAT:ERR?\r\n"
 # -- HIOKI PW3335 (manual p. 68; GX20_PW3335.py): no confirmation codes, ';' between items ----------
 _ERR0 = [(b":ERR?\r\n", b"0\r\n")]
 HIOKI_PW3335 = [
-    (b"\r\n", None), (b":RS232:ANSW ON\r\n", None), (b":HEAD OFF\r\n", None), *_ERR0,
-    (b"*IDN?\r\n", b"HIOKI,PW3335,123456789,V1.00\r\n"),
+    (b"\r\n", None), (b":RS232:ANSW ON\r\n", None), (b":HEAD OFF\r\n", None),
+    (b"*IDN?\r\n", b"HIOKI,PW3335,123456789,V1.00\r\n"), *_ERR0,
     (b":VOLT:AUTO OFF\r\n", None), *_ERR0, (b":VOLT:RANG 300\r\n", None), *_ERR0,
     (b":CURR:AUTO OFF\r\n", None), *_ERR0, (b":CURR:RANG 5\r\n", None), *_ERR0,
     (b":MEAS? U,I,P\r\n", b"U +110.14E+0;I +0.0000E+0;P +000.00E+0\r\n"),  # as GX20_PW3335.py shows it

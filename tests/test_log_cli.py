@@ -146,3 +146,68 @@ def test_nvml_logging_in_process_with_patched_binding(tmp_path, capsys):
     assert e["integrated_j"] == pytest.approx(180.0 * span, rel=1e-6)
     assert abs(e["disagreement_pct"]) < 15.0  # 100 ms counter steps over ~1.2 s
     assert len(s.stream("nvml0")) >= 50
+
+
+def test_ctrl_c_exits_130_and_keeps_every_sample(tmp_path):
+    link = tmp_path / "meter.tty"
+    sess = tmp_path / "s"
+    with CsvEmulator(link, frame_period_s=0.01) as emu:
+        p = _calib("log", "--serial", str(link), "--protocol", "csv", "--columns", "power_w,voltage_v", "--rate", "20",
+                   "-o", str(sess))
+        try:
+            _wait_rows(sess / "csv.csv", 5)
+            time.sleep(1.0)
+            t_int = time.monotonic()
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=20)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        sent = list(zip(emu.sent, emu.sent_t))
+    assert p.returncode == 130, err
+    assert "(stopped by signal)" in out and f"interrupted (Ctrl-C): {sess} keeps every sample read so far" in err
+    assert "Traceback" not in err
+    df = read_session(sess).stream("csv")
+    got = {emu.decode({"power_w": x}) for x in df["power_w"]}
+    # every line the meter sent from the first logged one until just before Ctrl-C is on disk
+    expected = [q for q, t in sent if min(got) <= q and t < t_int - 0.05]
+    assert len(expected) > 50 and [q for q in expected if q not in got] == []
+    seg = json.loads((sess / "manifest.json").read_text())["log_segments"][0]
+    assert seg["stopped_by_signal"] is True and seg["streams"]["csv"]["rows"] == len(df)
+
+
+@pytest.mark.parametrize("protocol,check", [
+    ("hioki", lambda df: (df["voltage_v"] == 230.0).all()),
+    ("powersensor3", lambda df: abs(df["power_w"].mean() / (6 * 12 + 10 * 12) - 1) < 0.005),
+])
+def test_emulator_command_serves_a_pty_that_calib_log_can_log(tmp_path, protocol, check):
+    """`python -m microbench.testing.emulators PROTOCOL` prints a device path and serves it until Ctrl-C."""
+    emu = subprocess.Popen([sys.executable, "-m", "microbench.testing.emulators", protocol], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        path = emu.stdout.readline().strip()
+        assert path.startswith("/dev/pts/"), path
+        sess = tmp_path / "s"
+        p = _calib("log", "--serial", path, "--protocol", protocol, "--duration", "2", "-o", str(sess))
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        df = read_session(sess).stream(protocol)
+        assert len(df) >= 5 and check(df), df.describe()
+    finally:
+        emu.send_signal(signal.SIGINT)
+        emu.wait(10)
+    assert emu.returncode == 0 and "Traceback" not in emu.stderr.read()
+
+
+def test_vv_shows_the_wire_traffic(tmp_path):
+    link = tmp_path / "h.tty"
+    from microbench.testing.emulators import HiokiEmulator
+
+    with HiokiEmulator(link, 0.05):
+        p = _calib("-vv", "log", "--serial", str(link), "--protocol", "hioki", "--duration", "0.5",
+                   "-o", str(tmp_path / "s"))
+        out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert f"DEBUG microbench.instruments.base: {link} WRITE b':MEAS? U,I,P\\r\\n'" in err
+    assert f"DEBUG microbench.instruments.base: {link} READ b'+230.00E+0;+434" in err
+    assert f"INFO microbench.instruments.base: hioki on {link}: instrument uses separator = ';'" in err

@@ -9,7 +9,7 @@ import pytest
 
 from calib.cli import main
 from microbench.devices.nvml_fake import FakeGpu, install_fake
-from microbench.testing.emulators import YokogawaEmulator
+from microbench.testing.emulators import CsvEmulator, HiokiEmulator, YokogawaEmulator
 
 
 @pytest.fixture
@@ -58,3 +58,55 @@ def test_doctor_without_driver(fake, capsys):
 def test_doctor_analyzer_needs_protocol(fake, capsys):
     assert main(["doctor", "--serial", "/dev/null"]) == 2
     assert "ERROR: --serial needs --protocol, one of csv, hioki" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("emulator,protocol,lines", [
+    (lambda link: HiokiEmulator(link, 0.05, separator=",", answer_codes=False), "hioki",
+     ["  the instrument used: confirmation_codes = False (HIOKI: False = the meter does not confirm commands; "
+      "settings checked with :ERR?)",
+      "  the instrument used: separator = ',' (HIOKI reply item separator: working scripts show ';', a manual "
+      "page ',')"]),
+    (lambda link: YokogawaEmulator(link, model="WT210"), "wt210",
+     ["  the instrument used: rate_format = 'seconds' (WT210 :SAMP:RATE: 'seconds' as yoko-tool sends it, or a "
+      "'suffix' such as 250MS)"]),
+])
+def test_doctor_reports_which_reading_of_an_unconfirmed_fact_the_instrument_used(fake, capsys, tmp_path, emulator,
+                                                                                  protocol, lines):
+    link = tmp_path / "a.tty"
+    with emulator(link):
+        assert main(["doctor", "--serial", str(link), "--protocol", protocol]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(x.startswith(f"Analyzer {protocol} on {link}: ok, ") for x in out), out
+    for line in lines:
+        assert line in out
+
+
+def test_doctor_failed_analyzer_check_exits_non_zero_with_the_reason(fake, capsys, tmp_path):
+    import os
+
+    master, slave = os.openpty()  # a port where nothing answers
+    port = os.ttyname(slave)
+    try:
+        assert main(["doctor", "--serial", port, "--protocol", "hioki"]) == 1
+    finally:
+        os.close(master)
+        os.close(slave)
+    out, err = capsys.readouterr()
+    reason = (f"hioki on {port}: no reply to '*IDN?' within 1.0 s (wrong port or baud rate (9600), or not a "
+              "null-modem cable?)")
+    assert f"Analyzer hioki on {port}: FAILED -- {reason}" in out  # the report, then the one-line reason
+    assert err == f"ERROR: {reason}\n"
+
+
+def test_doctor_analyzer_without_a_reading_is_a_failed_check(fake, capsys, tmp_path):
+    class Garbage(CsvEmulator):
+        def frame(self, seq):
+            return b"garbage,xx\r\n"
+
+    link = tmp_path / "g.tty"
+    with Garbage(link, 0.05):
+        assert main(["doctor", "--json", "--serial", str(link), "--protocol", "csv"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["analyzer_probe"]["ok"] is False
+    assert err.startswith(f"ERROR: analyzer csv on {link}: no reading in 1 s (rejected ")
+    assert "last rejected frame: csv: expected 1 fields, got 2: 'garbage,xx'" in err and err.count("\n") == 1

@@ -1,4 +1,11 @@
-"""calib doctor: what this machine can measure (NVML fields, permissions, CuPy, analyzers found)."""
+"""calib doctor: what this machine can measure (NVML fields, permissions, CuPy, analyzers found).
+
+With ``--serial PORT --protocol NAME`` it also tries the analyzer for 1 s and reports which reading of
+each unconfirmed protocol fact the instrument used (HIOKI item separator and confirmation codes, WT210
+rate format, PowerSensor3 pairs in use). A requested check that fails -- the port cannot be opened, the
+instrument refuses its setup, or no reading arrives in 1 s -- ends with one ``ERROR:`` line giving the
+reason and a non-zero exit status (after the report).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +25,15 @@ _USB_HINTS = {
     (0x067B, 0x2303): "Prolific PL2303 USB-serial adapter (RS-232: WT210/WT310/HIOKI need a null-modem cable)",
     (0x0483, 0x5740): "STM32 USB CDC (PowerSensor3 shows up like this)",
     (0x0B21, 0x0025): "Yokogawa WT310 (USB-TMC, not a serial port: use its RS-232 interface or usbtmc)",
+}
+
+
+#: what each observed protocol fact means (facts the makers' documents leave unconfirmed)
+_FACT_NOTES = {
+    "separator": " (HIOKI reply item separator: working scripts show ';', a manual page ',')",
+    "confirmation_codes": " (HIOKI: False = the meter does not confirm commands; settings checked with :ERR?)",
+    "rate_format": " (WT210 :SAMP:RATE: 'seconds' as yoko-tool sends it, or a 'suffix' such as 250MS)",
+    "pairs_in_use": " (PowerSensor3: pairs whose current and voltage sensors are both flagged in use)",
 }
 
 
@@ -112,7 +128,7 @@ def _by_id_links(dev: str) -> list[str]:
 def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
     import time
 
-    from calib.core.errors import BadInputError, CalibError
+    from calib.core.errors import BadInputError, CalibError, DeviceError
     from microbench.instruments import PROTOCOLS, open_analyzer
 
     if not protocol or protocol not in PROTOCOLS:
@@ -122,10 +138,18 @@ def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
         an.start()
         time.sleep(1.0)
         rows = an.read()
-        return {"port": port, "protocol": protocol, "ok": True, "identity": an.identity, "rows_in_1s": len(rows),
-                "last": dict(rows[-1].values) if rows else None, "stats": an.stats.to_dict()}
+        out = {"port": port, "protocol": protocol, "ok": bool(rows), "identity": an.identity,
+               "rows_in_1s": len(rows), "last": dict(rows[-1].values) if rows else None,
+               "observed": dict(an.observed), "settings": an.settings(), "stats": an.stats.to_dict()}
+        if not rows:
+            st = an.stats
+            why = (f"; last rejected frame: {st.last_reject}" if st.last_reject else "")
+            err = DeviceError(f"analyzer {protocol} on {port}: no reading in 1 s (rejected {st.rejected}, instrument "
+                              f"errors {st.instrument_errors}, timeouts {st.timeouts}{why})")
+            out.update(error=str(err), _exc=err)
+        return out
     except CalibError as e:
-        return {"port": port, "protocol": protocol, "ok": False, "error": str(e)}
+        return {"port": port, "protocol": protocol, "ok": False, "error": str(e), "_exc": e}
     finally:
         an.close()
 
@@ -133,12 +157,17 @@ def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     report = {"python": sys.version.split()[0], "nvml": _nvml_report(args.probe_rate), "cupy": _cupy_report(),
               "serial_ports": _serial_report()}
+    failure = None
     if args.serial:
         report["analyzer_probe"] = _probe_analyzer(args.serial, args.protocol)
+        failure = report["analyzer_probe"].pop("_exc", None)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
-        return 0
-    _print(report)
+    else:
+        _print(report)
+    if failure is not None:  # the check the user asked for failed: the reason, in one line, and its status
+        sys.stdout.flush()
+        raise failure
     return 0
 
 
@@ -188,3 +217,5 @@ def _print(r: dict[str, Any]) -> None:
                   f"{a['identity']!r}, last {a['last']}")
         else:
             print(f"Analyzer {a['protocol']} on {a['port']}: FAILED -- {a['error']}")
+        for fact, value in a.get("observed", {}).items():
+            print(f"  the instrument used: {fact} = {value!r}{_FACT_NOTES.get(fact, '')}")

@@ -2,9 +2,11 @@
 
 The standalone logger: NVML and/or a serial power analyzer into a session directory, in the same
 format as the campaign (``calib.core.session``). Logging into an existing session appends a new segment.
-Stops after ``--duration`` seconds, or on Ctrl-C / SIGTERM (a clean stop, exit status 0). A logger
-killed outright (SIGKILL, power loss) loses at most the last second of rows (fsync once per second)
-and the session stays readable.
+Stops after ``--duration`` seconds (exit status 0), on SIGTERM (a clean stop, exit status 0) or on
+Ctrl-C (a clean stop too: every sample read so far is written and the summary printed; exit status
+130, the toolkit's Ctrl-C status). A logger killed outright (SIGKILL, power loss) loses at most the
+last second of rows (fsync once per second) and the session stays readable. ``-v`` shows frame
+errors, resyncs and reconnects of a serial analyzer; ``-vv`` also every command and reply on the wire.
 """
 
 from __future__ import annotations
@@ -174,15 +176,28 @@ def run(args: argparse.Namespace) -> int:
 
     sensors = _open_sensors(args)
     stop = threading.Event()
+    got: list[int] = []  # the signals that stopped the logger
     old_term = signal.getsignal(signal.SIGTERM)
+    old_int = signal.getsignal(signal.SIGINT)
+    on_main_thread = threading.current_thread() is threading.main_thread()
 
     def _on_term(signum: int, frame: Any) -> None:
+        got.append(signum)
         stop.set()
+
+    def _on_int(signum: int, frame: Any) -> None:
+        # first Ctrl-C: stop cleanly (the rows read so far are written); a second one interrupts the stop
+        got.append(signum)
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     writer = None
     logger = None
+    interrupted = False
     try:
-        signal.signal(signal.SIGTERM, _on_term)
+        if on_main_thread:  # (signal handlers can only be set there)
+            signal.signal(signal.SIGTERM, _on_term)
+            signal.signal(signal.SIGINT, _on_int)
         described = [s.describe() for s in sensors]
         plan = {"kind": "log", "rate_hz": args.rate, "duration_s": args.duration,
                 "argv": sys.argv[1:] if sys.argv else []}
@@ -200,7 +215,6 @@ def run(args: argparse.Namespace) -> int:
         logger = SensorLogger(writer, sensors, period_s=1.0 / args.rate).start()
         t0 = time.monotonic()
         show = sys.stderr.isatty() and not getattr(args, "quiet", False)
-        interrupted = False
         try:
             while not stop.is_set():
                 if args.duration is not None and time.monotonic() - t0 >= args.duration:
@@ -211,14 +225,17 @@ def run(args: argparse.Namespace) -> int:
                     sys.stderr.write(f"\rlogging {time.monotonic() - t0:7.1f} s, {rows} rows ")
                     sys.stderr.flush()
                 stop.wait(0.25 if args.duration is None else min(0.25, max(0.0, args.duration - (time.monotonic() - t0))))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # (Ctrl-C before the handler was set, or no handler off the main thread)
             interrupted = True
+        interrupted = interrupted or signal.SIGINT in got
         if show:
             sys.stderr.write("\n")
         stats = logger.stop()
         empty = _summarize(writer, sensors, stats, args, interrupted or stop.is_set())
     finally:
-        signal.signal(signal.SIGTERM, old_term)
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGINT, old_int)
         if logger is not None and logger.running:
             try:
                 logger.stop()
@@ -231,6 +248,9 @@ def run(args: argparse.Namespace) -> int:
     if empty:  # the rows logged so far stay in the session; the status says the log is unusable
         raise BadInputError(f"{out}: no samples recorded from {', '.join(empty)}; check --protocol, --baud "
                             "and the cable (see the rejected/instrument error counts above)")
+    if interrupted:
+        sys.stderr.write(f"interrupted (Ctrl-C): {out} keeps every sample read so far\n")
+        return 130  # the toolkit's Ctrl-C status (calib.cli.EXIT_INTERRUPTED)
     return 0
 
 
@@ -250,6 +270,7 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
                                  "transient_errors": st.transient_errors}
         if s.kind == "analyzer":
             entry["analyzer"] = {k: v for k, v in s.stats.to_dict().items()}
+            entry["analyzer"]["observed"] = dict(s.observed)  # which reading of unconfirmed facts it used
         summary["streams"][s.name] = entry
     # energy over the segment: counter vs integrated power (NVML streams)
     writer.close()
@@ -274,6 +295,10 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
             a = e["analyzer"]
             line += (f"; rejected {a['rejected']}, truncated {a['truncated']}, instrument errors "
                      f"{a['instrument_errors']}, reconnects {a['reconnects']}")
+            if a.get("error_values"):
+                line += " (error values: " + ", ".join(f"{k} {n}" for k, n in a["error_values"].items()) + ")"
+            if a.get("clock_slips"):
+                line += f", device clock corrections {a['clock_slips']}"
         if "energy" in e:
             en = e["energy"]
             if en["counter_j"] is not None and en["integrated_j"] is not None:

@@ -14,7 +14,8 @@ independent working scripts, GX20_PW3335.py and hioki3334; facts in
 - **confirmation codes** (``:RS232:ANSW ON``, replies ending in ``;000``) are documented for the
   3332/3334/PW3336/7; on the PW3335 the command may be a compatibility dummy. Setup never depends on
   them: after ``:HEAD OFF`` it waits ``confirm_timeout_s`` for a code; with none it checks every
-  setting with ``:ERR?`` (``0`` = no error) instead. Which one the meter did is
+  setting with ``:ERR?`` (``0`` = no error) instead (``*IDN?`` comes first: a query is always
+  answered, so silence there means nothing is listening). Which one the meter did is
   ``observed["confirmation_codes"]``.
 
 Setup (start and every reconnect): an empty line and a drain (clears a half-typed command and stale
@@ -144,20 +145,20 @@ class HiokiPW3335(SerialAnalyzer):
         self.drain_input(quiet_s=0.05, max_s=0.5)
         text = self.tell("header_off")
         reply = self.read_frame(self.confirm_timeout_s)
-        if reply is None:
-            self.codes = False
-            self.observe("confirmation_codes", False, "no code after :HEAD OFF; settings checked with :ERR?")
-            self._check_error(text)
-        else:
+        if reply is not None:
             code = reply.decode("ascii", "replace").strip()
             if not re.fullmatch(r"\d{3}", code):
                 raise InstrumentError(f"hioki on {self.port_path}: {text!r} answered {code!r}, neither a confirmation "
                                       "code nor silence (wrong protocol?)")
             if code != "000":
                 raise InstrumentError(f"hioki on {self.port_path}: {text!r} answered error code {code!r}")
-            self.codes = True
+        self.identity, _ = self._split_code(self.ask("identity"))  # silence here: nothing is listening
+        self.codes = reply is not None
+        if self.codes:
             self.observe("confirmation_codes", True, "3-digit code after every command")
-        self.identity, _ = self._split_code(self.ask("identity"))
+        else:
+            self.observe("confirmation_codes", False, "no code after :HEAD OFF; settings checked with :ERR?")
+            self._check_error(text)
         self._setting("volt_auto_off")
         self._setting("volt_range", v=self.voltage_range_v)
         self._setting("curr_auto_off")
