@@ -8,7 +8,11 @@
 2. Serial analyzers over real pseudo-terminals against their emulators: rows/s achieved vs the
    rate the instrument produces (streaming) or the poll rate requested (polled), also through the
    logger into a session.
-3. Samples lost per fault, per protocol (:func:`microbench.instruments.emulators.run_fault_scenario`).
+3. Samples lost per fault, per protocol (:func:`microbench.testing.emulators.run_fault_scenario`).
+5. PowerSensor3 accuracy (``--only ps3``): logged power vs the emulator's true power with two pairs in
+   use (MLX10 and MLX20 EEPROM records at the documented vrefs) and two unwired pairs, live over a pty,
+   and the same recorded byte stream decoded by this driver and by the driver of an earlier revision
+   (``--ps3-old-rev``, default 576024a: the fixed-0.02 conversion), both replayed without a pty.
 4. Alignment residual: error of the lag estimate against a commanded square wave, over random lags
    and sampling phases, for NVML-like (10 and 20 Hz) and analyzer-like (50 Hz) streams, plus the
    host-stamp offset measured over a pty.
@@ -75,14 +79,14 @@ def bench_serial(seconds, workdir):
         ("csv", 2000, lambda link: E.CsvEmulator(link, 1 / 2000), {"columns": ("power_w", "voltage_v")}),
         ("wattsup", 1, lambda link: E.WattsUpEmulator(link, 1.0), {}),
         ("wattsup", 50, lambda link: E.WattsUpEmulator(link, 1 / 50), {}),
-        ("wt310", 10, lambda link: E.YokogawaEmulator(link, 0.1), {"update_rate": "100MS"}),
-        ("wt310", 20, lambda link: E.YokogawaEmulator(link, 0.05), {"update_rate": "50MS"}),
+        ("wt310", 10, lambda link: E.YokogawaEmulator(link), {"update_rate": "100MS"}),
+        ("wt310", 20, lambda link: E.YokogawaEmulator(link, model="WT310E"), {"update_rate": "50MS"}),
         ("hioki", 5, lambda link: E.HiokiEmulator(link, 0.2), {"period_s": 0.2}),
         ("hioki", 20, lambda link: E.HiokiEmulator(link, 0.05), {"period_s": 0.05}),
-        ("powersensor3", 2000, lambda link: E.PowerSensor3Emulator(link, 0.0005, 20), {"average_frames": 1}),
-        ("powersensor3", 10000, lambda link: E.PowerSensor3Emulator(link, 0.0001, 50), {"average_frames": 100}),
-        ("powersensor3", 20000, lambda link: E.PowerSensor3Emulator(link, 0.00005, 100), {"average_frames": 20}),
-        ("powersensor3", 20000, lambda link: E.PowerSensor3Emulator(link, 0.00005, 100), {"average_frames": 200}),
+        ("powersensor3", 2000, lambda link: E.PowerSensor3Emulator(link, 500, 20), {"average_frames": 1}),
+        ("powersensor3", 10000, lambda link: E.PowerSensor3Emulator(link, 100, 50), {"average_frames": 100}),
+        ("powersensor3", 20000, lambda link: E.PowerSensor3Emulator(link, 50, 100), {"average_frames": 20}),
+        ("powersensor3", 20000, lambda link: E.PowerSensor3Emulator(link, 50, 100), {"average_frames": 200}),
     ]
     out = []
     for proto, hz, make, kw in cases:
@@ -111,6 +115,71 @@ def bench_faults(workdir):
         out[proto] = {**r["faults"], "rows": r["rows"], "duplicates": r["duplicates"],
                       "corrupted_received": r["corrupted_received"]}
     return out
+
+
+def _old_ps3_class(rev):
+    """The PowerSensor3 class of revision ``rev`` (loaded from git), on this revision's reader base."""
+    import importlib.util
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    src = subprocess.run(["git", "show", f"{rev}:microbench/instruments/powersensor3.py"], cwd=root, check=True,
+                         capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "old_powersensor3.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("old_powersensor3", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.PowerSensor3
+
+
+def _ps3_summary(rows, pairs, true_w, true_pair_w):
+    p = np.array([r.values["power_w"] for r in rows])
+    out = {"rows": len(rows), "mean_power_w": round(float(p.mean()), 3),
+           "error_pct": round(100 * (float(p.mean()) / true_w - 1), 3)}
+    for k in pairs:
+        col = f"power{k}_w"
+        if col in rows[0].values:
+            mk = float(np.mean([r.values[col] for r in rows]))
+            out[f"pair{k}_w"] = round(mk, 3)
+            if true_pair_w.get(k):
+                out[f"pair{k}_error_pct"] = round(100 * (mk / true_pair_w[k] - 1), 3)
+    return out
+
+
+def bench_ps3_accuracy(seconds, workdir, old_rev="576024a"):
+    """Logged vs true power: live over a pty (this driver), and one recorded stream replayed to this
+    driver and to the driver of ``old_rev``."""
+    from microbench.testing.replay import ReplayPort, replay
+
+    currents, volts = (6.0, 10.0, 0.0, 0.0), (12.0, 12.0, 0.0, 0.0)
+    res = {}
+    # live
+    link = Path(tempfile.mkdtemp(dir=workdir)) / "ps3.tty"
+    with E.PowerSensor3Emulator(link, currents_a=currents, voltages_v=volts) as emu:
+        true_w = emu.true_power_w()
+        true_pair = {p: currents[p] * volts[p] for p in emu.pairs_in_use()}
+        an = open_analyzer(str(link), "powersensor3", average_frames=20)
+        an.start()
+        time.sleep(seconds)
+        an.close()
+        res["true_power_w"] = true_w
+        res["live_new"] = _ps3_summary(an.read(), range(4), true_w, true_pair)
+        eeprom = [r.pack() for r in emu.eeprom]
+        # one recorded stream (10 s of device time at 2 kHz), decoded by both drivers
+        stream = emu._frames(20000)
+    cfg = [(b"X", b"\xff\x3f\xff\x3f", 0.0), (b"R", eeprom[0]), *[(b"s", r) for r in eeprom[1:]], (b"s", b"D")]
+    drv, rows = replay("powersensor3", [*cfg, (b"S", stream), (b"X", None)], steps=1, average_frames=20)
+    res["replay_new"] = _ps3_summary(rows, range(4), true_w, true_pair)
+    old_cls = _old_ps3_class(old_rev)
+    for pairs in (4, 2):
+        port = ReplayPort([(b"X", b""), (b"S", stream), (b"X", None)])
+        old = old_cls("replay:old", transport=lambda port=port: port, pairs=pairs, average_frames=20, reconnect=False)
+        old.connect()
+        old.step()
+        old.close()
+        res[f"replay_old_{old_rev}_pairs{pairs}"] = _ps3_summary(old.take_rows(), range(pairs), true_w, true_pair)
+    return res
 
 
 def bench_alignment(workdir, trials=30):
@@ -152,9 +221,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=2.0, help="duration of each rate measurement, s")
     ap.add_argument("--json", help="also write the figures to this JSON file")
-    ap.add_argument("--only", choices=["nvml", "serial", "faults", "align"], action="append")
+    ap.add_argument("--only", choices=["nvml", "serial", "faults", "align", "ps3"], action="append")
+    ap.add_argument("--ps3-old-rev", default="576024a", help="git revision of the PowerSensor3 driver to compare")
     args = ap.parse_args(argv)
-    parts = args.only or ["nvml", "serial", "faults", "align"]
+    parts = args.only or ["nvml", "serial", "faults", "align", "ps3"]
     warnings.simplefilter("ignore", RuntimeWarning)
     report = {}
     with tempfile.TemporaryDirectory() as workdir:
@@ -179,6 +249,13 @@ def main(argv=None):
                 print(f"  {proto:>12}: garbage {f['garbage']}, truncate {f['truncate']}, error {f['error']}; unplug: "
                       f"in flight {u['in_flight']} (of {u['sent_last_50ms']} sent in the last 50 ms), outage "
                       f"{u['outage']}, after reconnect {u['lost_after_reconnect']}, reconnect {u['reconnect_s']:.2f} s")
+        if "ps3" in parts:
+            report["ps3"] = bench_ps3_accuracy(args.seconds, workdir, args.ps3_old_rev)
+            print(f"PowerSensor3: logged vs true power ({report['ps3']['true_power_w']:.3f} W: MLX10 pair 6 A x 12 V, "
+                  "MLX20 pair 10 A x 12 V, pairs 2-3 unwired)")
+            for k, v in report["ps3"].items():
+                if k != "true_power_w":
+                    print(f"  {k}: {v}")
         if "align" in parts:
             report["align"] = bench_alignment(workdir)
             print("Alignment residual (|estimated - true lag| vs a 5-cycle square wave):")
