@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import tempfile
 import time
@@ -226,6 +227,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     parts = args.only or ["nvml", "serial", "faults", "align", "ps3"]
     warnings.simplefilter("ignore", RuntimeWarning)
+    logging.basicConfig(level=logging.ERROR)  # the reconnects of the fault scenario are expected here
     report = {}
     with tempfile.TemporaryDirectory() as workdir:
         if "nvml" in parts:
