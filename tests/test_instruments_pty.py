@@ -18,7 +18,6 @@ from microbench.instruments import (
 )
 from microbench.testing.emulators import (
     CsvEmulator,
-    HiokiEmulator,
     PowerSensor3Emulator,
     YokogawaEmulator,
     run_fault_scenario,

@@ -297,7 +297,8 @@ class PowerSensor3(SerialAnalyzer):
     ``current{p}_a`` for each logged pair p, ``device_t_s``, ``marker``, ``frames``.
 
     ``pairs``: which pairs to log -- None (default): every pair the device's EEPROM flags in use; a
-    list of pair numbers (each must be in use); an int n: pairs 0..n-1 (each must be in use). The
+    list of pair numbers or a string like ``"0,2"`` (each must be in use); an int n: pairs 0..n-1
+    (each must be in use). The
     columns are fixed at the first connection (they are known only once the EEPROM has been read).
     """
 
@@ -313,11 +314,16 @@ class PowerSensor3(SerialAnalyzer):
     #: how long after ``X`` the sentinels may take (the device waits 100 ms)
     STOP_TIMEOUT_S = 0.5
 
-    def __init__(self, port: str, name: str | None = None, *, pairs: int | Sequence[int] | None = None,
+    def __init__(self, port: str, name: str | None = None, *, pairs: int | str | Sequence[int] | None = None,
                  average_frames: int = 20, slip_window_s: float = 0.25, slip_threshold_s: float = 0.003,
                  **kw: Any):
         if average_frames < 1:
             raise ValueError("average_frames must be >= 1")
+        if isinstance(pairs, str):  # from the command line: "0,2"
+            try:
+                pairs = [int(p) for p in pairs.split(",")]
+            except ValueError:
+                raise ValueError(f"pairs {pairs!r}: give pair numbers 0..3 separated by commas, e.g. 0,1") from None
         if isinstance(pairs, int) and not isinstance(pairs, bool):
             if not 1 <= pairs <= 4:
                 raise ValueError(f"pairs must be 1..4 (or a list of pair numbers 0..3), got {pairs}")
