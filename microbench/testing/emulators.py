@@ -1151,7 +1151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     emu = _make(a.protocol, a)
     stop = threading.Event()
+    # set both: a shell starts background jobs with SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         print(emu.path, flush=True)
         if isinstance(emu, PowerSensor3Emulator):
