@@ -230,7 +230,7 @@ def test_wt210_polls_each_update_exactly_once(tmp_path, time_scale):
         drv = open_analyzer(str(emu.link), "wt210", update_rate="100MS")
         rows = _log_for(drv, 1.6)
     seqs = [emu.decode(r.values) for r in rows]
-    assert len(seqs) >= 12 and seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # no repeat, no skip
+    assert len(seqs) >= 10 and seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # no repeat, no skip
 
 
 # -- Watts up? PRO --------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import time
 
 import pytest
@@ -50,7 +52,8 @@ def test_faults_lose_only_the_corrupted_frames(protocol, tmp_path):
     assert r["resync_rows"] >= 3
 
 
-def test_reconnect_resends_full_configuration(tmp_path):
+def test_reconnect_resends_full_configuration(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="microbench.instruments")
     link = tmp_path / "wt.tty"
     emu = YokogawaEmulator(link)
     drv = YokogawaWT310(str(link), update_rate="100MS", voltage_range_v=150, current_range_a=2)
@@ -70,6 +73,10 @@ def test_reconnect_resends_full_configuration(tmp_path):
                     b":INP:CURR:RANG 2A", b":RATE 100MS", b":NUM:NORM:ITEM3 P,1", b":STAT:FILT1 FALL"):
             assert cmd in after
         assert emu.vrange == 150 and emu.crange == 2 and emu.rate_s == 0.1 and emu.filt1 == "FALL"
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert warned[0].startswith(f"analyzer wt310 on {link}: connection lost (") and warned[0].endswith("reconnecting")
+        assert re.fullmatch(rf"analyzer wt310 on {link}: reconnected after \d+\.\d\d s \(configuration re-sent\)",
+                            warned[1])
         gap = drv.stats.gaps[0]
         assert gap["back_t_mono_s"] > gap["lost_t_mono_s"]
     finally:
