@@ -39,6 +39,7 @@ VERBS: dict[str, str] = {
     "log": "log",
     "doctor": "doctor",
     "optimize": "optimize",
+    "advise": "advise",
     "report": "report",
     "diff": "diff",
     "publish": "publish",

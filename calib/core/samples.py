@@ -41,6 +41,10 @@ EXTRA_COLUMNS = (
     "ref_mem_mhz",      # memory clock at which the act_ columns were measured, likewise
     # timing inputs of a kernel description (MWP/CWP, Wang & Chu)
     "ilp", "uncoal_frac", "trans_per_uncoal", "ind_mem_insts", "sync_insts", "l2_hit_rate", "active_blocks_per_sm",
+    "mstr",             # independent memory loads before the first consumer (thesis Ch. V MSTR)
+    # host-device copies of a kernel description (calib.model.transfer): bytes per launch, and 1 when
+    # the host buffers are pinned (page-locked), 0 when pageable
+    "bytes_h2d", "bytes_d2h", "host_pinned",
 )
 TEXT_COLUMNS = ("workload", "role", "stresses")
 ACT_PREFIX = "act_"

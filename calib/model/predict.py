@@ -140,7 +140,7 @@ def _is_number(v: Any) -> bool:
 _KERNEL_RANGES = {"time_s": (0.0, 1e6), "core_mhz": (0.0, 1e4), "mem_mhz": (0.0, 1e5), "temp_c": (-60.0, 150.0)}
 
 
-def kernel_description_table(path: str | Path) -> pd.DataFrame:
+def kernel_description_table(path: str | Path, fill_counts: bool = True) -> pd.DataFrame:
     """Rows from a kernel-description JSON file: one object or a list of objects with ``name``,
     ``per_warp`` (instruction class -> per-warp dynamic count), ``launch`` (blocks, threads_per_block,
     active_sms), and optionally ``time_s`` (measured), ``core_mhz``, ``mem_mhz``, ``temp_c``.
@@ -150,8 +150,14 @@ def kernel_description_table(path: str | Path) -> pd.DataFrame:
     ``sync_insts`` (barriers), and ``memory``: ``uncoalesced_fraction`` (of the global/local/L2
     instructions, 0..1), ``transactions_per_uncoalesced`` (default 32), ``independent_insts`` (memory
     instructions that do not wait for an earlier load, thesis N_pw), ``l2_hit_rate`` (0..1; default
-    from the l2 and global counts). They become the columns of
-    :data:`calib.model.timing.TIMING_COLUMNS`."""
+    from the l2 and global counts), ``mstr`` (independent loads before the first use, thesis Ch. V MSTR).
+    They become the columns of :data:`calib.model.timing.TIMING_COLUMNS` (and ``mstr``).
+
+    Host-device copies per launch (:mod:`calib.model.transfer`): ``bytes_h2d``, ``bytes_d2h`` (bytes)
+    and ``host_memory`` (``"pageable"``, the default of ``malloc``'d buffers, or ``"pinned"``) ->
+    columns ``bytes_h2d``, ``bytes_d2h``, ``host_pinned`` (1/0).
+
+    ``fill_counts=False`` leaves a class a kernel does not list as NaN (not given) instead of 0."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -205,11 +211,12 @@ def kernel_description_table(path: str | Path) -> pd.DataFrame:
                 if not lo < k[f] < hi:
                     raise BadInputError(f"{where}: field '{f}': {k[f]!r} is outside ({lo:g}, {hi:g})")
                 row[f] = float(k[f])
-        timing.append(_timing_fields(k, launch, where))
+        timing.append({**_timing_fields(k, launch, where), **_copy_fields(k, where)})
         rows.append(row)
     df = pd.DataFrame(rows)
     cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
-    df[cnt] = df[cnt].fillna(0.0)
+    if fill_counts:
+        df[cnt] = df[cnt].fillna(0.0)
     df = check_samples(df, str(path), require_power=False, require_act=False)
     # the timing inputs are not samples-table columns: added after the check (NaN = not given)
     for col in sorted({c for t in timing for c in t}):
@@ -226,7 +233,28 @@ _TIMING_FIELDS = (
     (("memory", "transactions_per_uncoalesced"), "trans_per_uncoal", 1.0, None),
     (("memory", "independent_insts"), "ind_mem_insts", 0.0, None),
     (("memory", "l2_hit_rate"), "l2_hit_rate", 0.0, 1.0),
+    (("memory", "mstr"), "mstr", 1.0, None),
 )
+
+#: host memory kinds of a kernel description's copies -> ``host_pinned``
+HOST_MEMORY = {"pageable": 0.0, "pinned": 1.0}
+
+
+def _copy_fields(k: dict, where: str) -> dict[str, float]:
+    """``bytes_h2d``/``bytes_d2h`` (non-negative, at most 1 TB) and ``host_memory`` of a kernel object."""
+    out: dict[str, float] = {}
+    for f in ("bytes_h2d", "bytes_d2h"):
+        if f in k:
+            v = k[f]
+            if not _is_number(v) or v < 0 or v > 1e12:
+                raise BadInputError(f"{where}: field '{f}': {v!r} is not a byte count in [0, 1e12]")
+            out[f] = float(v)
+    if "host_memory" in k:
+        hm = k["host_memory"]
+        if hm not in HOST_MEMORY:
+            raise BadInputError(f"{where}: field 'host_memory': {hm!r} is not one of {', '.join(HOST_MEMORY)}")
+        out["host_pinned"] = HOST_MEMORY[hm]
+    return out
 
 
 def _timing_fields(k: dict, launch: dict, where: str) -> dict[str, float]:
