@@ -49,3 +49,23 @@ def m_factor_class(name: str) -> str | None:
 def unit_names(unit: str) -> tuple[str, ...]:
     """Every per-unit parameter name a unit may have (IPP and DVFS)."""
     return (max_power(unit), ar_log_a(unit), unit_weight(unit))
+
+
+def copy_bandwidth(direction: str, host_memory: str) -> str:
+    """Host-device copy bandwidth, bytes/s: ``bandwidth_<h2d|d2h>_<pinned|pageable>_bytes_per_s``."""
+    return f"bandwidth_{direction}_{host_memory}_bytes_per_s"
+
+
+def copy_latency(direction: str, host_memory: str) -> str:
+    """Fixed time of one host-device copy, s: ``latency_<h2d|d2h>_<pinned|pageable>_s``."""
+    return f"latency_{direction}_{host_memory}_s"
+
+
+def copy_energy_per_byte(direction: str) -> str:
+    """Board energy per byte copied above idle, J/B: ``energy_<h2d|d2h>_j_per_byte``."""
+    return f"energy_{direction}_j_per_byte"
+
+
+def copy_host_power(host_memory: str) -> str:
+    """Host (wall) power above idle while copying, W: ``host_power_<pinned|pageable>_w``."""
+    return f"host_power_{host_memory}_w"

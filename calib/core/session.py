@@ -47,6 +47,8 @@ EVENTS = (
     "segment_start", "idle_start", "idle_stop", "warmup_start", "measure_start", "measure_stop",
     "cooldown_start", "thermal_heat_start", "thermal_cool_start", "thermal_stop",
     "workload_done", "campaign_done", "abort", "align_start", "align_stop",
+    # host-device copy windows and the idle reference window just before each (calib.fit.transfer)
+    "copy_ref_start", "copy_ref_stop", "copy_start", "copy_stop",
 )
 
 

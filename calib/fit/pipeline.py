@@ -102,6 +102,11 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     timing = fit_timing(df, dev, man.get("plan"))
     if timing is not None:
         pf["timing"] = timing
+    from calib.fit.transfer import TransferFitter, transfer_table
+
+    copies = transfer_table(sess, power)
+    if len(copies):  # host-device copy windows (microbench.transfer_plan)
+        pf["transfer"] = TransferFitter().fit(copies).section_
     _score_heldout(pf, df)
     if cv:  # on the rows the IPP fit uses, folds spread over the units the benchmarks stress
         out.cv = cross_validate(ipp.training_rows(df), cv, lambda d: IppPowerFitter(**ipp.get_params()).fit(d).section_,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from calib.core import params as P
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
-from calib.model import dvfs, timing
+from calib.model import dvfs, timing, transfer
 from calib.model.ipp import IppPowerModel
 from calib.model.thermal import ThermalModel
 
@@ -26,6 +26,7 @@ VALIDATORS: dict[str, Callable[[Section, str], None]] = {
     ThermalModel.MODEL: ThermalModel.validate,
     dvfs.MODEL_NAME: dvfs.validate,
     timing.MODEL_NAME: timing.validate,
+    transfer.MODEL_NAME: transfer.validate,
 }
 
 #: what a model may raise on a section the checks above missed (the dry run turns it into SchemaError)
@@ -82,6 +83,10 @@ def _dry_run(pf: ParameterFile, source: str) -> None:
                                "threads_per_block": [256.0], "core_mhz": [ref["core_mhz"]],
                                "mem_mhz": [ref["mem_mhz"]]})
         run("timing", lambda: timing.predict_time(sec, kernel))
+    sec = pf.get("transfer")
+    if sec is not None and sec.model == transfer.MODEL_NAME:
+        run("transfer", lambda: np.concatenate([np.ravel(transfer.copy_energy_j(sec, np.array([0.0, 4096.0, 1e9]), d, p)[0])
+                                                 for d in transfer.DIRECTIONS for p in (0.0, 1.0)]))
     sec = pf.get("thermal")
     if sec is not None and sec.model == ThermalModel.MODEL:
         run("thermal", lambda: ThermalModel(sec).temperature_rise(np.array([0.0, 1.0, 100.0]), 50.0))

@@ -127,6 +127,14 @@ class RunResult:
     kernel_time_s: float
 
 
+@dataclass(frozen=True)
+class CopyResult:
+    """Outcome of repeating one host-device copy for a while: copies made and mean time per copy, s."""
+
+    copies: int
+    copy_time_s: float
+
+
 class Device(ABC):
     """A GPU the campaign can drive: run workloads, idle, set clocks, and expose sensors."""
 
@@ -148,6 +156,11 @@ class Device(ABC):
     @abstractmethod
     def idle(self, duration_s: float) -> None:
         """Leave the GPU idle for ``duration_s`` seconds."""
+
+    def run_copy(self, direction: str, nbytes: int, pinned: bool, duration_s: float) -> CopyResult:
+        """Repeat one host-device copy (``direction`` ``"h2d"`` or ``"d2h"``, ``nbytes`` bytes, from or
+        to pinned or pageable host memory) back to back for ``duration_s`` seconds; sensors keep logging."""
+        raise NotImplementedError(f"{self.info.name}: host-device copies not available")
 
     def set_clocks(self, core_mhz: float | None, mem_mhz: float | None) -> None:
         """Lock (core, memory) clocks in MHz; ``None`` resets that domain to its default."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from calib.core.errors import BadInputError
 from calib.core.units import unit_counts
-from microbench.devices.base import Device, RunResult, Sensor, Workload
+from microbench.devices.base import CopyResult, Device, RunResult, Sensor, Workload
 from microbench.devices.sim.physics import Load, load_for
 from microbench.devices.sim.presets import Preset
 from microbench.devices.sim.sensors import SimNvmlSensor, SimWallMeter
@@ -44,6 +44,7 @@ class VirtualGPU(Device):
         self._calls = 0
         self._load = Load()
         self._host_busy = False
+        self._host_extra_w = 0.0  # host power of a copy beyond the busy CPU (staging memcpy, host memory)
         st = preset.idle_steady_state()
         self.t = 0.0
         self.t_die, self.t_sink, self.t_case, self.duty = st["t_die"], st["t_sink"], st["t_case"], st["duty"]
@@ -54,6 +55,11 @@ class VirtualGPU(Device):
         self._wall_acc = 0.0
         self._wall_n = 0
         self._rng = np.random.default_rng([self.seed, 0])
+
+    @property
+    def can_copy(self) -> bool:
+        """Whether host-device copies are simulated (the preset has a PCIe link)."""
+        return self.preset.pcie is not None
 
     # -- Device interface ---------------------------------------------------------------------
     def sensors(self) -> list[Sensor]:
@@ -85,12 +91,37 @@ class VirtualGPU(Device):
     def idle(self, duration_s: float) -> None:
         self._load = Load()
         self._host_busy = False
+        self._host_extra_w = 0.0
         self._advance(duration_s)
+
+    def run_copy(self, direction: str, nbytes: int, pinned: bool, duration_s: float) -> CopyResult:
+        """Copies back to back through the preset's PCIe link (:mod:`microbench.devices.sim.pcie`): the
+        link's and GPU memory's power on the board, the staging memcpy and host memory on the host (the
+        CPU is busy in the synchronous copy call either way)."""
+        from microbench.devices.sim import pcie
+
+        link = self.preset.pcie
+        if link is None:
+            raise BadInputError(f"{self.info.name}: this virtual GPU has no PCIe link model")
+        c = pcie.copy(link, nbytes, direction, pinned)
+        board_w, host_w = pcie.copy_power(link, c)
+        # the link, copy engine and GPU memory at the memory clock's voltage; not the memory-interface
+        # hot spot near the sensor (dyn_mem_w), which only kernels' DRAM traffic heats
+        s_core, s_mem = self.preset.scales(self._core_mhz, self._mem_mhz)
+        self._load = Load(False, board_w * s_mem, 0.0, {"copy": board_w})
+        self._host_busy = True
+        self._host_extra_w = host_w
+        span = max(duration_s, c.time_s)
+        self._advance(span)
+        copies = max(1, int(span / c.time_s))
+        noise = float(self._rng.normal(0.0, self.preset.sensors.kernel_time_noise))
+        return CopyResult(copies, c.time_s * (1.0 + noise))
 
     def run(self, workload: Workload, duration_s: float) -> RunResult:
         t_true, load = self.evaluate(workload)
         self._load = load
         self._host_busy = True
+        self._host_extra_w = 0.0
         span = max(duration_s, t_true)
         self._advance(span)
         launches = max(1, int(span / t_true))
@@ -156,7 +187,7 @@ class VirtualGPU(Device):
         base_w = pp.p_const_w + pp.idle_core_w * s_core + pp.idle_mem_w * s_mem
         run_w = self._load.dyn_core_w + self._load.dyn_mem_w
         mem_w = self._load.dyn_mem_w
-        host_w = pp.host_idle_w + (pp.host_busy_w if self._host_busy else 0.0)
+        host_w = pp.host_idle_w + (pp.host_busy_w if self._host_busy else 0.0) + self._host_extra_w
         sink_frac = th.mem_heat_to_sink
         hot = th.r_io_c_per_w * mem_w
         running = self._load.running

@@ -26,12 +26,13 @@ the fitter never reads either module.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from calib.core.errors import DeviceNotFoundError
 from microbench.devices.base import DeviceInfo
 from microbench.devices.sim.physics import DvfsPhysics, PowerPhysics, ThermalPhysics, UnitPhysics
+from microbench.devices.sim.pcie import PcieLink
 from microbench.devices.sim.sensors import SensorModel
 from microbench.devices.sim.timing import TimingPhysics
 
@@ -57,6 +58,7 @@ class Preset:
     l2_bytes: int = 0
     l1_bytes: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    pcie: PcieLink | None = None     # host link (microbench.devices.sim.pcie); None: copies not simulated
 
     @property
     def units(self) -> tuple[str, ...]:
@@ -264,6 +266,18 @@ TITANX = Preset(
     dvfs=DvfsPhysics(_TX_CORE, _TX_CORE_V, _TX_MEM, _TX_MEM_V),
     l1_bytes=48 * 1024, l2_bytes=3 * 1024 * 1024,
 )
+
+# PCIe links: GT200 and GF110 are PCIe 2.0 x16 (5 GT/s, 8b/10b: 8 GB/s raw), GM200 PCIe 3.0 x16
+# (8 GT/s, 128b/130b: 15.75 GB/s); host memcpy and power figures are plausible for desktops of each era
+GTX280 = replace(GTX280, pcie=PcieLink(raw_bytes_per_s=8.0e9, latency_s={"h2d": 9e-6, "d2h": 10e-6},
+                                       host_memcpy_bytes_per_s=4.0e9, read_efficiency=0.82, phy_active_w=2.0,
+                                       wire_j_per_byte=9.0e-11, dram_j_per_byte={"h2d": 2.4e-10, "d2h": 1.8e-10},
+                                       host_memcpy_w=20.0))
+GTX580 = replace(GTX580, pcie=PcieLink(raw_bytes_per_s=8.0e9, latency_s={"h2d": 8e-6, "d2h": 9e-6},
+                                       host_memcpy_bytes_per_s=5.0e9, read_efficiency=0.84, phy_active_w=2.2,
+                                       wire_j_per_byte=8.0e-11, dram_j_per_byte={"h2d": 2.1e-10, "d2h": 1.6e-10},
+                                       host_memcpy_w=18.0))
+TITANX = replace(TITANX, pcie=PcieLink(raw_bytes_per_s=15.75e9))
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX)}
 

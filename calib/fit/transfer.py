@@ -1,0 +1,282 @@
+"""Fit the ``transfer`` section (model ``pcie``, :mod:`calib.model.transfer`) from copy windows.
+
+:func:`transfer_table` reduces a session's copy windows (``copy_start``/``copy_stop`` markers, each
+after an idle reference window ``copy_ref_start``/``copy_ref_stop`` of the same copy) to one row per
+window: direction, host memory, bytes, the mean time per copy (events), the board power of the copy
+window and of its reference (first ``settle_s`` dropped), and the wall power of both when the session
+has a wall meter.
+
+:class:`TransferFitter` then fits, by weighted least squares (:func:`calib.fit.core.fit_lsq`):
+
+- per direction and host memory, ``time = latency + bytes / bandwidth`` on relative residuals, over
+  the copies of at least ``min_bytes``;
+- per direction, the board's extra power ``P_copy - P_ref = energy_per_byte x bytes / time`` (through
+  the origin: no bytes, no extra energy), pinned and pageable rows together;
+- per host memory, the host's wall power above idle beyond the board's, ``(W_copy - W_ref) -
+  (P_copy - P_ref)``, as the mean over the streaming copies (at least ``stream_share`` of their time
+  moving bytes at the fitted bandwidth);
+- the board idle power, the mean of the reference windows.
+
+Uncertainties: ``stderr`` from each fit's covariance (what the same campaign would give again), with at
+least the noise the repeated windows show;
+``stderr_total`` adds the model discrepancy: the larger of ``stderr`` and a jackknife over the transfer
+sizes (each size left out in turn, the spread of the refits), combined with the difference between the
+relative-residual time fit and an absolute-residual one (how far the copies are from a straight line:
+descriptor staircase, staging pipeline).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.core import names
+from calib.core.errors import BadInputError, FitError
+from calib.core.params import Param, Section
+from calib.core.session import Session
+from calib.fit.base import Estimator, number
+from calib.fit.core import fit_lsq
+from calib.model.transfer import DIRECTIONS, HOST_MEMORY, MODEL_NAME
+
+log = logging.getLogger(__name__)
+
+TABLE_COLUMNS = ("workload", "direction", "host_memory", "bytes", "repeat", "copies", "copy_time_s", "power_w",
+                 "ref_power_w", "n_power", "wall_power_w", "ref_wall_power_w")
+
+
+def transfer_table(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
+    """One row per complete copy window of ``session`` (module docstring); empty when it has none."""
+    from calib.segment import _pair, _window_rows, analyzer_stream, power_stream
+
+    markers = session.markers()
+    if not len(markers) or not (markers["event"] == "copy_start").any():
+        return pd.DataFrame(columns=list(TABLE_COLUMNS))
+    pdf = session.stream(power_stream(session, power))
+    wall = analyzer_stream(session)
+    wdf = session.stream(wall) if wall else None
+    refs = {(w.workload, w.repeat, w.segment): w for w in _pair(markers, "copy_ref_start", "copy_ref_stop")}
+
+    def mean(df: pd.DataFrame, w: Any) -> tuple[float, int]:
+        v = _window_rows(df, w, settle_s)["power_w"].to_numpy(float)
+        v = v[~np.isnan(v)]
+        return (float(v.mean()) if len(v) else math.nan), len(v)
+
+    rows = []
+    for w in _pair(markers, "copy_start", "copy_stop"):
+        where = f"{session.path}/markers.csv: copy_stop of {w.workload} (repeat {w.repeat})"
+        ref = refs.get((w.workload, w.repeat, w.segment))
+        info = w.info
+        try:
+            nbytes, t = float(info["bytes"]), float(info["copy_time_s"])
+            direction, mem = str(info["direction"]), str(info["host_memory"])
+        except (KeyError, TypeError, ValueError):
+            raise BadInputError(f"{where}: needs bytes, copy_time_s, direction and host_memory") from None
+        if direction not in DIRECTIONS or mem not in HOST_MEMORY or not (nbytes > 0 and t > 0):
+            raise BadInputError(f"{where}: direction {direction!r}, host_memory {mem!r}, bytes {nbytes!r}, "
+                                f"copy_time_s {t!r} are not a copy")
+        if ref is None:
+            log.info("%s: no reference window; skipped", where)
+            continue
+        p, n = mean(pdf, w)
+        pr, nr = mean(pdf, ref)
+        if n < 3 or nr < 3:
+            continue
+        rec = {"workload": w.workload, "direction": direction, "host_memory": mem, "bytes": nbytes,
+               "repeat": w.repeat, "copies": float(info.get("copies", math.nan)), "copy_time_s": t, "power_w": p,
+               "ref_power_w": pr, "n_power": n, "wall_power_w": math.nan, "ref_wall_power_w": math.nan}
+        if wdf is not None:
+            rec["wall_power_w"], _ = mean(wdf, w)
+            rec["ref_wall_power_w"], _ = mean(wdf, ref)
+        rows.append(rec)
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def _param(name: str, value: float, unit: str, description: str, lo: float = 0.0, hi: float = math.inf) -> Param:
+    return Param(name, float(value), unit, lo, hi, True, float(value), None, description)
+
+
+class TransferFitter(Estimator):
+    """Fits the ``transfer`` section from a :func:`transfer_table` (module docstring).
+
+    ``min_bytes``: the time line is fitted on copies of at least this size (a pageable copy pipelines
+    through the driver's staging buffer: below a few of its chunks it is faster than the line through
+    the large copies, whose intercept includes the pipeline's fill); ``min_sizes``: sizes needed per
+    direction and host memory; ``stream_share``: share of a copy's time spent moving bytes for it to
+    count in the host power.
+    """
+
+    constraints = {"min_bytes": number(0.0, 1e12), "min_sizes": number(2, 1000, integer=True),
+                   "stream_share": number(0.0, 1.0, lo_open=True)}
+
+    def __init__(self, *, min_bytes: float = float(4 << 20), min_sizes: int = 3, stream_share: float = 0.8):
+        self.min_bytes = min_bytes
+        self.min_sizes = min_sizes
+        self.stream_share = stream_share
+
+    # -- the three fits, each on a table (the jackknife refits them) -----------------------------
+    @staticmethod
+    def _time_fit(sub: pd.DataFrame, d: str, m: str, absolute: bool = False):
+        b, t = sub["bytes"].to_numpy(float), sub["copy_time_s"].to_numpy(float)
+        big = b >= np.median(b)
+        bw0 = float(np.polyfit(b[big], t[big], 1)[0]) if big.sum() >= 2 else float(b.max() / t.max())
+        bw0 = 1.0 / bw0 if bw0 > 0 else float(b.max() / t.max())
+        lat0 = max(float(t.min() - b[np.argmin(t)] / bw0), 1e-7)
+        ps = [_param(names.copy_latency(d, m), lat0, "s", f"fixed time of one {d} copy, {m} host memory", 0.0, 1.0),
+              _param(names.copy_bandwidth(d, m), bw0, "B/s", f"{d} copy bandwidth, {m} host memory", 1.0, 1e13)]
+        ln, bn = ps[0].name, ps[1].name
+
+        def model(v: dict[str, float]) -> np.ndarray:
+            return v[ln] + b / v[bn]
+
+        def jac(v: dict[str, float]) -> dict[str, np.ndarray]:
+            return {ln: np.ones_like(b), bn: -b / v[bn] ** 2}
+
+        w = np.full_like(t, 1.0 / t.max()) if absolute else 1.0 / t
+        return fit_lsq(model, ps, t, w, jac=jac, x_scale=np.array([lat0, bw0]))
+
+    @staticmethod
+    def _energy_fit(sub: pd.DataFrame, d: str):
+        rate = sub["bytes"].to_numpy(float) / sub["copy_time_s"].to_numpy(float)
+        dp = (sub["power_w"] - sub["ref_power_w"]).to_numpy(float)
+        e0 = max(float(np.sum(dp * rate) / np.sum(rate * rate)), 1e-13)
+        ps = [_param(names.copy_energy_per_byte(d), e0, "J/B", f"board energy above idle per byte of a {d} copy",
+                     0.0, 1e-6)]
+        en = ps[0].name
+        return fit_lsq(lambda v: v[en] * rate, ps, dp, jac=lambda v: {en: rate}, x_scale=np.array([e0]))
+
+    def _host_mean(self, sub: pd.DataFrame, bw: float, lat: float) -> tuple[float, float, int]:
+        moving = (sub["bytes"] / bw) / (sub["bytes"] / bw + lat)
+        s = sub[(moving >= self.stream_share) & sub["wall_power_w"].notna() & sub["ref_wall_power_w"].notna()]
+        x = ((s["wall_power_w"] - s["ref_wall_power_w"]) - (s["power_w"] - s["ref_power_w"])).to_numpy(float)
+        if len(x) < 2:
+            return math.nan, math.nan, len(x)
+        return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), len(x)
+
+    @staticmethod
+    def _noise(table: pd.DataFrame) -> tuple[float, float]:
+        """(relative variance of a copy time, variance of a board power difference in W^2) from the
+        scatter of repeated windows of the same copy (NaN without repeats)."""
+        dt, dp = [], []
+        for _, g in table.groupby("workload"):
+            if len(g) < 2:
+                continue
+            t = g["copy_time_s"].to_numpy(float)
+            p = (g["power_w"] - g["ref_power_w"]).to_numpy(float)
+            dt.append(float(np.var(t / t.mean(), ddof=1)))
+            dp.append(float(np.var(p, ddof=1)))
+        return (float(np.mean(dt)) if dt else math.nan), (float(np.mean(dp)) if dp else math.nan)
+
+    @staticmethod
+    def _floored(r: Any, var: float) -> None:
+        """Scale the fit's standard errors so that they assume at least the repeat noise ``var`` per
+        point (a few points on a line can scatter less than their noise by chance)."""
+        if r is None or not math.isfinite(var) or not r.redchi > 0:
+            return
+        f = math.sqrt(max(r.redchi, var) / r.redchi)
+        for p in r.params:
+            if p.stderr is not None:
+                p.stderr *= f
+
+    def _fit_all(self, table: pd.DataFrame, forms: dict[str, float] | None = None) -> dict[str, tuple[Param, Any]]:
+        """Every parameter (with its fit). ``forms``, when given, receives per time parameter the
+        difference between the relative-residual fit and an absolute-residual one (which the largest
+        copies dominate): how much the answer depends on the weighting, i.e. on how far the copies are
+        from a straight line."""
+        out: dict[str, tuple[Param, Any]] = {}
+        var_t, var_p = self._noise(table)
+        for d in DIRECTIONS:
+            for m in HOST_MEMORY:
+                sub = table[(table["direction"] == d) & (table["host_memory"] == m)
+                            & (table["bytes"] >= self.min_bytes)]
+                if sub["bytes"].nunique() < self.min_sizes:
+                    raise FitError(f"{d} copies from {m} memory: {sub['bytes'].nunique()} sizes of at least "
+                                   f"{self.min_bytes:g} bytes, at least {self.min_sizes} needed")
+                r = self._time_fit(sub, d, m)
+                self._floored(r, var_t)
+                for p in r.params:
+                    out[p.name] = (p, r)
+                if forms is not None:
+                    alt = self._time_fit(sub, d, m, absolute=True).by_name()
+                    for p in r.params:
+                        forms[p.name] = abs(p.value - alt[p.name].value)
+            r = self._energy_fit(table[table["direction"] == d], d)
+            self._floored(r, var_p)
+            out[r.params[0].name] = (r.params[0], r)
+        for m in HOST_MEMORY:
+            sub = table[table["host_memory"] == m]
+            vals = []
+            for d in DIRECTIONS:
+                bw = out[names.copy_bandwidth(d, m)][0].value
+                lat = out[names.copy_latency(d, m)][0].value
+                vals.append(self._host_mean(sub[sub["direction"] == d], bw, lat))
+            n = sum(v[2] for v in vals)
+            if n >= 2 and all(math.isfinite(v[0]) for v in vals if v[2]):
+                mean = sum(v[0] * v[2] for v in vals if v[2]) / n
+                se = math.sqrt(sum((v[1] * v[2]) ** 2 for v in vals if v[2] and math.isfinite(v[1]))) / n
+                p = _param(names.copy_host_power(m), max(mean, 0.0), "W",
+                           f"wall power above idle beyond the board's while a {m} copy streams "
+                           "(host CPU and memory, PSU losses included)", 0.0, 1e3)
+                p.stderr = se
+                out[p.name] = (p, None)
+        return out
+
+    def fit(self, table: pd.DataFrame) -> "TransferFitter":
+        """Fit from a :func:`transfer_table`; sets ``section_`` (and ``table_``)."""
+        self._validate_settings()
+        missing = [c for c in ("direction", "host_memory", "bytes", "copy_time_s", "power_w", "ref_power_w")
+                   if c not in table.columns]
+        if missing:
+            raise BadInputError(f"transfer table lacks column(s) {', '.join(missing)}")
+        table = table.dropna(subset=["copy_time_s", "power_w", "ref_power_w"]).reset_index(drop=True)
+        if not len(table):
+            raise FitError("no complete copy window to fit")
+        forms: dict[str, float] = {}
+        full = self._fit_all(table, forms)
+        # jackknife over transfer sizes: leave each size out, refit, spread of the refits
+        sizes = sorted(table["bytes"].unique())
+        jack: dict[str, list[float]] = {k: [] for k in full}
+        for s in sizes:
+            try:
+                part = self._fit_all(table[table["bytes"] != s])
+            except FitError:
+                continue
+            for k in full:
+                if k in part:
+                    jack[k].append(part[k][0].value)
+        params: list[Param] = []
+        stats: dict[str, Any] = {}
+        for k, (p, r) in full.items():
+            vals = np.asarray(jack[k])
+            n = len(vals)
+            jk = math.sqrt((n - 1) / n * float(np.sum((vals - vals.mean()) ** 2))) if n >= 3 else None
+            stat = p.stderr
+            p = Param(**{**p.__dict__})
+            p.stderr = stat
+            base = max(x for x in (stat, jk) if x is not None) if (stat is not None or jk is not None) else None
+            p.stderr_total = math.hypot(base, forms.get(k, 0.0)) if base is not None else None
+            params.append(p)
+        idle = table["ref_power_w"].to_numpy(float)
+        pid = _param("board_idle_power_w", float(idle.mean()), "W", "board power in the idle windows before the copies")
+        pid.stderr = float(idle.std(ddof=1) / math.sqrt(len(idle))) if len(idle) > 1 else None
+        pid.stderr_total = float(idle.std(ddof=1)) if len(idle) > 1 else None  # drifts with temperature between windows
+        params.append(pid)
+        t_pred = np.zeros(len(table))
+        v = {p.name: p.value for p in params}
+        for i, r in table.iterrows():
+            t_pred[i] = v[names.copy_latency(r["direction"], r["host_memory"])] + r["bytes"] / v[
+                names.copy_bandwidth(r["direction"], r["host_memory"])]
+        rel = t_pred / table["copy_time_s"].to_numpy(float) - 1.0
+        from calib.core.metrics import errors
+
+        err = errors(table["copy_time_s"], t_pred)
+        stats = {"n_samples": int(len(table)), "rmse_s": err.rmse, "mape_pct": err.mape_pct, "r2": None,
+                 "max_abs_rel_time_error": float(np.max(np.abs(rel))), "sizes": [float(s) for s in sizes]}
+        self.table_ = table
+        self.section_ = Section(MODEL_NAME, {p.name: p for p in params}, {"directions": list(DIRECTIONS),
+                                                                          "host_memory": list(HOST_MEMORY)},
+                                stats, None, self.settings())
+        return self
