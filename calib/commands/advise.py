@@ -81,7 +81,10 @@ def run(args: argparse.Namespace) -> int:
     if "transfer" in pf and any(c in df.columns for c in ("bytes_h2d", "bytes_d2h")):
         from calib.model.transfer import copy_breakdown
 
-        copies = copy_breakdown(pf, df)
+        from calib.core.samples import CNT_PREFIX
+
+        cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
+        copies = copy_breakdown(pf, df.assign(**{c: df[c].fillna(0.0) for c in cnt}))
     for i, adv in enumerate(result):
         for line in format_advice(adv):
             print(line)

@@ -138,6 +138,13 @@ def run(args: argparse.Namespace) -> int:
               + ", ".join(f"{k_} {100 * v:.1f}%" for k_, v in
                           (("runtime+idle", s["runtime_idle"]), ("runtime", s["runtime"]), ("power-gating", s["powergating"]))
                           if not math.isnan(v)))
+    if "transfer" in pf and any(c in k.columns for c in ("bytes_h2d", "bytes_d2h")):
+        from calib.model.transfer import copy_breakdown, format_breakdown
+
+        base_k = k.copy()
+        for line in format_breakdown(copy_breakdown(pf, base_k, [float(base["time_s"])],
+                                                    [float(base["energy_j"])]).iloc[0]):
+            print(line)
     for note in table.attrs.get("notes", []):
         sys.stderr.write(f"WARNING: {note}\n")
     if args.output:

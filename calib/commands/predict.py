@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
         df = read_samples(args.input, require_power=False, require_act=False)
     out = predict_table(pf, df, args.input)
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
-    cols = [c for c in ("power_w_pred", "time_s_pred", "energy_j_pred", "temp_c_pred") if c in out.columns]
+    cols = [c for c in ("power_w_pred", "time_s_pred", "energy_j_pred", "temp_c_pred", "copy_time_s_pred",
+                        "copy_energy_j_pred", "copy_compute_ratio_pred") if c in out.columns]
     msg = f"{args.output}: {len(out)} rows with {', '.join(cols)}"
     if "power_w" in out.columns and out["power_w"].notna().any():
         from calib.core.metrics import mape

@@ -2,7 +2,10 @@
 
 ``power_w_pred``: the IPP model (``power.model == "ipp"``) for rows at the default clocks (or without
 clock columns) and the DVFS model (``power.model == "dvfs"``, or a ``dvfs`` section) for rows at other
-clocks. ``temp_c_pred``: the steady temperature of the IPP thermal model (idle temperature + Max_temp
+clocks. Rows with ``bytes_h2d``/``bytes_d2h`` and a ``transfer`` section also get their host-device
+copies (:func:`calib.model.transfer.copy_breakdown`): ``copy_time_s_pred``, ``copy_energy_j_pred``
+(board), ``copy_host_energy_j_pred``, ``copy_compute_ratio_pred`` and the savings of overlapping copies
+with compute and of pinned memory. ``temp_c_pred``: the steady temperature of the IPP thermal model (idle temperature + Max_temp
 rise) for rows that run a kernel. ``time_s_pred`` / ``energy_j_pred``: from the timing section when the
 parameter file has one and the rows carry kernel descriptions.
 """
@@ -110,6 +113,16 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
     if time_pred is not None:
         # energy of the predicted execution: power and time of the same (predicted) run
         out["energy_j_pred"] = predict_power(pf, df.assign(time_s=time_pred), source) * time_pred
+    if "transfer" in pf and any(c in df.columns for c in COPY_COLUMNS[:2]):
+        from calib.model.transfer import copy_breakdown
+
+        kt = out["time_s_pred"] if "time_s_pred" in out.columns else (
+            df["time_s"] if "time_s" in df.columns else np.full(len(df), math.nan))
+        ke = out["energy_j_pred"] if "energy_j_pred" in out.columns else np.full(len(df), math.nan)
+        b = copy_breakdown(pf, df, np.asarray(kt, float), np.asarray(ke, float))
+        for c in ("copy_time_s", "copy_energy_j", "copy_host_energy_j", "copy_compute_ratio", "overlap_time_saving_s",
+                  "overlap_energy_saving_j", "pinned_time_saving_s", "pinned_energy_saving_j"):
+            out[c + "_pred"] = b[c].to_numpy()
     if "thermal" in pf and pf.model_of("power") == "ipp":
         from calib.model.ipp import IppPowerModel
         from calib.model.thermal import ThermalModel
@@ -123,6 +136,10 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
         out["temp_c_pred"] = np.where(running, tm.idle_temp_c + tm.max_rise_c(rt, mem_intensity_array(df)),
                                       tm.idle_temp_c)
     return out
+
+
+#: kernel-row columns of host-device copies (not inputs of the power and timing models)
+COPY_COLUMNS = ("bytes_h2d", "bytes_d2h", "host_pinned")
 
 
 def mem_intensity_array(df: pd.DataFrame) -> np.ndarray | float:
