@@ -211,3 +211,16 @@ def test_csv_kernel_table(tmp_path, capsys):
     pd.DataFrame([k for k, _ in CASES]).drop(columns=["uncoal_frac"]).to_csv(csv, index=False)
     assert main(["advise", str(params), str(csv), "--kernel-name", "c9_bw_just"]) == 0
     assert capsys.readouterr().out.startswith("c9_bw_just: category 9 (sub-category II)")
+
+
+def test_report_has_the_category_map(tmp_path, capsys):
+    params = tmp_path / "p.json"
+    thesis_gtx580().save(params)
+    csv = tmp_path / "k.csv"
+    pd.DataFrame([k for k, _ in CASES]).to_csv(csv, index=False)
+    out = tmp_path / "rep"
+    assert main(["report", str(params), "-o", str(out), "--no-discover", "--kernels", str(csv)]) == 0
+    page = (out / "index.html").read_text()
+    assert '<section id="categories"><h2>Kernel categories (thesis ch. V)</h2>' in page
+    for k, c in CASES:
+        assert f"<td>{k['workload']}</td><td>{c} ({TP.CATEGORIES[c][0]})</td>" in page

@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write (index.html, fig/)")
     p.add_argument("--session", default=None, metavar="DIR", help="session directory the parameters were fitted from")
     p.add_argument("--samples", default=None, metavar="CSV", help="samples table the parameters were fitted on")
+    p.add_argument("--kernels", default=None, metavar="KERNELS",
+                   help="kernel descriptions (JSON) or kernel table (CSV): adds their category map (thesis ch. V) "
+                        "and their host-device copy breakdown")
     p.add_argument("--no-discover", action="store_true",
                    help="do not look for the samples table and session; report the parameter file alone "
                         "(plus --samples/--session when given)")
@@ -37,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
     from calib.report.inputs import load_inputs
 
     inp = load_inputs(args.source, samples=args.samples, session=args.session, discover=not args.no_discover)
+    if args.kernels is not None:
+        from calib.commands.advise import read_kernels
+
+        inp.kernels = read_kernels(args.kernels)
     summary = write_report(inp, args.output)
     print(f"report: {summary['path']}")
     print(f"  {len(summary['figures'])} figures ({', '.join(summary['figures']) or 'none'}), "

@@ -281,9 +281,19 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
             rec_html = _recovery_html(json.loads(rec_path.read_text(encoding="utf-8")))
         except (ValueError, KeyError, TypeError):
             rec_html = "<p>The recovery report beside the parameter file could not be read.</p>"
+    from calib.report.advice import sections as advice_sections
+
+    try:
+        adv = advice_sections(pf, inp.kernels)
+    except BadInputError as e:
+        adv = []
+        notes.append(f"kernel sections not shown: {e}")
+        extra.append(("report", notes[-1]))
+    blocks += [f'<section id="{k}"><h2>{_e(t)}</h2>{body}</section>' for k, t, body in adv]
     dev = pf.device
     now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     toc = [("glance", "At a glance"), ("warnings", "Warnings")] + [(f"fig-{s.key}", s.title) for s in FIGURES]
+    toc += [(k, t) for k, t, _ in adv]
     toc += [("parameters", "Parameters")] + ([("recovery", "Recovery")] if rec_html else []) + [("provenance", "Provenance")]
     data_line = (f"Data: {_e(inp.samples_origin)}" if samples is not None else
                  "Data: none found. This page shows the parameter file alone; figures that need the measurements are skipped.")

@@ -44,6 +44,7 @@ class ReportInputs:
     samples_origin: str = ""
     session: Session | None = None
     notes: list[str] = field(default_factory=list)
+    kernels: pd.DataFrame | None = None   # kernel rows for the category map and copy breakdown (--kernels)
 
 
 def _candidates(recorded: str, params_path: Path) -> list[Path]:

@@ -20,7 +20,7 @@ import warnings
 from typing import Any
 
 from calib.core.errors import DeviceError
-from microbench.devices.base import Device, DeviceInfo, RunResult, Sensor, Workload
+from microbench.devices.base import CopyResult, Device, DeviceInfo, RunResult, Sensor, Workload
 from microbench.devices.nvml import NvmlGpu, NvmlSensor
 
 #: warp schedulers per SM (instructions issued per SM per cycle, one per scheduler) by compute major
@@ -157,6 +157,24 @@ class CudaDevice(Device):
             prepared = runner.prepare(workload.kernel or workload.name, dict(workload.params), workload.launch)
             self._prepared[key] = prepared
         return runner.run_for(prepared, duration_s)
+
+    #: host-device copies are timed with CuPy (microbench.kernels.copies)
+    can_copy = True
+
+    def run_copy(self, direction: str, nbytes: int, pinned: bool, duration_s: float) -> "CopyResult":
+        """Repeat one host-device copy for ``duration_s`` s (buffers prepared once per copy kind)."""
+        if getattr(self, "_copies", None) is None:
+            from microbench.kernels.copies import CopyRunner
+
+            self._copies = CopyRunner(self.index)
+            self._copy_prep: dict = {}
+        key = (direction, int(nbytes), bool(pinned))
+        prep = self._copy_prep.get(key)
+        if prep is None:
+            self._copy_prep.clear()  # one set of buffers at a time: copies of 512 MiB add up
+            prep = self._copies.prepare(direction, int(nbytes), bool(pinned))
+            self._copy_prep[key] = prep
+        return self._copies.run_for(prep, duration_s)
 
     def idle(self, duration_s: float) -> None:
         time.sleep(max(0.0, duration_s))
