@@ -88,6 +88,9 @@ class Estimator:
 
     #: setting name -> constraint, checked by :meth:`_validate_settings` at the start of ``fit``
     constraints: ClassVar[dict[str, Constraint]] = {}
+    #: True on the estimators an uncertainty estimate refits (jackknife replicates): they skip their
+    #: own uncertainty estimates (a replicate needs only its values)
+    _skip_uncertainty: bool = False
 
     @classmethod
     def setting_names(cls) -> list[str]:

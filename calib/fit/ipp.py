@@ -38,8 +38,17 @@ from calib.core.errors import BadInputError, FitError
 from calib.fit.core import LsqResult, fit_lsq
 from calib.model.arfunc import IPP_A, LINEAR, LOG
 from calib.model.ipp import _running
-from calib.core.params import Param, Section
-from calib.fit.uncertainty import IDLE_GROUP, apply_total, group_jackknife, row_groups, total_covariance
+from calib.core.params import Covariance, Param, Section
+from calib.fit.uncertainty import (
+    IDLE_GROUP,
+    KEEP_GROUP,
+    apply_total,
+    group_jackknife,
+    refit_jackknife,
+    repeat_groups,
+    row_groups,
+    total_covariance,
+)
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import CHIP_UNITS, in_memory_domain
@@ -184,9 +193,47 @@ class IppPowerFitter(Estimator):
             self.warnings_.append("no active-SM sweep in the samples: SM scaling not identified (linear assumed)")
         for w in self.warnings_:
             warnings.warn(w)
-        self.covariance_total_ = self._total_covariance(data)
+        self.covariance_ = res.covariance()
+        if not self._skip_uncertainty:
+            self.covariance_ = self._repeatability(data)
+            self.covariance_total_ = self._total_covariance(data)
         self.section_ = self._make_section()
         return self
+
+    def _repeatability(self, data: pd.DataFrame) -> Covariance | None:
+        """The statistical covariance: the least-squares one, with each variance raised to what the
+        campaign's repeats show when that is larger (a delete-a-repeat jackknife with real refits, the
+        structure fixed: :func:`calib.fit.uncertainty.refit_jackknife`). The least-squares covariance
+        alone assumes independent errors in power only; the access rates come from measured kernel
+        times too, and parameters the design barely separates move more between repeated campaigns
+        than it says. Sets the parameters' ``stderr``."""
+        stat = self.result_.covariance()
+        groups = repeat_groups(data)
+        if stat is None or groups is None:
+            return stat
+        names = list(stat.names)
+        settings = dict(self.get_params(), ar_forms=dict(self.forms_), sm_scaling=self.sm_scaling_)
+
+        def refit(mask: np.ndarray) -> dict[str, float] | None:
+            sub = IppPowerFitter(**settings)
+            sub._skip_uncertainty = True
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    sub.fit(data[mask])
+            except (FitError, BadInputError):
+                return None
+            return {p.name: p.value for p in sub.params_}
+
+        rep = refit_jackknife(refit, groups, names, keep=[KEEP_GROUP])
+        if rep is None:
+            return stat
+        cov = Covariance(stat.names, total_covariance(stat, rep))
+        for p in self.params_:
+            if p.vary and p.name in names and p.stderr is not None:
+                v = cov.matrix[names.index(p.name), names.index(p.name)]
+                p.stderr = float(math.sqrt(v)) if np.isfinite(v) and v >= 0 else p.stderr
+        return cov
 
     def _total_covariance(self, data: pd.DataFrame) -> np.ndarray | None:
         """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-group
@@ -213,7 +260,7 @@ class IppPowerFitter(Estimator):
                 m, a = vals[names.max_power(u)], vals[names.ar_log_a(u)]
                 gap = m * a * ((1.0 - ar_max) / ar_max + math.log(ar_max))
                 form_var[free.index(names.max_power(u))] = (0.5 * gap) ** 2
-        cov = total_covariance(res.covariance(), jack, form_var)
+        cov = total_covariance(self.covariance_, jack, form_var)
         apply_total(res.params, free, cov)
         return cov
 
@@ -316,7 +363,7 @@ class IppPowerFitter(Estimator):
             {"sigma_w_per_c": tc["sigma_w_per_c"], "idle_temp_c": tc["idle_temp_c"]} if tc else None)
         stats = self.result_.stats("w")
         stats["units_fitted"] = list(self.units_)
-        return Section("ipp", self.params_, structure, stats, self.result_.covariance(), self.settings())
+        return Section("ipp", self.params_, structure, stats, self.covariance_, self.settings())
 
 
 class _Evaluator:

@@ -158,7 +158,7 @@ class ThermalFitter(Estimator):
         for w in warns:
             warnings.warn(w)
         cov = Covariance.from_blocks(params, blocks)
-        if not getattr(self, "_in_jackknife", False):
+        if not self._skip_uncertainty:
             self._jackknife_total(cov, steps, idle_temp_c, idle_temp_se, idle_power_w, fan)
         self.section_ = self._make_section(cov)
         return self
@@ -177,7 +177,7 @@ class ThermalFitter(Estimator):
         reps = []
         for k in range(len(steps) if len(steps) >= 3 else 0):
             sub = ThermalFitter(**self.get_params())
-            sub._in_jackknife = True
+            sub._skip_uncertainty = True
             with _w.catch_warnings():
                 _w.simplefilter("ignore")
                 try:

@@ -67,6 +67,39 @@ def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequen
     return (G - 1) / G * (Dc.T @ Dc), G
 
 
+def repeat_groups(df) -> np.ndarray | None:  # noqa: ANN001 - a samples table
+    """Repeat label of every row for the repeatability jackknife: ``r<k>`` for rows of workloads measured
+    more than once (``repeat`` column), :data:`KEEP_GROUP` for rows without a repeat; None when no
+    workload was repeated."""
+    if "repeat" not in df.columns or "workload" not in df.columns:
+        return None
+    rep = df["repeat"].to_numpy()
+    wl = df["workload"].astype(str).to_numpy()
+    counts: dict[str, set] = {}
+    for w, r in zip(wl, rep):
+        counts.setdefault(w, set()).add(r)
+    g = np.array([f"r{int(r)}" if len(counts[w]) > 1 and r == r else KEEP_GROUP for w, r in zip(wl, rep)], dtype=object)
+    return g if len(set(g) - {KEEP_GROUP}) >= 2 else None
+
+
+def refit_jackknife(refit, groups: np.ndarray, names: Sequence[str], keep: Sequence[str] = ()) -> np.ndarray | None:  # noqa: ANN001
+    """Delete-a-group jackknife with real refits: ``refit(mask)`` fits the rows where ``mask`` is True and
+    returns {name: value} (or None when it cannot). Returns the covariance of ``names`` (NaN where a
+    refit lacks a parameter) or None with fewer than two successful refits."""
+    labels = [lab for lab in dict.fromkeys(groups) if lab not in set(keep)]
+    reps = []
+    for lab in labels:
+        v = refit(groups != lab)
+        if v is not None:
+            reps.append([v.get(n, np.nan) for n in names])
+    if len(reps) < 2:
+        return None
+    D = np.array(reps, float)
+    G = len(D)
+    Dc = np.nan_to_num(D - np.nanmean(D, axis=0))
+    return (G - 1) / G * (Dc.T @ Dc)
+
+
 def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var: Sequence[float] | None = None
                      ) -> np.ndarray | None:
     """``stat + max(0, jack - stat)`` on the diagonal (off-diagonal: the jackknife's where it is larger)
@@ -112,6 +145,8 @@ def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.nda
 
 #: the group of idle rows: never removed by the jackknife (every calibration has its idle baseline)
 IDLE_GROUP = "(idle)"
+#: rows every replicate keeps (measured once, so they belong to no repeat)
+KEEP_GROUP = "(once)"
 
 
 def row_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table

@@ -1,0 +1,70 @@
+"""False-alarm rate of `calib diff` between calibrations that differ only in the noise seed (issue 12/17).
+
+Fits the sessions of make_seed_sessions.py (cached as OUT/<preset>/s<seed>.json), then compares seed
+pairs (s, s+1 mod N) with calib.report.compare, as `calib diff` does, and counts the pairs it flags
+(exit status 3) and the parameters it calls significant. Also checks that a hidden +5 W change of the
+board's constant power is flagged (``--driver-update``: a campaign on the updated preset).
+
+    python tests/benchmarks/diff_false_alarms.py --sessions /tmp/seeds --out /tmp/seeds_fit
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def fitted(session: Path, out: Path):  # noqa: ANN201 - a ParameterFile
+    from calib.core import params as P
+    from calib.fit.pipeline import fit_session
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists() and out.stat().st_mtime > (ROOT / "calib").stat().st_mtime:
+        return P.load(out)
+    pf = fit_session(session).params
+    pf.save(out)
+    return pf
+
+
+def main(argv: list[str] | None = None) -> int:
+    from calib.report.compare import compare
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", default="/tmp/seeds")
+    ap.add_argument("--out", default="/tmp/seeds_fit")
+    ap.add_argument("--presets", default="gtx280,gtx580,titanx")
+    ap.add_argument("--refit", action="store_true", help="refit even when a cached parameter file exists")
+    a = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    for preset in a.presets.split(","):
+        dirs = sorted((Path(a.sessions) / preset).glob("s*"), key=lambda d: int(d.name[1:]))
+        pfs = []
+        for d in dirs:
+            o = Path(a.out) / preset / f"{d.name}.json"
+            if a.refit and o.exists():
+                o.unlink()
+            pfs.append(fitted(d, o))
+        n = len(pfs)
+        flagged = 0
+        why: collections.Counter = collections.Counter()
+        tested = 0
+        for i in range(n):
+            c = compare(pfs[i], pfs[(i + 1) % n])
+            tested += sum(1 for x in c.params if x.p is not None)
+            if c.moved:
+                flagged += 1
+            for x in c.significant:
+                why[x.key] += 1
+        print(f"{preset}: {flagged} of {n} seed pairs flagged (exit 3); {tested / n:.0f} parameters tested per "
+              f"pair; significant: " + (", ".join(f"{k} x{v}" for k, v in why.most_common(10)) or "none"), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
