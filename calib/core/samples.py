@@ -45,8 +45,12 @@ EXTRA_COLUMNS = (
     # host-device copies of a kernel description (calib.model.transfer): bytes per launch, and 1 when
     # the host buffers are pinned (page-locked), 0 when pageable
     "bytes_h2d", "bytes_d2h", "host_pinned",
+    # kernel tables from profiler exports (calib.importers.kernels)
+    "n_launches",       # profiled launches averaged into the row
+    "device",           # board name the export gives (text)
+    "arch",             # its chip (e.g. GP102) or compute capability (e.g. 6.1): calib.core.arch (text)
 )
-TEXT_COLUMNS = ("workload", "role", "stresses")
+TEXT_COLUMNS = ("workload", "role", "stresses", "device", "arch")
 ACT_PREFIX = "act_"
 CNT_PREFIX = "cnt_"
 

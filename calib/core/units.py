@@ -14,7 +14,7 @@ touched by every instruction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -107,3 +107,30 @@ def mem_intensity(per_warp: Mapping[str, Any]) -> Any:
         return float(mem / other) if other > 0 else 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(other > 0, np.asarray(mem, float) / np.where(other > 0, other, 1.0), 0.0)
+
+
+#: measured clocks closer than this (relative) are one clock level (a card's clock under load
+#: jitters by a few MHz around the level it was set to)
+SAME_CLOCK_REL = 0.01
+
+
+def clock_levels(mhz: Any, rel: float = SAME_CLOCK_REL) -> list[float]:
+    """Distinct clock levels (MHz, ascending) of measured clocks: sorted values closer than ``rel``
+    (relative) to the previous one join its level; each level is the mean of its values. Independent
+    of the order of ``mhz``; NaNs are ignored."""
+    v = np.sort(np.asarray(mhz, dtype=float).ravel())
+    v = v[np.isfinite(v)]
+    levels: list[list[float]] = []
+    for x in v:
+        if levels and x - levels[-1][-1] <= rel * x:
+            levels[-1].append(float(x))
+        else:
+            levels.append([float(x)])
+    return [float(np.mean(g)) for g in levels]
+
+
+def nearest_level(mhz: Any, levels: Sequence[float]) -> Any:
+    """Each value of ``mhz`` replaced by the nearest of ``levels``."""
+    lv = np.asarray(levels, dtype=float)
+    x = np.asarray(mhz, dtype=float)
+    return lv[np.argmin(np.abs(x[..., None] - lv), axis=-1)]

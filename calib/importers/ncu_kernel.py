@@ -95,7 +95,14 @@ NVPROF_USED = ("inst_executed", "inst_executed_global_loads", "inst_executed_glo
                "inst_executed_shared_stores", "inst_executed_tex_ops", "inst_fp_32", "inst_fp_64", "inst_integer",
                "inst_bit_convert", "inst_control", "inst_misc", "inst_inter_thread_communication",
                "inst_compute_ld_st", "flop_count_sp_special", "global_hit_rate", "l2_tex_read_hit_rate",
-               "l2_l1_read_hit_rate", "gld_transactions_per_request", "achieved_occupancy")
+               "l2_l1_read_hit_rate", "gld_transactions_per_request", "achieved_occupancy",
+               # transaction metrics of the default metric sets: requests = transactions / per request
+               "gld_transactions", "gst_transactions", "gst_transactions_per_request", "local_load_transactions",
+               "local_store_transactions", "local_load_transactions_per_request",
+               "local_store_transactions_per_request", "shared_load_transactions", "shared_store_transactions",
+               "shared_load_transactions_per_request", "shared_store_transactions_per_request",
+               "dram_read_transactions", "dram_write_transactions", "l2_read_transactions", "l2_write_transactions",
+               "l2_tex_read_transactions")
 #: thread-level instruction metrics of nvprof and the class each goes to
 NVPROF_THREAD_CLASSES = {"inst_fp_32": "fp", "inst_fp_64": "dp", "inst_integer": "int", "inst_bit_convert": "alu",
                          "inst_control": "ctrl", "inst_misc": "alu", "inst_inter_thread_communication": "alu"}
@@ -236,6 +243,29 @@ def _split_global(counts: dict[str, float], gmem: float, l1_hr: float | None, l2
             counts[c] = counts.get(c, 0.0) + v
 
 
+def _requests(m: Mapping[str, tuple[float, str]], name: str, inst: str, trans: str, per_request: str) -> float:
+    """Warp-level instructions of a memory class: ``inst`` when the export has it, else ``trans /
+    per_request`` (0 when neither is there)."""
+    if inst in m:
+        return m[inst][0]
+    if trans not in m or not m[trans][0]:
+        return 0.0
+    if per_request not in m or m[per_request][0] <= 0:
+        raise BadInputError(f"kernel {name!r}: {trans} without {per_request} (or {inst}): cannot count the "
+                            "warp-level memory instructions; profile both metrics")
+    return m[trans][0] / m[per_request][0]
+
+
+def _ratio_hit(dram_r: float | None, dram_w: float | None, l2_r: float | None, l2_w: float | None) -> float | None:
+    """L2 hit rate from sector counts: 1 - DRAM sectors / L2 sectors (reads and writes), or None."""
+    if dram_r is None or l2_r is None:
+        return None
+    den = l2_r + (l2_w or 0.0)
+    if den <= 0:
+        return None
+    return min(1.0, max(0.0, 1.0 - (dram_r + (dram_w or 0.0)) / den))
+
+
 def _describe_nvprof(name: str, m: Mapping[str, tuple[float, str]], warps: float) -> tuple[dict[str, float], dict[str, Any]]:
     def v(metric: str) -> float | None:
         return m[metric][0] if metric in m else None
@@ -245,12 +275,24 @@ def _describe_nvprof(name: str, m: Mapping[str, tuple[float, str]], warps: float
         raise BadInputError(f"kernel {name!r}: the export has no inst_executed (warp instructions); cannot build "
                             "per-warp counts")
     counts: dict[str, float] = {}
-    gmem = sum(v(x) or 0.0 for x in ("inst_executed_global_loads", "inst_executed_global_stores"))
-    for metric, cls in (("inst_executed_local_loads", "local"), ("inst_executed_local_stores", "local"),
-                        ("inst_executed_shared_loads", "shared"), ("inst_executed_shared_stores", "shared"),
-                        ("inst_executed_tex_ops", "tex")):
-        if v(metric):
-            counts[cls] = counts.get(cls, 0.0) + v(metric)
+    # warp-level memory instructions: the inst_executed_* metrics, else requests from the transaction
+    # metrics that default metric sets carry (transactions / transactions per request)
+    ld = _requests(m, name, "inst_executed_global_loads", "gld_transactions", "gld_transactions_per_request")
+    st = _requests(m, name, "inst_executed_global_stores", "gst_transactions", "gst_transactions_per_request")
+    gmem = ld + st
+    for cls, pairs in (("local", (("inst_executed_local_loads", "local_load_transactions",
+                                   "local_load_transactions_per_request"),
+                                  ("inst_executed_local_stores", "local_store_transactions",
+                                   "local_store_transactions_per_request"))),
+                       ("shared", (("inst_executed_shared_loads", "shared_load_transactions",
+                                    "shared_load_transactions_per_request"),
+                                   ("inst_executed_shared_stores", "shared_store_transactions",
+                                    "shared_store_transactions_per_request")))):
+        x = sum(_requests(m, name, *pr) for pr in pairs)
+        if x:
+            counts[cls] = counts.get(cls, 0.0) + x
+    if v("inst_executed_tex_ops"):
+        counts["tex"] = counts.get("tex", 0.0) + v("inst_executed_tex_ops")
     mem_warp = gmem + sum(counts.values())
     thread = {cls: 0.0 for cls in set(NVPROF_THREAD_CLASSES.values())}
     for metric, cls in NVPROF_THREAD_CLASSES.items():
@@ -268,9 +310,20 @@ def _describe_nvprof(name: str, m: Mapping[str, tuple[float, str]], warps: float
         counts["int"] = counts.get("int", 0.0) + comp_warp  # no mix metrics: unknown non-memory work
         warnings.warn(f"kernel {name!r}: no instruction-mix metrics (inst_fp_32, ...): non-memory instructions counted as int")
     hr = _pct(m.get("l2_tex_read_hit_rate") or m.get("l2_l1_read_hit_rate"))
-    _split_global(counts, gmem, _pct(m.get("global_hit_rate")), hr)
+    if hr is None:
+        hr = _ratio_hit(v("dram_read_transactions"), v("dram_write_transactions"), v("l2_read_transactions")
+                        if v("l2_read_transactions") is not None else v("l2_tex_read_transactions"),
+                        v("l2_write_transactions"))
+    l1_hr = _pct(m.get("global_hit_rate"))
+    if l1_hr is None and ld > 0 and v("gld_transactions") and v("l2_tex_read_transactions") is not None:
+        # loads that did not go on to L2 were served by L1/tex: 1 - sectors read from L2 / sectors requested
+        l1_hr = min(1.0, max(0.0, 1.0 - v("l2_tex_read_transactions") / v("gld_transactions")))
+    if l1_hr:
+        # the L1 serves loads only: as a share of all global memory instructions
+        l1_hr = l1_hr * ld / gmem if gmem else 0.0
+    _split_global(counts, gmem, l1_hr, hr)
     extra: dict[str, Any] = {}
-    tpr = v("gld_transactions_per_request")
+    tpr = v("gld_transactions_per_request") if (v("gld_transactions_per_request") or 0) > 0 else v("gst_transactions_per_request")
     if (u := _uncoal_frac(tpr)) is not None and gmem > 0:
         extra.setdefault("memory", {})["uncoalesced_fraction"] = round(u, 6)
     if v("achieved_occupancy") is not None:

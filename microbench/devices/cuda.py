@@ -23,8 +23,17 @@ from calib.core.errors import DeviceError
 from microbench.devices.base import CopyResult, Device, DeviceInfo, RunResult, Sensor, Workload
 from microbench.devices.nvml import NvmlGpu, NvmlSensor
 
-#: warp schedulers per SM (instructions issued per SM per cycle, one per scheduler) by compute major
-_ISSUE_PER_CYCLE = {3: 4.0, 5: 4.0, 6: 2.0, 7: 4.0, 8: 4.0, 9: 4.0, 10: 4.0, 12: 4.0}
+
+
+def _issue_per_cycle(props: dict[str, Any] | None) -> float:
+    """Warp instructions per SM per cycle from the per-architecture table (calib.core.arch: by major
+    *and* minor, GP100 issues 2 and GP102 4); 4 for a capability the table does not know."""
+    from calib.core.arch import BY_CC
+
+    if not props:
+        return 4.0
+    a = BY_CC.get(f"{props['major']}.{props['minor']}")
+    return a.warp_issue_per_cycle if a is not None else 4.0
 
 
 def _model_units(major: int | None, props: dict[str, Any] | None) -> dict[str, Any]:
@@ -121,7 +130,7 @@ class CudaDevice(Device):
         return DeviceInfo(
             name=ident["name"], uuid=ident["uuid"], sm_count=sm_count,
             default_core_mhz=core_default, default_mem_mhz=mem_default,
-            warp_issue_per_cycle=_ISSUE_PER_CYCLE.get(major, 4.0) if major else 4.0,
+            warp_issue_per_cycle=_issue_per_cycle(props),
             supported_clocks={"mem_mhz": [float(m) for m in sorted(table)],
                               "core_mhz": [float(c) for c in sorted(cores)]},
             driver_version=ident.get("driver_version"), cuda_version=ident.get("cuda_driver_version"),

@@ -1,0 +1,450 @@
+"""Fit the timing section from (kernel, clocks, time) rows alone: :class:`TimingFitter`.
+
+Rows: a kernel table (``calib import nvprof|ncu FILE --kernels``) or a session's kernel rows --
+``time_s`` (> 0), ``core_mhz``, ``mem_mhz``, ``cnt_<class>``, ``blocks``, ``threads_per_block``, optional
+timing inputs (``uncoal_frac``, ``active_blocks_per_sm``, ``ilp``, ...) and ``arch`` (chip or compute
+capability). No power is needed.
+
+What is fitted: bounded least squares of log time (relative errors, so short and long kernels count
+alike) over the timing parameters the rows can inform -- ``issue_cycles`` (fixed at 1 / the SM issue
+width of :mod:`calib.core.arch` when the chip is known), ``m_factor_<class>`` for classes that make up
+at least 30 % of some kernel (>= 1: a pipe is never faster than issue), the DRAM latency ``dm_lat_a x
+fc/fm + dm_lat_b`` (several clock ratios) or ``mem_ld_cycles`` (one), the departure delays, the DRAM
+service time, the L2 latency and service time (rows with L2 hits), the dependent-issue latency and the
+launch overhead.
+
+Made independent of row order: the rows are put in a canonical order (kernel, clocks, time) before
+anything is computed; the reference clocks are the highest core and memory clocks of the rows (not
+the most frequent pair, whose ties fell by row order); the starts are a fixed set of points spread
+over each parameter's physical range (:data:`STARTS`, no random draw and nothing taken from the first
+rows) and the best of them is kept.
+
+Physical lower bounds (:data:`BOUNDS`): no latency can be shorter than a few cycles of pipeline: DRAM
+latency at fc/fm -> 0 at least 50 cycles, L2 latency at least 30, an instruction's dependent-issue
+latency at least 2; service times and delays positive; the launch overhead at least 1 us.
+
+Model form (MWP/CWP or Wang & Chu; Comp_cycles as the busiest pipe or the sum of the classes) chosen
+by cross-validation by kernel *before* the final fit: every form is fitted on the kernels of K-1 folds
+(folds by kernel name, round robin over the sorted names) and scored on the kernels left out -- on
+their time at every clock pair scaled from their measured time at the reference pair when the rows
+have several pairs per kernel (the use of ``calib predict --anchor``), else on their time -- and the
+form with the lowest CV MAPE is then fitted on all rows. The CV table is in ``stats.structure_cv``.
+
+Uncertainties: ``stderr`` from the fit's covariance (Jacobian at the optimum, scaled by the residual
+variance); ``stderr_total`` from a jackknife over kernels (leave one kernel out, refit from the final
+values): the spread the choice of kernels causes, which includes how far the model is from the
+physics, never less than ``stderr``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calib.core import arch as A
+from calib.core.errors import BadInputError, FitError
+from calib.core.metrics import errors, mape
+from calib.core.params import Covariance, Param, Section
+from calib.core.samples import CNT_PREFIX
+from calib.core.units import clock_levels, nearest_level
+from calib.fit.base import Constraint, Estimator, number, optional, options
+from calib.fit.core import fit_lsq
+from calib.model import timing as T
+
+log = logging.getLogger(__name__)
+
+#: classes an M_Factor is fitted for when they make up MIN_CLASS_SHARE of some kernel
+M_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "const", "tex")
+MIN_CLASS_SHARE = 0.3
+#: (min, max) per parameter: physical lower bounds (module docstring), generous upper ones
+BOUNDS: dict[str, tuple[float, float]] = {
+    "issue_cycles": (0.1, 64.0), "mem_ld_cycles": (50.0, 5000.0), "dm_lat_a_cycles": (0.0, 5000.0),
+    "dm_lat_b_cycles": (50.0, 5000.0), "departure_del_coal_cycles": (0.5, 1000.0),
+    "departure_del_uncoal_cycles": (0.5, 1000.0), "dram_del_coal_mem_cycles": (0.05, 100.0),
+    "l2_lat_cycles": (30.0, 2000.0), "l2_del_cycles": (0.01, 100.0), "inst_lat_cycles": (2.0, 200.0),
+    "launch_overhead_s": (1e-6, 1e-3),
+}
+M_FACTOR_BOUNDS = (1.0, 64.0)
+#: start points: fractions of each parameter's log range [min, min(max, 30 x min)] (fixed, row-free)
+STARTS = (0.35, 0.6, 0.85)
+UNITS = {"dram_del_coal_mem_cycles": "mem cycles", "launch_overhead_s": "s"}
+DESCRIPTIONS = {
+    "issue_cycles": "cycles per warp instruction issued by an SM",
+    "mem_ld_cycles": "DRAM round trip at the reference clocks",
+    "dm_lat_a_cycles": "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)",
+    "dm_lat_b_cycles": "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)",
+    "departure_del_coal_cycles": "minimum distance between two coalesced transactions of one SM",
+    "departure_del_uncoal_cycles": "minimum distance between two uncoalesced transactions of one SM",
+    "dram_del_coal_mem_cycles": "DRAM service time per 128-byte transaction of the chip",
+    "l2_lat_cycles": "L2 load-to-use latency", "l2_del_cycles": "L2 service time per 128-byte transaction",
+    "inst_lat_cycles": "dependent-issue latency of an instruction",
+    "launch_overhead_s": "time of a launch beyond its cycles",
+}
+FORMS = tuple({"predictor": p, "comp_form": c} for p in T.PREDICTORS for c in ("max", "sum"))
+
+
+def _pair(v: Any) -> bool:
+    return len(v) == 2 and all(float(x) > 0 for x in v)
+
+
+def form_name(form: Mapping[str, Any]) -> str:
+    return f"{form['predictor']}/{form['comp_form']}"
+
+
+class TimingFitter(Estimator):
+    """Timing section from (kernel, clocks, time) rows (module docstring); an estimator
+    (:mod:`calib.fit.base`): ``TimingFitter(**settings).fit(rows)`` learns ``section_``.
+
+    Settings: ``predictor`` (``"auto"``: chosen by CV, or ``"mwp_cwp"``/``"wangchu"``), ``comp_form``
+    (``"auto"``, ``"max"``, ``"sum"``), ``cv_folds`` (folds by kernel for the choice), ``jackknife``
+    (kernel jackknife for ``stderr_total``), device facts when the rows do not give them:
+    ``warp_issue_per_cycle`` (None: from the rows' ``arch`` through :mod:`calib.core.arch`, else
+    fitted), ``sm_count`` (None: the largest ``active_sms``), ``max_warps_per_sm``, ``max_blocks_per_sm``
+    (None: the architecture's, else 64 and 32), ``ref_clocks`` (None: the highest core and memory clock).
+    """
+
+    constraints = {
+        "predictor": options("auto", *T.PREDICTORS),
+        "comp_form": options("auto", "max", "sum"),
+        "cv_folds": number(2, 1000, integer=True),
+        "jackknife": options(True, False),
+        "warp_issue_per_cycle": optional(number(0.0, 64.0, lo_open=True)),
+        "sm_count": optional(number(1, 1024, integer=True)),
+        "max_warps_per_sm": optional(number(1, 4096)),
+        "max_blocks_per_sm": optional(number(1, 4096)),
+        "ref_clocks": optional(Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
+    }
+
+    def __init__(self, *, predictor: str = "auto", comp_form: str = "auto", cv_folds: int = 5, jackknife: bool = True,
+                 warp_issue_per_cycle: float | None = None, sm_count: int | None = None,
+                 max_warps_per_sm: float | None = None, max_blocks_per_sm: float | None = None,
+                 ref_clocks: Sequence[float] | None = None):
+        self.predictor = predictor
+        self.comp_form = comp_form
+        self.cv_folds = cv_folds
+        self.jackknife = jackknife
+        self.warp_issue_per_cycle = warp_issue_per_cycle
+        self.sm_count = sm_count
+        self.max_warps_per_sm = max_warps_per_sm
+        self.max_blocks_per_sm = max_blocks_per_sm
+        self.ref_clocks = ref_clocks
+
+    # -- inputs ------------------------------------------------------------------------------------
+    def _rows(self, df: pd.DataFrame, source: str) -> pd.DataFrame:
+        where = source or "<table>"
+        for need in ("time_s", "core_mhz", "mem_mhz", "blocks", "threads_per_block"):
+            if need not in df.columns:
+                raise BadInputError(f"{where}: column '{need}' missing; the timing fit needs (kernel, clocks, time) rows "
+                                    "with the launch shape")
+        if not any(c.startswith(CNT_PREFIX) for c in df.columns):
+            raise BadInputError(f"{where}: no per-warp counts (cnt_<class> columns); the timing fit needs them")
+        ok = (df["time_s"].notna() & (df["time_s"] > 0) & df["core_mhz"].notna() & df["mem_mhz"].notna()
+              & df["blocks"].notna() & df["threads_per_block"].notna())
+        if "role" in df.columns:
+            ok &= ~df["role"].astype(str).isin(("heldout", "thermal", "idle"))
+        rows = df[ok].copy()
+        dropped = int((~ok).sum())
+        if dropped:
+            warnings.warn(f"{where}: {dropped} row(s) without a positive time, clocks or launch shape left out of the timing fit")
+        cnt = [c for c in rows.columns if c.startswith(CNT_PREFIX)]
+        rows[cnt] = rows[cnt].fillna(0.0)
+        # canonical order: nothing below may depend on the order the rows came in
+        key = ["workload", "core_mhz", "mem_mhz", "time_s"]
+        rows = rows.sort_values(key, kind="mergesort").reset_index(drop=True)
+        rows = rows[sorted(rows.columns)]
+        n_k = rows["workload"].nunique()
+        if len(rows) < 6 or n_k < 2:
+            raise BadInputError(f"{where}: {len(rows)} kernel row(s) of {n_k} kernel(s) with times; the timing fit needs "
+                                "at least 6 rows of at least 2 kernels")
+        return rows
+
+    def _device(self, rows: pd.DataFrame, source: str) -> dict[str, Any]:
+        a = None
+        if "arch" in rows.columns:
+            tags = sorted({str(x) for x in rows["arch"].dropna() if str(x).strip() and str(x) != "nan"})
+            if len(tags) > 1:
+                raise BadInputError(f"{source}: rows of several GPUs (arch {', '.join(tags)}); fit one GPU at a time")
+            if tags:
+                tag = tags[0]
+                a = A.BY_CHIP.get(tag.upper()) or A.BY_CC.get(tag)
+                if a is None:
+                    warnings.warn(f"{source}: arch {tag!r} is not in calib/core/arch.py; the issue width is fitted")
+        sm = self.sm_count
+        if sm is None:
+            if "active_sms" in rows.columns and rows["active_sms"].notna().any():
+                sm = int(rows["active_sms"].max())
+            else:
+                raise BadInputError(f"{source}: no active_sms column; give the GPU's SM count (--sm-count)")
+        issue = self.warp_issue_per_cycle or (a.warp_issue_per_cycle if a is not None else None)
+        mw = self.max_warps_per_sm or (a.max_warps_per_sm if a is not None else 64.0)
+        major = int(a.cc.split(".")[0]) if a is not None else 5
+        mb = self.max_blocks_per_sm or (8.0 if major < 3 else 16.0 if major == 3 else 32.0)
+        if self.ref_clocks is not None:
+            fc0, fm0 = (float(x) for x in self.ref_clocks)
+        else:
+            fc0, fm0 = float(rows["core_mhz"].max()), float(rows["mem_mhz"].max())
+        devname = ""
+        if "device" in rows.columns:
+            names = sorted({str(x) for x in rows["device"].dropna() if str(x).strip() and str(x) != "nan"})
+            devname = names[0] if names else ""
+        return {"sm_count": int(sm), "max_warps_per_sm": float(mw), "max_blocks_per_sm": float(mb),
+                "warp_issue_per_cycle": issue, "ref": (fc0, fm0), "arch": None if a is None else a.cc,
+                "chip": None if a is None or "arch" not in rows.columns else str(rows["arch"].iloc[0]),
+                "name": devname}
+
+    def _params(self, rows: pd.DataFrame, dev: Mapping[str, Any]) -> list[Param]:
+        ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
+        multi = len(np.unique(np.round(ratio, 3))) >= 2
+        names = ["issue_cycles"]
+        total = sum(rows[c].to_numpy(float) for c in rows.columns if c.startswith(CNT_PREFIX))
+        m_cls = [c for c in M_CLASSES if CNT_PREFIX + c in rows.columns
+                 and np.any(rows[CNT_PREFIX + c].to_numpy(float) >= MIN_CLASS_SHARE * total)]
+        names += ["dm_lat_a_cycles", "dm_lat_b_cycles"] if multi else ["mem_ld_cycles"]
+        names += ["departure_del_coal_cycles", "dram_del_coal_mem_cycles"]
+        if "uncoal_frac" in rows.columns and np.nanmax(rows["uncoal_frac"].to_numpy(float), initial=0.0) > 0.05:
+            names.append("departure_del_uncoal_cycles")
+        if CNT_PREFIX + "l2" in rows.columns and np.any(rows[CNT_PREFIX + "l2"].to_numpy(float) > 0):
+            names += ["l2_lat_cycles", "l2_del_cycles"]
+        names += ["inst_lat_cycles", "launch_overhead_s"]
+        out = []
+        for n in names:
+            lo, hi = BOUNDS[n]
+            v = math.sqrt(lo * max(hi, lo * 30.0)) if lo > 0 else hi / 10.0
+            vary = True
+            if n == "issue_cycles" and dev["warp_issue_per_cycle"]:
+                v, vary = 1.0 / float(dev["warp_issue_per_cycle"]), False
+            out.append(Param(n, float(min(max(v, lo), hi)), UNITS.get(n, "cycles"), lo, hi, vary, None, None,
+                             DESCRIPTIONS.get(n, "")))
+        for c in m_cls:
+            out.append(Param(f"m_factor_{c}", 2.0, "1", *M_FACTOR_BOUNDS, True, None, None,
+                             f"issue slots per {c} warp instruction (pipe throughput ratio)"))
+        return out
+
+    # -- model ---------------------------------------------------------------------------------------
+    def _structure(self, dev: Mapping[str, Any], form: Mapping[str, Any]) -> dict[str, Any]:
+        fc0, fm0 = dev["ref"]
+        return {"predictor": form["predictor"], "comp_form": form["comp_form"], "case2_form": "fixed",
+                "shared_cases": False, "mem_l_coal": "thesis", "n_pw_form": "fixed",
+                "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(dev["sm_count"]),
+                "max_warps_per_sm": float(dev["max_warps_per_sm"]),
+                "max_blocks_per_sm": float(dev["max_blocks_per_sm"]), "uncoal_per_mw": 32.0, "uncoal_tx_bytes": 32.0}
+
+    def _evaluator(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any], params: Sequence[Param]):
+        """``f(values) -> log time`` over ``rows`` (inputs computed once)."""
+        sec = Section(T.MODEL_NAME, {p.name: p for p in _with_mem_ld(params, dev)}, self._structure(dev, form))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ts0 = T.compile_section(sec)
+            x = T.inputs_from_table(ts0, rows)
+        multi = "dm_lat_a_cycles" in sec.params
+        fc0, fm0 = dev["ref"]
+
+        def f(values: Mapping[str, float]) -> np.ndarray:
+            v = dict(values)
+            if multi:
+                v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
+            ts = dataclasses.replace(ts0, values=v)
+            with np.errstate(all="ignore"):
+                cyc = T.predict_cycles(ts, x)
+                t = cyc / (x.fc * 1e6) + v.get("launch_overhead_s", 0.0)
+                return np.log(np.maximum(t, 1e-30))
+        return f
+
+    def _fit_form(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
+                  start: Sequence[Param] | None = None):
+        """Best bounded least-squares fit of one form: from ``start`` when given, else from every point of
+        :data:`STARTS`. Returns the :class:`calib.fit.core.LsqResult`."""
+        base = self._params(rows, dev)
+        y = np.log(rows["time_s"].to_numpy(float))
+        if start is not None:
+            sv = {p.name: p.value for p in start}
+            starts = [[dataclasses.replace(p, value=float(np.clip(sv.get(p.name, p.value), p.min, p.max)))
+                       for p in base]]
+        else:
+            starts = []
+            for frac in STARTS:
+                ps = []
+                for p in base:
+                    if not p.vary:
+                        ps.append(p)
+                        continue
+                    lo = p.min if p.min > 0 else 1e-3
+                    hi = min(p.max, lo * 30.0) if p.min > 0 else p.max
+                    ps.append(dataclasses.replace(p, value=float(math.exp(math.log(lo) + frac * (math.log(hi) - math.log(lo))))))
+                starts.append(ps)
+        best = None
+        for ps in starts:
+            f = self._evaluator(rows, dev, form, ps)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = fit_lsq(f, ps, y, max_nfev=60 * (len(ps) + 1))
+            except FitError as e:
+                log.debug("timing fit %s from a start failed: %s", form_name(form), e)
+                continue
+            if best is None or res.chisqr < best.chisqr - 1e-12:
+                best = res
+        if best is None:
+            raise FitError(f"the timing fit ({form_name(form)}) failed from every start")
+        return best
+
+    # -- cross-validation ----------------------------------------------------------------------------
+    def _predict_rows(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
+                      params: Sequence[Param]) -> np.ndarray:
+        f = self._evaluator(rows, dev, form, params)
+        return np.exp(f({p.name: p.value for p in params}))
+
+    def _anchored(self, rows: pd.DataFrame, pred: np.ndarray, dev: Mapping[str, Any]) -> np.ndarray | None:
+        """Each kernel's time at every pair scaled from its measured time at the pair nearest the
+        reference clocks, or None when no kernel has two pairs."""
+        fc0, fm0 = dev["ref"]
+        out = np.full(len(rows), np.nan)
+        y = rows["time_s"].to_numpy(float)
+        d = np.abs(np.log(rows["core_mhz"].to_numpy(float) / fc0)) + np.abs(np.log(rows["mem_mhz"].to_numpy(float) / fm0))
+        any_pair = False
+        for _, idx in rows.groupby("workload", sort=True).indices.items():
+            if len(idx) < 2:
+                continue
+            any_pair = True
+            b = idx[np.argmin(d[idx])]
+            others = idx[idx != b]
+            out[others] = y[b] * pred[others] / pred[b]
+        return out if any_pair else None
+
+    def _cv(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any], full: Sequence[Param]) -> dict[str, Any]:
+        kernels = sorted(rows["workload"].astype(str).unique())
+        k = min(int(self.cv_folds), len(kernels))
+        fold_of = {name: i % k for i, name in enumerate(kernels)}
+        folds = rows["workload"].astype(str).map(fold_of).to_numpy()
+        pred = np.full(len(rows), np.nan)
+        for i in range(k):
+            tr, te = rows[folds != i], rows[folds == i]
+            if tr["workload"].nunique() < 2 or len(tr) < 6:
+                continue
+            res = self._fit_form(tr.reset_index(drop=True), dev, form, start=full)
+            pred[folds == i] = self._predict_rows(te.reset_index(drop=True), dev, form, res.params)
+        y = rows["time_s"].to_numpy(float)
+        ok = np.isfinite(pred)
+        out = {"folds": k, "mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None}
+        anch = self._anchored(rows, pred, dev)
+        if anch is not None:
+            ok2 = np.isfinite(anch)
+            out["anchored_mape_pct"] = _fin(mape(y[ok2], anch[ok2]))
+        return out
+
+    # -- fit ----------------------------------------------------------------------------------------
+    def fit(self, rows: pd.DataFrame, plan: Sequence[Mapping[str, Any]] | None = None, source: str = "") -> "TimingFitter":
+        """Fit to the kernel rows of ``rows`` (module docstring). ``plan``: a session manifest's plan
+        (adds each workload's ILP and coalescing, :func:`calib.fit.timing.with_plan_inputs`);
+        ``source`` names the table in messages. Returns self."""
+        self._validate_settings()
+        if plan:
+            from calib.fit.timing import with_plan_inputs
+
+            rows = with_plan_inputs(rows, plan)
+        where = source or "<table>"
+        df = self._rows(rows, where)
+        dev = self._device(df, where)
+        forms = [f for f in FORMS if self.predictor in ("auto", f["predictor"]) and self.comp_form in ("auto", f["comp_form"])]
+        fits = {form_name(f): (f, self._fit_form(df, dev, f)) for f in forms}
+        cv: dict[str, Any] = {}
+        if len(forms) > 1:
+            for name, (f, res) in fits.items():
+                cv[name] = self._cv(df, dev, f, res.params)
+            key = "anchored_mape_pct" if all("anchored_mape_pct" in c for c in cv.values()) else "mape_pct"
+            chosen = min(cv, key=lambda n: (math.inf if cv[n][key] is None else cv[n][key], n))
+        else:
+            key, chosen = None, form_name(forms[0])
+        form, res = fits[chosen]
+        params = {p.name: p for p in _with_mem_ld(res.params, dev)}
+        notes = list(res.warnings)
+        cov = res.covariance()
+        if self.jackknife:
+            jk = self._jackknife(df, dev, form, res.params)
+            for n, se in jk.items():
+                p = params[n]
+                params[n] = dataclasses.replace(p, stderr_total=float(max(se, p.stderr or 0.0)))
+        y = df["time_s"].to_numpy(float)
+        yhat = np.exp(res.yhat)
+        m = errors(y, yhat)
+        stats: dict[str, Any] = {
+            "n_samples": int(len(df)), "n_kernels": int(df["workload"].nunique()),
+            "clock_pairs": _n_pairs(df),
+            "rmse_s": _fin(m.rmse), "mape_pct": _fin(m.mape_pct), "r2": _fin(m.r2),
+            "method": f"least squares on log time over {len(df)} kernel rows ({chosen})",
+            "structure_cv": cv, "structure_cv_score": key, "structure_chosen": chosen,
+            "issue_width_from": ("setting" if self.warp_issue_per_cycle else
+                                 f"calib.core.arch ({dev['arch']})" if dev["warp_issue_per_cycle"] else "fitted"),
+        }
+        anch = self._anchored(df, yhat, dev)
+        if anch is not None:
+            ok = np.isfinite(anch)
+            stats["anchored_mape_pct"] = _fin(mape(y[ok], anch[ok]))
+        if notes:
+            stats["warnings"] = notes
+        sec = Section(T.MODEL_NAME, params, self._structure(dev, form), stats,
+                      cov, self.settings())
+        self.section_ = sec
+        self.device_ = dev
+        self.rows_ = df
+        return self
+
+    def _jackknife(self, df: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
+                   final: Sequence[Param]) -> dict[str, float]:
+        """Leave-one-kernel-out standard error of every varied parameter."""
+        kernels = sorted(df["workload"].astype(str).unique())
+        vals: dict[str, list[float]] = {p.name: [] for p in final if p.vary}
+        for kname in kernels:
+            sub = df[df["workload"].astype(str) != kname].reset_index(drop=True)
+            if sub["workload"].nunique() < 2 or len(sub) < 6:
+                continue
+            try:
+                res = self._fit_form(sub, dev, form, start=final)
+            except FitError:
+                continue
+            for p in res.params:
+                if p.name in vals:
+                    vals[p.name].append(p.value)
+        out = {}
+        for n, v in vals.items():
+            if len(v) >= 2:
+                a = np.asarray(v)
+                out[n] = float(math.sqrt((len(a) - 1) / len(a) * np.sum((a - a.mean()) ** 2)))
+        return out
+
+    def predict(self, rows: pd.DataFrame) -> np.ndarray:
+        """Time (s) of ``rows`` with the fitted section."""
+        self.check_is_fitted()
+        return T.predict_time(self.section_, rows)
+
+
+def _with_mem_ld(params: Sequence[Param], dev: Mapping[str, Any]) -> list[Param]:
+    """``params`` plus ``mem_ld_cycles`` (fixed) = the DRAM latency at the reference clocks when the
+    latency is the line ``a fc/fm + b`` (the model needs it as the departure-delay scale)."""
+    ps = list(params)
+    names = {p.name for p in ps}
+    if "dm_lat_a_cycles" in names and "mem_ld_cycles" not in names:
+        v = {p.name: p.value for p in ps}
+        fc0, fm0 = dev["ref"]
+        ld = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
+        ps.append(Param("mem_ld_cycles", float(ld), "cycles", 1e-9, 1e6, False, None, None,
+                        "DRAM round trip at the reference clocks (= a fc/fm + b)"))
+    return ps
+
+
+def _n_pairs(df: pd.DataFrame) -> int:
+    """Distinct (core, memory) clock levels of the rows."""
+    fc = nearest_level(df["core_mhz"], clock_levels(df["core_mhz"]))
+    fm = nearest_level(df["mem_mhz"], clock_levels(df["mem_mhz"]))
+    return len(set(zip(fc.tolist(), fm.tolist())))
+
+
+def _fin(x: Any) -> float | None:
+    return float(x) if x is not None and isinstance(x, (int, float)) and math.isfinite(x) else None
