@@ -18,6 +18,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also report K-fold cross-validated MAPE, folds by workload")
     p.add_argument("--sm-count", type=int, default=None,
                    help="number of SMs (samples tables only; default: the largest active_sms in the table, else 1, i.e. MaxPower per chip)")
+    t = p.add_argument_group("timing section from a kernel table (calib import nvprof|ncu FILE --kernels)")
+    t.add_argument("--timing", action="store_true",
+                   help="fit only the timing section from (kernel, clocks, time) rows; no power needed. The model form "
+                        "is chosen by cross-validation by kernel (calib/fit/timing_table.py)")
+    t.add_argument("--predictor", default="auto", choices=["auto", "mwp_cwp", "wangchu"],
+                   help="timing model (default: chosen by cross-validation)")
+    t.add_argument("--chip", default=None,
+                   help="GPU chip or compute capability (e.g. GP102, 6.1) for the SM issue width, when the table's "
+                        "arch column does not give it")
     g = p.add_argument_group("DVFS model (tables with several clock configurations)")
     g.add_argument("--ar-form", default=None, choices=["tpow", "boxcox", "pow", "log", "linear"],
                    help="access-rate transform of every unit (default: tpow, thresholded power)")
@@ -40,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError("--cv needs K >= 2")
     if args.sm_count is not None and args.sm_count < 1:
         raise BadInputError(f"--sm-count {args.sm_count}: must be >= 1")
+    if args.timing:
+        return _run_timing(args)
     mem = set(u.strip() for u in args.mem_units.split(",") if u.strip()) if args.mem_units else None
     dvfs_opts: dict = {}
     if args.ar_form:
@@ -63,3 +74,53 @@ def run(args: argparse.Namespace) -> int:
         print(f"cross-validation ({args.cv} folds by workload): MAPE {out.cv.mape_pct:.2f}%")
     print(f"parameters written to {args.output}")
     return 0
+
+
+def _run_timing(args: argparse.Namespace) -> int:
+    """``calib fit KERNELS.csv --timing -o P.json``: a parameter file with only a timing section."""
+    from pathlib import Path
+
+    from calib.core import arch
+    from calib.core.errors import BadInputError
+    from calib.core.params import ParameterFile
+    from calib.core.samples import read_samples
+    from calib.core.session import file_sha256
+    from calib.core.units import clock_levels
+    from calib.fit.timing_table import TimingFitter
+    from calib.report_text import fit_summary
+
+    src = Path(args.source)
+    if src.is_dir():
+        raise BadInputError(f"{src}: --timing fits a kernel table (CSV), not a session directory")
+    df = read_samples(src, require_power=False, require_act=False)
+    issue = arch.arch_of(chip=None, cc=args.chip).warp_issue_per_cycle if args.chip and args.chip[:1].isdigit() else (
+        arch.warp_issue_per_cycle(chip=args.chip) if args.chip else None)
+    ft = TimingFitter(predictor=args.predictor, cv_folds=args.cv or 5, sm_count=args.sm_count,
+                      warp_issue_per_cycle=issue).fit(df, source=str(src))
+    sec, dev = ft.section_, ft.device_
+    rows = ft.rows_
+    device = {"name": dev["name"] or "GPU of the kernel table", "sm_count": dev["sm_count"],
+              "clocks": {"core_mhz": dev["ref"][0], "mem_mhz": dev["ref"][1],
+                         "supported": {"core_mhz": [round(x, 1) for x in clock_levels(rows["core_mhz"])],
+                                       "mem_mhz": [round(x, 1) for x in clock_levels(rows["mem_mhz"])]}},
+              "warp_issue_per_cycle": 1.0 / sec.value("issue_cycles")}
+    if dev.get("chip"):
+        device["chip"] = dev["chip"]
+    pf = ParameterFile.new(device, [{"path": str(src), "sha256": df.attrs.get("sha256") or file_sha256(src),
+                                     "role": "kernel table"}])
+    pf["timing"] = sec
+    pf.save(args.output)
+    print(fit_summary(pf))
+    st = sec.stats
+    cv = st.get("structure_cv") or {}
+    if cv:
+        print(f"model form by {next(iter(cv.values()))['folds']}-fold cross-validation by kernel "
+              f"({st['structure_cv_score']}): " + ", ".join(f"{k} {_pct(v.get(st['structure_cv_score']))}"
+                                                          for k, v in cv.items())
+              + f" -> {st['structure_chosen']}")
+    print(f"parameters written to {args.output}")
+    return 0
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}%"

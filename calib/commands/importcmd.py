@@ -24,6 +24,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(and clocks when both have them)")
     p.add_argument("--core-mhz", type=float, default=None, help="set core_mhz on every row that has none")
     p.add_argument("--mem-mhz", type=float, default=None, help="set mem_mhz on every row that has none")
+    k = p.add_argument_group("kernel tables (nvprof/ncu with --kernels)")
+    k.add_argument("--kernels", action="store_true",
+                   help="write a kernel table for the timing model instead of power activities: one row per kernel and "
+                        "clock pair with per-warp counts, launch shape, time_s and the measured clocks "
+                        "(mapping: calib/importers/ncu_kernel.py)")
+    k.add_argument("--sm-count", type=int, default=None, help="SMs of the GPU (writes active_sms)")
+    k.add_argument("--chip", default=None, help="GPU chip (e.g. GP102) when the export's board name does not tell it")
+    k.add_argument("--blocks", type=int, default=None, help="grid size for exports without a launch shape (nvprof summaries)")
+    k.add_argument("--threads-per-block", type=int, default=None, help="block size for exports without a launch shape")
 
 
 def _join_power(df, path: str):
@@ -76,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     for opt, v in (("--core-mhz", args.core_mhz), ("--mem-mhz", args.mem_mhz)):
         if v is not None and not (math.isfinite(v) and v > 0):
             raise BadInputError(f"{opt} {v}: must be a positive clock in MHz")
+    if args.kernels:
+        return _run_kernels(args)
     df = import_table(args.format, args.file, **opts)
     if args.power:
         df = _join_power(df, args.power)
@@ -90,4 +101,33 @@ def run(args: argparse.Namespace) -> int:
           f"{', '.join(info.units)}, {len(info.clock_configs)} clock configuration(s)"
           + ("" if has_power else ("; power missing on some rows (see the warning above; those rows cannot be fitted)"
                                   if args.power else "; no power column (usable for predict; add --power to fit)")))
+    return 0
+
+
+def _run_kernels(args: argparse.Namespace) -> int:
+    """``calib import nvprof|ncu FILE --kernels -o KERNELS.csv``: the kernel table (calib.importers.kernels)."""
+    from calib.core.errors import BadInputError
+    from calib.core.samples import write_samples
+    from calib.importers.kernels import read_kernels
+
+    if args.format not in ("nvprof", "ncu"):
+        raise BadInputError(f"--kernels reads nvprof or ncu exports, not {args.format}")
+    for opt, v in (("--sm-count", args.sm_count), ("--blocks", args.blocks), ("--threads-per-block", args.threads_per_block)):
+        if v is not None and v < 1:
+            raise BadInputError(f"{opt} {v}: must be >= 1")
+    df = read_kernels(args.file, blocks=args.blocks, threads_per_block=args.threads_per_block, core_mhz=args.core_mhz,
+                      mem_mhz=args.mem_mhz, sm_count=args.sm_count, chip=args.chip)
+    write_samples(df, args.output)
+    timed = int(df["time_s"].notna().sum()) if "time_s" in df.columns else 0
+    clocked = ("core_mhz" in df.columns and df["core_mhz"].notna().all() and "mem_mhz" in df.columns
+               and df["mem_mhz"].notna().all())
+    from calib.core.units import clock_levels
+
+    pairs = (len({(a, b) for a, b in zip(df["core_mhz"].round(-1), df["mem_mhz"].round(-1))}) if clocked else 0)
+    arch = sorted({str(a) for a in df.get("arch", []) if str(a) and str(a) != "nan"})
+    print(f"{args.output}: {len(df)} kernel rows, {df['workload'].nunique()} kernels, {timed} with a measured time, "
+          + (f"{len(clock_levels(df['core_mhz']))} core x {len(clock_levels(df['mem_mhz']))} memory clock levels"
+             if clocked else "no clocks (give --core-mhz/--mem-mhz)")
+          + (f", arch {', '.join(arch)}" if arch else ", arch unknown (give --chip)")
+          + ("" if pairs or not clocked else ""))
     return 0

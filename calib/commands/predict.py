@@ -11,6 +11,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON)")
     p.add_argument("input", help="samples table (CSV) or kernel description (JSON)")
     p.add_argument("-o", "--output", required=True, help="CSV to write: the input rows plus power_w_pred, ...")
+    p.add_argument("--clocks", default=None, metavar="all|CORE:MEM,...",
+                   help="predict every input kernel at these (core, memory) clock pairs, MHz: 'all' for every pair "
+                        "of the parameter file's supported clocks, or a list such as 1480:5005,1200:5005 (one output "
+                        "row per kernel and pair)")
+    p.add_argument("--anchor", action="store_true",
+                   help="scale each kernel's time from its measured time_s at its profiled clocks (the model gives "
+                        "the ratio; the kernel's ILP, which profilers do not report, is set from that time)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,12 +36,17 @@ def run(args: argparse.Namespace) -> int:
         df = kernel_description_table(args.input)
     else:
         df = read_samples(args.input, require_power=False, require_act=False)
-    out = predict_table(pf, df, args.input)
+    if args.clocks or args.anchor:
+        from calib.model.predict import predict_clock_grid
+
+        out = predict_clock_grid(pf, df, args.clocks, args.anchor, args.input)
+    else:
+        out = predict_table(pf, df, args.input)
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     cols = [c for c in ("power_w_pred", "time_s_pred", "energy_j_pred", "temp_c_pred", "copy_time_s_pred",
                         "copy_energy_j_pred", "copy_compute_ratio_pred") if c in out.columns]
     msg = f"{args.output}: {len(out)} rows with {', '.join(cols)}"
-    if "power_w" in out.columns and out["power_w"].notna().any():
+    if "power_w" in out.columns and "power_w_pred" in out.columns and out["power_w"].notna().any():
         from calib.core.metrics import mape
 
         m = out["power_w"].notna()

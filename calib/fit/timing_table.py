@@ -68,7 +68,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "issue_cycles": (0.1, 64.0), "mem_ld_cycles": (50.0, 5000.0), "dm_lat_a_cycles": (0.0, 5000.0),
     "dm_lat_b_cycles": (50.0, 5000.0), "departure_del_coal_cycles": (0.5, 1000.0),
     "departure_del_uncoal_cycles": (0.5, 1000.0), "dram_del_coal_mem_cycles": (0.05, 100.0),
-    "l2_lat_cycles": (30.0, 2000.0), "l2_del_cycles": (0.01, 100.0), "inst_lat_cycles": (2.0, 200.0),
+    "l2_lat_cycles": (30.0, 2000.0), "l1_lat_cycles": (10.0, 1000.0), "sh_lat_cycles": (5.0, 500.0), "l2_del_cycles": (0.01, 100.0), "inst_lat_cycles": (2.0, 200.0),
     "launch_overhead_s": (1e-6, 1e-3),
 }
 M_FACTOR_BOUNDS = (1.0, 64.0)
@@ -83,7 +83,8 @@ DESCRIPTIONS = {
     "departure_del_coal_cycles": "minimum distance between two coalesced transactions of one SM",
     "departure_del_uncoal_cycles": "minimum distance between two uncoalesced transactions of one SM",
     "dram_del_coal_mem_cycles": "DRAM service time per 128-byte transaction of the chip",
-    "l2_lat_cycles": "L2 load-to-use latency", "l2_del_cycles": "L2 service time per 128-byte transaction",
+    "l2_lat_cycles": "L2 load-to-use latency", "l1_lat_cycles": "L1 load-to-use latency",
+    "sh_lat_cycles": "shared-memory load-to-use latency", "l2_del_cycles": "L2 service time per 128-byte transaction",
     "inst_lat_cycles": "dependent-issue latency of an instruction",
     "launch_overhead_s": "time of a launch beyond its cycles",
 }
@@ -212,6 +213,9 @@ class TimingFitter(Estimator):
             names.append("departure_del_uncoal_cycles")
         if CNT_PREFIX + "l2" in rows.columns and np.any(rows[CNT_PREFIX + "l2"].to_numpy(float) > 0):
             names += ["l2_lat_cycles", "l2_del_cycles"]
+        for cls, n in (("l1", "l1_lat_cycles"), ("shared", "sh_lat_cycles")):
+            if CNT_PREFIX + cls in rows.columns and np.any(rows[CNT_PREFIX + cls].to_numpy(float) > 0):
+                names.append(n)
         names += ["inst_lat_cycles", "launch_overhead_s"]
         out = []
         for n in names:

@@ -108,6 +108,11 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
             filled = df.assign(time_s=time_pred)
         elif df["time_s"].isna().any():
             filled = df.assign(time_s=np.where(df["time_s"].isna(), time_pred, df["time_s"]))
+    if "power" not in pf:  # a timing-only parameter file: time, no power or energy
+        if time_pred is None:
+            raise BadInputError(f"{source}: the parameter file has neither a power section nor, for these rows, "
+                                "a timing prediction (per-warp cnt_ counts and a timing section)")
+        return out
     power = predict_power(pf, filled, source)
     out["power_w_pred"] = power
     if time_pred is not None:
@@ -293,4 +298,75 @@ def _timing_fields(k: dict, launch: dict, where: str) -> dict[str, float]:
             rng = f"[{lo:g}, {hi:g}]" if hi is not None else (f"> {lo:g}" if col == "active_blocks_per_sm" else f">= {lo:g}")
             raise BadInputError(f"{where}: field '{name}': {v!r} is outside {rng}")
         out[col] = float(v)
+    return out
+
+
+def parse_clock_pairs(spec: str, pf: ParameterFile) -> list[tuple[float, float]]:
+    """``all`` (every pair of the file's supported clocks, else of the timing section's reference) or
+    ``CORE:MEM,...`` (MHz) -> (core_mhz, mem_mhz) pairs; BadInputError naming a malformed pair."""
+    if spec.strip().lower() == "all":
+        sup = (pf.device.get("clocks") or {}).get("supported") or {}
+        core, mem = sup.get("core_mhz") or [], sup.get("mem_mhz") or []
+        if not core or not mem:
+            raise BadInputError("--clocks all: the parameter file lists no supported clocks (device.clocks.supported); "
+                                "give the pairs as CORE:MEM,...")
+        return [(float(c), float(m)) for c in core for m in mem]
+    pairs = []
+    for item in spec.split(","):
+        parts = item.strip().split(":")
+        try:
+            c, m = (float(x) for x in parts)
+        except ValueError:
+            raise BadInputError(f"--clocks: {item.strip()!r} is not CORE:MEM (two clocks in MHz)") from None
+        if not (0 < c < 1e4 and 0 < m < 1e5):
+            raise BadInputError(f"--clocks: {item.strip()!r}: clocks must be positive MHz (core < 10000, memory < 100000)")
+        pairs.append((c, m))
+    return pairs
+
+
+def predict_clock_grid(pf: ParameterFile, df: pd.DataFrame, clocks: str | None, anchor: bool,
+                       source: str = "<table>") -> pd.DataFrame:
+    """Every kernel of ``df`` at each pair of ``clocks`` (:func:`parse_clock_pairs`; None: the rows'
+    own clocks), with ``time_s_pred`` (and power and energy when the file has a power section).
+
+    ``anchor``: each kernel's time is its measured ``time_s`` at its profiled clocks (``core_mhz``,
+    ``mem_mhz``) times the model's ratio between the two pairs (:func:`calib.model.timing.predict_time_anchored`;
+    its ILP is set from that time when the row does not give it). Output columns ``profiled_core_mhz``,
+    ``profiled_mem_mhz``, ``profiled_time_s`` say what each prediction was scaled from."""
+    from calib.model import timing as T
+
+    if "timing" not in pf:
+        raise BadInputError(f"{source}: the parameter file has no timing section; --clocks/--anchor predict time")
+    for col in ("core_mhz", "mem_mhz"):
+        if col not in df.columns or df[col].isna().any():
+            raise BadInputError(f"{source}: column '{col}' missing or empty on some rows; the profiled clocks are needed "
+                                "(calib import ... --kernels --core-mhz/--mem-mhz)")
+    if anchor and ("time_s" not in df.columns or df["time_s"].isna().any() or (df["time_s"] <= 0).any()):
+        raise BadInputError(f"{source}: --anchor needs a measured time_s > 0 on every row")
+    pairs = parse_clock_pairs(clocks, pf) if clocks else None
+    base = df.reset_index(drop=True)
+    if pairs is None:
+        grid = base.copy()
+        src_idx = np.arange(len(base))
+    else:
+        src_idx = np.repeat(np.arange(len(base)), len(pairs))
+        grid = base.iloc[src_idx].reset_index(drop=True)
+        grid["core_mhz"] = [p[0] for _ in range(len(base)) for p in pairs]
+        grid["mem_mhz"] = [p[1] for _ in range(len(base)) for p in pairs]
+    prof_c = base["core_mhz"].to_numpy(float)[src_idx]
+    prof_m = base["mem_mhz"].to_numpy(float)[src_idx]
+    out = grid.copy()
+    if anchor:
+        prof_t = base["time_s"].to_numpy(float)[src_idx]
+        t = T.predict_time_anchored(pf["timing"], grid, prof_t, prof_c, prof_m, infer_ilp=True)
+        out["profiled_core_mhz"], out["profiled_mem_mhz"], out["profiled_time_s"] = prof_c, prof_m, prof_t
+    else:
+        t = T.predict_time(pf["timing"], grid)
+    if "time_s" in out.columns and pairs is not None:
+        out = out.drop(columns=["time_s"])  # the measured time belongs to the profiled pair, not these
+    out["time_s_pred"] = t
+    if "power" in pf:
+        pw = predict_table(pf, grid.drop(columns=[c for c in ("time_s",) if c in grid.columns]).assign(time_s=t), source)
+        out["power_w_pred"] = pw["power_w_pred"].to_numpy()
+        out["energy_j_pred"] = out["power_w_pred"] * t
     return out

@@ -320,15 +320,44 @@ def predict_time(section: Section, df: pd.DataFrame, predictor: str | None = Non
 
 
 def predict_time_anchored(section: Section, df: pd.DataFrame, base_time_s: Any, base_core_mhz: Any,
-                          base_mem_mhz: Any, predictor: str | None = None) -> np.ndarray:
+                          base_mem_mhz: Any, predictor: str | None = None, infer_ilp: bool = False) -> np.ndarray:
     """Time at each row's clocks from one measured baseline: ``T_base x T_model(row) / T_model(base)``.
 
     Wang & Chu predict every clock pair from one profile taken at a baseline pair; scaling the
     measured baseline time by the model's ratio removes the model's error at the baseline itself.
+    ``infer_ilp``: first set each row's ILP where it has none from the baseline time (:func:`anchor_ilp`).
     """
+    if infer_ilp:
+        df = df.assign(ilp=anchor_ilp(section, df, base_time_s, base_core_mhz, base_mem_mhz))
     base = df.copy()
     base["core_mhz"] = np.broadcast_to(np.asarray(base_core_mhz, float), (len(df),))
     base["mem_mhz"] = np.broadcast_to(np.asarray(base_mem_mhz, float), (len(df),))
     t_row = predict_time(section, df, predictor)
     t_base = predict_time(section, base, predictor)
     return np.asarray(base_time_s, float) * t_row / t_base
+
+
+#: ILP values an anchored prediction tries for a kernel whose profile does not give it (log-spaced 1..8)
+ILP_GRID = np.exp(np.linspace(0.0, np.log(8.0), 64))
+
+
+def anchor_ilp(section: Section, df: pd.DataFrame, base_time_s: Any, base_core_mhz: Any, base_mem_mhz: Any) -> np.ndarray:
+    """Per row, the ILP (independent chains per thread, 1..8) at which the model gives the measured
+    ``base_time_s`` at the base clocks: profilers do not report a kernel's memory-level parallelism,
+    but its measured time at the profiled pair pins it (the smallest ILP within 0.2 % of the best
+    match; rows that give ``ilp`` keep it)."""
+    base = df.copy()
+    base["core_mhz"] = np.broadcast_to(np.asarray(base_core_mhz, float), (len(df),))
+    base["mem_mhz"] = np.broadcast_to(np.asarray(base_mem_mhz, float), (len(df),))
+    t = np.asarray(base_time_s, float)
+    err = np.empty((len(ILP_GRID), len(df)))
+    for i, ilp in enumerate(ILP_GRID):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            err[i] = np.abs(np.log(predict_time(section, base.assign(ilp=ilp)) / t))
+    best = np.argmax(err <= err.min(axis=0) + 0.002, axis=0)
+    out = ILP_GRID[best]
+    if "ilp" in df.columns:
+        given = pd.to_numeric(df["ilp"], errors="coerce").to_numpy(float)
+        out = np.where(np.isnan(given), out, given)
+    return out
