@@ -1,0 +1,214 @@
+"""Time at every clock pair from a profiler export (issue 13): import --kernels, fit --timing,
+predict --clocks/--anchor, the architecture table, row-order independence and bad input."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calib.cli import main
+from calib.core import arch
+from calib.core.errors import BadInputError
+from calib.fit.timing_table import TimingFitter
+from calib.importers.kernels import read_kernels
+from calib.model import timing as T
+from microbench.devices.sim.presets import get_preset
+from microbench.devices.sim.timing import kernel_time_s
+from microbench.testing import profiler_export as PE
+
+SMS, BOARD = 24, "GeForce GTX TITAN X"
+
+
+@pytest.fixture(scope="module")
+def small_export(tmp_path_factory):
+    d = tmp_path_factory.mktemp("export")
+    ks = PE.app_kernels(5, 3, SMS, prefix="k")
+    pairs = [(1164.0, 4005.0), (747.0, 810.0)]
+    la = PE.profile(ks, "titanx", pairs, seed=3)
+    (d / "nv.csv").write_text(PE.nvprof_trace_csv(la, BOARD))
+    (d / "ncu.csv").write_text(PE.ncu_details_csv(la))
+    return d, ks, la
+
+
+def test_architecture_table():
+    assert arch.warp_issue_per_cycle(chip="GP100") == 2.0
+    assert arch.warp_issue_per_cycle(chip="GP102") == 4.0
+    assert arch.warp_issue_per_cycle(cc="6.1") == 4.0
+    assert arch.chip_of_device_name("GeForce GTX 1080 Ti (0)") == "GP102"
+    assert arch.chip_of_device_name("GeForce GTX 1080 (0)") == "GP104"
+    assert arch.chip_of_device_name("NVIDIA TITAN Xp") == "GP102"
+    assert arch.chip_of_device_name("Tesla P100-PCIE-16GB") == "GP100"
+    assert arch.chip_of_device_name("Some GPU") is None
+    with pytest.raises(BadInputError, match="chip 'GX999' is not in the architecture table"):
+        arch.arch_of(chip="GX999")
+
+
+@pytest.mark.parametrize("fmt", ["nv", "ncu"])
+def test_kernel_table_recovers_counts_time_and_measured_clocks(small_export, fmt):
+    d, ks, la = small_export
+    df = read_kernels(d / f"{fmt}.csv", sm_count=SMS)
+    assert len(df) == len(la) == 10                      # one row per kernel and clock pair
+    for launch in la:
+        k = launch.kernel
+        row = df[df["workload"].str.startswith(k.name) & np.isclose(df["core_mhz"], launch.core_mhz, atol=0.6)]
+        assert len(row) == 1, k.name
+        row = row.iloc[0]
+        assert row["time_s"] == pytest.approx(launch.time_s, rel=1e-3)
+        assert row["mem_mhz"] == pytest.approx(launch.mem_mhz, rel=1e-3)
+        assert row["blocks"] == k.blocks and row["threads_per_block"] == k.threads_per_block
+        pw = dict(k.per_warp)
+        if fmt == "ncu":  # ncu's ALU pipe runs integer and logic instructions: one class
+            pw["int"] = pw.get("int", 0.0) + pw.pop("alu", 0.0)
+        for cls, n in pw.items():
+            assert row[f"cnt_{cls}"] == pytest.approx(n, rel=2e-3, abs=0.02), (k.name, cls)
+        assert row["uncoal_frac"] == pytest.approx(0.0 if k.coalesced else 1.0, abs=1e-6)
+    # the measured clocks, not the requested ones: the top pair ran ~5 % below 1164 MHz
+    assert df["core_mhz"].max() < 1164 * 0.97
+    assert set(df["arch"]) == ({"GM200"} if fmt == "nv" else {"5.2"})
+
+
+def test_import_verb_writes_the_kernel_table(small_export, tmp_path, capsys):
+    d, _, _ = small_export
+    out = tmp_path / "k.csv"
+    assert main(["import", "nvprof", str(d / "nv.csv"), "--kernels", "--sm-count", "24", "-o", str(out)]) == 0
+    msg = capsys.readouterr().out
+    assert "10 kernel rows, 5 kernels, 10 with a measured time, 2 core x 2 memory clock levels, arch GM200" in msg
+    df = pd.read_csv(out)
+    assert {"time_s", "core_mhz", "mem_mhz", "blocks", "threads_per_block", "active_sms", "cnt_fp"} <= set(df.columns)
+
+
+def _bad(tmp_path, text):
+    f = tmp_path / "bad.csv"
+    f.write_text(text)
+    return f
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda lines: lines[:5], "the export has no kernel rows"),
+    (lambda lines: lines[:5] + [_set_field(lines[5], 2, "")] + lines[6:],
+     "line 6: kernel 'k_compute_00(float*, int)': no launch shape"),
+    (lambda lines: lines[:4] + [_set_field(lines[4], 1, "fortnights")] + lines[5:],
+     "line 6, column Duration: time unit 'fortnights' unknown"),
+    (lambda lines: lines[:5] + [_set_field(lines[5], 1, "0")] + lines[6:],
+     "line 6, column Duration: duration 0 us is not positive"),
+    (lambda lines: lines[:5] + [_set_field(lines[5], 15, "lots")] + lines[6:],
+     "line 6, metric inst_executed: 'lots' is not a number"),
+])
+def test_bad_exports_one_error_line_nothing_written(small_export, tmp_path, capsys, edit, message):
+    d, _, _ = small_export
+    lines = (d / "nv.csv").read_text().splitlines()
+    f = _bad(tmp_path, "\n".join(edit(lines)) + "\n")
+    out = tmp_path / "k.csv"
+    assert main(["import", "nvprof", str(f), "--kernels", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"ERROR: {f}") and message in err[0], err
+    assert not out.exists()
+
+
+def _set_field(line: str, i: int, value: str) -> str:
+    import csv
+    import io
+
+    r = next(csv.reader([line]))
+    r[i] = value
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_NONNUMERIC, lineterminator="").writerow(r)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def train_table(tmp_path_factory):
+    d = tmp_path_factory.mktemp("train")
+    ks = PE.app_kernels(10, 5, SMS, prefix="tr")
+    pairs = PE.grid_pairs("titanx", 3, 2)
+    (d / "tr.csv").write_text(PE.nvprof_trace_csv(PE.profile(ks, "titanx", pairs, seed=5), BOARD))
+    return read_kernels(d / "tr.csv", sm_count=SMS)
+
+
+def _fit(df):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return TimingFitter(predictor="mwp_cwp", comp_form="max", jackknife=False).fit(df).section_
+
+
+def test_shuffled_or_reversed_rows_change_no_parameter_beyond_its_stderr(train_table):
+    ref = _fit(train_table)
+    shuffled = _fit(train_table.sample(frac=1.0, random_state=7))
+    reversed_ = _fit(train_table.iloc[::-1])
+    for other in (shuffled, reversed_):
+        for p in ref:
+            q = other[p.name]
+            tol = p.stderr if p.stderr is not None else 1e-9 * max(1.0, abs(p.value))
+            assert abs(q.value - p.value) <= tol, (p.name, p.value, q.value, p.stderr)
+    # the latencies respect their physical lower bounds
+    assert ref.value("dm_lat_b_cycles") >= 50.0 and ref.value("inst_lat_cycles") >= 2.0
+
+
+def test_memory_bound_follows_memory_clock_compute_bound_core_clock(train_table):
+    """A kernel whose time follows the memory clock alone is not predicted slower at 80 % core clock,
+    and a compute-bound one is not predicted faster at a lower memory clock (virtual-GPU kernels)."""
+    sec = _fit(train_table)
+    p = get_preset("titanx")
+    mem_k = PE.app_kernels(1, 11, SMS, kind="memory", prefix="mem")[0]
+    comp_k = PE.AppKernel("cmp_fma", {"fp": 400.0, "int": 40.0, "alu": 10.0, "global": 1.0}, SMS * 32, 256, ilp=4.0)
+    fc0, fm0 = 1106.0, 4005.0
+    for k, mem_sensitive in ((mem_k, True), (comp_k, False)):
+        la = PE.profile([k], p, [(1164.0, 4005.0)], seed=1, noise=0.0, droop=0.0)[0]
+        w = k.workload(SMS)
+
+        def truth(fc, fm):
+            return kernel_time_s(p.timing, w.per_warp, w.launch, w.traits, fc, fm, p.default_core_mhz, p.default_mem_mhz)
+
+        row = read_kernels_from_launch(la)
+        grid = pd.concat([row.assign(core_mhz=fc0 * 0.8, mem_mhz=fm0), row.assign(core_mhz=fc0, mem_mhz=810.0)])
+        pred = T.predict_time_anchored(sec, grid, truth(fc0, fm0), fc0, fm0, infer_ilp=True) / truth(fc0, fm0)
+        true = np.array([truth(fc0 * 0.8, fm0), truth(fc0, 810.0)]) / truth(fc0, fm0)
+        if mem_sensitive:
+            assert true[0] < 1.03 and pred[0] < 1.05, (true, pred)          # 80 % core: not slower
+            # follows the memory clock (the magnitude is the weak part: 2.65x predicted for 2.12x measured)
+            assert true[1] > 1.5 and pred[1] > 1.5 and pred[1] == pytest.approx(true[1], rel=0.30)
+        else:
+            assert true[0] > 1.2 and pred[0] == pytest.approx(true[0], rel=0.05)  # follows 1 / core clock
+            assert true[1] < 1.05 and pred[1] < 1.05                          # memory clock: no effect
+
+
+def read_kernels_from_launch(la) -> pd.DataFrame:
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "one.csv"
+        f.write_text(PE.nvprof_trace_csv([la], BOARD))
+        return read_kernels(f, sm_count=SMS)
+
+
+def test_fit_and_predict_verbs_timing_only(train_table, tmp_path, capsys):
+    k = tmp_path / "k.csv"
+    train_table.to_csv(k, index=False)
+    pj = tmp_path / "P.json"
+    assert main(["fit", str(k), "--timing", "--predictor", "mwp_cwp", "--cv", "2", "-o", str(pj)]) == 0
+    out = capsys.readouterr().out
+    assert "model form by 2-fold cross-validation by kernel" in out
+    doc = json.loads(pj.read_text())
+    assert set(doc) >= {"timing", "device"} and "power" not in doc
+    assert doc["device"]["warp_issue_per_cycle"] == 4.0
+    assert doc["fit"]["timing"]["settings"]["predictor"] == "mwp_cwp"
+    one = train_table.groupby("workload").head(1)
+    kk = tmp_path / "one.csv"
+    one.to_csv(kk, index=False)
+    pred = tmp_path / "pred.csv"
+    assert main(["predict", str(pj), str(kk), "--clocks", "all", "--anchor", "-o", str(pred)]) == 0
+    df = pd.read_csv(pred)
+    assert len(df) == len(one) * 3 * 2 and {"time_s_pred", "profiled_time_s"} <= set(df.columns)
+    assert "power_w_pred" not in df.columns
+    # at its own profiled pair an anchored prediction returns the measured time
+    at = df[np.isclose(df["core_mhz"], df["profiled_core_mhz"], rtol=0.006)
+            & np.isclose(df["mem_mhz"], df["profiled_mem_mhz"], rtol=0.006)]
+    assert len(at) >= 1
+    assert np.allclose(at["time_s_pred"], at["profiled_time_s"], rtol=0.02)
+    assert main(["predict", str(pj), str(kk), "--clocks", "1000:x", "-o", str(tmp_path / "p2.csv")]) == 2
+    assert "--clocks: '1000:x' is not CORE:MEM" in capsys.readouterr().err
