@@ -33,8 +33,19 @@ flop_count_sp_special                                  thread-level SFU operatio
 global_hit_rate (%)                                    share of global loads served by L1 (``l1``)
 l2_tex_read_hit_rate / l2_l1_read_hit_rate (%)         L2 hit rate: the rest of the global accesses
                                                        split into ``l2`` (hits) and ``global`` (DRAM)
+gld_transactions / gld_transactions_per_request,       global memory instructions when the
+  gst_transactions / gst_transactions_per_request      inst_executed_global_* metrics are absent
+  (local_*, shared_load/store_* likewise)              (requests = transactions / per request)
+dram_read/write_transactions, l2_read/write_transactions  L2 hit rate = 1 - DRAM sectors / L2 sectors
+  (l2_tex_read_transactions when l2_read is absent)    when no hit-rate metric is exported
+l2_tex_read_transactions / gld_transactions            L1 hit rate of loads = 1 - their ratio when
+                                                       global_hit_rate is absent
 gld_transactions_per_request                           coalescing (32-byte sectors per request, below)
+tex_cache_transactions, executed_ipc, sm_activity      not used (unified-cache reads include global
+                                                       loads; the rest follow from time)
 achieved_occupancy                                     active warps per SM / ``max_warps_per_sm``
+Duration (trace, units row), SM Clock / Memory Clock   ``time_s``, ``core_mhz``, ``mem_mhz`` per launch
+  (--system-profiling on), Grid X/Y/Z, Block X/Y/Z     launch shape (calib.importers.kernels)
 =====================================================  ==============================================
 
 =====================================================  ==============================================
