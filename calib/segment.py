@@ -307,6 +307,9 @@ class ThermalStep:
     cool_t: np.ndarray
     cool_temp_c: np.ndarray
     start_temp_c: float
+    cool_power_w: np.ndarray | None = None    # board power while cooling, W (thermal network fit)
+    cool_fan_pct: np.ndarray | None = None
+    heat_s: float | None = None               # length of the heating phase (heat start to cool start), s
 
 
 def thermal_steps(session: Session, power: str | None = None) -> list[ThermalStep]:
@@ -329,12 +332,14 @@ def thermal_steps(session: Session, power: str | None = None) -> list[ThermalSte
         if len(hr) < 10 or len(cr) < 10:
             continue
         fan = hr["fan_pct"].to_numpy(dtype=float) if "fan_pct" in hr.columns else np.full(len(hr), np.nan)
+        cfan = cr["fan_pct"].to_numpy(dtype=float) if "fan_pct" in cr.columns else np.full(len(cr), np.nan)
         out.append(ThermalStep(
             workload=c.workload, per_warp=dict(plan.get(c.workload, {}).get("per_warp", {})),
             heat_t=hr["t_mono_s"].to_numpy(dtype=float) - h.t0, heat_temp_c=hr["temp_c"].to_numpy(dtype=float),
             heat_power_w=hr["power_w"].to_numpy(dtype=float), heat_fan_pct=fan,
             cool_t=cr["t_mono_s"].to_numpy(dtype=float) - c.t0, cool_temp_c=cr["temp_c"].to_numpy(dtype=float),
-            start_temp_c=float(before["temp_c"].mean()) if len(before) else float(hr["temp_c"].iloc[0])))
+            start_temp_c=float(before["temp_c"].mean()) if len(before) else float(hr["temp_c"].iloc[0]),
+            cool_power_w=cr["power_w"].to_numpy(dtype=float), cool_fan_pct=cfan, heat_s=c.t0 - h.t0))
     return out
 
 
@@ -359,3 +364,20 @@ def fan_sweep(session: Session, power: str | None = None) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=["fan_pct", "power_w", "temp_c", "step"])
     return pd.concat(parts, ignore_index=True)
+
+
+#: columns of a sensor stream that give the air temperature at the card's intake, degC
+AMBIENT_COLUMNS = ("ambient_c", "ambient_temp_c", "inlet_temp_c")
+
+
+def ambient_temp_c(session: Session) -> float | None:
+    """Mean ambient (intake air) temperature, degC, from the first sensor stream that logs one, else None."""
+    for s in session.manifest.get("sensors", []):
+        cols = [c for c in AMBIENT_COLUMNS if c in s.get("columns", [])]
+        if cols:
+            df = session.stream(s["name"])
+            v = df[cols[0]].to_numpy(dtype=float) if len(df) else np.array([])
+            v = v[np.isfinite(v)]
+            if len(v):
+                return float(v.mean())
+    return None

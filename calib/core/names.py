@@ -69,3 +69,20 @@ def copy_energy_per_byte(direction: str) -> str:
 def copy_host_power(host_memory: str) -> str:
     """Host (wall) power above idle while copying, W: ``host_power_<pinned|pageable>_w``."""
     return f"host_power_{host_memory}_w"
+def foster_r(pole: int) -> str:
+    """Thermal resistance of Foster pole ``pole`` (1 = fastest), C/W: ``r<pole>_c_per_w``."""
+    return f"r{pole}_c_per_w"
+
+
+def foster_tau(pole: int) -> str:
+    """Time constant of Foster pole ``pole`` (1 = fastest), s: ``tau<pole>_s``."""
+    return f"tau{pole}_s"
+
+
+#: thermal resistance of the poles faster than the sensor resolves (a direct term of the network), C/W
+R_DIRECT = "r_direct_c_per_w"
+#: leakage (static power) rise per degree above idle, linear form, W/C
+LEAK_SIGMA = "leak_sigma_w_per_c"
+#: leakage exponential form: amplitude (W) and rate (1/C) of L(dT) = amp (exp(k dT) - 1)
+LEAK_EXP_AMP = "leak_exp_w"
+LEAK_EXP_K = "leak_k_per_c"

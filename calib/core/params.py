@@ -40,7 +40,7 @@ from calib.core.errors import SchemaError
 SCHEMA_VERSION = "1.1"
 SUPPORTED_MAJOR = 1
 #: sections in file order; a file may carry other sections after these (newer toolkits)
-SECTIONS = ("power", "thermal", "dvfs", "timing", "transfer")
+SECTIONS = ("power", "thermal", "dvfs", "timing", "transfer", "thermal_network")
 #: top-level keys that are not sections
 _META = ("schema_version", "device", "provenance", "fit")
 

@@ -49,6 +49,9 @@ EXTRA_COLUMNS = (
     "n_launches",       # profiled launches averaged into the row
     "device",           # board name the export gives (text)
     "arch",             # its chip (e.g. GP102) or compute capability (e.g. 6.1): calib.core.arch (text)
+    # kernel sequences (thermal network): when a kernel starts (s from the sequence start) and how long it
+    # runs (s; default its time_s), so calib predict gives each its temperature from the sequence
+    "start_s", "duration_s",
 )
 TEXT_COLUMNS = ("workload", "role", "stresses", "device", "arch")
 ACT_PREFIX = "act_"

@@ -75,6 +75,13 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
                     1.0 / math.sqrt(12.0))
         th = ThermalFitter().fit(steps, it, it_se, float(idle["power_w"].mean()), fan_sweep(sess, power))
         pf["thermal"] = th.section_
+        from calib.fit.thermal_network import ThermalNetworkFitter
+        from calib.segment import ambient_temp_c
+
+        # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
+        pf["thermal_network"] = ThermalNetworkFitter().fit(
+            steps, it, float(idle["power_w"].mean()), idle_temp_se=it_se, fan=fan_sweep(sess, power),
+            device_slowdown_c=dev.get("slowdown_temp_c"), ambient_temp_c=ambient_temp_c(sess)).section_
         correction = {"sigma_w_per_c": pf["thermal"].value("sigma_w_per_c"),
                       "idle_temp_c": pf["thermal"].value("idle_temp_c")}
     clocks = dev.get("clocks", {})

@@ -34,6 +34,23 @@ COLD_WINDOW_S = (1.0, 4.0)     # heating-phase window for the "cold" runtime pow
 SIGMA_SKIP_S = 8.0             # ignore the first seconds of heating for sigma (fan ramp, die pole)
 
 
+def fan_power(fan: pd.DataFrame | None, idle_temp_c: float) -> Param | None:
+    """Fan power at 100 % duty (W, cube law) from the idle fan sweep (rows ``fan_pct``, ``power_w``,
+    ``temp_c``): P = P0 + fan_max_power_w x duty^3 + s x (T - idle), jointly (a faster fan also cools the
+    die, which lowers its leakage). None without a sweep of at least two duties."""
+    if fan is None or len(fan) < 4 or fan["fan_pct"].nunique() < 2:
+        return None
+    d3 = (fan["fan_pct"].to_numpy(float) / 100.0) ** 3
+    y = fan["power_w"].to_numpy(float)
+    dtemp = np.nan_to_num(fan["temp_c"].to_numpy(float) - idle_temp_c)
+    res = fit_lsq(lambda v: v["p0"] + v["fan_max_power_w"] * d3 + v["leak_slope"] * dtemp,
+                  [Param("p0", float(y.min()), "W"), Param("fan_max_power_w", 1.0, "W", 0.0, 1000.0),
+                   Param("leak_slope", 0.3, "W/C")], y)
+    fan_w = res.by_name()["fan_max_power_w"]
+    fan_w.description = "fan power at 100 % duty (cube law), from the idle fan sweep"
+    return fan_w
+
+
 class ThermalFitter(Estimator):
     """Fits the thermal section; an estimator (:mod:`calib.fit.base`). Fitted state: ``params_``,
     ``stats_``, ``warnings_``, ``section_``.
@@ -72,16 +89,8 @@ class ThermalFitter(Estimator):
         rmse_c = math.sqrt((rise[3] ** 2 * rise[2] + decay[3] ** 2 * decay[2]) / max(1, rise[2] + decay[2]))
         deltas = rise[1]
         # fan power: P = P0 + fan_max x duty^3 + s x (T - idle), jointly (a faster fan also cools the die)
-        fan_w = None
-        if fan is not None and len(fan) >= 4 and fan["fan_pct"].nunique() >= 2:
-            d3 = (fan["fan_pct"].to_numpy(float) / 100.0) ** 3
-            y = fan["power_w"].to_numpy(float)
-            dtemp = np.nan_to_num(fan["temp_c"].to_numpy(float) - idle_temp_c)
-            res = fit_lsq(lambda v: v["p0"] + v["fan_max_power_w"] * d3 + v["leak_slope"] * dtemp,
-                          [Param("p0", float(y.min()), "W"), Param("fan_max_power_w", 1.0, "W", 0.0, 1000.0),
-                           Param("leak_slope", 0.3, "W/C")], y)
-            fan_w = res.by_name()["fan_max_power_w"]
-            fan_w.description = "fan power at 100 % duty (cube law), from the idle fan sweep"
+        fan_w = fan_power(fan, idle_temp_c)
+        if fan_w is not None:
             params.append(fan_w)
         else:
             warns.append("no fan sweep: fan power is not separated from leakage in sigma (IPP's own caveat)")

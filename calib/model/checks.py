@@ -16,7 +16,7 @@ from collections.abc import Callable
 from calib.core import params as P
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
-from calib.model import dvfs, timing, transfer
+from calib.model import dvfs, thermal_network, timing, transfer
 from calib.model.ipp import IppPowerModel
 from calib.model.thermal import ThermalModel
 
@@ -27,6 +27,7 @@ VALIDATORS: dict[str, Callable[[Section, str], None]] = {
     dvfs.MODEL_NAME: dvfs.validate,
     timing.MODEL_NAME: timing.validate,
     transfer.MODEL_NAME: transfer.validate,
+    thermal_network.MODEL_NAME: thermal_network.validate,
 }
 
 #: what a model may raise on a section the checks above missed (the dry run turns it into SchemaError)
@@ -90,6 +91,9 @@ def _dry_run(pf: ParameterFile, source: str) -> None:
     sec = pf.get("thermal")
     if sec is not None and sec.model == ThermalModel.MODEL:
         run("thermal", lambda: ThermalModel(sec).temperature_rise(np.array([0.0, 1.0, 100.0]), 50.0))
+    sec = pf.get(thermal_network.SECTION)
+    if sec is not None and sec.model == thermal_network.MODEL_NAME:
+        run(thermal_network.SECTION, lambda: thermal_network.dry_run(sec))
 
 
 def check_models(pf: ParameterFile, source: str = "<parameters>") -> None:

@@ -79,7 +79,8 @@ class Preset:
                    "mem_domain_units": [u for u, p in self.power.units.items() if p.domain == "mem"],
                    "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes, "preset": self.name,
                    "max_warps_per_sm": self.timing.max_warps_per_sm,
-                   "max_blocks_per_sm": self.timing.max_blocks_per_sm},
+                   "max_blocks_per_sm": self.timing.max_blocks_per_sm,
+                   **{k: self.extra[k] for k in ("slowdown_temp_c",) if k in self.extra}},
         )
 
     def v_core_rel(self, core_mhz: float) -> float:
@@ -280,6 +281,35 @@ GTX580 = replace(GTX580, pcie=PcieLink(raw_bytes_per_s=8.0e9, latency_s={"h2d": 
 TITANX = replace(TITANX, pcie=PcieLink(raw_bytes_per_s=15.75e9))
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX)}
+
+# ------------------------------------------------------------------------------------------------
+# Thermal study presets (issue 14): the GTX 280 with simpler coolers, to check what a thermal-network
+# fit can recover. The fan holds its minimum duty (no thermostat), the host does not heat the case when
+# it launches kernels, and the memory hot spot near the sensor is small, so that the card is close to a
+# linear network whose poles are known exactly (microbench/thermal_truth.py).
+# ------------------------------------------------------------------------------------------------
+
+_STUDY_POWER = replace(GTX280.power, host_busy_w=0.0)
+_STUDY_THERMAL = replace(GTX280.thermal, fan_gain_per_c=0.0, r_io_c_per_w=0.0, mem_heat_to_sink=0.0)
+
+#: one dominant pole: the exhaust leaves the case (no recirculation), so the case air does not warm with
+#: the GPU; the heatsink pole (~35 s) carries 93 % of the resistance, the die pole (~0.2 s) the rest
+GTX280_1POLE = replace(GTX280, name="gtx280_1pole", description="GeForce GTX 280, one dominant thermal pole",
+                       power=_STUDY_POWER, thermal=replace(_STUDY_THERMAL, recirculation=0.0))
+#: two poles of equal weight: half the exhaust stays in a small case (heatsink ~20 s, case air ~130 s)
+GTX280_2POLE = replace(GTX280, name="gtx280_2pole", description="GeForce GTX 280, two thermal poles",
+                       power=_STUDY_POWER,
+                       thermal=replace(_STUDY_THERMAL, recirculation=0.5, c_sink_j_per_c=150.0,
+                                       c_case_j_per_c=800.0, g_case_room_w_per_c=7.0))
+#: built to run away: a weak cooler (slow fan, ~0.27 C/W heatsink path) and leakage that grows as
+#: exp(0.035/C), so the heavier thermal workloads (dram, blackscholes, stencil) find no steady state below
+#: the 95 C slowdown temperature (they settle at 95-104 C, loop gain ~0.5-0.8) while idle is stable
+GTX280_RUNAWAY = replace(GTX280, name="gtx280_runaway", description="GeForce GTX 280, leakage built to run away",
+                         power=replace(_STUDY_POWER, leak_ref_w=10.0, leak_k_per_c=0.035),
+                         thermal=replace(_STUDY_THERMAL, recirculation=0.0, fan_min=0.1, g_sink_case0_w_per_c=2.0),
+                         extra={**GTX280.extra, "slowdown_temp_c": 95.0})
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX, GTX280_1POLE, GTX280_2POLE, GTX280_RUNAWAY)}
 
 
 def get_preset(name: str) -> Preset:

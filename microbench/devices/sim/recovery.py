@@ -36,6 +36,10 @@ def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
         from microbench.devices.sim.timing_truth import timing_recovery_rows
 
         rows += timing_recovery_rows(preset, doc)
+    if "thermal_network" in doc:
+        from microbench.thermal_truth import thermal_network_recovery_rows
+
+        rows += thermal_network_recovery_rows(preset, doc)
     forms_true = ar_forms(preset)
     forms_fit = {u: v["ar_function"] for u, v in doc.get("power", {}).get("units", {}).items()}
     agree = [u for u in forms_fit if forms_true.get(u) == forms_fit[u]]
