@@ -28,8 +28,8 @@ import numpy as np
 from microbench.benchmarks import thermal_benchmarks
 from microbench.devices.sim.presets import Preset, get_preset
 
-#: poles faster than this (s) are below the fit grid: the network's direct term
-GRID_S = 1.0
+#: poles faster than this (s, two fit-grid bins) are the network's direct term
+GRID_S = 2.0
 #: share of the total resistance a pole needs to count as dominant
 DOMINANT_SHARE = 0.05
 

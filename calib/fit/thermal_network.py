@@ -13,10 +13,18 @@ chosen by leave-one-step-out cross-validation (each held-out step predicted from
 temperature, no fit to it): the fewest poles whose held-out RMSE is within ``cv_tolerance`` of the best;
 or by BIC (``selection="bic"``, and always when there are fewer than 3 steps).
 
+Observations: for an integer sensor (every reading a whole degree, as NVML's), the times at which the
+reading changes (the temperature crossed a half degree between two readings); a stuck reading says only
+which degree the temperature is in, and fitting plateaus would bias the time constants. Otherwise the bin
+means. A shared offset corrects the idle temperature (integer readings of a steady sensor do not average
+to it). Poles that fit at the grid's lower bound (two bins) are the die's own fast dynamics, which the
+direct term stands for: a pole count that needs one is not a candidate.
+
 Uncertainties: ``stderr`` from the fit's covariance, scaled for the residuals' lag-1 autocorrelation
 (sensor quantization and model error are not white noise); ``stderr_total`` adds, in quadrature, the
-jackknife over thermal steps of the chosen network (the leave-one-step-out fits): how much the values
-depend on which operating points the campaign happened to run.
+jackknife over thermal steps of the chosen network (the leave-one-step-out fits: how much the values
+depend on which operating points the campaign ran) and the spread across model forms (the change of each
+pole in the fit with one more pole).
 
 Leakage: static power above idle against the rise above idle, from the heating phases (each step with its
 own runtime power) and the cooling phases (kernel off: the power above idle is leakage, plus the fan),
@@ -75,6 +83,8 @@ class _StepData:
     cool_fan: np.ndarray
     heat_t: np.ndarray
     cool_t: np.ndarray
+    obs_t: np.ndarray = None        # times (s after heat start) the model is compared at
+    obs_theta: np.ndarray = None    # observed rise above idle there (C)
 
 
 def _bin(t: np.ndarray, y: np.ndarray, n: int, width: float) -> np.ndarray:
@@ -86,7 +96,8 @@ def _bin(t: np.ndarray, y: np.ndarray, n: int, width: float) -> np.ndarray:
         return np.where(c > 0, s / np.maximum(c, 1), np.nan)
 
 
-def _prepare(s: ThermalStep, idle_temp_c: float, idle_power_w: float, width: float) -> _StepData:
+def _prepare(s: ThermalStep, idle_temp_c: float, idle_power_w: float, width: float,
+             quantized: bool = False) -> _StepData:
     if s.cool_power_w is None or s.heat_s is None:
         raise FitError(f"thermal step {s.workload}: no power trace while cooling (a session of an older toolkit?)")
     t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
@@ -101,31 +112,53 @@ def _prepare(s: ThermalStep, idle_temp_c: float, idle_power_w: float, width: flo
     cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
     last = s.heat_t >= s.heat_t.max() - 30.0
     fan_end = float(np.nanmean(hf[last])) if np.isfinite(hf[last]).any() else math.nan
+    ok = np.isfinite(temp)
+    if quantized:
+        # an integer sensor: a reading that changes from k to k+1 says the temperature crossed k + 1/2 between
+        # the two readings; its plateaus say only which degree it is in (a stuck reading is no measurement
+        # of the approach to steady state), so the crossings are the observations
+        tt, yy = t[ok], temp[ok]
+        ch = np.flatnonzero(np.diff(yy) != 0) + 1
+        obs_t = 0.5 * (tt[ch] + tt[ch - 1])
+        obs_y = 0.5 * (yy[ch] + yy[ch - 1]) - idle_temp_c
+    else:
+        mid = (np.arange(n) + 0.5) * width
+        keep = np.isfinite(th)
+        obs_t, obs_y = mid[keep], th[keep]
     return _StepData(s.workload, np.arange(n) * width, p_bin - idle_power_w, th, s.start_temp_c - idle_temp_c,
                      float(s.heat_s), fan_end, s.heat_temp_c - idle_temp_c, s.heat_power_w - idle_power_w,
-                     s.cool_temp_c - idle_temp_c, s.cool_power_w - idle_power_w, hf, cf, s.heat_t, s.cool_t)
+                     s.cool_temp_c - idle_temp_c, s.cool_power_w - idle_power_w, hf, cf, s.heat_t, s.cool_t,
+                     obs_t, obs_y)
 
 
-def _unit_mid(d: _StepData, tau: float, p0: float, width: float) -> np.ndarray:
-    """Mid-bin state (C) of one pole of unit resistance over a step, starting in equilibrium with ``p0``
-    W: the exact zero-order-hold update on the uniform grid (one :func:`scipy.signal.lfilter` call)."""
+def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarray) -> np.ndarray:
+    """State (C) of one pole of unit resistance at times ``t_eval`` of a step, starting in equilibrium with
+    ``p0`` W: the exact zero-order-hold update on the uniform grid (one :func:`scipy.signal.lfilter` call)
+    and the exact partial update within a bin."""
     from scipy.signal import lfilter
 
     a = math.exp(-width / tau)
-    ah = math.exp(-0.5 * width / tau)
     u = d.du_w
     x = np.empty(len(u))
     x[0] = p0
     if len(u) > 1:
         x[1:], _ = lfilter([1.0 - a], [1.0, -a], u[:-1], zi=[a * p0])
-    return ah * x + (1.0 - ah) * u
+    j = np.clip(np.floor(t_eval / width).astype(int), 0, len(u) - 1)
+    e = np.exp(-(t_eval - j * width) / tau)
+    return e * x[j] + (1.0 - e) * u[j]
 
 
-def _predict_step(d: _StepData, r: np.ndarray, tau: np.ndarray, rd: float, p0: float, width: float) -> np.ndarray:
-    """Model rise (C) at the middle of every bin of a step."""
-    out = rd * d.du_w
+def _direct(d: _StepData, width: float, t_eval: np.ndarray) -> np.ndarray:
+    return d.du_w[np.clip(np.floor(t_eval / width).astype(int), 0, len(d.du_w) - 1)]
+
+
+def _predict_step(d: _StepData, r: np.ndarray, tau: np.ndarray, rd: float, p0: float, width: float,
+                  t_eval: np.ndarray | None = None) -> np.ndarray:
+    """Model rise (C) at the step's observation times (or at ``t_eval``)."""
+    t_eval = d.obs_t if t_eval is None else t_eval
+    out = rd * _direct(d, width, t_eval)
     for ri, ti in zip(r, tau):
-        out = out + ri * _unit_mid(d, float(ti), p0, width)
+        out = out + ri * _unit_at(d, float(ti), p0, width, t_eval)
     return out
 
 
@@ -137,13 +170,9 @@ def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tup
     grid = np.geomspace(2.0 * width, 2.0 * dur, 40)
     cols, ys = [], []
     for d in data:
-        ok = np.isfinite(d.theta_c)
-        one = np.ones(len(grid))
-        x = simulate_states(one, grid, d.edges_s, d.du_w)
-        ah = np.exp(-0.5 * width / grid)
-        mid = ah * x + (1.0 - ah) * d.du_w[:, None]
-        cols.append(np.column_stack([d.du_w, mid])[ok])
-        ys.append(d.theta_c[ok])
+        colsd = [_direct(d, width, d.obs_t)] + [_unit_at(d, float(g), 0.0, width, d.obs_t) for g in grid]
+        cols.append(np.column_stack(colsd))
+        ys.append(d.obs_theta)
     a, y = np.vstack(cols), np.concatenate(ys)
     w, _ = nnls(a, y)
     rd, spec = float(w[0]), w[1:]
@@ -181,6 +210,7 @@ class PoleFit:
     n_points: int
     warnings: list[str]
     resid: list[np.ndarray]
+    offset: float = 0.0        # fitted correction of the idle temperature, C
 
 
 def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | None = None) -> PoleFit:
@@ -192,7 +222,7 @@ def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | N
     rt0 = float(r0.sum() + rd0) or 0.1
     ps = [Param(names.foster_r(i + 1), float(np.clip(r0[i], 1e-5, R_MAX * 0.99)), "C/W", 0.0, R_MAX)
           for i in range(n)]
-    ps += [Param(names.foster_tau(i + 1), float(np.clip(t0[i], 0.6 * width, TAU_MAX_S * 0.99)), "s", 0.5 * width,
+    ps += [Param(names.foster_tau(i + 1), float(np.clip(t0[i], 2.2 * width, TAU_MAX_S * 0.99)), "s", 2.0 * width,
                  TAU_MAX_S) for i in range(n)]
     ps.append(Param(names.R_DIRECT, float(np.clip(rd0, 1e-5, R_MAX * 0.99)), "C/W", 0.0, R_MAX))
     # the idle temperature from integer readings of a steady sensor is off by up to half a degree (the
@@ -200,34 +230,34 @@ def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | N
     ps.append(Param("offset_c", 0.0, "C", -3.0, 3.0))
     ps += [Param(f"p0_{k}", float(np.clip(d.pre_theta_c / rt0, -900, 900)) if math.isfinite(d.pre_theta_c) else 0.0,
                  "W", -1000.0, 1000.0) for k, d in enumerate(data)]
-    oks = [np.isfinite(d.theta_c) for d in data]
-    y = np.concatenate([d.theta_c[ok] for d, ok in zip(data, oks)])
+    y = np.concatenate([d.obs_theta for d in data])
+    sizes = [len(d.obs_t) for d in data]
 
     def model(v: dict[str, float]) -> np.ndarray:
         r = np.array([v[names.foster_r(i + 1)] for i in range(n)])
         tau = np.array([v[names.foster_tau(i + 1)] for i in range(n)])
-        return np.concatenate([_predict_step(d, r, tau, v[names.R_DIRECT], v[f"p0_{k}"], width)[ok]
-                               for k, (d, ok) in enumerate(zip(data, oks))]) + v["offset_c"]
+        return np.concatenate([_predict_step(d, r, tau, v[names.R_DIRECT], v[f"p0_{k}"], width)
+                               for k, d in enumerate(data)]) + v["offset_c"]
 
     def jac(v: dict[str, float]) -> dict[str, np.ndarray]:
-        # linear in r, r_direct and the initial powers; a one-pole finite difference for each tau
+        # linear in r, r_direct, the offset and the initial powers; a one-pole finite difference for each tau
         out: dict[str, list[np.ndarray]] = {p.name: [] for p in ps}
-        for k, (d, ok) in enumerate(zip(data, oks)):
+        for k, d in enumerate(data):
             p0 = v[f"p0_{k}"]
-            dp0 = np.zeros(int(ok.sum()))
+            m = len(d.obs_t)
+            dp0 = np.zeros(m)
             for i in range(n):
                 ri, ti = v[names.foster_r(i + 1)], v[names.foster_tau(i + 1)]
-                psi = _unit_mid(d, ti, p0, width)[ok]
+                psi = _unit_at(d, ti, p0, width, d.obs_t)
                 h = 1e-5 * ti
-                dpsi = (_unit_mid(d, ti + h, p0, width)[ok] - psi) / h
+                dpsi = (_unit_at(d, ti + h, p0, width, d.obs_t) - psi) / h
                 out[names.foster_r(i + 1)].append(psi)
                 out[names.foster_tau(i + 1)].append(ri * dpsi)
-                kk = np.arange(len(d.du_w))[ok]
-                dp0 = dp0 + ri * math.exp(-0.5 * width / ti) * np.exp(-kk * width / ti)
-            out[names.R_DIRECT].append(d.du_w[ok])
-            out["offset_c"].append(np.ones(int(ok.sum())))
+                dp0 = dp0 + ri * np.exp(-d.obs_t / ti)
+            out[names.R_DIRECT].append(_direct(d, width, d.obs_t))
+            out["offset_c"].append(np.ones(m))
             for j in range(len(data)):
-                out[f"p0_{j}"].append(dp0 if j == k else np.zeros(int(ok.sum())))
+                out[f"p0_{j}"].append(dp0 if j == k else np.zeros(m))
         return {nm: np.concatenate(a) for nm, a in out.items()}
 
     with warnings.catch_warnings():
@@ -240,9 +270,9 @@ def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | N
     p0 = np.array([byn[f"p0_{k}"].value for k in range(len(data))])
     resid_all = res.yhat - res.y
     parts, off = [], 0
-    for ok in oks:
-        parts.append(resid_all[off:off + int(ok.sum())])
-        off += int(ok.sum())
+    for m_ in sizes:
+        parts.append(resid_all[off:off + m_])
+        off += m_
     # residuals are not white (quantized sensor, model error): scale the covariance for their lag-1
     # autocorrelation (effective number of independent points)
     num = sum(float(np.sum(p[1:] * p[:-1])) for p in parts if len(p) > 1)
@@ -265,13 +295,14 @@ def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | N
         src = byn[nm]
         params.append(Param(nm, float(val), src.unit, src.min, src.max, True, None, se))
     m = errors(res.y, res.yhat)
-    return PoleFit(n, r, tau, rd, p0, params, cov, m.rmse, res.bic, len(y), list(res.warnings), parts)
+    return PoleFit(n, r, tau, rd, p0, params, cov, m.rmse, res.bic, len(y), list(res.warnings), parts,
+                   byn["offset_c"].value)
 
 
 def _predict_heldout(d: _StepData, f: PoleFit, width: float) -> np.ndarray:
     rt = float(f.r.sum() + f.rd)
-    p0 = d.pre_theta_c / rt if math.isfinite(d.pre_theta_c) and rt > 0 else 0.0
-    return _predict_step(d, f.r, f.tau, f.rd, p0, width)
+    p0 = (d.pre_theta_c - f.offset) / rt if math.isfinite(d.pre_theta_c) and rt > 0 else 0.0
+    return f.offset + _predict_step(d, f.r, f.tau, f.rd, p0, width)
 
 
 def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None) -> dict[str, Any]:
@@ -367,7 +398,10 @@ class ThermalNetworkFitter(Estimator):
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal network")
         w = float(self.bin_s)
-        data = [_prepare(s, idle_temp_c, idle_power_w, w) for s in steps]
+        temps = np.concatenate([np.concatenate([s.heat_temp_c, s.cool_temp_c]) for s in steps])
+        temps = temps[np.isfinite(temps)]
+        quantized = bool(len(temps)) and bool(np.all(temps == np.round(temps)))
+        data = [_prepare(s, idle_temp_c, idle_power_w, w, quantized) for s in steps]
         warns: list[str] = []
         n_max = int(self.max_poles if self.poles is None else self.poles)
         counts = [int(self.poles)] if self.poles is not None else list(range(1, n_max + 1))
@@ -386,19 +420,22 @@ class ThermalNetworkFitter(Estimator):
                     f = _fit_poles(rest, n, w, start=(fits[n].r, fits[n].tau, fits[n].rd))
                     reps.append(f)
                     pred = _predict_heldout(data[k], f, w)
-                    ok = np.isfinite(data[k].theta_c)
-                    errs.append(pred[ok] - data[k].theta_c[ok])
+                    errs.append(pred - data[k].obs_theta)
                 loo[n] = reps
                 cv[n] = float(np.sqrt(np.mean(np.concatenate(errs) ** 2)))
                 log.info("thermal network: %d pole(s): held-out RMSE %.3f C", n, cv[n])
+        # a pole at the grid's lower bound is the data asking for a pole faster than the grid resolves (the
+        # die itself), which the direct term stands for: such a count is not a candidate
+        lo = 2.0 * w * 1.01
+        ok_counts = [n for n in counts if n == 1 or fits[n].tau.min() > lo] or counts
         if self.poles is not None:
             chosen, how = int(self.poles), "given"
         elif self.selection == "cv" and cv:
-            best = min(cv.values())
-            chosen = min(n for n in counts if cv[n] <= best * (1.0 + self.cv_tolerance))
+            best = min(cv[n] for n in ok_counts)
+            chosen = min(n for n in ok_counts if cv[n] <= best * (1.0 + self.cv_tolerance))
             how = "cross-validation over thermal steps"
         else:
-            bics = {n: fits[n].bic for n in counts}
+            bics = {n: fits[n].bic for n in ok_counts}
             chosen, how = min(bics, key=bics.get), "BIC"
             if self.selection == "cv":
                 warns.append(f"only {len(data)} thermal steps: pole count chosen by BIC, not cross-validation")
@@ -415,6 +452,16 @@ class ThermalNetworkFitter(Estimator):
                 p.stderr_total = math.sqrt((p.stderr or 0.0) ** 2 + se_j ** 2)
         else:
             warns.append("fewer than 3 thermal steps: no jackknife over steps, stderr_total not given")
+        # spread across model forms: the same poles in the fit with one more pole (which may take up the
+        # fast die dynamics the direct term stands for), in quadrature
+        alt = fits.get(chosen + 1)
+        if alt is not None:
+            for i in range(chosen):
+                j = int(np.argmin(np.abs(np.log(alt.tau / f.tau[i]))))
+                for p, d in ((params[i], alt.r[j] - f.r[i]), (params[chosen + i], alt.tau[j] - f.tau[i])):
+                    p.stderr_total = math.sqrt((p.stderr_total or p.stderr or 0.0) ** 2 + d ** 2)
+            p = params[2 * chosen]
+            p.stderr_total = math.sqrt((p.stderr_total or p.stderr or 0.0) ** 2 + (alt.rd - f.rd) ** 2)
         for p in params:
             p.description = {"r": "Foster pole resistance", "t": "Foster pole time constant"}.get(p.name[0], "")
             if p.name == names.R_DIRECT:
@@ -480,6 +527,7 @@ class ThermalNetworkFitter(Estimator):
             "equations": "theta = r_direct dP + sum_i x_i, tau_i dx_i/dt = r_i dP - x_i (rises above idle_temp_c "
                          "for board power above idle_power_w); calib/model/thermal_network.py",
             "selection": {"method": how, "cv_rmse_c": {str(n): v for n, v in cv.items()},
+                          "candidates": [int(n) for n in ok_counts],
                           "rmse_c": {str(n): fits[n].rmse_c for n in counts},
                           "bic": {str(n): fits[n].bic for n in counts}, "cv_tolerance": self.cv_tolerance},
             "cauer": cauer_of(net),
@@ -490,6 +538,7 @@ class ThermalNetworkFitter(Estimator):
             "ambient_temp_c": float(amb), "ambient_source": amb_src,
             "fan": fan_struct,
             "bin_s": w,
+            "observations": "crossings of half-degree levels (integer sensor)" if quantized else "bin means",
             "steps": [{"workload": d.workload, "pre_step_power_w": float(p0), "fan_end_pct": _num(d.fan_end_pct)}
                       for d, p0 in zip(data, f.p0)],
         }
@@ -516,8 +565,7 @@ class ThermalNetworkFitter(Estimator):
         rts = []
         for d, p0 in zip(data, f.p0):
             m = _predict_step(d, f.r, f.tau, f.rd, p0, width)
-            ok = np.isfinite(d.theta_c)
-            scale = float(np.dot(m[ok], d.theta_c[ok]) / max(np.dot(m[ok], m[ok]), 1e-12))
+            scale = float(np.dot(m, d.obs_theta - f.offset) / max(np.dot(m, m), 1e-12))
             rts.append(scale * float(f.r.sum() + f.rd))
         out: dict[str, Any] = {"duty_pct": [_num(x) for x in duty], "r_total_c_per_w": rts}
         ok = np.isfinite(duty)
