@@ -1,4 +1,4 @@
-"""calib predict PARAMS.json SAMPLES.csv|KERNEL.json -o OUT.csv"""
+"""calib predict PARAMS.json SAMPLES.csv|KERNEL.json -o OUT.csv, or calib predict PARAMS.json --trace POWER.csv -o OUT.csv"""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ HELP = "predict power (and time, temperature where the model provides them) for 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON)")
-    p.add_argument("input", help="samples table (CSV) or kernel description (JSON)")
+    p.add_argument("input", nargs="?", help="samples table (CSV) or kernel description (JSON); a table with a "
+                   "start_s column is a kernel sequence (temperatures from the thermal network)")
+    p.add_argument("--trace", metavar="POWER.csv", help="a power trace (time_s, power_w[, ambient_c]) instead: "
+                   "temp_c_pred per time step from the thermal network")
     p.add_argument("-o", "--output", required=True, help="CSV to write: the input rows plus power_w_pred, ...")
     p.add_argument("--clocks", default=None, metavar="all|CORE:MEM,...",
                    help="predict every input kernel at these (core, memory) clock pairs, MHz: 'all' for every pair "
@@ -23,8 +26,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from calib.core.atomic import check_not_input, check_output_file
 
+    from calib.core.errors import BadInputError
+
+    if (args.input is None) == (args.trace is None):
+        raise BadInputError("calib predict: give a samples table / kernel description, or --trace POWER.csv (one of them)")
     check_output_file(args.output)
-    check_not_input(args.output, args.params, args.input)
+    check_not_input(args.output, args.params, args.input or args.trace)
+    if args.trace is not None:
+        return _trace(args)
     from calib.core.atomic import atomic_write_text
     from calib.model.predict import kernel_description_table, predict_table
     from calib.core.samples import read_samples
@@ -52,5 +61,31 @@ def run(args: argparse.Namespace) -> int:
         m = out["power_w"].notna()
         msg += (f" (MAPE against power_w: {mape(out.loc[m, 'power_w'], out.loc[m, 'power_w_pred']):.2f}% "
                 f"over {int(m.sum())} rows)")
+    print(msg)
+    return 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from calib.core.atomic import atomic_write_text
+    from calib.core.errors import BadInputError
+    from calib.model.checks import load_checked
+    from calib.model.thermal_network import SECTION, FosterNetwork, predict_trace, read_power_trace
+
+    pf = load_checked(args.params)
+    if SECTION not in pf:
+        raise BadInputError(f"{args.params}: no {SECTION} section (fit a session with thermal steps); "
+                            "--trace needs the thermal network")
+    sec = pf[SECTION]
+    df = read_power_trace(args.trace)
+    out = df.copy()
+    out["temp_c_pred"] = predict_trace(FosterNetwork.from_section(sec), df, args.trace,
+                                       sec.structure.get("ambient_temp_c"))
+    atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    msg = f"{args.output}: {len(out)} rows with temp_c_pred"
+    if "temp_c" in out.columns and out["temp_c"].notna().any():
+        from calib.core.metrics import errors
+
+        m = out["temp_c"].notna()
+        msg += f" (RMSE against temp_c: {errors(out.loc[m, 'temp_c'], out.loc[m, 'temp_c_pred']).rmse:.3f} C)"
     print(msg)
     return 0

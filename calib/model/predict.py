@@ -5,8 +5,10 @@ clock columns) and the DVFS model (``power.model == "dvfs"``, or a ``dvfs`` sect
 clocks. Rows with ``bytes_h2d``/``bytes_d2h`` and a ``transfer`` section also get their host-device
 copies (:func:`calib.model.transfer.copy_breakdown`): ``copy_time_s_pred``, ``copy_energy_j_pred``
 (board), ``copy_host_energy_j_pred``, ``copy_compute_ratio_pred`` and the savings of overlapping copies
-with compute and of pinned memory. ``temp_c_pred``: the steady temperature of the IPP thermal model (idle temperature + Max_temp
-rise) for rows that run a kernel. ``time_s_pred`` / ``energy_j_pred``: from the timing section when the
+with compute and of pinned memory. ``temp_c_pred``: the steady temperature of the IPP thermal model (idle
+temperature + Max_temp rise) for rows that run a kernel; for a kernel sequence (a ``start_s`` column) and
+a file with a ``thermal_network`` section, each kernel's temperature at its end from the network (and its
+mean power with the leakage feedback). ``time_s_pred`` / ``energy_j_pred``: from the timing section when the
 parameter file has one and the rows carry kernel descriptions.
 """
 
@@ -140,6 +142,33 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
         rt = np.clip(cold - idle, 0.0, None)
         out["temp_c_pred"] = np.where(running, tm.idle_temp_c + tm.max_rise_c(rt, mem_intensity_array(df)),
                                       tm.idle_temp_c)
+    if "start_s" in df.columns and "thermal_network" in pf and pf.model_of("power") == "ipp":
+        out = _sequence_temperatures(pf, df, filled, out, source)
+    return out
+
+
+def _sequence_temperatures(pf: ParameterFile, df: pd.DataFrame, filled: pd.DataFrame, out: pd.DataFrame,
+                           source: str) -> pd.DataFrame:
+    """A kernel table with ``start_s`` is a sequence: each kernel's ``temp_c_pred`` is its temperature when
+    it ends, from the thermal network with the leakage feedback stepped (``duration_s``, else ``time_s``,
+    is how long it runs); ``power_w_pred`` becomes its mean power in the sequence."""
+    from calib.model.ipp import IppPowerModel
+    from calib.model.thermal_network import FosterNetwork, sequence_temperatures
+
+    net = FosterNetwork.from_section(pf["thermal_network"])
+    dur_col = "duration_s" if "duration_s" in df.columns else "time_s"
+    if dur_col not in filled.columns:
+        raise BadInputError(f"{source}: a kernel sequence (column start_s) needs duration_s or time_s")
+    dur = filled[dur_col].to_numpy(float)
+    if dur_col == "duration_s" and "time_s" in filled.columns:
+        dur = np.where(np.isnan(dur), filled["time_s"].to_numpy(float), dur)
+    # cold power: the power model at the idle temperature, re-referenced to the network's idle power
+    cold = IppPowerModel.from_file(pf).predict(filled, use_temperature=False, source=source)
+    cold = cold - pf["power"].value("idle_power_w") + net.idle_power_w
+    temp, power = sequence_temperatures(net, df["start_s"].to_numpy(float), dur, cold, source=source)
+    out = out.copy()
+    out["temp_c_pred"] = temp
+    out["power_w_pred"] = power
     return out
 
 

@@ -662,6 +662,78 @@ def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
     return fig, cap
 
 
+def fig_floorplan(ctx: Context) -> tuple[Figure, str]:
+    """Steady die temperature (C) of the hottest workload on a floorplan, from the fitted per-unit power
+    breakdown and the thermal network (:mod:`calib.model.floorplan`). Returns (figure, caption)."""
+    if "thermal_network" not in ctx.params:
+        raise Skip("the parameter file has no thermal_network section")
+    if not ctx.ipp:
+        raise Skip("the floorplan heat map needs the IPP power breakdown")
+    from calib.fit.ipp import DIE_AREA_PRIOR
+    from calib.model.floorplan import block_powers, generic_floorplan, solver_for
+    from calib.model.ipp import IppPowerModel
+    from calib.model.thermal_network import FosterNetwork
+
+    df = default_rows(ctx)
+    df = df[df["role"].astype(str) != "idle"] if "role" in df.columns else df
+    if not len(df):
+        raise Skip("no workload rows to place on the floorplan")
+    row = df.loc[[df["power_w_pred"].astype(float).idxmax()]]
+    st = ctx.power.structure
+    units = list(st["units"])
+    chip = [u for u, spec in st["units"].items() if spec.get("scope") == "chip"]
+    fp = generic_floorplan(units, int(st["sm_count"]), chip, DIE_AREA_PRIOR)
+    bd = IppPowerModel.from_file(ctx.params).breakdown(row).iloc[0]
+    unit_w = {u: float(bd[u]) for u in units if u in bd.index}
+    total_w = float(row["power_w_pred"].iloc[0])
+    background = total_w - sum(unit_w.values())
+    net = FosterNetwork.from_section(ctx.params["thermal_network"])
+    amb = float(ctx.params["thermal_network"].structure.get("ambient_temp_c", net.idle_temp_c))
+    solver = solver_for(net, fp, rows=96, cols=96)
+    theta = solver.steady(block_powers(fp, unit_w, background))
+    tmap = amb + solver.die_map(theta)
+    fig = Figure(figsize=(11, 6.2), layout="constrained")
+    ax, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
+    x0, x1, y0, y1 = solver.extent
+    im = ax.imshow(tmap, origin="lower", extent=(x0 * 1e3, x1 * 1e3, y0 * 1e3, y1 * 1e3), cmap="inferno")
+    from matplotlib.patches import Rectangle
+
+    for b in fp.blocks:
+        ax.add_patch(Rectangle((b.left_m * 1e3, b.bottom_m * 1e3), b.width_m * 1e3, b.height_m * 1e3, fill=False,
+                               lw=0.3 if b.name.startswith("sm") else 0.8, ec="white", alpha=0.6))
+        if not b.name.startswith("sm"):
+            ax.text((b.left_m + b.width_m / 2) * 1e3, (b.bottom_m + b.height_m / 2) * 1e3, b.name, ha="center",
+                    va="center", fontsize=8, color="white")
+    fig.colorbar(im, ax=ax, label="steady temperature, degC", shrink=0.85)
+    ax.set_xlabel("x, mm")
+    ax.set_ylabel("y, mm")
+    ax.set_title(f"{row['workload'].iloc[0]}: {total_w:.0f} W, die mean {tmap.mean():.1f} degC, "
+                 f"max {tmap.max():.1f} degC", fontsize=9)
+    # the step response of the fitted network, and its Cauer ladder
+    t = np.linspace(0, 6 * max(net.tau_s), 400)
+    ax2.plot(t, net.step_rise_c(t, 100.0), color="#D55E00", lw=2)
+    ax2.set_xlabel("time after a 100 W step, s")
+    ax2.set_ylabel("rise, degC")
+    ax2.grid(alpha=0.3)
+    cauer = ctx.params["thermal_network"].structure.get("cauer", {})
+    lines = [f"Foster: " + ", ".join(f"{r:.3g} C/W x {tau:.3g} s" for r, tau in zip(net.r_c_per_w, net.tau_s)),
+             f"direct {net.r_direct_c_per_w:.3g} C/W",
+             "Cauer: " + ", ".join(f"R{i + 1} {r:.3g} C/W, C{i + 1} {c:.3g} J/C" for i, (r, c) in
+                                  enumerate(zip(cauer.get("r_c_per_w", []), cauer.get("c_j_per_c", []))))]
+    loop = ctx.params["thermal_network"].structure.get("loop", {})
+    if loop.get("max_loop_gain") is not None:
+        lines.append(f"leakage loop gain up to {loop['max_loop_gain']:.2f}"
+                     + ("; THERMAL RUNAWAY flagged" if loop.get("runaway") else ""))
+    ax2.set_title("\n".join(lines), fontsize=7, loc="left")
+    fig.suptitle(f"Floorplan heat map ({len(fp.blocks)} blocks, 96 x 96 grid) and the {net.poles}-pole thermal network",
+                 fontsize=10)
+    cap = ("Left: the fitted per-unit power of the hottest workload placed on a generic floorplan (die-area priors; "
+           "per-SM units in strips of every SM, chip-wide units along the bottom; idle and activation power spread "
+           "by area) and solved on a grid (silicon conduction, the network's direct resistance to its Cauer "
+           "ladder). Right: the network's response to a 100 W step.")
+    return fig, cap
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     key: str
@@ -675,6 +747,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("access-rates", "Access rates", fig_access_rates),
     FigureSpec("ar-functions", "Access-rate functions", fig_ar_functions),
     FigureSpec("thermal", "Temperature steps", fig_thermal),
+    FigureSpec("floorplan", "Floorplan heat map and thermal network", fig_floorplan),
     FigureSpec("active-sms", "Active SMs and perf/W", fig_active_sms),
     FigureSpec("dvfs", "DVFS voltage curves", fig_dvfs),
     FigureSpec("residuals", "Residuals", fig_residuals),
