@@ -157,6 +157,7 @@ def test_report_of_virtual_campaign_renders_in_chromium(quick_run, tmp_path, cli
 
     drawn = sorted(p.name for p in (out / "fig").glob("*.png"))
     assert len(images) == len(drawn) >= 7, (images, drawn)
+    assert "floorplan.png" in drawn and any(i["src"].endswith("floorplan.png") for i in images)  # the heat map
     broken = [i["src"] for i in images if not (i["done"] and i["w"] > 0 and i["h"] > 0)]
     assert not broken, f"images that did not load: {broken}"
     assert sorted(rows) == expected  # every parameter of the file, once

@@ -36,8 +36,8 @@ CP_SI_J_PER_M3_K = 1.75e6
 T_CHIP_M = 0.15e-3
 #: HotSpot's lumped-capacitance fitting factor (C_FACTOR in RCutil.c)
 C_FACTOR = 0.333
-#: relative tolerance of the tiling checks (of the die's size)
-_TOL = 1e-9
+#: relative tolerance of the tiling checks (of the die's size; a .flp holds 9 digits)
+_TOL = 1e-6
 
 
 @dataclass(frozen=True)
