@@ -26,7 +26,6 @@ def kernel_sequence(preset: str, minutes: float = 20.0, seed: int = 7) -> pd.Dat
     """Run a random sequence of the campaign's thermal workloads and held-out mixes (runs of 15-120 s)
     with idle gaps (5-90 s) for ``minutes`` on a fresh virtual GPU, from idle. Returns the NVML log
     (time from the sequence start)."""
-    from microbench.devices.base import Workload  # noqa: F401  (the type the device runs)
     from microbench.benchmarks import Benchmark
 
     dev = VirtualGPU(get_preset(preset), seed=seed)

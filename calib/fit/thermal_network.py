@@ -55,7 +55,7 @@ from calib.fit.base import Estimator, number, optional, options
 from calib.fit.core import fit_lsq
 from calib.fit.thermal import fan_power
 from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
-                                         cauer_of, runaway_power_w, simulate_states, steady_state)
+                                         cauer_of, runaway_power_w, steady_state)
 from calib.segment import ThermalStep
 
 log = logging.getLogger(__name__)
