@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from calib.core.params import ParameterFile
+from calib.fit.uncertainty import format_combination
 
 
 def _fmt(x: float | None, spec: str = ".5g") -> str:
@@ -29,8 +30,13 @@ def fit_summary(pf: ParameterFile, max_warnings: int = 12) -> str:
                 r = p.stderr / abs(p.value) if p.value else None
                 rel = "" if r is None else (f" ({100 * r:.1f}%)" if r < 10 else " (>1000%)")
                 err = f"+/- {p.stderr:.3g}{rel}"
+                if p.stderr_total is not None and p.stderr_total > 1.0001 * p.stderr:
+                    err += f", total +/- {p.stderr_total:.3g}"
             flag = f"  [at {p.at_bound()} bound]" if p.vary and p.at_bound() else ""
             lines.append(f"    {name:28s} = {p.value:12.6g} {p.unit:5s} {err}{flag}")
+        for cb in st.get("identifiability") or []:
+            lines.append(f"    determined: {format_combination(cb['weights'])} = {cb['value']:.6g} +/- {cb['stderr']:.3g} "
+                         f"(total +/- {cb['stderr_total']:.3g}); the parameters one by one are not separated")
         ws = st.get("warnings", [])
         for w in ws[:max_warnings]:
             lines.append(f"    warning: {w}")

@@ -86,6 +86,7 @@ def _run_timing(args: argparse.Namespace) -> int:
     from calib.core.samples import read_samples
     from calib.core.session import file_sha256
     from calib.core.units import clock_levels
+    from calib.fit.pipeline import annotate
     from calib.fit.timing_table import TimingFitter
     from calib.report_text import fit_summary
 
@@ -109,6 +110,7 @@ def _run_timing(args: argparse.Namespace) -> int:
     pf = ParameterFile.new(device, [{"path": str(src), "sha256": df.attrs.get("sha256") or file_sha256(src),
                                      "role": "kernel table"}])
     pf["timing"] = sec
+    annotate(pf)
     pf.save(args.output)
     print(fit_summary(pf))
     st = sec.stats

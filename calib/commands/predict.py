@@ -18,6 +18,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="predict every input kernel at these (core, memory) clock pairs, MHz: 'all' for every pair "
                         "of the parameter file's supported clocks, or a list such as 1480:5005,1200:5005 (one output "
                         "row per kernel and pair)")
+    p.add_argument("--level", type=float, default=0.90,
+                   help="probability of the prediction intervals power_w_lo/_hi, time_s_lo/_hi, temp_c_lo/_hi "
+                        "(default 0.90): parameter uncertainty and model discrepancy (calib/model/intervals.py)")
+    p.add_argument("--no-intervals", action="store_true", help="predictions only (faster on very large tables)")
     p.add_argument("--anchor", action="store_true",
                    help="scale each kernel's time from its measured time_s at its profiled clocks (the model gives "
                         "the ratio; the kernel's ILP, which profilers do not report, is set from that time)")
@@ -32,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError("calib predict: give a samples table / kernel description, or --trace POWER.csv (one of them)")
     check_output_file(args.output)
     check_not_input(args.output, args.params, args.input or args.trace)
+    if not 0.0 < args.level < 1.0:
+        raise BadInputError(f"--level {args.level}: must be between 0 and 1 (e.g. 0.9)")
     if args.trace is not None:
         return _trace(args)
     from calib.core.atomic import atomic_write_text
@@ -48,19 +54,33 @@ def run(args: argparse.Namespace) -> int:
     if args.clocks or args.anchor:
         from calib.model.predict import predict_clock_grid
 
-        out = predict_clock_grid(pf, df, args.clocks, args.anchor, args.input)
+        def predict(p):  # noqa: ANN001, ANN202
+            return predict_clock_grid(p, df, args.clocks, args.anchor, args.input)
     else:
-        out = predict_table(pf, df, args.input)
+        def predict(p):  # noqa: ANN001, ANN202
+            return predict_table(p, df, args.input)
+    out = predict(pf)
+    if not args.no_intervals:
+        from calib.model.intervals import add_intervals
+
+        out = add_intervals(pf, df, out, predict, args.level)
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     cols = [c for c in ("power_w_pred", "time_s_pred", "energy_j_pred", "temp_c_pred", "copy_time_s_pred",
                         "copy_energy_j_pred", "copy_compute_ratio_pred") if c in out.columns]
     msg = f"{args.output}: {len(out)} rows with {', '.join(cols)}"
+    if "interval_level" in out.attrs:
+        msg += f" and their {100 * out.attrs['interval_level']:g}% intervals (_lo, _hi)"
     if "power_w" in out.columns and "power_w_pred" in out.columns and out["power_w"].notna().any():
         from calib.core.metrics import mape
 
         m = out["power_w"].notna()
         msg += (f" (MAPE against power_w: {mape(out.loc[m, 'power_w'], out.loc[m, 'power_w_pred']):.2f}% "
-                f"over {int(m.sum())} rows)")
+                f"over {int(m.sum())} rows")
+        if "power_w_lo" in out.columns:
+            inside = ((out.loc[m, "power_w"] >= out.loc[m, "power_w_lo"])
+                      & (out.loc[m, "power_w"] <= out.loc[m, "power_w_hi"])).mean()
+            msg += f"; {100 * inside:.0f}% of them inside their interval"
+        msg += ")"
     print(msg)
     return 0
 

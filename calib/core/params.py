@@ -7,7 +7,8 @@ error for every fitted parameter. A section is ``{"model": <name>, ...model stru
 errors live in ``fit.<section>.stderr`` so that a section is exactly what the model consumes. Since
 schema 1.1, ``fit.<section>`` may also hold the ``covariance`` of the fitted parameters (``names`` and
 ``matrix``) and the fitter's ``settings`` (its constructor arguments: a refit is
-``Fitter(**settings).fit(rows)``).
+``Fitter(**settings).fit(rows)``); and ``stderr_total``/``covariance_total``, the uncertainty including
+model discrepancy (:mod:`calib.fit.uncertainty`).
 
 In memory a file is a :class:`ParameterFile`: ``device`` and ``provenance`` (plain mappings),
 ``sections`` (name -> :class:`Section`), each section a model name, its structure, its
@@ -182,6 +183,7 @@ class Section:
     stats: dict[str, Any] = field(default_factory=dict)
     covariance: Covariance | None = None
     settings: dict[str, Any] | None = None
+    covariance_total: Covariance | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, dict):  # a list of Param is accepted and keyed by name
@@ -230,6 +232,8 @@ class Section:
             fit["stderr_total"] = {n: _finite(p.stderr_total) for n, p in self.params.items() if p.vary}
         if self.covariance is not None:
             fit["covariance"] = self.covariance.to_json()
+        if self.covariance_total is not None:
+            fit["covariance_total"] = self.covariance_total.to_json()
         if self.settings is not None:
             fit["settings"] = copy.deepcopy(self.settings)
         if not self.stats and not fit["stderr"] and len(fit) == 1:
@@ -246,7 +250,8 @@ class Section:
         stats = {k: copy.deepcopy(v) for k, v in fit.items()
                  if k not in ("stderr", "stderr_total", "covariance", "covariance_total", "settings")}
         cov = Covariance.from_json(fit["covariance"]) if fit.get("covariance") else None
-        return cls(sec["model"], params, structure, stats, cov, copy.deepcopy(fit.get("settings")))
+        cov_t = Covariance.from_json(fit["covariance_total"]) if fit.get("covariance_total") else None
+        return cls(sec["model"], params, structure, stats, cov, copy.deepcopy(fit.get("settings")), cov_t)
 
 
 class ParameterFile:
@@ -335,13 +340,14 @@ class ParameterFile:
         doc = self.to_dict()
         rows: list[str] = []
         for fit in doc["fit"].values():
-            cov = fit.get("covariance")
-            if cov:
-                marks = []
-                for row in cov["matrix"]:
-                    marks.append(f"@@row{len(rows)}@@")
-                    rows.append(json.dumps(row, allow_nan=False))
-                cov["matrix"] = marks
+            for key in ("covariance", "covariance_total"):
+                cov = fit.get(key)
+                if cov:
+                    marks = []
+                    for row in cov["matrix"]:
+                        marks.append(f"@@row{len(rows)}@@")
+                        rows.append(json.dumps(row, allow_nan=False))
+                    cov["matrix"] = marks
         text = json.dumps(doc, indent=2, allow_nan=False)
         for i, r in enumerate(rows):
             text = text.replace(f'"@@row{i}@@"', r, 1)

@@ -113,6 +113,14 @@ from calib.model.dvfs import (
 )
 from calib.core.metrics import errors
 from calib.core.params import Covariance, Param, Section
+from calib.fit.uncertainty import (
+    IDLE_GROUP,
+    apply_total,
+    group_jackknife,
+    prediction_stats,
+    row_groups,
+    total_covariance,
+)
 from calib.fit.base import Constraint, Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import in_memory_domain
@@ -200,6 +208,7 @@ class Problem:
     free_sign: tuple[str, ...] = ()   # linear terms without the >= 0 bound
     ncg: int = 1              # core voltage curves: 1, or one per memory level ("per_mem")
     core_offsets: bool = True  # curves other than the reference one have a free value at the reference core level
+    rows: pd.DataFrame | None = None  # the table rows of P (for grouping them: workload, kernel, role)
 
     @property
     def n_off(self) -> int:
@@ -608,6 +617,7 @@ def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form:
     prob = Problem(P, wt, fc, fm, U, units, forms, is_mem, varies, ic, im, lc, lm, rc, rm, _cum_map(len(lc), rc),
                    _cum_map(len(lm), rm), f0c, f0m, terms, shapes, ind_c, ind_m, dT, ac, am, fixed_shape, ridge,
                    free_sign)
+    prob.rows = data
     if core_voltage == "per_mem_anchored":  # every curve 1 at the reference core clock
         core_voltage, prob.core_offsets = "per_mem", False
     if multi_c and multi_m and core_voltage != "shared":
@@ -864,9 +874,21 @@ class DvfsPowerFitter(Estimator):
         cov, dead = _covariance(prob, x)
         lin, shape, vc, vm = prob.split(x)
         yhat = prob.predict(x)
+        # total uncertainty: delete-a-group jackknife over the workloads' groups (calib.fit.uncertainty)
+        jack = None
+        self.prediction_ = None
+        if not self._skip_uncertainty:
+            n = len(prob.P)  # the ridge penalty's rows (when asked) belong to no group
+            r = prob.resid(x)[:n]
+            oog = np.empty(n)
+            jack, n_groups = group_jackknife(prob.jac(x)[:n], r, row_groups(prob.rows), keep=[IDLE_GROUP],
+                                             out_of_group=oog)
+            self.prediction_ = prediction_stats(oog / (prob.wt * prob.P), n_groups)
         elapsed = time.perf_counter() - t0
         sec = _section(prob, meta, notes, x, cov, dead, lin, shape, vc, vm, yhat, nfev, msg, self.method,
-                       self.weighting, elapsed)
+                       self.weighting, elapsed, jack)
+        if self.prediction_:
+            sec.stats["prediction"] = self.prediction_
         sec.structure["temperature_correction"] = correction
         sec.settings = self.settings()
         self.section_ = sec
@@ -875,7 +897,8 @@ class DvfsPowerFitter(Estimator):
 
 def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np.ndarray, dead: np.ndarray,
              lin: np.ndarray, shape: dict[str, float], vc: np.ndarray, vm: np.ndarray, yhat: np.ndarray,
-             nfev: int, msg: str, method: str, weighting: str, elapsed: float) -> Section:
+             nfev: int, msg: str, method: str, weighting: str, elapsed: float,
+             jack: np.ndarray | None = None) -> Section:
     warns = list(notes)
     params: list[Param] = []
     lo, hi = _bounds(prob)
@@ -982,4 +1005,13 @@ def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np
     unknown = (np.abs(G[:, dead]) > 0).any(axis=1) if dead.any() else np.zeros(len(G), bool)
     full[unknown, :] = np.nan
     full[:, unknown] = np.nan
-    return Section(MODEL_NAME, params, structure, stats, Covariance(tuple(p.name for p in params if p.vary), full))
+    names_v = tuple(p.name for p in params if p.vary)
+    stat = Covariance(names_v, full)
+    total = None
+    if jack is not None and np.all(np.isfinite(jack)):
+        total = total_covariance(stat, G @ jack @ G.T)
+        total[unknown, :] = np.nan
+        total[:, unknown] = np.nan
+        apply_total(params, names_v, total)
+        total = Covariance(names_v, total)
+    return Section(MODEL_NAME, params, structure, stats, stat, covariance_total=total)

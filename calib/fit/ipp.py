@@ -47,6 +47,7 @@ from calib.fit.uncertainty import (
     refit_jackknife,
     repeat_groups,
     row_groups,
+    prediction_stats,
     total_covariance,
 )
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
@@ -184,6 +185,7 @@ class IppPowerFitter(Estimator):
             res, forms = self._select_forms(dict(forms), smf, has_idle, has_sweep, n_sm,
                                             self._fit_once(forms, smf, has_idle, n_sm))
             dead = self._dead_log_units(res, forms)
+        res, self.alternatives_ = self._multistart(res, forms, smf, has_idle, n_sm)
         self.result_ = res
         self.forms_ = forms
         self.sm_scaling_ = smf
@@ -200,6 +202,37 @@ class IppPowerFitter(Estimator):
         self.section_ = self._make_section()
         return self
 
+    #: multi-start: starting points besides the selection's warm start (the default start, and these many
+    #: with every free parameter scaled by a factor in [0.5, 1.5] from a fixed random stream)
+    N_RANDOM_STARTS = 2
+
+    def _multistart(self, res: LsqResult, forms: Mapping[str, str], smf: str, has_idle: bool,
+                    n_sm: int) -> tuple[LsqResult, list[LsqResult]]:
+        """The final structure refitted from other starting points: the best solution, and the other
+        solutions that fit as well within the noise (sum of squares within 3.84 x the residual variance
+        of the best, chi-square(1) at 95 %). Units that every instruction touches (REG, FDS) can leave
+        two such optima; which one a campaign lands in is then chance, and the statistical uncertainty
+        must span both (:meth:`_repeatability`)."""
+        if self._skip_uncertainty:
+            return res, []
+        rng = np.random.default_rng(0)
+        cands = [res]
+        starts: list[dict[str, float] | None] = [None]
+        free = [p for p in res.params if p.vary]
+        for _ in range(self.N_RANDOM_STARTS):
+            starts.append({p.name: p.value * float(rng.uniform(0.5, 1.5)) for p in free})
+        for st in starts:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    cands.append(self._fit_once(forms, smf, has_idle, n_sm, st))
+            except FitError:
+                continue
+        best = min(cands, key=lambda r: r.chisqr)
+        tol = 3.84 * best.redchi
+        alts = [r for r in cands if r is not best and r.chisqr <= best.chisqr + tol]
+        return best, alts
+
     def _repeatability(self, data: pd.DataFrame) -> Covariance | None:
         """The statistical covariance: the least-squares one, with each variance raised to what the
         campaign's repeats show when that is larger (a delete-a-repeat jackknife with real refits, the
@@ -208,10 +241,23 @@ class IppPowerFitter(Estimator):
         times too, and parameters the design barely separates move more between repeated campaigns
         than it says. Sets the parameters' ``stderr``."""
         stat = self.result_.covariance()
-        groups = repeat_groups(data)
-        if stat is None or groups is None:
+        if stat is None:
             return stat
         names = list(stat.names)
+        best = {p.name: p.value for p in self.result_.params}
+        # optima that fit as well (multi-start): the direction to the farthest of them is one the data do
+        # not fix; half the distance along it is one standard error (a rank-one term, so that what both
+        # optima agree on stays determined)
+        sd = np.sqrt(np.clip(np.diag(stat.matrix), 1e-300, None))
+        halves = [np.array([{p.name: p.value for p in alt.params}.get(n, best[n]) - best[n] for n in names]) / 2.0
+                  for alt in self.alternatives_]
+        if halves:
+            d = max(halves, key=lambda h: float(np.sum((h / sd) ** 2)))
+            stat = Covariance(stat.names, np.where(np.isfinite(stat.matrix), stat.matrix, 0.0) + np.outer(d, d))
+        groups = repeat_groups(data)
+        if groups is None:
+            self._set_stderr(stat)
+            return stat
         settings = dict(self.get_params(), ar_forms=dict(self.forms_), sm_scaling=self.sm_scaling_)
 
         def refit(mask: np.ndarray) -> dict[str, float] | None:
@@ -226,14 +272,16 @@ class IppPowerFitter(Estimator):
             return {p.name: p.value for p in sub.params_}
 
         rep = refit_jackknife(refit, groups, names, keep=[KEEP_GROUP])
-        if rep is None:
-            return stat
-        cov = Covariance(stat.names, total_covariance(stat, rep))
+        cov = stat if rep is None else Covariance(stat.names, total_covariance(stat, rep))
+        self._set_stderr(cov)
+        return cov
+
+    def _set_stderr(self, cov: Covariance) -> None:
+        names = list(cov.names)
         for p in self.params_:
             if p.vary and p.name in names and p.stderr is not None:
                 v = cov.matrix[names.index(p.name), names.index(p.name)]
                 p.stderr = float(math.sqrt(v)) if np.isfinite(v) and v >= 0 else p.stderr
-        return cov
 
     def _total_covariance(self, data: pd.DataFrame) -> np.ndarray | None:
         """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-group
@@ -249,7 +297,9 @@ class IppPowerFitter(Estimator):
         ev = _Evaluator(self._structure(self.forms_, self.sm_scaling_), act, running, active, temp, sigma, idle_temp_c)
         jd = ev.jacobian(vals)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
-        jack, _ = group_jackknife(J, ev.power(vals) - y, row_groups(data), keep=[IDLE_GROUP])
+        oog = np.empty(len(y))
+        jack, n_groups = group_jackknife(J, ev.power(vals) - y, row_groups(data), keep=[IDLE_GROUP], out_of_group=oog)
+        self.prediction_ = prediction_stats(oog / y, n_groups)
         form_var = np.zeros(len(free))
         for u, form in self.forms_.items():
             if form != LOG:
@@ -262,7 +312,7 @@ class IppPowerFitter(Estimator):
                 form_var[free.index(names.max_power(u))] = (0.5 * gap) ** 2
         cov = total_covariance(self.covariance_, jack, form_var)
         apply_total(res.params, free, cov)
-        return cov
+        return None if cov is None else Covariance(tuple(free), cov)
 
     def _params(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
                 start: Mapping[str, float] | None = None) -> list[Param]:
@@ -363,7 +413,10 @@ class IppPowerFitter(Estimator):
             {"sigma_w_per_c": tc["sigma_w_per_c"], "idle_temp_c": tc["idle_temp_c"]} if tc else None)
         stats = self.result_.stats("w")
         stats["units_fitted"] = list(self.units_)
-        return Section("ipp", self.params_, structure, stats, self.covariance_, self.settings())
+        if getattr(self, "prediction_", None):
+            stats["prediction"] = self.prediction_
+        return Section("ipp", self.params_, structure, stats, self.covariance_, self.settings(),
+                       getattr(self, "covariance_total_", None))
 
 
 class _Evaluator:

@@ -115,6 +115,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     if len(copies):  # host-device copy windows (microbench.transfer_plan)
         pf["transfer"] = TransferFitter().fit(copies).section_
     _score_heldout(pf, df)
+    annotate(pf)
     if cv:  # on the rows the IPP fit uses, folds spread over the units the benchmarks stress
         out.cv = cross_validate(ipp.training_rows(df), cv, lambda d: IppPowerFitter(**ipp.get_params()).fit(d).section_,
                                 _ipp_predictor(pf.get("thermal")), strata="stresses")
@@ -191,7 +192,17 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
                                     _ipp_predictor(None), strata="stresses" if "stresses" in df.columns else None)
     if out.cv is not None:
         pf["power"].stats.update(cv_mape_pct=out.cv.mape_pct, cv_folds=int(cv or 0))
+    annotate(pf)
     return out
+
+
+def annotate(pf: ParameterFile) -> None:
+    """State, in every fitted section, which combinations of parameters the campaign determines where it
+    does not separate them (:func:`calib.fit.uncertainty.annotate_identifiability`)."""
+    from calib.fit.uncertainty import annotate_identifiability
+
+    for _, sec in pf.items():
+        annotate_identifiability(sec)
 
 
 def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
@@ -201,11 +212,12 @@ def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
     from calib.core.errors import FitError
 
     try:
-        return _fit_source(Path(source), **kw)
+        out = _fit_source(Path(source), **kw)
     except FitError as e:
         if str(source) in str(e):
             raise
         raise FitError(f"{source}: {e}") from e
+    return out
 
 
 def _fit_source(p: Path, **kw: Any) -> FitOutcome:

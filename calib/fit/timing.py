@@ -89,6 +89,23 @@ def timing_noise_rel(df: pd.DataFrame) -> float | None:
     return float(math.sqrt(np.sum(np.square(vals)) / (len(vals) - groups)))
 
 
+def _slope_noise_se(x: np.ndarray, y: np.ndarray, noise: float | None) -> float | None:
+    """Standard error of a least-squares slope when each y carries the timer's relative noise:
+    sqrt(sum((x - mean x)^2 (noise y)^2)) / sum((x - mean x)^2). A floor under the scatter estimate of
+    a line through a few points (2-4 bursts: one or two degrees of freedom, which can come out ~0)."""
+    if noise is None or len(x) < 2:
+        return None
+    dx = np.asarray(x, float) - np.mean(x)
+    den = float(np.sum(dx ** 2))
+    return float(math.sqrt(np.sum(dx ** 2 * (noise * np.asarray(y, float)) ** 2)) / den) if den > 0 else None
+
+
+def _max_se(*ses: float | None) -> float | None:
+    """The largest of the standard errors that are known."""
+    known = [s for s in ses if s is not None and math.isfinite(s)]
+    return max(known) if known else None
+
+
 def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float | None, float | None, np.ndarray | None]:
     """Least-squares line y = s x + c: (s, c, se_s, se_c, cov)."""
     if len(x) >= 3:
@@ -143,7 +160,10 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
     if len(idle):
         t = idle["time_s"].to_numpy(float)
         ovh = float(t.mean())
-        se = float(t.std(ddof=1) / math.sqrt(len(t))) if len(t) > 1 else (noise * ovh if noise else None)
+        # repeats of one workload give a 1-dof scatter estimate that can come out ~0: the pooled timer
+        # noise of the session is a floor under it
+        se = _max_se(float(t.std(ddof=1) / math.sqrt(len(t))) if len(t) > 1 else None,
+                     noise * ovh / math.sqrt(len(t)) if noise else None)
         out.put("launch_overhead_s", ovh, "s", se, "time of a launch-only kernel", hi=1.0)
     else:
         out.notes.append("no launch-only kernel: launch overhead taken as 0")
@@ -197,9 +217,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
         rows = tim.loc[sel]
         loads = _cnt(rows, level)
         s, _, se, _, _ = _line(loads, cycles(rows))
-        if se is None and noise is not None:
-            t = cycles(rows)
-            se = float(math.sqrt(np.sum((t * noise) ** 2)) / abs(loads.max() - loads.min()))
+        se = _max_se(se, _slope_noise_se(loads, cycles(rows), noise))
         out.put(pname, s, "cycles", se, f"{level} load-to-use latency (difference of two chain lengths)")
 
     # departure delays: one-SM bursts; all-SM bursts check the DRAM service time
@@ -218,6 +236,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
             continue
         x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
         s, c, se, _, _ = _line(x, y)
+        se = _max_se(se, _slope_noise_se(x, y, noise))
         if where == "sm1":
             out.put(f"departure_del_{access}_cycles", s, "cycles", se,
                     f"minimum distance between two {access}esced transactions of one SM (burst slope)")
@@ -277,7 +296,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
             pipe_bound = slots > ISSUE_BOUND_MARGIN * tot
             m = np.where(pipe_bound, slots / n_c, 1.0)
             mv = float(m.mean())
-            se = float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else rel_se(mv, u)
+            se = _max_se(float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else None, rel_se(mv, u))
             if not pipe_bound.any():
                 out.notes.append(f"m_factor_{cls}: the {cls} unit kernel is issue bound; M_Factor 1")
                 se = None
@@ -291,7 +310,8 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
         if (n_l2 > 0).all():
             d = cycles(l2) / (l2["warps_per_sm"].to_numpy(float) * n_l2 * l2["active_sms"].to_numpy(float))
             v = float(d.mean())
-            out.put("l2_del_cycles", v, "cycles", float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else rel_se(v, l2),
+            out.put("l2_del_cycles", v, "cycles", _max_se(float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else None,
+                                                           rel_se(v, l2)),
                     "L2 service time per 128-byte transaction of the chip (L2 kernel at full occupancy)")
     return out
 

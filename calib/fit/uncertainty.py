@@ -35,13 +35,16 @@ import numpy as np
 from calib.core.params import Covariance, Param
 
 
-def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequence | None = None) -> tuple[np.ndarray, int]:
+def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequence | None = None,
+                    out_of_group: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Linearised delete-a-group jackknife covariance of least-squares parameters (module docstring).
 
     ``J`` (rows x parameters) and ``r`` (rows) are the weighted Jacobian and residuals at the solution
     (residual = prediction - measurement); ``groups`` labels every row; rows of the labels in ``keep``
     are never removed. Returns (covariance, number of groups used); a covariance of NaN when fewer than
-    three groups can be removed.
+    three groups can be removed. ``out_of_group`` (an array of len(r)), when given, receives every
+    removable row's residual as predicted by the fit without its group (a leave-one-group-out cross-
+    validation residual, in the units of ``r``); kept rows get NaN.
     """
     J = np.asarray(J, float)
     r = np.asarray(r, float)
@@ -56,11 +59,15 @@ def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequen
     Js = J / scale
     A = Js.T @ Js
     deltas = []
+    if out_of_group is not None:
+        out_of_group[:] = np.nan
     for lab in labels:
         m = g == lab
         Jg = Js[m]
         # theta_(g) - theta = -(A - Jg' Jg)^+ Jg' r_g  (the full solution has Js' r = 0)
         deltas.append(-np.linalg.lstsq(A - Jg.T @ Jg, Jg.T @ r[m], rcond=1e-12)[0])
+        if out_of_group is not None:
+            out_of_group[m] = r[m] + Jg @ deltas[-1]
     D = np.array(deltas) / scale
     G = len(labels)
     Dc = D - D.mean(axis=0)
@@ -162,3 +169,90 @@ def row_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table
     if "role" in df.columns:
         g[(df["role"].astype(str) == "idle").to_numpy()] = IDLE_GROUP
     return g
+
+
+def determined_combinations(cov: Covariance, values: dict[str, float], total: dict[str, float] | None = None,
+                            corr_limit: float = 0.95) -> list[dict]:
+    """What the campaign determines where it does not separate parameters: groups of fitted parameters
+    whose statistical estimates are correlated beyond ``corr_limit`` (connected by |r| >= limit), and for
+    each group the combination ``sum_i w_i p_i`` with the smallest relative uncertainty (the eigenvector
+    of the group's correlation matrix with the smallest eigenvalue, in units of each parameter's
+    standard error; weights scaled so that the largest is 1). Returns ``[{"parameters", "weights",
+    "value", "stderr", "stderr_total"}]``: the file states these, and ``calib diff`` tests the
+    combination instead of its members. ``total``: the parameters' total standard errors, to scale the
+    combination's total uncertainty by the same factor as its members' (a rough but conservative
+    transfer)."""
+    C = cov.matrix
+    names = list(cov.names)
+    sd = np.sqrt(np.clip(np.diag(C), 0, None))
+    ok = np.isfinite(sd) & (sd > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        R = C / np.outer(sd, sd)
+    n = len(names)
+    adj = [[j for j in range(n) if j != i and ok[i] and ok[j] and abs(R[i, j]) >= corr_limit] for i in range(n)]
+    seen: set[int] = set()
+    out = []
+    for i in range(n):
+        if i in seen or not adj[i]:
+            continue
+        comp, todo = [], [i]
+        while todo:
+            k = todo.pop()
+            if k in seen:
+                continue
+            seen.add(k)
+            comp.append(k)
+            todo += adj[k]
+        comp.sort()
+        w_eval, w_vec = np.linalg.eigh(R[np.ix_(comp, comp)])
+        v = w_vec[:, int(np.argmin(w_eval))]
+        w = v / sd[comp]
+        w = w / w[int(np.argmax(np.abs(w)))]
+        sub = C[np.ix_(comp, comp)]
+        se = float(np.sqrt(max(w @ sub @ w, 0.0)))
+        ratio = 1.0
+        if total:
+            rs = [total.get(names[k], sd[k]) / sd[k] for k in comp if total.get(names[k])]
+            ratio = max(rs) if rs else 1.0
+        out.append({"parameters": [names[k] for k in comp],
+                    "weights": {names[k]: float(x) for k, x in zip(comp, w)},
+                    "value": float(sum(w[j] * values[names[k]] for j, k in enumerate(comp))),
+                    "stderr": se, "stderr_total": se * ratio})
+    return out
+
+
+def format_combination(weights: dict[str, float]) -> str:
+    """``max_power_reg_w - 0.93 max_power_fds_w``."""
+    parts = []
+    for i, (n, w) in enumerate(weights.items()):
+        sign = "-" if w < 0 else ("+" if i else "")
+        mag = abs(w)
+        parts.append(f"{sign} {'' if abs(mag - 1) < 5e-4 else f'{mag:.3g} '}{n}".strip())
+    return " ".join(parts)
+
+
+def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.params.Section
+    """Put the section's determined combinations (:func:`determined_combinations` of its statistical
+    covariance) into its statistics as ``identifiability`` (nothing when every fitted parameter is
+    determined on its own)."""
+    if section.covariance is None:
+        return
+    values = section.values()
+    total = {n: p.stderr_total for n, p in section.params.items() if p.stderr_total is not None}
+    combos = determined_combinations(section.covariance, values, total)
+    if combos:
+        section.stats["identifiability"] = combos
+    else:
+        section.stats.pop("identifiability", None)
+
+
+def prediction_stats(rel_errors: np.ndarray, n_groups: int) -> dict | None:
+    """The discrepancy scale of a model's predictions for workloads it was not fitted on: the root mean
+    square of leave-one-group-out relative errors (:func:`group_jackknife`'s ``out_of_group`` over the
+    measured values), which ``calib predict`` adds to the parameter uncertainty of its intervals."""
+    e = np.asarray(rel_errors, float)
+    e = e[np.isfinite(e)]
+    if len(e) < 3:
+        return None
+    return {"discrepancy_rel": float(np.sqrt(np.mean(e ** 2))), "n_rows": int(len(e)), "n_groups": int(n_groups),
+            "method": "RMS of leave-one-benchmark-group-out relative errors (linearised jackknife)"}

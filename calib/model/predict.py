@@ -54,6 +54,27 @@ def _with_count_activities(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def off_default_clocks(pf: ParameterFile, df: pd.DataFrame) -> np.ndarray:
+    """Rows whose clocks differ from the IPP power section's default clocks (the DVFS model's rows)."""
+    clocks = pf["power"].structure.get("default_clocks") or {}
+    core0, mem0 = clocks.get("core_mhz"), clocks.get("mem_mhz")
+    off = np.zeros(len(df), dtype=bool)
+    if core0 is not None and "core_mhz" in df.columns:
+        off = ~np.isclose(df["core_mhz"].to_numpy(float), core0)
+        if mem0 is not None and "mem_mhz" in df.columns:
+            off |= ~np.isclose(df["mem_mhz"].to_numpy(float), mem0)
+        off &= ~df["core_mhz"].isna().to_numpy()
+    return off
+
+
+def power_sections(pf: ParameterFile, df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
+    """Which section predicts the power of which rows: ``[(section name, row mask)]`` (module docstring)."""
+    if pf.model_of("power") == "dvfs":
+        return [("power", np.ones(len(df), dtype=bool))]
+    off = off_default_clocks(pf, df) if "dvfs" in pf else np.zeros(len(df), dtype=bool)
+    return [(name, m) for name, m in (("power", ~off), ("dvfs", off)) if m.any()]
+
+
 def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
     """Predicted board power (W) per row (module docstring)."""
     power = pf.get("power")
@@ -67,22 +88,16 @@ def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
     from calib.model.ipp import IppPowerModel
 
     pred = IppPowerModel.from_file(pf).predict(df, source=source)
-    dvfs = pf.get("dvfs")
-    clocks = power.structure.get("default_clocks") or {}
-    core0, mem0 = clocks.get("core_mhz"), clocks.get("mem_mhz")
-    if core0 is not None and "core_mhz" in df.columns:
-        off = ~np.isclose(df["core_mhz"].to_numpy(float), core0)
-        if mem0 is not None and "mem_mhz" in df.columns:
-            off |= ~np.isclose(df["mem_mhz"].to_numpy(float), mem0)
-        off &= ~df["core_mhz"].isna().to_numpy()
-        if off.any():
-            if dvfs is not None:
-                pred = pred.copy()
-                pred[off] = dvfs_power(pf, dvfs, df[off])
-            else:
-                warnings.warn(f"{source}: {int(off.sum())} rows are not at the fitted clocks "
-                              f"({core0:g}/{mem0} MHz) and the parameter file has no DVFS section; "
-                              "IPP predictions for them ignore the clock change")
+    off = off_default_clocks(pf, df)
+    if off.any():
+        if "dvfs" in pf:
+            pred = pred.copy()
+            pred[off] = dvfs_power(pf, pf["dvfs"], df[off])
+        else:
+            clocks = power.structure.get("default_clocks") or {}
+            warnings.warn(f"{source}: {int(off.sum())} rows are not at the fitted clocks "
+                          f"({clocks.get('core_mhz'):g}/{clocks.get('mem_mhz')} MHz) and the parameter file has no "
+                          "DVFS section; IPP predictions for them ignore the clock change")
     return pred
 
 

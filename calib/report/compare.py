@@ -184,6 +184,49 @@ def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple
     return changes, blocked
 
 
+def _combinations(sec: str, old: Section, new: Section) -> list[tuple[dict, str]]:
+    """The determined combinations of either file (``stats["identifiability"]``, calib.fit.uncertainty)
+    with the reason their members are not tested one by one. A combination both files state over the
+    same parameters is tested: its value in each file with that file's weights evaluated on both sides
+    would mix two scales, so the old file's weights are used for both (and the new file's stderr of
+    that combination from its covariance)."""
+    from calib.fit.uncertainty import format_combination
+
+    out = []
+    for side in (old, new):
+        for cb in side.stats.get("identifiability") or []:
+            if any(cb["parameters"] == o["parameters"] for o, _ in out):
+                continue
+            label = "[" + format_combination(cb["weights"]) + "]"
+            why = f"not separately determined: the campaign fixes only {label} (tested as a combination)"
+            entry = {"parameters": list(cb["parameters"]), "label": label, "weights": cb["weights"],
+                     "unit": _unit_of(side, cb["parameters"])}
+            w = cb["weights"]
+            if all(n in old.params and n in new.params for n in w):
+                entry["old"] = {"value": sum(x * old[n].value for n, x in w.items()), "stderr": _comb_se(old, w)}
+                entry["new"] = {"value": sum(x * new[n].value for n, x in w.items()), "stderr": _comb_se(new, w)}
+            out.append((entry, why))
+    return out
+
+
+def _unit_of(sec: Section, names_: list[str]) -> str:
+    units = {sec[n].unit for n in names_ if n in sec.params}
+    return units.pop() if len(units) == 1 else "mixed"
+
+
+def _comb_se(sec: Section, w: dict[str, float]) -> float | None:
+    """Statistical standard error of sum w_i p_i from the section's covariance (None without one)."""
+    cov = sec.covariance
+    if cov is None or any(n not in cov.names for n in w):
+        return None
+    names_ = list(w)
+    v = np.array([w[n] for n in names_])
+    m = cov.sub(names_)
+    if not np.all(np.isfinite(m)):
+        return None
+    return float(math.sqrt(max(v @ m @ v, 0.0)))
+
+
 def holm(pvalues: list[float]) -> list[float]:
     """Holm-adjusted p-values (same order as the input)."""
     m = len(pvalues)
@@ -212,6 +255,8 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
         st, blocked = _structure_changes(sec, old[sec], new[sec])
         c.structure += st
         po, pn = old[sec].params, new[sec].params
+        combos = _combinations(sec, old[sec], new[sec])
+        undetermined = {n: why for cb, why in combos for n in cb["parameters"]}
         for name in po:
             if name not in pn:
                 c.removed.append((sec, name, po[name].value, po[name].unit))
@@ -228,6 +273,8 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
                 ch.verdict, ch.reason = "not comparable", f"unit changed ({a.unit} -> {b.unit})"
             elif name in blocked:
                 ch.verdict, ch.reason = "not comparable", blocked[name]
+            elif name in undetermined and a.value != b.value:
+                ch.verdict, ch.reason = "untested", undetermined[name]
             elif a.value == b.value:
                 ch.verdict, ch.reason = "unchanged", ("fixed in both files" if not a.vary and not b.vary else "")
             elif a.vary and b.vary and a.at_bound() and a.at_bound() == b.at_bound():
@@ -246,6 +293,17 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
                 se = math.hypot(ch.se_old or 0.0, ch.se_new or 0.0)
                 ch.z = (b.value - a.value) / se
                 ch.p = float(2 * norm.sf(abs(ch.z)))
+            c.params.append(ch)
+        for cb, _why in combos:
+            if cb.get("old") is None:
+                continue
+            ch = ParamChange(sec, cb["label"], cb["unit"], cb["old"]["value"], cb["new"]["value"],
+                             cb["old"]["stderr"], cb["new"]["stderr"], reason="combination the campaign determines")
+            if ch.se_old and ch.se_new:
+                ch.z = (ch.new - ch.old) / math.hypot(ch.se_old, ch.se_new)
+                ch.p = float(2 * norm.sf(abs(ch.z)))
+            else:
+                ch.verdict, ch.reason = "untested", "no standard error of the combination in one of the files"
             c.params.append(ch)
     tested = [ch for ch in c.params if ch.p is not None]
     for ch, pa in zip(tested, holm([ch.p for ch in tested])):  # type: ignore[misc]

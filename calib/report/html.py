@@ -137,12 +137,13 @@ def _param_table(pf: ParameterFile) -> tuple[str, int]:
             rows.append(
                 f'<tr id="p-{_e(sec)}-{_e(name)}"{cls}><td>{_e(sec)}</td><td><code>{_e(name)}</code></td>'
                 f'<td class="num">{fmt(p.value, 6)}</td><td>{_e(p.unit)}</td>'
-                f'<td class="num">{"-" if p.stderr is None else fmt(p.stderr, 2)}</td><td class="num">{rel}</td>'
+                f'<td class="num">{"-" if p.stderr is None else fmt(p.stderr, 2)}</td>'
+                f'<td class="num">{"-" if p.stderr_total is None else fmt(p.stderr_total, 2)}</td><td class="num">{rel}</td>'
                 f'<td class="num">{fmt(p.min, 4) if math.isfinite(p.min) else "-inf"}</td>'
                 f'<td class="num">{fmt(p.max, 4) if math.isfinite(p.max) else "+inf"}</td>'
                 f'<td>{"fitted" if p.vary else "fixed"} {"".join(flags)}</td><td>{_e(p.description)}</td></tr>')
     head = ("<tr><th>section</th><th>parameter</th><th>value</th><th>unit</th><th>standard error</th>"
-            "<th>rel. SE</th><th>min</th><th>max</th><th>status</th><th>meaning</th></tr>")
+            "<th>total standard error</th><th>rel. SE</th><th>min</th><th>max</th><th>status</th><th>meaning</th></tr>")
     return f'<table id="parameter-table"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>', count
 
 

@@ -75,13 +75,17 @@ class Context:
 # ------------------------------------------------------------------------------------------------
 
 def with_predictions(pf: ParameterFile, df: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
-    """``df`` plus ``power_w_pred`` (W); warnings of the models become notes on the page."""
+    """``df`` plus ``power_w_pred`` (W) and its 90 % interval ``power_w_lo``/``power_w_hi``
+    (:mod:`calib.model.intervals`); warnings of the models become notes on the page."""
+    from calib.model.intervals import add_intervals
     from calib.model.predict import predict_power
 
-    out = df.copy()
+    def predict(p: ParameterFile) -> pd.DataFrame:
+        return df.assign(power_w_pred=predict_power(p, df, "samples table"))
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out["power_w_pred"] = predict_power(pf, df, "samples table")
+        out = add_intervals(pf, df, predict(pf), predict)
     for w in caught:
         msg = str(w.message)
         if msg not in notes:
@@ -169,7 +173,8 @@ def _bar_height(n: int) -> float:
 def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
     """Measured vs predicted power (W) per workload, with the error panel. Returns (figure, caption)."""
     df = default_rows(ctx)
-    t, grouped = per_workload(df, ["power_w", "power_w_pred"])
+    band = "power_w_lo" in df.columns
+    t, grouped = per_workload(df, ["power_w", "power_w_pred"] + (["power_w_lo", "power_w_hi"] if band else []))
     if grouped:  # a family's bar shows its worst member, so that grouping cannot hide an outlier
         err = 100 * (df["power_w_pred"] - df["power_w"]) / df["power_w"]
         worst = err.groupby(family(df["workload"])).agg(lambda e: e.loc[e.abs().idxmax()])
@@ -184,6 +189,10 @@ def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
     cols = [ROLE_COLOURS.get(r, "#0072B2") for r in t["role"]]
     ax.barh(y, t["power_w"], color=cols, alpha=0.55, label="measured")
     ax.plot(t["power_w_pred"], y, "k|", markersize=9, markeredgewidth=2, label="predicted")
+    if band:
+        lo = (t["power_w_pred"] - t["power_w_lo"]).clip(lower=0)
+        hi = (t["power_w_hi"] - t["power_w_pred"]).clip(lower=0)
+        ax.errorbar(t["power_w_pred"], y, xerr=[lo, hi], fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
     ax.set_yticks(y, t["workload"], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("board power, W (bar: measured, black tick: predicted)")
@@ -203,6 +212,12 @@ def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
     fig.suptitle(f"Measured vs predicted power per workload at the default clocks ({title})", fontsize=10)
     cap = ("Measured mean board power of every workload (bars, coloured by role) and the model's prediction "
            "(black ticks), with the prediction error in percent on the right.")
+    if band:
+        inside = ((df["power_w"] >= df["power_w_lo"]) & (df["power_w"] <= df["power_w_hi"])).to_numpy()
+        heldm = (df["role"] == "heldout").to_numpy()
+        cap += (" Whiskers: the 90 % prediction interval (parameter uncertainty and model discrepancy); "
+                f"{100 * inside.mean():.0f}% of all rows" + (f" and {100 * inside[heldm].mean():.0f}% of the "
+                f"{int(heldm.sum())} held-out rows" if heldm.any() else "") + " measured inside it.")
     if grouped:
         cap += (f" The {df['workload'].nunique()} workloads are grouped by benchmark family (number of rows in "
                 "brackets): bars are family means, the error is the family's worst row.")

@@ -1,0 +1,146 @@
+"""Prediction intervals: ``<column>_lo`` / ``<column>_hi`` beside every prediction, at a stated level.
+
+A prediction for a workload the model was not fitted on is off for two reasons, and the interval holds
+both (Gaussian, two-sided, ``level`` = 0.90 by default):
+
+- **parameter uncertainty**: the delta method through the whole prediction, ``g^T Sigma g``, with ``g``
+  the change of the predicted column per unit change of each fitted parameter (finite differences of
+  :func:`calib.model.predict.predict_table` itself, so every model and every dispatch rule is included)
+  and ``Sigma`` each section's total covariance (``covariance_total``: statistical plus model
+  discrepancy, :mod:`calib.fit.uncertainty`; sections are independent fits);
+- **model discrepancy at this workload**: what the fit says the model misses for a workload it has not
+  seen -- the ``discrepancy_rel`` of the section that predicts the row (``fit.<section>.prediction``:
+  the RMS of leave-one-benchmark-group-out relative errors), times the prediction; for temperatures the
+  scatter of the thermal steps around the Max_temp plane (C).
+
+How often measured values fall inside is checked on held-out workloads of the virtual GPUs and on the
+real Titan X applications (tests/test_intervals.py, tests/benchmarks/uncertainty_study.py).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from calib.core.errors import BadInputError
+from calib.core.params import ParameterFile, Section
+
+#: predicted columns that get an interval, and the section whose discrepancy applies (None: per row)
+INTERVAL_COLUMNS = ("power_w_pred", "time_s_pred", "temp_c_pred")
+DEFAULT_LEVEL = 0.90
+
+
+def _cov(sec: Section) -> tuple[list[str], np.ndarray] | None:
+    """(names, covariance) for the parameter uncertainty of a section: the total covariance, else the
+    statistical one, else the total/statistical standard errors on the diagonal."""
+    for cov in (sec.covariance_total, sec.covariance):
+        if cov is not None:
+            m = np.where(np.isfinite(cov.matrix), cov.matrix, 0.0)
+            return list(cov.names), m
+    names = [n for n, p in sec.params.items() if p.vary and (p.stderr_total or p.stderr)]
+    if not names:
+        return None
+    return names, np.diag([(sec[n].stderr_total or sec[n].stderr) ** 2 for n in names])
+
+
+def parameter_sd(pf: ParameterFile, predict: Callable[[ParameterFile], pd.DataFrame],
+                 columns: list[str]) -> dict[str, np.ndarray]:
+    """Standard deviation of each predicted column from the parameters' uncertainty (delta method,
+    module docstring). ``predict(pf)`` gives the prediction table; parameters are perturbed in place and
+    restored."""
+    base = predict(pf)
+    var = {c: np.zeros(len(base)) for c in columns}
+    for _name, sec in pf.items():
+        got = _cov(sec)
+        if got is None:
+            continue
+        names, S = got
+        G = {c: np.zeros((len(base), len(names))) for c in columns}
+        for j, n in enumerate(names):
+            p = sec.params.get(n)
+            sd = math.sqrt(S[j, j]) if S[j, j] > 0 else 0.0
+            if p is None or sd == 0.0:
+                continue
+            moved, step = None, 0.0
+            # a small step on the scale of the uncertainty (the models are smooth there); downwards when
+            # upwards leaves what the model accepts (e.g. a voltage level equal to the next one's)
+            for step in (1e-3 * sd, -1e-3 * sd):
+                old = p.value
+                p.value = old + step
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        moved = predict(pf)
+                    break
+                except BadInputError:
+                    moved = None
+                finally:
+                    p.value = old
+            if moved is None:
+                continue
+            for c in columns:
+                G[c][:, j] = (moved[c].to_numpy(float) - base[c].to_numpy(float)) / step
+        for c in columns:
+            g = np.nan_to_num(G[c])
+            var[c] += np.einsum("ij,jk,ik->i", g, S, g)
+    return {c: np.sqrt(np.clip(v, 0.0, None)) for c, v in var.items()}
+
+
+def _max_temp_scatter_c(sec: Section) -> float | None:
+    """RMS (C) of the thermal steps' steady rises around the fitted Max_temp plane (IPP eq. 19)."""
+    steps = sec.structure.get("steps") or []
+    if len(steps) < 2:
+        return None
+    mu, lam, rho = (sec.value(n, 0.0) for n in ("mu_c_per_w", "lambda_c", "rho_c"))
+    r = [s["amplitude_c"] - (mu * s["runtime_power_w"] + lam + rho * s["mem_intensity"]) for s in steps]
+    return float(math.sqrt(np.mean(np.square(r))))
+
+
+def discrepancy_sd(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame, column: str) -> np.ndarray:
+    """Standard deviation of the model's discrepancy for each row's ``column`` (module docstring); 0
+    where the fit recorded none."""
+    from calib.model.predict import power_sections
+
+    pred = out[column].to_numpy(float)
+    sd = np.zeros(len(out))
+    if column == "power_w_pred":
+        for name, mask in power_sections(pf, df):
+            rel = (pf[name].stats.get("prediction") or {}).get("discrepancy_rel")
+            if rel:
+                sd[mask] = rel * np.abs(pred[mask])
+    elif column == "time_s_pred" and "timing" in pf:
+        rel = (pf["timing"].stats.get("prediction") or {}).get("discrepancy_rel")
+        if rel:
+            sd = rel * np.abs(pred)
+    elif column == "temp_c_pred" and "thermal" in pf:
+        c = _max_temp_scatter_c(pf["thermal"])
+        if c:
+            sd = np.full(len(out), c)
+    return sd
+
+
+def add_intervals(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame,
+                  predict: Callable[[ParameterFile], pd.DataFrame], level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+    """``out`` plus ``<column>_lo``/``_hi`` for every predicted column it has (``power_w_lo``, ...).
+    ``level`` in (0, 1): the probability a measured value should fall inside."""
+    columns = [c for c in INTERVAL_COLUMNS if c in out.columns]
+    if not columns:
+        return out
+    z = float(norm.ppf(0.5 + level / 2.0))
+    psd = parameter_sd(pf, predict, columns)
+    out = out.copy()
+    for c in columns:
+        total = np.sqrt(psd[c] ** 2 + discrepancy_sd(pf, df, out, c) ** 2)
+        stem = c[: -len("_pred")]
+        pred = out[c].to_numpy(float)
+        lo = pred - z * total
+        # power and time cannot be negative (a temperature below 0 C can be)
+        out[f"{stem}_lo"] = lo if c == "temp_c_pred" else np.maximum(lo, 0.0)
+        out[f"{stem}_hi"] = pred + z * total
+    out.attrs["interval_level"] = level
+    return out
