@@ -16,6 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="measured-vs-predicted plot to write (default: <TEST>.vs.<PARAMS>.png in the current directory)")
     p.add_argument("--no-plot", action="store_true", help="do not write the plot")
     p.add_argument("--table", default=None, metavar="CSV", help="also write the per-workload error table as CSV")
+    p.add_argument("--level", type=float, default=0.90,
+                   help="probability of the prediction intervals whose coverage is reported (default 0.90)")
 
 
 def error_table(y, yhat, workloads):
@@ -89,16 +91,31 @@ def run(args: argparse.Namespace) -> int:
             check_not_input(out, args.params, args.test, what=what)
     from pathlib import Path
 
+    import numpy as np
+
     from calib.core.atomic import atomic_write_text
     from calib.model.predict import predict_power
     from calib.core.samples import read_samples
 
     from calib.model.checks import load_checked
 
+    from calib.core.errors import BadInputError
+    from calib.model.intervals import add_intervals
+
+    if not 0.0 < args.level < 1.0:
+        raise BadInputError(f"--level {args.level}: must be between 0 and 1 (e.g. 0.9)")
     pf = load_checked(args.params)
     df = read_samples(args.test, require_power=True)
-    yhat = predict_power(pf, df, args.test)
+
+    def predict(p):  # noqa: ANN001, ANN202
+        return df.assign(power_w_pred=predict_power(p, df, args.test))
+
+    ivl = add_intervals(pf, df, predict(pf), predict, args.level)
+    yhat = ivl["power_w_pred"].to_numpy(float)
     s, per = error_table(df["power_w"].to_numpy(float), yhat, df["workload"])
+    y = df["power_w"].to_numpy(float)
+    inside = (y >= ivl["power_w_lo"].to_numpy(float)) & (y <= ivl["power_w_hi"].to_numpy(float))
+    width = 100 * (ivl["power_w_hi"] - ivl["power_w_lo"]).to_numpy(float) / yhat
     # files first: a reader that stops early (``| head``) must not cost the table or the plot
     done = []
     if args.table:
@@ -113,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
           f"({args.params})")
     print(f"MAPE {s['mape_pct']:.2f}%  (per-workload mean {s['workload_mape_pct']:.2f}%)  max |error| "
           f"{s['max_abs_pct']:.2f}% / {s['max_abs_w']:.2f} W  RMSE {s['rmse_w']:.2f} W  bias {s['bias_pct']:+.2f}%")
+    print(f"{100 * args.level:g}% prediction intervals: {100 * inside.mean():.1f}% of the rows measured inside "
+          f"(mean width {np.mean(width):.1f}% of the prediction)")
     print(f"{'workload':28s} {'rows':>5s} {'MAPE %':>7s} {'max %':>7s} {'bias %':>7s} {'meas W':>8s} {'pred W':>8s}")
     for name, r in per.iterrows():
         print(f"{str(name)[:28]:28s} {int(r.n_rows):5d} {r.mape_pct:7.2f} {r.max_abs_pct:7.2f} {r.bias_pct:+7.2f} "

@@ -45,6 +45,25 @@ def score(preset: str, pf) -> list[dict]:  # noqa: ANN001 - a ParameterFile
     return rows
 
 
+def interval_rows(preset: str, seed: int, pf, samples, level: float = 0.9) -> list[dict]:  # noqa: ANN001
+    """Held-out rows (role heldout: application-like mixes never fitted) with their prediction interval."""
+    from calib.model.intervals import add_intervals
+    from calib.model.predict import predict_power
+
+    held = samples[samples["role"] == "heldout"].reset_index(drop=True)
+    if not len(held):
+        return []
+
+    def predict(p):  # noqa: ANN001, ANN202
+        return held.assign(power_w_pred=predict_power(p, held))
+
+    out = add_intervals(pf, held, predict(pf), predict, level)
+    return [{"preset": preset, "seed": seed, "workload": w, "power_w": y, "pred": p, "lo": lo, "hi": hi,
+             "core_mhz": c, "mem_mhz": m}
+            for w, y, p, lo, hi, c, m in zip(out["workload"], out["power_w"], out["power_w_pred"], out["power_w_lo"],
+                                             out["power_w_hi"], out["core_mhz"], out["mem_mhz"])]
+
+
 def coverage(rows: list[dict], key: str) -> tuple[float, int]:
     z = [r[key] for r in rows]
     ok = [z_ is not None and abs(z_) <= 2.0 for z_ in z]
@@ -59,18 +78,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presets", default="gtx280,gtx580,titanx")
     ap.add_argument("--max-seeds", type=int, default=100)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--out", default=None, help="also save every fitted parameter file here (OUT/<preset>/s<seed>.json)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     allrows: list[dict] = []
     for preset in a.presets.split(","):
         dirs = sorted((Path(a.sessions) / preset).glob("s*"), key=lambda d: int(d.name[1:]))[: a.max_seeds]
         rows: list[dict] = []
+        ivl: list[dict] = []
         for d in dirs:
-            pf = fit_session(d).params
+            fit = fit_session(d)
+            pf = fit.params
+            if a.out:
+                (Path(a.out) / preset).mkdir(parents=True, exist_ok=True)
+                pf.save(Path(a.out) / preset / f"{d.name}.json")
             r = score(preset, pf)
             for x in r:
                 x["seed"] = int(d.name[1:])
             rows += r
+            ivl += interval_rows(preset, int(d.name[1:]), pf, fit.samples)
         allrows += rows
         for sec in ("power", "thermal", "timing"):
             sub = [r for r in rows if r["parameter"].startswith(sec + ".")]
@@ -79,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
                 c1, _ = coverage(sub, "z_total")
                 print(f"{preset:7s} {sec:8s} {n:4d} parameter fits: truth within 2 stderr {100 * c0:5.1f}%, "
                       f"within 2 stderr_total {100 * c1:5.1f}%", flush=True)
+        if ivl:
+            inside = [r["lo"] <= r["power_w"] <= r["hi"] for r in ivl]
+            width = [100 * (r["hi"] - r["lo"]) / r["pred"] for r in ivl]
+            print(f"{preset:7s} held-out power: {100 * np.mean(inside):5.1f}% of {len(ivl)} rows inside their 90% "
+                  f"interval (mean width {np.mean(width):.1f}% of the prediction); MAPE "
+                  f"{100 * np.mean([abs(r['pred'] / r['power_w'] - 1) for r in ivl]):.2f}%", flush=True)
         worst = {}
         for r in rows:
             if r["z_total"] is not None and abs(r["z_total"]) > 2:
