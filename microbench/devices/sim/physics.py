@@ -37,12 +37,24 @@ class UnitPhysics:
     slope: float = 0.1365
     domain: str = "core"
     chip: bool = False
+    #: shape of the saturating part: "log" (1 + slope ln AR, clamped at 0), "exp" (exponential
+    #: approach, (1 - e^(-AR/k)) / (1 - e^(-1/k)) with k = ``k``) or "mm" (Michaelis-Menten,
+    #: AR (1 + k) / (AR + k)); all are 1 at AR = 1, so ``max_power_w`` stays the power at AR = 1
+    curve: str = "log"
+    k: float = 0.1
 
     def parts(self, ar: float) -> tuple[float, float]:
         """(per-access part, saturating activation part) of the power at access rate ``ar``, W."""
         if ar <= 0:
             return 0.0, 0.0
-        h = max(0.0, 1.0 + self.slope * math.log(ar)) if self.w else 0.0
+        if not self.w:
+            h = 0.0
+        elif self.curve == "exp":
+            h = (1.0 - math.exp(-ar / self.k)) / (1.0 - math.exp(-1.0 / self.k))
+        elif self.curve == "mm":
+            h = ar * (1.0 + self.k) / (ar + self.k)
+        else:
+            h = max(0.0, 1.0 + self.slope * math.log(ar))
         return self.max_power_w * (1.0 - self.w) * ar, self.max_power_w * self.w * h
 
     def power(self, ar: float) -> float:
@@ -71,6 +83,11 @@ class PowerPhysics:
     host_busy_w: float               # extra host power while kernels are being launched
     overlap: float = 0.0             # share of the activation power of concurrently active SM pipes
                                      # that they have in common (operand collectors, clock trees)
+    issue_w: float = 0.0             # per SM: a shared issue/dispatch stage whose power follows the SM
+    issue_exp: float = 1.0           # pipes' summed access rate (capped at 1) to this power: with an
+                                     # exponent below 1 a mix of pipes costs less than their parts
+    idle_sm_fraction: float = 0.0    # "gated" SM scaling: an SM without work still draws this share of
+                                     # its constant power (partial clock gating)
 
 
 @dataclass(frozen=True)
@@ -126,7 +143,8 @@ PIPES = frozenset({"fp", "dp", "int", "sfu", "tensor", "alu", "shared", "const",
 
 
 def sm_scale(form: str, beta: float, active: int, total: int) -> float:
-    """Fraction of full-chip runtime power drawn with ``active`` of ``total`` SMs busy."""
+    """Fraction of full-chip runtime power drawn with ``active`` of ``total`` SMs busy ("gated": the
+    busy SMs' share; the idle SMs' partial draw is added by :func:`load_for`)."""
     if form == "log":
         alpha = (10.0 - beta) / total
         return math.log10(alpha * active + beta)
@@ -160,8 +178,14 @@ def load_for(pp: PowerPhysics, ar: Mapping[str, float], active_sms: int, sm_coun
         else:
             per_sm += p
             detail[name] = p * sm_count
+    if pp.issue_w:
+        issue = pp.issue_w * min(1.0, sum(ar.get(n, 0.0) for n in PIPES)) ** pp.issue_exp
+        per_sm += issue
+        detail["issue"] = issue * sm_count
     scale = sm_scale(pp.sm_scaling, pp.sm_beta, active_sms, sm_count)
     core = pp.activation_w + scale * (sm_count * per_sm + chip_core)
+    if pp.sm_scaling == "gated":  # idle SMs: partly clock-gated, they keep a share of their constant power
+        core += pp.idle_sm_fraction * pp.const_sm_w * (sm_count - active_sms)
     mem = scale * chip_mem
     detail = {k: v * scale for k, v in detail.items()}
     detail["activation"] = pp.activation_w

@@ -280,8 +280,6 @@ GTX580 = replace(GTX580, pcie=PcieLink(raw_bytes_per_s=8.0e9, latency_s={"h2d": 
                                        host_memcpy_w=18.0))
 TITANX = replace(TITANX, pcie=PcieLink(raw_bytes_per_s=15.75e9))
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX)}
-
 # ------------------------------------------------------------------------------------------------
 # Thermal study presets (issue 14): the GTX 280 with simpler coolers, to check what a thermal-network
 # fit can recover. The fan holds its minimum duty (no thermostat), the host does not heat the case when
@@ -309,7 +307,40 @@ GTX280_RUNAWAY = replace(GTX280, name="gtx280_runaway", description="GeForce GTX
                          thermal=replace(_STUDY_THERMAL, recirculation=0.0, fan_min=0.1, g_sink_case0_w_per_c=2.0),
                          extra={**GTX280.extra, "slowdown_temp_c": 95.0})
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX, GTX280_1POLE, GTX280_2POLE, GTX280_RUNAWAY)}
+# ------------------------------------------------------------------------------------------------
+# Presets whose runtime power departs from the IPP model's form on purpose (issue 12): same device
+# shells as GTX 580 and Titan X, different unit curves and interactions. They test that the toolkit is
+# honest when its model is wrong. Departures (none of them is a term of the fitted models):
+# - the pipes' saturating parts follow an exponential approach or a Michaelis-Menten curve, not the
+#   clamped log of IPP (``curve``/``k`` of each unit);
+# - a shared issue/dispatch stage per SM draws power that grows as the 0.4th power of the pipes' summed
+#   access rate: two pipes together cost less than the sum of each alone (non-additive);
+# - the activation parts of concurrent pipes overlap more (``overlap``);
+# - partial clock gating: an SM without work keeps 30 % of its constant power ("gated" scaling, neither
+#   IPP's log nor linear in the active SMs);
+# - leakage grows faster with temperature and as the cube of the core voltage.
+# ------------------------------------------------------------------------------------------------
+
+
+def _nonadditive(base: Preset, name: str, description: str) -> Preset:
+    units = {}
+    for u, up in base.power.units.items():
+        if up.chip:
+            units[u] = replace(up, curve="mm", k=0.02)      # memory side: Michaelis-Menten saturation
+        elif up.w:
+            units[u] = replace(up, curve="exp", k=0.08)     # pipes with activation: exponential approach
+        else:
+            units[u] = up
+    power = replace(base.power, units=units, overlap=0.6, issue_w=1.5 * base.power.const_sm_w,
+                    issue_exp=0.4, sm_scaling="gated", idle_sm_fraction=0.3, leak_k_per_c=0.032, leak_v_exp=3.0)
+    return replace(base, name=name, description=description, power=power)
+
+
+GTX580_NONADD = _nonadditive(GTX580, "gtx580_nonadd", "GeForce GTX 580, power departing from the model's form")
+TITANX_NONADD = _nonadditive(TITANX, "titanx_nonadd", "GeForce GTX Titan X, power departing from the model's form")
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX, GTX280_1POLE, GTX280_2POLE, GTX280_RUNAWAY,
+                                                  GTX580_NONADD, TITANX_NONADD)}
 
 
 def get_preset(name: str) -> Preset:
