@@ -120,6 +120,7 @@ from calib.fit.uncertainty import (
     prediction_stats,
     row_groups,
     total_covariance,
+    workload_groups,
 )
 from calib.fit.base import Constraint, Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
@@ -880,10 +881,11 @@ class DvfsPowerFitter(Estimator):
         if not self._skip_uncertainty:
             n = len(prob.P)  # the ridge penalty's rows (when asked) belong to no group
             r = prob.resid(x)[:n]
+            J = prob.jac(x)[:n]
+            jack, _ = group_jackknife(J, r, row_groups(prob.rows), keep=[IDLE_GROUP])
             oog = np.empty(n)
-            jack, n_groups = group_jackknife(prob.jac(x)[:n], r, row_groups(prob.rows), keep=[IDLE_GROUP],
-                                             out_of_group=oog)
-            self.prediction_ = prediction_stats(oog / (prob.wt * prob.P), n_groups)
+            _, n_wl = group_jackknife(J, r, workload_groups(prob.rows), keep=[IDLE_GROUP], out_of_group=oog)
+            self.prediction_ = prediction_stats(oog / (prob.wt * prob.P), n_wl)
         elapsed = time.perf_counter() - t0
         sec = _section(prob, meta, notes, x, cov, dead, lin, shape, vc, vm, yhat, nfev, msg, self.method,
                        self.weighting, elapsed, jack)

@@ -49,6 +49,7 @@ from calib.fit.uncertainty import (
     row_groups,
     prediction_stats,
     total_covariance,
+    workload_groups,
 )
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
@@ -289,7 +290,8 @@ class IppPowerFitter(Estimator):
         kept), plus, for a unit with the log access-rate function measured only below AR = 1, the
         extrapolation of its MaxPower to AR = 1: a concave power curve lies between the fitted log
         curve and its tangent at the highest measured access rate, so half that gap at AR = 1 is taken
-        as one standard error. Also sets ``stderr_total`` of the fitted parameters."""
+        as one standard error, along the direction of (MaxPower, slope) that leaves the power at the
+        highest measured rate unchanged. Also sets ``stderr_total`` of the fitted parameters."""
         res = self.result_
         free = [p.name for p in res.params if p.vary]
         vals = {p.name: p.value for p in res.params}
@@ -297,20 +299,29 @@ class IppPowerFitter(Estimator):
         ev = _Evaluator(self._structure(self.forms_, self.sm_scaling_), act, running, active, temp, sigma, idle_temp_c)
         jd = ev.jacobian(vals)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
+        r = ev.power(vals) - y
+        jack, _ = group_jackknife(J, r, row_groups(data), keep=[IDLE_GROUP])
         oog = np.empty(len(y))
-        jack, n_groups = group_jackknife(J, ev.power(vals) - y, row_groups(data), keep=[IDLE_GROUP], out_of_group=oog)
-        self.prediction_ = prediction_stats(oog / y, n_groups)
-        form_var = np.zeros(len(free))
-        for u, form in self.forms_.items():
-            if form != LOG:
+        _, n_wl = group_jackknife(J, r, workload_groups(data), keep=[IDLE_GROUP], out_of_group=oog)
+        self.prediction_ = prediction_stats(oog / y, n_wl)
+        form = np.zeros((len(free), len(free)))
+        for u, f in self.forms_.items():
+            if f != LOG:
                 continue
             on = running & (act[u] > 0)
-            ar_max = float(np.max(act[u][on])) if on.any() else 0.0
-            if 0.0 < ar_max < 1.0:
+            x = float(np.max(act[u][on])) if on.any() else 0.0
+            if 0.0 < x < 1.0:
                 m, a = vals[names.max_power(u)], vals[names.ar_log_a(u)]
-                gap = m * a * ((1.0 - ar_max) / ar_max + math.log(ar_max))
-                form_var[free.index(names.max_power(u))] = (0.5 * gap) ** 2
-        cov = total_covariance(self.covariance_, jack, form_var)
+                gap = m * a * ((1.0 - x) / x + math.log(x))
+                # along the direction that keeps the unit's power at its highest measured rate: MaxPower
+                # moves, the slope compensates, so predictions inside the measured range barely move
+                v = np.zeros(len(free))
+                v[free.index(names.max_power(u))] = 1.0
+                v[free.index(names.ar_log_a(u))] = -(1.0 + a * math.log(x)) / (m * math.log(x))
+                form += (0.5 * gap) ** 2 * np.outer(v, v)
+        cov = total_covariance(self.covariance_, jack)
+        if cov is not None:
+            cov = cov + form
         apply_total(res.params, free, cov)
         return None if cov is None else Covariance(tuple(free), cov)
 

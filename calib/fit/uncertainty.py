@@ -64,8 +64,8 @@ def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequen
     for lab in labels:
         m = g == lab
         Jg = Js[m]
-        # theta_(g) - theta = -(A - Jg' Jg)^+ Jg' r_g  (the full solution has Js' r = 0)
-        deltas.append(-np.linalg.lstsq(A - Jg.T @ Jg, Jg.T @ r[m], rcond=1e-12)[0])
+        # theta_(g) - theta = (A - Jg' Jg)^+ Jg' r_g  (the full solution has Js' r = 0, r = prediction - data)
+        deltas.append(np.linalg.lstsq(A - Jg.T @ Jg, Jg.T @ r[m], rcond=1e-12)[0])
         if out_of_group is not None:
             out_of_group[m] = r[m] + Jg @ deltas[-1]
     D = np.array(deltas) / scale
@@ -154,6 +154,17 @@ def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.nda
 IDLE_GROUP = "(idle)"
 #: rows every replicate keeps (measured once, so they belong to no repeat)
 KEEP_GROUP = "(once)"
+
+
+def workload_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table
+    """Every row's workload (its repeats and clock pairs together), idle rows :data:`IDLE_GROUP`: the
+    groups of the leave-one-workload-out prediction errors (a new workload uses units the campaign
+    measured, so its error is that of one workload left out, not of a whole benchmark family)."""
+    g = df["workload"].astype(str).to_numpy().copy() if "workload" in df.columns else \
+        np.array([str(i) for i in range(len(df))])
+    if "role" in df.columns:
+        g[(df["role"].astype(str) == "idle").to_numpy()] = IDLE_GROUP
+    return g
 
 
 def row_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table
@@ -248,11 +259,12 @@ def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.pa
 
 def prediction_stats(rel_errors: np.ndarray, n_groups: int) -> dict | None:
     """The discrepancy scale of a model's predictions for workloads it was not fitted on: the root mean
-    square of leave-one-group-out relative errors (:func:`group_jackknife`'s ``out_of_group`` over the
-    measured values), which ``calib predict`` adds to the parameter uncertainty of its intervals."""
+    square of leave-one-workload-out relative errors (:func:`group_jackknife`'s ``out_of_group`` with
+    :func:`workload_groups`, over the measured values), which ``calib predict`` adds to the statistical
+    parameter uncertainty of its intervals."""
     e = np.asarray(rel_errors, float)
     e = e[np.isfinite(e)]
     if len(e) < 3:
         return None
     return {"discrepancy_rel": float(np.sqrt(np.mean(e ** 2))), "n_rows": int(len(e)), "n_groups": int(n_groups),
-            "method": "RMS of leave-one-benchmark-group-out relative errors (linearised jackknife)"}
+            "method": "RMS of leave-one-workload-out relative errors (linearised jackknife)"}

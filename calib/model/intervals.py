@@ -6,11 +6,12 @@ both (Gaussian, two-sided, ``level`` = 0.90 by default):
 - **parameter uncertainty**: the delta method through the whole prediction, ``g^T Sigma g``, with ``g``
   the change of the predicted column per unit change of each fitted parameter (finite differences of
   :func:`calib.model.predict.predict_table` itself, so every model and every dispatch rule is included)
-  and ``Sigma`` each section's total covariance (``covariance_total``: statistical plus model
-  discrepancy, :mod:`calib.fit.uncertainty`; sections are independent fits);
+  and ``Sigma`` each section's statistical covariance (sections are independent fits). Not the total
+  covariance: that one also holds what a missing benchmark family or an extrapolation to AR = 1 would
+  do to a parameter, which is not the error of a new workload whose units the campaign measured;
 - **model discrepancy at this workload**: what the fit says the model misses for a workload it has not
   seen -- the ``discrepancy_rel`` of the section that predicts the row (``fit.<section>.prediction``:
-  the RMS of leave-one-benchmark-group-out relative errors), times the prediction; for temperatures the
+  the RMS of leave-one-workload-out relative errors), times the prediction; for temperatures the
   scatter of the thermal steps around the Max_temp plane (C).
 
 How often measured values fall inside is checked on held-out workloads of the virtual GPUs and on the
@@ -36,16 +37,14 @@ DEFAULT_LEVEL = 0.90
 
 
 def _cov(sec: Section) -> tuple[list[str], np.ndarray] | None:
-    """(names, covariance) for the parameter uncertainty of a section: the total covariance, else the
-    statistical one, else the total/statistical standard errors on the diagonal."""
-    for cov in (sec.covariance_total, sec.covariance):
-        if cov is not None:
-            m = np.where(np.isfinite(cov.matrix), cov.matrix, 0.0)
-            return list(cov.names), m
-    names = [n for n, p in sec.params.items() if p.vary and (p.stderr_total or p.stderr)]
+    """(names, covariance) for the parameter uncertainty of a section: the statistical covariance, else
+    the statistical standard errors on the diagonal (module docstring)."""
+    if sec.covariance is not None:
+        return list(sec.covariance.names), np.where(np.isfinite(sec.covariance.matrix), sec.covariance.matrix, 0.0)
+    names = [n for n, p in sec.params.items() if p.vary and p.stderr]
     if not names:
         return None
-    return names, np.diag([(sec[n].stderr_total or sec[n].stderr) ** 2 for n in names])
+    return names, np.diag([sec[n].stderr ** 2 for n in names])
 
 
 def parameter_sd(pf: ParameterFile, predict: Callable[[ParameterFile], pd.DataFrame],
