@@ -403,6 +403,14 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
     if pred_stats and method.startswith("timing microbenchmarks"):
         pred_stats["method"] = "RMS of the relative time errors of the campaign's kernel rows (not fitted)"
         stats["prediction"] = pred_stats
+        # total uncertainty: each parameter comes from its own microbenchmark, so no jackknife can see how
+        # far the model's reading of that benchmark is from the hardware; the kernels the campaign ran
+        # but did not fit can: a model that times them to within d (relative RMS) is taken as knowing none
+        # of its parameters better than d of their value
+        d = pred_stats["discrepancy_rel"]
+        for p in params.values():
+            if p.vary:
+                p.stderr_total = math.hypot(p.stderr or 0.0, d * abs(p.value))
     held = rows[rows["role"] == HELDOUT] if "role" in rows.columns else rows.iloc[:0]
     if len(held):
         with warnings.catch_warnings():
