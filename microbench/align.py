@@ -20,7 +20,7 @@ time of ``mark()`` vs the arrival time of the marked frame bounds the transport 
 
 The residual offset after alignment is what this cannot remove: the jitter of host arrival stamps
 and the sensor's own smoothing. The README quotes the figures measured by the tests and
-``benchmarks/bench_logger.py``.
+``tests/benchmarks/bench_logger.py``.
 """
 
 from __future__ import annotations

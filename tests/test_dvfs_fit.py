@@ -268,7 +268,7 @@ def test_alternating_and_joint_reach_the_same_optimum():
 
 
 def test_prediction_of_a_large_table_equals_row_by_row_prediction():
-    # the rate itself (>= 1e6 rows/s on one core) is measured by benchmarks/bench_dvfs.py, not asserted here
+    # the rate itself (>= 1e6 rows/s on one core) is measured by tests/benchmarks/bench_dvfs.py, not asserted here
     df = synthetic()
     doc = stored(fit_dvfs(df, ar_form="linear", activity_clocks="off"))
     big = pd.concat([df] * 400, ignore_index=True)  # 180,000 rows in one call

@@ -130,7 +130,7 @@ def test_appending_with_different_columns_is_refused(tmp_path, capsys):
 
 
 def test_nvml_logging_in_process_with_patched_binding(tmp_path, capsys):
-    from microbench.devices.nvml_fake import FakeGpu, install_fake
+    from microbench.testing.nvml_fake import FakeGpu, install_fake
 
     sess = tmp_path / "s"
     with mock.patch("microbench.devices.nvml.pynvml", autospec=True) as m:

@@ -10,7 +10,7 @@ import pytest
 from calib.core.errors import DeviceLostError, DeviceNotSupportedError
 from calib.core.session import SessionWriter, read_session
 from microbench.devices.base import Row, Sensor
-from microbench.devices.nvml_fake import FakeGpu, install_fake
+from microbench.testing.nvml_fake import FakeGpu, install_fake
 from microbench.logger import SensorLogger, TransientSensorError
 
 

@@ -25,7 +25,7 @@ from calib.core.errors import (
     DeviceNotSupportedError,
 )
 from microbench.devices import nvml
-from microbench.devices.nvml_fake import FakeGpu, install_fake
+from microbench.testing.nvml_fake import FakeGpu, install_fake
 from microbench.logger import TransientSensorError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -342,7 +342,7 @@ _CHILD = textwrap.dedent("""
     from unittest import mock
     m = mock.patch("microbench.devices.nvml.pynvml", autospec=True).start()  # stays patched until exit
     from microbench.devices import nvml
-    from microbench.devices.nvml_fake import install_fake
+    from microbench.testing.nvml_fake import install_fake
     fake = install_fake(m)
     gpu = fake.gpus[0]
     import atexit

@@ -13,7 +13,7 @@ import pynvml as real_pynvml
 from calib.core.errors import DeviceError, DeviceNoPermissionError
 from calib.core.session import SessionWriter, read_session
 from microbench.devices.base import Device, DeviceInfo, Launch, RunResult, Workload
-from microbench.devices.nvml_fake import FakeGpu, install_fake
+from microbench.testing.nvml_fake import FakeGpu, install_fake
 from microbench.logger import SensorLogger
 from microbench.protocol import ThermalProtocol, cooldown, run_point, temperature_gate
 

@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 
 from calib.cli import main
-from microbench.devices.nvml_fake import FakeGpu, install_fake
+from microbench.testing.nvml_fake import FakeGpu, install_fake
 from microbench.testing.emulators import CsvEmulator, HiokiEmulator, YokogawaEmulator
 
 

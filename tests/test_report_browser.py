@@ -7,8 +7,9 @@ is skipped, saying so, unless CALIB_REQUIRE_CHROMIUM=1 (CI), which makes a missi
 
 The test asserts that every <img> of the page loaded (naturalWidth > 0), that the parameter table lists
 every parameter of the file, and that the page has no scripts; it saves a full-page screenshot in the
-test's temporary directory, and also at $CALIB_REPORT_SCREENSHOT when that variable is set (this is how
-benchmarks/report_screenshot.png was made).
+test's temporary directory, and also at $CALIB_REPORT_SCREENSHOT when that variable is set (e.g.
+CALIB_REPORT_SCREENSHOT=tests/benchmarks/report_screenshot.png to look at it: generated images are
+git-ignored, so the screenshot never goes into the repository).
 """
 
 from __future__ import annotations

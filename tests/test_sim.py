@@ -156,3 +156,16 @@ def test_fitter_never_imports_ground_truth():
                     assert not n.startswith("microbench"), f"{f} imports {n}"
     for f in [root / "segment.py", *sorted((root / "core").glob("*.py"))]:
         assert "microbench" not in f.read_text(), f
+    # the ground truth sits above the campaign's plan, outside the devices: no driver or simulator module
+    # reaches it, and in calib only the recovery report reads it
+    pkg = root.parent
+    readers = set()
+    for f in sorted(pkg.glob("calib/**/*.py")) + sorted(pkg.glob("microbench/**/*.py")):
+        tree = ast.parse(f.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n in ("microbench.truth", "microbench.timing_truth") for n in names):
+                readers.add(f.relative_to(pkg).as_posix())
+    assert readers <= {"calib/report/recovery.py", "microbench/truth.py", "microbench/timing_truth.py"}, readers
+    assert "calib/report/recovery.py" in readers

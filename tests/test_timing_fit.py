@@ -13,7 +13,7 @@ from calib.fit.timing import fit_table, fit_timing, timing_noise_rel
 from calib.model import timing as T
 from microbench.benchmarks import plan
 from microbench.devices import open_device
-from microbench.devices.sim.timing_truth import timing_recovery_rows, timing_truth
+from microbench.timing_truth import timing_recovery_rows, timing_truth
 from microbench.timing_plan import measure_times
 
 
@@ -121,7 +121,7 @@ def test_table_fit_without_microbenchmarks():
     assert {"dm_lat_a_cycles", "dm_lat_b_cycles", "dram_del_coal_mem_cycles"} <= set(doc["timing"]["parameters"])
     pred = T.predict_time(_timing(doc), train)
     # it fits the kernels it saw (held-out kernels are another matter: without the microbenchmarks
-    # latency and queueing trade off -- see benchmarks/timing_results.md)
+    # latency and queueing trade off -- see tests/benchmarks/timing_results.md)
     assert 100 * np.mean(np.abs(pred / train["time_s"] - 1)) < 5.0
     assert doc["fit"]["timing"]["mape_pct"] < 5.0
     # a table with kernel times at several clocks but no microbenchmarks is fitted by fit_timing too

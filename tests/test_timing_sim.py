@@ -9,7 +9,7 @@ import pytest
 from microbench.benchmarks import plan
 from microbench.devices import open_device
 from microbench.devices.sim.timing import dram_chase_latency_cycles
-from microbench.devices.sim.timing_truth import timing_truth
+from microbench.timing_truth import timing_truth
 from microbench.timing_plan import TimingBenchmark, timing_benchmarks
 
 #: kernel times (s) of power-campaign workloads, from the physics before the timing microbenchmarks

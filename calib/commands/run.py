@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"held-out application-like workloads: power MAPE {stats['heldout_mape_pct']:.2f}% over "
               f"{stats['heldout_rows']} rows ({parts})")
     if device.virtual:
-        from microbench.devices.sim.recovery import format_table, recovery_report
+        from calib.report.recovery import format_table, recovery_report
 
         rep = recovery_report(device.info.extra["preset"], pf.to_dict(), stats.get("heldout_mape_pct"),
                               stats.get("heldout_rows", 0))

@@ -28,7 +28,7 @@ performance state of the driver): on the Titan X table the per-memory-level curv
 CV MAPE by microbenchmark name from 3.05 % (seeds 0-4: 3.01-3.12) to 2.26 % (2.20-2.32), the MAPE on the
 10 development applications from 6.69 % to 6.09 %, and the CV MAPE on the HPCA'18 Titan X table
 from 3.50 % to 2.68 % (Titan Xp: 3.58 % to 3.51 %). Sessions of the virtual GPUs measure the default
-core clock at the default memory clock only, so they keep the shared curve (benchmarks/titanx_results.md).
+core clock at the default memory clock only, so they keep the shared curve (tests/benchmarks/titanx_results.md).
 
 Default transform: ``"tpow"`` with the threshold fixed at ``DEFAULT_THRESHOLD`` = 0.03 and its power
 fitted. The microbenchmarks alone cannot place the threshold (they have exact zeros or large
@@ -37,10 +37,10 @@ values. The threshold is a choice made with the development applications, not by
 with the shared core voltage curve a threshold of 0.03 raised the 5-fold CV MAPE on microbenchmarks
 from 2.86 % to 3.02 % and lowered the MAPE on the 10 development applications from 7.6 % to 6.7 %; with
 the per-memory-level curves, 0.01 has a CV MAPE of 2.11 % against 2.26 % but a development MAPE of
-6.88 % against 6.09 % (benchmarks/titanx_results.md). ``ar_threshold=None`` fits it.
+6.88 % against 6.09 % (tests/benchmarks/titanx_results.md). ``ar_threshold=None`` fits it.
 
 Options that cross-validation on the Titan X table did not support as defaults (each measured on top of
-the default; benchmarks/titanx_results.md has the figures): ``static_exp=True`` (core static power
+the default; tests/benchmarks/titanx_results.md has the figures): ``static_exp=True`` (core static power
 ``Vc**k``), ``total_terms`` (per-domain total-activity terms), ``ar_shape="per_unit"`` (every unit its
 own transform power ``ar_tp_lambda_<unit>``), ``loss="huber"``/``"soft_l1"``/``"cauchy"`` (robust
 losses on the relative residuals, scale ``loss_scale``), ``weighting="relative_workload"`` (every
@@ -59,7 +59,7 @@ table, assuming the highest clocks instead of the true default clocks changes no
 (:func:`scipy.optimize.nnls`) for the W coefficients with voltages fixed, then bounded least squares
 for the voltages and shapes with the coefficients fixed, until no parameter changes by more than 0.05 %
 for 5 iterations. Both reach the same optimum on the Guerreiro et al. tables; the joint solve is
-several times faster (benchmarks/titanx_results.md has the measurement), hence the default.
+several times faster (tests/benchmarks/titanx_results.md has the measurement), hence the default.
 
 Residuals are relative, ``(P_pred - P) / P`` (``weighting="relative"``): the fit minimises the squared
 percentage error, which matches the MAPE it is judged by and keeps 40 W idle rows as important as
@@ -126,7 +126,7 @@ from calib.fit.base import Constraint, Estimator, either, mapping_of, names_of, 
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import in_memory_domain
 
-#: activity threshold of the default "tpow" transform (chosen on the Titan X data: benchmarks/titanx_results.md)
+#: activity threshold of the default "tpow" transform (chosen on the Titan X data: tests/benchmarks/titanx_results.md)
 DEFAULT_THRESHOLD = 0.03
 #: |correlation| between two units' activities (over distinct workloads) that triggers a warning
 COLLINEAR_R = 0.95

@@ -1011,7 +1011,7 @@ class PowerSensor3Emulator(PtyEmulator):
 
 
 # ------------------------------------------------------------------------------------------------
-# End-to-end fault scenario (used by the tests and benchmarks/bench_logger.py)
+# End-to-end fault scenario (used by the tests and tests/benchmarks/bench_logger.py)
 # ------------------------------------------------------------------------------------------------
 
 #: protocol -> (emulator factory(link), driver keyword arguments) for the fault scenario

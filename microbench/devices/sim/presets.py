@@ -19,7 +19,7 @@
     powers are of the size of the TPDS'19 fitted omegas (x default clock), split per SM.
 
 The thermal, fan and host figures that papers do not give are plausible values for an air-cooled card
-in a desktop case. Ground truth derived from these physics lives in :mod:`microbench.devices.sim.truth`;
+in a desktop case. Ground truth derived from these physics lives in :mod:`microbench.truth`;
 the fitter never reads either module.
 """
 

@@ -1,6 +1,6 @@
 """Timing and energy figures on the virtual GPU (issue 6 must-shows).
 
-    .venv/bin/python benchmarks/bench_timing.py [--presets gtx280,titanx] [--json OUT.json] [--seed 0]
+    .venv/bin/python tests/benchmarks/bench_timing.py [--presets gtx280,titanx] [--json OUT.json] [--seed 0]
 
 For each preset: run the standard campaign (the power campaign plus the timing microbenchmarks) into a
 temporary session, take its samples table, fit the timing section (calib.fit.timing.fit_timing with the
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from calib.core.params import ParameterFile
 from calib.fit.pipeline import fit_session
@@ -46,7 +46,7 @@ from microbench.benchmarks import HELDOUT_MIXES, Benchmark, _mix_params
 from microbench.campaign import Campaign
 from microbench.devices import open_device
 from microbench.devices.base import Launch, Workload
-from microbench.devices.sim.timing_truth import timing_recovery_rows
+from microbench.timing_truth import timing_recovery_rows
 
 
 def run_session(preset: str, seed: int, workdir: Path) -> Path:

@@ -1,6 +1,6 @@
 """Logger overhead and robustness figures, without hardware.
 
-    .venv/bin/python benchmarks/bench_logger.py [--seconds 2] [--json OUT.json]
+    .venv/bin/python tests/benchmarks/bench_logger.py [--seconds 2] [--json OUT.json]
 
 1. NVML sampler (binding patched with the scripted fake, autospec): rows/s achieved vs requested
    through :class:`microbench.logger.SensorLogger` into a real session directory, and the host time
@@ -32,7 +32,7 @@ from unittest import mock
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from calib.core.session import SessionWriter, read_session  # noqa: E402
 from microbench.align import lag_vs_pattern, pattern_signal  # noqa: E402
@@ -56,7 +56,7 @@ def _log(sensors, period_s, seconds, workdir, before_stop=None):
 
 
 def bench_nvml(seconds, workdir):
-    from microbench.devices.nvml_fake import FakeGpu, install_fake
+    from microbench.testing.nvml_fake import FakeGpu, install_fake
 
     out = []
     with mock.patch("microbench.devices.nvml.pynvml", autospec=True) as m:

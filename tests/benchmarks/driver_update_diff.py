@@ -6,7 +6,7 @@ sensor noise differs as it would between two real runs). Both are fitted, then c
 ``calib diff``. Expected: the device identity change (driver) is listed first, ``power.idle_power_w`` is
 flagged (about +5 W plus the extra leakage of a slightly warmer idle die), and nothing else is.
 
-    .venv/bin/python benchmarks/driver_update_diff.py [WORKDIR]
+    .venv/bin/python tests/benchmarks/driver_update_diff.py [WORKDIR]
 
 The preset is modified in memory (dataclasses.replace); microbench/devices/sim/presets.py is untouched.
 """
@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_dvfs.py [--rows 1000000] [--repeat 5] [--alternating]
+    .venv/bin/python tests/benchmarks/bench_dvfs.py [--rows 1000000] [--repeat 5] [--alternating]
 
 One core: BLAS threads are limited to 1 before numpy is imported (the fit's trust-region steps use an
 SVD; prediction is pure element-wise numpy and single-threaded anyway). Target: >= 1e6 predicted rows/s.
@@ -27,7 +27,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from calib.fit.dvfs import DvfsPowerFitter  # noqa: E402

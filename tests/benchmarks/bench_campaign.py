@@ -1,6 +1,6 @@
 """Time the virtual-GPU campaign + fit per preset and campaign size, and print what it recovered.
 
-Run by hand:  .venv/bin/python benchmarks/bench_campaign.py [--presets gtx280,gtx580,titanx] [--campaigns quick,standard]
+Run by hand:  .venv/bin/python tests/benchmarks/bench_campaign.py [--presets gtx280,gtx580,titanx] [--campaigns quick,standard]
 Reports wall time of the campaign and of the fit, simulated seconds per wall second, rows logged,
 held-out power MAPE and the recovery errors of the headline parameters.
 """
@@ -28,7 +28,7 @@ def main() -> None:
     from calib.fit.pipeline import fit_session
     from microbench.campaign import Campaign
     from microbench.devices import open_device
-    from microbench.devices.sim.recovery import recovery_report
+    from calib.report.recovery import recovery_report
 
     for preset in a.presets.split(","):
         for camp in a.campaigns.split(","):

@@ -1,6 +1,6 @@
 """What a fit recovered on a virtual GPU: truth vs fitted value per parameter, and held-out error.
 
-The only consumer of :mod:`microbench.devices.sim.truth` besides the simulator's own tests.
+The only consumer of :mod:`microbench.truth` besides the simulator's own tests.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from microbench.devices.sim.truth import ar_forms, ground_truth
+from microbench.truth import ar_forms, ground_truth
 
 
 def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
@@ -33,7 +33,7 @@ def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
                      "error_pct": err, "abs_error": None if fitted is None else fitted - t["value"],
                      "truth_from": t["how"]})
     if "timing" in doc:
-        from microbench.devices.sim.timing_truth import timing_recovery_rows
+        from microbench.timing_truth import timing_recovery_rows
 
         rows += timing_recovery_rows(preset, doc)
     if "thermal_network" in doc:

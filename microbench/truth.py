@@ -1,6 +1,6 @@
 """Ground truth of the virtual GPU presets, in the terms of the fitted model.
 
-Only :mod:`microbench.devices.sim.recovery` (and tests of the simulator) read this module; the fitter
+Only :mod:`calib.report.recovery` (and tests of the simulator) read this module; the fitter
 never does. Model-level truths are either design values of the hidden physics (MaxPower per unit at
 AR = 1, Const_SM, activation, beta) or exact consequences of it, computed without noise:
 

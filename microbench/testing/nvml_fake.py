@@ -1,6 +1,6 @@
 """A scripted stand-in for NVML, installed into an autospec'd mock of the ``pynvml`` module.
 
-Used by the tests and ``benchmarks/bench_logger.py`` (there is no GPU in CI)::
+Used by the tests and ``tests/benchmarks/bench_logger.py`` (there is no GPU in CI)::
 
     with mock.patch("microbench.devices.nvml.pynvml", autospec=True) as m:
         fake = install_fake(m, [FakeGpu()])
