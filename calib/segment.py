@@ -2,7 +2,8 @@
 
 For every ``measure_start``/``measure_stop`` pair (same workload, repeat and segment) the window's power
 readings are averaged (dropping the first ``settle_s`` seconds, in which the sensor's averaging still
-sees the warm-up edge), temperatures and fan duty are averaged, the energy counter difference is taken,
+sees the warm-up edge), temperatures and fan duty are averaged, the energy counter difference over the
+window is taken (:mod:`calib.windows`: interpolated at the window's edges, resets and wraps unwrapped),
 and access rates are computed from the declared per-warp counts and the *measured* kernel time
 (IPP eqs. 10-12, :mod:`calib.core.activity`). Idle windows become rows with all activities 0 and role ``idle``. Thermal steps are
 returned separately as traces (:func:`thermal_steps`).
@@ -23,6 +24,7 @@ from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.session import Session
 from calib.core.activity import ActivityBasis, access_rates, warps_per_sm
 from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
+from calib.windows import EnergyCounter
 
 #: power column preference in a device (NVML-like) stream
 POWER_COLUMNS = ("power_w", "power_avg_w")
@@ -113,27 +115,26 @@ def _window_rows(df: pd.DataFrame, w: Window, settle_s: float = 0.0) -> pd.DataF
     return df[sel]
 
 
-def _energy_j(df: pd.DataFrame, w: Window) -> float:
-    """Energy (J) from the total-energy counter (mJ) over the whole window, from the last reading at
-    or before its start to the last at or before its end (the same interval as its launch count);
-    an interval in which the counter went backwards (reset or wrap) is skipped with a warning."""
-    if "energy_mj" not in df.columns:
-        return math.nan
-    t = df["t_mono_s"].to_numpy()
-    seg = df["segment"].to_numpy() == w.segment
-    before = np.flatnonzero(seg & (t <= w.t0 + _EDGE_EPS_S))
-    inside = np.flatnonzero(seg & (t > w.t0 + _EDGE_EPS_S) & (t <= w.t1 + _EDGE_EPS_S))
-    if len(inside) == 0:
-        return math.nan
-    idx = np.concatenate([before[-1:], inside]) if len(before) else inside
-    if len(idx) < 2:
-        return math.nan
-    e = df["energy_mj"].to_numpy(dtype=float)[idx]
-    d = np.diff(e)
-    d = np.where(d < 0, np.nan, d)  # a reset or wrap: that interval's energy is unknown
-    if np.isnan(d).any():
-        warnings.warn("energy counter went backwards inside a window (reset or wrap); that interval is skipped")
-    return float(np.nansum(d)) / 1000.0
+class _CounterEnergy:
+    """Window energies (J) from the session's energy counter: :class:`calib.windows.EnergyCounter`
+    (the counter interpolated at the window's edges, resets and wraps unwrapped), one per segment."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+        self.by_segment: dict[int, EnergyCounter | None] = {}
+
+    def __call__(self, w: Window) -> float:
+        if w.segment not in self.by_segment:
+            seg = self.df[self.df["segment"] == w.segment] if "energy_mj" in self.df.columns else self.df.iloc[:0]
+            self.by_segment[w.segment] = EnergyCounter.from_stream(seg)
+        c = self.by_segment[w.segment]
+        e = None if c is None else c.between_j(w.t0, w.t1)
+        if e is None:
+            return math.nan
+        if c.resets_in(w.t0, w.t1):
+            warnings.warn(f"energy counter reset or wrapped inside the window of {w.workload} (repeat {w.repeat}, "
+                          f"segment {w.segment}); unwrapped: at most one counter period of energy is lost")
+        return e
 
 
 def _positive(value: Any, where: str) -> float:
@@ -206,6 +207,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
     wall = analyzer_stream(session)
     wdf = session.stream(wall) if wall else None
     markers = session.markers()
+    counter_energy_j = _CounterEnergy(pdf)
     rows: list[dict[str, Any]] = []
 
     def common(rw: pd.DataFrame, w: Window) -> dict[str, Any]:
@@ -220,7 +222,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
             rec["temp_start_c"] = float(rw["temp_c"].iloc[0])
         if "fan_pct" in rw.columns and len(rw):
             rec["fan_pct"] = float(rw["fan_pct"].mean())
-        rec["energy_counter_j"] = _energy_j(pdf, w)
+        rec["energy_counter_j"] = counter_energy_j(w)
         if wdf is not None:
             ww = _window_rows(wdf, w, settle_s)
             rec["wall_power_w"] = float(ww["power_w"].mean()) if len(ww) else math.nan

@@ -9,6 +9,7 @@ import pytest
 
 from calib.core.errors import DeviceLostError, DeviceNotSupportedError
 from calib.core.session import SessionWriter, read_session
+from calib.windows import window_energy
 from microbench.devices.base import Row, Sensor
 from microbench.testing.nvml_fake import FakeGpu, install_fake
 from microbench.logger import SensorLogger, TransientSensorError
@@ -57,7 +58,7 @@ def test_rows_reach_the_session_at_the_requested_rate(tmp_path):
 def test_nvml_sensor_through_the_logger_with_patched_binding(tmp_path):
     with mock.patch("microbench.devices.nvml.pynvml", autospec=True) as m:
         install_fake(m, [FakeGpu(power_fn=lambda t: 250.0)])
-        from microbench.devices.nvml import NvmlSensor, window_energy
+        from microbench.devices.nvml import NvmlSensor
 
         s = NvmlSensor(0)
         w = _writer(tmp_path, [s])

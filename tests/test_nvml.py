@@ -221,64 +221,6 @@ def test_energy_counter_reset_is_detected(fake):
     s.close()
 
 
-# -- energy windows ---------------------------------------------------------------------------------
-
-def _stream(power_w, t_end=6.0, rate_hz=20.0, counter_period=0.1, e0=5e6, reset_at=None, jitter=0.0):
-    """A synthetic NVML stream: power samples at rate_hz, a counter updating every counter_period."""
-    rng = np.random.default_rng(1)
-    t = np.arange(0.0, t_end, 1.0 / rate_hz) + rng.uniform(0, jitter, int(round(t_end * rate_hz)))
-    p = np.array([power_w(x) for x in t])
-    fine = np.arange(0.0, t_end + 1, 0.001)
-    cum_j = np.concatenate([[0], np.cumsum((np.array([power_w(x) for x in fine[:-1]]) * 0.001))])
-    tq = np.floor(t / counter_period) * counter_period
-    e = e0 + np.interp(tq, fine, cum_j) * 1000.0
-    if reset_at is not None:
-        e = np.where(t >= reset_at, e - np.interp(np.floor(reset_at / counter_period) * counter_period, fine,
-                                                    cum_j) * 1000.0 - e0 + 7.0, e)
-    return pd.DataFrame({"t_mono_s": t, "power_w": p, "energy_mj": np.floor(e)})
-
-
-def test_window_energy_counter_matches_integration_for_constant_power():
-    df = _stream(lambda t: 200.0)
-    w = nvml.window_energy(df, 1.0, 5.0)
-    assert w.counter_j == pytest.approx(800.0, rel=0.01)
-    assert w.integrated_j == pytest.approx(800.0, rel=1e-9)
-    assert abs(w.disagreement_pct) < 1.0
-    assert w.n_power == 79 and 35 <= w.n_counter_updates <= 41 and w.counter_resets == 0
-
-
-def test_window_energy_reports_disagreement_when_power_reading_is_biased():
-    df = _stream(lambda t: 100.0 + 50.0 * (int(t * 2) % 2))
-    df["power_w"] *= 1.10  # a sensor reading 10 % high
-    w = nvml.window_energy(df, 0.5, 5.5)
-    assert w.disagreement_pct == pytest.approx(10.0, abs=1.5)
-
-
-def test_window_energy_across_counter_reset():
-    df = _stream(lambda t: 150.0, reset_at=3.0)
-    assert (np.diff(df["energy_mj"]) < 0).sum() == 1
-    w = nvml.window_energy(df, 1.0, 5.0)
-    assert w.counter_resets == 1
-    # the energy between the last update before the reset and the reset itself is unknowable:
-    # at most one counter period (0.1 s x 150 W = 15 J) is lost
-    assert 600.0 - 15.5 <= w.counter_j <= 600.0 + 0.5
-
-
-def test_unwrap_energy_handles_uint64_wrap():
-    top = float(2**64 - 1000)
-    cum, n = nvml.unwrap_energy_mj([top, top + 500 - 0, 1500.0 - 1000 + 0])
-    assert n == 1
-    assert cum[-1] == pytest.approx(1000.0 + 500.0 - 500.0 + 0.0, abs=2048)  # float64 resolution at 2**64
-
-
-def test_window_energy_without_data_is_none_not_zero():
-    df = pd.DataFrame({"t_mono_s": [0.0, 1.0], "power_w": [float("nan")] * 2, "energy_mj": [float("nan")] * 2})
-    w = nvml.window_energy(df, 0.2, 0.8)
-    assert w.counter_j is None and w.integrated_j is None and w.disagreement_pct is None
-    with pytest.raises(ValueError, match="t1_s > t0_s"):
-        nvml.window_energy(df, 1.0, 1.0)
-
-
 # -- clocks -----------------------------------------------------------------------------------------
 
 def test_supported_clocks_and_lock_then_reset_on_close(fake):

@@ -213,7 +213,7 @@ def test_protocol_validation():
 
 def test_campaign_slice_on_fake_gpu_with_logger(fake, tmp_path):
     """CudaDevice + SensorLogger + protocol: each window has NVML rows and counter-vs-integral energy."""
-    from microbench.devices.nvml import window_energy
+    from calib.windows import window_energy
 
     dev = _device(PROPS_CUDA0_IS_H100, FakeRunner())
     w = SessionWriter.create(tmp_path / "s", {"device": dev.info.to_dict(),

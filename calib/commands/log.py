@@ -278,7 +278,7 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
     for s in sensors:
         if s.kind != "nvml":
             continue
-        from microbench.devices.nvml import window_energy
+        from calib.windows import window_energy
 
         df = sess.stream(s.name)
         df = df[df["segment"] == seg]

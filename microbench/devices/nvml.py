@@ -45,8 +45,7 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -80,8 +79,6 @@ THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 _ARCH_NAMES = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere", 8: "ada",
                9: "hopper", 10: "blackwell", 13: "rubin"}
-
-_UINT64 = 1 << 64
 
 
 # ------------------------------------------------------------------------------------------------
@@ -582,7 +579,7 @@ class NvmlSensor(Sensor):
 
     Its rate is the logger's polling rate. Below 20 Hz polling is cheap; NVML's own values update at
     roughly 10 Hz (power fields, energy counter) and Zeus warns against polling faster than 50 ms, so
-    rows faster than that repeat values -- harmless, and :func:`window_energy` deduplicates.
+    rows faster than that repeat values -- harmless: :func:`calib.windows.window_energy` deduplicates.
     """
 
     kind = "nvml"
@@ -635,88 +632,6 @@ def list_gpus() -> list[dict[str, Any]]:
         return out
     finally:
         pynvml.nvmlShutdown()
-
-
-# ------------------------------------------------------------------------------------------------
-# Energy per window: counter vs integrated power
-# ------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class WindowEnergy:
-    """Energy of one time window from the NVML counter and from integrated power.
-
-    ``counter_j`` is the counter difference (interpolated between counter updates at the window
-    edges), ``integrated_j`` the trapezoidal integral of ``power_w``. ``disagreement_pct`` =
-    100 (integrated - counter) / counter. Either is ``None`` when the stream has no data for it.
-    """
-
-    t0_s: float
-    t1_s: float
-    counter_j: float | None
-    integrated_j: float | None
-    disagreement_pct: float | None
-    n_power: int
-    n_counter_updates: int
-    counter_resets: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-def unwrap_energy_mj(energy_mj: Sequence[float]) -> tuple[np.ndarray, int]:
-    """Continuous cumulative energy (mJ, from 0) across counter resets and 64-bit wraps.
-
-    A step down from a value in the top half of the uint64 range is a wrap (add 2^64); any other
-    step down is a reset (driver reload: the counter restarted from 0, so the new value is the
-    energy since the reset). Returns the series and the number of resets/wraps.
-    """
-    e = np.asarray(energy_mj, dtype=float)
-    if e.size == 0:
-        return e, 0
-    d = np.diff(e)
-    resets = 0
-    for i in np.nonzero(d < 0)[0]:
-        resets += 1
-        prev, new = e[i], e[i + 1]
-        d[i] = (new + _UINT64 - prev) if prev >= _UINT64 / 2 else new
-    return np.concatenate([[0.0], np.cumsum(d)]), resets
-
-
-def window_energy(df: Any, t0_s: float, t1_s: float, time_col: str = "t_mono_s") -> WindowEnergy:
-    """Energy between ``t0_s`` and ``t1_s`` (on ``time_col``) from an NVML stream table.
-
-    ``df`` has the NVML sensor's columns (e.g. ``read_session(p).stream("nvml0")``). The counter only
-    changes about every 100 ms, so repeated values are collapsed to the row where each new value first
-    appeared before interpolating; windows should be seconds long.
-    """
-    if not t1_s > t0_s:
-        raise ValueError(f"window must have t1_s > t0_s, got [{t0_s}, {t1_s}]")
-    t = np.asarray(df[time_col], dtype=float)
-    counter_j = integ_j = None
-    n_upd = resets = n_pow = 0
-    if "energy_mj" in df:
-        ok = ~np.isnan(np.asarray(df["energy_mj"], dtype=float))
-        te, raw = t[ok], np.asarray(df["energy_mj"], dtype=float)[ok]
-        if te.size >= 2 and te[0] <= t0_s and te[-1] >= t1_s:
-            cum, resets = unwrap_energy_mj(raw)
-            first = np.concatenate([[True], np.diff(cum) != 0])  # row where each new counter value appeared
-            tu, cu = te[first], cum[first]
-            if tu[-1] < te[-1]:  # keep the last row so the counter is bounded on the right
-                tu, cu = np.append(tu, te[-1]), np.append(cu, cum[-1])
-            n_upd = int(((tu >= t0_s) & (tu <= t1_s)).sum())
-            counter_j = float(np.interp(t1_s, tu, cu) - np.interp(t0_s, tu, cu)) / 1000.0
-    if "power_w" in df:
-        ok = ~np.isnan(np.asarray(df["power_w"], dtype=float))
-        tp, p = t[ok], np.asarray(df["power_w"], dtype=float)[ok]
-        inside = (tp > t0_s) & (tp < t1_s)
-        n_pow = int(inside.sum())
-        if tp.size >= 2 and tp[0] <= t0_s and tp[-1] >= t1_s:
-            grid = np.concatenate([[t0_s], tp[inside], [t1_s]])
-            integ_j = float(np.trapezoid(np.interp(grid, tp, p), grid))
-    dis = None
-    if counter_j is not None and integ_j is not None and counter_j != 0:
-        dis = 100.0 * (integ_j - counter_j) / counter_j
-    return WindowEnergy(t0_s, t1_s, counter_j, integ_j, dis, n_pow, n_upd, resets)
 
 
 def throttle_names(mask: int | None) -> list[str]:
