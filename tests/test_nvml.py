@@ -236,6 +236,48 @@ def test_supported_clocks_and_lock_then_reset_on_close(fake):
     assert gpu.locked_mem is None and ("reset_mem", ()) in gpu.calls
 
 
+def test_every_nvml_call_is_traced_at_debug(fake, caplog):
+    """-vv: each NVML call appears once in the DEBUG trace with its name, arguments and result or error."""
+    import logging
+
+    with caplog.at_level(logging.DEBUG, logger="microbench.devices.nvml"):
+        g = nvml.NvmlGpu(0)
+        g.lock_clocks(1305, 1215)
+        fake.gpus[0].lock_error = real_pynvml.NVML_ERROR_NO_PERMISSION
+        with pytest.raises(DeviceNoPermissionError):
+            g.lock_clocks(1200, 1215, validate=False)
+        fake.gpus[0].lock_error = None
+        g.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "microbench.devices.nvml"]
+    assert all(r.levelno == logging.DEBUG for r in caplog.records if r.name == "microbench.devices.nvml")
+    assert lines[0] == "NVML nvmlInit() -> None [nvmlInit]"
+    assert "NVML nvmlDeviceGetHandleByIndex(0) -> <FakeGpu NVIDIA Fake A100> [GPU 0]" in lines
+    assert "NVML nvmlDeviceGetName(<FakeGpu NVIDIA Fake A100>) -> 'NVIDIA Fake A100' [GPU name]" in lines
+    assert ("NVML nvmlDeviceSetGpuLockedClocks(<FakeGpu NVIDIA Fake A100>, 1305, 1305) -> None "
+            "[GPU 0 (NVIDIA Fake A100): lock SM clock at 1305 MHz]") in lines
+    assert ("NVML nvmlDeviceSetMemoryLockedClocks(<FakeGpu NVIDIA Fake A100>, 1215, 1215) -> error 4 "
+            "(Insufficient Permissions) "
+            "[GPU 0 (NVIDIA Fake A100): lock memory clock at 1215 MHz]") in lines
+    assert lines[-1] == "NVML nvmlShutdown() -> None [nvmlShutdown]"
+    # nothing is traced (or formatted) above DEBUG
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="microbench.devices.nvml"):
+        nvml.NvmlGpu(0).close()
+    assert not [r for r in caplog.records if r.name == "microbench.devices.nvml"]
+
+
+def test_trace_shows_nvml_structures_by_their_fields():
+    import ctypes
+
+    fv = real_pynvml.c_nvmlFieldValue_t()
+    fv.fieldId, fv.nvmlReturn, fv.valueType = 83, 0, real_pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+    fv.value.ullVal = 1234
+    assert nvml._brief([fv]) == "[field 83: return 0, value 1234]"
+    assert nvml._brief(real_pynvml.c_nvmlUtilization_t(gpu=5, memory=7)) == "c_nvmlUtilization_t(gpu=5, memory=7)"
+    assert nvml._brief(ctypes.POINTER(ctypes.c_int)()) == "<handle>"  # a real device handle
+    assert nvml._brief(b"535.54") == "'535.54'"
+
+
 def test_unsupported_clock_is_bad_input_with_nearest(fake):
     with nvml.NvmlGpu(0) as g:
         with pytest.raises(BadInputError, match=r"core clock 1300 MHz is not supported with memory clock 1215 MHz; "

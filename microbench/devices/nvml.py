@@ -36,11 +36,16 @@ The sensor's stream columns (one row per poll; NVML units converted here, once):
 ``read_s``             host time spent in this poll, s
 
 A quantity the GPU does not support is probed once, recorded in ``capabilities()`` and left empty.
+
+Every NVML call goes through one boundary (:func:`_nvml`), which maps errors and, at ``DEBUG`` level of
+this module's logger (``calib -vv``), traces the call: function name, arguments, result or error.
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
+import logging
 import signal
 import threading
 import time
@@ -113,12 +118,49 @@ def map_nvml_error(err: BaseException, what: str) -> DeviceError:
     return DeviceError(f"{what}: NVML error {code} ({err})")
 
 
+_log = logging.getLogger(__name__)
+
+
+def _brief(x: Any) -> str:
+    """Short text of an NVML argument or result for the DEBUG trace (structures by their fields)."""
+    if isinstance(x, bytes):
+        return repr(x.decode(errors="replace"))
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(_brief(v) for v in x) + "]"
+    if hasattr(x, "fieldId") and hasattr(x, "nvmlReturn"):  # c_nvmlFieldValue_t
+        try:
+            val: Any = _field_value(x)
+        except DeviceError:
+            val = "?"
+        return f"field {x.fieldId}: return {x.nvmlReturn}, value {val}"
+    if isinstance(x, ctypes.Structure) and hasattr(x, "_fields_"):
+        return f"{type(x).__name__}(" + ", ".join(f"{f[0]}={_brief(getattr(x, f[0]))}" for f in x._fields_[:8]) + ")"
+    if isinstance(x, ctypes._Pointer):
+        return "<handle>"
+    return repr(x)
+
+
+def _fname(fn: Any) -> str:
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else str(getattr(fn, "_mock_name", None) or fn)  # autospec'd in tests
+
+
 def _nvml(what: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """Call ``pynvml.fn(*args)``; NVML errors come out as typed toolkit errors (``from`` the original)."""
+    """Call ``pynvml.fn(*args)``: the one boundary of every NVML call. NVML errors come out as typed
+    toolkit errors (``from`` the original); at DEBUG level each call is traced (name, arguments,
+    result or error)."""
+    trace = _log.isEnabledFor(logging.DEBUG)
     try:
-        return fn(*args)
+        out = fn(*args)
     except pynvml.NVMLError as e:
+        if trace:
+            _log.debug("NVML %s(%s) -> error %s (%s) [%s]", _fname(fn),
+                       ", ".join(_brief(a) for a in args), getattr(e, "value", None), e, what)
         raise map_nvml_error(e, what) from e
+    if trace:
+        _log.debug("NVML %s(%s) -> %s [%s]", _fname(fn), ", ".join(_brief(a) for a in args),
+                   _brief(out), what)
+    return out
 
 
 def _str(x: Any) -> str:
@@ -140,7 +182,7 @@ def nvml_available() -> tuple[bool, str]:
         n = _nvml("device count", pynvml.nvmlDeviceGetCount)
         return True, f"NVML ok: driver {drv}, {n} GPU(s)"
     finally:
-        pynvml.nvmlShutdown()
+        _nvml("nvmlShutdown", pynvml.nvmlShutdown)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -198,7 +240,7 @@ class NvmlGpu:
             self.energy_resets = 0
             self.runtime_not_supported: dict[str, int] = {}
         except BaseException:
-            pynvml.nvmlShutdown()
+            _nvml("nvmlShutdown", pynvml.nvmlShutdown)
             self._open = False
             raise
 
@@ -211,28 +253,28 @@ class NvmlGpu:
     def identity(self) -> dict[str, Any]:
         """Name, UUID, PCI bus id, architecture, driver and CUDA driver versions (what NVML knows)."""
         out: dict[str, Any] = {"index": self.index, "name": self.name, "uuid": self.uuid}
-        for key, what, fn, conv in (
-            ("pci_bus_id", "PCI info", lambda: pynvml.nvmlDeviceGetPciInfo(self.handle).busId, _str),
-            ("architecture", "architecture", lambda: pynvml.nvmlDeviceGetArchitecture(self.handle),
+        h = self.handle
+        for key, what, call, conv in (
+            ("pci_bus_id", "PCI info", (pynvml.nvmlDeviceGetPciInfo, h), lambda info: _str(info.busId)),
+            ("architecture", "architecture", (pynvml.nvmlDeviceGetArchitecture, h),
              lambda a: _ARCH_NAMES.get(int(a), f"arch{int(a)}")),
-            ("driver_version", "driver version", pynvml.nvmlSystemGetDriverVersion, _str),
-            ("cuda_driver_version", "CUDA driver version", pynvml.nvmlSystemGetCudaDriverVersion,
+            ("driver_version", "driver version", (pynvml.nvmlSystemGetDriverVersion,), _str),
+            ("cuda_driver_version", "CUDA driver version", (pynvml.nvmlSystemGetCudaDriverVersion,),
              lambda v: f"{int(v) // 1000}.{int(v) % 1000 // 10}"),
-            ("cuda_cores", "core count", lambda: pynvml.nvmlDeviceGetNumGpuCores(self.handle), int),
-            ("max_sm_mhz", "max SM clock", lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM), int),
-            ("max_mem_mhz", "max memory clock",
-             lambda: pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_MEM), int),
+            ("cuda_cores", "core count", (pynvml.nvmlDeviceGetNumGpuCores, h), int),
+            ("max_sm_mhz", "max SM clock", (pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM), int),
+            ("max_mem_mhz", "max memory clock", (pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_MEM), int),
         ):
             try:
-                out[key] = conv(_nvml(f"{self.where}: {what}", fn))
+                out[key] = conv(_nvml(f"{self.where}: {what}", *call))
             except DeviceNotSupportedError:
                 out[key] = None
         return out
 
     # -- capabilities ------------------------------------------------------------------------------
-    def _probe_one(self, what: str, fn: Callable[[], Any]) -> tuple[bool, str]:
+    def _probe_one(self, what: str, fn: Callable[..., Any], *args: Any) -> tuple[bool, str]:
         try:
-            _nvml(f"{self.where}: {what}", fn)
+            _nvml(f"{self.where}: {what}", fn, *args)
             return True, "ok"
         except DeviceNotSupportedError:
             return False, "not supported"
@@ -285,18 +327,18 @@ class NvmlGpu:
                 warnings.warn(f"{self.where}: GPU-scope power is not available; logging MODULE-scope power "
                               "(whole superchip: CPU + GPU + memory)", RuntimeWarning, stacklevel=2)
         calls = {
-            "power_usage": lambda: pynvml.nvmlDeviceGetPowerUsage(h),
-            "energy_counter": lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h),
-            "temperature": lambda: pynvml.nvmlDeviceGetTemperatureV(h, pynvml.NVML_TEMPERATURE_GPU),
-            "sm_clock": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-            "mem_clock": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
-            "clock_event_reasons": lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h),
-            "fan": lambda: pynvml.nvmlDeviceGetFanSpeed(h),
-            "utilization": lambda: pynvml.nvmlDeviceGetUtilizationRates(h),
-            "pstate": lambda: pynvml.nvmlDeviceGetPerformanceState(h),
+            "power_usage": (pynvml.nvmlDeviceGetPowerUsage, h),
+            "energy_counter": (pynvml.nvmlDeviceGetTotalEnergyConsumption, h),
+            "temperature": (pynvml.nvmlDeviceGetTemperatureV, h, pynvml.NVML_TEMPERATURE_GPU),
+            "sm_clock": (pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM),
+            "mem_clock": (pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM),
+            "clock_event_reasons": (pynvml.nvmlDeviceGetCurrentClocksEventReasons, h),
+            "fan": (pynvml.nvmlDeviceGetFanSpeed, h),
+            "utilization": (pynvml.nvmlDeviceGetUtilizationRates, h),
+            "pstate": (pynvml.nvmlDeviceGetPerformanceState, h),
         }
-        for key, fn in calls.items():
-            supported[key], notes[key] = self._probe_one(key, fn)
+        for key, call in calls.items():
+            supported[key], notes[key] = self._probe_one(key, *call)
         self._fields = [(k, fields[k]) for k in ("power_instant", "power_average", "energy_field", "mem_temp")
                         if supported[k]]
         if supported["power_instant"]:
@@ -327,10 +369,10 @@ class NvmlGpu:
         return self._caps
 
     # -- sampling --------------------------------------------------------------------------------
-    def _optional(self, key: str, fn: Callable[[], Any]) -> Any:
+    def _optional(self, key: str, fn: Callable[..., Any], *args: Any) -> Any:
         """A query that was supported at probe time; NotSupported mid-run gives None and is counted."""
         try:
-            return _nvml(f"{self.where}: {key}", fn)
+            return _nvml(f"{self.where}: {key}", fn, *args)
         except DeviceNotSupportedError:
             self.runtime_not_supported[key] = self.runtime_not_supported.get(key, 0) + 1
             return None
@@ -367,38 +409,37 @@ class NvmlGpu:
                 elif key == "mem_temp":
                     v["mem_temp_c"] = float(x)
         if v["power_w"] is None and sup["power_usage"]:
-            mw = self._optional("power_usage", lambda: pynvml.nvmlDeviceGetPowerUsage(h))
+            mw = self._optional("power_usage", pynvml.nvmlDeviceGetPowerUsage, h)
             v["power_w"] = None if mw is None else mw / 1000.0
         if v["energy_mj"] is None and sup["energy_counter"] and not sup["energy_field"]:
-            v["energy_mj"] = self._optional("energy_counter", lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(h))
+            v["energy_mj"] = self._optional("energy_counter", pynvml.nvmlDeviceGetTotalEnergyConsumption, h)
         if v["energy_mj"] is not None:
             e = int(v["energy_mj"])
             reset = self._prev_energy_mj is not None and e < self._prev_energy_mj
             if reset:
                 self.energy_resets += 1
                 warnings.warn(f"{self.where}: energy counter went backwards ({self._prev_energy_mj} -> {e} mJ): "
-                              "driver reload or wrap; windows spanning it use the counter since the reset",
+                              "driver reload or wrap; windows spanning it are unwrapped (calib.windows)",
                               RuntimeWarning, stacklevel=2)
             v["energy_reset"] = int(reset)
             self._prev_energy_mj = e
         if sup["temperature"]:
-            v["temp_c"] = self._optional("temperature",
-                                         lambda: pynvml.nvmlDeviceGetTemperatureV(h, pynvml.NVML_TEMPERATURE_GPU))
+            v["temp_c"] = self._optional("temperature", pynvml.nvmlDeviceGetTemperatureV, h, pynvml.NVML_TEMPERATURE_GPU)
         if sup["sm_clock"]:
-            v["sm_mhz"] = self._optional("sm_clock", lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM))
+            v["sm_mhz"] = self._optional("sm_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
         if sup["mem_clock"]:
-            v["mem_mhz"] = self._optional("mem_clock", lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM))
+            v["mem_mhz"] = self._optional("mem_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM)
         if sup["clock_event_reasons"]:
-            v["clock_event_reasons"] = self._optional(
-                "clock_event_reasons", lambda: pynvml.nvmlDeviceGetCurrentClocksEventReasons(h))
+            v["clock_event_reasons"] = self._optional("clock_event_reasons",
+                                                      pynvml.nvmlDeviceGetCurrentClocksEventReasons, h)
         if sup["fan"]:
-            v["fan_pct"] = self._optional("fan", lambda: pynvml.nvmlDeviceGetFanSpeed(h))
+            v["fan_pct"] = self._optional("fan", pynvml.nvmlDeviceGetFanSpeed, h)
         if sup["utilization"]:
-            u = self._optional("utilization", lambda: pynvml.nvmlDeviceGetUtilizationRates(h))
+            u = self._optional("utilization", pynvml.nvmlDeviceGetUtilizationRates, h)
             if u is not None:
                 v["util_gpu_pct"], v["util_mem_pct"] = u.gpu, u.memory
         if sup["pstate"]:
-            v["pstate"] = self._optional("pstate", lambda: pynvml.nvmlDeviceGetPerformanceState(h))
+            v["pstate"] = self._optional("pstate", pynvml.nvmlDeviceGetPerformanceState, h)
         v["read_s"] = time.perf_counter() - t0
         return v
 
@@ -524,8 +565,8 @@ class NvmlGpu:
         finally:
             self._open = False
             try:
-                pynvml.nvmlShutdown()
-            except pynvml.NVMLError:
+                _nvml("nvmlShutdown", pynvml.nvmlShutdown)
+            except DeviceError:
                 pass
 
     def __enter__(self) -> "NvmlGpu":
@@ -631,7 +672,7 @@ def list_gpus() -> list[dict[str, Any]]:
                 g.close()
         return out
     finally:
-        pynvml.nvmlShutdown()
+        _nvml("nvmlShutdown", pynvml.nvmlShutdown)
 
 
 def throttle_names(mask: int | None) -> list[str]:

@@ -60,6 +60,9 @@ class FakeGpu:
 
     _ecache: tuple[float, float] | None = None  # (time, joules) integrated so far
 
+    def __repr__(self) -> str:  # the fake's device handle, as the NVML DEBUG trace shows it
+        return f"<FakeGpu {self.name}>"
+
     def energy_mj(self, t: float) -> int:
         """Counter value at Unix time ``t``: integral of power up to the last counter update, mJ."""
         tq = self.t0 + ((t - self.t0) // self.counter_period_s) * self.counter_period_s
