@@ -1,35 +1,56 @@
-"""Progress output for long work: shown on a TTY, silent with --quiet or when stderr is not a TTY."""
+"""Progress output for long work (tqdm): a bar with an ETA on stderr, shown on a TTY, silent with --quiet
+or when stderr is not a TTY.
+
+Progress is counted in whatever unit the work is weighted by -- for a campaign, the expected seconds
+of device time of its steps (:attr:`microbench.campaign.Step.expected_s`), so that the ETA follows the
+long steps (thermal heat/cool) instead of the step count.
+"""
 
 from __future__ import annotations
 
 import sys
-import time
+
+from tqdm import tqdm
 
 
 class Progress:
-    """A one-line progress indicator on stderr.
+    """A progress bar with an ETA on stderr.
 
-    ``enabled=None`` means: only when stderr is a terminal.
+    ``total``: amount of work (e.g. expected seconds); ``unit``: its unit as shown. ``enabled=None``
+    means: only when stderr is a terminal.
     """
 
-    def __init__(self, total: int, label: str = "", enabled: bool | None = None):
-        self.total = max(1, int(total))
+    def __init__(self, total: float, label: str = "", enabled: bool | None = None, unit: str = "step"):
+        self.total = max(float(total), 1e-9)
         self.label = label
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.done = 0
-        self._t0 = time.monotonic()
+        enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.enabled = bool(enabled)
+        self._done = 0.0
+        self._bar = tqdm(total=self.total, desc=label, unit=unit, file=sys.stderr, disable=not self.enabled,
+                         dynamic_ncols=True, leave=True,
+                         bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
 
-    def update(self, n: int = 1, what: str = "") -> None:
-        self.done += n
-        if self.enabled:
-            pct = 100.0 * self.done / self.total
-            sys.stderr.write(f"\r{self.label} {self.done}/{self.total} ({pct:3.0f}%) {what[:40]:<40}")
-            sys.stderr.flush()
+    @property
+    def done(self) -> float:
+        """Work done so far, in the bar's unit."""
+        return self._done
+
+    def set(self, done: float, what: str = "") -> None:
+        """Move to ``done`` (absolute, clipped to the total) and show ``what`` is running."""
+        done = min(max(float(done), 0.0), self.total)
+        if what:
+            self._bar.set_postfix_str(what[:40], refresh=False)
+        self._bar.update(done - self._done)
+        self._done = done
+
+    def update(self, n: float = 1, what: str = "") -> None:
+        """Advance by ``n``."""
+        self.set(self._done + n, what)
 
     def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\r{self.label} done in {time.monotonic() - self._t0:.1f} s{' ' * 50}\n")
-            sys.stderr.flush()
+        """Fill the bar (the work is done) and end its line."""
+        self.set(self.total)
+        self._bar.close()
 
 
 def wants_progress(args) -> bool | None:  # noqa: ANN001

@@ -1,26 +1,31 @@
-"""Benchmark declarations: what the campaign runs, declared once for the virtual GPU and real GPUs.
+"""The campaign's plan: what it runs, declared once for the virtual GPU and real GPUs.
 
-A :class:`Benchmark` names a kernel of :mod:`microbench.kernels.catalog`, its parameters, its launch
-shape (warps per SM, blocks per SM, active SMs), its role in the campaign and the unit it stresses.
+A :class:`~microbench.spec.Benchmark` (built from keyword arguments) names a kernel of
+:mod:`microbench.kernels.catalog`, its parameters, its launch shape (warps per SM, blocks per SM, active
+SMs), its role in the campaign and the unit it stresses.
 :meth:`Benchmark.workload` turns it into a :class:`~microbench.devices.base.Workload` for a device: the
 per-warp dynamic instruction counts come from the kernel's count model (IPP Table 1 classes), with
 memory accesses placed at the cache level the device has.
 
 Roles: ``idle_kernel`` (launch-only, kernel activation power), ``unit`` (one unit at several
 intensities), ``sm_sweep`` (one block per SM, constant total work), ``thermal`` (heat/cool step),
-``heldout`` (application-like mixes never used in the fit), ``dvfs`` (clock sweep).
+``heldout`` (application-like mixes never used in the fit), ``dvfs`` (clock sweep), ``timing``
+(:mod:`microbench.timing_plan`). Each also has a ``kind`` (what it measures, :mod:`microbench.spec`),
+written into the manifest's plan. Campaign sizes: :data:`CAMPAIGNS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from microbench.devices.base import DeviceInfo, Launch, Workload
+from microbench.devices.base import DeviceInfo
 from microbench.kernels import catalog
+from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
+from microbench.timing_plan import timing_benchmarks
 
-ROLES = ("idle_kernel", "unit", "sm_sweep", "thermal", "heldout", "dvfs", "timing")
+__all__ = ["CAMPAIGNS", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_WORKLOADS", "UNIT_KERNELS", "Benchmark",
+           "CampaignSpec", "dvfs_benchmarks", "dvfs_grid", "place_memory", "plan", "thermal_benchmarks"]
 
 #: kernel used to stress each power unit (first = main), and extra variants run once
 UNIT_KERNELS: dict[str, tuple[str, ...]] = {
@@ -29,61 +34,6 @@ UNIT_KERNELS: dict[str, tuple[str, ...]] = {
     "tex": ("tex",), "l1": ("l1",), "l2": ("l2",), "global": ("dram",), "local": ("local",),
     "tensor": ("tensor",),
 }
-
-
-MEMORY_UNITS = frozenset({"tex", "l1", "l2", "global", "local"})
-
-
-def place_memory(per_warp: Mapping[str, float], units: set[str]) -> dict[str, float]:
-    """Move accesses to cache levels the device lacks down to the next level (l1 -> l2 -> global)."""
-    out = dict(per_warp)
-    if "l1" not in units and out.get("l1"):
-        out["l2"] = out.get("l2", 0.0) + out.pop("l1")
-    if "l2" not in units and out.get("l2"):
-        out["global"] = out.get("global", 0.0) + out.pop("l2")
-    if "tex" not in units and out.get("tex"):
-        out["global"] = out.get("global", 0.0) + out.pop("tex")
-    return {k: v for k, v in out.items() if v}
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """One workload of the campaign (see module docstring)."""
-
-    name: str
-    kernel: str
-    role: str
-    stresses: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-    warps_per_sm: int = 8
-    blocks_per_sm: int = 1
-    active_sms: int | None = None       # None: all SMs
-    clocks: tuple[float, float] | None = None
-    repeats: int | None = None          # None: the campaign's repeats
-
-    def __post_init__(self) -> None:
-        if self.role not in ROLES:
-            raise ValueError(f"{self.name}: unknown role {self.role!r}")
-        catalog.get(self.kernel)
-
-    def launch(self, info: DeviceInfo) -> Launch:
-        active = info.sm_count if self.active_sms is None else self.active_sms
-        tpb = 32 * max(1, self.warps_per_sm // self.blocks_per_sm)
-        return Launch(blocks=active * self.blocks_per_sm, threads_per_block=tpb, active_sms=active)
-
-    def workload(self, info: DeviceInfo) -> Workload:
-        spec = catalog.get(self.kernel)
-        params = spec.params(**self.params)
-        units = set(info.extra.get("units", ()))
-        per_warp = place_memory(spec.per_warp(params), units) if units else spec.per_warp(params)
-        return Workload(self.name, per_warp, self.launch(info), self.kernel, params, spec.kernel_traits(params))
-
-    def describe(self, info: DeviceInfo) -> dict[str, Any]:
-        """Manifest entry: everything the samples layer needs to compute access rates."""
-        w = self.workload(info)
-        return {"name": self.name, "kernel": self.kernel, "role": self.role, "stresses": self.stresses,
-                "params": {k: v for k, v in w.params.items()}, "launch": w.launch.to_dict(),
-                "per_warp": dict(w.per_warp), "clocks": list(self.clocks) if self.clocks else None}
 
 
 #: application-like mixes used as held-out workloads (per body step counts; names say what they imitate)
@@ -103,36 +53,21 @@ def _mix_params(mix: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in mix.items() if k != "ctrl"}
 
 
-@dataclass(frozen=True)
-class CampaignSpec:
-    """Sizes of a campaign: intensities, repeats, windows, thermal steps."""
-
-    name: str
-    warps_levels: tuple[int, ...]
-    fma_k: tuple[int, ...]
-    sm_points: int
-    repeats: int
-    warmup_s: float
-    window_s: float
-    cooldown_band_c: float
-    cooldown_max_s: float
-    idle_s: float
-    thermal_steps: int
-    heat_s: float
-    cool_s: float
-    fan_levels: tuple[float, ...]
-    fan_step_s: float
-    dvfs_points: int
-
-
 CAMPAIGNS: dict[str, CampaignSpec] = {
-    "quick": CampaignSpec("quick", (1, 4, 16, 64), (0, 4, 32, 256), 5, 1, 1.5, 4.0, 3.0, 40.0, 30.0, 4, 200.0,
-                          260.0, (0.4, 0.7, 1.0), 4.0, 0),
-    "standard": CampaignSpec("standard", (1, 2, 4, 8, 16, 32, 64), (0, 1, 2, 4, 8, 16, 32, 64, 256), 10, 2, 2.0,
-                             6.0, 2.0, 90.0, 60.0, 5, 300.0, 420.0, (0.3, 0.45, 0.6, 0.8, 1.0), 5.0, 5),
-    "full": CampaignSpec("full", (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64), (0, 1, 2, 4, 8, 16, 32, 64, 128, 256),
-                         16, 3, 3.0, 10.0, 1.5, 150.0, 120.0, 6, 480.0, 600.0, (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-                         6.0, 8),
+    "quick": CampaignSpec(name="quick", warps_levels=(1, 4, 16, 64), fma_k=(0, 4, 32, 256), sm_points=5, repeats=1,
+                          warmup_s=1.5, window_s=4.0, cooldown_band_c=3.0, cooldown_max_s=40.0, idle_s=30.0,
+                          thermal_steps=4, heat_s=200.0, cool_s=260.0, fan_levels=(0.4, 0.7, 1.0), fan_step_s=4.0,
+                          dvfs_points=0),
+    "standard": CampaignSpec(name="standard", warps_levels=(1, 2, 4, 8, 16, 32, 64),
+                             fma_k=(0, 1, 2, 4, 8, 16, 32, 64, 256), sm_points=10, repeats=2, warmup_s=2.0,
+                             window_s=6.0, cooldown_band_c=2.0, cooldown_max_s=90.0, idle_s=60.0, thermal_steps=5,
+                             heat_s=300.0, cool_s=420.0, fan_levels=(0.3, 0.45, 0.6, 0.8, 1.0), fan_step_s=5.0,
+                             dvfs_points=5),
+    "full": CampaignSpec(name="full", warps_levels=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+                         fma_k=(0, 1, 2, 4, 8, 16, 32, 64, 128, 256), sm_points=16, repeats=3, warmup_s=3.0,
+                         window_s=10.0, cooldown_band_c=1.5, cooldown_max_s=150.0, idle_s=120.0, thermal_steps=6,
+                         heat_s=480.0, cool_s=600.0, fan_levels=(0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                         fan_step_s=6.0, dvfs_points=8),
 }
 
 #: workloads of the thermal steps, in order (the first is the reference step)
@@ -153,7 +88,8 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
     spec = CAMPAIGNS[campaign]
     units = list(info.extra.get("units", ()))
     max_w = int(info.extra.get("max_warps_per_sm", 32))
-    out: list[Benchmark] = [Benchmark("idle_kernel", "idle", "idle_kernel", "fds", {}, warps_per_sm=1)]
+    out: list[Benchmark] = [Benchmark(name="idle_kernel", kernel="idle", role="idle_kernel", stresses="fds",
+                                      kind="launch_only", warps_per_sm=1)]
     for unit in units:
         kernels = UNIT_KERNELS.get(unit)
         if not kernels:
@@ -166,27 +102,28 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
             if w > max_w:
                 continue
             bps = max(1, w // 8)
-            out.append(Benchmark(f"{main}/w{w}", main, "unit", unit, sweep_params, warps_per_sm=w, blocks_per_sm=bps))
+            out.append(Benchmark(name=f"{main}/w{w}", kernel=main, role="unit", stresses=unit, kind="unit",
+                                 params=sweep_params, warps_per_sm=w, blocks_per_sm=bps))
         for v in variants:
-            out.append(Benchmark(f"{v}/w8", v, "unit", unit, {}, warps_per_sm=8))
+            out.append(Benchmark(name=f"{v}/w8", kernel=v, role="unit", stresses=unit, kind="unit", warps_per_sm=8))
         if unit == "shared":
-            out.append(Benchmark("shared_conflict4/w8", "shared", "unit", unit, {"conflict_ways": 4}, warps_per_sm=8))
+            out.append(Benchmark(name="shared_conflict4/w8", kernel="shared", role="unit", stresses=unit, kind="unit",
+                                 params={"conflict_ways": 4}, warps_per_sm=8))
         if unit == "global":
             for k in spec.fma_k:
-                out.append(Benchmark(f"fma_intensity/k{k}", "fma_intensity", "unit", "global", {"k": k},
+                out.append(Benchmark(name=f"fma_intensity/k{k}", kernel="fma_intensity", role="unit",
+                                     stresses="global", kind="fma_intensity", params={"k": k},
                                      warps_per_sm=min(max_w, 32), blocks_per_sm=max(1, min(max_w, 32) // 8)))
     for n in _sm_points(info.sm_count, spec.sm_points):
         scale = info.sm_count / n  # constant total work: fewer SMs, more iterations each
         for kern, unit in (("fp32_fma", "fp"), ("dram", "global")):
             base = catalog.get(kern).defaults["iters"]
-            out.append(Benchmark(f"{kern}/sm{n}", kern, "sm_sweep", unit, {"iters": int(base * scale)},
-                                 warps_per_sm=8, blocks_per_sm=1, active_sms=n))
+            out.append(Benchmark(name=f"{kern}/sm{n}", kernel=kern, role="sm_sweep", stresses=unit, kind="sm_sweep",
+                                 params={"iters": int(base * scale)}, warps_per_sm=8, blocks_per_sm=1, active_sms=n))
     for name, mix in HELDOUT_MIXES.items():
-        out.append(Benchmark(name, "mix", "heldout", "mixed", _mix_params(mix), warps_per_sm=min(16, max_w),
-                             blocks_per_sm=2))
+        out.append(Benchmark(name=name, kernel="mix", role="heldout", stresses="mixed", kind="app_mix",
+                             params=_mix_params(mix), warps_per_sm=min(16, max_w), blocks_per_sm=2))
     out += dvfs_benchmarks(info, spec)
-    from microbench.timing_plan import timing_benchmarks  # timing_plan imports this module
-
     out += timing_benchmarks(info, spec)
     return spec, out
 
@@ -195,6 +132,8 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
 DVFS_KERNELS = (("idle_kernel", "idle", "fds", 1), ("fp32_fma", "fp32_fma", "fp", 16), ("int_mad", "int_mad", "int", 16),
                 ("sfu", "sfu", "sfu", 16), ("shared", "shared", "shared", 16), ("l2", "l2", "l2", 16),
                 ("dram", "dram", "global", 16), ("fma_intensity_k8", "fma_intensity", "global", 32))
+#: what each DVFS kernel measures (its kind at the default clocks)
+_DVFS_KINDS = {"idle": "launch_only", "fma_intensity": "fma_intensity"}
 
 
 def dvfs_grid(info: DeviceInfo, points: int) -> list[tuple[float, float]]:
@@ -220,11 +159,13 @@ def dvfs_benchmarks(info: DeviceInfo, spec: CampaignSpec) -> list[Benchmark]:
         for name, kern, unit, w in DVFS_KERNELS:
             params = {"k": 8} if kern == "fma_intensity" else {}
             w = min(w, max_w)
-            out.append(Benchmark(f"{name}{tag}", kern, "dvfs", unit, params, warps_per_sm=w,
+            out.append(Benchmark(name=f"{name}{tag}", kernel=kern, role="dvfs", stresses=unit,
+                                 kind=_DVFS_KINDS.get(kern, "unit"), params=params, warps_per_sm=w,
                                  blocks_per_sm=max(1, w // 8), clocks=(core, mem), repeats=1))
         for name, mix in HELDOUT_MIXES.items():
-            out.append(Benchmark(f"{name}{tag}", "mix", "heldout", "mixed", _mix_params(mix),
-                                 warps_per_sm=min(16, max_w), blocks_per_sm=2, clocks=(core, mem), repeats=1))
+            out.append(Benchmark(name=f"{name}{tag}", kernel="mix", role="heldout", stresses="mixed", kind="app_mix",
+                                 params=_mix_params(mix), warps_per_sm=min(16, max_w), blocks_per_sm=2,
+                                 clocks=(core, mem), repeats=1))
     return out
 
 
@@ -236,10 +177,11 @@ def thermal_benchmarks(info: DeviceInfo, campaign: str = "standard") -> list[Ben
     out = []
     for name in THERMAL_WORKLOADS[: spec.thermal_steps]:
         if name in HELDOUT_MIXES:
-            out.append(Benchmark(f"thermal/{name}", "mix", "thermal", "mixed", _mix_params(HELDOUT_MIXES[name]),
-                                 warps_per_sm=w, blocks_per_sm=max(1, w // 8)))
+            out.append(Benchmark(name=f"thermal/{name}", kernel="mix", role="thermal", stresses="mixed",
+                                 kind="thermal_step", params=_mix_params(HELDOUT_MIXES[name]), warps_per_sm=w,
+                                 blocks_per_sm=max(1, w // 8)))
         else:
             unit = catalog.get(name).stresses
-            out.append(Benchmark(f"thermal/{name}", name, "thermal", unit, {}, warps_per_sm=w,
-                                 blocks_per_sm=max(1, w // 8)))
+            out.append(Benchmark(name=f"thermal/{name}", kernel=name, role="thermal", stresses=unit,
+                                 kind="thermal_step", warps_per_sm=w, blocks_per_sm=max(1, w // 8)))
     return out

@@ -2,19 +2,24 @@
 
 Order: idle baseline; fan sweep at idle (where the device lets us set the fan); the launch-only kernel;
 each unit's benchmark at several intensities; the active-SM sweep; held-out application-like mixes;
-thermal steps (heat to steady state, then cool); host-device copies (:mod:`microbench.transfer_plan`) on
-devices that can copy. Every benchmark gets a warm-up, a measurement window
-and a cooldown back into the idle temperature band, and is repeated.
+thermal steps (heat to steady state, then cool). Every benchmark is one trial of the thermally stable
+protocol (:func:`microbench.protocol.run_trial`: warm-up, measurement window, then a cooldown back into
+the idle temperature band) and is repeated; every wait for a temperature is
+:func:`microbench.protocol.wait_for_temperature`. Sizes and timings come from the campaign's
+:class:`~microbench.spec.CampaignSpec`.
 
 The campaign is a list of numbered steps. A step is complete when its ``workload_done`` marker is on
 disk; a resumed campaign skips complete steps. For virtual devices the device state after each step is
 saved (``campaign_state.json``, written atomically) so that a resumed run continues exactly as an
-uninterrupted one would; real devices are simply cooled down again.
+uninterrupted one would; real devices are simply cooled down again. Each step also has an expected
+duration (s of device time; :attr:`Step.expected_s`), so progress and its ETA are weighted by time,
+not by step count. Steps are logged at INFO level (``calib -v``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -26,12 +31,18 @@ from calib import __version__
 from calib.core.atomic import atomic_write_json
 from calib.core.errors import BadInputError
 from calib.core.session import MANIFEST_NAME, SessionWriter, read_session
-from microbench.benchmarks import Benchmark, CampaignSpec, plan, thermal_benchmarks
+from microbench.benchmarks import plan, thermal_benchmarks
 from microbench.devices.base import Device
+from microbench.protocol import ThermalProtocol, run_trial, wait_for_temperature
+from microbench.spec import Benchmark, CampaignSpec
+
+log = logging.getLogger(__name__)
 
 STATE_NAME = "campaign_state.json"
 #: polling period of real sensors during a campaign, s (NVML updates about every 100 ms)
 LOG_PERIOD_S = 0.1
+#: virtual sensors are drained into the session every this many seconds of a temperature wait
+DRAIN_EVERY_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -39,35 +50,45 @@ class Step:
     """One unit of campaign work."""
 
     index: int
-    kind: str                 # idle | fan | bench | thermal | transfer
+    kind: str                 # idle | fan | bench | thermal
     name: str
     repeat: int = 0
     fan: float | None = None
+    expected_s: float = 0.0   # expected duration, s of device time (for progress and its ETA)
 
     @property
     def id(self) -> str:
         return f"{self.index}:{self.kind}:{self.name}:{self.repeat}"
 
 
+def expected_cooldown_s(spec: CampaignSpec, loaded_s: float) -> float:
+    """Expected time (s) back into the idle band after ``loaded_s`` seconds under load: about as long
+    as the load lasted (heating and cooling share the thermal time constants), at most the cap."""
+    return min(spec.cooldown_max_s, loaded_s)
+
+
 def build_steps(spec: CampaignSpec, benches: list[Benchmark], thermal: list[Benchmark],
-                fan_control: bool, transfers: list | tuple = ()) -> list[Step]:
-    """Ordered campaign steps: idle baseline, fan sweep (when the device controls its fan), every benchmark with its repeats, then the thermal heat/cool steps."""
-    steps: list[Step] = [Step(0, "idle", "idle_baseline")]
+                fan_control: bool) -> list[Step]:
+    """Ordered campaign steps: idle baseline, fan sweep (when the device controls its fan), every benchmark with its repeats, then the thermal heat/cool steps.
+
+    Each step carries its expected duration (s): idle windows; fan settle + measure + cooldown; warm-up
+    + window + cooldown; thermal settle + heat + cool.
+    """
+    bench_s = spec.warmup_s + spec.window_s
+    steps: list[Step] = [Step(0, "idle", "idle_baseline", expected_s=spec.idle_s)]
     if fan_control:
         for duty in spec.fan_levels:
-            steps.append(Step(len(steps), "fan", f"fan_{int(round(100 * duty))}", fan=duty))
+            steps.append(Step(len(steps), "fan", f"fan_{int(round(100 * duty))}", fan=duty,
+                              expected_s=2 * spec.fan_step_s + expected_cooldown_s(spec, 2 * spec.fan_step_s)))
     for r in range(spec.repeats):
         for b in benches:
             if r < (spec.repeats if b.repeats is None else b.repeats):
-                steps.append(Step(len(steps), "bench", b.name, r))
+                steps.append(Step(len(steps), "bench", b.name, r,
+                                  expected_s=bench_s + expected_cooldown_s(spec, bench_s)))
     for b in thermal:
-        steps.append(Step(len(steps), "thermal", b.name))
-    from microbench.transfer_plan import REPEATS
-
-    for r in range(REPEATS.get(spec.name, 1) if transfers else 0):
-        for t in transfers:  # after the thermal steps: nothing the power and thermal fits use moves
-            steps.append(Step(len(steps), "transfer", t.name, r))
-    steps.append(Step(len(steps), "idle", "idle_final"))
+        steps.append(Step(len(steps), "thermal", b.name,
+                          expected_s=spec.settle_stable_s + spec.heat_s + spec.cool_s))
+    steps.append(Step(len(steps), "idle", "idle_final", expected_s=spec.idle_s))
     return steps
 
 
@@ -124,20 +145,22 @@ class Campaign:
     """Runs a campaign on ``device`` into ``session_dir`` (created, or resumed when incomplete)."""
 
     def __init__(self, device: Device, campaign: str = "standard", seed: int = 0,
-                 on_step: Callable[[int, int, str], None] | None = None):
+                 on_step: Callable[["Step", float], None] | None = None):
         self.device = device
         self.campaign = campaign
         self.seed = seed
         self.spec, self.benches = plan(device.info, campaign)
         self.thermal = thermal_benchmarks(device.info, campaign)
         self.fan_control = hasattr(device, "set_fan") and device.virtual
-        from microbench.transfer_plan import transfer_benchmarks
-
-        self.transfers = transfer_benchmarks(campaign) if getattr(device, "can_copy", False) else []
-        self.steps = build_steps(self.spec, self.benches, self.thermal, self.fan_control, self.transfers)
-        self._transfer_by_name = {t.name: t for t in self.transfers}
+        self.steps = build_steps(self.spec, self.benches, self.thermal, self.fan_control)
+        #: called before each step that runs with the step and the expected seconds of the steps before it
         self.on_step = on_step
         self._by_name = {b.name: b for b in self.benches + self.thermal}
+
+    @property
+    def expected_s(self) -> float:
+        """Expected duration of the whole campaign, s of device time."""
+        return float(sum(s.expected_s for s in self.steps))
 
     # -- manifest ------------------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
@@ -150,7 +173,6 @@ class Campaign:
             "campaign": {"name": self.campaign, "seed": self.seed, "spec": asdict(self.spec),
                          "steps": len(self.steps)},
             "plan": [b.describe(info) for b in self.benches + self.thermal],
-            **({"transfer_plan": [t.describe() for t in self.transfers]} if self.transfers else {}),
         }
 
     # -- running ---------------------------------------------------------------------------------
@@ -197,18 +219,26 @@ class Campaign:
             self._logger = SensorLogger(writer, self.device.sensors(), period_s=LOG_PERIOD_S).start()
         try:
             writer.mark("segment_start", t=self.device.clock(), resumed=resume)
+            log.info("campaign %r on %s: %d steps (%d done), about %.0f s of device time", self.campaign,
+                     self.device.info.name, len(self.steps), len(done & {s.id for s in self.steps}), self.expected_s)
+            before_s = 0.0
             for k, step in enumerate(self.steps):
                 if step.id in done:
+                    before_s += step.expected_s
                     continue
                 if self.on_step:
-                    self.on_step(k, len(self.steps), step.name)
+                    self.on_step(step, before_s)
+                log.info("step %d/%d: %s %s%s (about %.0f s)", k + 1, len(self.steps), step.kind, step.name,
+                         f" repeat {step.repeat}" if step.kind == "bench" else "", step.expected_s)
                 self._run_step(step)
+                before_s += step.expected_s
                 self._drain()
                 # state first, then the marker: a kill between the two leaves a state that is ahead of
                 # the markers, which the resume detects and completes (below)
                 self._save_state(session_dir, step.id)
                 writer.mark("workload_done", step.name, step.repeat, step=step.id)
             writer.mark("campaign_done")
+            log.info("campaign %r complete: %s", self.campaign, session_dir)
         finally:
             if self._logger is not None:
                 self._logger.stop()
@@ -277,107 +307,85 @@ class Campaign:
             for r in s.read():
                 w.append(r.t_mono_s, r.t_wall_s, r.values)
 
-    def _mark(self, event: str, workload: str = "", repeat: int | None = None, **info: Any) -> None:
-        self._drain()  # sensor rows up to now go to disk before the marker that closes them
-        self.writer.mark(event, workload, repeat, t=self.device.clock(), **info)
+    def mark(self, event: str, workload: str = "", repeat: int | None = None, t: tuple[float, float] | None = None,
+             **info: Any) -> None:
+        """Write a marker at device time ``t`` (default: now), after draining the sensors: sensor rows up
+        to now go to disk before the marker that closes them. (The protocol's trials mark through this.)"""
+        self._drain()
+        self.writer.mark(event, workload, repeat, t=self.device.clock() if t is None else t, **info)
+
+    def _on_poll(self, poll_s: float) -> Callable[[float], None]:
+        """Hook of the temperature waits: drain the sensors every :data:`DRAIN_EVERY_S` of waiting."""
+        def hook(waited_s: float) -> None:
+            if waited_s % DRAIN_EVERY_S < poll_s:
+                self._drain()
+        return hook
+
+    def protocol(self) -> ThermalProtocol:
+        """The benchmarks' protocol: the spec's warm-up and window, then a cooldown (no heating) into the
+        band above the idle temperature (none before the idle temperature is known)."""
+        spec = self.spec
+        band = None if self.idle_temp_c is None else (None, self.idle_temp_c + spec.cooldown_band_c)
+        return ThermalProtocol(warmup_s=spec.warmup_s, measure_s=spec.window_s, repeats=spec.repeats,
+                               cooldown_band_c=band, cooldown_timeout_s=spec.cooldown_max_s, cooldown_after=True,
+                               poll_s=spec.cooldown_poll_s)
 
     def _run_step(self, step: Step) -> None:
         dev, spec = self.device, self.spec
         if step.kind == "idle":
-            self._mark("idle_start", step.name, kind="baseline" if step.name == "idle_baseline" else "final")
+            self.mark("idle_start", step.name, kind="baseline" if step.name == "idle_baseline" else "final")
             dev.idle(spec.idle_s)
-            self._mark("idle_stop", step.name)
+            self.mark("idle_stop", step.name)
             if step.name == "idle_baseline":
                 self.idle_temp_c = dev.temperature_c()
         elif step.kind == "fan":
             dev.set_fan(step.fan)
             dev.idle(spec.fan_step_s)  # let the fan reach its new speed
-            self._mark("idle_start", step.name, kind="fan_sweep", fan=step.fan)
+            self.mark("idle_start", step.name, kind="fan_sweep", fan=step.fan)
             dev.idle(spec.fan_step_s)
-            self._mark("idle_stop", step.name)
+            self.mark("idle_stop", step.name)
             dev.set_fan(None)
             self._cooldown()
         elif step.kind == "bench":
             b = self._by_name[step.name]
-            w = b.workload(dev.info)
-            if b.clocks:
-                dev.set_clocks(*b.clocks)
-            self._mark("warmup_start", b.name, step.repeat)
-            dev.run(w, spec.warmup_s)
-            core, mem = dev.clocks()
-            self._mark("measure_start", b.name, step.repeat, core_mhz=core, mem_mhz=mem)
-            res = dev.run(w, spec.window_s)
-            self._mark("measure_stop", b.name, step.repeat, launches=res.launches, kernel_time_s=res.kernel_time_s,
-                       core_mhz=core, mem_mhz=mem)
-            if b.clocks:
-                dev.set_clocks(None, None)
-            self._mark("cooldown_start", b.name, step.repeat)
-            self._cooldown()
+            run_trial(dev, b.workload(dev.info), self.protocol(), writer=self, repeat=step.repeat,
+                      clocks=b.clocks, on_poll=self._on_poll(spec.cooldown_poll_s))
         elif step.kind == "thermal":
             b = self._by_name[step.name]
             w = b.workload(dev.info)
             self._settle_to_idle()
-            self._mark("thermal_heat_start", b.name)
+            self.mark("thermal_heat_start", b.name)
             launches, t_sum = 0, 0.0
-            chunk = 10.0
+            chunk = spec.thermal_chunk_s
             for _ in range(int(spec.heat_s / chunk)):
                 res = dev.run(w, chunk)
                 launches += res.launches
                 t_sum += res.kernel_time_s * res.launches
                 self._drain()
-            self._mark("thermal_cool_start", b.name, launches=launches, kernel_time_s=t_sum / max(1, launches))
+            self.mark("thermal_cool_start", b.name, launches=launches, kernel_time_s=t_sum / max(1, launches))
             for _ in range(int(spec.cool_s / chunk)):
                 dev.idle(chunk)
                 self._drain()
-            self._mark("thermal_stop", b.name)
-        elif step.kind == "transfer":
-            from microbench.transfer_plan import WINDOW_S
-
-            t = self._transfer_by_name[step.name]
-            window = WINDOW_S.get(self.campaign, WINDOW_S["standard"])
-            self._cooldown()
-            self._mark("copy_ref_start", t.name, step.repeat)
-            dev.idle(window)
-            self._mark("copy_ref_stop", t.name, step.repeat)
-            self._mark("copy_start", t.name, step.repeat, direction=t.direction, bytes=t.nbytes,
-                       host_memory=t.host_memory)
-            res = dev.run_copy(t.direction, t.nbytes, t.pinned, window)
-            self._mark("copy_stop", t.name, step.repeat, copies=res.copies, copy_time_s=res.copy_time_s)
+            self.mark("thermal_stop", b.name)
         else:  # pragma: no cover - build_steps makes only the kinds above
             raise ValueError(step.kind)
 
-    def _settle_to_idle(self, stable_s: float = 20.0, max_s: float = 600.0, step_s: float = 2.0) -> None:
+    def _settle_to_idle(self) -> None:
         """Before a thermal step (a cold start, IPP): idle until the reading is at the idle temperature
-        and has not moved for ``stable_s`` (or ``max_s`` passed)."""
+        and has not moved for the spec's ``settle_stable_s`` (or ``settle_max_s`` passed)."""
         if self.idle_temp_c is None:
             return
-        waited = still = 0.0
-        last = None
-        while waited < max_s:
-            t = self.device.temperature_c()
-            if t is None:
-                return
-            still = still + step_s if t == last else 0.0
-            if t <= self.idle_temp_c and still >= stable_s:
-                return
-            last = t
-            self.device.idle(step_s)
-            waited += step_s
-            if waited % 20.0 < step_s:
-                self._drain()
+        spec = self.spec
+        w = wait_for_temperature(self.device, (None, self.idle_temp_c), timeout_s=spec.settle_max_s,
+                                 poll_s=spec.settle_poll_s, stable_s=spec.settle_stable_s,
+                                 on_poll=self._on_poll(spec.settle_poll_s))
+        log.info("settled to %s °C in %.0f s%s", w.end_c, w.waited_s, "" if w.reached else " (gave up)")
 
-    def _cooldown(self, max_s: float | None = None) -> None:
-        """Idle until the temperature is back in the idle band (or ``max_s`` passed)."""
+    def _cooldown(self) -> None:
+        """Idle until the temperature is back in the idle band (or the spec's ``cooldown_max_s`` passed)."""
         if self.idle_temp_c is None:
             return
-        limit = self.spec.cooldown_max_s if max_s is None else max_s
-        waited = 0.0
-        step = 2.0
-        while waited < limit:
-            t = self.device.temperature_c()
-            if t is None or t <= self.idle_temp_c + self.spec.cooldown_band_c:
-                break
-            self.device.idle(step)
-            waited += step
-            if waited % 20.0 < step:
-                self._drain()
+        spec = self.spec
+        wait_for_temperature(self.device, (None, self.idle_temp_c + spec.cooldown_band_c),
+                             timeout_s=spec.cooldown_max_s, poll_s=spec.cooldown_poll_s,
+                             on_poll=self._on_poll(spec.cooldown_poll_s))

@@ -22,8 +22,11 @@ per measurement window):
 ``issue_mix/w<warps>``
     an issue-bound mix of FP32, integer and logic chains at full occupancy: cycles per warp instruction.
 
-The names are the protocol the fitter reads (it never imports this module); the per-warp counts in
-the manifest come from the kernels' count models. Every benchmark runs once (no repeats): the event
+The names are for people: what each benchmark measures is its ``kind`` with the kind's parameters
+(:mod:`microbench.spec`: ``pchase`` with ``level`` and ``passes``, ``departure`` with ``access``,
+``where`` and ``reqs``, ``bw_stream``, ``issue_mix``, ``inst_latency``), written into the manifest's
+plan, which is what the fitter reads (it never imports this module). The per-warp counts in the
+manifest come from the kernels' count models. Every benchmark runs once (no repeats): the event
 timer's noise is small against the differences the fit uses.
 """
 
@@ -33,9 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from microbench.benchmarks import Benchmark, CampaignSpec
 from microbench.devices.base import DeviceInfo, Workload
 from microbench.kernels import catalog
+from microbench.spec import Benchmark, CampaignSpec
 
 #: chain lengths (passes over the chain) of the two runs per latency level
 CHASE_PASSES: dict[str, tuple[int, int]] = {"l1": (8, 32), "l2": (1, 4), "shared": (8, 32)}
@@ -48,15 +51,14 @@ DEPARTURE_REQS = {"coal": 64, "uncoal": 8}
 BW_STREAM_BYTES_PER_REQUEST = 512
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TimingBenchmark(Benchmark):
-    """A benchmark whose workload tells the virtual GPU which latency/queue physics applies (traits)."""
-
-    timing_kind: str = ""
+    """A timing benchmark: its workload also tells the virtual GPU which latency/queue physics applies
+    (traits, from its ``kind``)."""
 
     def workload(self, info: DeviceInfo) -> Workload:
         w = super().workload(info)
-        extra = _timing_traits(self.timing_kind, self.kernel, w.params)
+        extra = _timing_traits(self.kind, self.kernel, w.params)
         return replace(w, traits={**dict(w.traits), **extra}) if extra else w
 
 
@@ -100,24 +102,27 @@ def timing_benchmarks(info: DeviceInfo, spec: CampaignSpec) -> list[Benchmark]:
     out: list[Benchmark] = []
 
     def add(name: str, kernel: str, kind: str, params: dict[str, Any], stresses: str, warps: int = 1,
-            bps: int = 1, active: int | None = None, clocks: tuple[float, float] | None = None) -> None:
-        out.append(TimingBenchmark(name, kernel, "timing", stresses, params, warps_per_sm=warps, blocks_per_sm=bps,
-                                   active_sms=active, clocks=clocks, repeats=1, timing_kind=kind))
+            bps: int = 1, active: int | None = None, clocks: tuple[float, float] | None = None,
+            **kind_params: Any) -> None:
+        out.append(TimingBenchmark(name=name, kernel=kernel, role="timing", stresses=stresses, kind=kind,
+                                   kind_params=kind_params, params=params, warps_per_sm=warps, blocks_per_sm=bps,
+                                   active_sms=active, clocks=clocks, repeats=1))
 
     # latency: one warp on one SM
-    add("lat_dram/p1", "pchase_dram", "pchase", dict(DRAM_CHASE), "global", active=1)
+    add("lat_dram/p1", "pchase_dram", "pchase", dict(DRAM_CHASE), "global", active=1, level="dram",
+        passes=DRAM_CHASE["passes"])
     if spec.dvfs_points > 0:
         for core, mem in _dvfs_latency_pairs(info):
             add(f"lat_dram/p1@{core:g}/{mem:g}", "pchase_dram", "pchase", dict(DRAM_CHASE), "global", active=1,
-                clocks=(core, mem))
+                clocks=(core, mem), level="dram", passes=DRAM_CHASE["passes"])
     for level, kernel in (("l2", "pchase_l2"), ("l1", "pchase_l1"), ("shared", "pchase_shared")):
         if level != "shared" and level not in units:
             continue  # the device has no such cache: the chase would measure DRAM again
         for passes in CHASE_PASSES[level]:
             add(f"lat_{level}/p{passes}", kernel, "pchase", {"passes": passes}, level if level != "l1" else "l1",
-                active=1)
+                active=1, level=level, passes=passes)
     # dependent-issue latency: one warp, one FMA chain per thread
-    add("lat_inst/w1", "fp32_fma", "", {"ilp": 1, "iters": 256}, "fp", active=1)
+    add("lat_inst/w1", "fp32_fma", "inst_latency", {"ilp": 1, "iters": 256}, "fp", active=1)
     # departure delay: bursts of 4, 8 and 16 warps on one SM and on all SMs
     levels = [w for w in (4, 8, 16) if w <= max_w]
     for access, lane in (("coal", 1), ("uncoal", 32)):
@@ -128,13 +133,13 @@ def timing_benchmarks(info: DeviceInfo, spec: CampaignSpec) -> list[Benchmark]:
             for w in levels:
                 add(f"dep_{access}_r{reqs}/{where}/w{w}", "departure_delay", "departure",
                     {"reqs": reqs, "lane_stride": lane, "footprint_bytes": 1 << 30}, "global", warps=w,
-                    bps=max(1, w // 8), active=active)
+                    bps=max(1, w // 8), active=active, access=access, where=where, reqs=reqs)
     # streaming bandwidth and issue rate at full occupancy
     w = min(32, max_w)
     add(f"bw_stream/w{w}", "bw_stream", "bw_stream", {"iters": 256}, "global", warps=w, bps=max(1, w // 8))
     w = max_w
-    add(f"issue_mix/w{w}", "mix", "", {"fp": 2, "int": 2, "alu": 2, "ilp": 4, "iters": 256}, "mixed", warps=w,
-        bps=max(1, w // 8))
+    add(f"issue_mix/w{w}", "mix", "issue_mix", {"fp": 2, "int": 2, "alu": 2, "ilp": 4, "iters": 256}, "mixed",
+        warps=w, bps=max(1, w // 8))
     return out
 
 

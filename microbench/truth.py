@@ -26,6 +26,7 @@ import numpy as np
 from calib.core.units import mem_intensity
 from microbench.benchmarks import CAMPAIGNS, thermal_benchmarks
 from microbench.devices.sim.presets import Preset, get_preset
+from microbench.protocol import wait_for_temperature
 
 #: the thermal protocol that defines the RC truths
 RC_PROTOCOL = "standard"
@@ -79,23 +80,10 @@ def _thermal_traces(preset: Preset) -> list[dict[str, Any]]:
             ts.append(len(ts) + 1.0)
             temps.append(dev._sensor_temp())
         out.append({"workload": b.name, "heat": (heat_t, heat_y), "cool": (np.array(ts), np.array(temps))})
-        settle_to_idle(dev, idle_c)
+        # the campaign's settle-to-idle before the next step (same wait, same settings)
+        wait_for_temperature(dev, (None, idle_c), timeout_s=spec.settle_max_s, poll_s=spec.settle_poll_s,
+                             stable_s=spec.settle_stable_s)
     return out
-
-
-def settle_to_idle(dev: Any, idle_c: float, stable_s: float = 20.0, max_s: float = 600.0, step_s: float = 2.0) -> None:
-    """The campaign's pre-thermal-step cooldown: idle until the (integer) reading is at the idle
-    temperature and has not moved for ``stable_s``, or ``max_s`` passed."""
-    waited = still = 0.0
-    last = None
-    while waited < max_s:
-        t = dev.temperature_c()
-        still = still + step_s if t == last else 0.0
-        if t <= idle_c and still >= stable_s:
-            return
-        last = t
-        dev.idle(step_s)
-        waited += step_s
 
 
 def _leak(p: Preset, temp_c: float) -> float:

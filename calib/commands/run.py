@@ -116,10 +116,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{'resuming' if exists else 'running'} campaign '{args.campaign}' on {spec} "
                   f"({device.info.name}) -> {session}")
             camp = Campaign(device, args.campaign, args.seed)
-            prog = Progress(len(camp.steps), "campaign", wants_progress(args))
-            camp.on_step = lambda k, n, name: (setattr(prog, "done", k), prog.update(0, name))
+            prog = Progress(camp.expected_s, "campaign", wants_progress(args), unit="s")
+            camp.on_step = lambda step, done_s: prog.set(done_s, step.name)
             camp.run(session)
-            prog.done = len(camp.steps)
             prog.close()
     finally:
         device.close()
