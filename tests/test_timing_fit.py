@@ -44,10 +44,15 @@ def _timing(doc: dict) -> P.Section:
     return P.ParameterFile.from_dict(doc)["timing"]
 
 
+def _plan(dev) -> list[dict]:
+    """The manifest plan of the standard campaign (what the fit reads each benchmark's kind from)."""
+    return [b.describe(dev.info) for b in plan(dev.info, "standard")[1]]
+
+
 @pytest.fixture(scope="module")
 def titanx():
     dev, df = _campaign("titanx")
-    return dev, df, _doc(dev, fit_timing(df, dev.info.to_dict()))
+    return dev, df, _doc(dev, fit_timing(df, dev.info.to_dict(), _plan(dev)))
 
 
 @pytest.mark.parametrize("preset", ["gtx280", "titanx"])
@@ -56,7 +61,7 @@ def test_parameters_recovered_within_10_percent(preset, titanx):
         dev, df, doc = titanx
     else:
         dev, df = _campaign(preset)
-        doc = _doc(dev, fit_timing(df, dev.info.to_dict()))
+        doc = _doc(dev, fit_timing(df, dev.info.to_dict(), _plan(dev)))
     rows = timing_recovery_rows(preset, doc)
     assert len(rows) == len(timing_truth(preset))
     missing = [r["parameter"] for r in rows if r["fitted"] is None]
@@ -76,7 +81,7 @@ def test_parameters_recovered_within_10_percent(preset, titanx):
 
 def test_gtx580_bandwidth_caveat():
     dev, df = _campaign("gtx580")
-    doc = _doc(dev, fit_timing(df, dev.info.to_dict()))
+    doc = _doc(dev, fit_timing(df, dev.info.to_dict(), _plan(dev)))
     rows = {r["parameter"]: r for r in timing_recovery_rows("gtx580", doc)}
     # everything but the two coinciding bounds of this preset is within 10 %
     for name, r in rows.items():
@@ -125,7 +130,7 @@ def test_table_fit_without_microbenchmarks():
     assert 100 * np.mean(np.abs(pred / train["time_s"] - 1)) < 5.0
     assert doc["fit"]["timing"]["mape_pct"] < 5.0
     # a table with kernel times at several clocks but no microbenchmarks is fitted by fit_timing too
-    assert fit_timing(df, dev.info.to_dict()) is not None
+    assert fit_timing(df, dev.info.to_dict(), _plan(dev)) is not None
 
 
 def test_no_timing_information_gives_none():
@@ -134,11 +139,36 @@ def test_no_timing_information_gives_none():
     df = pd.DataFrame({"workload": ["idle"], "role": ["idle"], "power_w": [80.0]})
     assert fit_timing(df, {"sm_count": 4}) is None
     dev, d2 = _campaign("gtx280", roles=("idle_kernel",), repeats=1)
-    assert fit_timing(d2.iloc[:3], dev.info.to_dict()) is None
+    assert fit_timing(d2.iloc[:3], dev.info.to_dict(), _plan(dev)) is None
 
 
 def test_incomplete_microbenchmarks_warn_and_give_none():
     dev, df = _campaign("gtx280", roles=("timing", "idle_kernel"), repeats=1)
     df = df[~df["workload"].str.startswith("bw_stream") & ~df["workload"].str.startswith("dep_coal")]
     with pytest.warns(UserWarning, match="timing microbenchmarks incomplete"):
-        assert fit_timing(df, dev.info.to_dict()) is None
+        assert fit_timing(df, dev.info.to_dict(), _plan(dev)) is None
+
+
+def test_kinds_come_from_the_plan_not_the_names():
+    """Renaming every timing benchmark (in the table and the plan alike) changes nothing: the fit reads
+    what each one measures from its plan entry."""
+    dev, df = _campaign("gtx280", roles=("timing", "idle_kernel"), repeats=1)
+    pl = _plan(dev)
+    ref = fit_timing(df, dev.info.to_dict(), pl)
+    rename = {e["name"]: f"bench{k:03d}" for k, e in enumerate(pl) if e["role"] == "timing"}
+    df2 = df.assign(workload=df["workload"].map(lambda n: rename.get(n, n)))
+    pl2 = [{**e, "name": rename.get(e["name"], e["name"])} for e in pl]
+    got = fit_timing(df2, dev.info.to_dict(), pl2)
+    assert {p.name: p.value for p in got.params} == {p.name: p.value for p in ref.params}
+    assert len(got.params) >= 10
+
+
+def test_a_plan_without_kinds_is_refused_not_parsed():
+    dev, df = _campaign("gtx280", roles=("timing", "idle_kernel"), repeats=1)
+    old = [{k: v for k, v in e.items() if k not in ("kind", "level", "passes", "access", "where", "reqs")}
+           for e in _plan(dev)]  # a session recorded before benchmarks had kinds
+    for pl in (old, None):
+        with pytest.warns(UserWarning, match=r"timing microbenchmarks without declared kinds \(no session plan, or a "
+                                             r"session recorded by an older toolkit.*their names are not parsed; "
+                                             r"timing section not fitted"):
+            assert fit_timing(df, dev.info.to_dict(), pl) is None

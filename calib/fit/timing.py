@@ -3,8 +3,9 @@
 Two sources, both rows of a samples table (``time_s``, ``core_mhz``, ``mem_mhz``, ``cnt_<class>``,
 ``blocks``, ``threads_per_block``, ``active_sms``, ``warps_per_sm``, ``role``, ``workload``):
 
-1. **Timing microbenchmarks** (role ``timing``, named by :mod:`microbench.timing_plan`; this module
-   only reads the names): every parameter has its own measurement --
+1. **Timing microbenchmarks** (role ``timing``, declared by :mod:`microbench.timing_plan`; this module
+   reads what each one measures -- its ``kind`` and the kind's parameters -- from the session
+   manifest's plan, never from its name): every parameter has its own measurement --
    ``launch_overhead_s`` = mean time of the launch-only kernel (role ``idle_kernel``);
    ``mem_ld_cycles`` = DRAM chase cycles per load at the default clocks; ``dm_lat_a_cycles``,
    ``dm_lat_b_cycles`` = straight line of chase latency vs fc/fm over the clock pairs (Wang & Chu
@@ -31,7 +32,6 @@ the other clock pairs from the default-clock one, Wang & Chu's use).
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -58,8 +58,24 @@ ISSUE_BOUND_MARGIN = 1.15
 CHECK_ROLES = ("unit", "sm_sweep", "dvfs", "idle_kernel")
 HELDOUT = "heldout"
 
-_LAT = re.compile(r"^lat_(dram|l2|l1|shared)/p(\d+)(?:@([\d.]+)/([\d.]+))?$")
-_DEP = re.compile(r"^dep_(coal|uncoal)_r(\d+)/(sm1|all)/w(\d+)$")
+#: what each timing microbenchmark kind declares in the plan (see microbench.spec)
+_KIND_PARAMS = {"pchase": ("level", "passes"), "departure": ("access", "where", "reqs"), "bw_stream": (),
+                "issue_mix": (), "inst_latency": ()}
+
+
+def timing_kinds(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]] | None:
+    """The plan entry (``kind`` and its parameters) of every timing microbenchmark in ``samples``, by
+    workload name; None when the plan does not declare them all (a session of an older toolkit, or a
+    samples table without its session's plan): the fit does not guess them from names."""
+    names = set(samples.loc[samples["role"] == "timing", "workload"].astype(str))
+    by_name = {p.get("name"): p for p in plan or [] if isinstance(p, Mapping)}
+    out = {}
+    for n in names:
+        e = by_name.get(n)
+        if e is None or e.get("kind") not in _KIND_PARAMS or any(k not in e for k in _KIND_PARAMS[e["kind"]]):
+            return None
+        out[n] = e
+    return out
 
 
 def _cnt(df: pd.DataFrame, cls: str) -> np.ndarray:
@@ -146,8 +162,10 @@ def _default_clocks(df: pd.DataFrame, device: Mapping[str, Any]) -> tuple[float,
     return float(fc), float(fm)
 
 
-def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collector:
-    """Parameters from the timing microbenchmarks (module docstring, source 1)."""
+def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
+                        kinds: Mapping[str, Mapping[str, Any]]) -> _Collector:
+    """Parameters from the timing microbenchmarks (module docstring, source 1); ``kinds``: their plan
+    entries by workload name (:func:`timing_kinds`)."""
     out = _Collector()
     fc0, fm0 = _default_clocks(df, device)
     n_sm = int(device.get("sm_count", 1))
@@ -171,6 +189,11 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
 
     tim = df[df["role"] == "timing"]
     names = tim["workload"].astype(str)
+    decl = [kinds[n] for n in names]
+
+    def of_kind(kind: str, **want: Any) -> list[Any]:
+        """Index of the timing rows of ``kind`` whose declared parameters equal ``want``."""
+        return [i for i, e in zip(tim.index, decl) if e["kind"] == kind and all(e.get(k) == v for k, v in want.items())]
 
     def cycles(rows: pd.DataFrame) -> np.ndarray:
         return (rows["time_s"].to_numpy(float) - ovh) * rows["core_mhz"].to_numpy(float) * 1e6
@@ -179,9 +202,9 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
         return None if noise is None else abs(value) * noise * amplification / math.sqrt(max(1, len(rows)))
 
     # DRAM latency: chase at one or several clock pairs
-    lat = [(m, r) for m, r in ((_LAT.match(n), i) for i, n in zip(tim.index, names)) if m and m.group(1) == "dram"]
+    lat = of_kind("pchase", level="dram")
     if lat:
-        rows = tim.loc[[i for _, i in lat]]
+        rows = tim.loc[lat]
         loads = sum(_cnt(rows, c) for c in ("global", "local", "l2", "l1"))
         cyc_per_load = cycles(rows) / loads
         ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
@@ -212,7 +235,8 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
 
     # cache and shared latencies: two chain lengths at the default clocks
     for level, pname in (("l2", "l2_lat_cycles"), ("l1", "l1_lat_cycles"), ("shared", "sh_lat_cycles")):
-        sel = [i for i, n in zip(tim.index, names) if (m := _LAT.match(n)) and m.group(1) == level and m.group(3) is None]
+        sel = [i for i, e in zip(tim.index, decl)
+               if e["kind"] == "pchase" and e["level"] == level and not e.get("clocks")]  # default clocks
         if len(sel) < 2:
             continue
         rows = tim.loc[sel]
@@ -223,14 +247,13 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
 
     # departure delays: one-SM bursts; all-SM bursts check the DRAM service time
     groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for i, n in zip(tim.index, names):
-        m = _DEP.match(n)
-        if not m:
+    for i, e in zip(tim.index, decl):
+        if e["kind"] != "departure":
             continue
         row = tim.loc[i]
-        tx = 1.0 if m.group(1) == "coal" else UNCOAL_TX
-        n_tx = float(row["warps_per_sm"]) * float(m.group(2)) * tx
-        groups.setdefault((m.group(1), m.group(3)), []).append(
+        tx = 1.0 if e["access"] == "coal" else UNCOAL_TX
+        n_tx = float(row["warps_per_sm"]) * float(e["reqs"]) * tx
+        groups.setdefault((e["access"], e["where"]), []).append(
             (n_tx, (float(row["time_s"]) - ovh) * float(row["core_mhz"]) * 1e6))
     for (access, where), pts in groups.items():
         if len(pts) < 2:
@@ -247,7 +270,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
             out.checks["burst_coal_all_intercept_cycles"] = c
 
     # DRAM service time from the streaming bandwidth
-    bw = tim[names.str.startswith("bw_stream/")]
+    bw = tim.loc[of_kind("bw_stream")]
     if len(bw):
         warps_total = bw["threads_per_block"].to_numpy(float) / 32.0 * bw["blocks"].to_numpy(float)
         nbytes = _cnt(bw, "global") * warps_total * BW_STREAM_BYTES
@@ -263,14 +286,14 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any]) -> _Collect
                 "DRAM service time per 128-byte transaction (all-SM burst slope)")
 
     # issue rate: the issue-bound mix
-    mix = tim[names.str.startswith("issue_mix/")]
+    mix = tim.loc[of_kind("issue_mix")]
     issue = None
     if len(mix):
         per = cycles(mix) / (mix["warps_per_sm"].to_numpy(float) * _total(mix))
         issue = float(per.mean())
         out.put("issue_cycles", issue, "cycles", rel_se(issue, mix), "cycles per warp instruction issued by an SM")
     # dependent-issue latency: one warp running one FMA chain
-    dep = tim[names.str.startswith("lat_inst/")]
+    dep = tim.loc[of_kind("inst_latency")]
     if len(dep):
         per = cycles(dep) / _total(dep)
         v = float(per.mean())
@@ -528,10 +551,11 @@ def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
                plan: list[Mapping[str, Any]] | None = None) -> Section | None:
     """The ``timing`` section from a session's samples table, or None without timing information.
 
-    Uses the timing microbenchmarks when the table has them (role ``timing``); otherwise fits the
-    parameters to the kernel rows' times when they span at least two clock ratios or twelve rows.
-    ``plan`` (the session manifest's ``plan``) adds each workload's ILP and coalescing to the rows the
-    fit checks the model on (:func:`with_plan_inputs`).
+    Uses the timing microbenchmarks when the table has them (role ``timing``), reading what each one
+    measures from ``plan`` (the session manifest's ``plan``; without kinds for them there, the section
+    is refused with a warning); otherwise fits the parameters to the kernel rows' times when they span
+    at least two clock ratios or twelve rows. ``plan`` also adds each workload's ILP and coalescing to
+    the rows the fit checks the model on (:func:`with_plan_inputs`).
     """
     if "time_s" not in samples.columns or "role" not in samples.columns:
         return None
@@ -541,7 +565,13 @@ def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
         return None
     fc0, fm0 = _default_clocks(df, device)
     if (df["role"] == "timing").any():
-        col = fit_microbenchmarks(df, device)
+        kinds = timing_kinds(df, plan)
+        if kinds is None:
+            warnings.warn("timing microbenchmarks without declared kinds (no session plan, or a session recorded by "
+                          "an older toolkit whose plan has no 'kind' per benchmark): their names are not parsed; "
+                          "timing section not fitted (re-run the campaign to fit it)")
+            return None
+        col = fit_microbenchmarks(df, device, kinds)
         missing = [n for n in T.REQUIRED if n not in col.params]
         if missing:
             warnings.warn(f"timing microbenchmarks incomplete (no {', '.join(missing)}); timing section not fitted")

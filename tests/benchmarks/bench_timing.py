@@ -115,7 +115,8 @@ def model_quality(preset: str, df: pd.DataFrame, pf: ParameterFile) -> dict:
 def heldout_workload(info, name: str) -> tuple[Benchmark, Workload]:
     mix = HELDOUT_MIXES[name]
     max_w = int(info.extra.get("max_warps_per_sm", 32))
-    b = Benchmark(name, "mix", "heldout", "mixed", _mix_params(mix), warps_per_sm=min(16, max_w), blocks_per_sm=2)
+    b = Benchmark(name=name, kernel="mix", role="heldout", stresses="mixed", kind="app_mix", params=_mix_params(mix),
+                  warps_per_sm=min(16, max_w), blocks_per_sm=2)
     return b, b.workload(info)
 
 
