@@ -7,6 +7,8 @@ Layout (a directory, or the same directory inside a ``.tar.gz``)::
       README.md         what this is and how to check and use it
       parameters.json   the parameter file, byte for byte as published
       samples.csv       the samples table the parameters were fitted on
+      plan.json         (when the session is known) the session manifest's plan: what each benchmark
+                        measures, which the timing refit reads
       recovery.json     (virtual GPUs) fitted vs ground-truth parameters, when it exists
       report/           the HTML report (index.html, fig/*.png)
 
@@ -18,7 +20,9 @@ records for each section (:mod:`calib.fit.base`); when the IPP fitter's own choi
 (access-rate forms and SM scaling, by BIC) lands elsewhere than the shipped file records (e.g. a
 different toolkit version), the recorded structure is imposed. A parameter is reproduced when the
 refit lands within one standard error of the shipped value (parameters without a standard error:
-within 1e-6 relative, 1e-9 absolute). Refitted: power (IPP or DVFS), dvfs and timing (from the timing rows of the table). The thermal model is fitted from temperature traces, which a
+within 1e-6 relative, 1e-9 absolute). Refitted: power (IPP or DVFS), dvfs and timing (from the timing rows of
+the table, with what each one measures from the shipped ``plan.json``). The thermal model is fitted
+from temperature traces, which a
 samples table does not carry, so it is checked by checksum and schema only; the verification says so.
 """
 
@@ -49,6 +53,7 @@ BUNDLE_FORMAT = "calib-bundle-1"
 MANIFEST = "MANIFEST.json"
 PARAMS_NAME = "parameters.json"
 SAMPLES_NAME = "samples.csv"
+PLAN_NAME = "plan.json"
 RECOVERY_NAME = "recovery.json"
 README_NAME = "README.md"
 REPORT_DIR = "report"
@@ -115,7 +120,7 @@ def _fitter(model: str) -> Any:
     return {"ipp": IppPowerFitter, "dvfs": DvfsPowerFitter}.get(model)
 
 
-def _refit_section(pf: ParameterFile, name: str, df: pd.DataFrame) -> Section | None:
+def _refit_section(pf: ParameterFile, name: str, df: pd.DataFrame, plan: list | None = None) -> Section | None:
     """Refit one section with the settings it records: ``Fitter(**settings).fit(samples)``. IPP: when
     the fitter's own choice of structure (access-rate forms and SM scaling by BIC) lands elsewhere than
     the shipped file records (e.g. another toolkit version), the recorded structure is imposed."""
@@ -123,9 +128,9 @@ def _refit_section(pf: ParameterFile, name: str, df: pd.DataFrame) -> Section | 
     if sec.model == "mwp_cwp_wangchu":
         from calib.fit.timing import fit_timing
 
-        # the session's plan (each workload's ILP and coalescing) only adds rows the fit checks the model on;
-        # the parameters come from the samples table alone
-        return fit_timing(df, pf.device, None)
+        # the session's plan says what each timing microbenchmark measures (its kind); without it the
+        # timing section is not refitted
+        return fit_timing(df, pf.device, plan)
     fitter = _fitter(sec.model)(**sec.settings)
     fitted = fitter.fit(df).section_
     if sec.model == "ipp":
@@ -136,7 +141,7 @@ def _refit_section(pf: ParameterFile, name: str, df: pd.DataFrame) -> Section | 
     return fitted
 
 
-def refit(pf: ParameterFile, samples: pd.DataFrame) -> RefitResult:
+def refit(pf: ParameterFile, samples: pd.DataFrame, plan: list | None = None) -> RefitResult:
     """Refit the power, DVFS and timing sections of ``pf`` to ``samples``; compare every parameter."""
     out = RefitResult()
     todo: list[str] = []
@@ -156,7 +161,7 @@ def refit(pf: ParameterFile, samples: pd.DataFrame) -> RefitResult:
     for name in todo:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fit's own warnings are already in the shipped file
-            fitted = _refit_section(pf, name, samples)
+            fitted = _refit_section(pf, name, samples, plan)
         if fitted is None:
             out.not_refitted.append((name, "the samples table has no timing information to refit it from"))
             continue
@@ -285,7 +290,13 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> 
             except BadInputError as e:
                 raise BundleError(f"{label}/{man['samples']}: {e}") from e
         try:
-            checked = check_refit(pf, samples, f"{label}/{man['parameters']}", man["samples"])
+            plan = None
+            if man.get("plan") in man["files"]:
+                try:
+                    plan = json.loads((root / man["plan"]).read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError, ValueError) as e:
+                    raise BundleError(f"{label}/{man['plan']}: cannot be read as JSON ({e.__class__.__name__})") from e
+            checked = check_refit(pf, samples, f"{label}/{man['parameters']}", man["samples"], plan)
         except BundleError as e:
             pub = man.get("toolkit_version")
             raise BundleError(f"{e} [published with calib {pub}, verified with calib {__version__}"
@@ -293,10 +304,11 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> 
     return Verification(root, man, n, swarn, checked)
 
 
-def check_refit(pf: ParameterFile, samples: pd.DataFrame, label: str, samples_name: str) -> RefitResult:
+def check_refit(pf: ParameterFile, samples: pd.DataFrame, label: str, samples_name: str,
+                plan: list | None = None) -> RefitResult:
     """:func:`refit`, raising :class:`BundleError` (naming the parameters) when something does not reproduce."""
     try:
-        res = refit(pf, samples)
+        res = refit(pf, samples, plan)
     except CalibError as e:  # bad input or a fit that cannot run: the samples do not belong to these parameters
         raise BundleError(f"{label}: refitting {samples_name} failed: {e}") from e
     if res.failures:
@@ -371,7 +383,14 @@ def _readme(pf: ParameterFile, man: dict, name: str) -> str:
     return "\n".join(lines)
 
 
+def _plan_of(inp: Any) -> list | None:
+    """The plan of the session the parameters came from, when it is known."""
+    plan = inp.session.manifest.get("plan") if inp.session is not None else None
+    return plan if isinstance(plan, list) else None
+
+
 def _stage(inp: Any, root: Path) -> dict:
+    from calib.core.atomic import atomic_write_json
     from calib.report.html import write_report
     from calib.core.samples import write_samples
 
@@ -382,6 +401,9 @@ def _stage(inp: Any, root: Path) -> dict:
     else:
         write_samples(inp.samples, root / SAMPLES_NAME)
     roles = {PARAMS_NAME: "parameters", SAMPLES_NAME: "samples"}
+    if _plan_of(inp) is not None:
+        atomic_write_json(root / PLAN_NAME, _plan_of(inp))
+        roles[PLAN_NAME] = "plan"
     rec = inp.params_path.with_name(inp.params_path.name[:-5] + ".recovery.json") \
         if inp.params_path.name.endswith(".json") else None
     if rec is not None and rec.is_file():
@@ -402,6 +424,7 @@ def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, s
             "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "device": {k: dev.get(k) for k in ("name", "uuid", "sm_count", "driver_version", "cuda_version")},
             "published_from": source.name, "parameters": PARAMS_NAME, "samples": SAMPLES_NAME,
+            **({"plan": PLAN_NAME} if PLAN_NAME in roles else {}),
             "report": f"{REPORT_DIR}/index.html", "files": files}
 
 
@@ -427,7 +450,8 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
                             "(or --session DIR to rebuild it from the session)")
     # the expensive check first: parameters that do not follow from the samples are not published
     checked = check_refit(inp.params, inp.samples, str(inp.params_path),
-                          str(inp.samples_path) if inp.samples_path else "the samples rebuilt from the session")
+                          str(inp.samples_path) if inp.samples_path else "the samples rebuilt from the session",
+                          _plan_of(inp))
     name = bundle_name(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as tmp:
