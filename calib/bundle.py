@@ -20,10 +20,10 @@ records for each section (:mod:`calib.fit.base`); when the IPP fitter's own choi
 (access-rate forms and SM scaling, by BIC) lands elsewhere than the shipped file records (e.g. a
 different toolkit version), the recorded structure is imposed. A parameter is reproduced when the
 refit lands within one standard error of the shipped value (parameters without a standard error:
-within 1e-6 relative, 1e-9 absolute). Refitted: power (IPP or DVFS), dvfs and timing (from the timing rows of
-the table, with what each one measures from the shipped ``plan.json``). The thermal model is fitted
-from temperature traces, which a
-samples table does not carry, so it is checked by checksum and schema only; the verification says so.
+within 1e-6 relative, 1e-9 absolute). Refitted: power (IPP or DVFS), dvfs and timing (from the
+timing rows of the table, with what each one measures from the shipped ``plan.json``). The thermal
+model is fitted from temperature traces, which a samples table does not carry, so it is checked by
+checksum and schema only; the verification says so.
 """
 
 from __future__ import annotations
