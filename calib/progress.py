@@ -28,7 +28,7 @@ class Progress:
         self._done = 0.0
         self._bar = tqdm(total=self.total, desc=label, unit=unit, file=sys.stderr, disable=not self.enabled,
                          dynamic_ncols=True, leave=True,
-                         bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining} {postfix}")
+                         bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}{postfix}")
 
     @property
     def done(self) -> float:
