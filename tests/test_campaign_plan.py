@@ -255,7 +255,7 @@ def test_campaign_steps_are_logged_at_info(tmp_path, caplog):
     msgs = [r.getMessage() for r in caplog.records if r.name == "microbench.campaign"]
     assert msgs[0].startswith("campaign 'quick' on virtual GeForce GTX 280 (GT200): 3 steps (0 done), about ")
     assert msgs[1] == "step 1/3: idle idle_baseline (about 30 s)"
-    assert msgs[2] == "step 2/3: fan fan_40 (about 16 s)"
+    assert msgs[2] == "step 2/3: fan fan_40 (about 8 s)"
     assert msgs[-1] == f"campaign 'quick' complete: {tmp_path / 's'}"
 
 
@@ -266,11 +266,11 @@ def test_progress_is_weighted_by_expected_time():
     thermal = [s for s in camp.steps if s.kind == "thermal"]
     bench = [s for s in camp.steps if s.kind == "bench"]
     assert thermal[0].expected_s == spec.settle_stable_s + spec.heat_s + spec.cool_s == 740.0
-    assert bench[0].expected_s == 2 * (spec.warmup_s + spec.window_s) == 16.0
+    assert bench[0].expected_s == 5 * (spec.warmup_s + spec.window_s) == 40.0  # warm-up, window, 4x in cooldown
     assert camp.expected_s == pytest.approx(sum(s.expected_s for s in camp.steps))
-    # the thermal steps are 2 % of the steps but about half of the expected time
+    # the thermal steps are 2 % of the steps but about a third of the expected time (as measured: 33 %)
     assert len(thermal) / len(camp.steps) < 0.03
-    assert 0.4 < sum(s.expected_s for s in thermal) / camp.expected_s < 0.6
+    assert 0.25 < sum(s.expected_s for s in thermal) / camp.expected_s < 0.4
     seen = []
     camp.steps = camp.steps[:4]
     camp.on_step = lambda step, done_s: seen.append((step.name, done_s))
