@@ -164,7 +164,7 @@ def test_help_documents_exit_status_3(cli):
 
 
 def _driver_demo():
-    spec = importlib.util.spec_from_file_location("driver_update_diff", ROOT / "benchmarks" / "driver_update_diff.py")
+    spec = importlib.util.spec_from_file_location("driver_update_diff", ROOT / "tests" / "benchmarks" / "driver_update_diff.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
