@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 def score(preset: str, pf) -> list[dict]:  # noqa: ANN001 - a ParameterFile
     """One row per parameter with a truth: |fitted - truth| over each standard error."""
-    from microbench.devices.sim.truth import ground_truth
-    from microbench.devices.sim.timing_truth import timing_truth
+    from microbench.truth import ground_truth
+    from microbench.timing_truth import timing_truth
 
     truth = {**ground_truth(preset), **(timing_truth(preset) if "timing" in pf else {})}
     rows = []
