@@ -2,7 +2,8 @@
 
 Order: idle baseline; fan sweep at idle (where the device lets us set the fan); the launch-only kernel;
 each unit's benchmark at several intensities; the active-SM sweep; held-out application-like mixes;
-thermal steps (heat to steady state, then cool). Every benchmark is one trial of the thermally stable
+thermal steps (heat to steady state, then cool); host-device copies (:mod:`microbench.transfer_plan`) on
+devices that can copy. Every benchmark is one trial of the thermally stable
 protocol (:func:`microbench.protocol.run_trial`: warm-up, measurement window, then a cooldown back into
 the idle temperature band) and is repeated; every wait for a temperature is
 :func:`microbench.protocol.wait_for_temperature`. Sizes and timings come from the campaign's
@@ -50,7 +51,7 @@ class Step:
     """One unit of campaign work."""
 
     index: int
-    kind: str                 # idle | fan | bench | thermal
+    kind: str                 # idle | fan | bench | thermal | transfer
     name: str
     repeat: int = 0
     fan: float | None = None
@@ -74,11 +75,11 @@ def expected_cooldown_s(spec: CampaignSpec, loaded_s: float) -> float:
 
 
 def build_steps(spec: CampaignSpec, benches: list[Benchmark], thermal: list[Benchmark],
-                fan_control: bool) -> list[Step]:
+                fan_control: bool, transfers: list | tuple = ()) -> list[Step]:
     """Ordered campaign steps: idle baseline, fan sweep (when the device controls its fan), every benchmark with its repeats, then the thermal heat/cool steps.
 
     Each step carries its expected duration (s): idle windows; fan settle + measure; warm-up + window +
-    cooldown; thermal settle + heat + cool.
+    cooldown; thermal settle + heat + cool; idle reference + copy window.
     """
     bench_s = spec.warmup_s + spec.window_s
     steps: list[Step] = [Step(0, "idle", "idle_baseline", expected_s=spec.idle_s)]
@@ -95,6 +96,12 @@ def build_steps(spec: CampaignSpec, benches: list[Benchmark], thermal: list[Benc
     for b in thermal:
         steps.append(Step(len(steps), "thermal", b.name,
                           expected_s=spec.settle_stable_s + spec.heat_s + spec.cool_s))
+    from microbench.transfer_plan import REPEATS, WINDOW_S
+
+    copy_s = 2 * WINDOW_S.get(spec.name, WINDOW_S["standard"])
+    for r in range(REPEATS.get(spec.name, 1) if transfers else 0):
+        for t in transfers:  # after the thermal steps: nothing the power and thermal fits use moves
+            steps.append(Step(len(steps), "transfer", t.name, r, expected_s=copy_s))
     steps.append(Step(len(steps), "idle", "idle_final", expected_s=spec.idle_s))
     return steps
 
@@ -159,7 +166,11 @@ class Campaign:
         self.spec, self.benches = plan(device.info, campaign)
         self.thermal = thermal_benchmarks(device.info, campaign)
         self.fan_control = hasattr(device, "set_fan") and device.virtual
-        self.steps = build_steps(self.spec, self.benches, self.thermal, self.fan_control)
+        from microbench.transfer_plan import transfer_benchmarks
+
+        self.transfers = transfer_benchmarks(campaign) if getattr(device, "can_copy", False) else []
+        self.steps = build_steps(self.spec, self.benches, self.thermal, self.fan_control, self.transfers)
+        self._transfer_by_name = {t.name: t for t in self.transfers}
         #: called before each step that runs with the step and the expected seconds of the steps before it
         self.on_step = on_step
         self._by_name = {b.name: b for b in self.benches + self.thermal}
@@ -180,6 +191,7 @@ class Campaign:
             "campaign": {"name": self.campaign, "seed": self.seed, "spec": asdict(self.spec),
                          "steps": len(self.steps)},
             "plan": [b.describe(info) for b in self.benches + self.thermal],
+            **({"transfer_plan": [t.describe() for t in self.transfers]} if self.transfers else {}),
         }
 
     # -- running ---------------------------------------------------------------------------------
@@ -374,6 +386,19 @@ class Campaign:
                 dev.idle(chunk)
                 self._drain()
             self.mark("thermal_stop", b.name)
+        elif step.kind == "transfer":
+            from microbench.transfer_plan import WINDOW_S
+
+            t = self._transfer_by_name[step.name]
+            window = WINDOW_S.get(self.campaign, WINDOW_S["standard"])
+            self._cooldown()
+            self.mark("copy_ref_start", t.name, step.repeat)
+            dev.idle(window)
+            self.mark("copy_ref_stop", t.name, step.repeat)
+            self.mark("copy_start", t.name, step.repeat, direction=t.direction, bytes=t.nbytes,
+                      host_memory=t.host_memory)
+            res = dev.run_copy(t.direction, t.nbytes, t.pinned, window)
+            self.mark("copy_stop", t.name, step.repeat, copies=res.copies, copy_time_s=res.copy_time_s)
         else:  # pragma: no cover - build_steps makes only the kinds above
             raise ValueError(step.kind)
 
