@@ -32,8 +32,9 @@ def kernel_sequence(preset: str, minutes: float = 20.0, seed: int = 7) -> pd.Dat
     rng = np.random.default_rng(seed)
     works = [b.workload(dev.info) for b in thermal_benchmarks(dev.info, "full")]
     for name, mix in list(HELDOUT_MIXES.items())[:3]:
-        works.append(Benchmark(f"seq/{name}", "mix", "heldout", "mixed", {k: v for k, v in mix.items() if k != "ctrl"},
-                               warps_per_sm=16, blocks_per_sm=2).workload(dev.info))
+        works.append(Benchmark(name=f"seq/{name}", kernel="mix", role="heldout", stresses="mixed", kind="app_mix",
+                               params={k: v for k, v in mix.items() if k != "ctrl"}, warps_per_sm=16,
+                               blocks_per_sm=2).workload(dev.info))
     nvml_rows(dev)
     t0 = dev.clock()[0]
     end = t0 + 60.0 * minutes
