@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -33,8 +35,14 @@ def test_reports_errors_table_and_plot(cli, fitted, monkeypatch):
     assert lines[0] == f"{d / 'test.csv'}: 60 rows, 4 workloads, model dvfs ({d / 'p.json'})"
     mape = float(lines[1].split()[1].rstrip("%"))
     assert 0.3 < mape < 2.0  # 1 % noise on held-out workloads of a correct model
-    assert lines[2].split() == ["workload", "rows", "MAPE", "%", "max", "%", "bias", "%", "meas", "W", "pred", "W"]
-    assert sorted(line.split()[0] for line in lines[3:7]) == ["k12", "k13", "k14", "k15"]
+    m = re.fullmatch(r"90% prediction intervals: ([\d.]+)% of the rows measured inside \(mean width ([\d.]+)% of the "
+                     r"prediction\)", lines[2])
+    assert m, lines[2]
+    # a correct model with 1 % noise: the intervals hold about nine rows in ten of unseen workloads, and are
+    # a few per cent wide, not a wall around everything
+    assert 75.0 <= float(m[1]) <= 100.0 and 1.0 < float(m[2]) < 10.0
+    assert lines[3].split() == ["workload", "rows", "MAPE", "%", "max", "%", "bias", "%", "meas", "W", "pred", "W"]
+    assert sorted(line.split()[0] for line in lines[4:8]) == ["k12", "k13", "k14", "k15"]
     per = pd.read_csv(d / "per.csv")
     assert list(per.columns) == ["workload", "n_rows", "mape_pct", "max_abs_pct", "bias_pct", "measured_w", "predicted_w"]
     assert per.n_rows.sum() == 60
