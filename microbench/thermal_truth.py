@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from microbench.benchmarks import thermal_benchmarks
+from calib.core.params import ParameterFile
 from microbench.devices.sim.presets import Preset, get_preset
 
 #: poles faster than this (s, two fit-grid bins) are the network's direct term
@@ -90,30 +91,28 @@ def truth_of(p: Preset) -> dict[str, Any]:
                    "(steady state of the reference thermal step)"}
 
 
-def thermal_network_recovery_rows(preset: str, doc: dict) -> list[dict[str, Any]]:
-    """Recovery rows of a parameter document's ``thermal_network`` section: each fitted pole against the
+def thermal_network_recovery_rows(preset: str, pf: ParameterFile) -> list[dict[str, Any]]:
+    """Recovery rows of a parameter file's ``thermal_network`` section: each fitted pole against the
     dominant truth pole of nearest time constant (log scale), the direct term and the total resistance."""
-    sec = doc.get("thermal_network")
-    if not sec:
+    sec = pf.get("thermal_network")
+    if sec is None:
         return []
     truth = network_truth(preset)
-    params = sec.get("parameters", {})
-    fit = doc.get("fit", {}).get("thermal_network", {})
-    se, tot = fit.get("stderr", {}), fit.get("stderr_total", {})
     rows = []
 
     def row(name: str, t: float, how: str) -> None:
-        p = params.get(name)
-        fitted = None if p is None else float(p["value"])
+        p = sec[name] if name in sec else None
+        fitted = None if p is None else float(p.value)
         err = None if fitted is None or t == 0 else 100.0 * (fitted - t) / abs(t)
         rows.append({"parameter": f"thermal_network.{name}", "unit": "s" if name.endswith("_s") else "C/W",
-                     "truth": t, "fitted": fitted, "stderr": se.get(name), "stderr_total": tot.get(name),
+                     "truth": t, "fitted": fitted, "stderr": None if p is None else p.stderr,
+                     "stderr_total": None if p is None else p.stderr_total,
                      "error_pct": err, "abs_error": None if fitted is None else fitted - t, "truth_from": how})
 
-    n = int(sec.get("poles", 0))
+    n = int(sec.structure.get("poles", 0))
     dom = truth["dominant"]
     for i in range(1, n + 1):
-        tau = params.get(f"tau{i}_s", {}).get("value")
+        tau = sec.value(f"tau{i}_s", None) if f"tau{i}_s" in sec else None
         if tau is None or not dom:
             continue
         j = int(np.argmin([abs(np.log(tau / d["tau_s"])) for d in dom]))

@@ -34,6 +34,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from calib.core.params import ParameterFile
 from microbench.devices.sim.presets import Preset, get_preset
 from microbench.devices.sim.timing import _softmax
 
@@ -85,22 +86,21 @@ def timing_truth(name: str) -> dict[str, dict[str, Any]]:
     return timing_truth_of(get_preset(name))
 
 
-def timing_recovery_rows(preset: str, doc: dict) -> list[dict[str, Any]]:
+def timing_recovery_rows(preset: str, pf: ParameterFile) -> list[dict[str, Any]]:
     """Rows for the recovery report (same fields as ``recovery_report``'s ``parameters``): truth,
-    fitted value, standard error and relative error of every timing parameter with a truth."""
+    fitted value, standard errors and relative error (%) of every timing parameter with a truth."""
     rows = []
-    sec = doc.get("timing", {})
-    errs = doc.get("fit", {}).get("timing", {}).get("stderr", {})
-    totals = doc.get("fit", {}).get("timing", {}).get("stderr_total", {})
+    sec = pf.get("timing")
     for key, t in timing_truth(preset).items():
         name = key.split(".", 1)[1]
-        p = sec.get("parameters", {}).get(name)
-        fitted = None if p is None else float(p["value"])
+        p = sec[name] if sec is not None and name in sec else None
+        fitted = None if p is None else float(p.value)
         err = None if fitted is None or t["value"] == 0 else 100.0 * (fitted - t["value"]) / abs(t["value"])
         how = t["how"]
         if preset == "gtx580" and name in ("dram_del_coal_mem_cycles", "departure_del_coal_cycles"):
             how += " (bandwidth and outstanding-request bounds coincide on this preset: not separable)"
         rows.append({"parameter": key, "unit": t["unit"], "truth": t["value"], "fitted": fitted,
-                     "stderr": errs.get(name), "stderr_total": totals.get(name), "error_pct": err,
+                     "stderr": None if p is None else p.stderr,
+                     "stderr_total": None if p is None else p.stderr_total, "error_pct": err,
                      "abs_error": None if fitted is None else fitted - t["value"], "truth_from": how})
     return rows

@@ -62,7 +62,7 @@ def test_parameters_recovered_within_10_percent(preset, titanx):
     else:
         dev, df = _campaign(preset)
         doc = _doc(dev, fit_timing(df, dev.info.to_dict(), _plan(dev)))
-    rows = timing_recovery_rows(preset, doc)
+    rows = timing_recovery_rows(preset, P.ParameterFile.from_dict(doc))
     assert len(rows) == len(timing_truth(preset))
     missing = [r["parameter"] for r in rows if r["fitted"] is None]
     assert not missing, missing
@@ -82,7 +82,7 @@ def test_parameters_recovered_within_10_percent(preset, titanx):
 def test_gtx580_bandwidth_caveat():
     dev, df = _campaign("gtx580")
     doc = _doc(dev, fit_timing(df, dev.info.to_dict(), _plan(dev)))
-    rows = {r["parameter"]: r for r in timing_recovery_rows("gtx580", doc)}
+    rows = {r["parameter"]: r for r in timing_recovery_rows("gtx580", P.ParameterFile.from_dict(doc))}
     # everything but the two coinciding bounds of this preset is within 10 %
     for name, r in rows.items():
         if "not separable" in r["truth_from"]:

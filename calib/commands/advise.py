@@ -79,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"{args.params}: {e}") from None
     copies = None
     if "transfer" in pf and any(c in df.columns for c in ("bytes_h2d", "bytes_d2h")):
-        from calib.model.transfer import copy_breakdown
+        from calib.model.predict import predict_copies
 
         from calib.core.samples import CNT_PREFIX
 
         cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
-        copies = copy_breakdown(pf, df.assign(**{c: df[c].fillna(0.0) for c in cnt}))
+        copies = predict_copies(pf, df.assign(**{c: df[c].fillna(0.0) for c in cnt}))
     for i, adv in enumerate(result):
         for line in format_advice(adv):
             print(line)

@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if device.virtual:
         from calib.report.recovery import format_table, recovery_report
 
-        rep = recovery_report(device.info.extra["preset"], pf.to_dict(), stats.get("heldout_mape_pct"),
+        rep = recovery_report(device.info.extra["preset"], pf, stats.get("heldout_mape_pct"),
                               stats.get("heldout_rows", 0))
         rep["heldout_by_clocks"] = stats.get("heldout_by_clocks", {})
         rec_path = fitted / f"{name}.recovery.json"

@@ -162,6 +162,25 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
     return out
 
 
+def predict_copies(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
+    """Host-device copies of each row (:func:`calib.model.transfer.copy_breakdown`, s and J) beside the
+    kernel's predicted time and energy (:func:`predict_table` without the rows' copy columns); where the
+    model predicts no time, the row's measured ``time_s``."""
+    from calib.model.transfer import copy_breakdown
+
+    kt, ke = np.full(len(df), math.nan), np.full(len(df), math.nan)
+    try:
+        pred = predict_table(pf, df.drop(columns=[c for c in COPY_COLUMNS if c in df.columns]))
+        if "time_s_pred" in pred.columns:
+            kt = pred["time_s_pred"].to_numpy(float)
+            ke = pred["energy_j_pred"].to_numpy(float)
+    except BadInputError:  # no power/timing for these rows: copies alone are still answered
+        pass
+    if "time_s" in df.columns:
+        kt = np.where(np.isnan(kt), pd.to_numeric(df["time_s"], errors="coerce").to_numpy(float), kt)
+    return copy_breakdown(pf, df, kt, ke)
+
+
 def _sequence_temperatures(pf: ParameterFile, df: pd.DataFrame, filled: pd.DataFrame, out: pd.DataFrame,
                            source: str) -> pd.DataFrame:
     """A kernel table with ``start_s`` is a sequence: each kernel's ``temp_c_pred`` is its temperature when

@@ -97,8 +97,8 @@ def _col(df: pd.DataFrame, name: str, default: float) -> np.ndarray:
 def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = None,
                    kernel_energy_j: Any = None) -> pd.DataFrame:
     """Per row: copy time and energy (both directions, the row's host memory), the kernel's time and
-    energy (given, else predicted by :func:`calib.model.predict.predict_table`, else the row's measured
-    ``time_s``), the copy/compute time ratio and what overlapping and pinned memory would save.
+    energy (given, else the row's measured ``time_s`` and no energy; :func:`calib.model.predict.predict_copies`
+    passes the model's predictions), the copy/compute time ratio and what overlapping and pinned memory would save.
     Columns are in s and J; ``*_saving_*`` are positive when the remedy saves."""
     sec = pf.get("transfer")
     if sec is None:
@@ -106,23 +106,11 @@ def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = Non
                             "microbenchmarks (calib run on a device that can copy)")
     h2d, d2h = _col(df, "bytes_h2d", 0.0), _col(df, "bytes_d2h", 0.0)
     pinned = _col(df, "host_pinned", 0.0)
-    if kernel_time_s is None or kernel_energy_j is None:
-        kt, ke = np.full(len(df), math.nan), np.full(len(df), math.nan)
-        try:
-            from calib.model.predict import predict_table
-
-            pred = predict_table(pf, df.drop(columns=[c for c in ("bytes_h2d", "bytes_d2h", "host_pinned")
-                                                      if c in df.columns]))
-            if "time_s_pred" in pred.columns:
-                kt = pred["time_s_pred"].to_numpy(float)
-                ke = pred["energy_j_pred"].to_numpy(float)
-        except BadInputError:
-            pass
-        if "time_s" in df.columns:  # a measured time where the model has none
-            meas = pd.to_numeric(df["time_s"], errors="coerce").to_numpy(float)
-            kt = np.where(np.isnan(kt), meas, kt)
-        kernel_time_s = kt if kernel_time_s is None else kernel_time_s
-        kernel_energy_j = ke if kernel_energy_j is None else kernel_energy_j
+    if kernel_time_s is None:  # the measured time where there is one; predicted ones: predict.predict_copies
+        kernel_time_s = (pd.to_numeric(df["time_s"], errors="coerce").to_numpy(float) if "time_s" in df.columns
+                         else np.full(len(df), math.nan))
+    if kernel_energy_j is None:
+        kernel_energy_j = np.full(len(df), math.nan)
     kt, ke = np.asarray(kernel_time_s, float), np.asarray(kernel_energy_j, float)
     t_h, t_d = copy_time_s(sec, h2d, "h2d", pinned), copy_time_s(sec, d2h, "d2h", pinned)
     (eb_h, eh_h), (eb_d, eh_d) = copy_energy_j(sec, h2d, "h2d", pinned), copy_energy_j(sec, d2h, "d2h", pinned)

@@ -8,20 +8,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from calib.core.params import ParameterFile
 from microbench.truth import ar_forms, ground_truth
 
 
-def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
+def recovery_report(preset: str, pf: ParameterFile, heldout_mape_pct: float | None,
                     heldout_rows: int = 0) -> dict[str, Any]:
-    """Per-parameter truth, fitted value and relative error (%), plus the held-out power MAPE."""
+    """Per-parameter truth, fitted value, its statistical and total standard errors and relative error (%),
+    plus the held-out power MAPE (%)."""
     truth = ground_truth(preset)
     rows = []
     for key, t in truth.items():
         section, name = key.split(".", 1)
-        p = doc.get(section, {}).get("parameters", {}).get(name)
-        fitted = None if p is None else float(p["value"])
-        se = doc.get("fit", {}).get(section, {}).get("stderr", {}).get(name)
-        se_total = doc.get("fit", {}).get(section, {}).get("stderr_total", {}).get(name)
+        sec = pf.get(section)
+        p = sec[name] if sec is not None and name in sec else None
+        fitted = None if p is None else float(p.value)
+        se = None if p is None else p.stderr
+        se_total = None if p is None else p.stderr_total
         if fitted is None:
             err = None
         elif t["value"] == 0:
@@ -32,16 +35,18 @@ def recovery_report(preset: str, doc: dict, heldout_mape_pct: float | None,
                      "stderr_total": se_total,
                      "error_pct": err, "abs_error": None if fitted is None else fitted - t["value"],
                      "truth_from": t["how"]})
-    if "timing" in doc:
+    if "timing" in pf:
         from microbench.timing_truth import timing_recovery_rows
 
-        rows += timing_recovery_rows(preset, doc)
-    if "thermal_network" in doc:
+        rows += timing_recovery_rows(preset, pf)
+    if "thermal_network" in pf:
         from microbench.thermal_truth import thermal_network_recovery_rows
 
-        rows += thermal_network_recovery_rows(preset, doc)
+        rows += thermal_network_recovery_rows(preset, pf)
     forms_true = ar_forms(preset)
-    forms_fit = {u: v["ar_function"] for u, v in doc.get("power", {}).get("units", {}).items()}
+    power = pf.get("power")
+    units = power.structure.get("units", {}) if power is not None else {}
+    forms_fit = {u: v["ar_function"] for u, v in units.items()}
     agree = [u for u in forms_fit if forms_true.get(u) == forms_fit[u]]
     return {"preset": preset, "parameters": rows, "heldout_mape_pct": heldout_mape_pct, "heldout_rows": heldout_rows,
             "ar_function_agreement": {"agree": len(agree), "of": len(forms_fit),

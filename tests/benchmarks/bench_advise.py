@@ -24,7 +24,7 @@ import pandas as pd
 
 from calib.model.advise import advise
 from calib.model.checks import load_checked
-from calib.model.transfer import copy_breakdown
+from calib.model.predict import predict_copies
 from microbench.devices.base import Launch, Workload
 from microbench.devices.sim.device import open_sim
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, (row, h2d, d2h) in copies.items():
         row = {**{k: v / SCALE if k.startswith("cnt_") else v for k, v in row.items()}, "bytes_h2d": float(h2d),
                "bytes_d2h": float(d2h), "host_pinned": 0.0}
-        b = copy_breakdown(pf, pd.DataFrame([row])).iloc[0]
+        b = predict_copies(pf, pd.DataFrame([row])).iloc[0]
         dev = open_sim(f"sim:{args.preset}", seed=2)
         kt, _ = measure(args.preset, row, 2)
         t_h = dev.run_copy("h2d", int(h2d), False, 1.0).copy_time_s

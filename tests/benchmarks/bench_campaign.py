@@ -42,7 +42,7 @@ def main() -> None:
                 stats = out.params["power"].stats
                 mape, n_held = stats.get("heldout_mape_pct"), stats.get("heldout_rows", 0)
                 rows = sum(sum(1 for _ in open(p)) - 1 for p in Path(session).glob("*.csv"))
-                rep = recovery_report(preset, out.params.to_dict(), mape, n_held)
+                rep = recovery_report(preset, out.params, mape, n_held)
                 errs = {r["parameter"]: r["error_pct"] for r in rep["parameters"]}
                 print(f"{preset:7s} {camp:9s} campaign {t1 - t0:5.1f} s (simulated {dev.t:7.0f} s, "
                       f"{dev.t / (t1 - t0):6.0f}x), fit {t2 - t1:4.1f} s, {rows} log rows, "

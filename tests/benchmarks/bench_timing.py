@@ -75,7 +75,7 @@ def measured_energy(preset: str, workload: Workload, clocks: tuple[float, float]
 
 
 def recovery(preset: str, pf: ParameterFile) -> list[dict]:
-    rows = timing_recovery_rows(preset, pf.to_dict())
+    rows = timing_recovery_rows(preset, pf)
     print(f"[{preset}] timing recovery (truth, fitted +/- s.e., error):")
     for r in rows:
         se = "-" if r["stderr"] is None else f"{r['stderr']:.3g}"
