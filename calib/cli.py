@@ -44,6 +44,7 @@ VERBS: dict[str, str] = {
     "diff": "diff",
     "publish": "publish",
     "verify-bundle": "verify_bundle",
+    "fleet": "fleet",
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -344,7 +344,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX, GTX280
 
 
 def get_preset(name: str) -> Preset:
-    """The preset called ``name`` (DeviceNotFoundError listing the presets otherwise)."""
+    """The preset called ``name`` (DeviceNotFoundError listing the presets otherwise); ``<preset>@<serial>``
+    is one unit of a virtual fleet (:mod:`microbench.devices.sim.fleet`)."""
+    if "@" in name:  # fleet hook: a manufactured unit of a preset
+        from microbench.devices.sim.fleet import unit_preset
+
+        return unit_preset(name)
     try:
         return PRESETS[name]
     except KeyError:

@@ -1,0 +1,351 @@
+"""``calib fleet collect``: finished sessions -> one partitioned Parquet dataset (pyarrow).
+
+Layout (Hive-style partitions, readable by pandas, pyarrow, DuckDB, Spark)::
+
+    FLEET/chip=<chip>/driver=<driver>/campaign=<campaign>/gpu-<uuid>.parquet
+    FLEET/_status.json        every session seen by the last collect, with its state
+    FLEET/_collect.jsonl      append-only log: one line per collect (added, skipped, incomplete, failed)
+
+Partition values are slugs (lower-case letters, digits, ``-``, ``.``), so no engine has to decode them;
+the exact names are columns (``gpu_name``, ``driver_version``). One row per GPU and parameter: ``gpu_uuid``,
+``gpu_name``, ``serial`` (virtual units), ``node``, ``gpu_slot``, ``session``, ``section``, ``name``, ``form`` (model
+form the value belongs to, see :func:`calib.fleet.paramrows.param_rows`), ``value``, ``stderr``, ``min``, ``max``, ``unit``, ``vary`` and provenance (``param_file``,
+``param_sha256``, ``toolkit_version``, ``toolkit_commit``, ``created_utc``, ``job_id``,
+``restart_count``). Section ``reference`` holds the model's prediction for the reference workload
+(:data:`REFERENCE_KERNEL`: ``power_w_pred``, ``time_s_pred``, ``energy_j_pred``, ``temp_c_pred``),
+computed from the GPU's parameter file at collect time.
+
+Guarantees:
+
+- **Atomic per GPU**: a GPU's file is written to a hidden temporary file (ignored by every reader: leading
+  ``.``), flushed, fsynced and renamed into place; a killed collect leaves no half-written GPU.
+- **Appendable**: GPUs already in the dataset (same uuid, same parameter-file hash) are skipped, so
+  collect runs again as more tasks finish.
+- **Nothing dropped silently**: sessions without a usable parameter file are listed with their state
+  (``incomplete``, ``unfitted``, ``failed``, ``not started``) on the console and in ``_status.json``.
+- **Refused whole, nothing written** (BadInputError, exit 2): a corrupt Parquet file in the dataset, two
+  sessions (or a session and the dataset) claiming the same GPU uuid, GPUs of different chips without
+  ``allow_mixed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from calib.core.errors import BadInputError, CalibError
+from calib.fleet.layout import dirs
+from calib.fleet.submit import read_task_record
+
+log = logging.getLogger(__name__)
+
+PARTITIONS = ("chip", "driver", "campaign")
+#: key of the per-file Parquet metadata that identifies the GPU in it (read without reading the rows)
+META_KEY = b"calib.fleet"
+
+SCHEMA = pa.schema([
+    ("gpu_uuid", pa.string()), ("gpu_name", pa.string()), ("serial", pa.int64()), ("preset", pa.string()),
+    ("node", pa.string()), ("gpu_slot", pa.string()), ("session", pa.string()),
+    ("section", pa.string()), ("name", pa.string()), ("form", pa.string()), ("value", pa.float64()), ("stderr", pa.float64()),
+    ("min", pa.float64()), ("max", pa.float64()), ("unit", pa.string()), ("vary", pa.bool_()),
+    ("driver_version", pa.string()), ("campaign_name", pa.string()),
+    ("param_file", pa.string()), ("param_sha256", pa.string()), ("toolkit_version", pa.string()),
+    ("toolkit_commit", pa.string()), ("created_utc", pa.string()), ("job_id", pa.string()),
+    ("restart_count", pa.int64()),
+])
+
+
+def reference_kernel_path() -> Path:
+    """The reference workload (a kernel description) every GPU's model is asked to predict."""
+    return Path(str(resources.files("calib.fleet").joinpath("reference_kernel.json")))
+
+
+REFERENCE_KERNEL = "reference_kernel.json"
+
+
+def slug(text: str) -> str:
+    """A partition value every engine reads as is: lower case, ``[a-z0-9.-]``, runs of others -> ``-``."""
+    s = re.sub(r"[^a-z0-9.]+", "-", str(text).lower()).strip("-")
+    return s or "unknown"
+
+
+@dataclass
+class SessionStatus:
+    """One session of the fleet directory and what collect made of it."""
+
+    session: str
+    state: str                 # collected | already | incomplete | unfitted | failed | not started
+    detail: str = ""
+    gpu_uuid: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"session": self.session, "state": self.state, "detail": self.detail, "gpu_uuid": self.gpu_uuid}
+
+
+@dataclass
+class CollectResult:
+    """What :func:`collect` did."""
+
+    added: int = 0
+    already: int = 0
+    statuses: list[SessionStatus] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def listed(self, *states: str) -> list[SessionStatus]:
+        return [s for s in self.statuses if s.state in states]
+
+
+# -- reading the fleet directory ------------------------------------------------------------------
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _serial(preset: Any) -> int | None:
+    if isinstance(preset, str) and "@" in preset:
+        tail = preset.rsplit("@", 1)[1]
+        return int(tail) if tail.isdigit() else None
+    return None
+
+
+def _read_gpu(param_file: str, task_file: str | None) -> dict[str, Any]:
+    """One GPU's rows (runs in a worker process): parameter rows + reference-workload predictions."""
+    from calib.fleet.paramrows import param_rows, reference_prediction
+
+    path = Path(param_file)
+    try:
+        pf = param_rows(path)
+        ref = reference_prediction(path, reference_kernel_path())
+    except CalibError as e:
+        return {"error": str(e)}
+    dev, prov = pf.device, pf.provenance
+    task = read_task_record(Path(task_file)) if task_file else None
+    task = task or {}
+    camp = prov.get("campaign") if isinstance(prov.get("campaign"), dict) else {}
+    gpu = {
+        "gpu_uuid": str(dev.get("uuid") or ""), "gpu_name": str(dev.get("name") or "unknown"),
+        "serial": _serial(dev.get("preset")), "preset": dev.get("preset"),
+        "node": task.get("node"), "gpu_slot": None if task.get("gpu_slot") is None else str(task.get("gpu_slot")),
+        "session": str(prov.get("session") or path.stem),
+        "driver_version": str(dev.get("driver_version") or "unknown"),
+        "campaign_name": str(camp.get("name") or "unknown"),
+        "param_file": str(path), "param_sha256": _sha256(path),
+        "toolkit_version": prov.get("toolkit_version"), "toolkit_commit": prov.get("toolkit_commit"),
+        "created_utc": prov.get("created_utc"), "job_id": task.get("job_id"),
+        "restart_count": task.get("restart_count"),
+    }
+    rows = list(pf.rows)
+    units = {"power_w_pred": "W", "time_s_pred": "s", "energy_j_pred": "J", "temp_c_pred": "C"}
+    for k, v in ref.items():
+        rows.append({"section": "reference", "name": k, "form": "predicted", "value": v, "stderr": None, "min": None, "max": None,
+                     "unit": units.get(k, "1"), "vary": False})
+    return {"gpu": gpu, "rows": rows}
+
+
+def _session_state(session_dir: Path, task: dict | None) -> tuple[str, str]:
+    """State of a session without a parameter file: incomplete, unfitted or failed (with why)."""
+    from calib.core.session import read_session
+
+    why = ""
+    if task and task.get("state") == "failed":
+        why = f"task exited with status {task.get('exit_status')}"
+    try:
+        complete = read_session(session_dir).is_complete()
+    except CalibError as e:
+        return "failed", f"session unreadable: {e}" + (f"; {why}" if why else "")
+    if not complete:
+        state = "failed" if why else "incomplete"
+        rc = (task or {}).get("restart_count")
+        return state, (why or "campaign not finished") + (f" (restarts: {rc})" if rc else "")
+    return ("failed", why) if why else ("unfitted", "campaign complete, no parameter file (fit not run or killed)")
+
+
+def scan_dataset(fleet: Path) -> dict[str, dict[str, Any]]:
+    """GPUs already in the dataset: uuid -> the file's identification metadata (and its path). Every
+    ``.parquet`` file's footer is read; an unreadable one is refused (BadInputError naming it)."""
+    out: dict[str, dict[str, Any]] = {}
+    if not fleet.exists():
+        return out
+    for path in sorted(fleet.rglob("*.parquet")):
+        if any(part.startswith((".", "_")) for part in path.relative_to(fleet).parts):
+            continue  # temporary files of an interrupted collect, and metadata: not part of the dataset
+        try:
+            meta = pq.read_schema(path).metadata or {}
+        except (pa.ArrowException, OSError) as e:
+            raise BadInputError(f"{path}: corrupt Parquet file ({e}); the dataset is left as it is: restore or "
+                                f"remove this file and collect again") from None
+        try:
+            ident = json.loads(meta[META_KEY])
+        except (KeyError, ValueError):
+            raise BadInputError(f"{path}: not a file of a calib fleet dataset (no {META_KEY.decode()} metadata); "
+                                "the dataset is left as it is") from None
+        ident["path"] = str(path)
+        if ident["gpu_uuid"] in out:
+            raise BadInputError(f"duplicate GPU uuid {ident['gpu_uuid']} in the dataset: {out[ident['gpu_uuid']]['path']} "
+                                f"and {path}; the dataset is left as it is")
+        out[ident["gpu_uuid"]] = ident
+    return out
+
+
+def _write_gpu(fleet: Path, gpu: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
+    """Write one GPU's file atomically (hidden temporary file, fsync, rename)."""
+    part = fleet / f"chip={slug(gpu['gpu_name'])}" / f"driver={slug(gpu['driver_version'])}" / \
+        f"campaign={slug(gpu['campaign_name'])}"
+    part.mkdir(parents=True, exist_ok=True)
+    cols: dict[str, list] = {f.name: [] for f in SCHEMA}
+    for r in rows:
+        for name in cols:
+            cols[name].append(r[name] if name in r else gpu.get(name))
+    ident = {k: gpu[k] for k in ("gpu_uuid", "gpu_name", "session", "param_sha256", "driver_version", "campaign_name")}
+    table = pa.table(cols, schema=SCHEMA.with_metadata({META_KEY: json.dumps(ident).encode()}))
+    # slug for readability + hash of the exact uuid, so two uuids with the same slug never share a file
+    final = part / f"gpu-{slug(gpu['gpu_uuid'])}-{hashlib.sha1(gpu['gpu_uuid'].encode()).hexdigest()[:8]}.parquet"
+    tmp = part / f".{final.name}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, compression="zstd")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dfd = os.open(part, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return final
+
+
+def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, workers: int = 1,
+            only: set[str] | None = None) -> CollectResult:
+    """Collect the sessions of fleet directory ``root`` (:mod:`calib.fleet.layout`) into dataset
+    ``fleet`` (see module docstring). ``workers``: processes reading parameter files (1: in this
+    process). ``only``: restrict to these session names (benchmarks)."""
+    root, fleet = Path(root), Path(fleet)
+    d = dirs(root)
+    if not d["logs"].is_dir() and not d["fitted"].is_dir():
+        raise BadInputError(f"{root}: not a fleet directory (no logs/ or fitted/ in it; see `calib fleet submit`)")
+    if fleet.exists() and not fleet.is_dir():
+        raise BadInputError(f"{fleet}: exists and is not a directory")
+    existing = scan_dataset(fleet)   # first: a corrupt dataset is refused before any work
+    names: set[str] = set()
+    for sub, pattern in (("logs", "*"), ("fitted", "*.json"), ("tasks", "*.json")):
+        if d[sub].is_dir():
+            for p in d[sub].glob(pattern):
+                n = p.name if sub == "logs" else p.stem
+                if sub == "fitted" and (n.endswith(".recovery") or n.endswith(".samples")):
+                    continue
+                if not n.startswith("."):
+                    names.add(n)
+    if only is not None:
+        names &= only
+    result = CollectResult()
+    todo: list[tuple[str, str, str | None]] = []
+    for name in sorted(names):
+        pfile = d["fitted"] / f"{name}.json"
+        tfile = d["tasks"] / f"{name}.json"
+        task = read_task_record(tfile) if tfile.exists() else None
+        if pfile.exists():
+            todo.append((name, str(pfile), str(tfile) if tfile.exists() else None))
+        elif (d["logs"] / name).is_dir():
+            state, why = _session_state(d["logs"] / name, task)
+            result.statuses.append(SessionStatus(name, state, why))
+        else:
+            state = (task or {}).get("state")
+            why = (f"task record says {state!r}" + (f", exit status {task.get('exit_status')}"
+                                                     if task.get("exit_status") is not None else "")) if task else ""
+            result.statuses.append(SessionStatus(name, "failed" if state == "failed" else "not started",
+                                                 why or "no session directory"))
+    if workers > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(workers) as ex:
+            read = list(ex.map(_read_gpu, [t[1] for t in todo], [t[2] for t in todo], chunksize=8))
+    else:
+        read = [_read_gpu(t[1], t[2]) for t in todo]
+
+    new: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for (name, pfile, _), got in zip(todo, read):
+        if "error" in got:
+            result.statuses.append(SessionStatus(name, "failed", f"parameter file refused: {got['error']}"))
+            continue
+        gpu = got["gpu"]
+        uuid = gpu["gpu_uuid"]
+        if not uuid:
+            result.statuses.append(SessionStatus(name, "failed", f"{pfile}: device has no uuid"))
+            continue
+        if uuid in seen:
+            raise BadInputError(f"duplicate GPU uuid {uuid}: sessions {seen[uuid]} and {name} both claim it; "
+                                "nothing written (remove or rename one of them)")
+        seen[uuid] = name
+        old = existing.get(uuid)
+        if old is not None:
+            if old.get("param_sha256") == gpu["param_sha256"]:
+                result.already += 1
+                result.statuses.append(SessionStatus(name, "already", "", uuid))
+                continue
+            raise BadInputError(f"duplicate GPU uuid {uuid}: session {name} ({pfile}) and the dataset's "
+                                f"{old['path']} (session {old.get('session')}) differ; nothing written")
+        new.append(got)
+    chips: dict[str, str] = {}
+    for ident in existing.values():
+        chips.setdefault(ident["gpu_name"], f"dataset file {ident['path']}")
+    for got in new:
+        chips.setdefault(got["gpu"]["gpu_name"], f"session {got['gpu']['session']}")
+    if len(chips) > 1 and not allow_mixed:
+        listing = "; ".join(f"{c!r} (e.g. {w})" for c, w in chips.items())
+        raise BadInputError(f"GPUs of {len(chips)} different chips in one fleet: {listing}; nothing written "
+                            "(collect each chip into its own dataset, or pass --allow-mixed)")
+    fleet.mkdir(parents=True, exist_ok=True)
+    for got in new:
+        result.files.append(_write_gpu(fleet, got["gpu"], got["rows"]))
+        result.added += 1
+        result.statuses.append(SessionStatus(got["gpu"]["session"], "collected", "", got["gpu"]["gpu_uuid"]))
+    result.statuses.sort(key=lambda s: s.session)
+    _write_status(fleet, root, result)
+    return result
+
+
+def _write_status(fleet: Path, root: Path, result: CollectResult) -> None:
+    from calib.core.atomic import atomic_write_json
+
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    atomic_write_json(fleet / "_status.json", {"source": str(root), "collected_utc": when,
+                                               "sessions": [s.as_dict() for s in result.statuses]})
+    line = {"utc": when, "source": str(root), "added": result.added, "already": result.already,
+            **{st: [s.session for s in result.listed(st)] for st in ("incomplete", "unfitted", "failed", "not started")}}
+    with open(fleet / "_collect.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_dataset(fleet: str | Path, columns: list[str] | None = None):
+    """The dataset as a pandas DataFrame (partition columns included). Every file is checked first
+    (:func:`scan_dataset`), so a corrupt file is named instead of failing deep inside the reader."""
+    import pyarrow.dataset as ds
+
+    fleet = Path(fleet)
+    if not fleet.is_dir():
+        raise BadInputError(f"{fleet}: no such fleet dataset (run `calib fleet collect` first)")
+    if not scan_dataset(fleet):
+        raise BadInputError(f"{fleet}: the dataset holds no GPU yet")
+    dset = ds.dataset(fleet, format="parquet", partitioning="hive")
+    return dset.to_table(columns=columns).to_pandas()

@@ -1,0 +1,70 @@
+"""The one place the fleet code reads parameter files: :func:`param_rows`.
+
+Everything else in :mod:`calib.fleet` works on the rows this returns, so when the parameter-file API
+changes (``calib.core.params``) only this module follows it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from calib.core import params
+
+
+@dataclass(frozen=True)
+class ParamFileRows:
+    """A parameter file flattened: its device, provenance and one row per parameter."""
+
+    device: dict[str, Any]
+    provenance: dict[str, Any]
+    rows: list[dict[str, Any]]   # section, name, form, value, stderr, min, max, unit, vary
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
+
+
+def _unit_of(name: str, units: dict) -> str | None:
+    """The unit a per-unit parameter belongs to (``max_power_fp_w``, ``ar_log_a_fp`` -> ``fp``)."""
+    for u in units:
+        if name.endswith(f"_{u}_w") or name.endswith(f"_{u}"):
+            return u
+    return None
+
+
+def param_rows(path: str | Path) -> ParamFileRows:
+    """Load and check ``path`` (:func:`calib.core.params.load`: schema, bounds, model checks; SchemaError
+    naming the file otherwise) and flatten it: one row per parameter of every section, with value,
+    standard error (None when the fit gave none), bounds (None when unbounded), unit, whether it was
+    fitted (``vary``) and its ``form``: the section's model, plus the access-rate function the fit chose
+    for the unit of a per-unit power parameter (``ipp/ar=log``): a unit's MaxPower under a linear and
+    under a log access-rate function are different quantities, not to be compared across GPUs."""
+    doc = params.load(path)
+    rows = []
+    for section in params.SECTIONS:
+        sec = doc.get(section) or {}
+        model = str(sec.get("model") or section)
+        units = sec.get("units") if isinstance(sec.get("units"), dict) else {}
+        for name, p in params.section_params(doc, section).items():
+            form = model
+            unit = _unit_of(name, units)
+            if unit is not None and isinstance(units[unit], dict) and units[unit].get("ar_function"):
+                form = f"{model}/ar={units[unit]['ar_function']}"
+            rows.append({"section": section, "name": name, "form": form, "value": float(p.value),
+                         "stderr": _num(p.stderr), "min": _num(p.min), "max": _num(p.max), "unit": p.unit,
+                         "vary": bool(p.vary)})
+    return ParamFileRows(dict(doc.get("device") or {}), dict(doc.get("provenance") or {}), rows)
+
+
+def reference_prediction(path: str | Path, kernel: str | Path) -> dict[str, float]:
+    """What the model of parameter file ``path`` predicts for the kernel description ``kernel``:
+    ``power_w_pred`` (W) and, where the file's sections provide them, ``time_s_pred`` (s),
+    ``energy_j_pred`` (J), ``temp_c_pred`` (C)."""
+    from calib.model.predict import kernel_description_table, predict_table
+
+    doc = params.load(path)
+    out = predict_table(doc, kernel_description_table(kernel))
+    return {c: float(out[c].iloc[0]) for c in out.columns if c.endswith("_pred") and math.isfinite(float(out[c].iloc[0]))}

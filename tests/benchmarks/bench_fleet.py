@@ -1,0 +1,127 @@
+"""Scale of ``calib fleet collect`` + ``analyze`` on 10, 100 and 1,000 virtual GPUs' sessions (run by hand).
+
+Two phases::
+
+    python tests/benchmarks/bench_fleet.py make    [--root DIR] [--n 1000] [--workers 2]
+    python tests/benchmarks/bench_fleet.py measure [--root DIR] [--sizes 10,100,1000]
+
+``make`` runs the quick campaign (``calib run``, the same command a Slurm task runs) for serials 0..n-1
+of ``sim:gtx280@<serial>`` into ROOT/sessions in a local process pool (resumable: finished sessions are
+skipped), writing the same task records a Slurm task writes. ``measure`` collects the first N sessions
+into a fresh dataset and analyses it, each size in a fresh subprocess, and reports wall time and peak
+resident memory (``ru_maxrss`` of the child) per size, then a linear extrapolation to 27,648 GPUs
+(Summit). Results go to stdout and ROOT/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+FLEET = "bench"
+PRESET = "gtx280"
+
+
+def _one(root: str, task: int) -> tuple[int, int, float]:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from calib.cli import main
+    from calib.fleet.layout import dirs, session_name
+    from calib.fleet.submit import write_task_record
+
+    d = dirs(root)
+    name = session_name(FLEET, task)
+    if (d["fitted"] / f"{name}.json").exists():
+        return task, 0, 0.0
+    t0 = time.time()
+    spec = f"sim:{PRESET}@{task}"
+    write_task_record(d["tasks"] / f"{name}.json", task=task, device=spec, campaign="quick", node="local",
+                      gpu_slot=str(task % 6), job_id="local", state="running")
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        rc = main(["run", "--device", spec, "--campaign", "quick", "--logs-dir", str(d["logs"]),
+                   "--fitted-dir", str(d["fitted"]), "--name", name, "--seed", str(task), "-q"])
+    write_task_record(d["tasks"] / f"{name}.json", task=task, device=spec, campaign="quick", node="local",
+                      gpu_slot=str(task % 6), job_id="local", state="done" if rc == 0 else "failed", exit_status=rc)
+    return task, rc, time.time() - t0
+
+
+def make(root: Path, n: int, workers: int) -> None:
+    t0 = time.time()
+    with ProcessPoolExecutor(workers) as ex:
+        futs = [ex.submit(_one, str(root / "sessions"), k) for k in range(n)]
+        for i, f in enumerate(as_completed(futs), 1):
+            task, rc, dt = f.result()
+            if rc or i % 50 == 0:
+                print(f"{i}/{n} task {task} rc {rc} {dt:.1f}s elapsed {time.time() - t0:.0f}s", flush=True)
+    print(f"made {n} sessions in {time.time() - t0:.0f} s")
+
+
+_CHILD = r"""
+import json, resource, shutil, sys, time, tempfile
+from pathlib import Path
+from calib.fleet.dataset import collect
+from calib.fleet.analysis import analyze
+src, n, out = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+shutil.rmtree(out, ignore_errors=True)
+names = sorted(p.stem for p in (src / "fitted").glob("bench-*.json") if not p.name.endswith(".recovery.json"))[:n]
+t0 = time.perf_counter()
+res = collect(src, out / "dataset", only=set(names))
+t1 = time.perf_counter()
+an = analyze(out / "dataset", workers=1)
+t2 = time.perf_counter()
+print(json.dumps({"n": n, "gpus": res.added, "collect_s": t1 - t0, "analyze_s": t2 - t1, "total_s": t2 - t0,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "outliers": len(an.outlier_gpus())}))
+"""
+
+
+def measure(root: Path, sizes: list[int]) -> None:
+    rows = []
+    for n in sizes:
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(root / "sessions"), str(n), str(root / f"out{n}")],
+                             capture_output=True, text=True, check=False)
+        if out.returncode:
+            sys.exit(f"size {n} failed:\n{out.stderr}")
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        rows.append(r)
+        print(f"{n:6d} GPUs: collect {r['collect_s']:7.2f} s, analyse {r['analyze_s']:6.2f} s, total "
+              f"{r['total_s']:7.2f} s, peak RSS {r['peak_rss_mib']:6.0f} MiB", flush=True)
+    import numpy as np
+
+    n = np.array([r["n"] for r in rows], float)
+    t = np.array([r["total_s"] for r in rows])
+    slope, icpt = np.polyfit(n, t, 1)
+    summit = 27648
+    est = slope * summit + icpt
+    print(f"linear fit: {slope * 1000:.2f} s per 1000 GPUs + {icpt:.2f} s; 27,648 GPUs: ~{est:.0f} s "
+          f"({est / 60:.1f} min) on this 2-core machine, memory ~flat (largest measured "
+          f"{max(r['peak_rss_mib'] for r in rows):.0f} MiB)")
+    (root / "results.json").write_text(json.dumps({"rows": rows, "s_per_gpu": slope, "intercept_s": icpt,
+                                                    "summit_27648_s": est}, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("phase", choices=["make", "measure"])
+    ap.add_argument("--root", default="/tmp/calib-fleet-bench")
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--sizes", default="10,100,1000")
+    a = ap.parse_args()
+    root = Path(a.root)
+    if a.phase == "make":
+        make(root, a.n, a.workers)
+    else:
+        measure(root, [int(s) for s in a.sizes.split(",")])
+
+
+if __name__ == "__main__":
+    main()
