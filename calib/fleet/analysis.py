@@ -6,15 +6,18 @@ estimate and s_i its standard error:
 
 - **typical value and spread**: the median and the robust standard deviation 1.4826 x MAD of the y_i
   (a few bad GPUs move neither); mean, SD and the coefficient of variation are reported too.
-- **robust z**: z_i = (y_i - median) / scale, scale = max(1.4826 MAD, median s_i, ``rel_floor`` x
-  |median|). The floors keep a parameter whose GPUs agree to within their measurement error, or to
-  within 1 % of its value, from calling noise an outlier. A GPU is an **outlier** when any parameter or
-  reference prediction has |z| > ``threshold`` (default 6: planted defects of the virtual fleet move
-  parameters by 10-80 robust SDs, while fit noise on 1,000 normal units reached |z| ~ 5; see README).
+- **robust z**: z_i = (y_i - median) / sqrt(scale^2 + s_i^2), scale = max(1.4826 MAD, ``rel_floor`` x
+  |median|): the deviation against the fleet's spread and the GPU's own measurement error together (a
+  poorly measured estimate is not an outlier for being far off; the floor keeps GPUs that agree to
+  within 1 % of the value from calling noise an outlier). A GPU is an **outlier** when any parameter or
+  reference prediction has |z| > ``threshold`` (default 6, see README for how it was chosen), counted only
+  where at least ``min_outlier_gpus`` (10) GPUs share the parameter and its model form, and only on
+  parameters with a physical unit (dimensionless curve shapes are degenerate with MaxPower: a fit may land
+  in another mode on a normal GPU, see :data:`UNSCREENED_UNITS`).
 - **partial pooling** (empirical Bayes, normal-normal): y_i ~ N(theta_i, s_i^2), theta_i ~ N(mu, tau^2).
-  tau^2 = max(0, (1.4826 MAD)^2 - median s_i^2) (between-GPU variance = robust total variance minus the
-  typical measurement variance, method of moments); mu = the precision-weighted mean of the non-outlier
-  GPUs, weights 1 / (s_i^2 + tau^2). Each GPU's estimate shrinks toward mu by the **shrinkage**
+  tau^2 by restricted maximum likelihood over the non-outlier GPUs that have a standard error (the
+  random-effects meta-analysis estimator); mu = their precision-weighted mean, weights
+  1 / (s_i^2 + tau^2). Each GPU's estimate shrinks toward mu by the **shrinkage**
   B_i = s_i^2 / (s_i^2 + tau^2): theta_i = mu + (1 - B_i)(y_i - mu), with standard error
   sqrt((1 - B_i) s_i^2 + B_i^2 var(mu)). A GPU with a short campaign (large s_i) borrows strength from the
   fleet (B_i near 1); a well-measured one keeps its own value (B_i near 0). GPUs flagged as outliers are
@@ -37,6 +40,12 @@ log = logging.getLogger(__name__)
 MAD_TO_SD = 1.4826
 DEFAULT_THRESHOLD = 6.0
 REL_FLOOR = 0.01
+#: fewest GPUs a parameter (of one chip and model form) needs before any of them is called an outlier
+MIN_OUTLIER_GPUS = 10
+#: units of parameters that never call a GPU an outlier: dimensionless shape parameters (access-rate curve
+#: shapes, the SM-scaling beta) are degenerate with their unit's MaxPower, so a fit may land in another
+#: mode on a normal GPU (seen on the virtual fleet); they are still summarised and pooled
+UNSCREENED_UNITS = frozenset({"1"})
 
 COLUMNS = ["gpu_uuid", "gpu_name", "serial", "node", "gpu_slot", "session", "section", "name", "form", "value", "stderr",
            "unit", "vary", "campaign_name", "chip"]
@@ -67,19 +76,45 @@ class FleetAnalysis:
         return pd.DataFrame(rows).sort_values("max_abs_z", ascending=False, ignore_index=True)
 
 
-def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float) -> tuple[pd.DataFrame, dict]:
+def _tau2_reml(y: np.ndarray, v: np.ndarray) -> float:
+    """Between-GPU variance tau^2 of estimates ``y`` with sampling variances ``v`` (normal-normal model),
+    by restricted maximum likelihood (the random-effects meta-analysis estimator); 0 when the spread is
+    no larger than the measurement errors explain."""
+    from scipy.optimize import minimize_scalar
+
+    def nll(t2: float) -> float:
+        w = 1.0 / (v + t2)
+        mu = np.sum(w * y) / np.sum(w)
+        return 0.5 * float(np.sum(np.log(v + t2) + w * (y - mu) ** 2) + np.log(np.sum(w)))
+
+    total = float(np.var(y)) + float(np.max(v))
+    if total <= 0:
+        return 0.0
+    res = minimize_scalar(lambda lt: nll(total * np.exp(lt)), bounds=(-30.0, 2.0), method="bounded",
+                          options={"xatol": 1e-4})
+    t2 = total * float(np.exp(res.x))
+    return 0.0 if nll(0.0) <= nll(t2) else t2
+
+
+def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
+                   min_outlier_gpus: int) -> tuple[pd.DataFrame, dict]:
     y = sub["value"].to_numpy(float)
     s = sub["stderr"].to_numpy(float)
     has_s = np.isfinite(s) & (s > 0)
     med = float(np.median(y))
     mad_sd = MAD_TO_SD * float(np.median(np.abs(y - med)))
     med_s = float(np.median(s[has_s])) if has_s.any() else 0.0
-    scale = max(mad_sd, med_s, rel_floor * abs(med))
-    z = (y - med) / scale if scale > 0 else np.zeros_like(y)
-    out_mask = np.abs(z) > threshold
-    tau2 = max(0.0, mad_sd ** 2 - med_s ** 2)
+    scale = max(mad_sd, rel_floor * abs(med))
+    # each GPU's deviation against the fleet spread and its own measurement error together: a poorly
+    # measured estimate is not an outlier merely for being far off
+    denom = np.sqrt(scale ** 2 + np.where(has_s, s, 0.0) ** 2)
+    z = np.divide(y - med, denom, out=np.zeros_like(y), where=denom > 0)
+    screened = len(y) >= min_outlier_gpus and str(sub["unit"].iloc[0]) not in UNSCREENED_UNITS
+    out_mask = (np.abs(z) > threshold) & screened
     keep = ~out_mask
     var_i = np.where(has_s, s ** 2, np.nan)
+    fit = keep & has_s
+    tau2 = _tau2_reml(y[fit], var_i[fit]) if fit.sum() >= 3 else max(0.0, mad_sd ** 2 - med_s ** 2)
     w = 1.0 / (np.where(has_s, var_i, 0.0) + tau2) if tau2 > 0 else np.where(has_s, 1.0 / np.where(has_s, var_i, 1.0), 0.0)
     w = np.where(keep & np.isfinite(w), w, 0.0)
     if w.sum() > 0:
@@ -104,12 +139,12 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float) -> tup
                "median_stderr": med_s if has_s.any() else float("nan"), "z_scale": scale,
                "tau": float(np.sqrt(tau2)), "mu": mu, "mu_stderr": float(np.sqrt(var_mu)) if np.isfinite(var_mu) else float("nan"),
                "mean_shrinkage": float(np.nanmean(np.where(pool, b, np.nan))) if pool.any() else float("nan"),
-               "n_outliers": int(out_mask.sum()), "unit": str(sub["unit"].iloc[0])}
+               "n_outliers": int(out_mask.sum()), "screened": bool(screened), "unit": str(sub["unit"].iloc[0])}
     return res, summary
 
 
 def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_floor: float = REL_FLOOR,
-                  min_gpus: int = 3) -> FleetAnalysis:
+                  min_gpus: int = 3, min_outlier_gpus: int = MIN_OUTLIER_GPUS) -> FleetAnalysis:
     """Analyse a fleet table (the dataset's rows; see module docstring). Parameters present on fewer than
     ``min_gpus`` GPUs of a chip, or fixed (not fitted), are left out (and named in ``notes``)."""
     df = df[(df["vary"]) | (df["section"] == "reference")].copy()
@@ -126,7 +161,7 @@ def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_fl
             continue
         if sub["gpu_uuid"].duplicated().any():
             raise ValueError(f"{key}: a GPU appears twice")  # the dataset guarantees one file per GPU
-        res, summary = _one_parameter(sub, threshold, rel_floor)
+        res, summary = _one_parameter(sub, threshold, rel_floor, min_outlier_gpus)
         parts.append(sub.join(res.drop(columns=["gpu_uuid"])))
         summaries.append({"chip": chip, "key": key, "section": sub["section"].iloc[0], "name": sub["name"].iloc[0],
                           **summary})
