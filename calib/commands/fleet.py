@@ -128,7 +128,7 @@ def _submit(args: argparse.Namespace) -> int:
         return 0
     print(f"submitted job array {job_id}: {args.count} task(s) of campaign '{args.campaign}' "
           f"({'virtual ' + args.sim if args.sim else 'one allocated GPU each'}) -> {args.dir}")
-    print(f"script: {Path(args.dir) / 'slurm' / (args.name + '.sbatch')}")
+    print(f"script: {Path(args.dir) / 'slurm' / f'{args.name}.{args.first_task}-{args.first_task + args.count - 1}.sbatch'}")
     print(f"then:   calib fleet collect {args.dir} -o FLEET")
     return 0
 

@@ -126,7 +126,7 @@ def sbatch_script(job: FleetJob) -> str:
 
 
 def submit(job: FleetJob, dry_run: bool = False) -> tuple[str, str | None]:
-    """Write ``DIR/slurm/<fleet>.sbatch`` and submit it with ``sbatch --parsable`` (unless ``dry_run``).
+    """Write ``DIR/slurm/<fleet>.<first>-<last task>.sbatch`` and submit it with ``sbatch --parsable`` (unless ``dry_run``).
     Returns (script text, Slurm job id or None)."""
     if job.count < 1:
         raise BadInputError(f"--count {job.count}: need at least one GPU")
@@ -139,7 +139,8 @@ def submit(job: FleetJob, dry_run: bool = False) -> tuple[str, str | None]:
     d = dirs(job.root)
     for p in d.values():
         p.mkdir(parents=True, exist_ok=True)
-    script = d["slurm"] / f"{job.fleet}.sbatch"
+    last = job.first_task + job.count - 1
+    script = d["slurm"] / f"{job.fleet}.{job.first_task}-{last}.sbatch"   # several arrays may share a fleet
     script.write_text(text, encoding="utf-8")
     os.chmod(script, 0o755)
     out = subprocess.run([sbatch, "--parsable", str(script)], capture_output=True, text=True, check=False)
