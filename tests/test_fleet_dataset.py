@@ -94,9 +94,13 @@ def test_collect_appends_and_lists_unfinished_sessions(fleetdir, tmp_path, capsy
     status = {s["session"]: s["state"] for s in json.loads((ds / "_status.json").read_text())["sessions"]}
     assert status == {"t-00000": "collected", "t-00001": "collected", "t-00002": "unfitted",
                       "t-00009": "incomplete", "t-00011": "failed"}
-    shutil.move(held / "t-00002.json", d["fitted"] / "t-00002.json")    # the fit finished meanwhile
-    assert main(["fleet", "collect", str(fleetdir), "-o", str(ds)]) == 0
+    # --fit: the complete but unfitted session is fitted in the local pool, then collected
+    assert main(["fleet", "collect", str(fleetdir), "-o", str(ds), "--fit", "--workers", "1"]) == 0
     assert f"{ds}: 1 GPU(s) added, 2 already in the dataset" in capsys.readouterr().out
+    refit = json.loads((d["fitted"] / "t-00002.json").read_text())
+    orig = json.loads((held / "t-00002.json").read_text())
+    assert refit["power"]["parameters"]["idle_power_w"]["value"] == pytest.approx(
+        orig["power"]["parameters"]["idle_power_w"]["value"], rel=1e-9)
     assert pd.read_parquet(ds)["gpu_uuid"].nunique() == 3
     log = [json.loads(x) for x in (ds / "_collect.jsonl").read_text().splitlines()]
     assert [x["added"] for x in log] == [2, 1] and log[0]["incomplete"] == ["t-00009"]

@@ -85,7 +85,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("dir", help="fleet directory (see `calib fleet submit`)")
     c.add_argument("-o", "--output", required=True, help="dataset directory FLEET (created or appended to)")
     c.add_argument("--allow-mixed", action="store_true", help="accept GPUs of different chips in one dataset")
-    c.add_argument("--workers", type=_positive, default=2, help="processes reading parameter files (default 2)")
+    c.add_argument("--workers", type=_positive, default=2,
+                   help="processes reading (and with --fit, fitting) sessions (default 2)")
+    c.add_argument("--fit", action="store_true",
+                   help="first fit the complete sessions that have no parameter file, in a local process pool")
 
     for verb, hlp in (("analyze", "fleet-typical parameters, spread, partial pooling, outliers"),
                       ("report", "HTML report: histograms per parameter, outlier table, map by node")):
@@ -136,7 +139,7 @@ def _submit(args: argparse.Namespace) -> int:
 def _collect(args: argparse.Namespace) -> int:
     from calib.fleet.dataset import collect
 
-    res = collect(args.dir, args.output, allow_mixed=args.allow_mixed, workers=args.workers)
+    res = collect(args.dir, args.output, allow_mixed=args.allow_mixed, workers=args.workers, fit=args.fit)
     print(f"{args.output}: {res.added} GPU(s) added, {res.already} already in the dataset")
     for state in ("incomplete", "unfitted", "failed", "not started"):
         listed = res.listed(state)

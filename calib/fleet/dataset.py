@@ -234,11 +234,37 @@ def _write_gpu(fleet: Path, gpu: dict[str, Any], rows: list[dict[str, Any]]) -> 
     return final
 
 
+def _fit_one(session_dir: str, out: str) -> str | None:
+    """Fit one complete session into parameter file ``out`` (runs in a worker); the error text or None."""
+    from calib.core import params
+    from calib.fit.pipeline import fit_session
+
+    try:
+        params.save(fit_session(Path(session_dir)).doc, out)
+    except CalibError as e:
+        return str(e)
+    return None
+
+
+def fit_unfitted(root: Path, names: list[str], workers: int = 1) -> dict[str, str | None]:
+    """Fit the complete sessions ``names`` of fleet directory ``root`` that have no parameter file, in a
+    local process pool (the per-GPU fits the job array did not finish); name -> error or None."""
+    d = dirs(root)
+    jobs = [(str(d["logs"] / n), str(d["fitted"] / f"{n}.json")) for n in names]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(workers) as ex:
+            errs = list(ex.map(_fit_one, *zip(*jobs)))
+    else:
+        errs = [_fit_one(*j) for j in jobs]
+    return dict(zip(names, errs))
+
+
 def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, workers: int = 1,
-            only: set[str] | None = None) -> CollectResult:
+            only: set[str] | None = None, fit: bool = False) -> CollectResult:
     """Collect the sessions of fleet directory ``root`` (:mod:`calib.fleet.layout`) into dataset
     ``fleet`` (see module docstring). ``workers``: processes reading parameter files (1: in this
-    process). ``only``: restrict to these session names (benchmarks)."""
+    process). ``fit``: first fit complete sessions that have no parameter file, in ``workers``
+    processes (:func:`fit_unfitted`). ``only``: restrict to these session names (benchmarks)."""
     root, fleet = Path(root), Path(fleet)
     d = dirs(root)
     if not d["logs"].is_dir() and not d["fitted"].is_dir():
@@ -258,6 +284,12 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
     if only is not None:
         names &= only
     result = CollectResult()
+    if fit:
+        unfitted = [n for n in sorted(names) if not (d["fitted"] / f"{n}.json").exists() and (d["logs"] / n).is_dir()
+                    and _session_state(d["logs"] / n, None)[0] == "unfitted"]
+        for n, err in fit_unfitted(root, unfitted, workers).items():
+            if err:
+                log.warning("%s: fit failed: %s", n, err)
     todo: list[tuple[str, str, str | None]] = []
     for name in sorted(names):
         pfile = d["fitted"] / f"{name}.json"
