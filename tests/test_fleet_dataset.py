@@ -212,3 +212,12 @@ def test_analyze_and_report(fleetdir, tmp_path, capsys):
     v = df[df["name"] == "idle_power_w"]["value"]
     assert params.loc["power.idle_power_w", "median"] == pytest.approx(v.median())
     assert params.loc["power.idle_power_w", "n_gpus"] == 3
+
+
+def test_duckdb_reads_the_dataset(fleetdir, tmp_path):
+    duckdb = pytest.importorskip("duckdb")   # not a dependency: checks the "any engine" claim where installed
+    ds = tmp_path / "ds"
+    assert main(["fleet", "collect", str(fleetdir), "-o", str(ds)]) == 0
+    got = duckdb.sql(f"select chip, driver, campaign, count(distinct gpu_uuid), count(*) from "
+                     f"read_parquet('{ds}/**/*.parquet', hive_partitioning=1) group by all").fetchall()
+    assert got == [("virtual-geforce-gtx-280-gt200", "virtual", "quick", 3, len(pd.read_parquet(ds)))]

@@ -65,7 +65,7 @@ def test_variation_transforms_the_physics_and_leaves_the_preset_alone():
 
 
 def test_ground_truth_follows_the_unit():
-    from microbench.devices.sim.truth import ground_truth
+    from calib.fleet.score import ground_truth
 
     base, leaky, normal = ground_truth("gtx280"), ground_truth("gtx280@11"), ground_truth("gtx280@0")
     v0 = variation(0)

@@ -2,7 +2,7 @@
 --score``): never used by a fit or by the analysis itself.
 
 For every GPU that is a unit of a virtual fleet (``serial`` set), the truth is the existing truth function
-applied to its varied preset (:func:`microbench.devices.sim.truth.ground_truth` of ``<preset>@<serial>``)
+applied to its varied preset (:func:`ground_truth` of ``<preset>@<serial>``)
 and the planted defect is :func:`microbench.devices.sim.fleet.planted_defect`.
 """
 
@@ -17,9 +17,18 @@ import pandas as pd
 from calib.fleet.analysis import FleetAnalysis
 
 
-def _truth(preset: str) -> dict[str, float]:
-    from microbench.devices.sim.truth import ground_truth
+def ground_truth(preset: str) -> dict[str, dict[str, Any]]:
+    """The truth functions of the virtual GPU for preset name ``preset`` (``gtx280@17``): the one place the
+    fleet code imports them (the truth module is moving from ``microbench.devices.sim.truth`` to
+    ``microbench.truth``; both are accepted)."""
+    try:
+        from microbench.truth import ground_truth as truth_fn
+    except ImportError:
+        from microbench.devices.sim.truth import ground_truth as truth_fn
+    return truth_fn(preset)
 
+
+def _truth(preset: str) -> dict[str, float]:
     return {k: v["value"] for k, v in ground_truth(preset).items()}
 
 
