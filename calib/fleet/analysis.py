@@ -130,6 +130,7 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
     res = sub[["gpu_uuid"]].copy()
     res["z"] = z
     res["outlier_param"] = out_mask
+    res["screened"] = bool(screened)
     res["shrinkage"] = np.where(pool, b, np.nan)
     res["pooled_value"] = pooled
     res["pooled_stderr"] = pooled_se

@@ -76,7 +76,7 @@ def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
     import matplotlib.pyplot as plt
 
     g = an.gpus[an.gpus["chip"] == chip].copy()
-    g["abs_z"] = g["z"].abs()
+    g["abs_z"] = g["z"].abs().where(g["screened"], 0.0)   # only what can call a GPU an outlier
     per = (g.groupby("gpu_uuid").agg(node=("node", "first"), slot=("gpu_slot", "first"), serial=("serial", "first"),
                                      max_abs_z=("abs_z", "max"))
            .reset_index())
@@ -103,7 +103,8 @@ def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
     im = ax.imshow(grid, cmap="YlOrRd", vmin=0, vmax=vmax, aspect="auto")
     ax.set_yticks(range(total_rows), labels, fontsize=7)
     ax.set_xticks([])
-    ax.set_title(f"largest |robust z| per GPU, by node (label: serial or GPU slot); threshold {an.threshold:g}",
+    ax.set_title(f"largest |robust z| per GPU over the screened parameters, by node (label: serial or GPU "
+                 f"slot); outlier above {an.threshold:g}",
                  fontsize=8)
     fig.colorbar(im, ax=ax, fraction=0.03)
     fig.tight_layout()
