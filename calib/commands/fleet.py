@@ -155,7 +155,6 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from calib.core.atomic import atomic_write_json, check_output_dir
@@ -179,7 +178,7 @@ def _analyze(args: argparse.Namespace) -> int:
         an.params.to_csv(out / "params.csv", index=False)
         an.gpus.to_csv(out / "gpus.csv", index=False)
         an.outlier_gpus().to_csv(out / "outliers.csv", index=False)
-    atomic_write_json(out / "analysis.json", json.loads(json.dumps(summary, default=_jsonable)))
+    atomic_write_json(out / "analysis.json", _clean(summary))
     o = an.outlier_gpus()
     print(f"{summary['gpus']} GPUs, {summary['parameters']} parameters; {len(o)} outlier GPU(s) at |z| > {an.threshold:g}")
     for _, r in o.iterrows():
@@ -192,14 +191,23 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jsonable(x):  # noqa: ANN001, ANN202
+def _clean(x):  # noqa: ANN001, ANN202
+    """JSON-ready copy: numpy scalars -> Python, NaN/inf -> None (the file is strict JSON)."""
     import math
 
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return str(x)
-    return f if math.isfinite(f) else None
+    import numpy as np
+
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(float(x)) else None
+    return x if x is None or isinstance(x, str) else str(x)
 
 
 def _score(an, summary: dict, out) -> str:  # noqa: ANN001

@@ -56,7 +56,9 @@ def outlier_score(an: FleetAnalysis) -> dict[str, Any]:
 
 def pooling_errors(an: FleetAnalysis, truth: dict[str, dict[str, float]], campaign: str = "quick") -> pd.DataFrame:
     """Per parameter, over the normal (not planted-outlier) GPUs of ``campaign`` that have a truth and a
-    standard error: RMS error against the truth of the GPU's own estimate and of its pooled estimate,
+    standard error: RMS error against the truth of the GPU's own estimate and of its pooled estimate
+    (absolute and in % of the mean truth), the same for the GPU's deviation from the fleet mean
+    (``rms_dev_err_*``: a bias shared by every GPU cancels),
     the RMS of the stated standard errors, the mean shrinkage, and the coverage of the +-1.96 stderr
     intervals (raw and pooled): the check that the stated uncertainties mean what they say."""
     from microbench.devices.sim.fleet import planted_defect
@@ -78,6 +80,10 @@ def pooling_errors(an: FleetAnalysis, truth: dict[str, dict[str, float]], campai
                      "rms_err_raw_pct": float(100 * np.sqrt(np.mean((raw - t) ** 2)) / scale),
                      "rms_err_pooled_pct": float(100 * np.sqrt(np.mean((pooled - t) ** 2)) / scale),
                      "bias": float(np.mean(raw - t)),
+                     # each GPU's deviation from the fleet against its true deviation: the part of the
+                     # error pooling can act on (a bias shared by the whole fleet cancels here)
+                     "rms_dev_err_raw": float(np.sqrt(np.mean(((raw - raw.mean()) - (t - t.mean())) ** 2))),
+                     "rms_dev_err_pooled": float(np.sqrt(np.mean(((pooled - pooled.mean()) - (t - t.mean())) ** 2))),
                      "rms_stderr_raw": float(np.sqrt(np.mean(se ** 2))),
                      "rms_stderr_pooled": float(np.sqrt(np.mean(pse ** 2))),
                      "mean_shrinkage": float(sub["shrinkage"].mean()),
