@@ -156,7 +156,7 @@ def test_mixed_chips_need_allow_mixed(fleetdir, made, tmp_path, capsys):
     assert main(["fleet", "collect", str(fleetdir), "-o", str(ds)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["ERROR: GPUs of 2 different chips in one fleet: 'virtual GeForce GTX 280 (GT200)' (e.g. session "
-                   "t-00000); 'virtual GeForce GTX 580 (Fermi GF110)' (e.g. session t-00000); nothing written "
+                   "t-00000); 'virtual GeForce GTX 580 (Fermi GF110)' (e.g. session t-00100); nothing written "
                    "(collect each chip into its own dataset, or pass --allow-mixed)"]
     assert not ds.exists() or not list(ds.rglob("*.parquet"))
     assert doc_path.exists()

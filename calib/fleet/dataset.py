@@ -158,6 +158,14 @@ def _read_gpu(param_file: str, task_file: str | None) -> dict[str, Any]:
     return {"gpu": gpu, "rows": rows}
 
 
+def _collect_one(fleet: str, param_file: str, task_file: str | None) -> tuple[str | None, str | None, str | None]:
+    """Read one GPU and write its file (runs in a worker): (path, uuid, error)."""
+    got = _read_gpu(param_file, task_file)
+    if "error" in got:
+        return None, None, got["error"]
+    return str(_write_gpu(Path(fleet), got["gpu"], got["rows"])), got["gpu"]["gpu_uuid"], None
+
+
 def _session_state(session_dir: Path, task: dict | None) -> tuple[str, str]:
     """State of a session without a parameter file: incomplete, unfitted or failed (with why)."""
     from calib.core.session import read_session
@@ -306,20 +314,22 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
                                                      if task.get("exit_status") is not None else "")) if task else ""
             result.statuses.append(SessionStatus(name, "failed" if state == "failed" else "not started",
                                                  why or "no session directory"))
-    if workers > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(workers) as ex:
-            read = list(ex.map(_read_gpu, [t[1] for t in todo], [t[2] for t in todo], chunksize=8))
-    else:
-        read = [_read_gpu(t[1], t[2]) for t in todo]
+    # pass 1 (cheap, this process): who each parameter file claims to be, for the whole-fleet checks that
+    # must pass before anything is written
+    from calib.fleet.paramrows import param_identity
 
-    new: list[dict[str, Any]] = []
+    new: list[tuple[str, str, str | None]] = []
     seen: dict[str, str] = {}
-    for (name, pfile, _), got in zip(todo, read):
-        if "error" in got:
-            result.statuses.append(SessionStatus(name, "failed", f"parameter file refused: {got['error']}"))
+    chips: dict[str, str] = {}
+    for ident in existing.values():
+        chips.setdefault(ident["gpu_name"], f"dataset file {ident['path']}")
+    for name, pfile, tfile in todo:
+        try:
+            ident = param_identity(pfile)
+        except CalibError as e:
+            result.statuses.append(SessionStatus(name, "failed", f"parameter file refused: {e}"))
             continue
-        gpu = got["gpu"]
-        uuid = gpu["gpu_uuid"]
+        uuid = ident["gpu_uuid"]
         if not uuid:
             result.statuses.append(SessionStatus(name, "failed", f"{pfile}: device has no uuid"))
             continue
@@ -329,27 +339,34 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
         seen[uuid] = name
         old = existing.get(uuid)
         if old is not None:
-            if old.get("param_sha256") == gpu["param_sha256"]:
+            if old.get("param_sha256") == _sha256(Path(pfile)):
                 result.already += 1
                 result.statuses.append(SessionStatus(name, "already", "", uuid))
                 continue
             raise BadInputError(f"duplicate GPU uuid {uuid}: session {name} ({pfile}) and the dataset's "
                                 f"{old['path']} (session {old.get('session')}) differ; nothing written")
-        new.append(got)
-    chips: dict[str, str] = {}
-    for ident in existing.values():
-        chips.setdefault(ident["gpu_name"], f"dataset file {ident['path']}")
-    for got in new:
-        chips.setdefault(got["gpu"]["gpu_name"], f"session {got['gpu']['session']}")
+        chips.setdefault(ident["gpu_name"], f"session {name}")
+        new.append((name, pfile, tfile))
     if len(chips) > 1 and not allow_mixed:
         listing = "; ".join(f"{c!r} (e.g. {w})" for c, w in chips.items())
         raise BadInputError(f"GPUs of {len(chips)} different chips in one fleet: {listing}; nothing written "
                             "(collect each chip into its own dataset, or pass --allow-mixed)")
+    # pass 2 (the work, in the pool): check, predict the reference workload and write each GPU's file;
+    # one GPU at a time per worker, so memory does not grow with the fleet
     fleet.mkdir(parents=True, exist_ok=True)
-    for got in new:
-        result.files.append(_write_gpu(fleet, got["gpu"], got["rows"]))
+    args = ([str(fleet)] * len(new), [t[1] for t in new], [t[2] for t in new])
+    if workers > 1 and len(new) > 1:
+        with ProcessPoolExecutor(workers) as ex:
+            done = list(ex.map(_collect_one, *args, chunksize=8))
+    else:
+        done = list(map(_collect_one, *args))
+    for (name, _, _), (path, uuid, err) in zip(new, done):
+        if err:
+            result.statuses.append(SessionStatus(name, "failed", f"parameter file refused: {err}"))
+            continue
+        result.files.append(Path(path))
         result.added += 1
-        result.statuses.append(SessionStatus(got["gpu"]["session"], "collected", "", got["gpu"]["gpu_uuid"]))
+        result.statuses.append(SessionStatus(name, "collected", "", uuid))
     result.statuses.sort(key=lambda s: s.session)
     _write_status(fleet, root, result)
     return result

@@ -59,6 +59,27 @@ def param_rows(path: str | Path) -> ParamFileRows:
     return ParamFileRows(dict(doc.get("device") or {}), dict(doc.get("provenance") or {}), rows)
 
 
+def param_identity(path: str | Path) -> dict[str, str]:
+    """Who parameter file ``path`` says it is, read cheaply (JSON only; :func:`param_rows` does the full
+    checks): ``gpu_uuid``, ``gpu_name``, ``session``. SchemaError naming the file when it is not JSON or
+    has no device block."""
+    import json
+
+    from calib.core.errors import SchemaError
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise SchemaError(f"{path}: not a readable parameter file ({e})") from None
+    dev = doc.get("device") if isinstance(doc, dict) else None
+    if not isinstance(dev, dict):
+        raise SchemaError(f"{path}: no device block")
+    prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+    return {"gpu_uuid": str(dev.get("uuid") or ""), "gpu_name": str(dev.get("name") or "unknown"),
+            "session": str(prov.get("session") or Path(path).stem)}
+
+
 def reference_prediction(path: str | Path, kernel: str | Path) -> dict[str, float]:
     """What the model of parameter file ``path`` predicts for the kernel description ``kernel``:
     ``power_w_pred`` (W) and, where the file's sections provide them, ``time_s_pred`` (s),
