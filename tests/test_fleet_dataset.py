@@ -163,6 +163,12 @@ def test_mixed_chips_need_allow_mixed(fleetdir, made, tmp_path, capsys):
     assert main(["fleet", "collect", str(fleetdir), "-o", str(ds), "--allow-mixed"]) == 0
     chips = sorted({p.relative_to(ds).parts[0] for p in ds.rglob("*.parquet")})
     assert chips == [CHIP, "chip=virtual-geforce-gtx-580-fermi-gf110"]
+    # chips are analysed apart, never pooled: the lone gtx580 has no fleet to compare with
+    assert main(["fleet", "analyze", str(ds), "-o", str(tmp_path / "an")]) == 0
+    notes = json.loads((tmp_path / "an" / "analysis.json").read_text())["notes"]
+    assert "virtual-geforce-gtx-580-fermi-gf110: power.idle_power_w on 1 GPU(s) only; not analysed" in notes
+    params = pd.read_csv(tmp_path / "an" / "params.csv")
+    assert set(params["chip"]) == {"virtual-geforce-gtx-280-gt200"} and (params["n_gpus"] == 3).all()
 
 
 def test_a_killed_write_leaves_no_half_written_gpu(fleetdir, tmp_path, monkeypatch):

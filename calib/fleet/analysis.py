@@ -149,14 +149,16 @@ def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_fl
     """Analyse a fleet table (the dataset's rows; see module docstring). Parameters present on fewer than
     ``min_gpus`` GPUs of a chip, or fixed (not fitted), are left out (and named in ``notes``)."""
     df = df[(df["vary"]) | (df["section"] == "reference")].copy()
+    for c in ("chip", "section", "name", "form", "unit"):   # partition columns arrive as categoricals
+        df[c] = df[c].astype(str)
     df["key"] = df["section"] + "." + df["name"]
     # a parameter whose model form differs between GPUs (e.g. a unit's access-rate function) is compared
     # within each form only: key becomes "section.name[form]" where the fleet has several forms
-    nforms = df.groupby(["chip", "key"])["form"].transform("nunique")
+    nforms = df.groupby(["chip", "key"], observed=True)["form"].transform("nunique")
     df.loc[nforms > 1, "key"] = df["key"] + "[" + df["form"] + "]"
     notes: list[str] = []
     parts, summaries = [], []
-    for (chip, key), sub in df.groupby(["chip", "key"], sort=True):
+    for (chip, key), sub in df.groupby(["chip", "key"], sort=True, observed=True):
         if len(sub) < min_gpus:
             notes.append(f"{chip}: {key} on {len(sub)} GPU(s) only; not analysed")
             continue
