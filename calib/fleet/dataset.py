@@ -126,12 +126,12 @@ def _serial(preset: Any) -> int | None:
 
 def _read_gpu(param_file: str, task_file: str | None) -> dict[str, Any]:
     """One GPU's rows (runs in a worker process): parameter rows + reference-workload predictions."""
-    from calib.fleet.paramrows import param_rows, reference_prediction
+    from calib.fleet.paramrows import param_rows
 
     path = Path(param_file)
     try:
-        pf = param_rows(path)
-        ref = reference_prediction(path, reference_kernel_path())
+        pf = param_rows(path, reference_kernel_path())
+        ref = pf.reference
     except CalibError as e:
         return {"error": str(e)}
     dev, prov = pf.device, pf.provenance

@@ -21,6 +21,7 @@ class ParamFileRows:
     device: dict[str, Any]
     provenance: dict[str, Any]
     rows: list[dict[str, Any]]   # section, name, form, value, stderr, min, max, unit, vary
+    reference: dict[str, float]  # the model's predictions for the reference kernel ({} when none asked)
 
 
 def _num(x: float | None) -> float | None:
@@ -35,13 +36,17 @@ def _unit_of(name: str, units: dict) -> str | None:
     return None
 
 
-def param_rows(path: str | Path) -> ParamFileRows:
+def param_rows(path: str | Path, reference_kernel: str | Path | None = None) -> ParamFileRows:
     """Load and check ``path`` (:func:`calib.core.params.load`: schema, bounds, model checks; SchemaError
     naming the file otherwise) and flatten it: one row per parameter of every section, with value,
     standard error (None when the fit gave none), bounds (None when unbounded), unit, whether it was
     fitted (``vary``) and its ``form``: the section's model, plus the access-rate function the fit chose
     for the unit of a per-unit power parameter (``ipp/ar=log``): a unit's MaxPower under a linear and
-    under a log access-rate function are different quantities, not to be compared across GPUs."""
+    under a log access-rate function are different quantities, not to be compared across GPUs.
+
+    With ``reference_kernel`` (a kernel description), also what the file's model predicts for it:
+    ``power_w_pred`` (W) and, where the file's sections provide them, ``time_s_pred`` (s),
+    ``energy_j_pred`` (J), ``temp_c_pred`` (C). The file is read and checked once."""
     doc = params.load(path)
     rows = []
     for section in params.SECTIONS:
@@ -56,7 +61,14 @@ def param_rows(path: str | Path) -> ParamFileRows:
             rows.append({"section": section, "name": name, "form": form, "value": float(p.value),
                          "stderr": _num(p.stderr), "min": _num(p.min), "max": _num(p.max), "unit": p.unit,
                          "vary": bool(p.vary)})
-    return ParamFileRows(dict(doc.get("device") or {}), dict(doc.get("provenance") or {}), rows)
+    ref: dict[str, float] = {}
+    if reference_kernel is not None:
+        from calib.model.predict import kernel_description_table, predict_table
+
+        out = predict_table(doc, kernel_description_table(reference_kernel))
+        ref = {c: float(out[c].iloc[0]) for c in out.columns
+               if c.endswith("_pred") and math.isfinite(float(out[c].iloc[0]))}
+    return ParamFileRows(dict(doc.get("device") or {}), dict(doc.get("provenance") or {}), rows, ref)
 
 
 def param_identity(path: str | Path) -> dict[str, str]:
@@ -79,13 +91,3 @@ def param_identity(path: str | Path) -> dict[str, str]:
     return {"gpu_uuid": str(dev.get("uuid") or ""), "gpu_name": str(dev.get("name") or "unknown"),
             "session": str(prov.get("session") or Path(path).stem)}
 
-
-def reference_prediction(path: str | Path, kernel: str | Path) -> dict[str, float]:
-    """What the model of parameter file ``path`` predicts for the kernel description ``kernel``:
-    ``power_w_pred`` (W) and, where the file's sections provide them, ``time_s_pred`` (s),
-    ``energy_j_pred`` (J), ``temp_c_pred`` (C)."""
-    from calib.model.predict import kernel_description_table, predict_table
-
-    doc = params.load(path)
-    out = predict_table(doc, kernel_description_table(kernel))
-    return {c: float(out[c].iloc[0]) for c in out.columns if c.endswith("_pred") and math.isfinite(float(out[c].iloc[0]))}

@@ -100,43 +100,54 @@ import json, resource, shutil, sys, time, tempfile
 from pathlib import Path
 from calib.fleet.dataset import collect
 from calib.fleet.analysis import analyze
-src, n, out = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+src, n, out, WORKERS = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 shutil.rmtree(out, ignore_errors=True)
 names = sorted(p.stem for p in (src / "fitted").glob("bench-*.json") if not p.name.endswith(".recovery.json"))[:n]
-t0 = time.perf_counter()
-res = collect(src, out / "dataset", only=set(names))
-t1 = time.perf_counter()
-an = analyze(out / "dataset", workers=1)
-t2 = time.perf_counter()
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+t0, c0 = time.perf_counter(), cpu()
+res = collect(src, out / "dataset", only=set(names), workers=WORKERS)
+t1, c1 = time.perf_counter(), cpu()
+an = analyze(out / "dataset")
+t2, c2 = time.perf_counter(), cpu()
 print(json.dumps({"n": n, "gpus": res.added, "collect_s": t1 - t0, "analyze_s": t2 - t1, "total_s": t2 - t0,
+                  "collect_cpu_s": c1 - c0, "analyze_cpu_s": c2 - c1,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "peak_rss_worker_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                   "outliers": len(an.outlier_gpus())}))
 """
 
 
-def measure(root: Path, sizes: list[int]) -> None:
+def measure(root: Path, sizes: list[int], workers: int) -> None:
     rows = []
     for n in sizes:
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(root / "sessions"), str(n), str(root / f"out{n}")],
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(root / "sessions"), str(n), str(root / f"out{n}"),
+                              str(workers)],
                              capture_output=True, text=True, check=False)
         if out.returncode:
             sys.exit(f"size {n} failed:\n{out.stderr}")
         r = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append(r)
-        print(f"{n:6d} GPUs: collect {r['collect_s']:7.2f} s, analyse {r['analyze_s']:6.2f} s, total "
-              f"{r['total_s']:7.2f} s, peak RSS {r['peak_rss_mib']:6.0f} MiB", flush=True)
+        print(f"{n:6d} GPUs: collect {r['collect_s']:7.2f} s ({r['collect_cpu_s']:6.1f} s CPU), analyse "
+              f"{r['analyze_s']:6.2f} s ({r['analyze_cpu_s']:5.1f} s CPU), total {r['total_s']:7.2f} s, peak RSS "
+              f"{r['peak_rss_mib']:5.0f} MiB (worker {r['peak_rss_worker_mib']:4.0f} MiB)", flush=True)
     import numpy as np
 
     n = np.array([r["n"] for r in rows], float)
-    t = np.array([r["total_s"] for r in rows])
-    slope, icpt = np.polyfit(n, t, 1)
     summit = 27648
-    est = slope * summit + icpt
-    print(f"linear fit: {slope * 1000:.2f} s per 1000 GPUs + {icpt:.2f} s; 27,648 GPUs: ~{est:.0f} s "
-          f"({est / 60:.1f} min) on this 2-core machine, memory ~flat (largest measured "
-          f"{max(r['peak_rss_mib'] for r in rows):.0f} MiB)")
-    (root / "results.json").write_text(json.dumps({"rows": rows, "s_per_gpu": slope, "intercept_s": icpt,
-                                                    "summit_27648_s": est}, indent=1))
+    fits = {}
+    for what in ("total_s", "collect_cpu_s", "analyze_cpu_s", "peak_rss_mib"):
+        slope, icpt = np.polyfit(n, np.array([r[what] for r in rows]), 1)
+        fits[what] = {"per_1000": slope * 1000, "intercept": icpt, "summit": slope * summit + icpt}
+    f = fits["total_s"]
+    print(f"wall time, linear fit: {f['per_1000']:.1f} s per 1000 GPUs + {f['intercept']:.1f} s -> 27,648 GPUs "
+          f"~{f['summit']:.0f} s ({f['summit'] / 60:.0f} min) with {workers} worker(s) on this shared 2-core machine")
+    print(f"CPU: collect {fits['collect_cpu_s']['per_1000']:.1f} s, analyse {fits['analyze_cpu_s']['per_1000']:.1f} s "
+          f"per 1000 GPUs -> 27,648 GPUs ~{fits['collect_cpu_s']['summit'] + fits['analyze_cpu_s']['summit']:.0f} CPU-s")
+    print(f"peak RSS: {fits['peak_rss_mib']['per_1000']:.1f} MiB per 1000 GPUs + {fits['peak_rss_mib']['intercept']:.0f}"
+          f" MiB -> 27,648 GPUs ~{fits['peak_rss_mib']['summit']:.0f} MiB")
+    (root / "results.json").write_text(json.dumps({"rows": rows, "fits": fits, "workers": workers}, indent=1))
 
 
 def main() -> None:
@@ -151,7 +162,7 @@ def main() -> None:
     if a.phase == "make":
         make(root, a.n, a.workers)
     else:
-        measure(root, [int(s) for s in a.sizes.split(",")])
+        measure(root, [int(s) for s in a.sizes.split(",")], a.workers)
 
 
 if __name__ == "__main__":
