@@ -9,7 +9,7 @@ Layout (Hive-style partitions, readable by pandas, pyarrow, DuckDB, Spark)::
 Partition values are slugs (lower-case letters, digits, ``-``, ``.``), so no engine has to decode them;
 the exact names are columns (``gpu_name``, ``driver_version``). One row per GPU and parameter: ``gpu_uuid``,
 ``gpu_name``, ``serial`` (virtual units), ``node``, ``gpu_slot``, ``session``, ``section``, ``name``, ``form`` (model
-form the value belongs to, see :func:`calib.fleet.paramrows.param_rows`), ``value``, ``stderr``, ``min``, ``max``, ``unit``, ``vary`` and provenance (``param_file``,
+form the value belongs to, see :func:`calib.fleet.paramrows.param_rows`), ``value``, ``stderr`` (statistical), ``stderr_total`` (with model discrepancy), ``min``, ``max``, ``unit``, ``vary`` and provenance (``param_file``,
 ``param_sha256``, ``toolkit_version``, ``toolkit_commit``, ``created_utc``, ``job_id``,
 ``restart_count``). Section ``reference`` holds the model's prediction for the reference workload
 (:data:`REFERENCE_KERNEL`: ``power_w_pred``, ``time_s_pred``, ``energy_j_pred``, ``temp_c_pred``),
@@ -59,6 +59,7 @@ SCHEMA = pa.schema([
     ("gpu_uuid", pa.string()), ("gpu_name", pa.string()), ("serial", pa.int64()), ("preset", pa.string()),
     ("node", pa.string()), ("gpu_slot", pa.string()), ("session", pa.string()),
     ("section", pa.string()), ("name", pa.string()), ("form", pa.string()), ("value", pa.float64()), ("stderr", pa.float64()),
+    ("stderr_total", pa.float64()),
     ("min", pa.float64()), ("max", pa.float64()), ("unit", pa.string()), ("vary", pa.bool_()),
     ("driver_version", pa.string()), ("campaign_name", pa.string()),
     ("param_file", pa.string()), ("param_sha256", pa.string()), ("toolkit_version", pa.string()),
@@ -244,11 +245,10 @@ def _write_gpu(fleet: Path, gpu: dict[str, Any], rows: list[dict[str, Any]]) -> 
 
 def _fit_one(session_dir: str, out: str) -> str | None:
     """Fit one complete session into parameter file ``out`` (runs in a worker); the error text or None."""
-    from calib.core import params
     from calib.fit.pipeline import fit_session
 
     try:
-        params.save(fit_session(Path(session_dir)).doc, out)
+        fit_session(Path(session_dir)).params.save(out)
     except CalibError as e:
         return str(e)
     return None

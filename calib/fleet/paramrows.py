@@ -20,7 +20,7 @@ class ParamFileRows:
 
     device: dict[str, Any]
     provenance: dict[str, Any]
-    rows: list[dict[str, Any]]   # section, name, form, value, stderr, min, max, unit, vary
+    rows: list[dict[str, Any]]   # section, name, form, value, stderr, stderr_total, min, max, unit, vary
     reference: dict[str, float]  # the model's predictions for the reference kernel ({} when none asked)
 
 
@@ -38,8 +38,9 @@ def _unit_of(name: str, units: dict) -> str | None:
 
 def param_rows(path: str | Path, reference_kernel: str | Path | None = None) -> ParamFileRows:
     """Load and check ``path`` (:func:`calib.core.params.load`: schema, bounds, model checks; SchemaError
-    naming the file otherwise) and flatten it: one row per parameter of every section, with value,
-    standard error (None when the fit gave none), bounds (None when unbounded), unit, whether it was
+    naming the file otherwise; a :class:`calib.core.params.ParameterFile`) and flatten it: one row per
+    parameter of every section, with value, statistical standard error and the total one that includes
+    model discrepancy (None when the fit gave none), bounds (None when unbounded), unit, whether it was
     fitted (``vary``) and its ``form``: the section's model, plus the access-rate function the fit chose
     for the unit of a per-unit power parameter (``ipp/ar=log``): a unit's MaxPower under a linear and
     under a log access-rate function are different quantities, not to be compared across GPUs.
@@ -47,28 +48,26 @@ def param_rows(path: str | Path, reference_kernel: str | Path | None = None) -> 
     With ``reference_kernel`` (a kernel description), also what the file's model predicts for it:
     ``power_w_pred`` (W) and, where the file's sections provide them, ``time_s_pred`` (s),
     ``energy_j_pred`` (J), ``temp_c_pred`` (C). The file is read and checked once."""
-    doc = params.load(path)
+    pf = params.load(path)
     rows = []
-    for section in params.SECTIONS:
-        sec = doc.get(section) or {}
-        model = str(sec.get("model") or section)
-        units = sec.get("units") if isinstance(sec.get("units"), dict) else {}
-        for name, p in params.section_params(doc, section).items():
-            form = model
-            unit = _unit_of(name, units)
+    for section, sec in pf.items():
+        units = sec.structure.get("units") if isinstance(sec.structure.get("units"), dict) else {}
+        for p in sec:
+            form = sec.model
+            unit = _unit_of(p.name, units)
             if unit is not None and isinstance(units[unit], dict) and units[unit].get("ar_function"):
-                form = f"{model}/ar={units[unit]['ar_function']}"
-            rows.append({"section": section, "name": name, "form": form, "value": float(p.value),
-                         "stderr": _num(p.stderr), "min": _num(p.min), "max": _num(p.max), "unit": p.unit,
-                         "vary": bool(p.vary)})
+                form = f"{sec.model}/ar={units[unit]['ar_function']}"
+            rows.append({"section": section, "name": p.name, "form": form, "value": float(p.value),
+                         "stderr": _num(p.stderr), "stderr_total": _num(p.stderr_total), "min": _num(p.min),
+                         "max": _num(p.max), "unit": p.unit, "vary": bool(p.vary)})
     ref: dict[str, float] = {}
     if reference_kernel is not None:
         from calib.model.predict import kernel_description_table, predict_table
 
-        out = predict_table(doc, kernel_description_table(reference_kernel))
+        out = predict_table(pf, kernel_description_table(reference_kernel))
         ref = {c: float(out[c].iloc[0]) for c in out.columns
                if c.endswith("_pred") and math.isfinite(float(out[c].iloc[0]))}
-    return ParamFileRows(dict(doc.get("device") or {}), dict(doc.get("provenance") or {}), rows, ref)
+    return ParamFileRows(dict(pf.device), dict(pf.provenance), rows, ref)
 
 
 def param_identity(path: str | Path) -> dict[str, str]:

@@ -37,7 +37,6 @@ FAST = True
 def _campaign_and_fit(spec: str, d: dict, name: str, task: int) -> int:
     import warnings
 
-    from calib.core import params
     from calib.core.session import read_session
     from calib.fit.pipeline import fit_session
     from microbench.campaign import Campaign
@@ -54,7 +53,7 @@ def _campaign_and_fit(spec: str, d: dict, name: str, task: int) -> int:
         warnings.simplefilter("ignore")
         out = fit_session(session)
     d["fitted"].mkdir(parents=True, exist_ok=True)
-    params.save(out.doc, d["fitted"] / f"{name}.json")
+    out.params.save(d["fitted"] / f"{name}.json")
     return 0
 PRESET = "gtx280"
 
