@@ -71,7 +71,16 @@ def test_planted_outliers_are_found_and_not_pooled():
     g = an.gpus.set_index("gpu_uuid")
     assert g.loc["GPU-200", "pooled_value"] == g.loc["GPU-200", "value"]   # the fleet prior does not describe it
     assert np.isnan(g.loc["GPU-200", "shrinkage"])
-    assert o.iloc[0]["gpu_uuid"] == "GPU-200" and "power.idle_power_w (z=+" in o.iloc[0]["parameters"]
+    row = o.set_index("gpu_uuid").loc["GPU-200"]
+    assert row["parameters"].startswith("power.idle_power_w (z=+") and row["max_abs_z"] > 6
+
+
+def test_a_campaign_bias_is_not_an_outlier():
+    df, _ = _fleet(n_long=40, n_short=40, s_long=0.2, s_short=0.2, tau=0.2)
+    df.loc[df["campaign_name"] == "quick", "value"] += 3.0   # every quick-campaign GPU reads 3 higher
+    assert analyze_frame(df).outlier_gpus().empty
+    df.loc[5, "value"] += 5.0                                  # one long-campaign GPU truly off
+    assert list(analyze_frame(df).outlier_gpus()["gpu_uuid"]) == ["GPU-5"]
 
 
 def test_dimensionless_shapes_and_small_groups_call_no_outlier():

@@ -7,7 +7,8 @@ estimate and s_i its standard error:
 - **typical value and spread**: the median and the robust standard deviation 1.4826 x MAD of the y_i
   (a few bad GPUs move neither); mean, SD and the coefficient of variation are reported too.
 - **robust z**: z_i = (y_i - median) / sqrt(scale^2 + s_i^2), scale = max(1.4826 MAD, ``rel_floor`` x
-  |median|): the deviation against the fleet's spread and the GPU's own measurement error together (a
+  |median|), median and MAD over the GPUs of the same campaign when it has at least ``min_outlier_gpus``
+  of them (a campaign's own bias is not a GPU defect), else over the fleet: the deviation against the fleet's spread and the GPU's own measurement error together (a
   poorly measured estimate is not an outlier for being far off; the floor keeps GPUs that agree to
   within 1 % of the value from calling noise an outlier). A GPU is an **outlier** when any parameter or
   reference prediction has |z| > ``threshold`` (default 6, see README for how it was chosen), counted only
@@ -105,10 +106,21 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
     mad_sd = MAD_TO_SD * float(np.median(np.abs(y - med)))
     med_s = float(np.median(s[has_s])) if has_s.any() else 0.0
     scale = max(mad_sd, rel_floor * abs(med))
-    # each GPU's deviation against the fleet spread and its own measurement error together: a poorly
+    # z against the GPUs measured the same way: a campaign's own bias (seen: host power from the wall
+    # meter differs by 10 % between the quick and standard campaigns on identical hosts) is not a GPU's
+    # defect. Campaigns with fewer than min_outlier_gpus GPUs are compared with the whole fleet.
+    camp = sub["campaign_name"].astype(str).to_numpy()
+    center, spread = np.full_like(y, med), np.full_like(y, scale)
+    for c in np.unique(camp):
+        m = camp == c
+        if m.sum() >= min_outlier_gpus and m.sum() < len(y):
+            mc = float(np.median(y[m]))
+            center[m] = mc
+            spread[m] = max(MAD_TO_SD * float(np.median(np.abs(y[m] - mc))), rel_floor * abs(mc))
+    # each GPU's deviation against the spread and its own measurement error together: a poorly
     # measured estimate is not an outlier merely for being far off
-    denom = np.sqrt(scale ** 2 + np.where(has_s, s, 0.0) ** 2)
-    z = np.divide(y - med, denom, out=np.zeros_like(y), where=denom > 0)
+    denom = np.sqrt(spread ** 2 + np.where(has_s, s, 0.0) ** 2)
+    z = np.divide(y - center, denom, out=np.zeros_like(y), where=denom > 0)
     screened = len(y) >= min_outlier_gpus and str(sub["unit"].iloc[0]) not in UNSCREENED_UNITS
     out_mask = (np.abs(z) > threshold) & screened
     keep = ~out_mask
