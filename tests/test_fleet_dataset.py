@@ -216,7 +216,7 @@ def test_analyze_and_report(fleetdir, tmp_path, capsys):
         assert (out / img).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     params = pd.read_csv(out / "params.csv").set_index("key")
     df = pd.read_parquet(ds)
-    v = df[df["name"] == "idle_power_w"]["value"]
+    v = df[(df["section"] == "power") & (df["name"] == "idle_power_w")]["value"]
     assert params.loc["power.idle_power_w", "median"] == pytest.approx(v.median())
     assert params.loc["power.idle_power_w", "n_gpus"] == 3
 
