@@ -18,13 +18,10 @@ from calib.fleet.analysis import FleetAnalysis
 
 
 def ground_truth(preset: str) -> dict[str, dict[str, Any]]:
-    """The truth functions of the virtual GPU for preset name ``preset`` (``gtx280@17``): the one place the
-    fleet code imports them (the truth module is moving from ``microbench.devices.sim.truth`` to
-    ``microbench.truth``; both are accepted)."""
-    try:
-        from microbench.truth import ground_truth as truth_fn
-    except ImportError:
-        from microbench.devices.sim.truth import ground_truth as truth_fn
+    """The virtual GPU's ground truth for preset name ``preset`` (``gtx280@17``), taken through the
+    recovery report (:mod:`calib.report.recovery`), the one consumer of the truth module in calib."""
+    from calib.report.recovery import ground_truth as truth_fn
+
     return truth_fn(preset)
 
 
