@@ -12,7 +12,6 @@ from microbench.devices.sim.fleet import (
     SIGMA_DYN,
     apply_variation,
     planted_defect,
-    unit_preset,
     variation,
 )
 from microbench.devices.sim.presets import get_preset
@@ -59,7 +58,7 @@ def test_variation_transforms_the_physics_and_leaves_the_preset_alone():
     assert u.power.leak_ref_w == pytest.approx(base.power.leak_ref_w * v.leak * (1 + v.dv) ** base.power.leak_v_exp)
     assert u.thermal.g_die_sink_w_per_c == pytest.approx(base.thermal.g_die_sink_w_per_c / v.r_th)
     assert base.power.units["fp"].max_power_w == 0.2  # untouched
-    slow = unit_preset("gtx280@59")
+    slow = get_preset("gtx280@59")
     assert slow.timing.dram_lat_a == pytest.approx(base.timing.dram_lat_a * 1.6)
     assert slow.extra["mem_l_cycles"] == pytest.approx(base.extra["mem_l_cycles"] * 1.6)
 

@@ -26,7 +26,7 @@ Each unit has its own identity (uuid ``SIM-<preset>@<serial>``, preset name ``<p
 fleet's sessions and parameter files are told apart like real GPUs'. Its ground truth (for scoring only,
 never read by a fitter) is the existing truth functions applied to the varied preset: the preset lookup
 (:func:`microbench.devices.sim.presets.get_preset`) resolves ``<preset>@<serial>`` through
-:func:`unit_preset`, so truth, recovery and ``calib run --device sim:gtx280@17`` all work unchanged.
+:func:`unit_of`, so truth, recovery and ``calib run --device sim:gtx280@17`` all work unchanged.
 """
 
 from __future__ import annotations
@@ -34,15 +34,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from calib.core.errors import DeviceNotFoundError
-
-if TYPE_CHECKING:
-    from microbench.devices.sim.presets import Preset
 
 #: separator between preset name and serial number in a device spec / preset name
 SERIAL_SEP = "@"
@@ -98,7 +94,7 @@ def variation(serial: int) -> Variation:
                      defect=planted_defect(int(serial)))
 
 
-def apply_variation(preset: Preset, var: Variation) -> Preset:
+def apply_variation(preset: Any, var: Variation) -> Any:
     """``preset`` as manufactured unit ``var.serial``: its physics transformed by ``var`` (see module
     docstring); identity renamed to ``<preset>@<serial>``."""
     pp, th, tm = preset.power, preset.thermal, preset.timing
@@ -149,16 +145,17 @@ def parse_unit(name: str) -> tuple[str, int] | None:
     return m["preset"], serial
 
 
-@lru_cache(maxsize=256)
-def unit_preset(name: str) -> Preset:
-    """The varied preset of ``<preset>@<serial>`` (cached: presets are immutable)."""
-    from microbench.devices.sim.presets import get_preset
+_UNITS: dict[tuple[str, int], Any] = {}
 
-    parsed = parse_unit(name)
-    if parsed is None:
-        return get_preset(name)
-    base, serial = parsed
-    return apply_variation(get_preset(base), variation(serial))
+
+def unit_of(base: Any, serial: int) -> Any:
+    """Preset ``base`` as manufactured unit ``serial`` (cached: presets are immutable). Called by
+    :func:`microbench.devices.sim.presets.get_preset` for ``<preset>@<serial>``; this module does not import
+    the presets (no import circle)."""
+    key = (base.name, int(serial))
+    if key not in _UNITS:
+        _UNITS[key] = apply_variation(base, variation(serial))
+    return _UNITS[key]
 
 
 def fleet_specs(preset: str, serials: range | list[int]) -> list[str]:

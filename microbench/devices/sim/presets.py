@@ -347,9 +347,10 @@ def get_preset(name: str) -> Preset:
     """The preset called ``name`` (DeviceNotFoundError listing the presets otherwise); ``<preset>@<serial>``
     is one unit of a virtual fleet (:mod:`microbench.devices.sim.fleet`)."""
     if "@" in name:  # fleet hook: a manufactured unit of a preset
-        from microbench.devices.sim.fleet import unit_preset
+        from microbench.devices.sim.fleet import parse_unit, unit_of
 
-        return unit_preset(name)
+        base, serial = parse_unit(name)
+        return unit_of(get_preset(base), serial)
     try:
         return PRESETS[name]
     except KeyError:
