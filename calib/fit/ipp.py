@@ -37,18 +37,21 @@ from calib.core import names
 from calib.core.errors import BadInputError, FitError
 from calib.fit.core import LsqResult, fit_lsq
 from calib.model.arfunc import IPP_A, LINEAR, LOG
+from calib.model.intervals import MIN_HELDOUT_WORKLOADS
 from calib.model.ipp import _running
 from calib.core.params import Covariance, Param, Section
 from calib.fit.uncertainty import (
     IDLE_GROUP,
     KEEP_GROUP,
     apply_total,
+    discrepancy_covariance,
     group_jackknife,
     refit_jackknife,
     repeat_groups,
     row_groups,
     prediction_stats,
     total_covariance,
+    workload_rms,
     workload_groups,
 )
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
@@ -119,11 +122,24 @@ class IppPowerFitter(Estimator):
         """The rows of a samples table the model covers: no held-out, thermal or timing rows, and at
         the default clocks when they are set."""
         data = df[~df["role"].isin(EXCLUDED_ROLES)] if "role" in df.columns else df
+        return self._at_default_clocks(data)
+
+    def _at_default_clocks(self, data: pd.DataFrame) -> pd.DataFrame:
         clocks = self.default_clocks or {}
         for col in ("core_mhz", "mem_mhz"):
             if clocks.get(col) is not None and col in data.columns:
                 data = data[np.isclose(data[col].to_numpy(float), float(clocks[col]))]
         return data
+
+    def _arrays(self, data: pd.DataFrame, units: list[str], sigma: float | None) -> tuple:
+        """(activities per unit, running mask, active SMs, temperature or None, power W) of ``data``."""
+        n_sm = int(self.sm_count)
+        act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
+        running = _running(data, act)
+        active = data["active_sms"].to_numpy(float) if "active_sms" in data.columns else np.full(len(data), n_sm)
+        active = np.where(np.isnan(active), n_sm, active)
+        temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
+        return act, running, active, temp, data["power_w"].to_numpy(float)
 
     def fit(self, df: pd.DataFrame) -> "IppPowerFitter":
         """Fit to the rows of a checked samples table that the model covers (:meth:`training_rows`).
@@ -155,15 +171,17 @@ class IppPowerFitter(Estimator):
         self._chip = frozenset(CHIP_UNITS if self.chip_units is None else self.chip_units)
         self._pinned: set[str] = set()
         n_sm = int(self.sm_count)
-        act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
-        running = _running(data, act)
-        active = data["active_sms"].to_numpy(float) if "active_sms" in data.columns else np.full(len(data), n_sm)
-        active = np.where(np.isnan(active), n_sm, active)
-        temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
-        y = data["power_w"].to_numpy(float)
+        act, running, active, temp, y = self._arrays(data, units, sigma)
         has_sweep = len(np.unique(active)) > 2
         has_idle = bool((~running).any())
+        self._has_sweep = has_sweep
         self._data = (act, running, active, temp, y, sigma, idle_temp_c)
+        # the campaign's held-out workloads (application-like mixes, never fitted) at the clocks the model
+        # covers: only their residuals are read, for the discrepancy scale of the total uncertainty
+        held = df[df["role"].astype(str) == "heldout"] if "role" in df.columns else df.iloc[:0]
+        held = self._at_default_clocks(held).reset_index(drop=True)
+        held = held[np.isfinite(held["power_w"].to_numpy(float))] if len(held) else held
+        self._heldout = held if len(held) and all(ACT_PREFIX + u in held.columns for u in units) else None
 
         if isinstance(self.ar_forms, Mapping):
             forms = {u: self.ar_forms.get(u, LOG) for u in units}
@@ -302,8 +320,23 @@ class IppPowerFitter(Estimator):
         r = ev.power(vals) - y
         jack, _ = group_jackknife(J, r, row_groups(data), keep=[IDLE_GROUP])
         oog = np.empty(len(y))
-        _, n_wl = group_jackknife(J, r, workload_groups(data), keep=[IDLE_GROUP], out_of_group=oog)
+        wl = workload_groups(data)
+        _, n_wl = group_jackknife(J, r, wl, keep=[IDLE_GROUP], out_of_group=oog)
         self.prediction_ = prediction_stats(oog / y, n_wl)
+        pred = ev.power(vals)
+        dyn = np.where(running, pred - vals["idle_power_w"], 0.0)
+        tau, source, n_tau = self._discrepancy_scale(vals, ev, oog, dyn, wl)
+        disc = discrepancy_covariance(J, tau * dyn, wl, keep=[IDLE_GROUP])
+        # alternative model forms that fit as well as the chosen one once the discrepancy is counted
+        s2 = float(self.result_.redchi) + tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else \
+            float(self.result_.redchi)
+        alt_cov, alts = self._form_alternatives(free, vals, s2)
+        self.discrepancy_ = {"tau_rel_runtime": tau, "source": source, "n_workloads": n_tau,
+                             "form_alternatives": alts,
+                             "method": "workload discrepancy (relative to the runtime power, common to a workload's "
+                                       "rows) through the fit's Jacobian; access-rate-function alternatives within "
+                                       "chi-square(1) 95 % of the best fit at the discrepancy-inflated residual "
+                                       "variance, half their shift as one standard error"}
         form = np.zeros((len(free), len(free)))
         for u, f in self.forms_.items():
             if f != LOG:
@@ -321,9 +354,76 @@ class IppPowerFitter(Estimator):
                 form += (0.5 * gap) ** 2 * np.outer(v, v)
         cov = total_covariance(self.covariance_, jack)
         if cov is not None:
-            cov = cov + form
+            cov = cov + form + np.nan_to_num(disc) + alt_cov
         apply_total(res.params, free, cov)
         return None if cov is None else Covariance(tuple(free), cov)
+
+    #: fewest held-out workloads whose residuals set the discrepancy scale (else leave-one-workload-out)
+    MIN_HELDOUT_WORKLOADS = MIN_HELDOUT_WORKLOADS
+
+    def _discrepancy_scale(self, vals: Mapping[str, float], ev: "_Evaluator", oog: np.ndarray, dyn: np.ndarray,
+                           wl: np.ndarray) -> tuple[float, str, int]:
+        """Relative discrepancy of the runtime power for a workload the fit has not seen (RMS over
+        workloads of their mean relative error): from the campaign's held-out workloads when it has at
+        least :attr:`MIN_HELDOUT_WORKLOADS`, else from the training workloads left out one at a time.
+        Returns (scale, source, number of workloads)."""
+        act, running, active, temp, y, sigma, idle_temp_c = self._data
+        h = self._heldout
+        if h is not None and h["workload"].nunique() >= self.MIN_HELDOUT_WORKLOADS:
+            ha, hr, hn, ht, hy = self._arrays(h, list(self.units_), sigma)
+            hev = _Evaluator(self._structure(self.forms_, self.sm_scaling_), ha, hr, hn, ht, sigma, idle_temp_c)
+            hp = hev.power(vals)
+            hdyn = hp - vals["idle_power_w"]
+            ok = hr & (hdyn > 0)
+            names_h = h["workload"].astype(str).to_numpy()
+            tau, n = workload_rms((hy - hp)[ok] / hdyn[ok], names_h[ok])
+            return tau, "held-out workloads of the campaign", n
+        ok = running & np.isfinite(oog) & (dyn > 0)
+        tau, n = workload_rms(oog[ok] / dyn[ok], wl[ok])
+        return tau, "training workloads left out one at a time (linearised)", n
+
+    def _form_alternatives(self, free: list[str], vals: Mapping[str, float], s2: float
+                           ) -> tuple[np.ndarray, list[str]]:
+        """Covariance of the model-form alternatives that fit as well as the chosen structure: every
+        unit's access-rate function flipped (log <-> linear) and, with an active-SM sweep, the other SM
+        scaling, each refitted; an alternative whose sum of squares exceeds the best by at most 3.84 x
+        ``s2`` (chi-square(1) at 95 %, ``s2`` the residual variance with the discrepancy counted) adds
+        half its parameter shift as a rank-one term. Returns (covariance, the alternatives kept)."""
+        cov = np.zeros((len(free), len(free)))
+        kept: list[str] = []
+        if s2 <= 0:
+            return cov, kept
+        n_sm = int(self.sm_count)
+        has_idle = bool((~self._data[1]).any())
+        trials: list[tuple[str, dict[str, str], str]] = []
+        for u, f in self.forms_.items():
+            if u not in self._pinned:
+                alt = LINEAR if f == LOG else LOG
+                trials.append((f"{u} {alt}", {**self.forms_, u: alt}, self.sm_scaling_))
+        if self._has_sweep and self.sm_scaling == "auto":
+            other = "linear" if self.sm_scaling_ == "log" else "log"
+            trials.append((f"sm_scaling {other}", dict(self.forms_), other))
+        for label, forms, smf in trials:
+            # from the default start and from the chosen solution: the alternative's own optimum can be
+            # far from the chosen one (units every instruction touches trade power), the better one counts
+            fits = []
+            for start in (None, vals):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        fits.append(self._fit_once(forms, smf, has_idle, n_sm, start))
+                except FitError:
+                    continue
+            if not fits:
+                continue
+            r = min(fits, key=lambda x: x.chisqr)
+            if (r.chisqr - self.result_.chisqr) / s2 > 3.84:
+                continue
+            got = {p.name: p.value for p in r.params}
+            shift = 0.5 * np.array([got.get(n, vals[n]) - vals[n] for n in free])
+            cov += np.outer(shift, shift)
+            kept.append(label)
+        return cov, kept
 
     def _params(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
                 start: Mapping[str, float] | None = None) -> list[Param]:
@@ -426,6 +526,8 @@ class IppPowerFitter(Estimator):
         stats["units_fitted"] = list(self.units_)
         if getattr(self, "prediction_", None):
             stats["prediction"] = self.prediction_
+        if getattr(self, "discrepancy_", None):
+            stats["discrepancy"] = self.discrepancy_
         return Section("ipp", self.params_, structure, stats, self.covariance_, self.settings(),
                        getattr(self, "covariance_total_", None))
 

@@ -125,8 +125,10 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
 
 def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
     """Power error on the campaign's held-out application-like workloads (role ``heldout``, never
-    fitted), overall and split by default vs other clocks, into the power section's statistics."""
+    fitted), overall and split by default vs other clocks, into the power section's statistics; the
+    power sections' prediction discrepancy from the same workloads."""
     from calib.core.metrics import errors
+    from calib.model.intervals import set_heldout_discrepancy
     from calib.model.predict import predict_power
 
     held = df[df["role"] == "heldout"] if "role" in df.columns else df.iloc[:0]
@@ -134,6 +136,7 @@ def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
         return
     y = held["power_w"].to_numpy(float)
     pred = predict_power(pf, held)
+    set_heldout_discrepancy(pf, held, pred)
     stats = pf["power"].stats
     stats["heldout_mape_pct"] = errors(y, pred).mape_pct
     stats["heldout_rows"] = int(len(held))

@@ -17,8 +17,15 @@ that:
   full solution (exact for models linear in their parameters, and the usual approximation otherwise,
   equivalent to the CR3 cluster-robust sandwich), so it costs one small linear solve per group, not one
   fit. Groups that every fit must keep (the idle baseline) are never removed;
-- a **model-form** term where a parameter is an extrapolation beyond the data (see the fitters: e.g. the
-  IPP MaxPower of a unit measured only at low access rates).
+- a **workload discrepancy** term (:func:`discrepancy_covariance`): every workload's measurements share
+  an unknown offset of relative size ``tau`` (a random effect), propagated through the fit. ``tau`` is
+  what the model misses on workloads it has not seen -- the campaign's held-out workloads when it has
+  them, else the training workloads left out one at a time (:func:`workload_rms`). The jackknife alone
+  cannot see this where one benchmark fixes one parameter: the fit absorbs that benchmark's error;
+- **model-form** terms: where a parameter is an extrapolation beyond the data (e.g. the IPP MaxPower of a
+  unit measured only at low access rates), and alternative forms (another access-rate function for one
+  unit, the other active-SM scaling) that fit as well once the discrepancy is counted: half of each
+  one's parameter shift is one standard error along its direction.
 
 The total covariance is the larger of the two in the positive-semidefinite sense it is built from:
 ``stat + extra`` where ``extra`` is the jackknife covariance minus the statistical one, clipped at 0 on
@@ -31,8 +38,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from calib.core.params import Covariance, Param
+from calib.model.intervals import prediction_stats  # noqa: F401 - the fitters' import of the one definition
 
 
 def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequence | None = None,
@@ -257,14 +266,41 @@ def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.pa
         section.stats.pop("identifiability", None)
 
 
-def prediction_stats(rel_errors: np.ndarray, n_groups: int) -> dict | None:
-    """The discrepancy scale of a model's predictions for workloads it was not fitted on: the root mean
-    square of leave-one-workload-out relative errors (:func:`group_jackknife`'s ``out_of_group`` with
-    :func:`workload_groups`, over the measured values), which ``calib predict`` adds to the statistical
-    parameter uncertainty of its intervals."""
-    e = np.asarray(rel_errors, float)
-    e = e[np.isfinite(e)]
-    if len(e) < 3:
-        return None
-    return {"discrepancy_rel": float(np.sqrt(np.mean(e ** 2))), "n_rows": int(len(e)), "n_groups": int(n_groups),
-            "method": "RMS of leave-one-workload-out relative errors (linearised jackknife)"}
+def workload_rms(rel_errors: np.ndarray, groups: np.ndarray) -> tuple[float, int]:
+    """Root mean square over workloads of each workload's mean relative error (a workload's rows share
+    its discrepancy, so they count once); returns (RMS, number of workloads), (0, 0) without any."""
+    e = pd.Series(np.asarray(rel_errors, float))
+    g = np.asarray([str(x) for x in groups])
+    ok = np.isfinite(e.to_numpy())
+    if not ok.any():
+        return 0.0, 0
+    per = e[ok].groupby(g[ok]).mean().to_numpy()
+    return float(np.sqrt(np.mean(per ** 2))), int(len(per))
+
+
+def discrepancy_covariance(J: np.ndarray, shift: np.ndarray, groups: Sequence, keep: Sequence | None = None
+                           ) -> np.ndarray:
+    """Covariance of least-squares parameters when every group's rows share an unknown discrepancy:
+    row ``i`` of group ``g`` is off by ``shift[i] x e_g``, ``e_g`` independent with unit variance (a
+    random effect per workload). Through the fit: ``sum_g (A^-1 J_g^T s_g)(...)^T``, ``A = J^T J``.
+
+    Unlike the jackknife, this does not read the group's own residual, which a parameter fixed by that
+    group alone has absorbed (leverage 1): the unit whose only benchmark is off by 2 % is off too.
+    ``keep`` groups (the idle baseline) carry none."""
+    J = np.asarray(J, float)
+    shift = np.asarray(shift, float)
+    g = np.asarray([str(x) for x in groups])
+    k = J.shape[1]
+    scale = np.linalg.norm(J, axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    Js = J / scale
+    Ainv = np.linalg.pinv(Js.T @ Js, rcond=1e-12)
+    cov = np.zeros((k, k))
+    skip = set(map(str, keep or ()))
+    for lab in dict.fromkeys(g):
+        if lab in skip:
+            continue
+        m = g == lab
+        v = Ainv @ (Js[m].T @ shift[m]) / scale
+        cov += np.outer(v, v)
+    return cov

@@ -11,8 +11,11 @@ both (Gaussian, two-sided, ``level`` = 0.90 by default):
   do to a parameter, which is not the error of a new workload whose units the campaign measured;
 - **model discrepancy at this workload**: what the fit says the model misses for a workload it has not
   seen -- the ``discrepancy_rel`` of the section that predicts the row (``fit.<section>.prediction``:
-  the RMS of leave-one-workload-out relative errors), times the prediction; for temperatures the
-  scatter of the thermal steps around the Max_temp plane (C).
+  the RMS of relative errors on the campaign's held-out workloads (:func:`set_heldout_discrepancy`),
+  or, without those, of the training workloads left out one at a time), times the prediction; taken at
+  the interval's level from the empirical quantiles of those errors (discrepancies differ between
+  workloads: a few large ones make the RMS a poor 90 % scale); for temperatures the scatter of the
+  thermal steps around the Max_temp plane (C).
 
 How often measured values fall inside is checked on held-out workloads of the virtual GPUs and on the
 real Titan X applications (tests/test_intervals.py, tests/benchmarks/uncertainty_study.py).
@@ -100,20 +103,36 @@ def _max_temp_scatter_c(sec: Section) -> float | None:
     return float(math.sqrt(np.mean(np.square(r))))
 
 
-def discrepancy_sd(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame, column: str) -> np.ndarray:
-    """Standard deviation of the model's discrepancy for each row's ``column`` (module docstring); 0
-    where the fit recorded none."""
+def _relative_sd(stats: dict | None, level: float) -> float | None:
+    """Relative discrepancy as a Gaussian-equivalent standard deviation at ``level``: the empirical
+    quantile of |relative error| at that level over the normal quantile, where the fit kept quantiles
+    (interpolated between :data:`QUANTILE_LEVELS`, clamped at their ends), else the RMS."""
+    if not stats:
+        return None
+    q = stats.get("abs_rel_quantiles")
+    if q:
+        lv = np.array([float(k) for k in q])
+        order = np.argsort(lv)
+        val = float(np.interp(level, lv[order], np.array(list(q.values()), float)[order]))
+        return val / float(norm.ppf(0.5 + min(max(level, lv.min()), lv.max()) / 2.0))
+    return stats.get("discrepancy_rel")
+
+
+def discrepancy_sd(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame, column: str,
+                   level: float = DEFAULT_LEVEL) -> np.ndarray:
+    """Standard deviation of the model's discrepancy for each row's ``column`` (module docstring), as
+    seen at the interval ``level``; 0 where the fit recorded none."""
     from calib.model.predict import power_sections
 
     pred = out[column].to_numpy(float)
     sd = np.zeros(len(out))
     if column == "power_w_pred":
         for name, mask in power_sections(pf, df):
-            rel = (pf[name].stats.get("prediction") or {}).get("discrepancy_rel")
+            rel = _relative_sd(pf[name].stats.get("prediction"), level)
             if rel:
                 sd[mask] = rel * np.abs(pred[mask])
     elif column == "time_s_pred" and "timing" in pf:
-        rel = (pf["timing"].stats.get("prediction") or {}).get("discrepancy_rel")
+        rel = _relative_sd(pf["timing"].stats.get("prediction"), level)
         if rel:
             sd = rel * np.abs(pred)
     elif column == "temp_c_pred" and "thermal" in pf:
@@ -121,6 +140,57 @@ def discrepancy_sd(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame, colum
         if c:
             sd = np.full(len(out), c)
     return sd
+
+
+#: levels at which the discrepancy's empirical |relative error| quantiles are kept (intervals interpolate)
+QUANTILE_LEVELS = (0.5, 0.68, 0.8, 0.9, 0.95, 0.99)
+
+
+def prediction_stats(rel_errors: np.ndarray, n_groups: int,
+                     method: str = "RMS of leave-one-workload-out relative errors (linearised jackknife)"
+                     ) -> dict | None:
+    """The discrepancy of a model's predictions for workloads it was not fitted on, from relative errors
+    of workloads the fit did not see (held-out workloads, or training workloads left out one at a time):
+    their root mean square (``discrepancy_rel``) and the quantiles of their magnitude
+    (``abs_rel_quantiles``, at :data:`QUANTILE_LEVELS`), which intervals use -- discrepancies differ
+    between workloads, so their spread is not Gaussian. None with fewer than 3 errors."""
+    e = np.asarray(rel_errors, float)
+    e = e[np.isfinite(e)]
+    if len(e) < 3:
+        return None
+    q = np.quantile(np.abs(e), QUANTILE_LEVELS)
+    return {"discrepancy_rel": float(np.sqrt(np.mean(e ** 2))),
+            "abs_rel_quantiles": {f"{lv:g}": float(v) for lv, v in zip(QUANTILE_LEVELS, q)},
+            "n_rows": int(len(e)), "n_groups": int(n_groups), "method": method}
+
+
+#: fewest held-out workloads a section's discrepancy is taken from (else its own leave-one-out figure)
+MIN_HELDOUT_WORKLOADS = 3
+
+
+def set_heldout_discrepancy(pf: ParameterFile, held: pd.DataFrame, pred_w: np.ndarray) -> list[str]:
+    """Set each power section's prediction discrepancy (``fit.<section>.prediction``) from held-out
+    workloads: measured rows of workloads no fit has seen (``held``, with ``power_w`` and ``workload``),
+    ``pred_w`` their predicted power (W). A section gets the RMS of the relative errors of the rows it
+    predicts when they come from at least :data:`MIN_HELDOUT_WORKLOADS` workloads; a new workload is
+    more like those than like the fitted benchmarks left out one at a time. Returns the sections set."""
+    from calib.model.predict import power_sections
+
+    y = held["power_w"].to_numpy(float)
+    rel = (np.asarray(pred_w, float) - y) / y
+    names = held["workload"].astype(str).to_numpy()
+    done = []
+    for name, mask in power_sections(pf, held):
+        ok = mask & np.isfinite(rel)
+        n_w = len(set(names[ok]))
+        if n_w < MIN_HELDOUT_WORKLOADS:
+            continue
+        stats = prediction_stats(rel[ok], n_w, "relative errors on the campaign's held-out workloads "
+                                               "(application-like mixes the fit never saw)")
+        if stats is not None:
+            pf[name].stats["prediction"] = stats
+            done.append(name)
+    return done
 
 
 def add_intervals(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame,
@@ -134,7 +204,7 @@ def add_intervals(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame,
     psd = parameter_sd(pf, predict, columns)
     out = out.copy()
     for c in columns:
-        total = np.sqrt(psd[c] ** 2 + discrepancy_sd(pf, df, out, c) ** 2)
+        total = np.sqrt(psd[c] ** 2 + discrepancy_sd(pf, df, out, c, level) ** 2)
         stem = c[: -len("_pred")]
         pred = out[c].to_numpy(float)
         lo = pred - z * total
