@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calib.core.activity import DEFAULT_WARP_ISSUE_PER_CYCLE
 from calib.core.errors import BadInputError
 from calib.core.metrics import errors, mape, pct_errors
 from calib.fit.uncertainty import prediction_stats
@@ -480,7 +481,7 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
     fc0, fm0 = _default_clocks(rows, device)
     ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
     multi = len(np.unique(np.round(ratio, 6))) >= 2
-    issue0 = 1.0 / float(device.get("warp_issue_per_cycle") or 0.25)
+    issue0 = 1.0 / float(device.get("warp_issue_per_cycle") or DEFAULT_WARP_ISSUE_PER_CYCLE)
     init = {"issue_cycles": issue0, "mem_ld_cycles": 400.0, "departure_del_coal_cycles": 10.0,
             "dram_del_coal_mem_cycles": 1.5, "launch_overhead_s": 5e-6, "inst_lat_cycles": 8.0}
     if multi:

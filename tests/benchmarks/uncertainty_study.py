@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     allrows: list[dict] = []
+    allivl: list[dict] = []
     for preset in a.presets.split(","):
         dirs = sorted((Path(a.sessions) / preset).glob("s*"), key=lambda d: int(d.name[1:]))[: a.max_seeds]
         rows: list[dict] = []
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += r
             ivl += interval_rows(preset, int(d.name[1:]), pf, fit.samples)
         allrows += rows
+        allivl += ivl
         for sec in ("power", "thermal", "timing"):
             sub = [r for r in rows if r["parameter"].startswith(sec + ".")]
             if sub:
@@ -140,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     c1, _ = coverage(allrows, "z_total")
     print(f"ALL {n} parameter fits: within 2 stderr {100 * c0:.1f}%, within 2 stderr_total {100 * c1:.1f}%")
     if a.json:
-        Path(a.json).write_text(json.dumps(allrows, indent=1))
+        Path(a.json).write_text(json.dumps({"parameters": allrows, "intervals": allivl}, indent=1))
     return 0
 
 
