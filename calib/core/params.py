@@ -227,9 +227,12 @@ class Section:
         sec = {"model": self.model, **copy.deepcopy(self.structure),
                "parameters": {n: p.to_json() for n, p in self.params.items()}}
         fit = dict(copy.deepcopy(self.stats))
-        fit["stderr"] = {n: _finite(p.stderr) for n, p in self.params.items() if p.vary}
+        # fixed parameters carry a standard error only when they are measured inputs (e.g. an idle power a
+        # section is referred to); a value entered by hand has none
+        fit["stderr"] = {n: _finite(p.stderr) for n, p in self.params.items() if p.vary or p.stderr is not None}
         if any(p.stderr_total is not None for p in self.params.values() if p.vary):
-            fit["stderr_total"] = {n: _finite(p.stderr_total) for n, p in self.params.items() if p.vary}
+            fit["stderr_total"] = {n: _finite(p.stderr_total) for n, p in self.params.items()
+                                   if p.vary or p.stderr_total is not None}
         if self.covariance is not None:
             fit["covariance"] = self.covariance.to_json()
         if self.covariance_total is not None:

@@ -79,8 +79,11 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         from calib.segment import ambient_temp_c
 
         # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
+        ip = idle["power_w"].to_numpy(float)
+        ip_se = float(np.std(ip, ddof=1) / math.sqrt(len(ip))) if len(ip) > 1 else None
         pf["thermal_network"] = ThermalNetworkFitter().fit(
-            steps, it, float(idle["power_w"].mean()), idle_temp_se=it_se, fan=fan_sweep(sess, power),
+            steps, it, float(idle["power_w"].mean()), idle_temp_se=it_se, idle_power_se=ip_se,
+            fan=fan_sweep(sess, power),
             device_slowdown_c=dev.get("slowdown_temp_c"), ambient_temp_c=ambient_temp_c(sess)).section_
         correction = {"sigma_w_per_c": pf["thermal"].value("sigma_w_per_c"),
                       "idle_temp_c": pf["thermal"].value("idle_temp_c")}

@@ -26,7 +26,7 @@ from calib.core.metrics import errors
 from calib.fit.core import fit_lsq
 from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Constraint, Estimator, number
-from calib.fit.uncertainty import apply_total, total_covariance
+from calib.fit.uncertainty import apply_total, ar1_inflation, total_covariance
 from calib.segment import ThermalStep
 from calib.core.units import mem_intensity
 
@@ -139,7 +139,12 @@ class ThermalFitter(Estimator):
         res = fit_lsq(sig_model, [Param("sigma_w_per_c", 0.3, "W/C", 0.0, 100.0,
                                         description="static power rise per degree (eq. 22)")]
                       + [Param(f"c{k}", float(np.mean(ys[k])) if len(ys[k]) else 0.0, "W") for k in range(ng)], y)
-        params.append(res.by_name()["sigma_w_per_c"])
+        sig_p = res.by_name()["sigma_w_per_c"]
+        if sig_p.stderr:
+            # the drift samples are a time series, one per second: not independent (ar1_inflation)
+            resid = res.yhat - res.y
+            sig_p.stderr *= math.sqrt(ar1_inflation([resid[g == k] for k in range(ng)]))
+        params.append(sig_p)
         # form terms of the total uncertainty (see _jackknife_total): leakage is not linear in temperature,
         # so "the" slope depends on the range it is taken over: with a curvature term, the local slope
         # varies by 2 s2 dT across the measured range; half that spread is one standard error

@@ -54,6 +54,7 @@ from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Estimator, number, optional, options
 from calib.fit.core import fit_lsq
 from calib.fit.thermal import fan_power
+from calib.fit.uncertainty import ar1_inflation
 from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
                                          cauer_of, runaway_power_w, steady_state)
 from calib.segment import ThermalStep
@@ -275,10 +276,7 @@ def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | N
         off += m_
     # residuals are not white (quantized sensor, model error): scale the covariance for their lag-1
     # autocorrelation (effective number of independent points)
-    num = sum(float(np.sum(p[1:] * p[:-1])) for p in parts if len(p) > 1)
-    den = sum(float(np.sum(p * p)) for p in parts)
-    rho = float(np.clip(num / den, 0.0, 0.98)) if den > 0 else 0.0
-    infl = (1.0 + rho) / (1.0 - rho)
+    infl = ar1_inflation(parts)
     order = np.argsort(tau)
     net_names = [names.foster_r(i + 1) for i in range(n)] + [names.foster_tau(i + 1) for i in range(n)] + [names.R_DIRECT]
     cov = None
@@ -345,6 +343,14 @@ def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None)
         expo = fit_lsq(lambda v: icpt(v) + v[names.LEAK_EXP_AMP] * np.expm1(v[names.LEAK_EXP_K] * x),
                        [Param(names.LEAK_EXP_AMP, sig / 0.02, "W", 0.0, 5000.0),
                         Param(names.LEAK_EXP_K, 0.02, "1/C", 1e-4, 0.5)] + starts, y)
+    # the samples are time series (one per second per step): scale the standard errors for their lag-1
+    # autocorrelation, as for the poles (ar1_inflation)
+    for fit in (lin, expo):
+        resid = fit.yhat - fit.y
+        f = math.sqrt(ar1_inflation([resid[g == k] for k in range(-1, ng)]))
+        for p in fit.params:
+            if p.stderr:
+                p.stderr *= f
     out["linear"] = lin
     out["exponential"] = expo
     out["n"] = int(len(y))
@@ -390,9 +396,10 @@ class ThermalNetworkFitter(Estimator):
         self.slowdown_temp_c = slowdown_temp_c
 
     def fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_power_w: float, *,
-            idle_temp_se: float | None = None, fan: pd.DataFrame | None = None,
+            idle_temp_se: float | None = None, idle_power_se: float | None = None, fan: pd.DataFrame | None = None,
             device_slowdown_c: float | None = None, ambient_temp_c: float | None = None) -> "ThermalNetworkFitter":
-        """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W), the idle
+        """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W; its standard
+        error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
         fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""
         self._validate_settings()
         if not steps:
@@ -470,8 +477,10 @@ class ThermalNetworkFitter(Estimator):
         cov = Covariance(tuple(cov_names), f.cov) if f.cov is not None else None
         params.insert(0, Param("idle_temp_c", float(idle_temp_c), "C", 0.0, 125.0, True, stderr=idle_temp_se,
                                stderr_total=idle_temp_se, description="idle temperature the rises are measured from"))
-        params.insert(1, Param("idle_power_w", float(idle_power_w), "W", 0.0, 10000.0, False,
-                               description="idle board power the network's input is measured from"))
+        params.insert(1, Param("idle_power_w", float(idle_power_w), "W", 0.0, 10000.0, False, stderr=idle_power_se,
+                               stderr_total=idle_power_se,
+                               description="idle board power the network's input is measured from (measured mean, "
+                                           "not fitted: its standard error is the mean's)"))
         # leakage
         fan_w = fan_power(fan, idle_temp_c)
         lk = _leak_fit(data, self.leak_skip_s, None if fan_w is None else fan_w.value)

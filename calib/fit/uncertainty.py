@@ -118,29 +118,39 @@ def refit_jackknife(refit, groups: np.ndarray, names: Sequence[str], keep: Seque
 
 def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var: Sequence[float] | None = None
                      ) -> np.ndarray | None:
-    """``stat + max(0, jack - stat)`` on the diagonal (off-diagonal: the jackknife's where it is larger)
-    plus the form variances; None without a statistical covariance."""
+    """The smallest covariance at least as large as both ``stat`` and ``jack`` along every direction
+    built from them: ``stat + (jack - stat)+``, where ``(.)+`` keeps the positive eigenvalues of the
+    difference (Loewner order: ``out - stat`` and ``out - jack`` are both positive semidefinite), plus the
+    form variances on the diagonal; None without a statistical covariance. Mixing the two matrices
+    element by element (the larger variance's correlations) was not a covariance: it had negative
+    eigenvalues, and the combinations read from it (:func:`determined_combinations`) were noise."""
     if stat is None:
         return None
     s = np.array(stat.matrix, float)
     out = s.copy()
     if jack is not None and np.all(np.isfinite(jack)):
-        sd_s = np.sqrt(np.clip(np.diag(s), 0, None))
-        sd_j = np.sqrt(np.clip(np.diag(jack), 0, None))
-        sd = np.maximum(sd_s, sd_j)
-        # correlations from whichever estimate has the larger variance, variances the larger of the two
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr_j = jack / np.outer(sd_j, sd_j)
-            corr_s = s / np.outer(sd_s, sd_s)
-        use_j = sd_j > sd_s
-        corr = np.where(np.logical_or.outer(use_j, use_j), corr_j, corr_s)
-        corr = np.nan_to_num(corr, nan=0.0)
-        np.fill_diagonal(corr, 1.0)
-        out = corr * np.outer(sd, sd)
-        out[~np.isfinite(s)] = np.nan
+        bad = ~np.isfinite(s)
+        s0 = np.where(bad, 0.0, s)
+        d = np.asarray(jack, float) - s0
+        d = 0.5 * (d + d.T)
+        w, v = np.linalg.eigh(d)
+        out = s0 + (v * np.clip(w, 0.0, None)) @ v.T
+        out[bad] = np.nan
     if form_var is not None:
         out = out + np.diag(np.asarray(form_var, float))
     return out
+
+
+def ar1_inflation(parts: Sequence[np.ndarray]) -> float:
+    """Variance inflation ``(1 + rho) / (1 - rho)`` for residual series with lag-1 autocorrelation
+    ``rho`` (pooled over the series in ``parts``, clipped to [0, 0.98]): time series of a quantized
+    sensor and a model error are not white noise, and a least-squares covariance that counts every
+    sample as independent understates how much a refit on another run moves (effective number of
+    independent points ``n (1 - rho) / (1 + rho)``)."""
+    num = sum(float(np.sum(p[1:] * p[:-1])) for p in parts if len(p) > 1)
+    den = sum(float(np.sum(p * p)) for p in parts)
+    rho = float(np.clip(num / den, 0.0, 0.98)) if den > 0 else 0.0
+    return (1.0 + rho) / (1.0 - rho)
 
 
 def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.ndarray | None) -> None:
@@ -192,51 +202,66 @@ def row_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table
 
 
 def determined_combinations(cov: Covariance, values: dict[str, float], total: dict[str, float] | None = None,
-                            corr_limit: float = 0.95) -> list[dict]:
-    """What the campaign determines where it does not separate parameters: groups of fitted parameters
-    whose statistical estimates are correlated beyond ``corr_limit`` (connected by |r| >= limit), and for
-    each group the combination ``sum_i w_i p_i`` with the smallest relative uncertainty (the eigenvector
-    of the group's correlation matrix with the smallest eigenvalue, in units of each parameter's
-    standard error; weights scaled so that the largest is 1). Returns ``[{"parameters", "weights",
-    "value", "stderr", "stderr_total"}]``: the file states these, and ``calib diff`` tests the
-    combination instead of its members. ``total``: the parameters' total standard errors, to scale the
-    combination's total uncertainty by the same factor as its members' (a rough but conservative
-    transfer)."""
-    C = cov.matrix
+                            corr_limit: float = 0.95, member_share: float = 0.1) -> list[dict]:
+    """What the campaign determines where it does not separate parameters. The directions along which
+    the standardized estimates are tied (eigenvectors of the correlation matrix with an eigenvalue below
+    ``1 - corr_limit``: for two parameters, a correlation beyond ``corr_limit``) name the parameters that
+    take part in them (a squared loading of at least ``member_share``); parameters that share such a
+    direction form one group. For each group, the combination ``sum_i w_i p_i`` with the smallest relative
+    uncertainty (the eigenvector of the group's correlation matrix with the smallest eigenvalue, in units
+    of each parameter's standard error; weights scaled so that the largest is 1). Returns ``[{"parameters",
+    "weights", "value", "stderr", "stderr_total"}]``: the file states these, and ``calib diff`` tests the
+    combination instead of its members. Grouping by chains of pairwise correlations instead joined most
+    of a power section into one group (every pair of a long chain is correlated, the ends are not), so
+    nothing of it was tested. ``total``: the parameters' total standard errors, to scale the combination's
+    total uncertainty by the same factor as its members' (a rough but conservative transfer)."""
+    C = np.array(cov.matrix, float)
     names = list(cov.names)
     sd = np.sqrt(np.clip(np.diag(C), 0, None))
-    ok = np.isfinite(sd) & (sd > 0)
+    ok = np.where(np.isfinite(sd) & (sd > 0) & np.all(np.isfinite(C), axis=1))[0]
+    if len(ok) < 2:
+        return []
     with np.errstate(invalid="ignore", divide="ignore"):
-        R = C / np.outer(sd, sd)
-    n = len(names)
-    adj = [[j for j in range(n) if j != i and ok[i] and ok[j] and abs(R[i, j]) >= corr_limit] for i in range(n)]
-    seen: set[int] = set()
-    out = []
-    for i in range(n):
-        if i in seen or not adj[i]:
+        R = C[np.ix_(ok, ok)] / np.outer(sd[ok], sd[ok])
+    R = 0.5 * (R + R.T)
+    lam, vec = np.linalg.eigh(R)
+    parent = list(range(len(ok)))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    tied: set[int] = set()
+    for k in np.where(lam < 1.0 - corr_limit)[0]:
+        members = [int(i) for i in np.where(vec[:, k] ** 2 >= member_share)[0]]
+        if len(members) < 2:
             continue
-        comp, todo = [], [i]
-        while todo:
-            k = todo.pop()
-            if k in seen:
-                continue
-            seen.add(k)
-            comp.append(k)
-            todo += adj[k]
-        comp.sort()
+        tied.update(members)
+        for m in members[1:]:
+            parent[find(m)] = find(members[0])
+    comps: dict[int, list[int]] = {}
+    for i in sorted(tied):
+        comps.setdefault(find(i), []).append(i)
+    out = []
+    for comp in comps.values():
+        if len(comp) < 2:
+            continue
         w_eval, w_vec = np.linalg.eigh(R[np.ix_(comp, comp)])
         v = w_vec[:, int(np.argmin(w_eval))]
-        w = v / sd[comp]
+        idx = [int(ok[i]) for i in comp]
+        w = v / sd[idx]
         w = w / w[int(np.argmax(np.abs(w)))]
-        sub = C[np.ix_(comp, comp)]
+        sub = C[np.ix_(idx, idx)]
         se = float(np.sqrt(max(w @ sub @ w, 0.0)))
         ratio = 1.0
         if total:
-            rs = [total.get(names[k], sd[k]) / sd[k] for k in comp if total.get(names[k])]
+            rs = [total.get(names[k], sd[k]) / sd[k] for k in idx if total.get(names[k])]
             ratio = max(rs) if rs else 1.0
-        out.append({"parameters": [names[k] for k in comp],
-                    "weights": {names[k]: float(x) for k, x in zip(comp, w)},
-                    "value": float(sum(w[j] * values[names[k]] for j, k in enumerate(comp))),
+        out.append({"parameters": [names[k] for k in idx],
+                    "weights": {names[k]: float(x) for k, x in zip(idx, w)},
+                    "value": float(sum(w[j] * values[names[k]] for j, k in enumerate(idx))),
                     "stderr": se, "stderr_total": se * ratio})
     return out
 

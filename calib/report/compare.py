@@ -267,8 +267,11 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
             if name not in pn:
                 continue
             b = pn[name]
-            ch = ParamChange(sec, name, b.unit, a.value, b.value, a.stderr if a.vary else None,
-                             b.stderr if b.vary else None)
+            # a fixed parameter with a standard error is a measured input (e.g. the idle power a section is
+            # referred to): tested with that; without one it is an exact value entered by hand
+            ch = ParamChange(sec, name, b.unit, a.value, b.value, a.stderr if a.vary or a.stderr else None,
+                             b.stderr if b.vary or b.stderr else None)
+            exact_a, exact_b = not a.vary and not a.stderr, not b.vary and not b.stderr
             if a.unit != b.unit:
                 ch.verdict, ch.reason = "not comparable", f"unit changed ({a.unit} -> {b.unit})"
             elif name in blocked:
@@ -279,7 +282,7 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
                 ch.verdict, ch.reason = "unchanged", ("fixed in both files" if not a.vary and not b.vary else "")
             elif a.vary and b.vary and a.at_bound() and a.at_bound() == b.at_bound():
                 ch.verdict, ch.reason = "unchanged", f"at its {a.at_bound()} bound in both files"
-            elif not a.vary and not b.vary:
+            elif exact_a and exact_b:
                 ch.verdict, ch.reason = "significant", "fixed in both files: an exact value changed"
             elif (a.vary and not a.stderr) or (b.vary and not b.stderr):
                 # a fitted parameter without a usable standard error: on a bound, not identifiable, or a
