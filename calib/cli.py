@@ -45,6 +45,7 @@ VERBS: dict[str, str] = {
     "publish": "publish",
     "verify-bundle": "verify_bundle",
     "fleet": "fleet",
+    "hotspot": "hotspot",
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -8,7 +8,8 @@ HELP = "write a static HTML report (plots, parameter table, warnings, provenance
 DESCRIPTION = (
     "Write DIR/index.html and its figures (DIR/fig/*.png): measured vs predicted power per workload, the power "
     "breakdown by unit, access rates, the fitted access-rate functions over the data, temperature steps with the "
-    "fitted rise/decay curves, power and perf/W vs active SMs with the optimum, the DVFS voltage curves, residual "
+    "fitted rise/decay curves, the floorplan heat map (a generic floorplan, or --floorplan), power and perf/W vs "
+    "active SMs with the optimum, the DVFS voltage curves, residual "
     "plots, every parameter with unit, standard error and bounds, fit warnings and provenance. The page has no "
     "scripts and needs no server or network: open DIR/index.html from disk. "
     "The data behind the parameter file are found from its provenance: the samples table beside it "
@@ -26,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernels", default=None, metavar="KERNELS",
                    help="kernel descriptions (JSON) or kernel table (CSV): adds their category map (thesis ch. V) "
                         "and their host-device copy breakdown")
+    p.add_argument("--floorplan", default=None, metavar="FLP",
+                   help="HotSpot floorplan (.flp) for the heat map instead of the generic one built from the die-area "
+                        "priors: every unit with power needs a block named like it or '<prefix>_<unit>' blocks")
     p.add_argument("--no-discover", action="store_true",
                    help="do not look for the samples table and session; report the parameter file alone "
                         "(plus --samples/--session when given)")
@@ -39,7 +43,20 @@ def run(args: argparse.Namespace) -> int:
     from calib.report.html import write_report
     from calib.report.inputs import load_inputs
 
+    fp = None
+    if args.floorplan is not None:  # refused before any work: overlapping or gapped blocks
+        from calib.model.floorplan import read_flp
+
+        fp = read_flp(args.floorplan)
     inp = load_inputs(args.source, samples=args.samples, session=args.session, discover=not args.no_discover)
+    if fp is not None:
+        from pathlib import Path
+
+        if inp.params.model_of("power") == "ipp":  # a unit that can have power must have a block
+            from calib.model.floorplan import check_units_placed, ipp_powered_units
+
+            check_units_placed(fp, ipp_powered_units(inp.params["power"]), str(args.floorplan))
+        inp.floorplan, inp.floorplan_path = fp, Path(args.floorplan)
     if args.kernels is not None:
         from calib.commands.advise import read_kernels
 

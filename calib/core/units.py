@@ -46,6 +46,14 @@ POWER_UNITS: tuple[str, ...] = (
 #: Units whose MaxPower is chip-level rather than per SM (shared L2 and the DRAM interface).
 CHIP_UNITS: frozenset[str] = frozenset({"l2", "global", "local"})
 
+#: Relative die-area priors (GT200-class floorplan estimates, per SM; chip units per chip): they seed
+#: MaxPower in the power fit (the share of a unit in the runtime power of a kernel that saturates it) and
+#: size the blocks of the generic floorplan (:func:`calib.model.floorplan.ipp_floorplan`).
+DIE_AREA_PRIOR: dict[str, float] = {
+    "fp": 0.20, "dp": 0.25, "int": 0.25, "sfu": 0.5, "tensor": 1.0, "alu": 0.2, "reg": 0.3, "fds": 0.5,
+    "shared": 1.0, "const": 0.4, "tex": 0.9, "l1": 1.0, "l2": 10.0, "global": 50.0, "local": 50.0,
+}
+
 #: Memory instructions for IPP eq. (20), MemAccess_intensity = Memory_Insts / NonMemory_Insts.
 MEMORY_CLASSES: frozenset[str] = frozenset({"l1", "l2", "global", "local"})
 

@@ -56,14 +56,8 @@ from calib.fit.uncertainty import (
 )
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
-from calib.core.units import CHIP_UNITS, in_memory_domain
+from calib.core.units import CHIP_UNITS, DIE_AREA_PRIOR, in_memory_domain
 
-#: relative die-area priors (GT200-class floorplan estimates, per SM; chip units per chip), used only
-#: to seed MaxPower: the share of a unit in the runtime power of a kernel that saturates it.
-DIE_AREA_PRIOR: dict[str, float] = {
-    "fp": 0.20, "dp": 0.25, "int": 0.25, "sfu": 0.5, "tensor": 1.0, "alu": 0.2, "reg": 0.3, "fds": 0.5,
-    "shared": 1.0, "const": 0.4, "tex": 0.9, "l1": 1.0, "l2": 10.0, "global": 50.0, "local": 50.0,
-}
 EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and bursts, not power benchmarks
 
 

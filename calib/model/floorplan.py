@@ -7,7 +7,9 @@
 - :func:`block_powers`: a per-unit power breakdown (W) placed on the blocks: a unit's power goes to the
   block named like the unit or to the blocks named ``<anything>_<unit>`` (split by area); power of no unit
   (idle, activation, constant per SM) is spread over the die by area. A unit with power and no block is
-  refused, naming it.
+  refused, naming it. :func:`ipp_block_powers` does this for every row of a table from a parameter file's
+  IPP breakdown (the report's heat map and ``calib hotspot`` share it); :func:`ipp_floorplan` is the
+  generic floorplan of its power section.
 - :class:`GridSolver`: the die as a grid of ``rows x cols`` cells (or one node per block,
   ``mode="block"``) with lateral conduction in silicon, each cell joined through its share of the fitted
   network's direct resistance to the first node of the fitted Cauer ladder, which runs to ambient
@@ -201,6 +203,19 @@ def generic_floorplan(units: Sequence[str], sm_count: int, chip_units: Sequence[
     return check_floorplan(Floorplan(tuple(blocks)), "generic floorplan")
 
 
+def unit_blocks(fp: Floorplan, unit: str) -> list[str]:
+    """The blocks that take a unit's power: the block named like the unit and those named ``<anything>_<unit>``."""
+    return [b.name for b in fp.blocks if b.name == unit or b.name.endswith("_" + unit)]
+
+
+def check_units_placed(fp: Floorplan, units: Sequence[str], source: str = "floorplan") -> None:
+    """BadInputError naming the first of ``units`` that has no block in ``fp`` (:func:`unit_blocks`)."""
+    for u in units:
+        if not unit_blocks(fp, u):
+            raise BadInputError(f"{source}: unit {u!r} has no block in the floorplan "
+                                f"(name a block {u!r} or '<prefix>_{u}')")
+
+
 def block_powers(fp: Floorplan, unit_power_w: Mapping[str, float], background_w: float = 0.0,
                  source: str = "power breakdown") -> dict[str, float]:
     """Power (W) of every block (module docstring). BadInputError naming a unit with power and no block."""
@@ -210,7 +225,7 @@ def block_powers(fp: Floorplan, unit_power_w: Mapping[str, float], background_w:
     for u, p in unit_power_w.items():
         if not p:
             continue
-        targets = [b.name for b in fp.blocks if b.name == u or b.name.endswith("_" + u)]
+        targets = unit_blocks(fp, u)
         if not targets:
             raise BadInputError(f"{source}: unit {u!r} ({p:.3g} W) has no block in the floorplan "
                                 f"(name a block {u!r} or '<prefix>_{u}')")
@@ -218,6 +233,65 @@ def block_powers(fp: Floorplan, unit_power_w: Mapping[str, float], background_w:
         for t in targets:
             out[t] += p * area[t] / a
     return out
+
+
+# -- the fitted IPP power on a floorplan ---------------------------------------------------------------------
+
+def ipp_floorplan(power: Any, die_side_m: float = 0.024) -> Floorplan:
+    """The generic floorplan (:func:`generic_floorplan`) of an IPP power section (:class:`calib.core.params.Section`):
+    its units (those of scope ``chip`` in the band), its SM count and the die-area priors of the power fit
+    (:data:`calib.core.units.DIE_AREA_PRIOR`)."""
+    from calib.core.units import DIE_AREA_PRIOR
+
+    st = power.structure
+    units = list(st["units"])
+    chip = [u for u, spec in st["units"].items() if spec.get("scope") == "chip"]
+    return generic_floorplan(units, int(st["sm_count"]), chip, DIE_AREA_PRIOR, die_side_m)
+
+
+def ipp_powered_units(power: Any) -> list[str]:
+    """The units of an IPP power section whose MaxPower is not 0: those a kernel can give power."""
+    from calib.core import names
+
+    return [u for u in power.structure["units"] if power.value(names.max_power(u), 0.0) != 0.0]
+
+
+def ipp_block_powers(pf: Any, fp: Floorplan, df: Any, total_w: Any = None,
+                     source: str = "samples table") -> Any:
+    """Power (W) of every block of ``fp`` for every row of ``df``: a DataFrame with ``df``'s index and one
+    column per block (``fp.names`` order). A row's IPP per-unit power
+    (:meth:`calib.model.ipp.IppPowerModel.breakdown` of ``pf``'s IPP power section) is placed with
+    :func:`block_powers`; the rest of its total ``total_w`` (W per row; default: the predicted power,
+    :func:`calib.model.predict.predict_power`) -- idle, activation and constant per-SM power, and what a DVFS
+    section adds for rows off the default clocks -- is spread over the die by area. So every row sums to its
+    total. BadInputError (naming ``source``) for a unit with power and no block."""
+    import pandas as pd
+
+    from calib.model.ipp import IppPowerModel
+
+    if pf.model_of("power") != "ipp":
+        raise BadInputError(f"{source}: the parameter file has no IPP power section (power model "
+                            f"{pf.model_of('power')!r}); the floorplan needs the per-unit power breakdown")
+    if total_w is None:
+        from calib.model.predict import predict_power
+
+        total_w = predict_power(pf, df, source)
+    total = np.asarray(total_w, dtype=float).reshape(len(df))
+    bd = IppPowerModel.from_file(pf).breakdown(df)
+    unit_w = {u: bd[u].to_numpy(dtype=float) for u in pf["power"].structure["units"] if u in bd.columns}
+    names = fp.names
+    share = block_powers(fp, {}, background_w=1.0)
+    rest = total - (np.sum(list(unit_w.values()), axis=0) if unit_w else 0.0)
+    out = np.outer(rest, [share[n] for n in names])
+    # block_powers is linear in a unit's power: place each unit once (at its largest power, which the
+    # refusal of a unit without a block then names) and scale it for every row
+    for u, w in unit_w.items():
+        if not np.any(np.nan_to_num(w)):  # a row without a prediction (NaN) is the caller's to name
+            continue
+        p0 = float(w[np.nanargmax(np.abs(w))])
+        placed = block_powers(fp, {u: p0}, source=source)
+        out += np.outer(w / p0, [placed[n] for n in names])
+    return pd.DataFrame(out, index=df.index, columns=names)
 
 
 # -- power traces ---------------------------------------------------------------------------------------------
@@ -421,12 +495,15 @@ HOTSPOT_DEFAULTS: dict[str, float] = {
 }
 
 
-def hotspot_config(net: Any, fp: Floorplan, ambient_c: float, sampling_s: float = 1.0) -> dict[str, Any]:
+def hotspot_config(net: Any, fp: Floorplan, ambient_c: float, sampling_s: float = 1.0,
+                   grid: int | None = None) -> dict[str, Any]:
     """A HotSpot configuration (``-key value``) whose package comes from the fitted network: the
     convection resistance is the network's total resistance less HotSpot's conduction through die,
     interface, spreader and sink (at HotSpot's default geometry); the convection capacitance is the fitted
     Cauer capacitance beyond the first node, divided by HotSpot's C_FACTOR (which it applies again), and
-    the sink's volumetric heat capacity carries the first node's capacitance. Temperatures in K."""
+    the sink's volumetric heat capacity carries the first node's capacitance. Temperatures in K;
+    ``sampling_s``: the power trace's interval (s). HotSpot's block model, or with ``grid`` its grid
+    model at ``grid`` x ``grid`` cells."""
     from calib.model.thermal_network import foster_to_cauer
 
     d = dict(HOTSPOT_DEFAULTS)
@@ -442,7 +519,8 @@ def hotspot_config(net: Any, fp: Floorplan, ambient_c: float, sampling_s: float 
     d["r_convec"] = r_conv
     d["c_convec"] = c_rest / C_FACTOR
     d.update({"ambient": ambient_c + 273.15, "init_temp": ambient_c + 273.15, "sampling_intvl": sampling_s,
-              "model_type": "block", "grid_rows": 64, "grid_cols": 64, "leakage_used": 0})
+              "model_type": "block" if grid is None else "grid", "grid_rows": 64 if grid is None else int(grid),
+              "grid_cols": 64 if grid is None else int(grid), "leakage_used": 0})
     return d
 
 

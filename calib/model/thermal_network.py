@@ -156,6 +156,13 @@ class FosterNetwork:
         return temp, power
 
 
+def network_ambient_c(sec: Section, net: FosterNetwork | None = None) -> float:
+    """The ambient temperature (C) of a fitted network: ``structure.ambient_temp_c`` (logged by a sensor, or
+    inferred by the fit as idle temperature - R_total x idle power); files without it: the idle temperature."""
+    net = net if net is not None else FosterNetwork.from_section(sec)
+    return float(sec.structure.get("ambient_temp_c", net.idle_temp_c))
+
+
 def _check_trace(time_s: Any, power_w: Any, where: str = "trace") -> tuple[np.ndarray, np.ndarray]:
     t = np.asarray(time_s, dtype=float)
     p = np.asarray(power_w, dtype=float)

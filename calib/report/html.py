@@ -243,7 +243,8 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
     pf = inp.params
     notes: list[str] = list(inp.notes)
     samples = with_predictions(pf, inp.samples, notes) if inp.samples is not None and "power" in pf else None
-    ctx = Context(pf, samples, inp.session, notes)
+    ctx = Context(pf, samples, inp.session, notes, floorplan=inp.floorplan,
+                  floorplan_source=inp.floorplan_path.name if inp.floorplan_path is not None else "")
     (out_dir / FIG_DIR).mkdir(parents=True, exist_ok=True)
     drawn, skipped, blocks = [], [], []
     for spec in FIGURES:

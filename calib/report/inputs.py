@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -45,6 +46,8 @@ class ReportInputs:
     session: Session | None = None
     notes: list[str] = field(default_factory=list)
     kernels: pd.DataFrame | None = None   # kernel rows for the category map and copy breakdown (--kernels)
+    floorplan: Any = None                 # a user's floorplan for the heat map (--floorplan), else the generic one
+    floorplan_path: Path | None = None
 
 
 def _candidates(recorded: str, params_path: Path) -> list[Path]:

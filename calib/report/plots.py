@@ -52,6 +52,8 @@ class Context:
     samples: pd.DataFrame | None = None       # with power_w_pred added
     session: Any = None                        # calib.core.session.Session or None
     notes: list[str] = field(default_factory=list)
+    floorplan: Any = None                      # a user's calib.model.floorplan.Floorplan (--floorplan) or None
+    floorplan_source: str = ""                 # where it came from (its file name), for captions and errors
     _steps: Any = None
 
     @property
@@ -684,28 +686,23 @@ def fig_floorplan(ctx: Context) -> tuple[Figure, str]:
         raise Skip("the parameter file has no thermal_network section")
     if not ctx.ipp:
         raise Skip("the floorplan heat map needs the IPP power breakdown")
-    from calib.fit.ipp import DIE_AREA_PRIOR
-    from calib.model.floorplan import block_powers, generic_floorplan, solver_for
-    from calib.model.ipp import IppPowerModel
-    from calib.model.thermal_network import FosterNetwork
+    from calib.model.floorplan import ipp_block_powers, ipp_floorplan, solver_for
+    from calib.model.thermal_network import FosterNetwork, network_ambient_c
 
     df = default_rows(ctx)
     df = df[df["role"].astype(str) != "idle"] if "role" in df.columns else df
     if not len(df):
         raise Skip("no workload rows to place on the floorplan")
     row = df.loc[[df["power_w_pred"].astype(float).idxmax()]]
-    st = ctx.power.structure
-    units = list(st["units"])
-    chip = [u for u, spec in st["units"].items() if spec.get("scope") == "chip"]
-    fp = generic_floorplan(units, int(st["sm_count"]), chip, DIE_AREA_PRIOR)
-    bd = IppPowerModel.from_file(ctx.params).breakdown(row).iloc[0]
-    unit_w = {u: float(bd[u]) for u in units if u in bd.index}
+    user = ctx.floorplan is not None
+    fp = ctx.floorplan if user else ipp_floorplan(ctx.power)
     total_w = float(row["power_w_pred"].iloc[0])
-    background = total_w - sum(unit_w.values())
+    bp = ipp_block_powers(ctx.params, fp, row, total_w=[total_w],
+                          source=ctx.floorplan_source or "floorplan").iloc[0].to_dict()
     net = FosterNetwork.from_section(ctx.params["thermal_network"])
-    amb = float(ctx.params["thermal_network"].structure.get("ambient_temp_c", net.idle_temp_c))
+    amb = network_ambient_c(ctx.params["thermal_network"], net)
     solver = solver_for(net, fp, rows=96, cols=96)
-    theta = solver.steady(block_powers(fp, unit_w, background))
+    theta = solver.steady(bp)
     tmap = amb + solver.die_map(theta)
     fig = Figure(figsize=(11, 6.2), layout="constrained")
     ax, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.25, 1]})
@@ -713,10 +710,12 @@ def fig_floorplan(ctx: Context) -> tuple[Figure, str]:
     im = ax.imshow(tmap, origin="lower", extent=(x0 * 1e3, x1 * 1e3, y0 * 1e3, y1 * 1e3), cmap="inferno")
     from matplotlib.patches import Rectangle
 
+    # name the chip-wide blocks of the generic floorplan; a user's blocks when few enough to read
+    label = (lambda b: not b.name.startswith("sm")) if not user else (lambda b: len(fp.blocks) <= 40)
     for b in fp.blocks:
         ax.add_patch(Rectangle((b.left_m * 1e3, b.bottom_m * 1e3), b.width_m * 1e3, b.height_m * 1e3, fill=False,
-                               lw=0.3 if b.name.startswith("sm") else 0.8, ec="white", alpha=0.6))
-        if not b.name.startswith("sm"):
+                               lw=0.8 if label(b) else 0.3, ec="white", alpha=0.6))
+        if label(b):
             ax.text((b.left_m + b.width_m / 2) * 1e3, (b.bottom_m + b.height_m / 2) * 1e3, b.name, ha="center",
                     va="center", fontsize=8, color="white")
     fig.colorbar(im, ax=ax, label="steady temperature, degC", shrink=0.85)
@@ -742,9 +741,11 @@ def fig_floorplan(ctx: Context) -> tuple[Figure, str]:
     ax2.set_title("\n".join(lines), fontsize=7, loc="left")
     fig.suptitle(f"Floorplan heat map ({len(fp.blocks)} blocks, 96 x 96 grid) and the {net.poles}-pole thermal network",
                  fontsize=10)
-    cap = ("Left: the fitted per-unit power of the hottest workload placed on a generic floorplan (die-area priors; "
-           "per-SM units in strips of every SM, chip-wide units along the bottom; idle and activation power spread "
-           "by area) and solved on a grid (silicon conduction, the network's direct resistance to its Cauer "
+    where = (f"the floorplan {ctx.floorplan_source} (a unit's power on the block named like it or its "
+             "'<prefix>_<unit>' blocks, by area" if user else
+             "a generic floorplan (die-area priors; per-SM units in strips of every SM, chip-wide units along the bottom")
+    cap = (f"Left: the fitted per-unit power of the hottest workload placed on {where}; idle and activation power "
+           "spread by area) and solved on a grid (silicon conduction, the network's direct resistance to its Cauer "
            "ladder). Right: the network's response to a 100 W step.")
     return fig, cap
 
