@@ -1,4 +1,4 @@
-"""calib report PARAMS.json [--session DIR] [--samples CSV] -o DIR"""
+"""calib report PARAMS.json [--session DIR] [--samples CSV] [--floorplan FLP] -o DIR"""
 
 from __future__ import annotations
 
