@@ -21,6 +21,17 @@ activities at that pair's predicted time, at one temperature for all pairs (:fun
 The recommendation minimises energy (or EDP) over the pairs whose time is within ``1 + max_slowdown``
 of the default pair's. Without a DVFS power model the IPP power model is used, which knows no
 voltage: the table then mostly reflects time, and a warning says so.
+
+**Time only** (objective ``time``; the only one a timing-only parameter file, with no ``power`` or
+``dvfs`` section, can answer: its clock table has ``time_s`` and ``slowdown`` at every pair and NaN
+power, energy and EDP). The recommendation is the *lowest clocks* whose predicted time is within
+``1 + max_slowdown`` of the default pair's: among those pairs, the one with the least
+``core_mhz / max core + mem_mhz / max mem`` (the maxima over the table's pairs), i.e. the most clock
+headroom in both domains together, each domain counted as a fraction of its own top clock; ties go
+to the smaller slowdown, then the lower core clock. Without a power model this is the best proxy for
+"least power at an acceptable time" (dynamic power rises with each domain's clock), and it leaves
+thermal and power-cap headroom for other work. The fastest pair (least predicted time) is reported
+beside it (:func:`fastest`).
 """
 
 from __future__ import annotations
@@ -39,8 +50,16 @@ from calib.model import mwp_cwp as M
 from calib.model import timing as T
 from calib.core.activity import basis_of, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
+from calib.core.units import SAME_CLOCK_REL
 
-OBJECTIVES = ("energy", "edp")
+OBJECTIVES = ("energy", "edp", "time")
+
+#: objectives that need a power model
+POWER_OBJECTIVES = ("energy", "edp")
+
+#: the clock table's note when the file has no power model
+NO_POWER_NOTE = ("no power model in the parameter file (no power or dvfs section): power, energy and EDP were not "
+                 "evaluated (time only)")
 
 
 def _quiet(fn, *a, **kw):
@@ -73,6 +92,12 @@ def dvfs_section(pf: ParameterFile) -> Section | None:
     if pf.model_of("power") == "dvfs":
         return pf["power"]
     return None
+
+
+def has_power_model(pf: ParameterFile) -> bool:
+    """Whether the file can predict power: it has a ``power`` or a ``dvfs`` section (a timing-only
+    file, e.g. from ``calib fit KERNELS.csv --timing``, has neither)."""
+    return "power" in pf or dvfs_section(pf) is not None
 
 
 def board_power(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, prefer_dvfs: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -178,8 +203,12 @@ def optimal_sms(pf: ParameterFile, kernel: pd.DataFrame, predictor: str | None =
             "table": table}
 
 
-def candidate_pairs(pf: ParameterFile, section: Section | None) -> list[tuple[float, float]]:
-    """Supported (core, memory) clock pairs, limited to the DVFS model's fitted clock range."""
+def candidate_pairs(pf: ParameterFile, section: Section | None,
+                    user_pairs: Sequence[tuple[float, float]] = ()) -> list[tuple[float, float]]:
+    """(core, memory) clock pairs to evaluate, MHz: every pair of the device's supported clocks in the
+    parameter file (else its default clocks, else the timing section's reference clocks), limited to the
+    DVFS model's fitted clock range when ``section`` is one, plus ``user_pairs`` (kept as given);
+    sorted, without duplicates. Works without any power section."""
     clocks = pf.device.get("clocks") or {}
     sup = clocks.get("supported") or {}
     core = sorted(float(c) for c in sup.get("core_mhz", []) or [clocks.get("core_mhz")] if c is not None)
@@ -188,22 +217,47 @@ def candidate_pairs(pf: ParameterFile, section: Section | None) -> list[tuple[fl
         vc, vm = section.structure["voltage"]["core"]["mhz"], section.structure["voltage"]["mem"]["mhz"]
         core = [c for c in core if min(vc) - 1e-6 <= c <= max(vc) + 1e-6] or core
         mem = [m for m in mem if min(vm) - 1e-6 <= m <= max(vm) + 1e-6] or mem
-    if not core or not mem:
-        raise BadInputError("the parameter file's device lists no clocks; cannot choose clocks")
-    return [(c, m) for c in core for m in mem]
+    if (not core or not mem) and "timing" in pf:
+        ts = T.compile_section(pf["timing"])
+        core, mem = core or [float(ts.ref_core_mhz)], mem or [float(ts.ref_mem_mhz)]
+    pairs = sorted({(c, m) for c in core for m in mem} | {(float(c), float(m)) for c, m in user_pairs})
+    if not pairs:
+        raise BadInputError("the parameter file's device lists no clocks and it has no timing section; "
+                            "cannot choose clocks")
+    return pairs
+
+
+def _snap_default(f0c: float, f0m: float, pairs: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """The default pair, moved onto the nearest candidate pair when that is the same clock level
+    (within :data:`calib.core.units.SAME_CLOCK_REL` in both domains): a fitted file's default clocks
+    can be requested ones while its supported levels are measured ones (e.g. 1107 vs 1105.8 MHz),
+    and one level should not appear twice in the table."""
+    near = [(abs(c - f0c) / f0c + abs(m - f0m) / f0m, (c, m)) for c, m in pairs
+            if abs(c - f0c) <= SAME_CLOCK_REL * f0c and abs(m - f0m) <= SAME_CLOCK_REL * f0m]
+    return min(near)[1] if near else (f0c, f0m)
 
 
 def clock_table(pf: ParameterFile, kernel: pd.DataFrame, pairs: Sequence[tuple[float, float]] | None = None,
                 predictor: str | None = None, anchored: bool = True, temp_c: float | None = None) -> pd.DataFrame:
     """Time, power, energy and EDP of one kernel at every (core, memory) pair (module docstring).
-    ``temp_c`` overrides the temperature the power model is evaluated at (:func:`kernel_temperature_c`)."""
+
+    ``pairs`` (MHz): the pairs to evaluate (default :func:`candidate_pairs`); the default pair is
+    added when missing. ``anchored``: scale from the kernel's measured ``time_s`` at its clocks, its
+    ILP set from that time when the description gives none (as ``calib predict --anchor``).
+    ``temp_c`` overrides the temperature the power model is evaluated at (:func:`kernel_temperature_c`).
+    Without a power model (:func:`has_power_model`) only ``time_s`` and ``slowdown`` are evaluated:
+    ``power_w``, ``idle_power_w``, ``energy_j`` and ``edp_js`` are NaN and a note says so. Columns:
+    ``core_mhz``, ``mem_mhz``, ``time_s`` (s), ``power_w``, ``idle_power_w`` (W), ``energy_j`` (J),
+    ``edp_js`` (J s), ``slowdown`` (fraction over the default pair's time), ``default``; attrs
+    ``notes``, ``time_from``, ``temperature`` (None without a power model), ``power``."""
     k = _one_kernel(kernel)
     sec = dvfs_section(pf)
+    powered = has_power_model(pf)
     pairs = list(pairs) if pairs is not None else candidate_pairs(pf, sec)
     clocks = pf.device.get("clocks") or {}
     ts = T.compile_section(pf["timing"])
-    f0c = float(clocks.get("core_mhz") or ts.ref_core_mhz)
-    f0m = float(clocks.get("mem_mhz") or ts.ref_mem_mhz)
+    f0c, f0m = _snap_default(float(clocks.get("core_mhz") or ts.ref_core_mhz),
+                             float(clocks.get("mem_mhz") or ts.ref_mem_mhz), pairs)
     if (f0c, f0m) not in pairs:
         pairs = [(f0c, f0m)] + pairs
     rows = pd.concat([k] * len(pairs), ignore_index=True)
@@ -216,27 +270,34 @@ def clock_table(pf: ParameterFile, kernel: pd.DataFrame, pairs: Sequence[tuple[f
         rows["active_sms"] = float(ts.sm_count)
     notes: list[str] = []
     if anchored and math.isfinite(base_t):
-        t, n1 = _quiet(T.predict_time_anchored, pf["timing"], rows, base_t, base_core, base_mem, predictor)
+        t, n1 = _quiet(T.predict_time_anchored, pf["timing"], rows, base_t, base_core, base_mem, predictor,
+                       infer_ilp=True)
         how = f"timing model, scaled from the measured {base_t:.6g} s at {base_core:g}/{base_mem:g} MHz"
     else:
         t, n1 = _quiet(T.predict_time, pf["timing"], rows, predictor)
         how = "timing model"
     notes += n1
-    if sec is None:
-        notes.append("no DVFS power model in the parameter file: power from the IPP model, which ignores "
-                     "voltage and clock changes (the choice then follows time only)")
-    temp, how_t = ((float(temp_c), f"{float(temp_c):g} C (given)") if temp_c is not None
-                   else kernel_temperature_c(pf, k, float(t[0])))
-    if temp is not None:
-        rows["temp_c"] = temp
-    elif sec is not None and sec.structure.get("temp_ref_c") is not None:
-        notes.append("no temperature for the kernel (no temp_c in the description, no thermal section): "
-                     "the DVFS model's leakage is evaluated at its reference temperature")
-    (p, p_idle), n2 = _quiet(board_power, pf, rows, t, True)
-    notes += n2
-    note = leakage_check(pf, sec)
-    if note and temp_c is None:
-        notes.append(note)
+    nan = np.full(len(rows), math.nan)
+    p, p_idle, how_t, power_from = nan, nan, None, None
+    if not powered:
+        notes.append(NO_POWER_NOTE)
+    else:
+        power_from = "DVFS" if sec is not None else "IPP"
+        if sec is None:
+            notes.append("no DVFS power model in the parameter file: power from the IPP model, which ignores "
+                         "voltage and clock changes (the choice then follows time only)")
+        temp, how_t = ((float(temp_c), f"{float(temp_c):g} C (given)") if temp_c is not None
+                       else kernel_temperature_c(pf, k, float(t[0])))
+        if temp is not None:
+            rows["temp_c"] = temp
+        elif sec is not None and sec.structure.get("temp_ref_c") is not None:
+            notes.append("no temperature for the kernel (no temp_c in the description, no thermal section): "
+                         "the DVFS model's leakage is evaluated at its reference temperature")
+        (p, p_idle), n2 = _quiet(board_power, pf, rows, t, True)
+        notes += n2
+        note = leakage_check(pf, sec)
+        if note and temp_c is None:
+            notes.append(note)
     out = pd.DataFrame({"core_mhz": rows["core_mhz"], "mem_mhz": rows["mem_mhz"], "time_s": t, "power_w": p,
                         "idle_power_w": p_idle, "energy_j": p * t, "edp_js": p * t * t})
     t0 = float(out.loc[(out["core_mhz"] == f0c) & (out["mem_mhz"] == f0m), "time_s"].iloc[0])
@@ -245,6 +306,7 @@ def clock_table(pf: ParameterFile, kernel: pd.DataFrame, pairs: Sequence[tuple[f
     out.attrs["notes"] = sorted(set(notes))
     out.attrs["time_from"] = how
     out.attrs["temperature"] = how_t
+    out.attrs["power"] = power_from
     return out
 
 
@@ -270,16 +332,38 @@ def kernel_temperature_c(pf: ParameterFile, kernel: pd.DataFrame, time_s: float)
 
 
 def recommend(table: pd.DataFrame, objective: str = "energy", max_slowdown: float = 0.1) -> pd.Series:
-    """The row of ``table`` with the least energy (J, or EDP in J s) among those within the slowdown bound.
+    """The recommended row of a :func:`clock_table` among those within the slowdown bound.
 
-    ``max_slowdown`` is a fraction of the reference time (0.1 = at most 10 % slower)."""
+    ``objective``: ``energy`` (least ``energy_j``, J), ``edp`` (least ``edp_js``, J s) or ``time`` (the
+    lowest clocks: least ``core_mhz / max core + mem_mhz / max mem`` over the table's pairs; ties: the
+    smaller slowdown, then the lower core clock; module docstring). ``max_slowdown`` is a fraction of
+    the default pair's time (0.1 = at most 10 % slower)."""
     if objective not in OBJECTIVES:
         raise BadInputError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     if not (max_slowdown >= 0):
         raise BadInputError(f"the slowdown bound must be >= 0 (a fraction, e.g. 0.1 for 10 %), not {max_slowdown!r}")
-    col = "energy_j" if objective == "energy" else "edp_js"
     ok = table[table["slowdown"] <= max_slowdown + 1e-12]
+    if objective == "time":
+        score = clock_score(table, ok).round(12)  # rounded: equal sums tie whatever the float noise
+        order = ok.assign(_score=score).sort_values(["_score", "slowdown", "core_mhz", "mem_mhz"], kind="stable")
+        return ok.loc[order.index[0]]
+    col = "energy_j" if objective == "energy" else "edp_js"
+    if ok[col].isna().all():
+        raise BadInputError(f"the clock table has no {col} (no power model); objective 'time' needs none")
     return ok.loc[ok[col].idxmin()]
+
+
+def clock_score(table: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.Series:
+    """``core_mhz / max core + mem_mhz / max mem`` of ``rows`` (default: every row), the maxima over
+    ``table``'s pairs: 2 at the top pair, lower with more clock headroom; objective ``time`` takes the
+    least (:func:`recommend`)."""
+    rows = table if rows is None else rows
+    return rows["core_mhz"] / table["core_mhz"].max() + rows["mem_mhz"] / table["mem_mhz"].max()
+
+
+def fastest(table: pd.DataFrame) -> pd.Series:
+    """The row of a :func:`clock_table` with the least predicted time (ties: the lower clocks)."""
+    return table.loc[table.sort_values(["time_s", "core_mhz", "mem_mhz"], kind="stable").index[0]]
 
 
 def leakage_check(pf: ParameterFile, section: Section | None, ratio: float = 5.0) -> str | None:
