@@ -166,3 +166,72 @@ def test_compute_bound_kernel_prefers_lower_core_clock_only_within_bound():
     best = E.recommend(t, "energy", 0.10)
     assert best["core_mhz"] == 1000.0                                   # 800 MHz is 25 % slower
     assert math.isclose(best["time_s"], d["time_s"], rel_tol=0.02)
+
+
+def _timing_only(doc: ParameterFile) -> ParameterFile:
+    return ParameterFile(doc.device, {}, {k: v for k, v in doc.sections.items() if k == "timing"})
+
+
+def test_clock_table_without_a_power_model_gives_time_only():
+    powered = _dvfs_doc()
+    doc = _timing_only(powered)
+    assert not E.has_power_model(doc) and E.has_power_model(powered)
+    k = _kernel(100.0, 400.0)
+    t, ref = E.clock_table(doc, k), E.clock_table(powered, k)
+    assert list(t.columns) == list(ref.columns)
+    assert np.array_equal(t["time_s"], ref["time_s"]) and np.array_equal(t["slowdown"], ref["slowdown"])
+    assert t[["power_w", "idle_power_w", "energy_j", "edp_js"]].isna().all().all()
+    assert E.NO_POWER_NOTE in t.attrs["notes"] and t.attrs["power"] is None and t.attrs["temperature"] is None
+    assert ref.attrs["power"] == "DVFS" and E.NO_POWER_NOTE not in ref.attrs["notes"]
+    with pytest.raises(BadInputError, match=r"the clock table has no energy_j \(no power model\)"):
+        E.recommend(t, "energy")
+    # memory bound, 10 % allowed: 600/3500 (0.6 + 1.0 of the top clocks) beats 800/3500 and 1000/3500;
+    # 800 MHz memory is far too slow
+    best = E.recommend(t, "time", 0.10)
+    assert (best["core_mhz"], best["mem_mhz"]) == (600.0, 3500.0)
+    assert E.clock_score(t, t.loc[[best.name]]).iloc[0] == pytest.approx(0.6 + 1.0)
+    assert (E.fastest(t)["core_mhz"], E.fastest(t)["mem_mhz"]) == (1000.0, 3500.0)
+
+
+def test_recommend_time_rule_and_ties():
+    t = pd.DataFrame({"core_mhz": [1000.0, 500.0, 1000.0, 750.0, 1000.0], "mem_mhz": [4000.0, 4000.0, 2000.0, 3000.0, 1000.0],
+                      "time_s": [1.0, 1.05, 1.04, 1.02, 1.5]})
+    t["slowdown"] = t["time_s"] - 1.0
+    # within 5 %: 1000/4000 (sum 2), 500/4000 (1.5), 1000/2000 (1.5), 750/3000 (1.5): a three-way tie at 1.5 goes
+    # to the smallest slowdown (750/3000, +2 %)
+    r = E.recommend(t, "time", 0.05)
+    assert (r["core_mhz"], r["mem_mhz"]) == (750.0, 3000.0)
+    r = E.recommend(t, "time", 0.045)      # 500/4000 (+5 %) out: 750/3000 still
+    assert (r["core_mhz"], r["mem_mhz"]) == (750.0, 3000.0)
+    r = E.recommend(t, "time", 0.0)        # only the default itself
+    assert (r["core_mhz"], r["mem_mhz"]) == (1000.0, 4000.0)
+    r = E.recommend(t, "time", 1.0)        # everything: 1000/1000 (1 + 0.25)
+    assert (r["core_mhz"], r["mem_mhz"]) == (1000.0, 1000.0)
+    t2 = t.assign(slowdown=[0.0, 0.02, 0.02, 0.03, 0.5])   # tie at 1.5 and at +2 %: the lower core clock
+    r = E.recommend(t2, "time", 0.05)
+    assert (r["core_mhz"], r["mem_mhz"]) == (500.0, 4000.0)
+
+
+def test_candidate_pairs_without_dvfs_or_supported_clocks():
+    doc = _timing_only(_dvfs_doc())
+    assert E.candidate_pairs(doc, None) == [(c, m) for c in (600.0, 800.0, 1000.0) for m in (800.0, 3500.0)]
+    # no supported clocks: the default clocks; no clocks at all: the timing section's reference, plus user pairs
+    bare = ParameterFile({"name": "x", "sm_count": 24}, {}, dict(doc.sections))
+    assert E.candidate_pairs(bare, None) == [(1000.0, 3500.0)]
+    assert E.candidate_pairs(bare, None, [(900.0, 3500.0), (1000.0, 3500.0)]) == [(900.0, 3500.0), (1000.0, 3500.0)]
+    t = E.clock_table(bare, _kernel(100.0, 400.0), pairs=E.candidate_pairs(bare, None, [(700.0, 3500.0)]))
+    assert list(zip(t["core_mhz"], t["mem_mhz"])) == [(700.0, 3500.0), (1000.0, 3500.0)]
+    assert list(t["default"]) == [False, True]
+    with pytest.raises(BadInputError, match="lists no clocks and it has no timing section"):
+        E.candidate_pairs(ParameterFile({"name": "x"}, {}, {}), None)
+
+
+def test_default_pair_snaps_onto_its_measured_level():
+    doc = _timing_only(_dvfs_doc())
+    doc.device["clocks"] = {**doc.device["clocks"], "core_mhz": 1004.0}   # requested 1004, measured level 1000
+    t = E.clock_table(doc, _kernel(100.0, 400.0))
+    assert len(t) == 6 and t["default"].sum() == 1
+    assert t.loc[t["default"], "core_mhz"].iloc[0] == 1000.0
+    doc.device["clocks"]["core_mhz"] = 1020.0                              # 2 %: another level, kept apart
+    t = E.clock_table(doc, _kernel(100.0, 400.0))
+    assert len(t) == 7 and t.loc[t["default"], "core_mhz"].iloc[0] == 1020.0
