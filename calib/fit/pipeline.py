@@ -76,11 +76,14 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         th = ThermalFitter().fit(steps, it, it_se, float(idle["power_w"].mean()), fan_sweep(sess, power))
         pf["thermal"] = th.section_
         from calib.fit.thermal_network import ThermalNetworkFitter
+        from calib.fit.uncertainty import ar1_inflation
         from calib.segment import ambient_temp_c
 
         # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
         ip = idle["power_w"].to_numpy(float)
-        ip_se = float(np.std(ip, ddof=1) / math.sqrt(len(ip))) if len(ip) > 1 else None
+        # the idle readings are a time series: their mean's standard error counts the effective samples
+        ip_se = (float(np.std(ip, ddof=1) / math.sqrt(len(ip)) * math.sqrt(ar1_inflation([ip - ip.mean()])))
+                 if len(ip) > 1 else None)
         pf["thermal_network"] = ThermalNetworkFitter().fit(
             steps, it, float(idle["power_w"].mean()), idle_temp_se=it_se, idle_power_se=ip_se,
             fan=fan_sweep(sess, power),
