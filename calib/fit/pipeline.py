@@ -102,6 +102,14 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
                          default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
                          temperature_correction=correction).fit(df)
     pf["power"] = ipp.section_
+    if "thermal_network" in pf and "idle_power_w" in pf["thermal_network"] and "idle_power_w" in pf["power"]:
+        # the network's reference is the board's idle power: between two campaigns it moves at least as
+        # much as the power fit says its idle power does (the idle windows' own scatter is a few
+        # windows' worth and flagged 1 of 20 seed pairs in calib diff)
+        ref, fitted = pf["thermal_network"]["idle_power_w"], pf["power"]["idle_power_w"]
+        if fitted.stderr:
+            ref.stderr = max(ref.stderr or 0.0, fitted.stderr)
+            ref.stderr_total = max(ref.stderr_total or 0.0, fitted.stderr_total or fitted.stderr)
     out = FitOutcome(pf, df, list(ipp.warnings_))
     if len(table_info(df).clock_configs) > 1:
         from calib.fit.dvfs import DvfsPowerFitter
