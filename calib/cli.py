@@ -15,8 +15,10 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
+import io  # noqa: E402
 import logging  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
@@ -24,6 +26,7 @@ import warnings  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 from calib import __version__  # noqa: E402
+from calib.core.atomic import silence_stdout  # noqa: E402
 from calib.core.errors import CalibError  # noqa: E402
 
 #: verb -> module in calib.commands. Verbs whose module is not installed are not offered.
@@ -49,6 +52,55 @@ VERBS: dict[str, str] = {
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+#: options of the verbs that name a table or JSON output; ``-`` streams it to stdout (messages go to stderr)
+STREAMED_OUTPUTS = ("output", "json", "table", "sms_output")
+
+
+class _PipeGuard(io.TextIOBase):
+    """Standard output that survives a reader which stops early (``calib diff ... | head -1``): the first
+    write to a closed pipe points stdout at /dev/null and the verb runs on, so that its exit status
+    (e.g. 3 of ``calib diff``) is the command's, not the broken pipe's."""
+
+    def __init__(self, inner):  # noqa: ANN001
+        self._inner = inner
+        self.broken = False
+
+    def write(self, s: str) -> int:
+        if not self.broken:
+            try:
+                return self._inner.write(s)
+            except BrokenPipeError:
+                self._break()
+        return len(s)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._inner.flush()
+            except BrokenPipeError:
+                self._break()
+
+    def _break(self) -> None:
+        self.broken = True
+        silence_stdout(self._inner)
+
+    def isatty(self) -> bool:
+        return not self.broken and self._inner.isatty()
+
+    def fileno(self) -> int:
+        return self._inner.fileno()
+
+    @property
+    def buffer(self):  # noqa: ANN201 - binary writes (-o -) go to the same stream
+        return self._inner.buffer
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._inner, "encoding", "utf-8")
+
+    def writable(self) -> bool:
+        return True
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,12 +164,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("ERROR: no VERB given (see the list above)\n")
         return EXIT_USAGE
     _configure_logging(getattr(args, "verbose", 0) or 0)
+    from calib.core.atomic import is_stdout, stdout_reserved
+
     old_show = warnings.showwarning
     warnings.showwarning = _showwarning
+    real_stdout = sys.stdout
+    sys.stdout = guarded = _PipeGuard(real_stdout)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("default")
             warnings.showwarning = _showwarning
+            if any(is_stdout(getattr(args, dest, None)) for dest in STREAMED_OUTPUTS):
+                stack.enter_context(stdout_reserved())  # -o -: the data alone on stdout, messages on stderr
             return int(args._module.run(args) or 0)
     except CalibError as e:
         if args.verbose >= 2:
@@ -127,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("ERROR: interrupted\n")
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except BrokenPipeError:  # raised past the guard (e.g. by a library writing to fd 1): status unknown
+        silence_stdout(real_stdout)
         return EXIT_FAILURE
     except OSError as e:  # the environment, not a bug: full disk, read-only file system, permissions
         if args.verbose >= 2:
@@ -142,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     finally:
         warnings.showwarning = old_show
+        if sys.stdout is guarded:
+            sys.stdout = real_stdout
 
 
 def script_main() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from calib.core.atomic import output_name
+
 HELP = "why a kernel is slow or wasteful (thesis Ch. V category) and what to change, with the predicted effect"
 DESCRIPTION = (
     "For each kernel (a kernel description JSON, or a kernel table CSV with cnt_<class>, blocks, "
@@ -98,5 +100,5 @@ def run(args: argparse.Namespace) -> int:
         if copies is not None:
             doc["copies"] = json.loads(copies.to_json(orient="records"))
         atomic_write_text(args.output, json.dumps(doc, indent=2, allow_nan=False) + "\n")
-        print(f"analysis: {args.output}")
+        print(f"analysis: {output_name(args.output)}")
     return 0

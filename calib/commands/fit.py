@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from calib.core.atomic import output_name
+
 HELP = "fit a parameter file from a session directory or a samples table"
 DESCRIPTION = (HELP + ". The model terms follow from the data: IPP power (one clock configuration), DVFS power "
                "(several), thermal model (sessions with thermal steps).")
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     print(fit_summary(out.params))
     if out.cv is not None:
         print(f"cross-validation ({args.cv} folds by workload): MAPE {out.cv.mape_pct:.2f}%")
-    print(f"parameters written to {args.output}")
+    print(f"parameters written to {output_name(args.output)}")
     return 0
 
 
@@ -120,7 +122,7 @@ def _run_timing(args: argparse.Namespace) -> int:
               f"({st['structure_cv_score']}): " + ", ".join(f"{k} {_pct(v.get(st['structure_cv_score']))}"
                                                           for k, v in cv.items())
               + f" -> {st['structure_chosen']}")
-    print(f"parameters written to {args.output}")
+    print(f"parameters written to {output_name(args.output)}")
     return 0
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from calib.core.atomic import output_name
+
 HELP = "convert measurements from other tools (gpmTOOL, nvprof, ncu, DCGM) into a samples table"
 DESCRIPTION = (HELP + ". Formats: gpmtool (gpmTOOL measurement CSV), nvprof (nvprof --csv --metrics), ncu "
                "(ncu --csv, details or --page raw), dcgm (dcgmi dmon output with profiling fields). Profiler "
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     df = check_samples(df, args.output, require_power=False)
     write_samples(df, args.output)
     info = table_info(df)
-    print(f"{args.output}: {len(df)} rows, {df['workload'].nunique()} workloads, units "
+    print(f"{output_name(args.output)}: {len(df)} rows, {df['workload'].nunique()} workloads, units "
           f"{', '.join(info.units)}, {len(info.clock_configs)} clock configuration(s)"
           + ("" if has_power else ("; power missing on some rows (see the warning above; those rows cannot be fitted)"
                                   if args.power else "; no power column (usable for predict; add --power to fit)")))
@@ -125,7 +127,7 @@ def _run_kernels(args: argparse.Namespace) -> int:
 
     pairs = (len({(a, b) for a, b in zip(df["core_mhz"].round(-1), df["mem_mhz"].round(-1))}) if clocked else 0)
     arch = sorted({str(a) for a in df.get("arch", []) if str(a) and str(a) != "nan"})
-    print(f"{args.output}: {len(df)} kernel rows, {df['workload'].nunique()} kernels, {timed} with a measured time, "
+    print(f"{output_name(args.output)}: {len(df)} kernel rows, {df['workload'].nunique()} kernels, {timed} with a measured time, "
           + (f"{len(clock_levels(df['core_mhz']))} core x {len(clock_levels(df['mem_mhz']))} memory clock levels"
              if clocked else "no clocks (give --core-mhz/--mem-mhz)")
           + (f", arch {', '.join(arch)}" if arch else ", arch unknown (give --chip)")

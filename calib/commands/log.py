@@ -153,11 +153,9 @@ def _device_entry(sensors: list[Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib import __version__
     from calib.core.atomic import check_output_dir
     from calib.core.errors import BadInputError
-    from calib.core.session import MANIFEST_NAME, SessionWriter
-    from microbench.logger import SensorLogger
+    from calib.core.session import MANIFEST_NAME, lock_session
 
     if not args.nvml and not args.serial:
         raise BadInputError("nothing to log: give --nvml INDEX and/or --serial PORT --protocol NAME")
@@ -173,6 +171,19 @@ def run(args: argparse.Namespace) -> int:
     # before any sensor is opened: an existing file (or a file on the way) is not a session directory
     check_output_dir(out, "-o")
     resuming = (out / MANIFEST_NAME).exists()
+    # one writer per session for the whole command (a second one is refused, naming this pid)
+    lock = lock_session(out)
+    try:
+        return _log(args, out, resuming)
+    finally:
+        lock.release()
+
+
+def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
+    from calib import __version__
+    from calib.core.errors import BadInputError
+    from calib.core.session import SessionWriter
+    from microbench.logger import SensorLogger
 
     sensors = _open_sensors(args)
     stop = threading.Event()

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 
+from calib.core.atomic import output_name
+
 HELP = "choose the energy-, EDP- or time-optimal (core, memory) clocks and active-SM count for a kernel"
 DESCRIPTION = (
     "For one kernel (a kernel description JSON, a kernel table from 'calib import ... --kernels', or an "
@@ -243,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"WARNING: {note}\n")
     if args.output:
         atomic_write_text(args.output, table.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
-        print(f"clock table: {args.output}")
+        print(f"clock table: {output_name(args.output)}")
     if args.sms_output and sms is not None:
         atomic_write_text(args.sms_output, sms["table"].to_csv(index=False, float_format="%.10g", lineterminator="\n"))
         print(f"active-SM table: {args.sms_output}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from calib.core.atomic import output_name
+
 HELP = "predict power (and time, temperature where the model provides them) for a samples table or kernel description"
 
 
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     cols = [c for c in ("power_w_pred", "time_s_pred", "energy_j_pred", "temp_c_pred", "copy_time_s_pred",
                         "copy_energy_j_pred", "copy_compute_ratio_pred") if c in out.columns]
-    msg = f"{args.output}: {len(out)} rows with {', '.join(cols)}"
+    msg = f"{output_name(args.output)}: {len(out)} rows with {', '.join(cols)}"
     if "interval_level" in out.attrs:
         msg += f" and their {100 * out.attrs['interval_level']:g}% intervals (_lo, _hi)"
     if "power_w" in out.columns and "power_w_pred" in out.columns and out["power_w"].notna().any():
@@ -101,7 +103,7 @@ def _trace(args: argparse.Namespace) -> int:
     out["temp_c_pred"] = predict_trace(FosterNetwork.from_section(sec), df, args.trace,
                                        sec.structure.get("ambient_temp_c"))
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
-    msg = f"{args.output}: {len(out)} rows with temp_c_pred"
+    msg = f"{output_name(args.output)}: {len(out)} rows with temp_c_pred"
     if "temp_c" in out.columns and out["temp_c"].notna().any():
         from calib.core.metrics import errors
 

@@ -40,8 +40,12 @@ def run(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")  # never open a window, also where a display exists
 
+    from calib.core.atomic import check_not_input, check_output_dir
     from calib.report.html import write_report
     from calib.report.inputs import load_inputs
+
+    check_output_dir(args.output, "report directory")  # before the work: not stdout, /proc, or under a file
+    check_not_input(args.output, args.source, args.samples, args.session, what="report directory")
 
     fp = None
     if args.floorplan is not None:  # refused before any work: overlapping or gapped blocks

@@ -68,13 +68,10 @@ def _check_writable(path, what: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from calib.core.atomic import atomic_write_json, check_output_dir
+    from calib.core.atomic import check_output_dir
     from calib.core.errors import BadInputError
-    from calib.fit.pipeline import fit_session
+    from calib.core.session import lock_session, read_session
     from calib.progress import Progress, wants_progress
-    from calib.report_text import fit_summary
-    from calib.core.samples import write_samples
-    from calib.core.session import read_session
     from microbench.campaign import (
         Campaign,
         check_session_matches,
@@ -90,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     _check_writable(fitted, "--fitted-dir")
     spec = args.device or default_device_spec()
     device = open_device(spec, seed=args.seed)
+    lock = None
     try:
         if args.name:
             session = logs / args.name
@@ -101,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
             session = found or logs / default_session_name(device, args.campaign)
         if session.exists() and not session.is_dir():
             raise BadInputError(f"{session}: exists and is not a directory; choose another --name")
+        # one writer per session, for the whole run (campaign, fit, outputs); a second one is refused
+        lock = lock_session(session)
         exists = (session / "manifest.json").exists()
         complete = False
         if exists:
@@ -120,8 +120,23 @@ def run(args: argparse.Namespace) -> int:
             camp.on_step = lambda step, done_s: prog.set(done_s, step.name)
             camp.run(session)
             prog.close()
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
     finally:
         device.close()
+    try:
+        return _fit_and_write(args, session, fitted, device)
+    finally:
+        lock.release()
+
+
+def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  # noqa: ANN001
+    from calib.core.atomic import atomic_write_json
+    from calib.core.samples import write_samples
+    from calib.fit.pipeline import fit_session
+    from calib.report_text import fit_summary
 
     out = fit_session(session)
     pf = out.params

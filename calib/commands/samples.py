@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from calib.core.atomic import output_name
+
 HELP = "turn one logged session into a samples table"
 
 
@@ -25,6 +27,6 @@ def run(args: argparse.Namespace) -> int:
     df = session_samples(read_session(args.session), power=args.power_stream)
     write_samples(df, args.output)
     roles = df["role"].value_counts().to_dict() if "role" in df.columns else {}
-    print(f"{args.output}: {len(df)} rows ({', '.join(f'{v} {k}' for k, v in roles.items())}), "
+    print(f"{output_name(args.output)}: {len(df)} rows ({', '.join(f'{v} {k}' for k, v in roles.items())}), "
           f"units {', '.join(c[4:] for c in df.columns if c.startswith('act_'))}")
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from calib.core.atomic import output_name
+
 HELP = "measure a parameter file's prediction error on a samples table with measured power"
 DESCRIPTION = (HELP + ": MAPE, max error, RMSE, a per-workload error table and a measured-vs-predicted plot (PNG). "
                "The table's workloads should not be the ones the parameters were fitted on.")
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     done = []
     if args.table:
         atomic_write_text(args.table, per.reset_index().to_csv(index=False, float_format="%.6g", lineterminator="\n"))
-        done.append(f"per-workload table written to {args.table}")
+        done.append(f"per-workload table written to {output_name(args.table)}")
     if not args.no_plot:
         out = args.plot or f"{Path(args.test).stem}.vs.{Path(args.params).stem}.png"
         plot(out, df["power_w"].to_numpy(float), yhat, df["workload"],

@@ -1,35 +1,134 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Atomic file writes: a reader sees the old file or the new one, never half of either.
+
+Where an output goes (:func:`output_target`, the one home of this decision; every writer of the toolkit
+goes through :func:`atomic_write_bytes`):
+
+- a regular file, or a path that does not exist yet: written to a temporary file in the same directory,
+  then renamed over the path (atomic);
+- a symbolic link: followed to its target, which is written as above; the link itself stays a link;
+- ``-``, ``/dev/stdout`` (``/dev/fd/1``, ``/proc/self/fd/1``): standard output. While a command streams
+  an output there, its own messages go to standard error (:func:`stdout_reserved`);
+- ``/dev/stderr``, ``/dev/fd/N``, ``/dev/null`` and named pipes (FIFOs): streams, written directly
+  (they cannot be replaced, and that is not what a user who names them wants);
+- any other non-regular file (device nodes such as ``/dev/full`` or a disk, sockets) and anything under
+  the ``/proc`` and ``/sys`` pseudo-file systems: refused (:class:`~calib.core.errors.BadInputError`,
+  exit status 2), naming the path; a device node is never replaced by a file.
+
+Errors of the environment (full disk, read-only file system, permissions) are raised as :class:`OSError`
+naming the path the user gave, never the temporary file, which is removed.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import stat
+import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+#: the output name that means standard output
+STDOUT = "-"
+#: paths that name this process's standard output
+_STDOUT_ALIASES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+#: paths that name one of this process's open streams (written directly, never replaced)
+_FD_ALIAS = re.compile(r"^(/dev/stderr|/dev/fd/\d+|/proc/self/fd/\d+)$")
+#: pseudo-file systems: their files are kernel interfaces, not places for outputs
+_PSEUDO_FS = (Path("/proc"), Path("/sys"))
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """Where an output path leads: ``kind`` is ``"stdout"``, ``"stream"`` (written directly) or
+    ``"file"`` (written atomically at ``target``, the path with symbolic links followed)."""
+
+    path: str
+    kind: str
+    target: Path | None = None
+
+
+def is_stdout(path: str | os.PathLike | None) -> bool:
+    """True when ``path`` names standard output (``-`` or ``/dev/stdout``)."""
+    return path is not None and (str(path) == STDOUT or str(path) in _STDOUT_ALIASES)
+
+
+def output_name(path: str | os.PathLike) -> str:
+    """How messages name an output: the path, or 'standard output'."""
+    return "standard output" if is_stdout(path) else str(path)
+
+
+def output_target(path: str | os.PathLike, what: str = "output") -> OutputTarget:
+    """Decide where ``path`` is written (module docstring); BadInputError for a path that must not be
+    written: a directory, a device node, a socket, a /proc or /sys path, a parent that is a file."""
+    from calib.core.errors import BadInputError
+
+    text = str(path)
+    if not text:
+        raise BadInputError(f"the {what} path is empty")
+    if is_stdout(text):
+        return OutputTarget(text, "stdout")
+    if _FD_ALIAS.match(text) or text == os.devnull:
+        return OutputTarget(text, "stream", Path(text))
+    target = Path(os.path.realpath(text))  # follows every link, dangling ones to where they point
+    for fs in _PSEUDO_FS:
+        if target == fs or fs in target.parents:
+            raise BadInputError(f"{text}: is on the {fs} pseudo-file system, not a place for the {what}; "
+                                "choose a path on a disk (or - for standard output)")
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise BadInputError(f"{text}: cannot be examined ({e.strerror or e})") from None
+    if st is not None:
+        if stat.S_ISREG(st.st_mode):
+            return OutputTarget(text, "file", target)
+        if stat.S_ISDIR(st.st_mode):
+            raise BadInputError(f"{text}: is a directory; the {what} must be a file path")
+        if stat.S_ISFIFO(st.st_mode):
+            return OutputTarget(text, "stream", target)
+        raise BadInputError(f"{text}: is {_kind(st.st_mode)}, not a regular file; refusing to write the {what} "
+                            "there (use - for standard output)")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise BadInputError(f"{text}: {parent} is not a directory")
+            break
+    return OutputTarget(text, "file", target)
 
 
 def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
-    """Refuse (BadInputError) an output path that is a directory or whose parent is a file; call it
-    before long work so that a typo does not cost the work."""
-    from calib.core.errors import BadInputError
-
-    path = Path(path)
-    if path.is_dir():
-        raise BadInputError(f"{path}: is a directory; the {what} must be a file path")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise BadInputError(f"{path}: {parent} is not a directory")
-            break
-    return path
+    """Refuse (BadInputError) an output path that must not be written (:func:`output_target`: a
+    directory, a device node, a /proc path, a parent that is a file); call it before long work so that
+    a typo does not cost the work. Returns the path as given."""
+    output_target(path, what)
+    return Path(path)
 
 
 def check_output_dir(path: str | os.PathLike, what: str = "output directory") -> Path:
-    """Refuse (BadInputError) a directory path that exists as a file (or has a file as an ancestor)."""
+    """Refuse (BadInputError) a directory path that exists as a file (or has a file as an ancestor), or
+    that is standard output or lies on /proc or /sys."""
     from calib.core.errors import BadInputError
 
+    if str(path) == STDOUT or is_stdout(path):
+        raise BadInputError(f"{what} {path}: a directory cannot be standard output; give a directory path")
     path = Path(path)
+    real = Path(os.path.realpath(path))
+    for fs in _PSEUDO_FS:
+        if real == fs or fs in real.parents:
+            raise BadInputError(f"{what} {path}: is on the {fs} pseudo-file system; choose a directory on a disk")
     for p in (path, *path.parents):
         if p.exists():
             if not p.is_dir():
@@ -41,14 +140,15 @@ def check_output_dir(path: str | os.PathLike, what: str = "output directory") ->
 def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike | None,
                     what: str = "output") -> None:
     """Refuse (BadInputError) an output path that is one of the inputs or lies inside an input directory
-    (e.g. a session): writing it would destroy the data the command reads. ``None`` entries are skipped."""
+    (e.g. a session): writing it would destroy the data the command reads. ``None`` entries are skipped,
+    and so is an output that goes to standard output."""
     from calib.core.errors import BadInputError
 
-    if output is None:
+    if output is None or is_stdout(output):
         return
     out = Path(output).resolve()
     for src in inputs:
-        if src is None:
+        if src is None or is_stdout(src):
             continue
         s = Path(src).resolve()
         if out == s:
@@ -58,25 +158,107 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
                                 "choose a path outside it")
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
-    path = check_output_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+# ------------------------------------------------------------------------------------------------
+# standard output
+# ------------------------------------------------------------------------------------------------
+
+_reserved_stdout: list[Any] = []
+
+
+@contextlib.contextmanager
+def stdout_reserved() -> Iterator[None]:
+    """While an output streams to standard output (``-o -``), everything the command prints goes to
+    standard error, so that stdout carries the table or JSON alone."""
+    real = sys.stdout
+    _reserved_stdout.append(real)
+    sys.stdout = sys.stderr
     try:
+        yield
+    finally:
+        sys.stdout = real
+        _reserved_stdout.pop()
+
+
+def _write_stdout(data: bytes) -> None:
+    out = _reserved_stdout[-1] if _reserved_stdout else sys.stdout
+    try:
+        out.flush()
+        buf: BinaryIO | None = getattr(out, "buffer", None)
+        if buf is not None:
+            buf.write(data)
+            buf.flush()
+        else:
+            out.write(data.decode("utf-8"))
+            out.flush()
+    except BrokenPipeError:
+        # the reader stopped early (`| head`): what it read is what it asked for; the command goes on
+        silence_stdout(out)
+
+
+def silence_stdout(stream: Any) -> None:
+    """After a write to a closed pipe: point file descriptor 1 at /dev/null when ``stream`` writes to it,
+    so that later writes and the interpreter's final flush do not fail again."""
+    try:
+        if stream.fileno() != 1:
+            return
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (captured), or no /dev/null
+        pass
+
+
+# ------------------------------------------------------------------------------------------------
+# writing
+# ------------------------------------------------------------------------------------------------
+
+def _named(e: OSError, path: str) -> OSError:
+    """The same error naming the path the user gave (not a temporary file's name)."""
+    return OSError(e.errno, e.strerror or str(e), path)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` (module docstring): through a temporary file in the target's directory
+    and ``os.replace`` for files (symbolic links followed), directly for streams and standard output."""
+    t = output_target(path)
+    if t.kind == "stdout":
+        _write_stdout(data)
+        return
+    if t.kind == "stream":
+        try:
+            with open(t.target, "wb") as fh:
+                fh.write(data)
+        except OSError as e:
+            raise _named(e, t.path) from None
+        return
+    target = t.target
+    assert target is not None
+    tmp = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         # mkstemp creates 0600; give the file the mode a plain open() would (published files must be readable)
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
+    except OSError as e:
+        _unlink_quietly(tmp)
+        raise _named(e, t.path) from None
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _unlink_quietly(tmp)
         raise
+
+
+def _unlink_quietly(path: str | None) -> None:
+    if path is None:
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _read_umask() -> int:

@@ -8,6 +8,11 @@ Layout of ``logs/<session>/`` (contract: ../shared/design/contracts.md):
     benchmark phase markers (``measure_start``/``measure_stop`` etc.).
 ``<sensor>.csv``
     one append-only stream per sensor.
+``session.lock``
+    present while a process writes the session (``calib run``, ``calib log``): an exclusive
+    ``fcntl.flock`` lock holding the writer's pid (:class:`SessionLock`). A second writer is refused
+    ("session <dir> in use by pid N"); the lock dies with its process, and a lock file left by a
+    killed writer is named and taken over.
 
 Every stream row starts with ``t_mono_s`` (seconds on the session's monotonic clock), ``t_wall_s``
 (Unix time, s) and ``segment`` (0 for the first run, +1 for every resume or appended logging run).
@@ -37,6 +42,7 @@ from calib.core.atomic import atomic_write_json
 from calib.core.errors import BadInputError
 
 MANIFEST_NAME = "manifest.json"
+LOCK_NAME = "session.lock"
 MARKERS_STREAM = "markers"
 TIME_COLUMNS = ("t_mono_s", "t_wall_s", "segment")
 MARKER_COLUMNS = ("event", "workload", "repeat", "info")
@@ -200,19 +206,153 @@ def repair_partial_lines(path: Path) -> int:
         return size
 
 
+class SessionInUseError(BadInputError):
+    """Another process writes this session (exit status 2): its data are left as they are."""
+
+
+class SessionLock:
+    """An exclusive lock on a session directory: ``fcntl.flock`` on ``<session>/session.lock``, which
+    holds the pid of the process that has it.
+
+    The kernel releases the lock when its process ends, however it ends (SIGKILL included), so a
+    lock is never stale in effect; a lock *file* left by a killed writer is detected (a pid in the file,
+    nobody holding the lock), named in a warning and taken over. Acquiring is re-entrant within a
+    process (``calib run`` holds the lock for the whole run, and the session writer it opens takes it
+    again); :meth:`release` removes the lock file when the last holder lets go, and with ``cleanup`` the
+    session directory too when the lock made it and nothing else was written (a run that failed at
+    once, e.g. on a full disk, leaves no empty session directory).
+    """
+
+    _held: dict[Path, "SessionLock"] = {}
+
+    def __init__(self, path: Path, fd: int, made_dir: bool):
+        self.path = path
+        self._fd = fd
+        self._count = 1
+        self.made_dir = made_dir
+
+    @classmethod
+    def acquire(cls, path: str | os.PathLike) -> "SessionLock":
+        """Lock session directory ``path`` (created if missing); SessionInUseError naming the pid of the
+        process that holds it."""
+        import fcntl
+
+        path = Path(path)
+        key = path.resolve()
+        held = cls._held.get(key)
+        if held is not None:
+            held._count += 1
+            return held
+        made_dir = not path.exists()
+        path.mkdir(parents=True, exist_ok=True)
+        lock_path = path / LOCK_NAME
+        for _ in range(50):  # retried only when the file was replaced between open and lock
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if made_dir:
+                    made_dir = False  # someone else's directory now
+                raise SessionInUseError(f"session {path} in use by {_holder(lock_path)}; wait for it to finish "
+                                        "(or stop it), or choose another session") from None
+            except OSError:
+                os.close(fd)
+                raise
+            # the previous holder removes the file when it lets go: make sure ours is still the one on disk
+            try:
+                same = os.fstat(fd).st_ino == os.stat(lock_path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        else:  # pragma: no cover - 50 replacements in a row
+            raise SessionInUseError(f"session {path}: its lock file keeps changing; another process is using it")
+        old = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+        if old and old != str(os.getpid()):
+            state = "which is no longer running (killed?)" if not _running(old) else "which no longer holds it"
+            warnings.warn(f"{lock_path}: stale lock of pid {old}, {state}; taking it over")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        os.fsync(fd)
+        lock = cls(path, fd, made_dir)
+        cls._held[key] = lock
+        return lock
+
+    def release(self, cleanup: bool = True) -> None:
+        """Let go (the last holder in this process removes the lock file; module and class docstrings)."""
+        self._count -= 1
+        if self._count > 0 or self._fd < 0:
+            return
+        self._held.pop(self.path.resolve(), None)
+        try:
+            os.unlink(self.path / LOCK_NAME)  # before unlocking: a waiting process then sees a fresh file
+        except FileNotFoundError:
+            pass
+        os.close(self._fd)  # closes the lock
+        self._fd = -1
+        if cleanup and self.made_dir:
+            try:
+                self.path.rmdir()  # only if empty: a session with any data stays
+            except OSError:
+                pass
+
+    def __enter__(self) -> "SessionLock":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def _running(pid: str) -> bool:
+    """Whether process ``pid`` exists."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, OverflowError, ProcessLookupError):
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _holder(lock_path: Path) -> str:
+    """'pid N' of the process holding a lock (read from the lock file; it may still be writing it)."""
+    for _ in range(20):
+        try:
+            text = lock_path.read_text(encoding="ascii", errors="replace").strip()
+        except OSError:
+            text = ""
+        if text.isdigit():
+            return f"pid {text}"
+        time.sleep(0.01)
+    return "another process"
+
+
+def lock_session(path: str | os.PathLike) -> SessionLock:
+    """:meth:`SessionLock.acquire`: use as ``with lock_session(dir): ...``."""
+    return SessionLock.acquire(path)
+
+
 class SessionWriter:
     """Writes one session directory; also used to append a new segment to an existing session.
 
     Use :meth:`create` for a new session and :meth:`resume` to append a segment to an existing one.
     """
 
-    def __init__(self, path: Path, manifest: dict, segment: int, clock: Callable[[], tuple[float, float]] | None):
+    def __init__(self, path: Path, manifest: dict, segment: int, clock: Callable[[], tuple[float, float]] | None,
+                 lock: SessionLock | None = None):
         self.path = Path(path)
         self.manifest = manifest
         self.segment = segment
         self._clock = clock or _host_clock()
         self._streams: dict[str, StreamWriter] = {}
-        self.markers = self._open(MARKERS_STREAM, MARKER_COLUMNS)
+        self._lock = lock
+        try:
+            self.markers = self._open(MARKERS_STREAM, MARKER_COLUMNS)
+        except BaseException:
+            self._release()
+            raise
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -222,30 +362,42 @@ class SessionWriter:
         path = Path(path)
         if (path / MANIFEST_NAME).exists():
             raise BadInputError(f"{path}: a session already exists here; resume it or choose another name")
-        path.mkdir(parents=True, exist_ok=True)
-        man = dict(manifest)
-        man.setdefault("session_format", SESSION_FORMAT)
-        man.setdefault("created_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        man.setdefault("segments", [])
-        man["segments"] = list(man["segments"]) + [{"segment": 0, "started_utc": man["created_utc"]}]
-        atomic_write_json(path / MANIFEST_NAME, man)
-        return cls(path, man, 0, clock)
+        lock = SessionLock.acquire(path)  # held until close(); refuses a session another process writes
+        try:
+            if (path / MANIFEST_NAME).exists():  # made by the process that had the lock before us
+                raise BadInputError(f"{path}: a session already exists here; resume it or choose another name")
+            man = dict(manifest)
+            man.setdefault("session_format", SESSION_FORMAT)
+            man.setdefault("created_utc", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            man.setdefault("segments", [])
+            man["segments"] = list(man["segments"]) + [{"segment": 0, "started_utc": man["created_utc"]}]
+            atomic_write_json(path / MANIFEST_NAME, man)
+        except BaseException:
+            lock.release()  # and the directory, when it made it and it is still empty
+            raise
+        return cls(path, man, 0, clock, lock)
 
     @classmethod
     def resume(cls, path: str | os.PathLike, clock: Callable[[], tuple[float, float]] | None = None,
                note: str = "resume") -> "SessionWriter":
         """Open an existing session for appending a new segment (repairs partial last lines first)."""
         path = Path(path)
-        man = read_manifest(path)
-        for csv_path in sorted(path.glob("*.csv")):
-            removed = repair_partial_lines(csv_path)
-            if removed:
-                warnings.warn(f"{csv_path}: dropped a partial last line ({removed} bytes) left by a killed writer")
-        segment = 1 + max((s.get("segment", 0) for s in man.get("segments", [])), default=-1)
-        man.setdefault("segments", []).append(
-            {"segment": segment, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": note})
-        atomic_write_json(path / MANIFEST_NAME, man)
-        return cls(path, man, segment, clock)
+        read_manifest(path)  # a session, before a lock file is put into the directory
+        lock = SessionLock.acquire(path)  # before anything is repaired or appended
+        try:
+            man = read_manifest(path)
+            for csv_path in sorted(path.glob("*.csv")):
+                removed = repair_partial_lines(csv_path)
+                if removed:
+                    warnings.warn(f"{csv_path}: dropped a partial last line ({removed} bytes) left by a killed writer")
+            segment = 1 + max((s.get("segment", 0) for s in man.get("segments", [])), default=-1)
+            man.setdefault("segments", []).append(
+                {"segment": segment, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "note": note})
+            atomic_write_json(path / MANIFEST_NAME, man)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(path, man, segment, clock, lock)
 
     # -- writing --------------------------------------------------------------------------------
     def _open(self, name: str, columns: Iterable[str]) -> StreamWriter:
@@ -278,8 +430,16 @@ class SessionWriter:
         atomic_write_json(self.path / MANIFEST_NAME, self.manifest)
 
     def close(self) -> None:
-        for w in self._streams.values():
-            w.close()
+        try:
+            for w in self._streams.values():
+                w.close()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.release()
 
     def __enter__(self) -> "SessionWriter":
         return self
