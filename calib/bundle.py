@@ -341,6 +341,8 @@ def verify_bundle(path: str | os.PathLike) -> Verification:
 # ------------------------------------------------------------------------------------------------
 
 def _readme(pf: ParameterFile, man: dict, name: str) -> str:
+    from calib.report_text import rmse_text
+
     dev = pf.device
     prov = pf.provenance
     lines = [f"# Calibrated GPU model parameters: {dev.get('name')}", "",
@@ -365,7 +367,7 @@ def _readme(pf: ParameterFile, man: dict, name: str) -> str:
         st = sec.stats
         if not st:
             continue
-        rm = next((f"RMSE {st[k]:.3g} {k[5:].upper()}" for k in ("rmse_w", "rmse_c", "rmse_s") if st.get(k) is not None), "")
+        rm = rmse_text(st)
         extra = f", held-out MAPE {st['heldout_mape_pct']:.2f}%" if st.get("heldout_mape_pct") is not None else ""
         mp = f"MAPE {st['mape_pct']:.3g}%" if st.get("mape_pct") is not None else "MAPE -"
         lines.append(f"- {s}: {st.get('n_samples')} samples, {rm}, {mp}{extra}; "

@@ -12,13 +12,33 @@ def _fmt(x: float | None, spec: str = ".5g") -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
 
+#: the RMSE of a section's fit statistics, by key, and its unit
+RMSE_UNITS = {"rmse_w": "W", "rmse_c": "degC", "rmse_s": "s"}
+
+
+def rmse_text(stats: dict) -> str:
+    """'RMSE 0.0216 s' from a section's fit statistics ('' when it has none)."""
+    for key, unit in RMSE_UNITS.items():
+        if stats.get(key) is not None:
+            return f"RMSE {stats[key]:.3g} {unit}"
+    return ""
+
+
+def device_line(device: dict) -> str:
+    """'<name> (<n> SMs)'; a file fitted from a table without SM counts says so instead of '(1 SMs)'."""
+    n = device.get("sm_count")
+    name = device.get("name") or "unknown"
+    if n is None or (n == 1 and str(name).startswith("unknown")):
+        return f"{name}, SM count unknown (MaxPower per chip; --sm-count N sets it)"
+    return f"{name} ({n} SM{'s' if n != 1 else ''})"
+
+
 def fit_summary(pf: ParameterFile, max_warnings: int = 12) -> str:
     """Fit statistics, every parameter with value, standard error, unit and bound flags, and warnings."""
-    lines = [f"device: {pf.device.get('name')} ({pf.device.get('sm_count')} SMs)"]
+    lines = [f"device: {device_line(pf.device)}"]
     for sec, section in pf.items():
         st = section.stats
-        rm = next(((k, st[k]) for k in ("rmse_w", "rmse_c", "rmse_s") if st.get(k) is not None), None)
-        rm_s = f", RMSE {rm[1]:.3g} {rm[0][5:].upper()}" if rm else ""
+        rm_s = f", {rmse_text(st)}" if rmse_text(st) else ""
         lines.append(f"[[{sec}: model {section.model}]] {st.get('n_samples', '?')} samples{rm_s}, "
                      f"MAPE {_fmt(st.get('mape_pct'), '.3g')}%, R^2 {_fmt(st.get('r2'), '.5f')}")
         for name, p in section.params.items():

@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 < args.level < 1.0:
         raise BadInputError(f"--level {args.level}: must be between 0 and 1 (e.g. 0.9)")
     pf = load_checked(args.params)
+    if "power" not in pf:
+        raise BadInputError(f"{args.params}: the parameter file has no power section; validate-model compares "
+                            "measured with predicted power")
     df = read_samples(args.test, require_power=True)
 
     def predict(p):  # noqa: ANN001, ANN202

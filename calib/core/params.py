@@ -522,7 +522,7 @@ def load(path: str | os.PathLike) -> ParameterFile:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except json.JSONDecodeError as e:
-        raise SchemaError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from e
+        raise SchemaError(f"{path}: not valid JSON ({e.msg}: line {e.lineno}, column {e.colno})") from e
     except UnicodeDecodeError as e:
         raise SchemaError(f"{path}: not a text file") from e
     except RecursionError as e:

@@ -468,7 +468,7 @@ def read_manifest(path: str | os.PathLike) -> dict:
         with open(mpath, encoding="utf-8") as fh:
             man = json.load(fh)
     except json.JSONDecodeError as e:
-        raise BadInputError(f"{mpath}: not valid JSON ({e.msg} at line {e.lineno})") from e
+        raise BadInputError(f"{mpath}: not valid JSON ({e.msg}: line {e.lineno}, column {e.colno})") from e
     except (OSError, UnicodeDecodeError) as e:
         raise BadInputError(f"{mpath}: cannot be read ({e.__class__.__name__}: {e})") from e
     if not isinstance(man, dict):
@@ -575,8 +575,12 @@ def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:
     if any(line.count(",") != n_sep for line in text.split("\n")[1:] if line):
         return _read_stream_strict(path, text, header, text_cols), dropped
     try:
-        df = pd.read_csv(io.StringIO(text), dtype={c: str for c in text_cols}, keep_default_na=False,
-                         na_values={c: [""] for c in header if c not in text_cols})
+        with warnings.catch_warnings():
+            # a malformed field ('nan', text) makes a column mixed; the exact reader below names the line,
+            # so pandas' own DtypeWarning about it is noise
+            warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+            df = pd.read_csv(io.StringIO(text), dtype={c: str for c in text_cols}, keep_default_na=False,
+                             na_values={c: [""] for c in header if c not in text_cols})
         ok = len(df.columns) == len(header) and all(
             pd.api.types.is_numeric_dtype(df[c]) for c in header if c not in text_cols)
     except (pd.errors.ParserError, ValueError):

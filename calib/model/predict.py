@@ -79,7 +79,8 @@ def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
     """Predicted board power (W) per row (module docstring)."""
     power = pf.get("power")
     if power is None:
-        raise BadInputError(f"{source}: the parameter file has no power section")
+        # the parameter file is at fault, not the table: callers that know its path name it first
+        raise BadInputError(f"the parameter file has no power section; it cannot predict the power of {source}")
     if power.model == "dvfs":
         try:
             return dvfs_power(pf, power, df)

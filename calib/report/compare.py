@@ -374,9 +374,13 @@ def format_text(c: Comparison, old_name: str, new_name: str, show_all: bool = Tr
                    + ", ".join(f"{ch.key} ({ch.change:+.4g} {ch.unit}" + (f", z = {ch.z:+.1f})" if ch.z is not None else ")")
                                for ch in sig))
     else:
-        out.append(f"no parameter moved significantly ({n_tested} tested, "
-                   f"{sum(1 for ch in c.params if ch.verdict == 'untested')} untested, "
-                   f"{sum(1 for ch in c.params if ch.verdict == 'not comparable')} not comparable)")
+        counts = {v: sum(1 for ch in c.params if ch.verdict == v) for v in ("unchanged", "untested", "not comparable")}
+        if c.params and all(ch.new == ch.old for ch in c.params) and not (c.added or c.removed or c.structure):
+            n = sum(1 for ch in c.params if not ch.name.startswith("["))  # parameters, not combinations
+            out.append(f"no parameter changed ({n} unchanged)")
+        else:
+            out.append(f"no parameter moved significantly ({n_tested} tested, {counts['unchanged']} unchanged, "
+                       f"{counts['untested']} untested, {counts['not comparable']} not comparable)")
     return "\n".join(out)
 
 
