@@ -115,6 +115,15 @@ def _window_rows(df: pd.DataFrame, w: Window, settle_s: float = 0.0) -> pd.DataF
     return df[sel]
 
 
+def _finite(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose power (and temperature, where logged) is a reading: traces skip missing ones (empty
+    fields, or readings excluded as implausible by :meth:`Session.readings`)."""
+    ok = np.isfinite(rows["power_w"].to_numpy(dtype=float))
+    if "temp_c" in rows.columns:
+        ok &= np.isfinite(rows["temp_c"].to_numpy(dtype=float))
+    return rows if ok.all() else rows[ok]
+
+
 class _CounterEnergy:
     """Window energies (J) from the session's energy counter: :class:`calib.windows.EnergyCounter`
     (the counter interpolated at the window's edges, resets and wraps unwrapped), one per segment."""
@@ -201,11 +210,11 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         raise BadInputError(f"{where}: device.sm_count {sm_count!r} is not a positive integer")
     basis = ActivityBasis(tuple(units), frozenset(mem_units), sm_count, issue, core0, mem0)
     pname = power_stream(session, power)
-    pdf = session.stream(pname)
+    pdf = session.readings(pname)
     if len(pdf) == 0:
         raise BadInputError(f"{session.path}: stream '{pname}' has no rows")
     wall = analyzer_stream(session)
-    wdf = session.stream(wall) if wall else None
+    wdf = session.readings(wall) if wall else None
     markers = session.markers()
     counter_energy_j = _CounterEnergy(pdf)
     rows: list[dict[str, Any]] = []
@@ -219,7 +228,8 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
                                "n_power": len(p), "window_s": w.t1 - w.t0}
         if "temp_c" in rw.columns and len(rw):
             rec["temp_c"] = float(rw["temp_c"].mean())
-            rec["temp_start_c"] = float(rw["temp_c"].iloc[0])
+            first = rw["temp_c"].dropna()  # (implausible readings are missing)
+            rec["temp_start_c"] = float(first.iloc[0]) if len(first) else math.nan
         if "fan_pct" in rw.columns and len(rw):
             rec["fan_pct"] = float(rw["fan_pct"].mean())
         rec["energy_counter_j"] = counter_energy_j(w)
@@ -317,7 +327,7 @@ class ThermalStep:
 def thermal_steps(session: Session, power: str | None = None) -> list[ThermalStep]:
     """Heat/cool traces of every complete thermal step of a session."""
     pname = power_stream(session, power)
-    pdf = session.stream(pname)
+    pdf = session.readings(pname)
     if "temp_c" not in pdf.columns:
         return []
     plan = {p["name"]: p for p in session.manifest.get("plan", [])}
@@ -329,8 +339,8 @@ def thermal_steps(session: Session, power: str | None = None) -> list[ThermalSte
         if h is None:
             continue
         before = pdf[(pdf["segment"] == h.segment) & (pdf["t_mono_s"] <= h.t0) & (pdf["t_mono_s"] > h.t0 - 5.0)]
-        hr = _window_rows(pdf, h)
-        cr = _window_rows(pdf, c)
+        hr = _finite(_window_rows(pdf, h))
+        cr = _finite(_window_rows(pdf, c))
         if len(hr) < 10 or len(cr) < 10:
             continue
         fan = hr["fan_pct"].to_numpy(dtype=float) if "fan_pct" in hr.columns else np.full(len(hr), np.nan)
@@ -352,12 +362,12 @@ def fan_sweep(session: Session, power: str | None = None) -> pd.DataFrame:
     the leakage change with the temperature of each reading.
     """
     pname = power_stream(session, power)
-    pdf = session.stream(pname)
+    pdf = session.readings(pname)
     parts = []
     for k, w in enumerate(_pair(session.markers(), "idle_start", "idle_stop")):
         if w.info.get("kind") != "fan_sweep":
             continue
-        rw = _window_rows(pdf, w, 0.0)
+        rw = _finite(_window_rows(pdf, w, 0.0))
         if len(rw) < 3 or "fan_pct" not in rw.columns:
             continue
         parts.append(pd.DataFrame({"fan_pct": rw["fan_pct"].to_numpy(float), "power_w": rw["power_w"].to_numpy(float),
@@ -377,7 +387,7 @@ def ambient_temp_c(session: Session) -> float | None:
     for s in session.manifest.get("sensors", []):
         cols = [c for c in AMBIENT_COLUMNS if c in s.get("columns", [])]
         if cols:
-            df = session.stream(s["name"])
+            df = session.readings(s["name"])
             v = df[cols[0]].to_numpy(dtype=float) if len(df) else np.array([])
             v = v[np.isfinite(v)]
             if len(v):

@@ -18,6 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated units of the memory clock domain (default: names containing dram/global/local/mem)")
     p.add_argument("--cv", type=int, default=None, metavar="K",
                    help="also report K-fold cross-validated MAPE, folds by workload")
+    p.add_argument("--accept-poor-fit", action="store_true",
+                   help="write the parameter file even when the fit's error is absurd (calib.model.validation."
+                        "FIT_LIMITS, e.g. power MAPE above 25 %%); the file records it and `calib validate` refuses it")
     p.add_argument("--sm-count", type=int, default=None,
                    help="number of SMs (samples tables only; default: the largest active_sms in the table, else 1, i.e. MaxPower per chip)")
     t = p.add_argument_group("timing section from a kernel table (calib import nvprof|ncu FILE --kernels)")
@@ -69,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
                 raise BadInputError("--ar-threshold must be in (0, 1)")
     if args.fit_method:
         dvfs_opts["method"] = args.fit_method
-    out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts)
+    out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts,
+                     accept_poor_fit=args.accept_poor_fit)
     out.params.save(args.output)
     print(fit_summary(out.params))
     if out.cv is not None:
@@ -113,6 +117,9 @@ def _run_timing(args: argparse.Namespace) -> int:
                                      "role": "kernel table"}])
     pf["timing"] = sec
     annotate(pf)
+    from calib.fit.pipeline import check_fit_quality
+
+    check_fit_quality(pf, str(src), args.accept_poor_fit)
     pf.save(args.output)
     print(fit_summary(pf))
     st = sec.stats

@@ -42,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, type=_session_name,
                    help="session name, one path component (default: <device>-<campaign>-<UTC time>)")
     p.add_argument("--seed", type=_seed, default=0, help="noise seed of the virtual GPU, >= 0 (default 0)")
+    p.add_argument("--accept-poor-fit", action="store_true",
+                   help="write the parameter file even when the fit's error is absurd (the session is kept either way)")
     p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed (with --name: the name must not exist)")
 
 
@@ -138,7 +140,7 @@ def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  #
     from calib.fit.pipeline import fit_session
     from calib.report_text import fit_summary
 
-    out = fit_session(session)
+    out = fit_session(session, accept_poor_fit=getattr(args, "accept_poor_fit", False))
     pf = out.params
     name = session.name
     fitted.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ def run(args: argparse.Namespace) -> int:
 
     from calib.model.checks import load_checked
 
-    pf = load_checked(args.params)
+    pf = load_checked(args.params, fit_quality="error")
     for w in pf.warnings(args.params):
         print(f"warning: {w}")
     n = sum(len(sec.params) for sec in pf.sections.values())

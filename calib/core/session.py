@@ -628,7 +628,10 @@ class Session:
     path: Path
     manifest: dict
     dropped_lines: dict[str, int] = field(default_factory=dict)
+    #: stream name -> readings excluded as implausible by :meth:`readings`
+    implausible: dict[str, Any] = field(default_factory=dict)
     _cache: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _screened: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -648,6 +651,23 @@ class Session:
                 self.dropped_lines[name] = dropped
             self._cache[name] = df
         return self._cache[name]
+
+    def readings(self, name: str) -> pd.DataFrame:
+        """Rows of sensor stream ``name`` for measurement windows: power, temperature and clock readings
+        outside what the device can produce (:mod:`calib.core.plausibility`, limits from the manifest)
+        set to missing, with one warning per stream naming the file, the count and the first offending
+        line. :meth:`stream` gives the raw rows; the file is never changed."""
+        if name not in self._screened:
+            from calib.core.plausibility import limits_for, screen
+
+            sensor = next((s for s in self.manifest.get("sensors", []) if s.get("name") == name), {})
+            device = self.manifest.get("device") or {}
+            df, rep = screen(self.stream(name), limits_for(device, sensor))
+            if rep.total:
+                self.implausible[name] = rep
+                warnings.warn(rep.message(self.path / f"{name}.csv"))
+            self._screened[name] = df
+        return self._screened[name]
 
     def markers(self) -> pd.DataFrame:
         df = self.stream(MARKERS_STREAM)

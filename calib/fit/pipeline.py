@@ -50,7 +50,7 @@ def _sources_of_session(path: Path) -> list[dict[str, str]]:
 
 
 def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units: set[str] | None = None,
-                cv: int | None = None, dvfs_options: dict | None = None) -> FitOutcome:
+                cv: int | None = None, dvfs_options: dict | None = None, accept_poor_fit: bool = False) -> FitOutcome:
     """Fit every model part the session supports (module docstring)."""
     path = Path(path)
     sess = read_session(path)
@@ -134,6 +134,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         out.cv = cross_validate(ipp.training_rows(df), cv, lambda d: IppPowerFitter(**ipp.get_params()).fit(d).section_,
                                 _ipp_predictor(pf.get("thermal")), strata="stresses")
         pf["power"].stats.update(cv_mape_pct=out.cv.mape_pct, cv_folds=int(cv))
+    check_fit_quality(pf, str(path), accept_poor_fit)
     return out
 
 
@@ -169,7 +170,8 @@ def _ipp_predictor(thermal: Section | None) -> Callable[[Section, pd.DataFrame],
 
 
 def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv: int | None = None,
-              sm_count: int | None = None, dvfs_options: dict | None = None) -> FitOutcome:
+              sm_count: int | None = None, dvfs_options: dict | None = None,
+              accept_poor_fit: bool = False) -> FitOutcome:
     """Fit the power model of a samples table (IPP for one clock configuration, DVFS for several)."""
     path = Path(path)
     df = read_samples(path, require_power=True)
@@ -210,7 +212,35 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     if out.cv is not None:
         pf["power"].stats.update(cv_mape_pct=out.cv.mape_pct, cv_folds=int(cv or 0))
     annotate(pf)
+    check_fit_quality(pf, str(path), accept_poor_fit)
     return out
+
+
+def check_fit_quality(pf: ParameterFile, source: str, accept: bool = False) -> list[str]:
+    """The fit-quality gate (:data:`calib.model.validation.FIT_LIMITS`): FitError naming ``source`` and the
+    numbers when a fitted section's error is absurd; with ``accept`` (``--accept-poor-fit``) a warning
+    instead, and each such section records why in its statistics (``poor_fit``), which `calib validate`
+    refuses. Returns the problems."""
+    import warnings
+
+    from calib.core.errors import FitError
+    from calib.model.validation import fit_quality_problems
+
+    problems = fit_quality_problems(pf.items())
+    if not problems:
+        return []
+    what = "; ".join(problems)
+    if not accept:
+        raise FitError(f"{source}: the fit is not credible ({what}): the data or the model are wrong (check the "
+                       "input for implausible readings); nothing written. --accept-poor-fit writes it anyway")
+    by_section: dict[str, list[str]] = {}
+    for p in problems:
+        sec, what_ = p.split(": ", 1)
+        by_section.setdefault(sec, []).append(what_)
+    for sec, whats in by_section.items():
+        pf[sec].stats["poor_fit"] = "; ".join(whats) + " (written with --accept-poor-fit)"
+    warnings.warn(f"{source}: the fit is not credible ({what}); written because of --accept-poor-fit")
+    return problems
 
 
 def annotate(pf: ParameterFile) -> None:

@@ -55,9 +55,9 @@ def transfer_table(session: Session, power: str | None = None, settle_s: float =
     markers = session.markers()
     if not len(markers) or not (markers["event"] == "copy_start").any():
         return pd.DataFrame(columns=list(TABLE_COLUMNS))
-    pdf = session.stream(power_stream(session, power))
+    pdf = session.readings(power_stream(session, power))
     wall = analyzer_stream(session)
-    wdf = session.stream(wall) if wall else None
+    wdf = session.readings(wall) if wall else None
     refs = {(w.workload, w.repeat, w.segment): w for w in _pair(markers, "copy_ref_start", "copy_ref_stop")}
 
     def mean(df: pd.DataFrame, w: Any) -> tuple[float, int]:

@@ -106,9 +106,23 @@ def check_models(pf: ParameterFile, source: str = "<parameters>") -> None:
     _dry_run(pf, source)
 
 
-def load_checked(path: str | os.PathLike) -> ParameterFile:
+def load_checked(path: str | os.PathLike, fit_quality: str = "warn") -> ParameterFile:
     """Read a parameter file, check it against the schema and physical bounds and check that every
-    model section can drive its model (module docstring)."""
+    model section can drive its model (module docstring). A file that records an absurd fit
+    (:func:`calib.model.validation.fit_quality_problems`, written with --accept-poor-fit) is refused with
+    ``fit_quality="error"`` (`calib validate`) and warned about otherwise, so that it can still be
+    reported on and compared."""
+    import warnings
+
+    from calib.model.validation import fit_quality_problems
+
     pf = P.load(path)
+    problems = fit_quality_problems(pf.items())
+    what = "; ".join(problems)
+    if problems and fit_quality == "error":  # first: it explains what the model checks would trip on
+        raise SchemaError(f"{path}: records a fit that is not credible ({what}); not valid for predictions "
+                          "(refit from data without implausible readings)")
     check_models(pf, str(path))
+    if problems:
+        warnings.warn(f"{path}: records a fit that is not credible ({what}); its predictions mean little")
     return pf

@@ -534,7 +534,7 @@ def validate(section: Section, where: str = "power") -> None:
     """SchemaError (naming the field) for what the schema cannot express: unit names unique, voltage
     parameters present, the shape parameters each unit's form needs present and in range, a plausible
     idle power."""
-    from calib.model.validation import MIN_IDLE_POWER_W, in_range
+    from calib.model.validation import MIN_IDLE_POWER_W, check_names, in_range
 
     st = section.structure
     units = [u["name"] for u in st["units"]]
@@ -573,6 +573,10 @@ def validate(section: Section, where: str = "power") -> None:
             if need not in shared:
                 raise SchemaError(f"{where}.parameters: {need} missing (the total-activity terms use the "
                                   f"{tform!r} form)")
+    voltages = [n for dom in (CORE, MEM) for n in st["voltage"][dom]["params"]]
+    voltages += [n for row in (st["voltage"][CORE].get("per_mem") or {}).get("params", []) for n in row]
+    check_names(section, where, CONST_TERMS + SHAPE_NAMES + tuple(voltages)
+                + tuple(n for u in units for n in (names.unit_weight(u), *(f"{s}_{u}" for s in SHAPE_NAMES))))
     idle = sum(section.value(n, 0.0) for n in CONST_TERMS if n.startswith(("static_", "const_")))
     if idle < MIN_IDLE_POWER_W:
         raise SchemaError(f"{where}.parameters: static_* + const_* = {idle:g} W, the idle power at the reference "

@@ -27,10 +27,13 @@ import pandas as pd
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
 from calib.model.arfunc import FORMS, LOG, ar_transform
-from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, in_range
+from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, check_names, in_range
 from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX
+
+#: the model's parameters besides each unit's max_power_<unit>_w and ar_log_a_<unit> (calib.core.names)
+PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_b", "sm_beta")
 
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:
@@ -173,6 +176,7 @@ class IppPowerModel:
         clocks = st.get("default_clocks")
         if clocks is not None and not isinstance(clocks, dict):
             raise SchemaError(f"{where}.default_clocks: expected an object (core_mhz, mem_mhz)")
+        check_names(sec, where, PARAMETERS + tuple(n for u in units for n in (names.max_power(u), names.ar_log_a(u))))
 
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,
                 source: str = "<table>") -> np.ndarray:

@@ -17,6 +17,11 @@ from calib.core.errors import SchemaError
 from calib.core.params import Section
 
 
+
+#: the parameters of IPP's thermal model (eqs. 17-19, the fan and the leakage slope)
+PARAMETERS = ("idle_temp_c", "fan_max_power_w", "sigma_w_per_c", "mu_c_per_w", "lambda_c", "rho_c", "rc_rise_s",
+              "rc_decay_s")
+
 class ThermalModel:
     """Temperature and power over time from a parameter file's ``thermal`` section."""
 
@@ -43,6 +48,9 @@ class ThermalModel:
         for name in ("rc_rise_s", "rc_decay_s"):
             if not sec.value(name) > 0:
                 raise SchemaError(f"{where}.parameters.{name}: must be > 0")
+        from calib.model.validation import check_names
+
+        check_names(sec, where, PARAMETERS)
 
     def max_rise_c(self, runtime_power_w: float | np.ndarray, mem_intensity: float | np.ndarray = 0.0) -> np.ndarray:
         """Steady rise above idle (eq. 19), degC."""

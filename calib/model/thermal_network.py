@@ -373,6 +373,11 @@ def validate(sec: Section, where: str = SECTION) -> None:
     sd = st.get("slowdown_temp_c", DEFAULT_SLOWDOWN_C)
     if isinstance(sd, bool) or not isinstance(sd, (int, float)) or not 0 < sd <= 150:
         raise SchemaError(f"{where}.slowdown_temp_c: {sd!r} is not a temperature in (0, 150] C")
+    from calib.model.validation import check_names
+
+    check_names(sec, where, ("idle_temp_c", "idle_power_w", names.R_DIRECT, names.LEAK_SIGMA, names.LEAK_EXP_AMP,
+                             names.LEAK_EXP_K) + tuple(nm for i in range(1, n + 1)
+                                                       for nm in (names.foster_r(i), names.foster_tau(i))))
 
 
 def dry_run(sec: Section) -> np.ndarray:

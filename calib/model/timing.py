@@ -43,6 +43,7 @@ Section layout (``"model": "mwp_cwp_wangchu"``)::
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,6 +68,11 @@ LINE_BYTES = 128.0
 #: optional per-row timing inputs (kernel descriptions; see calib.model.predict)
 TIMING_COLUMNS = ("uncoal_frac", "trans_per_uncoal", "ind_mem_insts", "sync_insts", "l2_hit_rate",
                   "active_blocks_per_sm", "ilp")
+#: the model's parameters besides m_factor_<class> (module docstring)
+PARAMETERS = ("issue_cycles", "mem_ld_cycles", "dm_lat_a_cycles", "dm_lat_b_cycles", "departure_del_coal_cycles",
+              "departure_del_uncoal_cycles", "dram_del_coal_mem_cycles", "dram_del_uncoal_mem_cycles",
+              "l2_lat_cycles", "l2_del_cycles", "l1_lat_cycles", "sh_lat_cycles", "inst_lat_cycles",
+              "launch_overhead_s")
 REQUIRED = ("issue_cycles", "mem_ld_cycles", "departure_del_coal_cycles", "dram_del_coal_mem_cycles")
 
 
@@ -139,6 +145,9 @@ def validate(section: Section, where: str = "timing") -> None:
         if names.m_factor_class(name) is not None:
             in_range(section, name, where, 0.0, 1024.0, "issue cycles per warp instruction relative to the base "
                      "rate (1 to 32 on real GPUs)", lo_open=True)
+    from calib.model.validation import check_names
+
+    check_names(section, where, PARAMETERS, patterns=(re.escape(names.M_FACTOR_PREFIX) + r"[A-Za-z0-9_]+",))
 
 
 @dataclass

@@ -52,6 +52,12 @@ def validate(section: Section, where: str = "transfer") -> None:
     for m in HOST_MEMORY:
         if names.copy_host_power(m) in section.params:
             in_range(section, names.copy_host_power(m), where, 0.0, 1e3, "host power while copying")
+    from calib.model.validation import check_names
+
+    check_names(section, where, ["board_idle_power_w"]
+                + [names.copy_bandwidth(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
+                + [names.copy_latency(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
+                + [names.copy_energy_per_byte(d) for d in DIRECTIONS] + [names.copy_host_power(m) for m in HOST_MEMORY])
 
 
 def _mode(pinned: Any) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from calib.core.errors import SchemaError
 from calib.core.params import Section
 
@@ -25,3 +27,57 @@ def in_range(sec: Section, name: str, where: str, lo: float, hi: float, why: str
     if not (ok_lo and ok_hi):
         rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
         raise SchemaError(f"{where}.parameters.{name}: {v:g} is outside {rng}: {why}")
+
+
+def check_names(sec: Section, where: str, known: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
+    """SchemaError naming the first parameter the section's model does not have: not in ``known`` and
+    matching none of ``patterns`` (regular expressions of per-unit / per-level names). A typo such as
+    ``bogus_w`` would otherwise be carried along, shown in reports and compared by ``calib diff``
+    without any model ever reading it."""
+    import re
+
+    known = set(known)
+    rx = [re.compile(p) for p in patterns]
+    for name in sec.params:
+        if name in known or any(r.fullmatch(name) for r in rx):
+            continue
+        raise SchemaError(f"{where}.parameters.{name}: not a parameter of the {sec.model!r} model (a typo, or a "
+                          "file edited by hand?); remove it or fix its name")
+
+
+#: fit-quality gate: a section whose training error passes one of these limits is not a calibration of
+#: anything (the data or the model are wrong), and `calib fit`/`calib run` refuse to write it unless
+#: --accept-poor-fit; `calib validate` refuses a file that records one. Section name -> {statistic:
+#: limit}; "r2" is a lower limit, the others upper limits. Worst good fits measured by
+#: tests/benchmarks/fit_quality_study.py (every virtual preset, quick campaign, and the standard campaign of
+#: gtx280/gtx580/titanx; the four real gpmTOOL tables in ../shared/data fitted as samples tables):
+#: power MAPE 2.94 % (real Titan Xp; virtual: at most 1.24 %), R^2 >= 0.987; dvfs 0.83 %, 0.997; thermal
+#: RMSE 0.47 C, R^2 >= 0.982; thermal network RMSE 1.0 C; timing MAPE 9.2 %. The limits sit 5-10x beyond
+#: those (1 - R^2: 10x). The issue's corrupted campaign (windows reading 99,999 W) fits with MAPE 656-3958 %,
+#: R^2 0.25. The transfer section is not gated: its MAPE is 50-91 % on good fits (relative errors of the
+#: smallest copies, where the fixed latency dominates), so a MAPE limit would not separate anything.
+FIT_LIMITS: dict[str, dict[str, float]] = {
+    "power": {"mape_pct": 25.0, "r2": 0.8},
+    "dvfs": {"mape_pct": 25.0, "r2": 0.8},
+    "thermal": {"rmse_c": 5.0, "r2": 0.8},
+    "thermal_network": {"rmse_c": 5.0},
+    "timing": {"mape_pct": 50.0},
+}
+_STAT_TEXT = {"mape_pct": ("MAPE", "%"), "r2": ("R^2", ""), "rmse_c": ("RMSE", " degC"), "rmse_w": ("RMSE", " W"),
+              "rmse_s": ("RMSE", " s")}
+
+
+def fit_quality_problems(sections: Iterable[tuple[str, Section]]) -> list[str]:
+    """The limits of :data:`FIT_LIMITS` that fitted sections pass, as 'power: MAPE 656 % (limit 25 %)'."""
+    out = []
+    for name, sec in sections:
+        stats = sec.stats or {}
+        for key, limit in FIT_LIMITS.get(name, {}).items():
+            v = stats.get(key)
+            if v is None or not isinstance(v, (int, float)):
+                continue
+            bad = v < limit if key == "r2" else v > limit
+            if bad or v != v:  # NaN: no fit at all
+                label, unit = _STAT_TEXT[key]
+                out.append(f"{name}: {label} {v:.4g}{unit} ({'at least' if key == 'r2' else 'limit'} {limit:g}{unit})")
+    return out

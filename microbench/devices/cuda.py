@@ -137,7 +137,8 @@ class CudaDevice(Device):
             extra={**_model_units(major, props),
                    "pci_bus_id": ident.get("pci_bus_id"), "architecture": ident.get("architecture"),
                    "compute_capability": f"{props['major']}.{props['minor']}" if props else None,
-                   "cuda_index": self.index, "nvml_capabilities": self._nvml.capabilities()["supported"]},
+                   "cuda_index": self.index, "nvml_capabilities": self._nvml.capabilities()["supported"],
+                   **{k: ident[k] for k in ("power_limit_w", "shutdown_temp_c") if ident.get(k) is not None}},
         )
 
     # -- Device interface ---------------------------------------------------------------------

@@ -264,6 +264,11 @@ class NvmlGpu:
             ("cuda_cores", "core count", (pynvml.nvmlDeviceGetNumGpuCores, h), int),
             ("max_sm_mhz", "max SM clock", (pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM), int),
             ("max_mem_mhz", "max memory clock", (pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_MEM), int),
+            # the board's limits, which the samples layer checks readings against (calib.core.plausibility)
+            ("power_limit_w", "power limit constraints", (pynvml.nvmlDeviceGetPowerManagementLimitConstraints, h),
+             lambda lim: float(lim[1]) / 1000.0),
+            ("shutdown_temp_c", "shutdown temperature",
+             (pynvml.nvmlDeviceGetTemperatureThreshold, h, pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN), float),
         ):
             try:
                 out[key] = conv(_nvml(f"{self.where}: {what}", *call))

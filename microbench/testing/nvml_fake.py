@@ -53,6 +53,8 @@ class FakeGpu:
     fail: dict[str, int] = field(default_factory=dict)
     lock_error: int | None = None  # error code returned by Set*LockedClocks
     module_scope_only: bool = False  # Grace Hopper: power fields only at NVML_POWER_SCOPE_MODULE
+    power_limits_mw: tuple[int, int] = (100_000, 400_000)  # nvmlDeviceGetPowerManagementLimitConstraints
+    shutdown_temp_c: int = 92                             # NVML_TEMPERATURE_THRESHOLD_SHUTDOWN
     t0: float = field(default_factory=time.time)
     calls: list[tuple[str, tuple]] = field(default_factory=list)
     locked_core: tuple[int, int] | None = None
@@ -213,6 +215,9 @@ def install_fake(mod: Any, gpus: list[FakeGpu] | None = None) -> FakeNvml:
     m.nvmlDeviceGetNumGpuCores.side_effect = lambda h: 6912
     m.nvmlDeviceGetMaxClockInfo.side_effect = lambda h, t: (max(max(v) for v in h.supported.values())
                                                             if t == real.NVML_CLOCK_SM else max(h.supported))
+    m.nvmlDeviceGetPowerManagementLimitConstraints.side_effect = q("power_limit", lambda h: list(h.power_limits_mw))
+    m.nvmlDeviceGetTemperatureThreshold.side_effect = lambda h, t: (
+        h.shutdown_temp_c if t == real.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN else h.shutdown_temp_c - 5)
     m.nvmlSystemGetDriverVersion.side_effect = lambda: "580.65.06"
     m.nvmlSystemGetCudaDriverVersion.side_effect = lambda: 13000
     m.nvmlDeviceGetFieldValues.side_effect = fake.field_values

@@ -80,7 +80,7 @@ class Preset:
                    "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes, "preset": self.name,
                    "max_warps_per_sm": self.timing.max_warps_per_sm,
                    "max_blocks_per_sm": self.timing.max_blocks_per_sm,
-                   **{k: self.extra[k] for k in ("slowdown_temp_c",) if k in self.extra}},
+                   **{k: self.extra[k] for k in ("slowdown_temp_c", "power_limit_w") if k in self.extra}},
         )
 
     def v_core_rel(self, core_mhz: float) -> float:
@@ -174,7 +174,8 @@ GTX280 = Preset(
         dram_lat_a=280.0, dram_lat_b=150.0, dram_bytes_per_mem_cycle=128.0, l2_bytes_per_cycle=0.0,
         l2_lat=0.0, l1_lat=0.0, shared_lat=38.0, max_outstanding_per_sm=24.0,
     ),
-    extra={"mem_l_cycles": 430.0},
+    # board power limit (TDP), W: NVIDIA's published figure; the samples layer checks readings against it
+    extra={"mem_l_cycles": 430.0, "power_limit_w": 236.0},
 )
 
 
@@ -215,6 +216,8 @@ GTX580 = Preset(
         l2_lat=240.0, l1_lat=40.0, shared_lat=30.0, max_outstanding_per_sm=32.0,
     ),
     l1_bytes=16 * 1024, l2_bytes=768 * 1024,
+    # board power limit (TDP), W: NVIDIA's published figure
+    extra={"power_limit_w": 244.0},
 )
 
 
@@ -266,6 +269,8 @@ TITANX = Preset(
     ),
     dvfs=DvfsPhysics(_TX_CORE, _TX_CORE_V, _TX_MEM, _TX_MEM_V),
     l1_bytes=48 * 1024, l2_bytes=3 * 1024 * 1024,
+    # board power limit (TDP), W: NVIDIA's published figure
+    extra={"power_limit_w": 250.0},
 )
 
 # PCIe links: GT200 and GF110 are PCIe 2.0 x16 (5 GT/s, 8b/10b: 8 GB/s raw), GM200 PCIe 3.0 x16
