@@ -60,6 +60,14 @@ REPORT_DIR = "report"
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 #: relative / absolute agreement demanded of a parameter that has no standard error
 NOSE_RTOL, NOSE_ATOL = 1e-6, 1e-9
+#: a shipped standard error must be within this factor of the refit's (the refit is deterministic: the
+#: same toolkit gives the same one; another version may move it a little, not 100x)
+SE_FACTOR = 1.5
+#: the signature of MANIFEST.json (Ed25519, calib publish --sign); not listed in the manifest it signs
+SIGNATURE_NAME = "MANIFEST.sig"
+SIGNATURE_FORMAT = "calib-signature-1"
+#: device fields the manifest copies from the parameter file (checked against it)
+DEVICE_FIELDS = ("name", "uuid", "sm_count", "driver_version", "cuda_version")
 
 
 class BundleError(BadInputError):
@@ -172,13 +180,20 @@ def refit(pf: ParameterFile, samples: pd.DataFrame, plan: list | None = None) ->
                 out.checks.append(ParamCheck(name, pname, p.value, None, p.stderr, False,
                                              "absent from the refit (the samples do not support it)"))
                 continue
-            if p.vary and p.stderr:
-                ok = abs(q.value - p.value) <= p.stderr
-                note = "" if ok else f"refit {q.value:.6g} is {abs(q.value - p.value) / p.stderr:.2f} standard errors away"
+            # judged with the refit's own standard error: the shipped one is part of what is being checked
+            se = q.stderr if p.vary else None
+            if se:
+                ok = abs(q.value - p.value) <= se
+                note = "" if ok else (f"refit {q.value:.6g} is {abs(q.value - p.value) / se:.2f} standard errors away "
+                                      f"(the refit's standard error {se:.3g})")
             else:
                 ok = math.isclose(q.value, p.value, rel_tol=NOSE_RTOL, abs_tol=NOSE_ATOL)
                 note = "" if ok else f"refit {q.value:.6g} differs (no standard error: exact agreement required)"
-            out.checks.append(ParamCheck(name, pname, p.value, q.value, p.stderr if p.vary else None, ok, note))
+            for what, mine, theirs in (("standard error", p.stderr, q.stderr),
+                                       ("total standard error", p.stderr_total, q.stderr_total)):
+                if ok and p.vary and mine and theirs and not 1 / SE_FACTOR <= mine / theirs <= SE_FACTOR:
+                    ok, note = False, f"its {what} {mine:.3g} is {mine / theirs:.3g}x the refit's {theirs:.3g}"
+            out.checks.append(ParamCheck(name, pname, p.value, q.value, se, ok, note))
         for pname, q in new.items():
             if pname not in pf[name].params:
                 out.checks.append(ParamCheck(name, pname, math.nan, q.value, None, False,
@@ -199,6 +214,8 @@ class Verification:
     files: int
     schema_warnings: list[str]
     refit: RefitResult
+    signature: str = "unsigned"              # verified | unchecked | unsigned (see check_signature)
+    key_fingerprint: str | None = None       # of the key that signed it
 
 
 def _safe_extract(archive: Path, dest: Path) -> Path:
@@ -264,31 +281,196 @@ def check_files(root: Path, man: dict, label: str) -> int:
         if "bytes" in meta and f.stat().st_size != meta["bytes"]:  # pragma: no cover - sha256 catches it first
             raise BundleError(f"{label}/{rel}: size differs from the manifest")
     present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    extra = sorted(present - set(listed) - {MANIFEST})
+    extra = sorted(present - set(listed) - {MANIFEST, SIGNATURE_NAME})
     if extra:
         raise BundleError(f"{label}/{extra[0]}: not listed in {MANIFEST} (a file was added after publishing)")
     return len(listed)
 
 
-def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> Verification:
-    """Verify an unpacked bundle; ``checked``: a refit already done on these very files (publish)."""
+# ------------------------------------------------------------------------------------------------
+# signatures (Ed25519, the `cryptography` package)
+# ------------------------------------------------------------------------------------------------
+
+def generate_key(path: str | os.PathLike, force: bool = False) -> tuple[Path, Path, str]:
+    """Write a new Ed25519 key pair: the private key at ``path`` (PEM, PKCS#8, unencrypted, mode 0600) and
+    the public key at ``path.pub`` (PEM, SubjectPublicKeyInfo) -- the formats of ``openssl genpkey
+    -algorithm ed25519`` and ``openssl pkey -pubout``. Returns (private, public, fingerprint)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from calib.core.atomic import atomic_write_bytes, check_output_file
+
+    priv_path, pub_path = Path(path), Path(f"{path}.pub")
+    for p in (priv_path, pub_path):
+        check_output_file(p, "key file")
+        if p.exists() and not force:
+            raise BadInputError(f"{p}: already exists (use --force to replace the key pair)")
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    atomic_write_bytes(priv_path, pem)
+    os.chmod(priv_path, 0o600)  # a private key is for its owner alone
+    atomic_write_bytes(pub_path, key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                               serialization.PublicFormat.SubjectPublicKeyInfo))
+    return priv_path, pub_path, key_fingerprint(key.public_key())
+
+
+def key_fingerprint(public_key: Any) -> str:
+    """sha256 (hex) of an Ed25519 public key's 32 raw bytes: how messages and manifests name a key."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    return hashlib.sha256(public_key.public_bytes(serialization.Encoding.Raw,
+                                                  serialization.PublicFormat.Raw)).hexdigest()
+
+
+def _read_key(path: str | os.PathLike, private: bool) -> Any:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+    what = "private key (--sign KEY)" if private else "public key (--key PUB)"
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
+    try:
+        key = (serialization.load_pem_private_key(data, password=None) if private
+               else serialization.load_pem_public_key(data))
+    except TypeError:
+        raise BadInputError(f"{path}: the private key is encrypted; calib signs with an unencrypted PEM key "
+                            "(calib keygen)") from None
+    except ValueError:
+        other = "a public key: sign with the private key" if private and b"PUBLIC KEY" in data else (
+            "a private key: verify with the public key (KEY.pub)" if not private and b"PRIVATE KEY" in data else
+            "not a PEM key")
+        raise BadInputError(f"{path}: not a {what}: {other}") from None
+    if not isinstance(key, Ed25519PrivateKey if private else Ed25519PublicKey):
+        raise BadInputError(f"{path}: a {type(key).__name__} key; calib signs and verifies Ed25519 keys (calib keygen)")
+    return key
+
+
+def load_private_key(path: str | os.PathLike) -> Any:
+    """An Ed25519 private key from a PEM file (BadInputError naming the file otherwise)."""
+    return _read_key(path, True)
+
+
+def load_public_key(path: str | os.PathLike) -> Any:
+    """An Ed25519 public key from a PEM file (BadInputError naming the file otherwise)."""
+    return _read_key(path, False)
+
+
+def sign_manifest(root: Path, private_key: Any) -> dict:
+    """Sign the bytes of ``root/MANIFEST.json`` (which lists every other file's sha256) into
+    ``root/MANIFEST.sig``; returns the signature document."""
+    import base64
+
+    from calib.core.atomic import atomic_write_json
+
+    data = (root / MANIFEST).read_bytes()
+    doc = {"format": SIGNATURE_FORMAT, "algorithm": "Ed25519", "signed_file": MANIFEST,
+           "public_key_sha256": key_fingerprint(private_key.public_key()),
+           "signature": base64.b64encode(private_key.sign(data)).decode("ascii")}
+    atomic_write_json(root / SIGNATURE_NAME, doc)
+    return doc
+
+
+@dataclass
+class SignatureCheck:
+    """``status``: 'verified' (with the given key), 'unchecked' (signed, no key given) or 'unsigned';
+    ``problem``: why a signature was refused (None when it was not)."""
+
+    status: str
+    fingerprint: str | None = None
+    problem: str | None = None
+
+
+def check_signature(root: Path, label: str, public_key: Any | None) -> SignatureCheck:
+    """The bundle's signature against ``public_key`` (None: not checked; see :class:`SignatureCheck`)."""
+    import base64
+
+    from cryptography.exceptions import InvalidSignature
+
+    sig_path = root / SIGNATURE_NAME
+    if not sig_path.is_file():
+        if public_key is not None:
+            return SignatureCheck("unsigned", None, f"{label}: not signed ({SIGNATURE_NAME} missing), but --key was "
+                                  "given: a signed bundle whose signature was removed looks like this; refused")
+        return SignatureCheck("unsigned")
+    try:
+        doc = json.loads(sig_path.read_text(encoding="utf-8"))
+        sig = base64.b64decode(doc["signature"], validate=True)
+        fp = str(doc.get("public_key_sha256") or "")
+        if doc.get("format") != SIGNATURE_FORMAT or doc.get("algorithm") != "Ed25519":
+            raise ValueError("format")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return SignatureCheck("unsigned", None, f"{label}/{SIGNATURE_NAME}: not a calib signature file "
+                              f"({SIGNATURE_FORMAT}, Ed25519); refused")
+    if public_key is None:
+        return SignatureCheck("unchecked", fp)
+    mine = key_fingerprint(public_key)
+    try:
+        public_key.verify(sig, (root / MANIFEST).read_bytes())
+    except InvalidSignature:
+        why = ("the manifest was changed after signing" if fp == mine else
+               f"it was signed by another key (sha256 {fp[:16]}...), not by --key (sha256 {mine[:16]}...)")
+        return SignatureCheck("unsigned", fp, f"{label}/{MANIFEST}: the signature does not verify with --key: {why}")
+    return SignatureCheck("verified", mine)
+
+
+def check_consistency(root: Path, man: dict, pf: ParameterFile, label: str) -> list[str]:
+    """What the parts of a bundle say about each other, each disagreement as a sentence naming the file:
+    the manifest's device and toolkit fields against the parameter file, and the report against the
+    parameter file (:func:`calib.report.html.check_report`)."""
+    out = []
+    dev = man.get("device") if isinstance(man.get("device"), dict) else {}
+    pname = man["parameters"]
+    for k in DEVICE_FIELDS:
+        if k in dev and dev.get(k) != pf.device.get(k):
+            out.append(f"{label}/{MANIFEST}: device.{k} is {dev.get(k)!r}, {pname} says {pf.device.get(k)!r}")
+    fitted_with = man.get("parameters_toolkit_version")
+    if fitted_with is not None and fitted_with != pf.provenance.get("toolkit_version"):
+        out.append(f"{label}/{MANIFEST}: parameters_toolkit_version is {fitted_with!r}, {pname} was fitted with calib "
+                   f"{pf.provenance.get('toolkit_version')!r}")
+    report = man.get("report")
+    if isinstance(report, str) and report in man["files"]:
+        from calib.report.html import check_report
+
+        try:
+            page = (root / report).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            return out + [f"{label}/{report}: cannot be read ({e.__class__.__name__})"]
+        for what in check_report(page, pf, file_sha256(root / pname), man.get("toolkit_version")):
+            out.append(f"{label}/{report}: disagrees with {pname}: {what}")
+    return out
+
+
+def _verify_root(root: Path, label: str, checked: RefitResult | None = None, key: Any | None = None) -> Verification:
+    """Verify an unpacked bundle; ``checked``: a refit already done on these very files (publish); ``key``:
+    the publisher's public key. Every check runs and every disagreement is named in one BundleError."""
     from calib.core.samples import read_samples
 
     man = _read_manifest(root, label)
-    n = check_files(root, man, label)
+    sig = check_signature(root, label, key)
+    problems = [sig.problem] if sig.problem else []
+    try:
+        n = check_files(root, man, label)
+    except BundleError as e:
+        raise BundleError("; ".join(problems + [str(e)])) from e
     pfile = root / man["parameters"]
     try:
         pf = load_checked(pfile)
     except BadInputError as e:
-        raise BundleError(f"{label}/{man['parameters']}: fails the parameter-file schema: {e}") from e
+        raise BundleError("; ".join(problems + [f"{label}/{man['parameters']}: fails the parameter-file schema: {e}"])) from e
     swarn = pf.warnings(man["parameters"])
+    problems += check_consistency(root, man, pf, label)
     if checked is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 samples = read_samples(root / man["samples"], require_power=True)
             except BadInputError as e:
-                raise BundleError(f"{label}/{man['samples']}: {e}") from e
+                raise BundleError("; ".join(problems + [f"{label}/{man['samples']}: {e}"])) from e
         try:
             plan = None
             if man.get("plan") in man["files"]:
@@ -299,9 +481,11 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None) -> 
             checked = check_refit(pf, samples, f"{label}/{man['parameters']}", man["samples"], plan)
         except BundleError as e:
             pub = man.get("toolkit_version")
-            raise BundleError(f"{e} [published with calib {pub}, verified with calib {__version__}"
-                              + ("" if pub == __version__ else ": a different fitter can land elsewhere") + "]") from e
-    return Verification(root, man, n, swarn, checked)
+            problems.append(f"{e} [published with calib {pub}, verified with calib {__version__}"
+                            + ("" if pub == __version__ else ": a different fitter can land elsewhere") + "]")
+    if problems:
+        raise BundleError("; ".join(problems))
+    return Verification(root, man, n, swarn, checked, sig.status, sig.fingerprint)
 
 
 def check_refit(pf: ParameterFile, samples: pd.DataFrame, label: str, samples_name: str,
@@ -320,18 +504,20 @@ def check_refit(pf: ParameterFile, samples: pd.DataFrame, label: str, samples_na
     return res
 
 
-def verify_bundle(path: str | os.PathLike) -> Verification:
-    """Check a bundle directory or archive (module docstring); raises :class:`BundleError` naming the file."""
+def verify_bundle(path: str | os.PathLike, key: str | os.PathLike | None = None) -> Verification:
+    """Check a bundle directory or archive (module docstring), with the publisher's public key file
+    ``key`` when given; raises :class:`BundleError` naming the file and what disagrees."""
     path = Path(path)
+    pub = load_public_key(key) if key is not None else None
     if not path.exists():
         raise BundleError(f"{path}: not found")
     if path.is_dir():
-        return _verify_root(path, str(path))
+        return _verify_root(path, str(path), key=pub)
     if not is_archive(path):
         raise BundleError(f"{path}: expected a bundle directory or a .tar.gz archive")
     with tempfile.TemporaryDirectory(prefix="calib-bundle-") as tmp:
         root = _safe_extract(path, Path(tmp))
-        v = _verify_root(root, f"{path}:{root.name}")
+        v = _verify_root(root, f"{path}:{root.name}", key=pub)
         v.bundle = path
         return v
 
@@ -372,10 +558,16 @@ def _readme(pf: ParameterFile, man: dict, name: str) -> str:
         mp = f"MAPE {st['mape_pct']:.3g}%" if st.get("mape_pct") is not None else "MAPE -"
         lines.append(f"- {s}: {st.get('n_samples')} samples, {rm}, {mp}{extra}; "
                      f"{len(st.get('warnings', []))} warning(s) (see the report).")
+    signer = (man.get("signed_by") or {}).get("public_key_sha256")
     lines += ["", "## Check it", "",
-              "```sh", f"calib verify-bundle {name}", "```", "",
-              ("This checks every file's sha256 against the manifest, the parameter file against the schema, and that "
-              "refitting the samples table reproduces the power, DVFS and timing parameters within their standard errors."),
+              "```sh", f"calib verify-bundle {name}" + (" --key PUBLISHER.pub" if signer else ""), "```", "",
+              ("This checks every file's sha256 against the manifest, the parameter file against the schema, the "
+               "manifest's device and toolkit fields and the report against the parameter file, and that refitting "
+               "the samples table reproduces the power, DVFS and timing parameters within the refit's standard errors.")
+              + (f" `{SIGNATURE_NAME}` is the publisher's Ed25519 signature of `{MANIFEST}` (public key sha256 "
+                 f"{signer}): with the publisher's public key, `--key` proves who published these files; "
+                 "checksums alone prove only that they are intact." if signer else
+                 " The bundle is not signed: its checksums prove it is intact, not who published it."),
               "", "## Use it", "", "```sh",
               f"calib predict {PARAMS_NAME} your_samples.csv -o predicted.csv   # power (and temperature) per row",
               f"calib diff {PARAMS_NAME} your_refit.json                        # compare with your own calibration",
@@ -418,25 +610,45 @@ def _stage(inp: Any, root: Path) -> dict:
     return summary | {"roles": roles}
 
 
-def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, source: Path) -> dict:
+def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, source: Path,
+              signer: str | None = None) -> dict:
     dev = pf.device
     files = {rel: {"sha256": file_sha256(root / rel), "bytes": (root / rel).stat().st_size, "role": role}
              for rel, role in sorted(roles.items())}
     return {"format": BUNDLE_FORMAT, "name": name, "toolkit_version": __version__,
             "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "device": {k: dev.get(k) for k in ("name", "uuid", "sm_count", "driver_version", "cuda_version")},
+            "device": {k: dev.get(k) for k in DEVICE_FIELDS},
+            "parameters_toolkit_version": pf.provenance.get("toolkit_version"),
+            **({"signed_by": {"algorithm": "Ed25519", "public_key_sha256": signer}} if signer else {}),
             "published_from": source.name, "parameters": PARAMS_NAME, "samples": SAMPLES_NAME,
             **({"plan": PLAN_NAME} if PLAN_NAME in roles else {}),
             "report": f"{REPORT_DIR}/index.html", "files": files}
 
 
 def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: str | os.PathLike | None = None,
-            session: str | os.PathLike | None = None, force: bool = False) -> tuple[Path, Verification]:
-    """Build a bundle of ``params_path`` at ``out`` (directory, or ``.tar.gz``), verify it, then move it
-    into place. Nothing is left at ``out`` unless the bundle verified."""
-    from calib.core.atomic import atomic_write_json, atomic_write_text, check_not_input, public_mode
+            session: str | os.PathLike | None = None, force: bool = False,
+            sign: str | os.PathLike | None = None, progress: Any | None = None) -> tuple[Path, Verification]:
+    """Build a bundle of ``params_path`` at ``out`` (directory, or ``.tar.gz``), sign its manifest with the
+    private key file ``sign`` when given, verify it, then move it into place. Nothing is left at ``out``
+    unless the bundle verified. ``progress(what)`` is called before each long stage."""
+    from calib.core.atomic import (
+        atomic_write_json,
+        atomic_write_text,
+        check_not_input,
+        check_output_dir,
+        output_target,
+        public_mode,
+    )
     from calib.report.inputs import load_inputs
 
+    step = progress or (lambda what: None)
+    key = load_private_key(sign) if sign is not None else None  # before the work: a bad key must not cost it
+    if is_archive(out):
+        target = output_target(out, "bundle").target  # (a symlink is followed; a device node is refused)
+        out_file = target if target is not None else Path(out)
+    else:
+        check_output_dir(out, "bundle directory")
+        out_file = Path(out)
     out = Path(out)
     if out.exists() and not force:
         raise BadInputError(f"{out}: already exists (use --force to replace it)")
@@ -451,6 +663,7 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
         raise BadInputError(f"{params_path}: no samples table found to ship with it; give --samples SAMPLES.csv "
                             "(or --session DIR to rebuild it from the session)")
     # the expensive check first: parameters that do not follow from the samples are not published
+    step("refit")
     checked = check_refit(inp.params, inp.samples, str(inp.params_path),
                           str(inp.samples_path) if inp.samples_path else "the samples rebuilt from the session",
                           _plan_of(inp))
@@ -458,24 +671,32 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as tmp:
         root = Path(tmp) / name
+        step("report")
         staged = _stage(inp, root)
+        step("manifest")
         roles = staged["roles"]
         roles[README_NAME] = "readme"
-        man = _manifest(inp.params, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path)
+        signer = key_fingerprint(key.public_key()) if key is not None else None
+        man = _manifest(inp.params, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path,
+                        signer)
         atomic_write_text(root / README_NAME, _readme(inp.params, man, out.name))
-        man = _manifest(inp.params, root, roles, name, inp.params_path)
+        man = _manifest(inp.params, root, roles, name, inp.params_path, signer)
         atomic_write_json(root / MANIFEST, man)
-        ver = _verify_root(root, str(out), checked)  # checksums and schema of what is about to ship
+        if key is not None:
+            sign_manifest(root, key)
+        step("verify")
+        # checksums, signature, schema and consistency of what is about to ship
+        ver = _verify_root(root, str(out), checked, key=key.public_key() if key is not None else None)
         for p in [root, *root.rglob("*")]:  # temporary files are private (0600); a bundle is for others
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         if is_archive(out):
-            fd, tmp_tar = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+            fd, tmp_tar = tempfile.mkstemp(prefix=f".{out_file.name}.", suffix=".tmp", dir=out_file.parent)
             os.close(fd)
             try:
                 with tarfile.open(tmp_tar, "w:gz") as tf:
                     tf.add(root, arcname=name)
                 public_mode(tmp_tar)
-                os.replace(tmp_tar, out)
+                os.replace(tmp_tar, out_file)
             except BaseException:
                 Path(tmp_tar).unlink(missing_ok=True)
                 raise

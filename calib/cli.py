@@ -49,6 +49,7 @@ VERBS: dict[str, str] = {
     "verify-bundle": "verify_bundle",
     "fleet": "fleet",
     "hotspot": "hotspot",
+    "keygen": "keygen",
 }
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -143,9 +143,9 @@ def test_publish_to_archive(quick_run, tmp_path, cli, monkeypatch):
     """The .tar.gz path of `calib publish` (the report itself is tested elsewhere: a small stand-in here)."""
     import calib.report.html as rh
 
-    def small_report(inp, out_dir):
+    def small_report(inp, out_dir):  # (the parameter table: verification checks it against parameters.json)
         (out_dir / "fig").mkdir(parents=True, exist_ok=True)
-        (out_dir / "index.html").write_text("<!DOCTYPE html><title>r</title>")
+        (out_dir / "index.html").write_text(f"<!DOCTYPE html><title>r</title>{rh._param_table(inp.params)[0]}")
         return {"figures": [], "skipped": [], "parameters": 0, "notes": []}
 
     monkeypatch.setattr(rh, "render_report", small_report)

@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples", default=None, metavar="CSV", help="samples table the parameters were fitted on")
     p.add_argument("--session", default=None, metavar="DIR", help="session directory the parameters were fitted from")
     p.add_argument("--force", action="store_true", help="replace an existing BUNDLE")
+    p.add_argument("--sign", default=None, metavar="KEY",
+                   help="Ed25519 private key (PEM; `calib keygen`) to sign MANIFEST.json with: recipients check it "
+                        "with `calib verify-bundle BUNDLE --key KEY.pub`")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,8 +34,16 @@ def run(args: argparse.Namespace) -> int:
 
     from calib.bundle import publish
     from calib.commands.verify_bundle import print_verification
+    from calib.progress import Progress, wants_progress
 
-    out, ver = publish(args.params, args.output, samples=args.samples, session=args.session, force=args.force)
+    # expected share of the time of each stage (refit, report with its figures, manifest, verification)
+    stages = {"refit": 0.0, "report": 0.35, "manifest": 0.9, "verify": 0.92}
+    prog = Progress(1.0, "publish", wants_progress(args), unit="")
+    out, ver = publish(args.params, args.output, samples=args.samples, session=args.session, force=args.force,
+                       sign=args.sign, progress=lambda what: prog.set(stages.get(what, prog.done), what))
+    prog.close()
+    if getattr(args, "quiet", False):
+        return 0
     print(f"bundle: {out}")
     for rel, meta in ver.manifest["files"].items():
         if meta["role"] != "report":

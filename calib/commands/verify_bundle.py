@@ -17,6 +17,9 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", metavar="BUNDLE", help="bundle directory or .tar.gz")
+    p.add_argument("--key", default=None, metavar="PUB",
+                   help="the publisher's Ed25519 public key (PEM, KEY.pub of `calib keygen`): the signature of "
+                        "MANIFEST.json must verify with it (an unsigned bundle is then refused)")
 
 
 def print_verification(ver: Any) -> None:
@@ -25,6 +28,8 @@ def print_verification(ver: Any) -> None:
 
     res = ver.refit
     print(f"verified {ver.bundle}")
+    if ver.signature == "verified":
+        print(f"  signature: {MANIFEST} signed by the key given (Ed25519, sha256 {ver.key_fingerprint[:16]}...)")
     print(f"  checksums: {ver.files} files match {MANIFEST} (format {ver.manifest['format']}, "
           f"published with calib {ver.manifest.get('toolkit_version')})")
     print(f"  schema:    {ver.manifest['parameters']} is valid ({len(ver.schema_warnings)} warnings, listed in the report)")
@@ -43,8 +48,30 @@ def print_verification(ver: Any) -> None:
         print(f"  refit:     {sec}: {why}")
 
 
-def run(args: argparse.Namespace) -> int:
-    from calib.bundle import verify_bundle
+def signature_warning(ver: Any) -> str | None:
+    """The warning a verification without a checked signature deserves (None when it was checked)."""
+    if ver.signature == "unsigned":
+        return (f"{ver.bundle}: not signed: its checksums prove it is intact, not who published it "
+                "(publishers: calib publish --sign KEY)")
+    if ver.signature == "unchecked":
+        return (f"{ver.bundle}: signed (Ed25519 key sha256 {(ver.key_fingerprint or '?')[:16]}...), but the signature "
+                "was not checked: give the publisher's public key with --key PUB")
+    return None
 
-    print_verification(verify_bundle(args.bundle))
+
+def run(args: argparse.Namespace) -> int:
+    import warnings
+
+    from calib.bundle import verify_bundle
+    from calib.progress import Progress, wants_progress
+
+    prog = Progress(1.0, "verify-bundle", wants_progress(args), unit="")
+    prog.set(0.0, "checksums, signature, refit")
+    ver = verify_bundle(args.bundle, key=args.key)
+    prog.close()
+    w = signature_warning(ver)
+    if w:
+        warnings.warn(w)
+    if not getattr(args, "quiet", False):
+        print_verification(ver)
     return 0
