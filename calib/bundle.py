@@ -445,11 +445,19 @@ def check_consistency(root: Path, man: dict, pf: ParameterFile, label: str) -> l
     return out
 
 
-def _verify_root(root: Path, label: str, checked: RefitResult | None = None, key: Any | None = None) -> Verification:
+#: stages of a verification and their expected share of its time (the refit is the work)
+VERIFY_STAGES = {"checksums": 0.03, "consistency": 0.02, "refit": 0.95}
+
+
+def _verify_root(root: Path, label: str, checked: RefitResult | None = None, key: Any | None = None,
+                 progress: Any = None) -> Verification:
     """Verify an unpacked bundle; ``checked``: a refit already done on these very files (publish); ``key``:
-    the publisher's public key. Every check runs and every disagreement is named in one BundleError."""
+    the publisher's public key; ``progress(stage)`` as the stages of :data:`VERIFY_STAGES` start. Every
+    check runs and every disagreement is named in one BundleError."""
     from calib.core.samples import read_samples
 
+    step = progress or (lambda name: None)
+    step("checksums")
     man = _read_manifest(root, label)
     sig = check_signature(root, label, key)
     problems = [sig.problem] if sig.problem else []
@@ -463,8 +471,10 @@ def _verify_root(root: Path, label: str, checked: RefitResult | None = None, key
     except BadInputError as e:
         raise BundleError("; ".join(problems + [f"{label}/{man['parameters']}: fails the parameter-file schema: {e}"])) from e
     swarn = pf.warnings(man["parameters"])
+    step("consistency")
     problems += check_consistency(root, man, pf, label)
     if checked is None:
+        step("refit")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -504,7 +514,7 @@ def check_refit(pf: ParameterFile, samples: pd.DataFrame, label: str, samples_na
     return res
 
 
-def verify_bundle(path: str | os.PathLike, key: str | os.PathLike | None = None) -> Verification:
+def verify_bundle(path: str | os.PathLike, key: str | os.PathLike | None = None, progress: Any = None) -> Verification:
     """Check a bundle directory or archive (module docstring), with the publisher's public key file
     ``key`` when given; raises :class:`BundleError` naming the file and what disagrees."""
     path = Path(path)
@@ -512,12 +522,12 @@ def verify_bundle(path: str | os.PathLike, key: str | os.PathLike | None = None)
     if not path.exists():
         raise BundleError(f"{path}: not found")
     if path.is_dir():
-        return _verify_root(path, str(path), key=pub)
+        return _verify_root(path, str(path), key=pub, progress=progress)
     if not is_archive(path):
         raise BundleError(f"{path}: expected a bundle directory or a .tar.gz archive")
     with tempfile.TemporaryDirectory(prefix="calib-bundle-") as tmp:
         root = _safe_extract(path, Path(tmp))
-        v = _verify_root(root, f"{path}:{root.name}", key=pub)
+        v = _verify_root(root, f"{path}:{root.name}", key=pub, progress=progress)
         v.bundle = path
         return v
 

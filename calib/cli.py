@@ -104,6 +104,15 @@ class _PipeGuard(io.TextIOBase):
         return True
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Descriptions wrapped to the terminal; the epilog (the example) kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("example:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one ERROR line + usage, exit 2
         self.print_usage(sys.stderr)
@@ -126,7 +135,9 @@ def get_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for verb, modname in _available_verbs().items():
         mod = importlib.import_module(f"calib.commands.{modname}")
-        p = sub.add_parser(verb, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        # one example per verb (EPILOG; tests/test_cli_friction.py parses each one with this parser)
+        p = sub.add_parser(verb, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
+                           epilog=getattr(mod, "EPILOG", None), formatter_class=_HelpFormatter)
         p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress output")
         p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more output")
         mod.add_arguments(p)

@@ -56,3 +56,21 @@ class Progress:
 def wants_progress(args) -> bool | None:  # noqa: ANN001
     """Progress policy from parsed CLI args: False with --quiet, else TTY detection."""
     return False if getattr(args, "quiet", False) else None
+
+
+class StagedProgress(Progress):
+    """Progress through named stages of known expected shares of the time (``weights``: stage -> share, in
+    the order the stages run; a stage that does not run is skipped over): :meth:`stage` moves the bar to
+    the start of a stage, so that the ETA follows the long stages, not their count."""
+
+    def __init__(self, weights: dict[str, float], label: str = "", enabled: bool | None = None):
+        super().__init__(sum(weights.values()), label, enabled, unit="")
+        self._start = {}
+        acc = 0.0
+        for name, w in weights.items():
+            self._start[name] = acc
+            acc += w
+
+    def stage(self, name: str) -> None:
+        """Stage ``name`` starts (unknown names only change the label)."""
+        self.set(self._start.get(name, self.done), name)

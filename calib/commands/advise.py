@@ -17,6 +17,8 @@ DESCRIPTION = (
     "bytes_h2d/bytes_d2h also get their host-device copy time and energy when the file has a transfer section.")
 
 
+EPILOG = "example:\n  calib advise fitted/sim-gtx580.json kernel.json"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON) with a timing section (and a power section for effects)")
     p.add_argument("kernels", help="kernel description (JSON) or kernel table (CSV)")

@@ -7,6 +7,8 @@ import argparse
 HELP = "list real GPUs (via NVML) and virtual GPU presets"
 
 
+EPILOG = "example:\n  calib devices"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     pass
 

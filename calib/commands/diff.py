@@ -31,6 +31,8 @@ parameters moved.
 move (and the MAPE of each against power_w when the table has it); it does not change the exit status."""
 
 
+EPILOG = "example:\n  calib diff before.json after.json --predict fitted/sim-gtx280.samples.csv"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the exit-status table as written
     p.add_argument("old", metavar="OLD.json", help="parameter file before")

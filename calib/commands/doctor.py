@@ -37,6 +37,8 @@ _FACT_NOTES = {
 }
 
 
+EPILOG = "example:\n  calib doctor"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--probe-rate", action="store_true",

@@ -11,6 +11,8 @@ DESCRIPTION = (HELP + ". The model terms follow from the data: IPP power (one cl
                "(several), thermal model (sessions with thermal steps).")
 
 
+EPILOG = "example:\n  calib fit fitted/sim-gtx280.samples.csv -o gtx280.json"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="session directory or samples table (CSV)")
     p.add_argument("-o", "--output", required=True, help="parameter file to write (JSON)")
@@ -72,8 +74,17 @@ def run(args: argparse.Namespace) -> int:
                 raise BadInputError("--ar-threshold must be in (0, 1)")
     if args.fit_method:
         dvfs_opts["method"] = args.fit_method
-    out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts,
-                     accept_poor_fit=args.accept_poor_fit)
+    from pathlib import Path
+
+    from calib.fit.pipeline import FIT_STAGES, TABLE_STAGES
+    from calib.progress import StagedProgress, wants_progress
+
+    prog = StagedProgress(FIT_STAGES if Path(args.source).is_dir() else TABLE_STAGES, "fit", wants_progress(args))
+    try:
+        out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts,
+                         accept_poor_fit=args.accept_poor_fit, progress=prog.stage)
+    finally:
+        prog.close()
     out.params.save(args.output)
     print(fit_summary(out.params))
     if out.cv is not None:
@@ -99,11 +110,17 @@ def _run_timing(args: argparse.Namespace) -> int:
     src = Path(args.source)
     if src.is_dir():
         raise BadInputError(f"{src}: --timing fits a kernel table (CSV), not a session directory")
+    from calib.progress import StagedProgress, wants_progress
+
+    prog = StagedProgress({"kernel table": 0.02, "timing": 0.98}, "fit", wants_progress(args))
+    prog.stage("kernel table")
     df = read_samples(src, require_power=False, require_act=False)
+    prog.stage("timing")
     issue = arch.arch_of(chip=None, cc=args.chip).warp_issue_per_cycle if args.chip and args.chip[:1].isdigit() else (
         arch.warp_issue_per_cycle(chip=args.chip) if args.chip else None)
     ft = TimingFitter(predictor=args.predictor, cv_folds=args.cv or 5, sm_count=args.sm_count,
                       warp_issue_per_cycle=issue).fit(df, source=str(src))
+    prog.close()
     sec, dev = ft.section_, ft.device_
     rows = ft.rows_
     device = {"name": dev["name"] or "GPU of the kernel table", "sm_count": dev["sm_count"],

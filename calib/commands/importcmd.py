@@ -13,6 +13,8 @@ DESCRIPTION = (HELP + ". Formats: gpmtool (gpmTOOL measurement CSV), nvprof (nvp
                "calib/importers/ncu.py and calib/importers/dcgm.py.")
 
 
+EPILOG = "example:\n  calib import gpmtool tpds2019_micro_named_gtxtitanx.csv -o micro.csv"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from calib.importers import FORMATS
 

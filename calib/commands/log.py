@@ -26,6 +26,8 @@ DESCRIPTION = (
 )
 
 
+EPILOG = "example:\n  calib log --nvml 0 --duration 60 -o logs/idle"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nvml", metavar="INDEX", type=int, action="append", default=[],
                    help="log this NVML GPU index (repeat for several GPUs)")

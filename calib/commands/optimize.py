@@ -37,6 +37,8 @@ DESCRIPTION = (
 EPILOG = "example:\n  calib optimize fitted/sim-gtx280.json kernel.json"
 
 
+EPILOG = "example:\n  calib optimize fitted/sim-gtx280.json kernel.json"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON) with a timing section (and a power model for "
                                   "--objective energy/edp)")

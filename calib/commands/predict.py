@@ -9,6 +9,8 @@ from calib.core.atomic import output_name
 HELP = "predict power (and time, temperature where the model provides them) for a samples table or kernel description"
 
 
+EPILOG = "example:\n  calib predict fitted/sim-gtx280.json fitted/sim-gtx280.samples.csv -o predicted.csv"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON)")
     p.add_argument("input", nargs="?", help="samples table (CSV) or kernel description (JSON); a table with a "

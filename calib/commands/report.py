@@ -19,6 +19,8 @@ DESCRIPTION = (
     "previous report.")
 
 
+EPILOG = "example:\n  calib report fitted/sim-gtx280.json -o gtx280-report"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="PARAMS.json", help="parameter file (JSON)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="report directory to write (index.html, fig/)")
@@ -65,7 +67,15 @@ def run(args: argparse.Namespace) -> int:
         from calib.commands.advise import read_kernels
 
         inp.kernels = read_kernels(args.kernels)
-    summary = write_report(inp, args.output)
+    from calib.progress import StagedProgress, wants_progress
+    from calib.report.plots import FIGURES
+
+    # each figure about the same share of the time (the page itself is quick)
+    prog = StagedProgress({**{s.key: 1.0 for s in FIGURES}, "page": 0.2}, "report", wants_progress(args))
+    try:
+        summary = write_report(inp, args.output, progress=prog.stage)
+    finally:
+        prog.close()
     print(f"report: {summary['path']}")
     print(f"  {len(summary['figures'])} figures ({', '.join(summary['figures']) or 'none'}), "
           f"{summary['parameters']} parameters")

@@ -13,6 +13,8 @@ DESCRIPTION = (
     "session of the same device, campaign and seed).")
 
 
+EPILOG = "example:\n  calib run --device sim:gtx580 --campaign quick --name gtx580-quick"
+
 def _session_name(text: str) -> str:
     import re
 
@@ -45,6 +47,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept-poor-fit", action="store_true",
                    help="write the parameter file even when the fit's error is absurd (the session is kept either way)")
     p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed (with --name: the name must not exist)")
+
+
+def _printer(args: argparse.Namespace):  # noqa: ANN202
+    """print, or nothing with -q (errors and warnings still go to stderr; the exit status says it worked)."""
+    return (lambda *a, **k: None) if getattr(args, "quiet", False) else print
 
 
 def _check_writable(path, what: str) -> None:
@@ -82,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from microbench.devices import default_device_spec, open_device
 
+    say = _printer(args)
     logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
     check_output_dir(logs, "--logs-dir")       # before any work: a bad directory must not cost a campaign
     check_output_dir(fitted, "--fitted-dir")
@@ -113,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
         if exists and not complete:
             _check_writable(session, "session directory")
         if complete:  # measured already (e.g. killed during the fit): fit and write what is missing
-            print(f"session {session} is complete; fitting it")
+            say(f"session {session} is complete; fitting it")
         else:
-            print(f"{'resuming' if exists else 'running'} campaign '{args.campaign}' on {spec} "
+            say(f"{'resuming' if exists else 'running'} campaign '{args.campaign}' on {spec} "
                   f"({device.info.name}) -> {session}")
             camp = Campaign(device, args.campaign, args.seed)
             prog = Progress(camp.expected_s, "campaign", wants_progress(args), unit="s")
@@ -140,7 +148,16 @@ def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  #
     from calib.fit.pipeline import fit_session
     from calib.report_text import fit_summary
 
-    out = fit_session(session, accept_poor_fit=getattr(args, "accept_poor_fit", False))
+    say = _printer(args)
+
+    from calib.fit.pipeline import FIT_STAGES
+    from calib.progress import StagedProgress, wants_progress
+
+    prog = StagedProgress(FIT_STAGES, "fit", wants_progress(args))
+    try:
+        out = fit_session(session, accept_poor_fit=getattr(args, "accept_poor_fit", False), progress=prog.stage)
+    finally:
+        prog.close()
     pf = out.params
     name = session.name
     fitted.mkdir(parents=True, exist_ok=True)
@@ -148,15 +165,15 @@ def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  #
     params_path = fitted / f"{name}.json"
     write_samples(out.samples, samples_path)
     pf.save(params_path)
-    print(fit_summary(pf))
-    print(f"logs:       {session}")
-    print(f"samples:    {samples_path}")
-    print(f"parameters: {params_path}")
+    say(fit_summary(pf))
+    say(f"logs:       {session}")
+    say(f"samples:    {samples_path}")
+    say(f"parameters: {params_path}")
     stats = pf["power"].stats
     if stats.get("heldout_mape_pct") is not None:
         parts = ", ".join(f"{k.replace('_', ' ')} {v['mape_pct']:.2f}% ({v['rows']} rows)"
                           for k, v in stats["heldout_by_clocks"].items())
-        print(f"held-out application-like workloads: power MAPE {stats['heldout_mape_pct']:.2f}% over "
+        say(f"held-out application-like workloads: power MAPE {stats['heldout_mape_pct']:.2f}% over "
               f"{stats['heldout_rows']} rows ({parts})")
     if device.virtual:
         from calib.report.recovery import format_table, recovery_report
@@ -166,7 +183,7 @@ def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  #
         rep["heldout_by_clocks"] = stats.get("heldout_by_clocks", {})
         rec_path = fitted / f"{name}.recovery.json"
         atomic_write_json(rec_path, rep)
-        print("recovery against the virtual GPU's ground truth:")
-        print(format_table(rep))
-        print(f"recovery:   {rec_path}")
+        say("recovery against the virtual GPU's ground truth:")
+        say(format_table(rep))
+        say(f"recovery:   {rec_path}")
     return 0

@@ -9,6 +9,8 @@ from calib.core.atomic import output_name
 HELP = "turn one logged session into a samples table"
 
 
+EPILOG = "example:\n  calib samples logs/gtx580-quick -o gtx580.samples.csv"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session", help="session directory (logs/<session>)")
     p.add_argument("-o", "--output", required=True, help="samples table to write (CSV)")

@@ -7,6 +7,8 @@ import argparse
 HELP = "check a parameter file against the schema and physical bounds"
 
 
+EPILOG = "example:\n  calib validate fitted/sim-gtx280.json"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON)")
 

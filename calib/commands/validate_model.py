@@ -11,6 +11,8 @@ DESCRIPTION = (HELP + ": MAPE, max error, RMSE, a per-workload error table and a
                "The table's workloads should not be the ones the parameters were fitted on.")
 
 
+EPILOG = "example:\n  calib validate-model titanx.json apps.csv --table apps-errors.csv"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON)")
     p.add_argument("test", help="samples table with power_w (CSV)")

@@ -15,6 +15,8 @@ DESCRIPTION = (
     "only. Exit status 0 when the bundle verifies; 2 when it is refused, with the offending file named.")
 
 
+EPILOG = "example:\n  calib verify-bundle gtx280-bundle.tar.gz --key lab.key.pub"
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", metavar="BUNDLE", help="bundle directory or .tar.gz")
     p.add_argument("--key", default=None, metavar="PUB",
@@ -62,13 +64,14 @@ def signature_warning(ver: Any) -> str | None:
 def run(args: argparse.Namespace) -> int:
     import warnings
 
-    from calib.bundle import verify_bundle
-    from calib.progress import Progress, wants_progress
+    from calib.bundle import VERIFY_STAGES, verify_bundle
+    from calib.progress import StagedProgress, wants_progress
 
-    prog = Progress(1.0, "verify-bundle", wants_progress(args), unit="")
-    prog.set(0.0, "checksums, signature, refit")
-    ver = verify_bundle(args.bundle, key=args.key)
-    prog.close()
+    prog = StagedProgress(VERIFY_STAGES, "verify-bundle", wants_progress(args))
+    try:
+        ver = verify_bundle(args.bundle, key=args.key, progress=prog.stage)
+    finally:
+        prog.close()
     w = signature_warning(ver)
     if w:
         warnings.warn(w)

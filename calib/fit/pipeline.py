@@ -49,13 +49,39 @@ def _sources_of_session(path: Path) -> list[dict[str, str]]:
     return [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"} for p in sorted(path.glob("*.csv"))]
 
 
+#: stages of a session fit and their expected share of its time (measured: quick and standard campaigns of
+#: sim:gtx280, standard of gtx580 and titanx, 2.8-10.7 s per fit; power 26-70 %, thermal network 7-28 %,
+#: samples 10-24 %; calib -v logs each stage's duration): progress and its ETA follow them
+FIT_STAGES = {"samples": 0.17, "thermal": 0.08, "thermal network": 0.21, "power": 0.40, "dvfs": 0.03,
+              "timing": 0.02, "transfer": 0.09}
+#: the same for a samples table (reading and checking it is quick; the power fit is the work)
+TABLE_STAGES = {"samples": 0.05, "power": 0.95}
+
+
 def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units: set[str] | None = None,
-                cv: int | None = None, dvfs_options: dict | None = None, accept_poor_fit: bool = False) -> FitOutcome:
-    """Fit every model part the session supports (module docstring)."""
+                cv: int | None = None, dvfs_options: dict | None = None, accept_poor_fit: bool = False,
+                progress: Callable[[str], None] | None = None) -> FitOutcome:
+    """Fit every model part the session supports (module docstring). ``progress(stage)`` is called as each
+    stage of :data:`FIT_STAGES` starts."""
+    import logging
+    import time
+
+    log = logging.getLogger(__name__)
+    t_stage = [time.monotonic(), ""]
+
+    def stage(name: str) -> None:
+        now = time.monotonic()
+        if t_stage[1]:
+            log.info("fit stage %s: %.1f s", t_stage[1], now - t_stage[0])
+        t_stage[:] = [now, name]
+        if progress is not None:
+            progress(name)
+
     path = Path(path)
     sess = read_session(path)
     man = sess.manifest
     dev = man["device"]
+    stage("samples")
     df = session_samples(sess, power=power)
     pf = ParameterFile.new(dev, _sources_of_session(path), campaign=man.get("campaign"))
     pf.provenance["session"] = path.name
@@ -65,6 +91,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     correction = None
     steps = thermal_steps(sess, power)
     if steps:
+        stage("thermal")
         from calib.fit.thermal import ThermalFitter
 
         temp = idle["temp_c"].to_numpy(float) if "temp_c" in idle.columns else np.array([np.nan])
@@ -80,6 +107,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         from calib.segment import ambient_temp_c
 
         # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
+        stage("thermal network")
         ip = idle["power_w"].to_numpy(float)
         # the idle readings are a time series: their mean's standard error counts the effective samples
         ip_se = (float(np.std(ip, ddof=1) / math.sqrt(len(ip)) * math.sqrt(ar1_inflation([ip - ip.mean()])))
@@ -97,6 +125,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     mem_u = mem_units
     if mem_u is None and "mem_domain_units" in dev:  # the device's list may name units this campaign did not run
         mem_u = set(dev["mem_domain_units"]) & set(act_units(df))
+    stage("power")
     ipp = IppPowerFitter(mem_units=mem_u, sm_count=int(dev["sm_count"]), chip_units=chip,
                          warp_issue_per_cycle=dev.get("warp_issue_per_cycle"),
                          default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
@@ -112,6 +141,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
             ref.stderr_total = max(ref.stderr_total or 0.0, fitted.stderr_total or fitted.stderr)
     out = FitOutcome(pf, df, list(ipp.warnings_))
     if len(table_info(df).clock_configs) > 1:
+        stage("dvfs")
         from calib.fit.dvfs import DvfsPowerFitter
 
         # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
@@ -120,20 +150,24 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
             df, source=str(path)).section_
     from calib.fit.timing import fit_timing
 
+    stage("timing")
     timing = fit_timing(df, dev, man.get("plan"))
     if timing is not None:
         pf["timing"] = timing
     from calib.fit.transfer import TransferFitter, transfer_table
 
+    stage("transfer")
     copies = transfer_table(sess, power)
     if len(copies):  # host-device copy windows (microbench.transfer_plan)
         pf["transfer"] = TransferFitter().fit(copies).section_
+    stage("held-out")
     _score_heldout(pf, df)
     annotate(pf)
     if cv:  # on the rows the IPP fit uses, folds spread over the units the benchmarks stress
         out.cv = cross_validate(ipp.training_rows(df), cv, lambda d: IppPowerFitter(**ipp.get_params()).fit(d).section_,
                                 _ipp_predictor(pf.get("thermal")), strata="stresses")
         pf["power"].stats.update(cv_mape_pct=out.cv.mape_pct, cv_folds=int(cv))
+    stage("")
     check_fit_quality(pf, str(path), accept_poor_fit)
     return out
 
@@ -171,9 +205,12 @@ def _ipp_predictor(thermal: Section | None) -> Callable[[Section, pd.DataFrame],
 
 def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv: int | None = None,
               sm_count: int | None = None, dvfs_options: dict | None = None,
-              accept_poor_fit: bool = False) -> FitOutcome:
-    """Fit the power model of a samples table (IPP for one clock configuration, DVFS for several)."""
+              accept_poor_fit: bool = False, progress: Callable[[str], None] | None = None) -> FitOutcome:
+    """Fit the power model of a samples table (IPP for one clock configuration, DVFS for several);
+    ``progress(stage)`` as the stages of :data:`TABLE_STAGES` start."""
+    step = progress or (lambda name: None)
     path = Path(path)
+    step("samples")
     df = read_samples(path, require_power=True)
     info = table_info(df)
     if "active_sms" in df.columns and df["active_sms"].notna().any():
@@ -190,6 +227,7 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     pf = ParameterFile.new(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
                                      "role": "samples"}])
     out = FitOutcome(pf, df)
+    step("power")
     if info.multi_clock:
         from calib.fit.dvfs import DvfsPowerFitter, training_rows
         from calib.model.dvfs import predict_power

@@ -300,9 +300,11 @@ def check_report(page: str, pf: ParameterFile, params_sha256: str, toolkit_versi
     return out
 
 
-def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
+def render_report(inp: ReportInputs, out_dir: Path, progress: Any = None) -> dict[str, Any]:
     """Draw the figures into ``out_dir/fig`` and write ``out_dir/index.html``. Returns a summary
-    (figures drawn, figures skipped with reasons, parameter count)."""
+    (figures drawn, figures skipped with reasons, parameter count). ``progress(key)`` is called before
+    each figure (its :data:`FIGURES` key) and before the page ("page")."""
+    step = progress or (lambda key: None)
     pf = inp.params
     notes: list[str] = list(inp.notes)
     samples = with_predictions(pf, inp.samples, notes) if inp.samples is not None and "power" in pf else None
@@ -311,6 +313,7 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
     (out_dir / FIG_DIR).mkdir(parents=True, exist_ok=True)
     drawn, skipped, blocks = [], [], []
     for spec in FIGURES:
+        step(spec.key)
         try:
             fig, cap = spec.draw(ctx)
         except Skip as e:
@@ -332,6 +335,7 @@ def render_report(inp: ReportInputs, out_dir: Path) -> dict[str, Any]:
         blocks.append(f'<section id="fig-{spec.key}"><h2>{_e(spec.title)}</h2><figure>'
                       f'<img src="{FIG_DIR}/{spec.key}.png" width="{w}" height="{h}" alt="{_e(spec.title)}: {_e(cap)}">'
                       f"<figcaption>{_e(cap)}</figcaption></figure></section>")
+    step("page")
     table, n_params = _param_table(pf)
     try:
         vwarn = pf.warnings(inp.params_path.name)
@@ -396,7 +400,7 @@ a parameter on a bound or one the data do not determine has none. Fixed paramete
     return {"figures": drawn, "skipped": skipped, "parameters": n_params, "notes": notes}
 
 
-def write_report(inp: ReportInputs, out_dir: str | os.PathLike) -> dict[str, Any]:
+def write_report(inp: ReportInputs, out_dir: str | os.PathLike, progress: Any = None) -> dict[str, Any]:
     """Render into a temporary directory beside ``out_dir`` and move it into place, so that an
     interrupted run leaves either the old report or the new one. An existing ``out_dir`` is replaced
     only when it is empty or holds a previous report (an ``index.html``)."""
@@ -410,7 +414,7 @@ def write_report(inp: ReportInputs, out_dir: str | os.PathLike) -> dict[str, Any
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        summary = render_report(inp, tmp)
+        summary = render_report(inp, tmp, progress) if progress is not None else render_report(inp, tmp)
         os.chmod(tmp, 0o755)
         if out_dir.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
