@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calib.core.plausibility import Limit, limits_for, screen
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -59,6 +58,8 @@ def test_implausible_readings_are_excluded_and_reported_never_silently(corrupted
 
 
 def test_limits_come_from_the_manifest_or_conservative_physics():
+    from calib.core.plausibility import Limit, limits_for, screen
+
     nvml = {"name": "nvml0", "kind": "nvml", "columns": ["power_w", "temp_c", "sm_mhz", "mem_mhz", "energy_mj"]}
     dev = {"power_limit_w": 250.0, "shutdown_temp_c": 92.0,
            "clocks": {"core_mhz": 975.0, "mem_mhz": 3505.0, "supported": {"core_mhz": [595.0, 1164.0],

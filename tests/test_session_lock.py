@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from calib.core.session import LOCK_NAME, SessionInUseError, SessionLock, lock_session
-
+LOCK_NAME = "session.lock"  # (calib.core.session.LOCK_NAME)
 ROOT = Path(__file__).resolve().parents[1]
 STREAMS = ("markers.csv", "nvml0.csv", "wall.csv", "campaign_state.json")
 
@@ -111,6 +110,8 @@ def test_run_and_log_refuse_a_locked_session_and_change_nothing(quick_run, tmp_p
 
 
 def test_a_lock_left_by_a_killed_writer_is_named_and_taken_over(tmp_path):
+    from calib.core.session import lock_session
+
     session = tmp_path / "s"
     holder = _holder(session)
     holder.send_signal(signal.SIGKILL)
@@ -125,6 +126,8 @@ def test_a_lock_left_by_a_killed_writer_is_named_and_taken_over(tmp_path):
 
 
 def test_the_lock_is_released_on_any_exit_and_is_reentrant(tmp_path, cli, monkeypatch):
+    from calib.core.session import SessionLock
+
     session = tmp_path / "L" / "s"
     outer = SessionLock.acquire(session)
     inner = SessionLock.acquire(session)  # the same process (run -> campaign -> session writer)
@@ -148,6 +151,8 @@ def test_the_lock_is_released_on_any_exit_and_is_reentrant(tmp_path, cli, monkey
 
 
 def test_a_second_process_cannot_take_a_held_lock(tmp_path):
+    from calib.core.session import SessionInUseError, lock_session
+
     holder = _holder(tmp_path / "s")
     try:
         with pytest.raises(SessionInUseError, match=rf"^session {tmp_path / 's'} in use by pid {holder.pid};"):

@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from calib.bundle import MANIFEST, SIGNATURE_NAME, file_sha256, generate_key
+from calib.bundle import MANIFEST, file_sha256
 
+SIGNATURE_NAME = "MANIFEST.sig"  # (calib.bundle.SIGNATURE_NAME; written out so that the test runs on older code)
 GPU = "virtual GeForce GTX 280 (GT200)"
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
+    from calib.bundle import generate_key
+
     d = tmp_path_factory.mktemp("keys")
     priv, pub, fp = generate_key(d / "lab.key")
     other, other_pub, other_fp = generate_key(d / "mallory.key")
