@@ -58,6 +58,12 @@ def wants_progress(args) -> bool | None:  # noqa: ANN001
     return False if getattr(args, "quiet", False) else None
 
 
+def printer(args):  # noqa: ANN001, ANN201
+    """``print``, or nothing with --quiet: a verb's report of what it did and where its outputs went.
+    Warnings and errors go through logging/stderr and are not affected; the exit status says it worked."""
+    return (lambda *a, **k: None) if getattr(args, "quiet", False) else print
+
+
 class StagedProgress(Progress):
     """Progress through named stages of known expected shares of the time (``weights``: stage -> share, in
     the order the stages run; a stage that does not run is skipped over): :meth:`stage` moves the bar to
@@ -66,6 +72,7 @@ class StagedProgress(Progress):
     def __init__(self, weights: dict[str, float], label: str = "", enabled: bool | None = None):
         super().__init__(sum(weights.values()), label, enabled, unit="")
         self._start = {}
+        self._weight = dict(weights)
         acc = 0.0
         for name, w in weights.items():
             self._start[name] = acc
@@ -74,3 +81,11 @@ class StagedProgress(Progress):
     def stage(self, name: str) -> None:
         """Stage ``name`` starts (unknown names only change the label)."""
         self.set(self._start.get(name, self.done), name)
+
+    def within(self, name: str, frac: float) -> None:
+        """Stage ``name`` is the fraction ``frac`` (0..1) done (e.g. 3 of 5 figures drawn)."""
+        if name not in self._start:
+            self.stage(name)
+            return
+        frac = min(max(float(frac), 0.0), 1.0)
+        self.set(self._start[name] + self._weight[name] * frac, name)

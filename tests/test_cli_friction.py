@@ -29,6 +29,18 @@ def test_every_verb_has_one_true_example(verb, cli):
     assert args.verb == verb
 
 
+@pytest.mark.parametrize("sub", ["submit", "collect", "analyze", "report"])
+def test_every_fleet_subverb_has_one_true_example(sub, cli):
+    rc, out, err = cli("fleet", sub, "--help")
+    assert rc == 0 and err == ""
+    head, sep, tail = out.rstrip("\n").rpartition("\nexample:\n")
+    assert sep, f"calib fleet {sub} --help has no example"
+    lines = tail.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"  calib fleet {sub} ")
+    args = get_parser().parse_args(shlex.split(lines[0], comments=True)[1:])
+    assert (args.verb, args.fleet_verb) == ("fleet", sub)
+
+
 def _bar(err: str, label: str) -> str:
     """The final state of a tqdm bar written to stderr."""
     last = [seg for seg in err.replace("\n", "\r").split("\r") if seg.startswith(f"{label} ")]

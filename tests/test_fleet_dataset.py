@@ -228,3 +228,86 @@ def test_duckdb_reads_the_dataset(fleetdir, tmp_path):
     got = duckdb.sql(f"select chip, driver, campaign, count(distinct gpu_uuid), count(*) from "
                      f"read_parquet('{ds}/**/*.parquet', hive_partitioning=1) group by all").fetchall()
     assert got == [("virtual-geforce-gtx-280-gt200", "virtual", "quick", 3, len(pd.read_parquet(ds)))]
+
+
+def _bar(err: str, label: str) -> str:
+    """The final state of a tqdm bar written to stderr."""
+    last = [seg for seg in err.replace("\n", "\r").split("\r") if seg.startswith(f"{label} ")]
+    assert last, err
+    return last[-1].rstrip()
+
+
+def test_quiet_and_progress_of_collect_analyze_and_report(fleetdir, tmp_path, capsys, monkeypatch):
+    """-q: nothing on stdout or stderr; on a terminal: a bar per stage, counted in GPUs (collect) or
+    weighted by the measured shares of the stages (analyze, report)."""
+    import calib.progress as P
+
+    ds = tmp_path / "ds"
+    assert main(["fleet", "collect", str(fleetdir), "-o", str(ds), "-q"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert main(["-q", "fleet", "report", str(ds), "-o", str(tmp_path / "r0")]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert (tmp_path / "r0" / "index.html").is_file()
+    monkeypatch.setattr(P, "wants_progress", lambda args: not getattr(args, "quiet", False))
+    shutil.rmtree(ds)
+    assert main(["fleet", "collect", str(fleetdir), "-o", str(ds), "--workers", "1"]) == 0
+    bar = _bar(capsys.readouterr().err, "collect")
+    assert bar.startswith("collect 100%|") and "<00:00" in bar   # elapsed<remaining
+    assert main(["fleet", "report", str(ds), "-o", str(tmp_path / "r1")]) == 0
+    bar = _bar(capsys.readouterr().err, "report")
+    assert bar.startswith("report 100%|") and bar.endswith(", page")
+    assert main(["fleet", "analyze", str(ds), "-o", str(tmp_path / "a1")]) == 0
+    bar = _bar(capsys.readouterr().err, "analyze")
+    assert bar.startswith("analyze 100%|") and bar.endswith(", tables")
+
+
+def test_report_stages_move_forward_by_their_shares(fleetdir, tmp_path):
+    from calib.fleet.analysis import analyze
+    from calib.fleet.dataset import collect
+    from calib.fleet.report import write_report
+
+    ds = tmp_path / "ds"
+    collect(fleetdir, ds)
+    seen = []
+    an = analyze(ds, progress=lambda stage, frac: seen.append((stage, frac)))
+    write_report(an, tmp_path / "r", progress=lambda stage, frac: seen.append((stage, frac)))
+    stages = list(dict.fromkeys(s for s, _ in seen))
+    assert stages == ["read", "analyse", "tables", "figures", "page"]
+    figs = [f for s, f in seen if s == "figures"]
+    assert figs == sorted(figs) and figs[0] == 0.0 and figs[-1] == pytest.approx(1.0)
+    from calib.fleet.report import MAP_SHARE
+    assert figs[1] == pytest.approx(MAP_SHARE)   # the node map, then the histograms
+
+
+def test_fleet_outputs_go_through_the_atomic_writer(fleetdir, tmp_path, capsys):
+    """Links written through to their target, no temporary file left, a directory output never standard
+    output nor /proc."""
+    import os
+
+    ds = tmp_path / "ds"
+    assert main(["fleet", "collect", str(fleetdir), "-o", str(ds)]) == 0
+    assert not [p for p in ds.rglob("*") if p.name.startswith(".")]
+    out = tmp_path / "an"
+    out.mkdir()
+    (tmp_path / "kept.csv").write_text("old\n")
+    os.symlink(tmp_path / "kept.csv", out / "params.csv")
+    (tmp_path / "kept.png").write_bytes(b"old")
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    os.symlink(tmp_path / "kept.png", rep / "nodes-virtual-geforce-gtx-280-gt200.png")
+    capsys.readouterr()
+    assert main(["fleet", "analyze", str(ds), "-o", str(out)]) == 0
+    assert (out / "params.csv").is_symlink()
+    assert (tmp_path / "kept.csv").read_text().startswith("chip,key,")
+    assert main(["fleet", "report", str(ds), "-o", str(rep)]) == 0
+    assert (rep / "nodes-virtual-geforce-gtx-280-gt200.png").is_symlink()
+    assert (tmp_path / "kept.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in (*out.iterdir(), *rep.iterdir()) if p.name.startswith(".")]
+    capsys.readouterr()
+    for verb, src in (("collect", fleetdir), ("analyze", ds), ("report", ds)):
+        assert main(["fleet", verb, str(src), "-o", "-"]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            "ERROR: -o/--output -: a directory cannot be standard output; give a directory path")
+    assert main(["fleet", "analyze", str(ds), "-o", "/proc/fleet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ERROR: -o/--output /proc/fleet: is on the /proc pseudo-file system; choose a directory on a disk")

@@ -51,7 +51,7 @@ def test_a_virtual_task_takes_its_serial_from_the_array_index(tmp_path):
     root = (tmp_path / "f").resolve()
     assert args == ["-m", "calib", "run", "--device", "sim:gtx280@102", "--campaign", "quick",
                     "--logs-dir", str(root / "logs"), "--fitted-dir", str(root / "fitted"), "--name", "v-00012",
-                    "--seed", "12", "-q"]
+                    "--seed", "12"]
     rec.pop("updated_utc")
     assert rec == {"task": 12, "session": "v-00012", "device": "sim:gtx280@102", "campaign": "quick",
                    "node": "node7", "gpu_slot": "3", "job_id": "99_12", "restart_count": 1, "state": "done",
@@ -82,3 +82,26 @@ def test_refusals(tmp_path, capsys, monkeypatch):
     assert main(["fleet", "analyze", str(tmp_path / "nothing"), "-o", str(tmp_path / "an")]) == 2
     assert capsys.readouterr().err.strip() == (f"ERROR: {tmp_path / 'nothing'}: no such fleet dataset "
                                                "(run `calib fleet collect` first)")
+
+
+def test_submit_writes_its_script_through_a_link_and_is_quiet_with_q(tmp_path, capsys, monkeypatch):
+    """The sbatch script goes through calib.core.atomic like every output (a link to a kept script is
+    written through, not replaced); -q prints nothing; the job id is recorded either way."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "sbatch").write_text("#!/bin/sh\necho '4242;cluster'\n")
+    (bindir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    root = tmp_path / "f"
+    (root / "slurm").mkdir(parents=True)
+    (tmp_path / "kept.sbatch").write_text("old\n")
+    os.symlink(tmp_path / "kept.sbatch", root / "slurm" / "v.0-1.sbatch")
+    assert main(["fleet", "submit", str(root), "--count", "2", "--sim", "gtx280", "--name", "v", "-q"]) == 0
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("", "")
+    assert (root / "slurm" / "v.0-1.sbatch").is_symlink()
+    assert (tmp_path / "kept.sbatch").read_text().startswith("#!/bin/bash")
+    assert json.loads((root / "slurm" / "v.4242.submitted.json").read_text())["job_id"] == "4242"
+    assert main(["fleet", "submit", str(root), "--count", "2", "--sim", "gtx280", "--name", "v"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"submitted job array 4242: 2 task(s) of campaign 'standard' (virtual gtx280) -> {root}")

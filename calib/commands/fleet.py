@@ -12,6 +12,21 @@ DESCRIPTION = (
     "`analyze` gives the fleet's typical parameters, their spread, partial pooling (shrinkage) and outlier GPUs; "
     "`report` writes the HTML report.")
 
+EPILOG = "example:\n  calib fleet submit /shared/fleet --count 64 --campaign standard --time 02:00:00"
+
+#: one example per sub-verb (its --help ends with it; tests/test_cli_friction.py parses each one)
+SUB_EPILOGS = {
+    "submit": "example:\n  calib fleet submit /shared/fleet --count 64 --campaign standard --time 02:00:00",
+    "collect": "example:\n  calib fleet collect /shared/fleet -o fleet.parquet",
+    "analyze": "example:\n  calib fleet analyze fleet.parquet -o fleet-analysis --threshold 6",
+    "report": "example:\n  calib fleet report fleet.parquet -o fleet-report",
+}
+
+#: expected shares of the time of analyze/report (measured on 100 and 1,000 virtual GPUs, 2 shared cores:
+#: read 0.4-2.5 s, analyse 1.2-1.8 s, node map 1.2-3.9 s, histograms ~14 s, tables and page < 1 s)
+ANALYZE_STAGES = {"read": 1.5, "analyse": 1.5, "tables": 0.3}
+REPORT_STAGES = {"read": 1.5, "analyse": 1.5, "tables": 0.5, "figures": 16.5, "page": 0.1}
+
 
 def _positive(text: str) -> int:
     try:
@@ -55,12 +70,21 @@ def _name(text: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from calib.cli import _Parser
+    from calib.cli import _HelpFormatter, _Parser
 
     sub = p.add_subparsers(dest="fleet_verb", metavar="SUBVERB", parser_class=_Parser)
-    s = sub.add_parser("submit", help="write and submit the sbatch job array (one task per GPU)",
-                       description="Write DIR/slurm/<name>.sbatch (a job array, one task per GPU, --gres=gpu:1, "
-                                   "--requeue) and submit it with sbatch; --dry-run prints the script only.")
+
+    def add(verb: str, **kw) -> argparse.ArgumentParser:  # noqa: ANN003
+        sp = sub.add_parser(verb, epilog=SUB_EPILOGS[verb], formatter_class=_HelpFormatter, **kw)
+        # -q/-v also after the sub-verb (`calib fleet collect DIR -o F -q`), as after every verb
+        sp.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="print nothing but warnings and errors; no progress")
+        sp.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more output")
+        return sp
+
+    s = add("submit", help="write and submit the sbatch job array (one task per GPU)",
+            description="Write DIR/slurm/<name>.sbatch (a job array, one task per GPU, --gres=gpu:1, "
+                        "--requeue) and submit it with sbatch; --dry-run prints the script only.")
     s.add_argument("dir", help="shared fleet directory (sessions, parameter files, task records go here)")
     s.add_argument("--count", type=_positive, required=True, help="number of GPUs (array tasks)")
     s.add_argument("--name", type=_name, default="fleet", help="fleet name: session names are <name>-<task> (default fleet)")
@@ -78,7 +102,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra #SBATCH option line, e.g. --sbatch=--account=abc (repeatable)")
     s.add_argument("--dry-run", action="store_true", help="print the script; submit nothing")
 
-    c = sub.add_parser("collect", help="sessions of a fleet directory -> partitioned Parquet dataset",
+    c = add("collect", help="sessions of a fleet directory -> partitioned Parquet dataset",
                        description="Collect the finished sessions of DIR into the Parquet dataset FLEET "
                                    "(partitioned by chip, driver, campaign; one row per GPU and parameter). "
                                    "Appendable; incomplete and failed sessions are listed.")
@@ -92,7 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     for verb, hlp in (("analyze", "fleet-typical parameters, spread, partial pooling, outliers"),
                       ("report", "HTML report: histograms per parameter, outlier table, map by node")):
-        a = sub.add_parser(verb, help=hlp, description=f"{hlp[0].upper()}{hlp[1:]} of the dataset FLEET.")
+        a = add(verb, help=hlp, description=f"{hlp[0].upper()}{hlp[1:]} of the dataset FLEET.")
         a.add_argument("fleet", help="dataset directory written by `calib fleet collect`")
         a.add_argument("-o", "--output", required=True,
                        help="output directory (analysis CSV files" + (", index.html and figures)" if verb == "report" else ")"))
@@ -116,6 +140,7 @@ def _submit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from calib.fleet.submit import FleetJob, submit
+    from calib.progress import printer
 
     job = FleetJob(root=Path(args.dir), fleet=args.name, count=args.count, campaign=args.campaign,
                    preset=args.sim, first_serial=args.first_serial, first_task=args.first_task,
@@ -127,30 +152,54 @@ def _submit(args: argparse.Namespace) -> int:
         open_device(f"sim:{args.sim}@{args.first_serial}").close()  # refuse an unknown preset before submitting
     text, job_id = submit(job, dry_run=args.dry_run)
     if args.dry_run:
-        print(text, end="")
+        print(text, end="")   # the script is what was asked for: printed with -q too
         return 0
-    print(f"submitted job array {job_id}: {args.count} task(s) of campaign '{args.campaign}' "
+    say = printer(args)
+    say(f"submitted job array {job_id}: {args.count} task(s) of campaign '{args.campaign}' "
           f"({'virtual ' + args.sim if args.sim else 'one allocated GPU each'}) -> {args.dir}")
-    print(f"script: {Path(args.dir) / 'slurm' / f'{args.name}.{args.first_task}-{args.first_task + args.count - 1}.sbatch'}")
-    print(f"then:   calib fleet collect {args.dir} -o FLEET")
+    say(f"script: {Path(args.dir) / 'slurm' / f'{args.name}.{args.first_task}-{args.first_task + args.count - 1}.sbatch'}")
+    say(f"then:   calib fleet collect {args.dir} -o FLEET")
     return 0
 
 
 def _collect(args: argparse.Namespace) -> int:
+    from calib.core.atomic import check_output_dir
     from calib.fleet.dataset import collect
+    from calib.progress import Progress, printer, wants_progress
 
-    res = collect(args.dir, args.output, allow_mixed=args.allow_mixed, workers=args.workers, fit=args.fit)
-    print(f"{args.output}: {res.added} GPU(s) added, {res.already} already in the dataset")
+    check_output_dir(args.output, "-o/--output")
+    say = printer(args)
+    bars: dict[str, Progress] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        # one bar per stage, counted in its items (sessions fitted, GPUs written): within a stage the
+        # items take about the same time, so the count is the expected duration
+        if total == 0:
+            return   # nothing to do in this stage (e.g. no session waiting for a fit): no bar
+        if stage not in bars:
+            for b in bars.values():
+                b.close()
+            bars[stage] = Progress(total, stage, wants_progress(args),
+                                   unit="session" if stage == "fit" else "GPU")
+        bars[stage].set(done)
+
+    try:
+        res = collect(args.dir, args.output, allow_mixed=args.allow_mixed, workers=args.workers, fit=args.fit,
+                      progress=progress)
+    finally:
+        for b in bars.values():
+            b.close()
+    say(f"{args.output}: {res.added} GPU(s) added, {res.already} already in the dataset")
     for state in ("incomplete", "unfitted", "failed", "not started"):
         listed = res.listed(state)
         if listed:
-            print(f"{len(listed)} session(s) {state}:")
+            say(f"{len(listed)} session(s) {state}:")
             for s in listed:
-                print(f"  {s.session}: {s.detail}")
+                say(f"  {s.session}: {s.detail}")
     left = len(res.listed("incomplete", "unfitted", "failed", "not started"))
     if left:
-        print(f"{left} session(s) not in the dataset (listed above and in {args.output}/_status.json); "
-              "collect again when they finish")
+        say(f"{left} session(s) not in the dataset (listed above and in {args.output}/_status.json); "
+            "collect again when they finish")
     return 0
 
 
@@ -159,35 +208,44 @@ def _analyze(args: argparse.Namespace) -> int:
 
     from calib.core.atomic import atomic_write_json, check_output_dir
     from calib.fleet.analysis import DEFAULT_THRESHOLD, analyze
+    from calib.fleet.report import write_tables
+    from calib.progress import StagedProgress, printer, wants_progress
 
     out = Path(args.output)
     check_output_dir(out, "-o/--output")
-    an = analyze(args.fleet, threshold=args.threshold or DEFAULT_THRESHOLD)
-    out.mkdir(parents=True, exist_ok=True)
-    summary: dict = {"gpus": int(an.gpus["gpu_uuid"].nunique()), "parameters": int(an.params["key"].nunique()),
-                     "threshold": an.threshold, "outliers": an.outlier_gpus().to_dict("records"), "notes": an.notes}
-    extra = ""
-    if args.score:
-        extra = _score(an, summary, out)
-    if args.fleet_verb == "report":
-        from calib.fleet.report import write_report
+    say = printer(args)
+    report = args.fleet_verb == "report"
+    prog = StagedProgress(REPORT_STAGES if report else ANALYZE_STAGES, args.fleet_verb, wants_progress(args))
+    try:
+        an = analyze(args.fleet, threshold=args.threshold or DEFAULT_THRESHOLD, progress=prog.within)
+        out.mkdir(parents=True, exist_ok=True)
+        summary: dict = {"gpus": int(an.gpus["gpu_uuid"].nunique()), "parameters": int(an.params["key"].nunique()),
+                         "threshold": an.threshold, "outliers": an.outlier_gpus().to_dict("records"),
+                         "notes": an.notes}
+        extra = ""
+        if args.score:
+            extra = _score(an, summary, out)
+        if report:
+            from calib.fleet.report import write_report
 
-        index = write_report(an, out, extra_html=extra)
-        print(f"report: {index}")
-    else:
-        an.params.to_csv(out / "params.csv", index=False)
-        an.gpus.to_csv(out / "gpus.csv", index=False)
-        an.outlier_gpus().to_csv(out / "outliers.csv", index=False)
-    atomic_write_json(out / "analysis.json", _clean(summary))
+            index = write_report(an, out, extra_html=extra, progress=prog.within)
+        else:
+            prog.stage("tables")
+            write_tables(an, out)
+        atomic_write_json(out / "analysis.json", _clean(summary))
+    finally:
+        prog.close()
+    if report:
+        say(f"report: {index}")
     o = an.outlier_gpus()
-    print(f"{summary['gpus']} GPUs, {summary['parameters']} parameters; {len(o)} outlier GPU(s) at |z| > {an.threshold:g}")
+    say(f"{summary['gpus']} GPUs, {summary['parameters']} parameters; {len(o)} outlier GPU(s) at |z| > {an.threshold:g}")
     for _, r in o.iterrows():
-        print(f"  {r['gpu_uuid']} (node {r['node']}, session {r['session']}): {r['parameters']}")
+        say(f"  {r['gpu_uuid']} (node {r['node']}, session {r['session']}): {r['parameters']}")
     if "score" in summary:
         sc = summary["score"]
-        print(f"score: planted {len(sc['planted'])}, found {len(sc['found'])}, missed {sc['missed']}, "
-              f"false outliers {sc['false']}")
-    print(f"tables: {out}/params.csv, {out}/gpus.csv, {out}/outliers.csv, {out}/analysis.json")
+        say(f"score: planted {len(sc['planted'])}, found {len(sc['found'])}, missed {sc['missed']}, "
+            f"false outliers {sc['false']}")
+    say(f"tables: {out}/params.csv, {out}/gpus.csv, {out}/outliers.csv, {out}/analysis.json")
     return 0
 
 
@@ -213,6 +271,7 @@ def _clean(x):  # noqa: ANN001, ANN202
 def _score(an, summary: dict, out) -> str:  # noqa: ANN001
     import html
 
+    from calib.core.atomic import atomic_write_text
     from calib.core.errors import BadInputError
     from calib.fleet.score import outlier_score, pooling_errors, truths
 
@@ -221,7 +280,7 @@ def _score(an, summary: dict, out) -> str:  # noqa: ANN001
     summary["score"] = outlier_score(an)
     presets = [u.removeprefix("SIM-") for u in an.gpus["gpu_uuid"].unique() if u.startswith("SIM-")]
     tab = pooling_errors(an, truths(presets, workers=2))
-    tab.to_csv(out / "pooling_errors.csv", index=False)
+    atomic_write_text(out / "pooling_errors.csv", tab.to_csv(index=False, lineterminator="\n"))
     summary["pooling_errors"] = tab.to_dict("records")
     sc = summary["score"]
     return (f"<h2>Score against the virtual fleet's ground truth</h2><p>planted outliers "

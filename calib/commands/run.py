@@ -49,11 +49,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed (with --name: the name must not exist)")
 
 
-def _printer(args: argparse.Namespace):  # noqa: ANN202
-    """print, or nothing with -q (errors and warnings still go to stderr; the exit status says it worked)."""
-    return (lambda *a, **k: None) if getattr(args, "quiet", False) else print
-
-
 def _check_writable(path, what: str) -> None:
     """Refuse (BadInputError) a directory we could not write into: the nearest existing ancestor of
     ``path`` must accept a new file, checked with a real temporary file (``os.access`` misjudges root,
@@ -80,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from calib.core.atomic import check_output_dir
     from calib.core.errors import BadInputError
     from calib.core.session import lock_session, read_session
-    from calib.progress import Progress, wants_progress
+    from calib.progress import Progress, printer, wants_progress
     from microbench.campaign import (
         Campaign,
         check_session_matches,
@@ -89,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from microbench.devices import default_device_spec, open_device
 
-    say = _printer(args)
+    say = printer(args)
     logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
     check_output_dir(logs, "--logs-dir")       # before any work: a bad directory must not cost a campaign
     check_output_dir(fitted, "--fitted-dir")
@@ -145,14 +140,11 @@ def run(args: argparse.Namespace) -> int:
 def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  # noqa: ANN001
     from calib.core.atomic import atomic_write_json
     from calib.core.samples import write_samples
-    from calib.fit.pipeline import fit_session
+    from calib.fit.pipeline import FIT_STAGES, fit_session
+    from calib.progress import StagedProgress, printer, wants_progress
     from calib.report_text import fit_summary
 
-    say = _printer(args)
-
-    from calib.fit.pipeline import FIT_STAGES
-    from calib.progress import StagedProgress, wants_progress
-
+    say = printer(args)
     prog = StagedProgress(FIT_STAGES, "fit", wants_progress(args))
     try:
         out = fit_session(session, accept_poor_fit=getattr(args, "accept_poor_fit", False), progress=prog.stage)

@@ -28,6 +28,7 @@ estimate and s_i its standard error:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,9 +158,12 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
 
 
 def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_floor: float = REL_FLOOR,
-                  min_gpus: int = 3, min_outlier_gpus: int = MIN_OUTLIER_GPUS) -> FleetAnalysis:
+                  min_gpus: int = 3, min_outlier_gpus: int = MIN_OUTLIER_GPUS,
+                  progress: Callable[[str, float], None] | None = None) -> FleetAnalysis:
     """Analyse a fleet table (the dataset's rows; see module docstring). Parameters present on fewer than
-    ``min_gpus`` GPUs of a chip, or fixed (not fitted), are left out (and named in ``notes``)."""
+    ``min_gpus`` GPUs of a chip, or fixed (not fitted), are left out (and named in ``notes``).
+    ``progress("analyse", fraction)`` is called as the parameters are analysed."""
+    step = progress or (lambda stage, frac: None)
     df = df[(df["vary"]) | (df["section"] == "reference")].copy()
     for c in ("chip", "section", "name", "form", "unit"):   # partition columns arrive as categoricals
         df[c] = df[c].astype(str)
@@ -170,7 +174,9 @@ def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_fl
     df.loc[nforms > 1, "key"] = df["key"] + "[" + df["form"] + "]"
     notes: list[str] = []
     parts, summaries = [], []
-    for (chip, key), sub in df.groupby(["chip", "key"], sort=True, observed=True):
+    groups = df.groupby(["chip", "key"], sort=True, observed=True)
+    for k, ((chip, key), sub) in enumerate(groups):
+        step("analyse", k / groups.ngroups)
         if len(sub) < min_gpus:
             notes.append(f"{chip}: {key} on {len(sub)} GPU(s) only; not analysed")
             continue
@@ -185,11 +191,14 @@ def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_fl
 
 
 def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: float = REL_FLOOR,
-            workers: int = 1) -> FleetAnalysis:
+            workers: int = 1, progress: Callable[[str, float], None] | None = None) -> FleetAnalysis:
     """Read dataset ``fleet`` and analyse it (:func:`analyze_frame`). ``workers`` is accepted for symmetry
-    with collect; the analysis is vectorised per parameter and runs in one process."""
+    with collect; the analysis is vectorised per parameter and runs in one process. ``progress(stage,
+    fraction)`` is called at the stages ``read`` and ``analyse``."""
+    if progress is not None:
+        progress("read", 0.0)
     df = read_dataset(fleet, columns=COLUMNS)
-    return analyze_frame(df, threshold, rel_floor)
+    return analyze_frame(df, threshold, rel_floor, progress=progress)
 
 
 def short_campaign_gpus(an: FleetAnalysis, campaign: str = "quick") -> pd.Series:

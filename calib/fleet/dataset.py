@@ -36,6 +36,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
@@ -45,6 +46,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from calib.core.atomic import atomic_write_bytes
 from calib.core.errors import BadInputError, CalibError
 from calib.fleet.layout import dirs
 from calib.fleet.submit import read_task_record
@@ -225,17 +227,11 @@ def _write_gpu(fleet: Path, gpu: dict[str, Any], rows: list[dict[str, Any]]) -> 
     table = pa.table(cols, schema=SCHEMA.with_metadata({META_KEY: json.dumps(ident).encode()}))
     # slug for readability + hash of the exact uuid, so two uuids with the same slug never share a file
     final = part / f"gpu-{slug(gpu['gpu_uuid'])}-{hashlib.sha1(gpu['gpu_uuid'].encode()).hexdigest()[:8]}.parquet"
-    tmp = part / f".{final.name}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dfd = os.open(part, os.O_RDONLY)
+    buf = pa.BufferOutputStream()   # one GPU's rows: a few kB, serialised in memory
+    pq.write_table(table, buf, compression="zstd")
+    # hidden temporary file (skipped by every reader), fsync, rename: calib.core.atomic
+    atomic_write_bytes(final, buf.getvalue().to_pybytes())
+    dfd = os.open(part, os.O_RDONLY)   # and the rename itself made durable
     try:
         os.fsync(dfd)
     finally:
@@ -254,25 +250,46 @@ def _fit_one(session_dir: str, out: str) -> str | None:
     return None
 
 
-def fit_unfitted(root: Path, names: list[str], workers: int = 1) -> dict[str, str | None]:
-    """Fit the complete sessions ``names`` of fleet directory ``root`` that have no parameter file, in a
-    local process pool (the per-GPU fits the job array did not finish); name -> error or None."""
-    d = dirs(root)
-    jobs = [(str(d["logs"] / n), str(d["fitted"] / f"{n}.json")) for n in names]
-    if workers > 1 and len(jobs) > 1:
+def _mapped(fn, args: tuple[list, ...], workers: int, progress: Callable[[int, int], None],
+            chunksize: int = 1) -> list:  # noqa: ANN001
+    """``fn`` over the argument lists, in a process pool when ``workers`` > 1, in order;
+    ``progress(done, total)`` after each result."""
+    total = len(args[0])
+    progress(0, total)
+    out = []
+    if workers > 1 and total > 1:
         with ProcessPoolExecutor(workers) as ex:
-            errs = list(ex.map(_fit_one, *zip(*jobs)))
+            for r in ex.map(fn, *args, chunksize=chunksize):
+                out.append(r)
+                progress(len(out), total)
     else:
-        errs = [_fit_one(*j) for j in jobs]
+        for a in zip(*args):
+            out.append(fn(*a))
+            progress(len(out), total)
+    return out
+
+
+def fit_unfitted(root: Path, names: list[str], workers: int = 1,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, str | None]:
+    """Fit the complete sessions ``names`` of fleet directory ``root`` that have no parameter file, in a
+    local process pool (the per-GPU fits the job array did not finish); name -> error or None.
+    ``progress(done, total)`` is called as the fits finish."""
+    d = dirs(root)
+    jobs = ([str(d["logs"] / n) for n in names], [str(d["fitted"] / f"{n}.json") for n in names])
+    errs = _mapped(_fit_one, jobs, workers, progress or (lambda done, total: None))
     return dict(zip(names, errs))
 
 
 def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, workers: int = 1,
-            only: set[str] | None = None, fit: bool = False) -> CollectResult:
+            only: set[str] | None = None, fit: bool = False,
+            progress: Callable[[str, int, int], None] | None = None) -> CollectResult:
     """Collect the sessions of fleet directory ``root`` (:mod:`calib.fleet.layout`) into dataset
     ``fleet`` (see module docstring). ``workers``: processes reading parameter files (1: in this
     process). ``fit``: first fit complete sessions that have no parameter file, in ``workers``
-    processes (:func:`fit_unfitted`). ``only``: restrict to these session names (benchmarks)."""
+    processes (:func:`fit_unfitted`). ``only``: restrict to these session names (benchmarks).
+    ``progress(stage, done, total)`` is called as sessions are fitted (stage ``fit``) and GPUs written
+    (``collect``)."""
+    report = progress or (lambda stage, done, total: None)
     root, fleet = Path(root), Path(fleet)
     d = dirs(root)
     if not d["logs"].is_dir() and not d["fitted"].is_dir():
@@ -295,7 +312,8 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
     if fit:
         unfitted = [n for n in sorted(names) if not (d["fitted"] / f"{n}.json").exists() and (d["logs"] / n).is_dir()
                     and _session_state(d["logs"] / n, None)[0] == "unfitted"]
-        for n, err in fit_unfitted(root, unfitted, workers).items():
+        fitted = fit_unfitted(root, unfitted, workers, lambda done, total: report("fit", done, total))
+        for n, err in fitted.items():
             if err:
                 log.warning("%s: fit failed: %s", n, err)
     todo: list[tuple[str, str, str | None]] = []
@@ -355,11 +373,7 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
     # one GPU at a time per worker, so memory does not grow with the fleet
     fleet.mkdir(parents=True, exist_ok=True)
     args = ([str(fleet)] * len(new), [t[1] for t in new], [t[2] for t in new])
-    if workers > 1 and len(new) > 1:
-        with ProcessPoolExecutor(workers) as ex:
-            done = list(ex.map(_collect_one, *args, chunksize=8))
-    else:
-        done = list(map(_collect_one, *args))
+    done = _mapped(_collect_one, args, workers, lambda n, total: report("collect", n, total), chunksize=8)
     for (name, _, _), (path, uuid, err) in zip(new, done):
         if err:
             result.statuses.append(SessionStatus(name, "failed", f"parameter file refused: {err}"))

@@ -10,7 +10,9 @@ One array task per GPU (``--gres=gpu:1``). Each task
    atomically (temporary file + ``mv``) at the start and at the end, with the exit status;
 3. runs ``calib run --name <fleet>-<task:05d>`` into ``DIR/logs`` and ``DIR/fitted``. The name is stable
    per task, so when Slurm requeues the task (``--requeue``: node failure, preemption, ``scontrol
-   requeue``) the same command resumes the session instead of starting over.
+   requeue``) the same command resumes the session instead of starting over. It runs without ``-q``:
+   what it did (a new campaign or a resumed one) and where its outputs went belong in the task's Slurm
+   log (a batch job has no terminal, so no progress bar is drawn there).
 
 No scheduler of our own: Slurm schedules, retries and records; ``--dry-run`` prints the script.
 """
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calib.core.atomic import atomic_write_json
+from calib.core.atomic import atomic_write_json, atomic_write_text
 from calib.core.errors import BadInputError, CalibError
 from calib.fleet.layout import dirs
 
@@ -117,7 +119,7 @@ def sbatch_script(job: FleetJob) -> str:
         'restart ${SLURM_RESTART_COUNT:-0} CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"',
         "record running null",
         f"{q(job.python)} -m calib run --device \"$DEVICE\" --campaign {q(job.campaign)} "
-        f"--logs-dir {q(d['logs'])} --fitted-dir {q(d['fitted'])} --name \"$NAME\" --seed \"$TASK\" -q",
+        f"--logs-dir {q(d['logs'])} --fitted-dir {q(d['fitted'])} --name \"$NAME\" --seed \"$TASK\"",
         "rc=$?",
         'if [ "$rc" -eq 0 ]; then record done 0; else record failed "$rc"; fi',
         'exit "$rc"',
@@ -141,7 +143,7 @@ def submit(job: FleetJob, dry_run: bool = False) -> tuple[str, str | None]:
         p.mkdir(parents=True, exist_ok=True)
     last = job.first_task + job.count - 1
     script = d["slurm"] / f"{job.fleet}.{job.first_task}-{last}.sbatch"   # several arrays may share a fleet
-    script.write_text(text, encoding="utf-8")
+    atomic_write_text(script, text)   # a link is written through; a device node or /proc path refused
     os.chmod(script, 0o755)
     out = subprocess.run([sbatch, "--parsable", str(script)], capture_output=True, text=True, check=False)
     if out.returncode != 0:
