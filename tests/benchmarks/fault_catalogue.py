@@ -35,7 +35,7 @@ REFUSAL = re.compile(
 FAULT = re.compile(
     r"SIGKILL|SIGTERM|SIGINT|KeyboardInterrupt|== 130\b|ENOSPC|No space left|BrokenPipe|closed pipe|"
     r"NVML_ERROR|NVMLError|GPU_IS_LOST|unplug|garbl|truncat|partial (last )?line|killed|stale lock|in use by pid|"
-    r"corrupt|tamper|implausible|99999|flip_byte|os\.replace.*raise|full disk")
+    r"corrupt|tamper|implausible|99999|flip_byte|os\.replace.*raise|full disk|raise OSError|Input/output error")
 
 
 def _collect() -> list[str]:
