@@ -107,7 +107,9 @@ def test_sigkill_then_resume_gives_the_uninterrupted_result(quick_run, tmp_path)
     proc.wait()
     before = {p.name: p.read_bytes() for p in session.glob("*.csv")}
     assert not (tmp_path / "fitted" / "q.json").exists()
-    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    # the same command without --quiet (which prints nothing but warnings and errors): it says it resumed
+    loud = [c for c in cmd if c != "--quiet"]
+    res = subprocess.run(loud, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "resuming campaign" in res.stdout
     for name, old in before.items():

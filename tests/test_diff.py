@@ -45,8 +45,9 @@ def test_holm_matches_hand_computation():
 def test_identical_files_exit_0(cli, tmp_path):
     code, out, err = cli("diff", SIM280, SIM280)
     assert code == 0, err
-    assert "no parameter moved significantly" in out
-    assert "exit status 0" in out
+    # identical files: nothing changed at all, so nothing moved significantly (issue 17: "N unchanged", not "0 tested")
+    assert "\nno parameter changed (" in out and " unchanged)\n" in out
+    assert "exit status 0: nothing moved significantly" in out
 
 
 def test_one_parameter_moved_by_ten_standard_errors_is_flagged_alone(cli, tmp_path):

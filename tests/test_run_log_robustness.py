@@ -71,7 +71,7 @@ def test_finished_session_of_other_device_campaign_or_seed_is_refused(finished, 
 def test_finished_session_same_device_is_still_refitted(finished, tmp_path, capsys):
     logs, fitted = _copy(finished, tmp_path)
     (fitted / "s1.recovery.json").unlink()
-    assert main(["-q", "run", "--device", "sim:gtx280", "--campaign", "quick", "--name", "s1",
+    assert main(["run", "--device", "sim:gtx280", "--campaign", "quick", "--name", "s1",
                  "--logs-dir", str(logs), "--fitted-dir", str(fitted)]) == 0
     assert "is complete; fitting it" in capsys.readouterr().out
     assert json.loads((fitted / "s1.recovery.json").read_text())["preset"] == "gtx280"

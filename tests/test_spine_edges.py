@@ -28,13 +28,13 @@ def test_complete_but_unfitted_session_is_fitted_on_rerun(tmp_path, cli):
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        code, out, err = cli("run", "--quiet", "--campaign", "quick", "--name", "k")
+        code, out, err = cli("run", "--campaign", "quick", "--name", "k")
         assert code == 0, err
         assert "session logs/k is complete; fitting it" in out
         assert P.load(tmp_path / "fitted" / "k.json")["power"].model == "ipp"
         # without --name, an unfitted complete session of the same device/campaign/seed is picked up
         (tmp_path / "fitted" / "k.json").unlink()
-        code, out, err = cli("run", "--quiet", "--campaign", "quick")
+        code, out, err = cli("run", "--campaign", "quick")
         assert code == 0 and "is complete; fitting it" in out
     finally:
         os.chdir(cwd)
