@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from calib.core.atomic import atomic_write_text, check_not_input, check_output_dir
     from calib.core.errors import BadInputError
     from calib.core.samples import read_samples
+    from calib.progress import printer
     from calib.model.checks import load_checked
     from calib.model.floorplan import (config_text, flp_text, hotspot_config, ipp_block_powers, ipp_floorplan,
                                        ptrace_text, read_flp)
@@ -112,11 +113,12 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_text(p, text)
     total = rows_w.sum(axis=1)
     model = f"grid model {args.grid} x {args.grid}" if args.grid else "block model"
-    print(f"{paths[0]}: {len(fp.blocks)} blocks ({origin})")
-    print(f"{paths[1]}: {len(rows_w)} rows x {len(fp.blocks)} blocks, total {total.min():.1f}-{total.max():.1f} W "
-          "per row (the predicted power of each samples row)")
-    print(f"{paths[2]}: HotSpot {model}, package from the {net.poles}-pole thermal network (r_convec "
-          f"{cfg['r_convec']:.4g} K/W, c_convec {cfg['c_convec']:.4g} J/K), ambient {amb:.1f} C, "
-          f"sampling interval {why}")
-    print(f"run: hotspot -c {paths[2]} -f {paths[0]} -p {paths[1]} -o {Path(out) / 'gpu.ttrace'}")
+    say = printer(args)   # nothing with -q
+    say(f"{paths[0]}: {len(fp.blocks)} blocks ({origin})")
+    say(f"{paths[1]}: {len(rows_w)} rows x {len(fp.blocks)} blocks, total {total.min():.1f}-{total.max():.1f} W "
+        "per row (the predicted power of each samples row)")
+    say(f"{paths[2]}: HotSpot {model}, package from the {net.poles}-pole thermal network (r_convec "
+        f"{cfg['r_convec']:.4g} K/W, c_convec {cfg['c_convec']:.4g} J/K), ambient {amb:.1f} C, "
+        f"sampling interval {why}")
+    say(f"run: hotspot -c {paths[2]} -f {paths[0]} -p {paths[1]} -o {Path(out) / 'gpu.ttrace'}")
     return 0
