@@ -17,34 +17,17 @@ bounds only:
   ``ar_bc_lambda`` in [0, 1], ``ar_exponent`` in [0.05, 1], ``ar_log_a`` in [0.01, 1] (concave transforms
   only), ``mem_sat`` in [0.05, 50] (50: practically never memory bound), ``static_v_exp`` in [1, 6].
 
-Core voltage (``core_voltage``): ``"auto"`` (default) fits one monotone core voltage curve per memory
-level when every (core level, memory level) pair of the table was measured, else one curve shared by
-all memory levels (``"shared"``, gpmTOOL's model; ``"per_mem"`` forces the curves and notes the clock
-pairs that leave parts of them unconstrained; ``"per_mem_anchored"`` also makes every curve 1 at the
-reference core clock, which cross-validated no better: 2.28 % against 2.26 %). The Guerreiro et al.
-tables are such full grids, and there the core power's dependence on the core clock differs at the
-810 MHz memory clock (another
-performance state of the driver): on the Titan X table the per-memory-level curves lowered the 5-fold
-CV MAPE by microbenchmark name from 3.05 % (seeds 0-4: 3.01-3.12) to 2.26 % (2.20-2.32), the MAPE on the
-10 development applications from 6.69 % to 6.09 %, and the CV MAPE on the HPCA'18 Titan X table
-from 3.50 % to 2.68 % (Titan Xp: 3.58 % to 3.51 %). Sessions of the virtual GPUs measure the default
-core clock at the default memory clock only, so they keep the shared curve (tests/benchmarks/titanx_results.md).
+Model choices (the figures behind each, from cross-validation by microbenchmark name on the Titan X
+table and the 10 development applications, are in tests/benchmarks/titanx_results.md, not here):
 
-Default transform: ``"tpow"`` with the threshold fixed at ``DEFAULT_THRESHOLD`` = 0.03 and its power
-fitted. The microbenchmarks alone cannot place the threshold (they have exact zeros or large
-activities; fitted freely it lands near 0.01); real applications have many small non-zero counter
-values. The threshold is a choice made with the development applications, not by cross-validation:
-with the shared core voltage curve a threshold of 0.03 raised the 5-fold CV MAPE on microbenchmarks
-from 2.86 % to 3.02 % and lowered the MAPE on the 10 development applications from 7.6 % to 6.7 %; with
-the per-memory-level curves, 0.01 has a CV MAPE of 2.11 % against 2.26 % but a development MAPE of
-6.88 % against 6.09 % (tests/benchmarks/titanx_results.md). ``ar_threshold=None`` fits it.
-
-Options that cross-validation on the Titan X table did not support as defaults (each measured on top of
-the default; tests/benchmarks/titanx_results.md has the figures): ``static_exp=True`` (core static power
-``Vc**k``), ``total_terms`` (per-domain total-activity terms), ``ar_shape="per_unit"`` (every unit its
-own transform power ``ar_tp_lambda_<unit>``), ``loss="huber"``/``"soft_l1"``/``"cauchy"`` (robust
-losses on the relative residuals, scale ``loss_scale``), ``weighting="relative_workload"`` (every
-workload name the same total weight).
+* ``core_voltage="auto"`` (default): one monotone core voltage curve per memory level when every (core,
+  memory) pair was measured, else one shared curve (gpmTOOL's model; ``"shared"``); ``"per_mem"`` forces
+  the curves, ``"per_mem_anchored"`` also makes each 1 at the reference core clock. Virtual-GPU sessions
+  measure the default core clock at the default memory clock only, so they keep the shared curve;
+* access-rate transform ``"tpow"`` with the threshold fixed at ``DEFAULT_THRESHOLD`` (chosen with the
+  development applications: the microbenchmarks alone cannot place it); ``ar_threshold=None`` fits it;
+* options cross-validation did not support as defaults: ``static_exp``, ``total_terms``,
+  ``ar_shape="per_unit"``, robust ``loss`` with ``loss_scale``, ``weighting="relative_workload"``.
 
 Reference clocks (V = 1, and the clocks the W coefficients refer to): ``ref_clocks`` when given, else
 the clocks the activities were measured at when those are levels of the table (gpmTOOL's default
