@@ -177,8 +177,9 @@ def _collect(args: argparse.Namespace) -> int:
         if total == 0:
             return   # nothing to do in this stage (e.g. no session waiting for a fit): no bar
         if stage not in bars:
-            for b in bars.values():
+            for b in bars.values():   # the previous stage is over
                 b.close()
+            bars.clear()
             bars[stage] = Progress(total, stage, wants_progress(args),
                                    unit="session" if stage == "fit" else "GPU")
         bars[stage].set(done)
