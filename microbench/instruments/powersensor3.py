@@ -313,6 +313,8 @@ class PowerSensor3(SerialAnalyzer):
     }
     #: how long after ``X`` the sentinels may take (the device waits 100 ms)
     STOP_TIMEOUT_S = 0.5
+    #: silence after the stop sentinels that shows no further stop reply is on its way (> the 100 ms delay)
+    STOP_QUIET_S = 0.15
 
     def __init__(self, port: str, name: str | None = None, *, pairs: int | str | Sequence[int] | None = None,
                  average_frames: int = 20, slip_window_s: float = 0.25, slip_threshold_s: float = 0.003,
@@ -389,6 +391,16 @@ class PowerSensor3(SerialAnalyzer):
             buf += self.read_chunk()
             if buf.count(STOP_SENTINEL) >= 2:
                 break
+        # sentinels of an earlier stop (the previous session's close) can arrive before ours, which then
+        # land in the configuration reply: discard until the line has been quiet for longer than the
+        # device's 100 ms delay
+        quiet_until = time.monotonic() + self.STOP_QUIET_S
+        end = time.monotonic() + self.STOP_TIMEOUT_S
+        while time.monotonic() < min(quiet_until, end):
+            more = self.read_chunk()
+            if more:
+                buf += more
+                quiet_until = time.monotonic() + self.STOP_QUIET_S
         seen = buf.count(STOP_SENTINEL)
         tail = buf[buf.rfind(STOP_SENTINEL) + 2:] if seen else buf
         self.stats.bytes_discarded += len(buf) - 2 * seen
