@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -44,10 +45,20 @@ def unit_name(raw: str) -> str:
     return name
 
 
-def to_float(text: str, where: str) -> float:
-    """A number from a field, or BadInputError naming ``where`` (file, line, field)."""
-    t = text.strip().strip('"').strip()
+def to_float(text: str, where: str, *, thousands: bool = False, percent: bool = False,
+             finite: bool = False) -> float:
+    """A number from a field, or BadInputError naming ``where`` (file, line, field). ``thousands``: commas
+    are digit group separators (profiler exports write ``1,234``); ``percent``: a trailing ``%`` is dropped
+    (the value stays in percent); ``finite``: nan and inf are refused."""
+    t = text.strip().strip('"')
+    if thousands:
+        t = t.replace(",", "")
+    if percent:
+        t = t.rstrip("%")
     try:
-        return float(t)
+        v = float(t.strip())
     except ValueError:
         raise BadInputError(f"{where}: {text.strip()!r} is not a number") from None
+    if finite and not math.isfinite(v):
+        raise BadInputError(f"{where}: {text.strip()!r} is not a finite number")
+    return v

@@ -51,7 +51,7 @@ from calib.core.errors import BadInputError
 from calib.core.samples import CNT_PREFIX, check_samples
 from calib.core.units import SAME_CLOCK_REL
 from calib.importers import ncu_kernel as NK
-from calib.importers._common import read_lines
+from calib.importers._common import read_lines, to_float
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +82,7 @@ class _Launch:
 
 
 def _number(raw: str, where: str) -> float:
-    t = raw.strip().strip('"').replace(",", "").strip()
-    try:
-        v = float(t)
-    except ValueError:
-        raise BadInputError(f"{where}: {raw.strip()!r} is not a number") from None
-    if not math.isfinite(v):
-        raise BadInputError(f"{where}: {raw.strip()!r} is not a finite number")
-    return v
+    return to_float(raw, where, thousands=True, finite=True)
 
 
 def _time(value: float, unit: str, where: str) -> float:

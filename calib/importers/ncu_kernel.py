@@ -99,7 +99,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import BadInputError
-from calib.importers._common import OVERSHOOT_PCT, read_lines
+from calib.importers._common import OVERSHOOT_PCT, read_lines, to_float
 
 NVPROF_USED = ("inst_executed", "inst_executed_global_loads", "inst_executed_global_stores",
                "inst_executed_local_loads", "inst_executed_local_stores", "inst_executed_shared_loads",
@@ -139,11 +139,7 @@ _RATE_UNITS = {"cycle/nsecond": 1e3, "ghz": 1e3, "cycle/usecond": 1.0, "mhz": 1.
 
 
 def _num(text: str, where: str) -> float:
-    t = text.strip().strip('"').replace(",", "").rstrip("%").strip()
-    try:
-        return float(t)
-    except ValueError:
-        raise BadInputError(f"{where}: {text.strip()!r} is not a number") from None
+    return to_float(text, where, thousands=True, percent=True)
 
 
 def _table(lines: list[str], where: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
