@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -234,13 +234,7 @@ class IppPowerFitter(Estimator):
         free = [p for p in res.params if p.vary]
         for _ in range(self.N_RANDOM_STARTS):
             starts.append({p.name: p.value * float(rng.uniform(0.5, 1.5)) for p in free})
-        for st in starts:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    cands.append(self._fit_once(forms, smf, has_idle, n_sm, st))
-            except FitError:
-                continue
+        cands += self._fits_from(forms, smf, has_idle, n_sm, starts)
         best = min(cands, key=lambda r: r.chisqr)
         tol = 3.84 * best.redchi
         alts = [r for r in cands if r is not best and r.chisqr <= best.chisqr + tol]
@@ -400,14 +394,7 @@ class IppPowerFitter(Estimator):
         for label, forms, smf in trials:
             # from the default start and from the chosen solution: the alternative's own optimum can be
             # far from the chosen one (units every instruction touches trade power), the better one counts
-            fits = []
-            for start in (None, vals):
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        fits.append(self._fit_once(forms, smf, has_idle, n_sm, start))
-                except FitError:
-                    continue
+            fits = self._fits_from(forms, smf, has_idle, n_sm, (None, vals))
             if not fits:
                 continue
             r = min(fits, key=lambda x: x.chisqr)
@@ -418,6 +405,20 @@ class IppPowerFitter(Estimator):
             cov += np.outer(shift, shift)
             kept.append(label)
         return cov, kept
+
+    def _fits_from(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
+                   starts: Sequence[Mapping[str, float] | None]) -> list[LsqResult]:
+        """The structure fitted from each starting point (None: the default start); starts whose fit
+        fails are left out."""
+        out = []
+        for start in starts:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out.append(self._fit_once(forms, smf, has_idle, n_sm, start))
+            except FitError:
+                continue
+        return out
 
     def _params(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
                 start: Mapping[str, float] | None = None) -> list[Param]:
