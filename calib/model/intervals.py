@@ -169,6 +169,9 @@ def prediction_stats(rel_errors: np.ndarray, n_groups: int,
             "n_rows": int(len(e)), "n_groups": int(n_groups), "method": method}
 
 
+#: ``method`` of a discrepancy measured on held-out workloads (intervals warn about any other source)
+HELDOUT_METHOD = "relative errors on the campaign's held-out workloads (application-like mixes the fit never saw)"
+
 #: fewest held-out workloads a section's discrepancy is taken from (else its own leave-one-out figure)
 MIN_HELDOUT_WORKLOADS = 3
 
@@ -190,8 +193,7 @@ def set_heldout_discrepancy(pf: ParameterFile, held: pd.DataFrame, pred_w: np.nd
         n_w = len(set(names[ok]))
         if n_w < MIN_HELDOUT_WORKLOADS:
             continue
-        stats = prediction_stats(rel[ok], n_w, "relative errors on the campaign's held-out workloads "
-                                               "(application-like mixes the fit never saw)")
+        stats = prediction_stats(rel[ok], n_w, HELDOUT_METHOD)
         if stats is not None:
             pf[name].stats["prediction"] = stats
             done.append(name)
@@ -211,7 +213,7 @@ def add_intervals(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame,
 
         for name, mask in power_sections(pf, df):
             stats = pf[name].stats.get("prediction") or {}
-            if mask.any() and stats and not str(stats.get("method", "")).startswith("relative errors on the campaign's held-out"):
+            if mask.any() and stats and stats.get("method") != HELDOUT_METHOD:
                 # measured: fitted on the Titan X microbenchmarks, 47.5 % of the 10 real applications'
                 # rows fell inside their 90 % intervals (tests/benchmarks/uncertainty_results.md)
                 warnings.warn(f"{name}: the intervals' model discrepancy comes from the fitted benchmarks left out "
