@@ -202,3 +202,22 @@ def test_driver_update_raising_idle_power_is_flagged(quick_run, tmp_path, cli):
     assert others == ["power.idle_power_w"]
     # no power parameter lost its comparability either (the unit forms may flip by noise, but none did
     # on this pair); the thermal section is reported but not asserted here: see the final report
+
+
+def test_a_fixed_measured_input_is_tested_with_its_standard_error(tmp_path):
+    """The thermal network's idle power is not fitted there (vary false) but measured: it carries a standard
+    error, survives a save/load, and diff tests it with it; a fixed value without one is exact."""
+    old = _doc()
+    tn = old["thermal_network"]["parameters"]["idle_power_w"]
+    se = old["fit"]["thermal_network"]["stderr"]["idle_power_w"]
+    assert tn["vary"] is False and se > 0
+    assert P.load(_save(old, tmp_path / "o.json"))["thermal_network"]["idle_power_w"].stderr == pytest.approx(se)
+    new = copy.deepcopy(old)
+    new["thermal_network"]["parameters"]["idle_power_w"]["value"] += 0.5 * se
+    ch = next(x for x in compare(_pf(old), _pf(new)).params if x.key == "thermal_network.idle_power_w")
+    assert ch.verdict == "not significant" and ch.z == pytest.approx(0.5 / math.sqrt(2), rel=1e-9)
+    for doc in (old, new):  # entered by hand: no standard error, any change is a change
+        del doc["fit"]["thermal_network"]["stderr"]["idle_power_w"]
+        doc["fit"]["thermal_network"].get("stderr_total", {}).pop("idle_power_w", None)
+    ch = next(x for x in compare(_pf(old), _pf(new)).params if x.key == "thermal_network.idle_power_w")
+    assert ch.verdict == "significant" and ch.reason == "fixed in both files: an exact value changed"

@@ -120,3 +120,59 @@ def test_identifiability_is_stated_in_the_file(quick_run):
     for c in combos:
         assert set(c["weights"]) == set(c["parameters"]) and len(c["parameters"]) >= 2
         assert 0 < c["stderr"] <= c["stderr_total"]
+
+
+def test_total_covariance_is_a_covariance_at_least_as_large_as_both():
+    """stat + (jack - stat)+: positive semidefinite, and at least as large as each input along every direction
+    (the element-wise mix it replaced had a negative eigenvalue on this pair)."""
+    from calib.fit.uncertainty import total_covariance
+
+    # a: the jackknife is larger (its correlations, +0.9 with b and c); b, c: the fit is larger (b, c at -0.9)
+    stat = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, -0.9], [0.0, -0.9, 1.0]])
+    sj = np.array([2.0, 0.5, 0.5])
+    jack = np.array([[1.0, 0.9, 0.9], [0.9, 1.0, 0.81], [0.9, 0.81, 1.0]]) * np.outer(sj, sj)
+    out = total_covariance(Covariance(("a", "b", "c"), stat), jack)
+    for m in (out, out - stat, out - jack):
+        assert np.linalg.eigvalsh(m).min() > -1e-12
+    # the old rule: variances the larger of the two, correlations from the larger variance's estimate
+    sd = np.sqrt(np.maximum(np.diag(stat), np.diag(jack)))
+    use_j = np.sqrt(np.diag(jack)) > np.sqrt(np.diag(stat))
+    corr = np.where(np.logical_or.outer(use_j, use_j), jack / np.outer(np.sqrt(np.diag(jack)), np.sqrt(np.diag(jack))),
+                    stat / np.outer(np.sqrt(np.diag(stat)), np.sqrt(np.diag(stat))))
+    np.fill_diagonal(corr, 1.0)
+    assert np.linalg.eigvalsh(corr * np.outer(sd, sd)).min() < 0
+
+
+def test_ar1_inflation_matches_the_effective_sample_size_of_an_ar1_series():
+    from calib.fit.uncertainty import ar1_inflation
+
+    rng = np.random.default_rng(3)
+    rho = 0.8
+    parts = []
+    for _ in range(20):
+        x = np.zeros(2000)
+        for i in range(1, len(x)):
+            x[i] = rho * x[i - 1] + rng.normal()
+        parts.append(x)
+    assert ar1_inflation(parts) == pytest.approx((1 + rho) / (1 - rho), rel=0.05)
+    assert ar1_inflation([rng.normal(size=5000)]) == pytest.approx(1.0, abs=0.05)
+    # and it is what a mean's spread over repeats shows: var(mean) x n / var(x) ~ the inflation
+    means = [p.mean() for p in parts]
+    assert np.var(means, ddof=1) * 2000 / np.mean([np.var(p) for p in parts]) == pytest.approx(9.0, rel=0.5)
+
+
+def test_tied_groups_come_from_near_null_directions_not_chains_of_correlations():
+    """a and b are tied (r = 0.995); c is correlated with b at 0.95 but the data determine it apart from
+    them (no near-null direction loads on it): only [a, b] is a group, and c stays testable on its own.
+    Chaining pairwise correlations >= 0.95 joined all three (and on real power sections, nearly all)."""
+    R = np.eye(4)
+    R[0, 1] = R[1, 0] = 0.995
+    R[1, 2] = R[2, 1] = 0.95
+    R[0, 2] = R[2, 0] = 0.95 * 0.995 * 0.999
+    sd = np.array([2.0, 0.5, 1.0, 3.0])
+    cov = Covariance(("a", "b", "c", "d"), R * np.outer(sd, sd))
+    combos = determined_combinations(cov, {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
+    assert [c["parameters"] for c in combos] == [["a", "b"]]
+    w = combos[0]["weights"]
+    # the best-determined combination of a tied pair is (nearly) the standardized difference
+    assert w["a"] * sd[0] == pytest.approx(-w["b"] * sd[1], rel=0.01)
