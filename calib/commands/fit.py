@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated units of the memory clock domain (default: names containing dram/global/local/mem)")
     p.add_argument("--cv", type=int, default=None, metavar="K",
                    help="also report K-fold cross-validated MAPE, folds by workload")
+    p.add_argument("--heldout", default=None, metavar="TABLE",
+                   help="samples table (CSV, power_w and workload) of measured workloads not fitted on, e.g. a few "
+                        "applications: scored, and the prediction intervals' model discrepancy taken from them")
     p.add_argument("--accept-poor-fit", action="store_true",
                    help="write the parameter file even when the fit's error is absurd (calib.model.validation."
                         "FIT_LIMITS, e.g. power MAPE above 25 %%); the file records it and `calib validate` refuses it")
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from calib.core.atomic import check_not_input, check_output_file
 
     check_output_file(args.output, "parameter file")
-    check_not_input(args.output, args.source, what="parameter file")
+    check_not_input(args.output, args.source, args.heldout, what="parameter file")
     from calib.core.errors import BadInputError
     from calib.fit.pipeline import fit_source
     from calib.report_text import fit_summary
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if args.sm_count is not None and args.sm_count < 1:
         raise BadInputError(f"--sm-count {args.sm_count}: must be >= 1")
     if args.timing:
+        if args.heldout:
+            raise BadInputError("--heldout scores a power model; a timing fit (--timing) has none")
         return _run_timing(args)
     mem = set(u.strip() for u in args.mem_units.split(",") if u.strip()) if args.mem_units else None
     dvfs_opts: dict = {}
@@ -82,13 +87,17 @@ def run(args: argparse.Namespace) -> int:
     prog = StagedProgress(FIT_STAGES if Path(args.source).is_dir() else TABLE_STAGES, "fit", wants_progress(args))
     try:
         out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts,
-                         accept_poor_fit=args.accept_poor_fit, progress=prog.stage)
+                         accept_poor_fit=args.accept_poor_fit, progress=prog.stage, heldout=args.heldout)
     finally:
         prog.close()
     out.params.save(args.output)
     print(fit_summary(out.params))
     if out.cv is not None:
         print(f"cross-validation ({args.cv} folds by workload): MAPE {out.cv.mape_pct:.2f}%")
+    st = out.params["power"].stats if "power" in out.params else {}
+    if args.heldout and st.get("heldout_mape_pct") is not None:
+        print(f"held-out workloads ({args.heldout}, {st['heldout_rows']} rows): power MAPE "
+              f"{st['heldout_mape_pct']:.2f}%; the prediction intervals' model discrepancy comes from them")
     print(f"parameters written to {output_name(args.output)}")
     return 0
 

@@ -296,13 +296,47 @@ def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
     A fit the data cannot support (FitError) is reported with the source named."""
     from calib.core.errors import FitError
 
+    heldout = kw.pop("heldout", None)
     try:
         out = _fit_source(Path(source), **kw)
     except FitError as e:
         if str(source) in str(e):
             raise
         raise FitError(f"{source}: {e}") from e
+    if heldout is not None:
+        score_heldout_table(out, heldout)
     return out
+
+
+def score_heldout_table(out: FitOutcome, path: str | os.PathLike) -> None:
+    """Score a fitted file on measured workloads it was not fitted on (``calib fit --heldout TABLE``: a
+    samples table with ``power_w`` and ``workload``, e.g. a few applications measured at several clocks)
+    and take the power sections' prediction discrepancy from them, as a campaign's held-out mixes do: the
+    intervals then say what the model misses on such workloads, not on its own benchmarks left out one at
+    a time (on the real Titan X applications those cover 47.5 %, :file:`tests/benchmarks/uncertainty_results.md`).
+    The table joins the file's sources with role ``heldout``. Refused, nothing fitted: a workload that is
+    also a training workload, fewer than :data:`calib.model.intervals.MIN_HELDOUT_WORKLOADS` workloads."""
+    from calib.model.intervals import MIN_HELDOUT_WORKLOADS
+
+    path = Path(path)
+    held = read_samples(path, require_power=True, needed=("workload",))
+    names = set(held["workload"].astype(str))
+    trained = set(out.samples["workload"].astype(str)) if "workload" in out.samples.columns else set()
+    if "role" in out.samples.columns:  # the campaign's own held-out mixes were not fitted either
+        trained = set(out.samples.loc[out.samples["role"] != "heldout", "workload"].astype(str))
+    both = sorted(names & trained)
+    if both:
+        raise BadInputError(f"{path}: column 'workload': {', '.join(both[:5])}{' ...' if len(both) > 5 else ''} "
+                            "also in the training data; held-out workloads must be ones the fit has not seen")
+    if len(names) < MIN_HELDOUT_WORKLOADS:
+        raise BadInputError(f"{path}: column 'workload': {len(names)} workload(s); the prediction discrepancy "
+                            f"needs at least {MIN_HELDOUT_WORKLOADS} held-out workloads")
+    held = held.assign(role="heldout")
+    if "role" in out.samples.columns:  # with the campaign's own held-out mixes
+        held = pd.concat([out.samples[out.samples["role"] == "heldout"], held], ignore_index=True)
+    _score_heldout(out.params, held.reset_index(drop=True))
+    out.params.provenance.setdefault("sources", []).append(
+        {"path": _rel(path), "sha256": held.attrs.get("sha256") or file_sha256(path), "role": "heldout"})
 
 
 def _fit_source(p: Path, **kw: Any) -> FitOutcome:
