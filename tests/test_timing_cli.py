@@ -97,6 +97,9 @@ def _bad(tmp_path, text):
      "line 6, column Duration: duration 0 us is not positive"),
     (lambda lines: lines[:5] + [_set_field(lines[5], 15, "lots")] + lines[6:],
      "line 6, metric inst_executed: 'lots' is not a number"),
+    # a count metric whose units-row entry the importer does not know (nvprof leaves counts blank)
+    (lambda lines: lines[:4] + [_set_field(lines[4], 15, "furlongs")] + lines[5:],
+     "line 6, metric inst_executed: unknown unit 'furlongs' (known: inst, warp, sector"),
 ])
 def test_bad_exports_one_error_line_nothing_written(small_export, tmp_path, capsys, edit, message):
     d, _, _ = small_export
@@ -107,6 +110,60 @@ def test_bad_exports_one_error_line_nothing_written(small_export, tmp_path, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"ERROR: {f}") and message in err[0], err
     assert not out.exists()
+
+
+def _ncu_rows(path):
+    import csv
+
+    return list(csv.reader(path.read_text().splitlines()))
+
+
+def _ncu_text(rows) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
+def test_ncu_metric_units_scaled_converted_unknown_refused(small_export, tmp_path, capsys):
+    """ncu prints large counts in scaled units ("Kinst", "Msector"): converted, the table is the same;
+    a count, percentage or time in a unit the importer does not know: one ERROR line naming file, line,
+    metric and unit, exit 2, nothing written."""
+    d, _, _ = small_export
+    rows = _ncu_rows(d / "ncu.csv")
+    h = {name: i for i, name in enumerate(rows[0])}
+    ref = read_kernels(d / "ncu.csv", sm_count=SMS)
+    scaled = [list(r) for r in rows]
+    n_scaled = 0
+    for r in scaled[1:]:
+        factor = {"smsp__inst_executed.sum": ("Kinst", 1e3), "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum":
+                  ("Msector", 1e6)}.get(r[h["Metric Name"]])
+        if factor:
+            r[h["Metric Unit"]] = factor[0]
+            r[h["Metric Value"]] = repr(float(r[h["Metric Value"]].replace(",", "")) / factor[1])
+            n_scaled += 1
+    assert n_scaled == 2 * 10                      # both metrics of every launch
+    f = tmp_path / "scaled.csv"
+    f.write_text(_ncu_text(scaled))
+    got = read_kernels(f, sm_count=SMS)
+    pd.testing.assert_frame_equal(got.drop(columns=["device"], errors="ignore"),
+                                  ref.drop(columns=["device"], errors="ignore"), rtol=1e-9)
+
+    for metric, unit in (("smsp__inst_executed_pipe_fma.sum", "parsecs"), ("lts__t_sector_hit_rate.pct", "inst"),
+                         ("gpu__time_duration.sum", "fortnight")):
+        bad = [list(r) for r in rows]
+        i = next(i for i, r in enumerate(bad) if i and r[h["Metric Name"]] == metric)
+        bad[i][h["Metric Unit"]] = unit
+        f = tmp_path / "bad_unit.csv"
+        f.write_text(_ncu_text(bad))
+        out = tmp_path / "k.csv"
+        assert main(["import", "ncu", str(f), "--kernels", "-o", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert err[0].startswith(f"ERROR: {f}: line {i + 1}, metric {metric}: unknown unit '{unit}' (known: "), err
+        assert not out.exists()
 
 
 def _set_field(line: str, i: int, value: str) -> str:

@@ -29,7 +29,9 @@ Accepted layouts, one launch per row or ID:
 
 Launches of one kernel at one clock pair (clocks within 1 %) become one row: counts and time averaged.
 Refused, with file, line and column or metric named: an export without kernel rows, a kernel without a
-launch shape, a duration or clock in a unit not listed here, a duration <= 0.
+launch shape, a duration or clock in a unit not listed here, a used count or percentage metric in a unit
+:func:`calib.importers.ncu_kernel.unit_factor` does not know (scaled counts such as ``Kinst`` are converted), a
+duration <= 0.
 """
 
 from __future__ import annotations
@@ -55,12 +57,9 @@ from calib.importers._common import read_lines, to_float
 
 log = logging.getLogger(__name__)
 
-#: time units of nvprof's units row and ncu's Metric Unit, -> s
-TIME_UNITS = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
-              "s": 1.0, "second": 1.0}
-#: clock units -> MHz (nvprof system-profiling columns, ncu per-second rates)
-CLOCK_UNITS = {"mhz": 1.0, "ghz": 1e3, "khz": 1e-3, "hz": 1e-6, "cycle/nsecond": 1e3, "cycle/usecond": 1.0,
-               "cycle/msecond": 1e-3, "cycle/second": 1e-6}
+#: time units of nvprof's units row and ncu's Metric Unit, -> s; clock units -> MHz (one home: ncu_kernel)
+TIME_UNITS = NK.TIME_UNITS
+CLOCK_UNITS = NK.RATE_UNITS
 _NVPROF_USED = set(NK.NVPROF_USED)
 _NCU_USED = set(NK.NCU_PIPES) | set(NK.NCU_OPS) | set(NK.NCU_OTHER)
 
@@ -112,6 +111,7 @@ def _add_metric(la: _Launch, metric: str, raw: str, unit: str, where: str, used:
     v = _number(raw, where)
     if v < 0:
         raise BadInputError(f"{where}: {v:g} is negative")
+    v *= NK.unit_factor(metric, unit, where)
     if unit.strip() == "%" and v > 100.0 + NK.OVERSHOOT_PCT:
         raise BadInputError(f"{where}: {v:g} % outside [0, 100] %")
     la.metrics[metric] = (v, unit.strip())

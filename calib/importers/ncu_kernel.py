@@ -132,10 +132,48 @@ NCU_OTHER = ("launch__grid_size", "launch__block_size", "smsp__inst_executed", "
              "sm__cycles_elapsed", "dram__cycles_elapsed")
 SECTORS_COALESCED, SECTORS_UNCOALESCED = 4.0, 32.0
 
-_TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
-               "second": 1.0, "s": 1.0}
-_RATE_UNITS = {"cycle/nsecond": 1e3, "ghz": 1e3, "cycle/usecond": 1.0, "mhz": 1.0, "cycle/msecond": 1e-3,
-               "khz": 1e-3, "cycle/second": 1e-6, "hz": 1e-6}
+#: time units (nvprof's units row, ncu's Metric Unit; lower case) -> s
+TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+              "second": 1.0, "s": 1.0}
+#: clock units (nvprof system profiling, ncu per-second rates; lower case) -> MHz
+RATE_UNITS = {"cycle/nsecond": 1e3, "ghz": 1e3, "cycle/usecond": 1.0, "mhz": 1.0, "cycle/msecond": 1e-3,
+              "khz": 1e-3, "cycle/second": 1e-6, "hz": 1e-6}
+_TIME_UNITS, _RATE_UNITS = TIME_UNITS, RATE_UNITS
+#: what a count metric counts (ncu's Metric Unit; nvprof writes none) and the scale prefixes ncu prints
+#: large values with ("Kinst", "Msector", "Gbyte")
+COUNT_UNITS = ("", "inst", "warp", "sector", "request", "transaction", "byte", "thread", "block", "cycle")
+UNIT_PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+#: metrics (base names) that are percentages; sm__warps_active may be either warps or a percentage
+PERCENT_METRICS = frozenset({"global_hit_rate", "l2_tex_read_hit_rate", "l2_l1_read_hit_rate",
+                             "l1tex__t_sector_hit_rate", "lts__t_sector_hit_rate"})
+
+
+def unit_factor(metric: str, unit: str, where: str) -> float:
+    """Factor that brings a used metric's value to the unit the mapping reads it in: counts to plain
+    counts (``"Kinst"`` -> 1e3), percentages and ratios unchanged; times and clocks are only checked here
+    (converted with :data:`TIME_UNITS`/:data:`RATE_UNITS` where they are read). BadInputError naming
+    ``where`` for a unit the importer does not know -- never a silent misreading by 1000x."""
+    u = unit.strip()
+    b = _base(metric)
+    if b in ("gpu__time_duration",):
+        known: tuple[str, ...] = tuple(TIME_UNITS)
+        ok = u.lower() in TIME_UNITS
+    elif metric.endswith("per_second"):
+        known = tuple(RATE_UNITS)
+        ok = u.lower() in RATE_UNITS
+    elif b in PERCENT_METRICS:
+        known = ("%",)
+        ok = u in ("%", "")   # nvprof's units row leaves percentages blank
+    else:
+        for pre, f in UNIT_PREFIXES.items():
+            rest = u[len(pre):]
+            if u.startswith(pre) and rest in COUNT_UNITS and (rest or not pre):
+                return f
+        known = COUNT_UNITS[1:] + ("K<unit>", "M<unit>", "G<unit>")
+        ok = b == "sm__warps_active" and u == "%"
+    if not ok:
+        raise BadInputError(f"{where}: unknown unit {u!r} (known: {', '.join(known)})")
+    return 1.0
 
 
 def _num(text: str, where: str) -> float:
@@ -183,6 +221,7 @@ def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tup
                 raise BadInputError(f"{where}: {raw.strip()!r} is not a finite number")
             if value < 0:
                 raise BadInputError(f"{where}: {value:g} is negative")
+            value *= unit_factor(metric, unit, where)
             if unit.strip() == "%" and value > 100.0 + OVERSHOOT_PCT:
                 raise BadInputError(f"{where}: {value:g} % outside [0, 100] % (up to {100 + OVERSHOOT_PCT:g} % is "
                                     "taken as profiler overshoot)")
