@@ -205,6 +205,29 @@ def test_shuffled_or_reversed_rows_change_no_parameter_beyond_its_stderr(train_t
     assert ref.value("dm_lat_b_cycles") >= 50.0 and ref.value("inst_lat_cycles") >= 2.0
 
 
+def test_cv_selected_form_is_row_order_independent(train_table):
+    """The default path (model form chosen by cross-validation by kernel): shuffled or reversed rows
+    choose the same form, with the same CV table, and move no parameter beyond its standard error."""
+    def fit(df):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return TimingFitter(cv_folds=3, jackknife=False).fit(df).section_
+
+    ref = fit(train_table)
+    assert ref.stats["structure_chosen"] in {"mwp_cwp/max", "mwp_cwp/sum", "wangchu/max", "wangchu/sum"}
+    assert len(ref.stats["structure_cv"]) == 4
+    for other in (fit(train_table.sample(frac=1.0, random_state=11)), fit(train_table.iloc[::-1])):
+        assert other.stats["structure_chosen"] == ref.stats["structure_chosen"]
+        assert other.structure == ref.structure
+        for form, cv in ref.stats["structure_cv"].items():
+            assert other.stats["structure_cv"][form]["anchored_mape_pct"] == pytest.approx(
+                cv["anchored_mape_pct"], abs=1e-6), form
+        for p in ref:
+            q = other[p.name]
+            tol = p.stderr if p.stderr is not None else 1e-9 * max(1.0, abs(p.value))
+            assert abs(q.value - p.value) <= tol, (p.name, p.value, q.value, p.stderr)
+
+
 def test_memory_bound_follows_memory_clock_compute_bound_core_clock(train_table):
     """A kernel whose time follows the memory clock alone is not predicted slower at 80 % core clock,
     and a compute-bound one is not predicted faster at a lower memory clock (virtual-GPU kernels)."""
