@@ -19,6 +19,8 @@ kind                what it measures (its parameters in the manifest entry)
 ``pchase``          pointer chase at a memory ``level`` (dram, l2, l1, shared) over ``passes`` chains
 ``departure``       burst of ``reqs`` loads per warp, ``access`` coal|uncoal, ``where`` sm1|all SMs
 ``bw_stream``       streaming bandwidth with 512-byte warp requests
+``rounds``          a short streaming kernel over ``rounds`` rounds of resident blocks per SM (1 or many):
+                    whether a round's memory fill is paid every round or once (Wang & Chu's rounds)
 ``issue_mix``       issue-bound mix at full occupancy: cycles per warp instruction
 ``inst_latency``    one warp, one chain of dependent FP32 FMAs: dependent-issue latency
 ==================  ====================================================================================
@@ -39,10 +41,10 @@ ROLES = ("idle_kernel", "unit", "sm_sweep", "thermal", "heldout", "dvfs", "timin
 KINDS: dict[str, tuple[str, ...]] = {
     "launch_only": (), "unit": (), "fma_intensity": (), "sm_sweep": (), "app_mix": (),
     "thermal_step": (), "pchase": ("level", "passes"), "departure": ("access", "where", "reqs"),
-    "bw_stream": (), "issue_mix": (), "inst_latency": (),
+    "bw_stream": (), "issue_mix": (), "inst_latency": (), "rounds": ("rounds",),
 }
 #: the timing microbenchmarks' kinds (role ``timing``)
-TIMING_KINDS = ("pchase", "departure", "bw_stream", "issue_mix", "inst_latency")
+TIMING_KINDS = ("pchase", "departure", "bw_stream", "issue_mix", "inst_latency", "rounds")
 #: plan-entry keys a kind's parameters must not shadow
 _ENTRY_KEYS = ("name", "kernel", "role", "stresses", "kind", "params", "launch", "per_warp", "clocks")
 

@@ -21,10 +21,15 @@ per measurement window):
     streaming bandwidth with 512-byte warp requests: DRAM service time per 128-byte transaction.
 ``issue_mix/w<warps>``
     an issue-bound mix of FP32, integer and logic chains at full occupancy: cycles per warp instruction.
+``rounds_dram/r<rounds>``
+    the DRAM stream kernel cut short (8 coalesced loads per warp, SAXPY-like), 256-thread
+    blocks filling every SM, over 1 and over ``ROUNDS`` rounds of resident blocks: every other kernel of
+    the campaign runs one round per SM, so this is the one measurement of whether a memory-bound
+    round's fill latency is paid every round or only once (Wang & Chu's eq. 6 vs a queue kept full).
 
 The names are for people: what each benchmark measures is its ``kind`` with the kind's parameters
 (:mod:`microbench.spec`: ``pchase`` with ``level`` and ``passes``, ``departure`` with ``access``,
-``where`` and ``reqs``, ``bw_stream``, ``issue_mix``, ``inst_latency``), written into the manifest's
+``where`` and ``reqs``, ``bw_stream``, ``issue_mix``, ``inst_latency``, ``rounds`` with ``rounds``), written into the manifest's
 plan, which is what the fitter reads (it never imports this module). The per-warp counts in the
 manifest come from the kernels' count models. Every benchmark runs once (no repeats): the event
 timer's noise is small against the differences the fit uses.
@@ -49,6 +54,10 @@ DRAM_CHASE = {"footprint_bytes": 1 << 28, "stride_bytes": 4096, "pattern": "rand
 DEPARTURE_REQS = {"coal": 64, "uncoal": 8}
 #: bytes one bw_stream warp request moves (16-byte vector loads)
 BW_STREAM_BYTES_PER_REQUEST = 512
+#: rounds of resident blocks per SM of the long multi-round stream, and its kernel parameters (a few
+#: loads per warp, as SAXPY: the fill of a round is then a large part of it)
+ROUNDS = 16
+ROUNDS_KERNEL_PARAMS = {"iters": 1, "unroll": 4, "ilp": 1}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,6 +146,11 @@ def timing_benchmarks(info: DeviceInfo, spec: CampaignSpec) -> list[Benchmark]:
     # streaming bandwidth and issue rate at full occupancy
     w = min(32, max_w)
     add(f"bw_stream/w{w}", "bw_stream", "bw_stream", {"iters": 256}, "global", warps=w, bps=max(1, w // 8))
+    # rounds: 8-warp blocks, as many resident per SM as fit, 1 and ROUNDS rounds of them
+    resident = max(1, max_w // 8)
+    for r in (1, ROUNDS):
+        add(f"rounds_dram/r{r}", "dram", "rounds", dict(ROUNDS_KERNEL_PARAMS), "global", warps=8 * resident * r,
+            bps=resident * r, rounds=r)
     w = max_w
     add(f"issue_mix/w{w}", "mix", "issue_mix", {"fp": 2, "int": 2, "alu": 2, "ilp": 4, "iters": 256}, "mixed",
         warps=w, bps=max(1, w // 8))
@@ -148,6 +162,7 @@ __all__ = [
     "CHASE_PASSES",
     "DEPARTURE_REQS",
     "DRAM_CHASE",
+    "ROUNDS",
     "TimingBenchmark",
     "measure_times",
     "timing_benchmarks",

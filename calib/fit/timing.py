@@ -13,7 +13,9 @@ Two sources, both rows of a samples table (``time_s``, ``core_mhz``, ``mem_mhz``
    two chain lengths over the difference in loads; ``departure_del_coal/uncoal_cycles`` = slope of a
    one-SM burst's cycles vs its transactions per SM; ``dram_del_coal_mem_cycles`` = 128 B x fm over the
    streaming bandwidth (the all-SM burst slope gives a second estimate, recorded in the statistics);
-   ``issue_cycles`` = cycles per warp instruction of the issue-bound mix; ``inst_lat_cycles`` = cycles
+   ``issue_cycles`` = cycles per warp instruction of the issue-bound mix; the Wang & Chu rounds form
+   (``rounds_form``: a memory-dominated round's fill paid every round, eq. 6, or once) = the form that
+   times the multi-round streams (kind ``rounds``) better, with the other structure choices below; ``inst_lat_cycles`` = cycles
    per instruction of one warp's FMA chain; ``m_factor_<class>`` = issue slots per instruction of the
    class in its unit kernel at the highest occupancy when the kernel is pipe bound, else 1 (the pipe
    throughput ratio of thesis Table 6); ``l2_del_cycles`` = the L2 unit kernel's cycles per L2
@@ -61,7 +63,7 @@ HELDOUT = "heldout"
 
 #: what each timing microbenchmark kind declares in the plan (see microbench.spec)
 _KIND_PARAMS = {"pchase": ("level", "passes"), "departure": ("access", "where", "reqs"), "bw_stream": (),
-                "issue_mix": (), "inst_latency": ()}
+                "issue_mix": (), "inst_latency": (), "rounds": ("rounds",)}
 
 
 def timing_kinds(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]] | None:
@@ -141,6 +143,7 @@ class _Collector:
         self.notes: list[str] = []
         self.checks: dict[str, Any] = {}
         self.blocks: list[Covariance] = []   # covariances of parameters measured together
+        self.rounds_index: list[Any] = []    # rows of the multi-round streams (the rounds form's check)
 
     def put(self, name: str, value: float, unit: str, se: float | None, description: str,
             lo: float = 0.0, hi: float = math.inf, vary: bool = True) -> None:
@@ -286,6 +289,9 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         out.put("dram_del_coal_mem_cycles", v, "mem cycles", None,
                 "DRAM service time per 128-byte transaction (all-SM burst slope)")
 
+    # multi-round streams: ordinary kernel rows, timed by the model to choose its rounds form (_assemble)
+    out.rounds_index = of_kind("rounds")
+
     # issue rate: the issue-bound mix
     mix = tim.loc[of_kind("issue_mix")]
     issue = None
@@ -343,6 +349,8 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
 
 STRUCTURES = [{"predictor": p, "comp_form": c, "shared_cases": s} for p in T.PREDICTORS for c in ("max", "sum")
               for s in ((False, True) if p == "wangchu" else (False,))]
+#: Wang & Chu's rounds forms (calib.model.wangchu); tried only where the campaign ran multi-round streams
+ROUNDS_FORMS = ("paper", "overlap")
 
 
 def _section(params: Mapping[str, Param], device: Mapping[str, Any], fc0: float, fm0: float,
@@ -350,7 +358,8 @@ def _section(params: Mapping[str, Param], device: Mapping[str, Any], fc0: float,
     """A timing section of ``params`` with the model structure ``structure`` (predictor, forms)."""
     return Section(T.MODEL_NAME, dict(params), {
         "predictor": structure["predictor"], "comp_form": structure["comp_form"], "case2_form": "fixed",
-        "shared_cases": bool(structure["shared_cases"]), "mem_l_coal": "thesis", "n_pw_form": "fixed",
+        "shared_cases": bool(structure["shared_cases"]), "rounds_form": structure.get("rounds_form", "paper"),
+        "mem_l_coal": "thesis", "n_pw_form": "fixed",
         "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(device.get("sm_count", 1)),
         "max_warps_per_sm": float(device.get("max_warps_per_sm", 32)),
         "max_blocks_per_sm": float(device.get("max_blocks_per_sm", 32)),
@@ -400,27 +409,44 @@ def dvfs_check(section: Section, df: pd.DataFrame, fc0: float, fm0: float) -> di
 
 def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, Any], fc0: float, fm0: float,
               notes: list[str], checks: dict[str, Any], method: str,
-              blocks: list[Covariance | None] | None = None) -> Section:
+              blocks: list[Covariance | None] | None = None, rounds_rows: pd.DataFrame | None = None) -> Section:
+    """The section with the structure (predictor, forms) that times the check rows and the multi-round
+    streams ``rounds_rows`` best (MAPE over both; the streams are the only rows that tell the rounds
+    forms apart when every campaign kernel runs one round), and its statistics."""
     rows = _kernel_rows(df)
     check = rows[rows["role"].isin(CHECK_ROLES)] if "role" in rows.columns else rows
+    rr = _kernel_rows(rounds_rows) if rounds_rows is not None else df.iloc[:0]
+    scored = pd.concat([check, rr]) if len(rr) else check
+    candidates = [{**st, "rounds_form": rf} for st in STRUCTURES
+                  for rf in (ROUNDS_FORMS if len(rr) and st["predictor"] == "wangchu" else ("paper",))]
     scores = []
-    for st in STRUCTURES:
+    for st in candidates:
         sec = _section(params, device, fc0, fm0, st)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pred = T.predict_time(sec, check) if len(check) else np.array([])
-        scores.append((mape(check["time_s"].to_numpy(float), pred) if len(check) else math.inf, st, pred))
+            pred_all = T.predict_time(sec, scored) if len(scored) else np.array([])
+        score = mape(scored["time_s"].to_numpy(float), pred_all) if len(scored) else math.inf
+        scores.append((score, st, pred_all[:len(check)], pred_all[len(check):]))
     scores.sort(key=lambda s: (math.inf if math.isnan(s[0]) else s[0]))
-    _, best, pred = scores[0]
+    _, best, pred, _ = scores[0]
     sec = _section(params, device, fc0, fm0, best)
     y = check["time_s"].to_numpy(float)
     m = errors(y, pred)
     stats: dict[str, Any] = {"n_samples": len(y), "rmse_s": _fin(m.rmse), "mape_pct": _fin(m.mape_pct), "r2": _fin(m.r2),
                              "method": method, "checked_on_roles": list(CHECK_ROLES),
                              "structure_choice": {f"{s['predictor']}/{s['comp_form']}"
-                                                  + ("/shared_cases" if s["shared_cases"] else ""): _fin(m)
-                                                  for m, s, _ in scores},
+                                                  + ("/shared_cases" if s["shared_cases"] else "")
+                                                  + (f"/rounds_{s['rounds_form']}" if len(rr) and s["predictor"] == "wangchu"
+                                                     else ""): _fin(m)
+                                                  for m, s, _, _ in scores},
                              "measurements": {k: (_fin(v) if isinstance(v, float) else v) for k, v in checks.items()}}
+    if len(rr):
+        y_r = rr["time_s"].to_numpy(float)
+        stats["rounds_check"] = {"rows": list(rr["workload"].astype(str)), "chosen": best.get("rounds_form", "paper"),
+                                 "err_pct": {s["rounds_form"]: [_fin(v) for v in pct_errors(y_r, p_r)]
+                                             for _, s, _, p_r in scores
+                                             if {k: s[k] for k in ("predictor", "comp_form", "shared_cases")}
+                                             == {k: best[k] for k in ("predictor", "comp_form", "shared_cases")}}}
     # the discrepancy of time predictions for kernels: the kernels of the campaign were not fitted (the
     # parameters come from the microbenchmarks), so their relative errors are out-of-sample already
     pred_stats = prediction_stats(pct_errors(y, pred) / 100.0, len(check["workload"].unique()) if len(check) else 0)
@@ -578,7 +604,8 @@ def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
             warnings.warn(f"timing microbenchmarks incomplete (no {', '.join(missing)}); timing section not fitted")
             return None
         return _assemble(col.params, df, device, fc0, fm0, col.notes, col.checks,
-                         "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)", col.blocks)
+                         "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)", col.blocks,
+                         rounds_rows=df.loc[col.rounds_index])
     rows = _kernel_rows(df)
     if len(rows) >= 12:
         try:

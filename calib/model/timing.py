@@ -28,13 +28,15 @@ How a row becomes model inputs (per warp):
   takes ``sum_class #insts x latency / ilp`` (when the section has ``inst_lat_cycles``; L1/texture and
   shared loads at ``l1_lat_cycles``/``sh_lat_cycles``, DRAM/L2 at their memory latency).
 
-Time = model cycles / core clock + ``launch_overhead_s``.
+Time = model cycles / core clock + ``launch_overhead_s``. Wang & Chu's rounds follow the section's
+``rounds_form`` (``"paper"``, eq. 6, when absent; ``"overlap"``: a memory-dominated round's fill is paid
+once per kernel, :mod:`calib.model.wangchu`).
 
 Section layout (``"model": "mwp_cwp_wangchu"``)::
 
     "predictor": "wangchu" | "mwp_cwp", "ref_clocks": {"core_mhz", "mem_mhz"}, "sm_count",
     "max_warps_per_sm", "max_blocks_per_sm", "uncoal_per_mw", "uncoal_tx_bytes",
-    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "shared_cases",
+    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "shared_cases", "rounds_form",
     "parameters": {issue_cycles, m_factor_<class>, mem_ld_cycles, dm_lat_a_cycles, dm_lat_b_cycles,
                    departure_del_coal_cycles, departure_del_uncoal_cycles, dram_del_coal_mem_cycles,
                    l2_lat_cycles, l2_del_cycles, l1_lat_cycles, sh_lat_cycles, inst_lat_cycles,
@@ -94,6 +96,7 @@ class TimingSection:
     comp_form: str
     shared_cases: bool
     case2_form: str = "fixed"
+    rounds_form: str = "paper"
 
     def v(self, name: str, default: float | None = None) -> float:
         if name in self.values:
@@ -126,11 +129,14 @@ def compile_section(section: Section) -> TimingSection:
     pred = st.get("predictor", "mwp_cwp")
     if pred not in PREDICTORS:
         raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
+    if st.get("rounds_form", "paper") not in W.ROUNDS_FORMS:
+        raise BadInputError(f"timing section: rounds_form {st.get('rounds_form')!r} is not one of {W.ROUNDS_FORMS}")
     return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
                          float(st.get("max_warps_per_sm", 32)), float(st.get("max_blocks_per_sm", 32)),
                          float(st.get("uncoal_per_mw", 32)), float(st.get("uncoal_tx_bytes", 32)),
                          st.get("mem_l_coal", "thesis"), st.get("n_pw_form", "fixed"), st.get("comp_form", "max"),
-                         bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"))
+                         bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"),
+                         st.get("rounds_form", "paper"))
 
 
 def validate(section: Section, where: str = "timing") -> None:
@@ -304,7 +310,9 @@ def wangchu_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     if dep is not None:
         ta = np.maximum(ta, dep / x.ilp + np.where(trans > 0, agl_lat * o_itrs, 0.0))
     case = np.where(trans > 0, case, 0)
-    cycles = W.t_exec_cycles(ta, wpb, x.blocks, aw, x.asm)
+    # Wang & Chu's rounds (eq. 6) or a saturated queue carried over from round to round (wangchu docstring)
+    fill = W.round_fill_cycles(case, avr_comp, agl_lat) if ts.rounds_form == "overlap" else 0.0
+    cycles = W.t_exec_cycles(ta, wpb, x.blocks, aw, x.asm, fill)
     return {"dm_lat": dm_lat, "agl_lat": agl_lat, "agl_del": agl_del, "avr_comp": avr_comp, "o_itrs": o_itrs,
             "aw": aw, "t_active": ta, "case": case, "exec_cycles": cycles}
 

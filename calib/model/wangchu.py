@@ -40,6 +40,16 @@ T_active, cycles of one round of #Aw active warps on an SM (o_itrs periods per w
                         T_active = T1 + (T2 + T3) o_itrs
     T_exec = T_active x #Wpb #B / (#Aw #Asm)                                             (6)
 
+Rounds (``rounds_form``): eq. (6) repeats the whole T_active once per round of #Aw warps, so a
+memory-dominated round pays its fill -- ``agl_lat + avr_comp``, the first request's round trip before
+the queue is full -- every round (``"paper"``). On the GPU a finished block is replaced at once and
+the next round's requests join the same saturated queue, so only the kernel's first round pays it
+(``"overlap"``): ``T_exec = T_active x R - (agl_lat + avr_comp) x (R - 1)`` for the memory-dominated
+case, R = #Wpb #B / (#Aw #Asm) > 1. This is Hong's memory-bound Case 2 (thesis eq. 22), whose per-round
+time ``Mem_cycles x N / MWP`` at MWP = MWP_peak_BW is the queue alone, with no round trip per round.
+The other cases are unchanged (their latency is not hidden behind a full queue). The campaign's
+multi-round stream (timing kind ``rounds``) chooses between the two forms.
+
 Errata: (10b) and (12b) are printed with their inequalities swapped (a saturated queue is the case
 where the queue of Aw - 1 warps outlasts one warp's round trip, which is what eq. (11) computes);
 eq. (11)'s ``#Wpb`` is ``#Aw`` (the queue holds every active warp, as in eqs. (3) and (17)); eq. (17)
@@ -59,6 +69,7 @@ from typing import Any
 
 import numpy as np
 
+ROUNDS_FORMS = ("paper", "overlap")
 CASES = {1: "compute", 2: "memory", 3: "few_warps_short", 4: "few_warps_long", 5: "shared_infrequent",
          6: "shared_intensive", 0: "no_memory"}
 
@@ -116,6 +127,16 @@ def t_active(avr_comp: Any, agl_lat: Any, agl_del: Any, aw: Any, wpb: Any, o_itr
     return t, case
 
 
-def t_exec_cycles(t_active_cycles: Any, wpb: Any, blocks: Any, aw: Any, active_sms: Any) -> np.ndarray:
-    """T_exec = T_active x #Wpb #B / (#Aw #Asm), eq. (6), cycles (rounds may be fractional)."""
-    return _arr(t_active_cycles) * _arr(wpb) * _arr(blocks) / (_arr(aw) * _arr(active_sms))
+def t_exec_cycles(t_active_cycles: Any, wpb: Any, blocks: Any, aw: Any, active_sms: Any,
+                  fill_cycles: Any = 0.0) -> np.ndarray:
+    """T_exec = T_active x #Wpb #B / (#Aw #Asm), eq. (6), cycles (rounds may be fractional), less
+    ``fill_cycles`` for every round after the first (the ``"overlap"`` rounds form, module docstring:
+    the part of T_active the next round hides; 0 gives eq. 6)."""
+    rounds = _arr(wpb) * _arr(blocks) / (_arr(aw) * _arr(active_sms))
+    return _arr(t_active_cycles) * rounds - _arr(fill_cycles) * np.maximum(rounds - 1.0, 0.0)
+
+
+def round_fill_cycles(case: Any, avr_comp: Any, agl_lat: Any) -> np.ndarray:
+    """Cycles of a round the next round hides under the ``"overlap"`` rounds form: ``agl_lat +
+    avr_comp`` for a memory-dominated round (case 2), 0 otherwise (module docstring)."""
+    return np.where(_arr(case) == 2, _arr(agl_lat) + _arr(avr_comp), 0.0)
