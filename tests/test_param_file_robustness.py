@@ -105,6 +105,7 @@ IPP_CASES = [
     ("thermal-no-idle-temp", [(("thermal", "parameters", "idle_temp_c"), DEL)], "thermal.parameters: idle_temp_c missing"),
     ("timing-comp-form", [(("timing", "comp_form"), "x")], "field timing/comp_form"),
     ("timing-case2-form", [(("timing", "case2_form"), None)], "field timing/case2_form"),
+    ("timing-rounds-form", [(("timing", "rounds_form"), "sometimes")], "field timing/rounds_form"),
     ("timing-mem-l-coal", [(("timing", "mem_l_coal"), -1.0)], "field timing/mem_l_coal"),
     ("timing-n-pw-form", [(("timing", "n_pw_form"), {})], "field timing/n_pw_form"),
     ("timing-predictor", [(("timing", "predictor"), "oracle")], "field timing/predictor"),

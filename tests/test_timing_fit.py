@@ -79,9 +79,14 @@ def test_parameters_recovered_within_10_percent(preset, titanx):
         assert "dm_lat_a_cycles" not in doc["timing"]["parameters"]
 
 
-def test_gtx580_bandwidth_caveat():
+@pytest.fixture(scope="module")
+def gtx580():
     dev, df = _campaign("gtx580")
-    doc = _doc(dev, fit_timing(df, dev.info.to_dict(), _plan(dev)))
+    return dev, df, _doc(dev, fit_timing(df, dev.info.to_dict(), _plan(dev)))
+
+
+def test_gtx580_bandwidth_caveat(gtx580):
+    dev, df, doc = gtx580
     rows = {r["parameter"]: r for r in timing_recovery_rows("gtx580", P.ParameterFile.from_dict(doc))}
     # everything but the two coinciding bounds of this preset is within 10 %
     for name, r in rows.items():
@@ -172,3 +177,28 @@ def test_a_plan_without_kinds_is_refused_not_parsed():
                                              r"session recorded by an older toolkit.*their names are not parsed; "
                                              r"timing section not fitted"):
             assert fit_timing(df, dev.info.to_dict(), pl) is None
+
+
+def test_rounds_form_chosen_by_the_multi_round_stream(gtx580):
+    """Every other campaign kernel runs one round per SM; the 16-round stream is timed within 3 % by a
+    fill paid once and > 4 % slow by eq. 6's fill every round, so the fit takes "overlap". A SAXPY-like
+    kernel (3 loads per warp, 42.7 rounds) is then timed within 3 % (eq. 6: ~17 % slow)."""
+    import pandas as pd
+
+    from microbench.devices.base import Launch, Workload
+
+    dev, df, doc = gtx580
+    assert doc["timing"]["rounds_form"] == "overlap"
+    rc = doc["fit"]["timing"]["rounds_check"]
+    assert rc["rows"] == ["rounds_dram/r1", "rounds_dram/r16"] and rc["chosen"] == "overlap"
+    assert rc["err_pct"]["overlap"][0] == rc["err_pct"]["paper"][0]   # one round: the forms agree
+    assert abs(rc["err_pct"]["overlap"][1]) < 3.0 and rc["err_pct"]["paper"][1] > 4.0
+    per_warp = {"fp": 2.0, "int": 4.0, "alu": 2.0, "global": 3.0}
+    w = Workload("saxpy_like", per_warp, Launch(4096, 256, 16), traits={"ilp": 1.0, "coalesced": True})
+    t_meas, _ = dev.evaluate(w)
+    row = pd.DataFrame([{"workload": "saxpy_like", **{f"cnt_{c}": v for c, v in per_warp.items()},
+                         "blocks": 4096.0, "threads_per_block": 256.0, "active_sms": 16.0, "ilp": 1.0}])
+    sec = _timing(doc)
+    assert T.predict_time(sec, row)[0] / t_meas - 1 == pytest.approx(0.0, abs=0.03)
+    sec.structure["rounds_form"] = "paper"
+    assert T.predict_time(sec, row)[0] / t_meas - 1 > 0.10

@@ -91,6 +91,10 @@ def test_section_errors():
     doc = section(predictor="roofline")
     with pytest.raises(BadInputError, match="predictor 'roofline' is not one of"):
         T.predict_time(doc, rows())
+    doc = section()
+    doc.structure["rounds_form"] = "sometimes"
+    with pytest.raises(BadInputError, match="rounds_form 'sometimes' is not one of \\('paper', 'overlap'\\)"):
+        T.predict_time(doc, rows())
     with pytest.raises(BadInputError, match="no per-warp counts"):
         T.predict_time(section(), pd.DataFrame({"workload": ["k"], "blocks": [1.0], "threads_per_block": [32.0]}))
     with pytest.raises(BadInputError, match="column 'blocks' missing"):
@@ -122,3 +126,35 @@ def test_predict_cli_adds_time_and_energy(quick_run, cli, tmp_path):
     assert o["time_s_pred"].iloc[0] == pytest.approx(measured, rel=0.10)
     assert o["energy_j_pred"].iloc[0] == pytest.approx(o["power_w_pred"].iloc[0] * o["time_s_pred"].iloc[0])
     assert np.isfinite(o["power_w_pred"].iloc[0]) and o["power_w_pred"].iloc[0] > 83
+
+
+def test_rounds_form_overlap_hand_computed():
+    """A SAXPY-like kernel (3 loads per warp, 64 rounds of resident blocks): eq. 6 pays agl_lat +
+    avr_comp each round, "overlap" once; a file without the field is eq. 6 (older files unchanged)."""
+    df = rows(cnt_fp=2.0, cnt_int=0.0, cnt_global=3.0, blocks=24 * 8 * 64, threads_per_block=256.0)
+    paper, overlap = section(), section()
+    overlap.structure["rounds_form"] = "overlap"
+    explicit = section()
+    explicit.structure["rounds_form"] = "paper"
+    ts = T.compile_section(paper)
+    x = T.inputs_from_table(ts, df)
+    d = T.wangchu_details(ts, x)
+    assert int(d["case"][0]) == 2 and float(d["aw"][0]) == 64.0 and float(d["o_itrs"][0]) == 3.0
+    lat = 935 * 975 / 3505 + 110                      # dm_lat at the reference clocks
+    dl = 1.5 * 975 / 3505 * 24                        # dram_del_mem x fc/fm x #Asm
+    comp = 0.25 * 5 / 3                               # issue cycles of 5 instructions over 3 periods
+    t_round = lat + comp + dl * 64 * 3                # eq. (11)
+    rounds = 8 * (24 * 8 * 64) / (64 * 24)            # 64
+    ovh = 4e-6
+    t_paper = T.predict_time(paper, df)[0]
+    assert t_paper == pytest.approx(t_round * rounds / 975e6 + ovh, rel=1e-12)
+    assert T.predict_time(explicit, df)[0] == t_paper
+    t_over = T.predict_time(overlap, df)[0]
+    assert t_over == pytest.approx((t_round * rounds - (lat + comp) * (rounds - 1)) / 975e6 + ovh, rel=1e-12)
+    # one round: the two forms agree
+    one = rows(cnt_fp=2.0, cnt_int=0.0, cnt_global=3.0, blocks=24 * 8, threads_per_block=256.0)
+    assert T.predict_time(overlap, one)[0] == T.predict_time(paper, one)[0]
+    # MWP/CWP ignores the field
+    mp, mo = section("mwp_cwp"), section("mwp_cwp")
+    mo.structure["rounds_form"] = "overlap"
+    assert T.predict_time(mo, df)[0] == T.predict_time(mp, df)[0]

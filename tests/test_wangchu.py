@@ -8,6 +8,7 @@ import pytest
 from calib.model.wangchu import (
     dram_latency_cycles,
     memory_latencies,
+    round_fill_cycles,
     t_active,
     t_exec_cycles,
 )
@@ -82,6 +83,16 @@ def test_shared_memory_cases_eq17_and_eq21():
 def test_t_exec_eq6():
     # 100 blocks of 4 warps on 10 SMs with 8 active warps each: 5 rounds
     assert float(t_exec_cycles(1000.0, 4, 100, 8, 10)) == pytest.approx(5000.0)
+
+
+def test_t_exec_overlap_pays_the_fill_once():
+    # 5 rounds of 1000 cycles of which 300 are the fill: 1000 + 4 x 700
+    assert float(t_exec_cycles(1000.0, 4, 100, 8, 10, 300.0)) == pytest.approx(3800.0)
+    # one round (or less): nothing to overlap with
+    assert float(t_exec_cycles(1000.0, 4, 20, 8, 10, 300.0)) == pytest.approx(1000.0)
+    # the fill is a memory-dominated round's agl_lat + avr_comp, nothing in the other cases
+    fill = round_fill_cycles(np.array([1, 2, 3, 4, 5, 6, 0]), 7.0, 600.0)
+    assert fill.tolist() == [0.0, 607.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
 def test_cases_vectorised():
