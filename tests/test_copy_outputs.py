@@ -181,3 +181,23 @@ def test_report_copy_section(cli, kernels, tmp_path):
     assert f"<td>{_v('energy_d2h_j_per_byte') * 1e12:.4g} &plusmn;" in html
     link_w = _v("energy_h2d_j_per_byte") * _v("bandwidth_h2d_pinned_bytes_per_s")
     assert f"<td>{link_w:.3g}</td>" in html
+
+
+def test_timing_only_file_still_reports_the_copies(cli, kernels, tmp_path):
+    """A parameter file with timing and transfer but no power section: time and copies, no energy of the
+    kernel (the copies' board energy comes from the transfer section alone)."""
+    doc = json.loads(PARAMS.read_text())
+    for sec in ("power", "thermal", "thermal_network"):
+        doc.pop(sec, None)
+        doc["fit"].pop(sec, None)
+    params = tmp_path / "timing_transfer.json"
+    params.write_text(json.dumps(doc))
+    out = tmp_path / "pred.csv"
+    code, stdout, err = cli("predict", params, kernels, "-o", out, "--no-intervals")
+    assert code == 0, err
+    df = pd.read_csv(out).set_index("workload")
+    assert "energy_j_pred" not in df.columns and "power_w_pred" not in df.columns
+    for k in KERNELS:
+        r = df.loc[k["name"]]
+        for col, want in expected(k, float(r["time_s_pred"])).items():
+            assert float(r[col + "_pred"]) == pytest.approx(want, rel=1e-9, abs=1e-15), (k["name"], col)

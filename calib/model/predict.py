@@ -126,26 +126,17 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
             filled = df.assign(time_s=time_pred)
         elif df["time_s"].isna().any():
             filled = df.assign(time_s=np.where(df["time_s"].isna(), time_pred, df["time_s"]))
-    if "power" not in pf:  # a timing-only parameter file: time, no power or energy
+    if "power" not in pf:  # a timing-only parameter file: time (and copies), no power or energy
         if time_pred is None:
             raise BadInputError(f"{source}: the parameter file has neither a power section nor, for these rows, "
                                 "a timing prediction (per-warp cnt_ counts and a timing section)")
-        return out
+        return _with_copies(pf, df, out)
     power = predict_power(pf, filled, source)
     out["power_w_pred"] = power
     if time_pred is not None:
         # energy of the predicted execution: power and time of the same (predicted) run
         out["energy_j_pred"] = predict_power(pf, df.assign(time_s=time_pred), source) * time_pred
-    if "transfer" in pf and any(c in df.columns for c in COPY_COLUMNS[:2]):
-        from calib.model.transfer import copy_breakdown
-
-        kt = out["time_s_pred"] if "time_s_pred" in out.columns else (
-            df["time_s"] if "time_s" in df.columns else np.full(len(df), math.nan))
-        ke = out["energy_j_pred"] if "energy_j_pred" in out.columns else np.full(len(df), math.nan)
-        b = copy_breakdown(pf, df, np.asarray(kt, float), np.asarray(ke, float))
-        for c in ("copy_time_s", "copy_energy_j", "copy_host_energy_j", "copy_compute_ratio", "overlap_time_saving_s",
-                  "overlap_energy_saving_j", "pinned_time_saving_s", "pinned_energy_saving_j"):
-            out[c + "_pred"] = b[c].to_numpy()
+    out = _with_copies(pf, df, out)
     if "thermal" in pf and pf.model_of("power") == "ipp":
         from calib.model.ipp import IppPowerModel
         from calib.model.thermal import ThermalModel
@@ -160,6 +151,23 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
                                       tm.idle_temp_c)
     if "start_s" in df.columns and "thermal_network" in pf and pf.model_of("power") == "ipp":
         out = _sequence_temperatures(pf, df, filled, out, source)
+    return out
+
+
+def _with_copies(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
+    """``out`` plus the copy columns (module docstring) when the file has a transfer section and the rows
+    have copies: against the predicted kernel time and energy where there are ones, else the measured time."""
+    if "transfer" not in pf or not any(c in df.columns for c in COPY_COLUMNS[:2]):
+        return out
+    from calib.model.transfer import copy_breakdown
+
+    kt = out["time_s_pred"] if "time_s_pred" in out.columns else (
+        df["time_s"] if "time_s" in df.columns else np.full(len(df), math.nan))
+    ke = out["energy_j_pred"] if "energy_j_pred" in out.columns else np.full(len(df), math.nan)
+    b = copy_breakdown(pf, df, np.asarray(kt, float), np.asarray(ke, float))
+    for c in ("copy_time_s", "copy_energy_j", "copy_host_energy_j", "copy_compute_ratio", "overlap_time_saving_s",
+              "overlap_energy_saving_j", "pinned_time_saving_s", "pinned_energy_saving_j"):
+        out[c + "_pred"] = b[c].to_numpy()
     return out
 
 
