@@ -262,21 +262,26 @@ def test_quiet_and_progress_of_collect_analyze_and_report(fleetdir, tmp_path, ca
 
 
 def test_report_stages_move_forward_by_their_shares(fleetdir, tmp_path):
+    """The streamed analysis draws each histogram as its parameter is analysed; then the node map and the page."""
     from calib.fleet.analysis import analyze
     from calib.fleet.dataset import collect
-    from calib.fleet.report import write_report
+    from calib.fleet.report import HistogramSink, write_report
 
     ds = tmp_path / "ds"
     collect(fleetdir, ds)
     seen = []
-    an = analyze(ds, progress=lambda stage, frac: seen.append((stage, frac)))
-    write_report(an, tmp_path / "r", progress=lambda stage, frac: seen.append((stage, frac)))
+    hist = HistogramSink(tmp_path / "r", 6.0)
+    an = analyze(ds, progress=lambda stage, frac: seen.append((stage, frac)), sinks=[hist])
+    write_report(an, tmp_path / "r", progress=lambda stage, frac: seen.append((stage, frac)),
+                 histograms=hist.finish())
     stages = list(dict.fromkeys(s for s, _ in seen))
     assert stages == ["read", "analyse", "tables", "figures", "page"]
-    figs = [f for s, f in seen if s == "figures"]
-    assert figs == sorted(figs) and figs[0] == 0.0 and figs[-1] == pytest.approx(1.0)
-    from calib.fleet.report import MAP_SHARE
-    assert figs[1] == pytest.approx(MAP_SHARE)   # the node map, then the histograms
+    for stage in ("read", "analyse", "figures"):
+        fr = [f for s, f in seen if s == stage]
+        assert fr == sorted(fr) and fr[0] == 0.0 and fr[-1] == pytest.approx(1.0)
+    n = len(an.params)
+    assert sorted(p.name for p in (tmp_path / "r").glob("hist-*.png")) == [
+        f"hist-virtual-geforce-gtx-280-gt200-{k}.png" for k in range(1, -(-n // 12) + 1)]
 
 
 def test_fleet_outputs_go_through_the_atomic_writer(fleetdir, tmp_path, capsys):

@@ -23,9 +23,10 @@ SUB_EPILOGS = {
 }
 
 #: expected shares of the time of analyze/report (measured on 100 and 1,000 virtual GPUs, 2 shared cores:
-#: read 0.4-2.5 s, analyse 1.2-1.8 s, node map 1.2-3.9 s, histograms ~14 s, tables and page < 1 s)
+#: read 0.4-2.5 s, analyse 1.2-1.8 s (the report draws its histograms there: ~14 s more), node map 1.2-3.9 s,
+#: tables and page < 1 s)
 ANALYZE_STAGES = {"read": 1.5, "analyse": 1.5, "tables": 0.3}
-REPORT_STAGES = {"read": 1.5, "analyse": 1.5, "tables": 0.5, "figures": 16.5, "page": 0.1}
+REPORT_STAGES = {"read": 1.5, "analyse": 15.5, "tables": 0.5, "figures": 2.5, "page": 0.1}
 
 
 def _positive(text: str) -> int:
@@ -209,27 +210,38 @@ def _analyze(args: argparse.Namespace) -> int:
 
     from calib.core.atomic import atomic_write_json, check_output_dir
     from calib.fleet.analysis import DEFAULT_THRESHOLD, analyze
-    from calib.fleet.report import write_tables
+    from calib.fleet.report import GpusTableWriter, HistogramSink, write_tables
     from calib.progress import StagedProgress, printer, wants_progress
 
     out = Path(args.output)
     check_output_dir(out, "-o/--output")
     say = printer(args)
     report = args.fleet_verb == "report"
+    threshold = args.threshold or DEFAULT_THRESHOLD
     prog = StagedProgress(REPORT_STAGES if report else ANALYZE_STAGES, args.fleet_verb, wants_progress(args))
     try:
-        an = analyze(args.fleet, threshold=args.threshold or DEFAULT_THRESHOLD, progress=prog.within)
         out.mkdir(parents=True, exist_ok=True)
-        summary: dict = {"gpus": int(an.gpus["gpu_uuid"].nunique()), "parameters": int(an.params["key"].nunique()),
+        # one parameter at a time: its per-GPU rows go to gpus.csv, its histogram and its score as it is
+        # analysed (memory flat in the fleet size); gpus.csv appears, complete, only if the analysis succeeds
+        hist = HistogramSink(out, threshold) if report else None
+        pool = None
+        if args.score:
+            from calib.fleet.score import PoolingErrorsSink
+
+            pool = PoolingErrorsSink()
+        with GpusTableWriter(out / "gpus.csv") as rows:
+            sinks = [s for s in (rows, hist, pool) if s is not None]
+            an = analyze(args.fleet, threshold=threshold, progress=prog.within, sinks=sinks)
+        summary: dict = {"gpus": int(len(an.per_gpu)), "parameters": int(an.params["key"].nunique()),
                          "threshold": an.threshold, "outliers": an.outlier_gpus().to_dict("records"),
                          "notes": an.notes}
         extra = ""
         if args.score:
-            extra = _score(an, summary, out)
+            extra = _score(an, pool, summary, out)
         if report:
             from calib.fleet.report import write_report
 
-            index = write_report(an, out, extra_html=extra, progress=prog.within)
+            index = write_report(an, out, extra_html=extra, progress=prog.within, histograms=hist.finish())
         else:
             prog.stage("tables")
             write_tables(an, out)
@@ -269,18 +281,17 @@ def _clean(x):  # noqa: ANN001, ANN202
     return x if x is None or isinstance(x, str) else str(x)
 
 
-def _score(an, summary: dict, out) -> str:  # noqa: ANN001
+def _score(an, pool, summary: dict, out) -> str:  # noqa: ANN001
     import html
 
     from calib.core.atomic import atomic_write_text
     from calib.core.errors import BadInputError
-    from calib.fleet.score import outlier_score, pooling_errors, truths
+    from calib.fleet.score import outlier_score
 
-    if an.gpus["serial"].isna().all():
+    if an.per_gpu["serial"].isna().all():
         raise BadInputError("--score: the dataset holds no virtual-fleet GPU (sim:<preset>@<serial>)")
     summary["score"] = outlier_score(an)
-    presets = [u.removeprefix("SIM-") for u in an.gpus["gpu_uuid"].unique() if u.startswith("SIM-")]
-    tab = pooling_errors(an, truths(presets, workers=2))
+    tab = pool.table()
     atomic_write_text(out / "pooling_errors.csv", tab.to_csv(index=False, lineterminator="\n"))
     summary["pooling_errors"] = tab.to_dict("records")
     sc = summary["score"]

@@ -220,15 +220,39 @@ def _named(e: OSError, path: str) -> OSError:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` (module docstring): through a temporary file in the target's directory
     and ``os.replace`` for files (symbolic links followed), directly for streams and standard output."""
+    with atomic_writer(path) as fh:
+        fh.write(data)
+
+
+class _StdoutSink:
+    """Binary writes to standard output (or the stream reserved for it), one chunk at a time."""
+
+    def write(self, data: bytes) -> int:
+        _write_stdout(data)
+        return len(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike) -> Iterator[Any]:
+    """A binary file handle for writing ``path`` piece by piece (module docstring): a file is written to a
+    temporary file in the target's directory, fsynced and renamed over the path when the block ends
+    without an exception (then, and only then, readers see the new content; on an exception the temporary
+    file is removed and the old file stays); streams and standard output are written directly. The handle
+    has ``write(bytes)`` only. Errors of the environment name the path the user gave; an exception of the
+    caller's own block (e.g. reading its input) passes unchanged."""
     t = output_target(path)
     if t.kind == "stdout":
-        _write_stdout(data)
+        yield _StdoutSink()  # type: ignore[misc]
         return
+    body = _Body()
     if t.kind == "stream":
         try:
             with open(t.target, "wb") as fh:
-                fh.write(data)
+                with body:
+                    yield _NamedWrites(fh, t.path)
         except OSError as e:
+            if body.failed:   # the caller's own error (e.g. reading its input): not ours to rename
+                raise
             raise _named(e, t.path) from None
         return
     target = t.target
@@ -240,16 +264,45 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         # mkstemp creates 0600; give the file the mode a plain open() would (published files must be readable)
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            with body:
+                yield _NamedWrites(fh, t.path)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as e:
         _unlink_quietly(tmp)
+        if body.failed:
+            raise
         raise _named(e, t.path) from None
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+class _NamedWrites:
+    """A binary file whose write errors (full disk, I/O error) name the user's path, not the temporary file."""
+
+    def __init__(self, fh: BinaryIO, path: str):
+        self._fh, self._path = fh, path
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self._fh.write(data)
+        except OSError as e:
+            raise _named(e, self._path) from None
+
+
+class _Body:
+    """Marks whether an exception came from the caller's block (``failed``) rather than from the writer."""
+
+    failed = False
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, value, tb) -> bool:  # noqa: ANN001
+        self.failed = kind is not None
+        return False
 
 
 def _unlink_quietly(path: str | None) -> None:

@@ -23,19 +23,30 @@ estimate and s_i its standard error:
   sqrt((1 - B_i) s_i^2 + B_i^2 var(mu)). A GPU with a short campaign (large s_i) borrows strength from the
   fleet (B_i near 1); a well-measured one keeps its own value (B_i near 0). GPUs flagged as outliers are
   not shrunk (the fleet prior does not describe them), nor are estimates without a standard error.
+
+**Memory** (:func:`analyze`): the dataset is read one GPU file at a time and re-sorted by parameter into a
+temporary directory (Arrow IPC files, one per chip, parameter and model form; at most :data:`SPILL_ROWS`
+rows in memory), then each parameter is analysed alone: its rows (one per GPU) are the only per-GPU table
+in memory, and what every parameter's rows feed (``gpus.csv``, histograms, the score) is written as it
+goes by the caller's sinks. What is kept is one summary row per parameter, the outlier rows and one small
+row per GPU (its largest |z|, for the node map). :func:`analyze_frame` is the same analysis on a table in
+memory (tests, small fleets).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import tempfile
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from calib.fleet.dataset import read_dataset
+from calib.core.errors import BadInputError
 
 log = logging.getLogger(__name__)
 
@@ -51,22 +62,42 @@ UNSCREENED_UNITS = frozenset({"1"})
 
 COLUMNS = ["gpu_uuid", "gpu_name", "serial", "node", "gpu_slot", "session", "section", "name", "form", "value", "stderr",
            "unit", "vary", "campaign_name", "chip"]
+#: columns of the result rows, after the dataset's: the parameter's key and what the analysis adds
+RESULT_COLUMNS = ["key", "z", "outlier_param", "screened", "shrinkage", "pooled_value", "pooled_stderr"]
+#: the per-GPU summary (:attr:`FleetAnalysis.per_gpu`)
+PER_GPU_COLUMNS = ["gpu_uuid", "chip", "serial", "node", "gpu_slot", "session", "campaign_name", "max_abs_z"]
+#: rows of the dataset held in memory at once while :func:`analyze` re-sorts it by parameter (about 100
+#: GPUs' worth, ~1 MB, whatever the fleet's size; measured: 50,000 rows cost ~45 MiB of peak RSS at 1,000 GPUs,
+#: 5,000 rows ~2 MiB and no more time)
+SPILL_ROWS = 5_000
+
+
+class GroupSink(Protocol):
+    """Receives each analysed parameter as :func:`analyze` goes (e.g. writes its rows, draws its histogram)."""
+
+    def add(self, chip: str, key: str, rows: pd.DataFrame, summary: dict[str, Any]) -> None:
+        """``rows``: one per GPU (the dataset's columns, then :data:`RESULT_COLUMNS`); ``summary``: the
+        parameter's row of :attr:`FleetAnalysis.params`."""
 
 
 @dataclass
 class FleetAnalysis:
-    """Result of :func:`analyze`: ``gpus`` (one row per GPU and parameter: value, stderr, z, pooled value,
-    pooled stderr, shrinkage), ``params`` (one row per chip and parameter: typical value, spread, tau, mu)
-    and the threshold used."""
+    """Result of :func:`analyze` and :func:`analyze_frame`: ``params`` (one row per chip and parameter:
+    typical value, spread, tau, mu), the threshold used, ``flagged`` (the GPU-and-parameter rows beyond the
+    threshold), ``per_gpu`` (one row per GPU: identity and largest |z| over the screened parameters) and,
+    from :func:`analyze_frame` only, ``gpus`` (one row per GPU and parameter: value, stderr, z, pooled
+    value, pooled stderr, shrinkage; :func:`analyze` streams these rows to its sinks instead)."""
 
-    gpus: pd.DataFrame
     params: pd.DataFrame
     threshold: float
     notes: list[str] = field(default_factory=list)
+    flagged: pd.DataFrame = field(default_factory=pd.DataFrame)
+    per_gpu: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PER_GPU_COLUMNS))
+    gpus: pd.DataFrame | None = None
 
     def outlier_gpus(self) -> pd.DataFrame:
         """One row per outlier GPU: its largest |z|, and the parameters beyond the threshold."""
-        g = self.gpus[self.gpus["outlier_param"]]
+        g = self.flagged
         if g.empty:
             return pd.DataFrame(columns=["gpu_uuid", "serial", "node", "session", "max_abs_z", "parameters"])
         rows = []
@@ -157,50 +188,208 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
     return res, summary
 
 
-def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_floor: float = REL_FLOOR,
-                  min_gpus: int = 3, min_outlier_gpus: int = MIN_OUTLIER_GPUS,
-                  progress: Callable[[str, float], None] | None = None) -> FleetAnalysis:
-    """Analyse a fleet table (the dataset's rows; see module docstring). Parameters present on fewer than
-    ``min_gpus`` GPUs of a chip, or fixed (not fitted), are left out (and named in ``notes``).
-    ``progress("analyse", fraction)`` is called as the parameters are analysed."""
-    step = progress or (lambda stage, frac: None)
-    df = df[(df["vary"]) | (df["section"] == "reference")].copy()
+def _clean_columns(df: pd.DataFrame) -> pd.DataFrame:
     for c in ("chip", "section", "name", "form", "unit"):   # partition columns arrive as categoricals
         df[c] = df[c].astype(str)
-    df["key"] = df["section"] + "." + df["name"]
-    # a parameter whose model form differs between GPUs (e.g. a unit's access-rate function) is compared
-    # within each form only: key becomes "section.name[form]" where the fleet has several forms
-    nforms = df.groupby(["chip", "key"], observed=True)["form"].transform("nunique")
-    df.loc[nforms > 1, "key"] = df["key"] + "[" + df["form"] + "]"
+    return df
+
+
+def _analyse_groups(groups: Iterable[tuple[str, str, pd.DataFrame]], ngroups: int, threshold: float,
+                    rel_floor: float, min_gpus: int, min_outlier_gpus: int, sinks: Sequence[GroupSink],
+                    step: Callable[[str, float], None]) -> FleetAnalysis:
+    """The analysis of parameter groups ``(chip, key, rows)`` arriving one at a time (sorted by chip and
+    key); each analysed group goes to every sink, and only summaries are kept."""
     notes: list[str] = []
-    parts, summaries = [], []
-    groups = df.groupby(["chip", "key"], sort=True, observed=True)
-    for k, ((chip, key), sub) in enumerate(groups):
-        step("analyse", k / groups.ngroups)
+    summaries, flagged = [], []
+    per_gpu: dict[str, list] = {}
+    for k, (chip, key, sub) in enumerate(groups):
+        step("analyse", k / max(ngroups, 1))
         if len(sub) < min_gpus:
             notes.append(f"{chip}: {key} on {len(sub)} GPU(s) only; not analysed")
             continue
         if sub["gpu_uuid"].duplicated().any():
             raise ValueError(f"{key}: a GPU appears twice")  # the dataset guarantees one file per GPU
         res, summary = _one_parameter(sub, threshold, rel_floor, min_outlier_gpus)
-        parts.append(sub.join(res.drop(columns=["gpu_uuid"])))
-        summaries.append({"chip": chip, "key": key, "section": sub["section"].iloc[0], "name": sub["name"].iloc[0],
-                          **summary})
-    gpus = pd.concat(parts, ignore_index=True) if parts else df.iloc[:0]
-    return FleetAnalysis(gpus, pd.DataFrame(summaries), threshold, notes)
+        rows = sub.join(res.drop(columns=["gpu_uuid"]))
+        summary = {"chip": chip, "key": key, "section": sub["section"].iloc[0], "name": sub["name"].iloc[0], **summary}
+        summaries.append(summary)
+        if rows["outlier_param"].any():
+            flagged.append(rows[rows["outlier_param"]])
+        # each GPU's largest |z| over what can call it an outlier (the node map), kept per GPU, not per row
+        abs_z = np.where(rows["screened"].to_numpy(bool), np.abs(rows["z"].to_numpy(float)), 0.0)
+        for u, ser, node, slot, sess, camp, a in zip(rows["gpu_uuid"], rows["serial"], rows["node"], rows["gpu_slot"],
+                                                     rows["session"], rows["campaign_name"], abs_z):
+            e = per_gpu.get(u)
+            if e is None:
+                per_gpu[u] = [u, chip, ser, node, slot, sess, camp, a]
+            elif a > e[-1]:
+                e[-1] = a
+        for sink in sinks:
+            sink.add(chip, key, rows, summary)
+    step("analyse", 1.0)
+    flag = pd.concat(flagged, ignore_index=True) if flagged else pd.DataFrame(columns=[*COLUMNS, *RESULT_COLUMNS])
+    return FleetAnalysis(pd.DataFrame(summaries), threshold, notes, flag,
+                         pd.DataFrame(list(per_gpu.values()), columns=PER_GPU_COLUMNS))
+
+
+class _Collect:
+    """A sink that keeps every row (the in-memory analysis' ``gpus`` table)."""
+
+    def __init__(self) -> None:
+        self.parts: list[pd.DataFrame] = []
+
+    def add(self, chip: str, key: str, rows: pd.DataFrame, summary: dict[str, Any]) -> None:
+        self.parts.append(rows)
+
+
+def analyze_frame(df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, rel_floor: float = REL_FLOOR,
+                  min_gpus: int = 3, min_outlier_gpus: int = MIN_OUTLIER_GPUS,
+                  progress: Callable[[str, float], None] | None = None,
+                  sinks: Sequence[GroupSink] = ()) -> FleetAnalysis:
+    """Analyse a fleet table held in memory (the dataset's rows; see module docstring); the result has
+    the ``gpus`` table. Parameters present on fewer than ``min_gpus`` GPUs of a chip, or fixed (not
+    fitted), are left out (and named in ``notes``). ``progress("analyse", fraction)`` is called as the
+    parameters are analysed."""
+    step = progress or (lambda stage, frac: None)
+    df = _clean_columns(df[(df["vary"]) | (df["section"] == "reference")].copy())
+    df["key"] = df["section"] + "." + df["name"]
+    # a parameter whose model form differs between GPUs (e.g. a unit's access-rate function) is compared
+    # within each form only: key becomes "section.name[form]" where the fleet has several forms
+    nforms = df.groupby(["chip", "key"], observed=True)["form"].transform("nunique")
+    df.loc[nforms > 1, "key"] = df["key"] + "[" + df["form"] + "]"
+    groups = df.groupby(["chip", "key"], sort=True, observed=True)
+    keep = _Collect()
+    an = _analyse_groups(((chip, key, sub) for (chip, key), sub in groups), groups.ngroups, threshold, rel_floor,
+                         min_gpus, min_outlier_gpus, [keep, *sinks], step)
+    an.gpus = pd.concat(keep.parts, ignore_index=True) if keep.parts else df.iloc[:0]
+    return an
+
+
+def _hive_value(path: Path, fleet: Path, name: str) -> str:
+    for part in path.relative_to(fleet).parts:
+        if part.startswith(f"{name}="):
+            return urllib.parse.unquote(part[len(name) + 1:])   # pyarrow's hive reader decodes URI escapes
+    return "None"   # what the table reader's missing partition value becomes as text
+
+
+class _Spill:
+    """The dataset re-sorted by parameter on disk: one Arrow IPC file per (chip, section, name, form),
+    written from chunks of at most :data:`SPILL_ROWS` rows read one GPU file at a time."""
+
+    def __init__(self, fleet: Path, tmp: Path):
+        self.fleet, self.tmp = fleet, tmp
+        self.paths: dict[tuple[str, str, str, str], Path] = {}
+        self._writers: dict[tuple[str, str, str, str], Any] = {}
+
+    def _flush(self, chunk: list) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not chunk:
+            return
+        t = pa.concat_tables(chunk).combine_chunks()   # one record batch per parameter file and chunk
+        chunk.clear()
+        enc = pc.binary_join_element_wise(t["chip"], t["section"], t["name"], t["form"], "\x1f")
+        enc = enc.combine_chunks().dictionary_encode()
+        order = pc.sort_indices(enc.indices)   # a stable sort: each parameter keeps the dataset's row order
+        t = t.take(order)
+        codes = enc.indices.take(order).to_numpy()
+        starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
+        ends = np.r_[starts[1:], len(codes)]
+        names = enc.dictionary.to_pylist()
+        for a, b in zip(starts, ends):
+            k = tuple(names[codes[a]].split("\x1f"))
+            w = self._writers.get(k)
+            if w is None:
+                path = self.tmp / f"{len(self.paths):05d}.arrow"
+                w = pa.ipc.new_file(path, t.schema, options=pa.ipc.IpcWriteOptions(compression="zstd"))
+                self._writers[k], self.paths[k] = w, path
+            w.write_table(t.slice(a, b - a))
+
+    def fill(self, step: Callable[[str, float], None]) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from calib.fleet.dataset import dataset_files, duplicate_error, open_gpu_file, read_gpu_rows
+
+        files = dataset_files(self.fleet)
+        if not files:
+            raise BadInputError(f"{self.fleet}: the dataset holds no GPU yet")
+        cols = [c for c in COLUMNS if c != "chip"]
+        seen: dict[str, str] = {}
+        chunk: list = []
+        rows = 0
+        try:
+            for i, path in enumerate(files):
+                pf, ident = open_gpu_file(path)
+                try:
+                    t = read_gpu_rows(pf, path, cols)
+                finally:
+                    pf.close()
+                if ident["gpu_uuid"] in seen:
+                    raise duplicate_error(ident["gpu_uuid"], seen[ident["gpu_uuid"]], path)
+                seen[ident["gpu_uuid"]] = str(path)
+                t = t.append_column("chip", pa.array([_hive_value(path, self.fleet, "chip")] * len(t), pa.string()))
+                t = t.filter(pc.or_(pc.fill_null(t["vary"], False), pc.equal(t["section"], "reference")))
+                chunk.append(t)
+                rows += len(t)
+                if rows >= SPILL_ROWS:
+                    self._flush(chunk)
+                    rows = 0
+                step("read", (i + 1) / len(files))
+            self._flush(chunk)
+        finally:
+            for w in self._writers.values():
+                w.close()
+
+    def groups(self) -> list[tuple[str, str, Path]]:
+        """(chip, key, file) sorted by chip and key; key is ``section.name``, with ``[form]`` where the
+        chip's GPUs have the parameter in several model forms."""
+        nforms: dict[tuple[str, str, str], int] = {}
+        for chip, section, name, _ in self.paths:
+            nforms[(chip, section, name)] = nforms.get((chip, section, name), 0) + 1
+        out = []
+        for (chip, section, name, form), path in self.paths.items():
+            key = f"{section}.{name}" + (f"[{form}]" if nforms[(chip, section, name)] > 1 else "")
+            out.append((chip, key, path))
+        return sorted(out)
+
+    @staticmethod
+    def read(chip: str, key: str, path: Path) -> tuple[str, str, pd.DataFrame]:
+        import pyarrow as pa
+
+        with pa.memory_map(str(path)) as src:
+            df = pa.ipc.open_file(src).read_all().to_pandas()
+        df = _clean_columns(df)
+        df["key"] = key
+        return chip, key, df
 
 
 def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: float = REL_FLOOR,
-            workers: int = 1, progress: Callable[[str, float], None] | None = None) -> FleetAnalysis:
-    """Read dataset ``fleet`` and analyse it (:func:`analyze_frame`). ``workers`` is accepted for symmetry
-    with collect; the analysis is vectorised per parameter and runs in one process. ``progress(stage,
-    fraction)`` is called at the stages ``read`` and ``analyse``."""
-    if progress is not None:
-        progress("read", 0.0)
-    df = read_dataset(fleet, columns=COLUMNS)
-    return analyze_frame(df, threshold, rel_floor, progress=progress)
+            workers: int = 1, progress: Callable[[str, float], None] | None = None,
+            sinks: Sequence[GroupSink] = (), min_gpus: int = 3, min_outlier_gpus: int = MIN_OUTLIER_GPUS,
+            tmp_dir: str | Path | None = None) -> FleetAnalysis:
+    """Read dataset ``fleet`` and analyse it, one parameter at a time (module docstring, "Memory"): the
+    same results as :func:`analyze_frame` on the whole table, but each parameter's per-GPU rows go to
+    ``sinks`` (e.g. :class:`calib.fleet.report.GpusTableWriter`) and are not kept, so the result has no
+    ``gpus`` table. The re-sorted copy of the dataset lives in a temporary directory under ``tmp_dir``
+    (default: the system's, ``TMPDIR``; about the size of the dataset) and is removed at the end.
+    ``workers`` is accepted for symmetry with collect (the analysis is vectorised per parameter and runs in
+    one process). ``progress(stage, fraction)`` is called at the stages ``read`` and ``analyse``.
+    BadInputError: no dataset, an empty one, a corrupt file or two files of one GPU (named)."""
+    step = progress or (lambda stage, frac: None)
+    fleet = Path(fleet)
+    if not fleet.is_dir():
+        raise BadInputError(f"{fleet}: no such fleet dataset (run `calib fleet collect` first)")
+    step("read", 0.0)
+    with tempfile.TemporaryDirectory(prefix=".calib-fleet-", dir=tmp_dir) as tmp:
+        spill = _Spill(fleet, Path(tmp))
+        spill.fill(step)
+        groups = spill.groups()
+        rows: Iterator[tuple[str, str, pd.DataFrame]] = (spill.read(*g) for g in groups)
+        return _analyse_groups(rows, len(groups), threshold, rel_floor, min_gpus, min_outlier_gpus, sinks, step)
 
 
 def short_campaign_gpus(an: FleetAnalysis, campaign: str = "quick") -> pd.Series:
     """uuids of the GPUs measured with the short campaign."""
-    return an.gpus.loc[an.gpus["campaign_name"] == campaign, "gpu_uuid"].drop_duplicates()
+    return an.per_gpu.loc[an.per_gpu["campaign_name"] == campaign, "gpu_uuid"]

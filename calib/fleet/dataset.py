@@ -187,29 +187,62 @@ def _session_state(session_dir: Path, task: dict | None) -> tuple[str, str]:
     return ("failed", why) if why else ("unfitted", "campaign complete, no parameter file (fit not run or killed)")
 
 
+def dataset_files(fleet: Path) -> list[Path]:
+    """The dataset's GPU files, sorted: every ``.parquet`` file except hidden ones (temporary files of an
+    interrupted collect) and metadata (``_``-prefixed)."""
+    if not fleet.exists():
+        return []
+    return sorted(p for p in fleet.rglob("*.parquet")
+                  if not any(part.startswith((".", "_")) for part in p.relative_to(fleet).parts))
+
+
+def _corrupt(path: Path, e: Exception) -> BadInputError:
+    return BadInputError(f"{path}: corrupt Parquet file ({e}); the dataset is left as it is: restore or "
+                         f"remove this file and collect again")
+
+
+def open_gpu_file(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
+    """Open one GPU's file of the dataset: the reader and the GPU's identification metadata (read from the
+    footer, without the rows). BadInputError naming the file when it is not a readable Parquet file of a
+    calib fleet dataset."""
+    try:
+        pf = pq.ParquetFile(path)
+        meta = pf.schema_arrow.metadata or {}
+    except (pa.ArrowException, OSError) as e:
+        raise _corrupt(path, e) from None
+    try:
+        ident = json.loads(meta[META_KEY])
+    except (KeyError, ValueError):
+        pf.close()
+        raise BadInputError(f"{path}: not a file of a calib fleet dataset (no {META_KEY.decode()} metadata); "
+                            "the dataset is left as it is") from None
+    ident["path"] = str(path)
+    return pf, ident
+
+
+def read_gpu_rows(pf: pq.ParquetFile, path: Path, columns: list[str]) -> pa.Table:
+    """The rows of one GPU's file (opened by :func:`open_gpu_file`), the given columns, without the file's
+    metadata; BadInputError naming the file when its data is unreadable."""
+    try:
+        return pf.read(columns=columns).replace_schema_metadata(None)
+    except (pa.ArrowException, OSError) as e:
+        raise _corrupt(path, e) from None
+
+
+def duplicate_error(uuid: str, first: str, second: Path) -> BadInputError:
+    """The refusal of a dataset in which two files claim one GPU."""
+    return BadInputError(f"duplicate GPU uuid {uuid} in the dataset: {first} and {second}; the dataset is left as it is")
+
+
 def scan_dataset(fleet: Path) -> dict[str, dict[str, Any]]:
     """GPUs already in the dataset: uuid -> the file's identification metadata (and its path). Every
     ``.parquet`` file's footer is read; an unreadable one is refused (BadInputError naming it)."""
     out: dict[str, dict[str, Any]] = {}
-    if not fleet.exists():
-        return out
-    for path in sorted(fleet.rglob("*.parquet")):
-        if any(part.startswith((".", "_")) for part in path.relative_to(fleet).parts):
-            continue  # temporary files of an interrupted collect, and metadata: not part of the dataset
-        try:
-            meta = pq.read_schema(path).metadata or {}
-        except (pa.ArrowException, OSError) as e:
-            raise BadInputError(f"{path}: corrupt Parquet file ({e}); the dataset is left as it is: restore or "
-                                f"remove this file and collect again") from None
-        try:
-            ident = json.loads(meta[META_KEY])
-        except (KeyError, ValueError):
-            raise BadInputError(f"{path}: not a file of a calib fleet dataset (no {META_KEY.decode()} metadata); "
-                                "the dataset is left as it is") from None
-        ident["path"] = str(path)
+    for path in dataset_files(fleet):
+        pf, ident = open_gpu_file(path)
+        pf.close()
         if ident["gpu_uuid"] in out:
-            raise BadInputError(f"duplicate GPU uuid {ident['gpu_uuid']} in the dataset: {out[ident['gpu_uuid']]['path']} "
-                                f"and {path}; the dataset is left as it is")
+            raise duplicate_error(ident["gpu_uuid"], out[ident["gpu_uuid"]]["path"], path)
         out[ident["gpu_uuid"]] = ident
     return out
 

@@ -5,6 +5,10 @@ tau, mean shrinkage), the outlier table (GPU, node, the parameters beyond the th
 histograms per parameter (outlier GPUs in red, the median and +-threshold x scale marked), and a map
 by node (one cell per GPU, coloured by its largest |z|). Figures are PNG files beside the page; the
 tables are also written as CSV (``params.csv``, ``gpus.csv``, ``outliers.csv``).
+
+With the streamed analysis (:func:`calib.fleet.analysis.analyze`) the per-GPU rows are never all in memory:
+``gpus.csv`` (:class:`GpusTableWriter`) and the histograms (:class:`HistogramSink`) are written as each
+parameter is analysed; the node map and the page need only the per-parameter and per-GPU summaries.
 """
 
 from __future__ import annotations
@@ -18,13 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calib.core.atomic import atomic_write_bytes, atomic_write_text
-from calib.fleet.analysis import FleetAnalysis
+from calib.core.atomic import atomic_write_bytes, atomic_write_text, atomic_writer
+from calib.fleet.analysis import COLUMNS, RESULT_COLUMNS, FleetAnalysis
 
 HIST_PER_FIGURE = 12
-#: share of a chip's figure time spent on its node map (measured: 1.2-3.9 s against ~14 s of histograms
-#: for 100-1,000 GPUs of 55 parameters), for the progress bar's ETA
-MAP_SHARE = 0.15
 
 
 def _save(fig, path: Path, dpi: int) -> None:  # noqa: ANN001
@@ -42,11 +43,40 @@ def _csv(df: pd.DataFrame) -> str:
 
 
 def write_tables(an: FleetAnalysis, out: Path) -> None:
-    """``params.csv`` (one row per chip and parameter), ``gpus.csv`` (one row per GPU and parameter) and
-    ``outliers.csv`` (one row per outlier GPU) in directory ``out``, each written atomically."""
+    """``params.csv`` (one row per chip and parameter) and ``outliers.csv`` (one row per outlier GPU) in
+    directory ``out``, each written atomically, and ``gpus.csv`` (one row per GPU and parameter) when the
+    analysis holds it (:func:`calib.fleet.analysis.analyze_frame`; the streamed analysis writes it with
+    :class:`GpusTableWriter`)."""
     atomic_write_text(out / "params.csv", _csv(an.params))
-    atomic_write_text(out / "gpus.csv", _csv(an.gpus))
+    if an.gpus is not None:
+        atomic_write_text(out / "gpus.csv", _csv(an.gpus))
     atomic_write_text(out / "outliers.csv", _csv(an.outlier_gpus()))
+
+
+class GpusTableWriter:
+    """``gpus.csv`` written one parameter at a time (a sink of :func:`calib.fleet.analysis.analyze`), the
+    same bytes as :func:`write_tables` writes from the whole table; atomic: the file appears, complete,
+    when the block ends without an exception. Use as a context manager."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._cm = None
+        self._fh = None
+        self._header = True
+
+    def __enter__(self) -> GpusTableWriter:
+        self._cm = atomic_writer(self.path)
+        self._fh = self._cm.__enter__()
+        return self
+
+    def add(self, chip: str, key: str, rows: pd.DataFrame, summary: dict) -> None:
+        self._fh.write(rows.to_csv(index=False, header=self._header, lineterminator="\n").encode("utf-8"))
+        self._header = False
+
+    def __exit__(self, kind, value, tb) -> bool:  # noqa: ANN001
+        if self._header and kind is None:   # no parameter analysed: the header alone
+            self._fh.write((",".join([*COLUMNS, *RESULT_COLUMNS]) + "\n").encode("utf-8"))
+        return bool(self._cm.__exit__(kind, value, tb))
 
 
 def _fmt(x: float) -> str:
@@ -55,46 +85,70 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
-def _histograms(an: FleetAnalysis, chip: str, out: Path,
-                done: Callable[[float], None] = lambda frac: None) -> list[str]:
-    import matplotlib
+class HistogramSink:
+    """The report's histograms drawn one parameter at a time (a sink of
+    :func:`calib.fleet.analysis.analyze`): :data:`HIST_PER_FIGURE` parameters per PNG, per chip, in the
+    order the parameters arrive; ``names[chip]`` lists the files. Only the values of the parameters of the
+    figure being drawn are held. Call :meth:`finish` after the analysis."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    def __init__(self, out: str | Path, threshold: float):
+        self.out, self.threshold = Path(out), threshold
+        self.names: dict[str, list[str]] = {}
+        self._chip: str | None = None
+        self._pending: list[tuple[str, np.ndarray, np.ndarray, dict]] = []
 
-    params = an.params[an.params["chip"] == chip]
-    g = an.gpus[an.gpus["chip"] == chip]
-    names = []
-    keys = list(params["key"])
-    for start in range(0, len(keys), HIST_PER_FIGURE):
-        chunk = keys[start:start + HIST_PER_FIGURE]
+    def add(self, chip: str, key: str, rows: pd.DataFrame, summary: dict) -> None:
+        if chip != self._chip:
+            self._draw()
+            self._chip = chip
+        self._pending.append((key, rows["value"].to_numpy(float), rows["outlier_param"].to_numpy(bool), summary))
+        if len(self._pending) == HIST_PER_FIGURE:
+            self._draw()
+
+    def finish(self) -> dict[str, list[str]]:
+        self._draw()
+        return self.names
+
+    def _draw(self) -> None:
+        if not self._pending:
+            return
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        chunk, self._pending = self._pending, []
         ncol = 4
         nrow = math.ceil(len(chunk) / ncol)
         fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 2.6 * nrow), squeeze=False)
         for ax in axes.flat[len(chunk):]:
             ax.set_visible(False)
-        for ax, key in zip(axes.flat, chunk):
-            sub = g[g["key"] == key]
-            p = params[params["key"] == key].iloc[0]
-            v = sub["value"].to_numpy(float)
-            bad = sub["outlier_param"].to_numpy(bool)
+        for ax, (key, v, bad, p) in zip(axes.flat, chunk):
             lo, hi = float(np.min(v)), float(np.max(v))
             bins = np.linspace(lo, hi if hi > lo else lo + 1e-12, 31)
             ax.hist([v[~bad], v[bad]], bins=bins, stacked=True, color=["#4477aa", "#cc3311"],
                     label=["GPUs", "outlier"])
             ax.axvline(p["median"], color="k", lw=1)
             for sgn in (-1, 1):
-                edge = p["median"] + sgn * an.threshold * p["z_scale"]
+                edge = p["median"] + sgn * self.threshold * p["z_scale"]
                 if lo <= edge <= hi:
                     ax.axvline(edge, color="#cc3311", lw=0.8, ls="--")
             ax.set_title(f"{key} [{p['unit']}]", fontsize=8)
             ax.tick_params(labelsize=7)
         fig.tight_layout()
-        name = f"hist-{_safe(chip)}-{start // HIST_PER_FIGURE + 1}.png"
-        _save(fig, out / name, 80)
+        names = self.names.setdefault(self._chip, [])
+        name = f"hist-{_safe(self._chip)}-{len(names) + 1}.png"
+        _save(fig, self.out / name, 80)
         names.append(name)
-        done((start + len(chunk)) / len(keys))
-    return names
+
+
+def _histograms_of(an: FleetAnalysis, out: Path) -> dict[str, list[str]]:
+    """The histograms of an analysis that holds its ``gpus`` table (:func:`calib.fleet.analysis.analyze_frame`)."""
+    sink = HistogramSink(out, an.threshold)
+    for p in an.params.to_dict("records"):
+        g = an.gpus[(an.gpus["chip"] == p["chip"]) & (an.gpus["key"] == p["key"])]
+        sink.add(p["chip"], p["key"], g, p)
+    return sink.finish()
 
 
 def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
@@ -103,11 +157,9 @@ def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    g = an.gpus[an.gpus["chip"] == chip].copy()
-    g["abs_z"] = g["z"].abs().where(g["screened"], 0.0)   # only what can call a GPU an outlier
-    per = (g.groupby("gpu_uuid").agg(node=("node", "first"), slot=("gpu_slot", "first"), serial=("serial", "first"),
-                                     max_abs_z=("abs_z", "max"))
-           .reset_index())
+    # largest |z| per GPU over the screened parameters only (what can call a GPU an outlier)
+    per = an.per_gpu[an.per_gpu["chip"] == chip].rename(columns={"gpu_slot": "slot"})
+    per = per.sort_values("gpu_uuid", ignore_index=True)
     per["node"] = per["node"].fillna("?")
     nodes = sorted(per["node"].unique())
     width = int(min(16, max(per.groupby("node").size())))
@@ -160,16 +212,23 @@ def _table(df: pd.DataFrame, cols: list[str]) -> str:
 
 
 def write_report(an: FleetAnalysis, out: str | Path, title: str = "GPU fleet calibration",
-                 extra_html: str = "", progress: Callable[[str, float], None] | None = None) -> Path:
+                 extra_html: str = "", progress: Callable[[str, float], None] | None = None,
+                 histograms: dict[str, list[str]] | None = None) -> Path:
     """Write the report of ``an`` into directory ``out``; returns the path of ``index.html``.
+    ``histograms``: the figures a :class:`HistogramSink` drew during a streamed analysis (chip -> file
+    names); without it they are drawn here from ``an.gpus`` (:func:`calib.fleet.analysis.analyze_frame`).
     ``progress(stage, fraction)`` is called as the stages (``tables``, ``figures``, ``page``) go."""
     step = progress or (lambda stage, frac: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     step("tables", 0.0)
     write_tables(an, out)
+    if histograms is None:
+        if an.gpus is None:
+            raise ValueError("write_report: a streamed analysis needs the histograms its HistogramSink drew")
+        histograms = _histograms_of(an, out)
     outliers = an.outlier_gpus()
-    n_gpus = an.gpus["gpu_uuid"].nunique()
+    n_gpus = len(an.per_gpu)
     parts = [f"<h1>{html.escape(title)}</h1>",
              f"<p>{n_gpus} GPUs, {an.params['key'].nunique()} parameters; outlier threshold |robust z| &gt; "
              f"{an.threshold:g}; {len(outliers)} outlier GPU(s).</p>", extra_html]
@@ -178,7 +237,7 @@ def write_report(an: FleetAnalysis, out: str | Path, title: str = "GPU fleet cal
         p = an.params[an.params["chip"] == chip]
         parts.append(f"<h2>{html.escape(chip)}</h2>")
         parts.append("<h3>Outlier GPUs</h3>")
-        o = outliers[outliers["gpu_uuid"].isin(an.gpus.loc[an.gpus["chip"] == chip, "gpu_uuid"])]
+        o = outliers[outliers["gpu_uuid"].isin(an.per_gpu.loc[an.per_gpu["chip"] == chip, "gpu_uuid"])]
         parts.append(_table(o, ["gpu_uuid", "serial", "node", "session", "max_abs_z", "parameters"]) if len(o)
                      else "<p>none at this threshold</p>")
         parts.append("<h3>Map by node</h3>")
@@ -190,10 +249,8 @@ def write_report(an: FleetAnalysis, out: str | Path, title: str = "GPU fleet cal
         parts.append(_table(p, ["key", "unit", "n_gpus", "median", "robust_sd", "cv_pct", "median_stderr", "tau",
                                 "mu", "mean_shrinkage", "n_outliers"]))
         parts.append("<h3>Histograms per parameter</h3>")
-        step("figures", (i + MAP_SHARE) / len(chips))
-        hists = _histograms(an, chip, out,
-                            lambda frac, i=i: step("figures", (i + MAP_SHARE + (1 - MAP_SHARE) * frac) / len(chips)))
-        parts += [f'<img src="{n}" alt="histograms">' for n in hists]
+        parts += [f'<img src="{n}" alt="histograms">' for n in histograms.get(chip, [])]
+    step("figures", 1.0)
     if an.notes:
         parts.append("<h3>Notes</h3><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in an.notes) + "</ul>")
     style = ("body{font-family:sans-serif;margin:2em;max-width:110em} table{border-collapse:collapse;font-size:12px}"

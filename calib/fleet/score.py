@@ -43,12 +43,44 @@ def outlier_score(an: FleetAnalysis) -> dict[str, Any]:
     """Planted outliers found and false outliers, at the analysis threshold."""
     from microbench.devices.sim.fleet import planted_defect
 
-    gpus = an.gpus.drop_duplicates("gpu_uuid")[["gpu_uuid", "serial"]].dropna()
+    gpus = an.per_gpu[["gpu_uuid", "serial"]].dropna()
     planted = {int(s): planted_defect(int(s)) for s in gpus["serial"] if planted_defect(int(s))}
     found = {int(s) for s in an.outlier_gpus()["serial"].dropna()}
     return {"gpus": int(len(gpus)), "planted": {str(k): v for k, v in sorted(planted.items())},
             "found": sorted(found & set(planted)), "missed": sorted(set(planted) - found),
             "false": sorted(found - set(planted)), "threshold": an.threshold}
+
+
+def _pooling_row(key: str, rows: pd.DataFrame, truth: dict[str, dict[str, float]], campaign: str) -> dict | None:
+    """One parameter's row of :func:`pooling_errors` (None when no GPU qualifies)."""
+    from microbench.devices.sim.fleet import planted_defect
+
+    g = rows[(rows["campaign_name"] == campaign) & rows["serial"].notna()].copy()
+    g = g[[planted_defect(int(s)) is None for s in g["serial"]]]
+    g["truth"] = [truth.get(p, {}).get(k) for p, k in zip(_preset_names(g), g["section"] + "." + g["name"])]
+    sub = g[g["truth"].notna() & np.isfinite(g["stderr"].astype(float)) & g["shrinkage"].notna()]
+    if sub.empty:
+        return None
+    t = sub["truth"].to_numpy(float)
+    raw, pooled = sub["value"].to_numpy(float), sub["pooled_value"].to_numpy(float)
+    se, pse = sub["stderr"].to_numpy(float), sub["pooled_stderr"].to_numpy(float)
+    scale = np.abs(t).mean() or 1.0
+    return {"key": key, "gpus": len(sub), "truth_mean": float(t.mean()),
+            "truth_sd": float(t.std(ddof=1)) if len(t) > 1 else float("nan"),
+            "rms_err_raw": float(np.sqrt(np.mean((raw - t) ** 2))),
+            "rms_err_pooled": float(np.sqrt(np.mean((pooled - t) ** 2))),
+            "rms_err_raw_pct": float(100 * np.sqrt(np.mean((raw - t) ** 2)) / scale),
+            "rms_err_pooled_pct": float(100 * np.sqrt(np.mean((pooled - t) ** 2)) / scale),
+            "bias": float(np.mean(raw - t)),
+            # each GPU's deviation from the fleet against its true deviation: the part of the
+            # error pooling can act on (a bias shared by the whole fleet cancels here)
+            "rms_dev_err_raw": float(np.sqrt(np.mean(((raw - raw.mean()) - (t - t.mean())) ** 2))),
+            "rms_dev_err_pooled": float(np.sqrt(np.mean(((pooled - pooled.mean()) - (t - t.mean())) ** 2))),
+            "rms_stderr_raw": float(np.sqrt(np.mean(se ** 2))),
+            "rms_stderr_pooled": float(np.sqrt(np.mean(pse ** 2))),
+            "mean_shrinkage": float(sub["shrinkage"].mean()),
+            "coverage95_raw": float(np.mean(np.abs(raw - t) <= 1.96 * se)),
+            "coverage95_pooled": float(np.mean(np.abs(pooled - t) <= 1.96 * pse))}
 
 
 def pooling_errors(an: FleetAnalysis, truth: dict[str, dict[str, float]], campaign: str = "quick") -> pd.DataFrame:
@@ -57,36 +89,34 @@ def pooling_errors(an: FleetAnalysis, truth: dict[str, dict[str, float]], campai
     (absolute and in % of the mean truth), the same for the GPU's deviation from the fleet mean
     (``rms_dev_err_*``: a bias shared by every GPU cancels),
     the RMS of the stated standard errors, the mean shrinkage, and the coverage of the +-1.96 stderr
-    intervals (raw and pooled): the check that the stated uncertainties mean what they say."""
-    from microbench.devices.sim.fleet import planted_defect
+    intervals (raw and pooled): the check that the stated uncertainties mean what they say. Needs the
+    analysis' ``gpus`` table (:func:`calib.fleet.analysis.analyze_frame`); :class:`PoolingErrorsSink`
+    computes the same during a streamed analysis."""
+    rows = [_pooling_row(key, sub, truth, campaign) for key, sub in an.gpus.groupby("key", sort=True)]
+    return pd.DataFrame([r for r in rows if r is not None])
 
-    g = an.gpus[(an.gpus["campaign_name"] == campaign) & an.gpus["serial"].notna()].copy()
-    g = g[[planted_defect(int(s)) is None for s in g["serial"]]]
-    g["truth"] = [truth.get(p, {}).get(k) for p, k in zip(_preset_names(g), g["section"] + "." + g["name"])]
-    g = g[g["truth"].notna() & np.isfinite(g["stderr"].astype(float)) & g["shrinkage"].notna()]
-    rows = []
-    for key, sub in g.groupby("key", sort=True):
-        t = sub["truth"].to_numpy(float)
-        raw, pooled = sub["value"].to_numpy(float), sub["pooled_value"].to_numpy(float)
-        se, pse = sub["stderr"].to_numpy(float), sub["pooled_stderr"].to_numpy(float)
-        scale = np.abs(t).mean() or 1.0
-        rows.append({"key": key, "gpus": len(sub), "truth_mean": float(t.mean()),
-                     "truth_sd": float(t.std(ddof=1)) if len(t) > 1 else float("nan"),
-                     "rms_err_raw": float(np.sqrt(np.mean((raw - t) ** 2))),
-                     "rms_err_pooled": float(np.sqrt(np.mean((pooled - t) ** 2))),
-                     "rms_err_raw_pct": float(100 * np.sqrt(np.mean((raw - t) ** 2)) / scale),
-                     "rms_err_pooled_pct": float(100 * np.sqrt(np.mean((pooled - t) ** 2)) / scale),
-                     "bias": float(np.mean(raw - t)),
-                     # each GPU's deviation from the fleet against its true deviation: the part of the
-                     # error pooling can act on (a bias shared by the whole fleet cancels here)
-                     "rms_dev_err_raw": float(np.sqrt(np.mean(((raw - raw.mean()) - (t - t.mean())) ** 2))),
-                     "rms_dev_err_pooled": float(np.sqrt(np.mean(((pooled - pooled.mean()) - (t - t.mean())) ** 2))),
-                     "rms_stderr_raw": float(np.sqrt(np.mean(se ** 2))),
-                     "rms_stderr_pooled": float(np.sqrt(np.mean(pse ** 2))),
-                     "mean_shrinkage": float(sub["shrinkage"].mean()),
-                     "coverage95_raw": float(np.mean(np.abs(raw - t) <= 1.96 * se)),
-                     "coverage95_pooled": float(np.mean(np.abs(pooled - t) <= 1.96 * pse))})
-    return pd.DataFrame(rows)
+
+class PoolingErrorsSink:
+    """:func:`pooling_errors` one parameter at a time (a sink of :func:`calib.fleet.analysis.analyze`);
+    the ground truth of each virtual unit is computed when the unit first appears (``workers`` processes)
+    and kept. :meth:`table` gives the result."""
+
+    def __init__(self, campaign: str = "quick", workers: int = 2):
+        self.campaign, self.workers = campaign, workers
+        self.truth: dict[str, dict[str, float]] = {}
+        self.rows: list[dict] = []
+
+    def add(self, chip: str, key: str, rows: pd.DataFrame, summary: dict) -> None:
+        units = rows.loc[(rows["campaign_name"] == self.campaign) & rows["serial"].notna(), "gpu_uuid"]
+        todo = [u.removeprefix("SIM-") for u in units if u.startswith("SIM-") and u.removeprefix("SIM-") not in self.truth]
+        if todo:
+            self.truth.update(truths(todo, workers=self.workers))
+        r = _pooling_row(key, rows, self.truth, self.campaign)
+        if r is not None:
+            self.rows.append(r)
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(sorted(self.rows, key=lambda r: r["key"]))
 
 
 def _preset_names(g: pd.DataFrame) -> list[str]:
