@@ -99,3 +99,65 @@ def test_model_forms_are_compared_separately():
     an = analyze_frame(pd.concat([a, b], ignore_index=True))
     assert set(an.params["key"]) == {"power.idle_power_w[ipp/ar=linear]", "power.idle_power_w[ipp/ar=log]"}
     assert an.outlier_gpus().empty   # 30 vs 10 is a different form, not 30 outliers
+
+
+def _write_fleet(root, n=40, seed=5):
+    """A synthetic fleet written as a real dataset (calib.fleet.dataset's writer, one file per GPU): two
+    campaigns, a parameter in two model forms, a dimensionless shape, a fixed parameter, a parameter on two
+    GPUs only, the reference section, and two planted outliers."""
+    from calib.fleet.dataset import _write_gpu
+
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        quick = i % 3 == 0
+        s = 2.0 if quick else 0.3
+        gpu = {"gpu_uuid": f"GPU-{i:03d}", "gpu_name": "Synthetic X", "serial": i, "node": f"n{i // 8}",
+               "gpu_slot": str(i % 8), "session": f"s{i:03d}", "driver_version": "1.0",
+               "campaign_name": "quick" if quick else "standard", "param_sha256": f"{i:064x}"}
+        idle = rng.normal(50.0, 1.0) + rng.normal(0.0, s) + (30.0 if i == 7 else 0.0)
+        fp_form = "ipp/ar=log" if i % 4 == 1 else "ipp/ar=linear"
+        rows = [
+            {"section": "power", "name": "idle_power_w", "form": "ipp", "value": idle, "stderr": s, "unit": "W", "vary": True},
+            {"section": "power", "name": "max_power_fp_w", "form": fp_form,
+             "value": rng.normal(20.0 if fp_form.endswith("linear") else 35.0, 1.5), "stderr": rng.uniform(0.1, 1.0),
+             "unit": "W", "vary": True},
+            {"section": "power", "name": "ar_shape_fp", "form": "ipp", "value": rng.normal(1.0, 0.3), "stderr": 0.05,
+             "unit": "1", "vary": True},
+            {"section": "thermal", "name": "rho_c", "form": "ipp", "value": rng.normal(5.0, 0.2) - (4.0 if i == 20 else 0.0),
+             "stderr": None if i % 5 == 0 else 0.35, "unit": "C", "vary": True},
+            {"section": "power", "name": "fixed_w", "form": "ipp", "value": 1.0, "stderr": None, "unit": "W", "vary": False},
+            {"section": "reference", "name": "power_w_pred", "form": "predicted", "value": 150.0 + idle, "stderr": None,
+             "unit": "W", "vary": False},
+        ]
+        if i < 2:
+            rows.append({"section": "timing", "name": "rare_cycles", "form": "mwp", "value": 3.0, "stderr": 0.1,
+                         "unit": "cycles", "vary": True})
+        _write_gpu(root, gpu, rows)
+
+
+def test_streamed_analysis_equals_the_in_memory_one(tmp_path, monkeypatch):
+    """calib fleet analyze's streamed analysis (one parameter at a time through a re-sorted copy on disk)
+    gives the in-memory analysis' results: every row of gpus.csv byte for byte, the parameter table, the
+    outliers, the notes and the per-GPU summary; also when the re-sorting chunk holds only a few GPUs."""
+    import calib.fleet.analysis as A
+    from calib.fleet.dataset import read_dataset
+    from calib.fleet.report import GpusTableWriter
+
+    ds = tmp_path / "ds"
+    _write_fleet(ds)
+    mem = A.analyze_frame(read_dataset(ds, columns=A.COLUMNS))
+    assert set(mem.outlier_gpus()["gpu_uuid"]) == {"GPU-007", "GPU-020"}   # the synthetic fleet is a real test
+    assert {"power.max_power_fp_w[ipp/ar=linear]", "power.max_power_fp_w[ipp/ar=log]"} <= set(mem.params["key"])
+    assert mem.notes == ["synthetic-x: timing.rare_cycles on 2 GPU(s) only; not analysed"]
+    for rows in (A.SPILL_ROWS, 13):   # 13 rows: a chunk ends inside a GPU's rows
+        monkeypatch.setattr(A, "SPILL_ROWS", rows)
+        out = tmp_path / f"gpus-{rows}.csv"
+        with GpusTableWriter(out) as sink:
+            st = A.analyze(ds, sinks=[sink], tmp_dir=tmp_path)
+        assert st.gpus is None
+        assert out.read_text() == mem.gpus.to_csv(index=False, lineterminator="\n")
+        pd.testing.assert_frame_equal(st.params, mem.params)
+        pd.testing.assert_frame_equal(st.outlier_gpus(), mem.outlier_gpus())
+        pd.testing.assert_frame_equal(st.per_gpu, mem.per_gpu)
+        assert st.notes == mem.notes
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # the copy is removed

@@ -9,9 +9,10 @@ Two phases::
 ROOT/sessions in a local process pool (resumable: finished sessions are skipped), writing the same task
 records a Slurm task writes. It calls the campaign, fit and parameter-file functions ``calib run`` calls,
 without ``calib run``'s held-out check and recovery report (a third of the CPU; collect reads neither). ``measure`` collects the first N sessions
-into a fresh dataset and analyses it, each size in a fresh subprocess, and reports wall time and peak
-resident memory (``ru_maxrss`` of the child) per size, then a linear extrapolation to 27,648 GPUs
-(Summit). Results go to stdout and ROOT/results.json.
+into a fresh dataset, then runs ``calib fleet analyze`` and ``calib fleet report`` on it, each phase of each
+size in a fresh subprocess, and reports per phase the wall time, CPU time (with the workers') and peak
+resident memory (``ru_maxrss`` of the process and of its largest worker), then a linear extrapolation to
+27,648 GPUs (Summit). Results go to stdout and ROOT/results.json.
 """
 
 from __future__ import annotations
@@ -95,57 +96,67 @@ def make(root: Path, n: int, workers: int) -> None:
 
 
 _CHILD = r"""
-import json, resource, shutil, sys, time, tempfile
+import json, resource, shutil, sys, time
 from pathlib import Path
-from calib.fleet.dataset import collect
-from calib.fleet.analysis import analyze
-src, n, out, WORKERS = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
-shutil.rmtree(out, ignore_errors=True)
-names = sorted(p.stem for p in (src / "fitted").glob("bench-*.json") if not p.name.endswith(".recovery.json"))[:n]
+phase, src, n, out, WORKERS = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), int(sys.argv[5])
 def cpu():
     a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
-t0, c0 = time.perf_counter(), cpu()
-res = collect(src, out / "dataset", only=set(names), workers=WORKERS)
+if phase == "collect":
+    from calib.fleet.dataset import collect
+    shutil.rmtree(out, ignore_errors=True)
+    names = sorted(p.stem for p in (src / "fitted").glob("bench-*.json") if not p.name.endswith(".recovery.json"))[:n]
+    t0, c0 = time.perf_counter(), cpu()
+    res = collect(src, out / "dataset", only=set(names), workers=WORKERS)
+    extra = {"gpus": res.added}
+else:   # analyze | report: the command itself (tables, and for report the histograms, node map and page)
+    from calib.cli import main
+    t0, c0 = time.perf_counter(), cpu()
+    rc = main(["fleet", phase, str(out / "dataset"), "-o", str(out / phase), "-q"])
+    outliers = sum(1 for _ in open(out / phase / "outliers.csv")) - 1
+    extra = {"rc": rc, "outliers": outliers}
 t1, c1 = time.perf_counter(), cpu()
-an = analyze(out / "dataset")
-t2, c2 = time.perf_counter(), cpu()
-print(json.dumps({"n": n, "gpus": res.added, "collect_s": t1 - t0, "analyze_s": t2 - t1, "total_s": t2 - t0,
-                  "collect_cpu_s": c1 - c0, "analyze_cpu_s": c2 - c1,
+print(json.dumps({"n": n, "phase": phase, "wall_s": t1 - t0, "cpu_s": c1 - c0,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "peak_rss_worker_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-                  "outliers": len(an.outlier_gpus())}))
+                  "peak_rss_worker_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, **extra}))
 """
 
+PHASES = ("collect", "analyze", "report")
 
-def measure(root: Path, sizes: list[int], workers: int) -> None:
+
+def _child(phase: str, root: Path, n: int, workers: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, phase, str(root / "sessions"), str(n), str(root / f"out{n}"),
+                          str(workers)], capture_output=True, text=True, check=False)
+    if out.returncode:
+        sys.exit(f"size {n} {phase} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(root: Path, sizes: list[int], workers: int, phases: tuple[str, ...] = PHASES) -> None:
+    """Each phase of each size in a fresh process: its own wall time, CPU time (with its workers') and
+    peak RSS (ru_maxrss of the process, and of its largest worker)."""
     rows = []
     for n in sizes:
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(root / "sessions"), str(n), str(root / f"out{n}"),
-                              str(workers)],
-                             capture_output=True, text=True, check=False)
-        if out.returncode:
-            sys.exit(f"size {n} failed:\n{out.stderr}")
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        rows.append(r)
-        print(f"{n:6d} GPUs: collect {r['collect_s']:7.2f} s ({r['collect_cpu_s']:6.1f} s CPU), analyse "
-              f"{r['analyze_s']:6.2f} s ({r['analyze_cpu_s']:5.1f} s CPU), total {r['total_s']:7.2f} s, peak RSS "
-              f"{r['peak_rss_mib']:5.0f} MiB (worker {r['peak_rss_worker_mib']:4.0f} MiB)", flush=True)
+        for phase in phases:
+            r = _child(phase, root, n, workers)
+            rows.append(r)
+            print(f"{n:6d} GPUs {phase:8s}: {r['wall_s']:7.2f} s wall, {r['cpu_s']:6.1f} s CPU, peak RSS "
+                  f"{r['peak_rss_mib']:5.0f} MiB (worker {r['peak_rss_worker_mib']:4.0f} MiB)"
+                  + (f", {r['outliers']} outlier GPUs" if "outliers" in r else ""), flush=True)
     import numpy as np
 
-    n = np.array([r["n"] for r in rows], float)
     summit = 27648
     fits = {}
-    for what in ("total_s", "collect_cpu_s", "analyze_cpu_s", "peak_rss_mib"):
-        slope, icpt = np.polyfit(n, np.array([r[what] for r in rows]), 1)
-        fits[what] = {"per_1000": slope * 1000, "intercept": icpt, "summit": slope * summit + icpt}
-    f = fits["total_s"]
-    print(f"wall time, linear fit: {f['per_1000']:.1f} s per 1000 GPUs + {f['intercept']:.1f} s -> 27,648 GPUs "
-          f"~{f['summit']:.0f} s ({f['summit'] / 60:.0f} min) with {workers} worker(s) on this shared 2-core machine")
-    print(f"CPU: collect {fits['collect_cpu_s']['per_1000']:.1f} s, analyse {fits['analyze_cpu_s']['per_1000']:.1f} s "
-          f"per 1000 GPUs -> 27,648 GPUs ~{fits['collect_cpu_s']['summit'] + fits['analyze_cpu_s']['summit']:.0f} CPU-s")
-    print(f"peak RSS: {fits['peak_rss_mib']['per_1000']:.1f} MiB per 1000 GPUs + {fits['peak_rss_mib']['intercept']:.0f}"
-          f" MiB -> 27,648 GPUs ~{fits['peak_rss_mib']['summit']:.0f} MiB")
+    for phase in phases:
+        sel = [r for r in rows if r["phase"] == phase]
+        n = np.array([r["n"] for r in sel], float)
+        for what in ("wall_s", "cpu_s", "peak_rss_mib"):
+            slope, icpt = np.polyfit(n, np.array([r[what] for r in sel]), 1)
+            fits[f"{phase}.{what}"] = {"per_1000": slope * 1000, "intercept": icpt, "summit": slope * summit + icpt}
+        f, c, m = fits[f"{phase}.wall_s"], fits[f"{phase}.cpu_s"], fits[f"{phase}.peak_rss_mib"]
+        print(f"{phase}: {f['per_1000']:.1f} s wall per 1000 GPUs + {f['intercept']:.1f} s -> 27,648 GPUs ~{f['summit']:.0f} s "
+              f"({f['summit'] / 60:.1f} min; {c['summit']:.0f} CPU-s); peak RSS {m['per_1000']:+.1f} MiB per 1000 GPUs, "
+              f"{m['intercept']:.0f} MiB at 0 -> ~{m['summit']:.0f} MiB at 27,648")
     (root / "results.json").write_text(json.dumps({"rows": rows, "fits": fits, "workers": workers}, indent=1))
 
 
@@ -156,12 +167,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--sizes", default="10,100,1000")
+    ap.add_argument("--phases", default=",".join(PHASES), help="of collect,analyze,report (collect first: it makes the dataset)")
     a = ap.parse_args()
     root = Path(a.root)
     if a.phase == "make":
         make(root, a.n, a.workers)
     else:
-        measure(root, [int(s) for s in a.sizes.split(",")], a.workers)
+        measure(root, [int(s) for s in a.sizes.split(",")], a.workers, tuple(a.phases.split(",")))
 
 
 if __name__ == "__main__":
