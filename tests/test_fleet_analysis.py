@@ -161,3 +161,20 @@ def test_streamed_analysis_equals_the_in_memory_one(tmp_path, monkeypatch):
         pd.testing.assert_frame_equal(st.per_gpu, mem.per_gpu)
         assert st.notes == mem.notes
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # the copy is removed
+
+
+def test_pooling_takes_each_campaign_s_mean_so_that_its_bias_stays_its_own():
+    """A bias of one campaign (every standard-campaign GPU reads 3 high) does not move the quick
+    campaign's pooled estimates: each GPU shrinks toward its own campaign's mean (the fleet-wide mean
+    would pull each quick GPU up by B x ~3, B ~ 0.8 here); tau is still the between-GPU spread."""
+    df, theta = _fleet(n_long=150, n_short=150)
+    long_ = (df["campaign_name"] == "standard").to_numpy()
+    df.loc[long_, "value"] += 3.0
+    an = analyze_frame(df)
+    g = an.gpus.set_index("gpu_uuid").loc[df["gpu_uuid"]]
+    err = g["pooled_value"].to_numpy() - theta
+    assert abs(err[~long_].mean()) < 0.25          # the quick campaign keeps its own (unbiased) level
+    assert err[long_].mean() == pytest.approx(3.0, abs=0.1)   # and the standard one its bias
+    assert an.params.iloc[0]["tau"] == pytest.approx(1.0, rel=0.15)
+    cover = np.abs(err) <= 1.96 * g["pooled_stderr"].to_numpy()
+    assert 0.91 <= cover[~long_].mean() <= 0.99

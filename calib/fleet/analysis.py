@@ -15,12 +15,16 @@ estimate and s_i its standard error:
   where at least ``min_outlier_gpus`` (10) GPUs share the parameter and its model form, and only on
   parameters with a physical unit (dimensionless curve shapes are degenerate with MaxPower: a fit may land
   in another mode on a normal GPU, see :data:`UNSCREENED_UNITS`).
-- **partial pooling** (empirical Bayes, normal-normal): y_i ~ N(theta_i, s_i^2), theta_i ~ N(mu, tau^2).
-  tau^2 by restricted maximum likelihood over the non-outlier GPUs that have a standard error (the
-  random-effects meta-analysis estimator); mu = their precision-weighted mean, weights
-  1 / (s_i^2 + tau^2). Each GPU's estimate shrinks toward mu by the **shrinkage**
-  B_i = s_i^2 / (s_i^2 + tau^2): theta_i = mu + (1 - B_i)(y_i - mu), with standard error
-  sqrt((1 - B_i) s_i^2 + B_i^2 var(mu)). A GPU with a short campaign (large s_i) borrows strength from the
+- **partial pooling** (empirical Bayes, normal-normal): y_i ~ N(theta_i, s_i^2), theta_i ~ N(mu_c, tau^2),
+  with one mean mu_c per campaign (those with at least ``min_outlier_gpus`` GPUs; the others share one), as
+  for the z-scores: a campaign's own bias must not move another campaign's GPUs. tau^2 by restricted
+  maximum likelihood over the non-outlier GPUs that have a standard error (the random-effects
+  meta-analysis estimator, campaigns as fixed effects); mu_c = their precision-weighted mean in the
+  campaign, weights 1 / (s_i^2 + tau^2) (``mu`` in the summary: the same over the fleet). Each GPU's
+  estimate shrinks toward its mu_c by the **shrinkage**
+  B_i = s_i^2 / (s_i^2 + tau^2): theta_i = mu_c + (1 - B_i)(y_i - mu_c), with standard error
+  sqrt((1 - B_i) s_i^2 + B_i^2 var(mu_c)). The stated s_i are taken at their word: where a fit overstates
+  them (seen: the thermal ``rho_c``), REML finds less between-GPU spread than there is and over-shrinks. A GPU with a short campaign (large s_i) borrows strength from the
   fleet (B_i near 1); a well-measured one keeps its own value (B_i near 0). GPUs flagged as outliers are
   not shrunk (the fleet prior does not describe them), nor are estimates without a standard error.
 
@@ -109,16 +113,21 @@ class FleetAnalysis:
         return pd.DataFrame(rows).sort_values("max_abs_z", ascending=False, ignore_index=True)
 
 
-def _tau2_reml(y: np.ndarray, v: np.ndarray) -> float:
+def _tau2_reml(y: np.ndarray, v: np.ndarray, groups: np.ndarray | None = None) -> float:
     """Between-GPU variance tau^2 of estimates ``y`` with sampling variances ``v`` (normal-normal model),
-    by restricted maximum likelihood (the random-effects meta-analysis estimator); 0 when the spread is
-    no larger than the measurement errors explain."""
+    by restricted maximum likelihood (the random-effects meta-analysis estimator), with one mean per
+    label of ``groups`` (default: one mean; REML's log det(X'WX) term is then the sum over groups of
+    log sum w); 0 when the spread is no larger than the measurement errors explain."""
     from scipy.optimize import minimize_scalar
+
+    labels = np.zeros(len(y), int) if groups is None else np.unique(groups, return_inverse=True)[1]
+    ng = int(labels.max()) + 1
 
     def nll(t2: float) -> float:
         w = 1.0 / (v + t2)
-        mu = np.sum(w * y) / np.sum(w)
-        return 0.5 * float(np.sum(np.log(v + t2) + w * (y - mu) ** 2) + np.log(np.sum(w)))
+        sw = np.bincount(labels, w, ng)
+        mu = np.bincount(labels, w * y, ng) / sw
+        return 0.5 * float(np.sum(np.log(v + t2) + w * (y - mu[labels]) ** 2) + np.sum(np.log(sw)))
 
     total = float(np.var(y)) + float(np.max(v))
     if total <= 0:
@@ -127,6 +136,12 @@ def _tau2_reml(y: np.ndarray, v: np.ndarray) -> float:
                           options={"xatol": 1e-4})
     t2 = total * float(np.exp(res.x))
     return 0.0 if nll(0.0) <= nll(t2) else t2
+
+
+def _big_campaigns(camp: np.ndarray, min_gpus: int) -> np.ndarray:
+    """Which GPUs belong to a campaign of at least ``min_gpus`` GPUs that is not the whole group."""
+    labels, inv, counts = np.unique(camp, return_inverse=True, return_counts=True)
+    return (counts[inv] >= min_gpus) & (counts[inv] < len(camp))
 
 
 def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
@@ -143,12 +158,12 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
     # defect. Campaigns with fewer than min_outlier_gpus GPUs are compared with the whole fleet.
     camp = sub["campaign_name"].astype(str).to_numpy()
     center, spread = np.full_like(y, med), np.full_like(y, scale)
-    for c in np.unique(camp):
+    big = _big_campaigns(camp, min_outlier_gpus)
+    for c in np.unique(camp[big]):
         m = camp == c
-        if m.sum() >= min_outlier_gpus and m.sum() < len(y):
-            mc = float(np.median(y[m]))
-            center[m] = mc
-            spread[m] = max(MAD_TO_SD * float(np.median(np.abs(y[m] - mc))), rel_floor * abs(mc))
+        mc = float(np.median(y[m]))
+        center[m] = mc
+        spread[m] = max(MAD_TO_SD * float(np.median(np.abs(y[m] - mc))), rel_floor * abs(mc))
     # each GPU's deviation against the spread and its own measurement error together: a poorly
     # measured estimate is not an outlier merely for being far off
     denom = np.sqrt(spread ** 2 + np.where(has_s, s, 0.0) ** 2)
@@ -158,18 +173,30 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
     keep = ~out_mask
     var_i = np.where(has_s, s ** 2, np.nan)
     fit = keep & has_s
-    tau2 = _tau2_reml(y[fit], var_i[fit]) if fit.sum() >= 3 else max(0.0, mad_sd ** 2 - med_s ** 2)
+    # the prior mean is taken per campaign (those with >= min_outlier_gpus GPUs; the others share one), as
+    # the z-scores are: a campaign's own bias (seen on the virtual fleet: max_power_fp_w reads 0.026 W low
+    # with the quick campaign and 0.036 W low with the standard one) must not leak into another campaign's
+    # pooled estimates
+    group = np.where(big, camp, "")
+    tau2 = _tau2_reml(y[fit], var_i[fit], group[fit]) if fit.sum() >= 3 else max(0.0, mad_sd ** 2 - med_s ** 2)
     w = 1.0 / (np.where(has_s, var_i, 0.0) + tau2) if tau2 > 0 else np.where(has_s, 1.0 / np.where(has_s, var_i, 1.0), 0.0)
     w = np.where(keep & np.isfinite(w), w, 0.0)
-    if w.sum() > 0:
+    mu_i = np.full(len(y), float(np.median(y[keep])) if keep.any() else med)
+    var_mu_i = np.full(len(y), np.nan)
+    for gname in np.unique(group):
+        m = group == gname
+        if w[m].sum() > 0:
+            mu_i[m] = float(np.sum(w[m] * y[m]) / w[m].sum())
+            var_mu_i[m] = float(1.0 / w[m].sum())
+    if w.sum() > 0:   # the fleet's precision-weighted mean (reported; the per-campaign means pool)
         mu = float(np.sum(w * y) / w.sum())
         var_mu = float(1.0 / w.sum())
     else:
         mu, var_mu = float(np.median(y[keep])) if keep.any() else med, float("nan")
     pool = has_s & keep
     b = np.where(pool, var_i / (var_i + tau2), 0.0) if tau2 > 0 else np.where(pool, 1.0, 0.0)
-    pooled = np.where(pool, mu + (1.0 - b) * (y - mu), y)
-    pooled_se = np.where(pool, np.sqrt((1.0 - b) * np.nan_to_num(var_i) + b ** 2 * np.nan_to_num(var_mu)),
+    pooled = np.where(pool, mu_i + (1.0 - b) * (y - mu_i), y)
+    pooled_se = np.where(pool, np.sqrt((1.0 - b) * np.nan_to_num(var_i) + b ** 2 * np.nan_to_num(var_mu_i)),
                          np.where(has_s, s, np.nan))
     res = sub[["gpu_uuid"]].copy()
     res["z"] = z
