@@ -1,9 +1,11 @@
 """Scale of ``calib fleet collect`` + ``analyze`` on 10, 100 and 1,000 virtual GPUs' sessions (run by hand).
 
-Two phases::
+Phases::
 
     python tests/benchmarks/bench_fleet.py make    [--root DIR] [--n 1000] [--workers 2]
     python tests/benchmarks/bench_fleet.py measure [--root DIR] [--sizes 10,100,1000]
+    python tests/benchmarks/bench_fleet.py replicate --n 10000 && \
+        python tests/benchmarks/bench_fleet.py measure --sizes 10000 --phases analyze,report
 
 ``make`` runs the quick campaign and its fit for serials 0..n-1 of ``sim:gtx280@<serial>`` into
 ROOT/sessions in a local process pool (resumable: finished sessions are skipped), writing the same task
@@ -12,7 +14,8 @@ without ``calib run``'s held-out check and recovery report (a third of the CPU; 
 into a fresh dataset, then runs ``calib fleet analyze`` and ``calib fleet report`` on it, each phase of each
 size in a fresh subprocess, and reports per phase the wall time, CPU time (with the workers') and peak
 resident memory (``ru_maxrss`` of the process and of its largest worker), then a linear extrapolation to
-27,648 GPUs (Summit). Results go to stdout and ROOT/results.json.
+27,648 GPUs (Summit). Results go to stdout and ROOT/results-<sizes>.json. ``replicate`` copies the
+1,000-GPU dataset into a larger one (new uuids), to measure the analysis beyond the sessions at hand.
 """
 
 from __future__ import annotations
@@ -147,7 +150,7 @@ def measure(root: Path, sizes: list[int], workers: int, phases: tuple[str, ...] 
 
     summit = 27648
     fits = {}
-    for phase in phases:
+    for phase in phases if len(sizes) > 1 else ():   # a line needs two sizes
         sel = [r for r in rows if r["phase"] == phase]
         n = np.array([r["n"] for r in sel], float)
         for what in ("wall_s", "cpu_s", "peak_rss_mib"):
@@ -157,12 +160,46 @@ def measure(root: Path, sizes: list[int], workers: int, phases: tuple[str, ...] 
         print(f"{phase}: {f['per_1000']:.1f} s wall per 1000 GPUs + {f['intercept']:.1f} s -> 27,648 GPUs ~{f['summit']:.0f} s "
               f"({f['summit'] / 60:.1f} min; {c['summit']:.0f} CPU-s); peak RSS {m['per_1000']:+.1f} MiB per 1000 GPUs, "
               f"{m['intercept']:.0f} MiB at 0 -> ~{m['summit']:.0f} MiB at 27,648")
-    (root / "results.json").write_text(json.dumps({"rows": rows, "fits": fits, "workers": workers}, indent=1))
+    (root / f"results-{'-'.join(map(str, sizes))}.json").write_text(
+        json.dumps({"rows": rows, "fits": fits, "workers": workers}, indent=1))
+
+
+def replicate(root: Path, src_n: int, n: int) -> None:
+    """A dataset of ``n`` GPUs made from the ``src_n``-GPU one (``ROOT/out<src_n>/dataset``, made by
+    ``measure``) by copying each GPU file under new uuids (``<uuid>#r<k>``) into ``ROOT/out<n>/dataset``: the
+    analysis' memory and time beyond the sessions at hand (the copies are not new measurements, so the
+    outlier count and the spread are those of the source fleet)."""
+    import json as _json
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from calib.fleet.dataset import META_KEY, dataset_files
+
+    src, dst = root / f"out{src_n}" / "dataset", root / f"out{n}" / "dataset"
+    shutil.rmtree(dst.parent, ignore_errors=True)
+    files = dataset_files(src)
+    t0 = time.time()
+    for k in range(-(-n // len(files))):
+        for i, path in enumerate(files):
+            if k * len(files) + i >= n:
+                break
+            t = pq.read_table(path, partitioning=None)
+            ident = _json.loads(t.schema.metadata[META_KEY])
+            uuid = f"{ident['gpu_uuid']}#r{k}"
+            ident["gpu_uuid"] = uuid
+            t = t.set_column(t.schema.get_field_index("gpu_uuid"), "gpu_uuid", pa.array([uuid] * len(t), pa.string()))
+            t = t.replace_schema_metadata({META_KEY: _json.dumps(ident).encode()})
+            out = dst / path.relative_to(src).parent / f"r{k}-{path.name}"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(t, out, compression="zstd")
+    print(f"replicated {len(files)} GPU files into {n} in {dst} ({time.time() - t0:.0f} s)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["make", "measure"])
+    ap.add_argument("phase", choices=["make", "measure", "replicate"])
     ap.add_argument("--root", default="/tmp/calib-fleet-bench")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
@@ -172,6 +209,8 @@ def main() -> None:
     root = Path(a.root)
     if a.phase == "make":
         make(root, a.n, a.workers)
+    elif a.phase == "replicate":
+        replicate(root, 1000, a.n)
     else:
         measure(root, [int(s) for s in a.sizes.split(",")], a.workers, tuple(a.phases.split(",")))
 
