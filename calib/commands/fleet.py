@@ -210,11 +210,13 @@ def _analyze(args: argparse.Namespace) -> int:
 
     from calib.core.atomic import atomic_write_json, check_output_dir
     from calib.fleet.analysis import DEFAULT_THRESHOLD, analyze
+    from calib.fleet.dataset import require_gpu_files
     from calib.fleet.report import GpusTableWriter, HistogramSink, write_tables
     from calib.progress import StagedProgress, printer, wants_progress
 
     out = Path(args.output)
     check_output_dir(out, "-o/--output")
+    require_gpu_files(args.fleet)   # no dataset, or an empty one: refused before the output directory is made
     say = printer(args)
     report = args.fleet_verb == "report"
     threshold = args.threshold or DEFAULT_THRESHOLD

@@ -337,11 +337,9 @@ class _Spill:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from calib.fleet.dataset import dataset_files, duplicate_error, open_gpu_file, read_gpu_rows
+        from calib.fleet.dataset import duplicate_error, open_gpu_file, read_gpu_rows, require_gpu_files
 
-        files = dataset_files(self.fleet)
-        if not files:
-            raise BadInputError(f"{self.fleet}: the dataset holds no GPU yet")
+        files = require_gpu_files(self.fleet)
         cols = [c for c in COLUMNS if c != "chip"]
         seen: dict[str, str] = {}
         chunk: list = []
@@ -406,8 +404,9 @@ def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: 
     BadInputError: no dataset, an empty one, a corrupt file or two files of one GPU (named)."""
     step = progress or (lambda stage, frac: None)
     fleet = Path(fleet)
-    if not fleet.is_dir():
-        raise BadInputError(f"{fleet}: no such fleet dataset (run `calib fleet collect` first)")
+    from calib.fleet.dataset import require_gpu_files
+
+    require_gpu_files(fleet)   # refused before any work
     step("read", 0.0)
     with tempfile.TemporaryDirectory(prefix=".calib-fleet-", dir=tmp_dir) as tmp:
         spill = _Spill(fleet, Path(tmp))

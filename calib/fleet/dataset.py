@@ -433,15 +433,25 @@ def _write_status(fleet: Path, root: Path, result: CollectResult) -> None:
         os.fsync(fh.fileno())
 
 
+def require_gpu_files(fleet: str | Path) -> list[Path]:
+    """The GPU files of dataset ``fleet`` (:func:`dataset_files`); BadInputError when there is no dataset
+    or it holds no GPU (the analysis checks this before it writes any output)."""
+    fleet = Path(fleet)
+    if not fleet.is_dir():
+        raise BadInputError(f"{fleet}: no such fleet dataset (run `calib fleet collect` first)")
+    files = dataset_files(fleet)
+    if not files:
+        raise BadInputError(f"{fleet}: the dataset holds no GPU yet")
+    return files
+
+
 def read_dataset(fleet: str | Path, columns: list[str] | None = None):
     """The dataset as a pandas DataFrame (partition columns included). Every file is checked first
     (:func:`scan_dataset`), so a corrupt file is named instead of failing deep inside the reader."""
     import pyarrow.dataset as ds
 
     fleet = Path(fleet)
-    if not fleet.is_dir():
-        raise BadInputError(f"{fleet}: no such fleet dataset (run `calib fleet collect` first)")
-    if not scan_dataset(fleet):
-        raise BadInputError(f"{fleet}: the dataset holds no GPU yet")
+    require_gpu_files(fleet)
+    scan_dataset(fleet)
     dset = ds.dataset(fleet, format="parquet", partitioning="hive")
     return dset.to_table(columns=columns).to_pandas()
