@@ -25,7 +25,10 @@ Two sources, both rows of a samples table (``time_s``, ``core_mhz``, ``mem_mhz``
 
 Standard errors: regressions (chase latency vs fc/fm, burst slopes) give theirs; single-ratio
 estimates propagate the event timer's relative noise, estimated from repeated windows of the same
-workload in the session (None when nothing was repeated). The model structure the predictions use
+workload in the session, or, when nothing was repeated (the quick campaign), from the scatter of the
+microbenchmarks' straight lines about their fits, pooled (:func:`line_noise_rel`): a burst line of three
+points has one degree of freedom, and its own residual variance alone varied by a factor of 100 between
+two runs. The degrees of freedom behind each standard error go into ``stats["stderr_dof"]``. The model structure the predictions use
 (predictor, Comp_cycles form, shared-memory cases) is chosen by the lowest MAPE on the non-held-out
 kernel rows; held-out rows (role ``heldout``) are only evaluated, including the DVFS check (time at
 the other clock pairs from the default-clock one, Wang & Chu's use).
@@ -93,8 +96,13 @@ def _total(df: pd.DataFrame) -> np.ndarray:
 
 def timing_noise_rel(df: pd.DataFrame) -> float | None:
     """Relative s.d. of one kernel-time measurement, from repeated windows of the same workload."""
+    return _repeat_noise(df)[0]
+
+
+def _repeat_noise(df: pd.DataFrame) -> tuple[float | None, int]:
+    """:func:`timing_noise_rel` and its degrees of freedom (windows minus workloads)."""
     if "repeat" not in df.columns or "time_s" not in df.columns:
-        return None
+        return None, 0
     d = df[df["time_s"].notna() & (df["time_s"] > 0)]
     rel = []
     for _, g in d.groupby(["workload", "core_mhz", "mem_mhz"], dropna=False):
@@ -105,8 +113,24 @@ def timing_noise_rel(df: pd.DataFrame) -> float | None:
     vals = [r for r in rel if r is not None]
     groups = rel.count(None)
     if len(vals) - groups < 2:
-        return None
-    return float(math.sqrt(np.sum(np.square(vals)) / (len(vals) - groups)))
+        return None, 0
+    return float(math.sqrt(np.sum(np.square(vals)) / (len(vals) - groups))), len(vals) - groups
+
+
+def line_noise_rel(lines: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | None, int]:
+    """Relative s.d. of one kernel time from straight lines ``(x, time_s)`` that should hold exactly
+    (a burst's time vs its transactions, a chase's time vs its loads), pooled: the sum of squared
+    relative residuals about each least-squares line over the sum of ``n - 2``. Returns (s.d., degrees of
+    freedom); (None, 0) without a line of three points. A line bent by the hardware only inflates it."""
+    ss, dof = 0.0, 0
+    for x, y in lines:
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        if len(x) < 3 or len(np.unique(x)) < 2 or np.any(y <= 0):
+            continue
+        s, c = np.polyfit(x, y, 1)
+        ss += float(np.sum(((y - (s * x + c)) / y) ** 2))
+        dof += len(x) - 2
+    return (float(math.sqrt(ss / dof)), dof) if dof else (None, 0)
 
 
 def _slope_noise_se(x: np.ndarray, y: np.ndarray, noise: float | None) -> float | None:
@@ -144,6 +168,7 @@ class _Collector:
         self.checks: dict[str, Any] = {}
         self.blocks: list[Covariance] = []   # covariances of parameters measured together
         self.rounds_index: list[Any] = []    # rows of the multi-round streams (the rounds form's check)
+        self.dof: dict[str, float] = {}      # degrees of freedom behind each standard error
 
     def put(self, name: str, value: float, unit: str, se: float | None, description: str,
             lo: float = 0.0, hi: float = math.inf, vary: bool = True) -> None:
@@ -173,8 +198,15 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     out = _Collector()
     fc0, fm0 = _default_clocks(df, device)
     n_sm = int(device.get("sm_count", 1))
-    noise = timing_noise_rel(df)
+    noise, noise_dof = _repeat_noise(df)
+    tim = df[df["role"] == "timing"]
+    decl = [kinds[n] for n in tim["workload"].astype(str)]
+    if noise is None:
+        # nothing repeated: the timer noise from the scatter of the lines that should be straight
+        noise, noise_dof = line_noise_rel(_straight_lines(tim, decl))
+        out.checks["timing_noise_source"] = "straight-line scatter of the bursts and chases (no repeats)"
     out.checks["timing_noise_rel"] = noise
+    out.checks["timing_noise_dof"] = noise_dof
     at_default = np.isclose(df["core_mhz"].to_numpy(float), fc0) & np.isclose(df["mem_mhz"].to_numpy(float), fm0)
 
     # launch overhead: the launch-only kernel
@@ -191,9 +223,6 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     else:
         out.notes.append("no launch-only kernel: launch overhead taken as 0")
 
-    tim = df[df["role"] == "timing"]
-    names = tim["workload"].astype(str)
-    decl = [kinds[n] for n in names]
 
     def of_kind(kind: str, **want: Any) -> list[Any]:
         """Index of the timing rows of ``kind`` whose declared parameters equal ``want``."""
@@ -327,7 +356,12 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
             pipe_bound = slots > ISSUE_BOUND_MARGIN * tot
             m = np.where(pipe_bound, slots / n_c, 1.0)
             mv = float(m.mean())
-            se = _max_se(float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else None, rel_se(mv, u))
+            # slots per instruction are cycles over the issue rate: both measurements' errors count
+            se_issue = out.params["issue_cycles"].stderr if "issue_cycles" in out.params else None
+            se_rel = rel_se(mv, u)
+            if se_rel is not None and se_issue is not None:
+                se_rel = math.hypot(se_rel, mv * se_issue / issue)
+            se = _max_se(float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else None, se_rel)
             if not pipe_bound.any():
                 out.notes.append(f"m_factor_{cls}: the {cls} unit kernel is issue bound; M_Factor 1")
                 se = None
@@ -344,7 +378,32 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
             out.put("l2_del_cycles", v, "cycles", _max_se(float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else None,
                                                            rel_se(v, l2)),
                     "L2 service time per 128-byte transaction of the chip (L2 kernel at full occupancy)")
+    if noise is not None and noise_dof:
+        # every standard error above rests on the timer noise (propagated, or as a floor under a line's
+        # own scatter): at most that many degrees of freedom (calib diff tests with Student's t)
+        out.dof = {n: float(noise_dof) for n, p in out.params.items() if p.stderr is not None}
     return out
+
+
+def _straight_lines(tim: pd.DataFrame, decl: list[Mapping[str, Any]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(x, time_s) of every microbenchmark line of :func:`line_noise_rel`: each burst kind (access,
+    where) vs its transactions per SM, each chase level at the default clocks vs its loads."""
+    groups: dict[tuple, list[int]] = {}
+    for i, e in zip(tim.index, decl):
+        if e["kind"] == "departure":
+            groups.setdefault(("departure", e["access"], e["where"]), []).append(i)
+        elif e["kind"] == "pchase" and e["level"] != "dram" and not e.get("clocks"):
+            groups.setdefault(("pchase", e["level"]), []).append(i)
+    lines = []
+    for key, idx in groups.items():
+        rows = tim.loc[idx]
+        if key[0] == "departure":
+            x = rows["warps_per_sm"].to_numpy(float) * [float(decl[tim.index.get_loc(i)]["reqs"]) for i in idx] \
+                * (1.0 if key[1] == "coal" else UNCOAL_TX)
+        else:
+            x = _cnt(rows, key[1])
+        lines.append((np.asarray(x, float), rows["time_s"].to_numpy(float)))
+    return lines
 
 
 STRUCTURES = [{"predictor": p, "comp_form": c, "shared_cases": s} for p in T.PREDICTORS for c in ("max", "sum")
@@ -603,9 +662,12 @@ def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
         if missing:
             warnings.warn(f"timing microbenchmarks incomplete (no {', '.join(missing)}); timing section not fitted")
             return None
-        return _assemble(col.params, df, device, fc0, fm0, col.notes, col.checks,
-                         "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)", col.blocks,
-                         rounds_rows=df.loc[col.rounds_index])
+        sec = _assemble(col.params, df, device, fc0, fm0, col.notes, col.checks,
+                        "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)", col.blocks,
+                        rounds_rows=df.loc[col.rounds_index])
+        if col.dof:
+            sec.stats["stderr_dof"] = dict(col.dof)
+        return sec
     rows = _kernel_rows(df)
     if len(rows) >= 12:
         try:

@@ -17,8 +17,14 @@ has a wall meter.
   moving bytes at the fitted bandwidth);
 - the board idle power, the mean of the reference windows.
 
-Uncertainties: ``stderr`` from each fit's covariance (what the same campaign would give again), with at
-least the noise the repeated windows show;
+Uncertainties: ``stderr`` from each fit's covariance (what the same campaign would give again). The
+copy-time noise is one relative noise of the event timer and the link, the same for the four time lines,
+so its variance is pooled over them (sum of squared relative residuals over the sum of their degrees of
+freedom), with at least the scatter the repeated windows show: one line of a quick campaign has three
+sizes of at least ``min_bytes``, one degree of freedom, and its own residual variance alone scattered by
+a factor of 100 between two runs (the standard errors with it, so that ``calib diff`` flagged noise).
+The degrees of freedom of each standard error go into ``stats["stderr_dof"]`` (``calib diff`` tests
+with Student's t, not the normal, when they are few);
 ``stderr_total`` adds the model discrepancy: the larger of ``stderr`` and a jackknife over the transfer
 sizes (each size left out in turn, the spread of the refits), combined with the difference between the
 relative-residual time fit and an absolute-residual one (how far the copies are from a straight line:
@@ -171,23 +177,28 @@ class TransferFitter(Estimator):
         return (float(np.mean(dt)) if dt else math.nan), (float(np.mean(dp)) if dp else math.nan)
 
     @staticmethod
-    def _floored(r: Any, var: float) -> None:
-        """Scale the fit's standard errors so that they assume at least the repeat noise ``var`` per
-        point (a few points on a line can scatter less than their noise by chance)."""
-        if r is None or not math.isfinite(var) or not r.redchi > 0:
+    def _floored(r: Any, var: float, pooled: float | None = None) -> None:
+        """Scale the fit's standard errors so that they assume the noise variance ``pooled`` per point
+        (weighted residual units; None: the fit's own residual variance), and at least the repeat noise
+        ``var`` (a few points on a line can scatter less than their noise by chance)."""
+        if r is None or not r.redchi > 0:
             return
-        f = math.sqrt(max(r.redchi, var) / r.redchi)
+        v = r.redchi if pooled is None or not math.isfinite(pooled) else pooled
+        f = math.sqrt(max(v, var) / r.redchi) if math.isfinite(var) else math.sqrt(v / r.redchi)
         for p in r.params:
             if p.stderr is not None:
                 p.stderr *= f
 
-    def _fit_all(self, table: pd.DataFrame, forms: dict[str, float] | None = None) -> dict[str, tuple[Param, Any]]:
+    def _fit_all(self, table: pd.DataFrame, forms: dict[str, float] | None = None,
+                 dof: dict[str, float] | None = None) -> dict[str, tuple[Param, Any]]:
         """Every parameter (with its fit). ``forms``, when given, receives per time parameter the
         difference between the relative-residual fit and an absolute-residual one (which the largest
         copies dominate): how much the answer depends on the weighting, i.e. on how far the copies are
-        from a straight line."""
+        from a straight line. ``dof``, when given, receives the degrees of freedom of every standard
+        error's noise estimate."""
         out: dict[str, tuple[Param, Any]] = {}
         var_t, var_p = self._noise(table)
+        times = []
         for d in DIRECTIONS:
             for m in HOST_MEMORY:
                 sub = table[(table["direction"] == d) & (table["host_memory"] == m)
@@ -195,17 +206,26 @@ class TransferFitter(Estimator):
                 if sub["bytes"].nunique() < self.min_sizes:
                     raise FitError(f"{d} copies from {m} memory: {sub['bytes'].nunique()} sizes of at least "
                                    f"{self.min_bytes:g} bytes, at least {self.min_sizes} needed")
-                r = self._time_fit(sub, d, m)
-                self._floored(r, var_t)
-                for p in r.params:
-                    out[p.name] = (p, r)
+                times.append(self._time_fit(sub, d, m))
                 if forms is not None:
                     alt = self._time_fit(sub, d, m, absolute=True).by_name()
-                    for p in r.params:
+                    for p in times[-1].params:
                         forms[p.name] = abs(p.value - alt[p.name].value)
+        # one relative time noise for the four lines (module docstring): residuals are relative errors
+        nfree = sum(r.nfree for r in times)
+        pooled = sum(r.chisqr for r in times) / nfree if nfree > 0 else None
+        for r in times:
+            self._floored(r, var_t, pooled)
+            for p in r.params:
+                out[p.name] = (p, r)
+                if dof is not None:
+                    dof[p.name] = float(nfree)
+        for d in DIRECTIONS:
             r = self._energy_fit(table[table["direction"] == d], d)
             self._floored(r, var_p)
             out[r.params[0].name] = (r.params[0], r)
+            if dof is not None:
+                dof[r.params[0].name] = float(r.nfree)
         for m in HOST_MEMORY:
             sub = table[table["host_memory"] == m]
             vals = []
@@ -222,6 +242,8 @@ class TransferFitter(Estimator):
                            "(host CPU and memory, PSU losses included)", 0.0, 1e3)
                 p.stderr = se
                 out[p.name] = (p, None)
+                if dof is not None:
+                    dof[p.name] = float(n - sum(1 for v in vals if v[2]))
         return out
 
     def fit(self, table: pd.DataFrame) -> "TransferFitter":
@@ -235,7 +257,8 @@ class TransferFitter(Estimator):
         if not len(table):
             raise FitError("no complete copy window to fit")
         forms: dict[str, float] = {}
-        full = self._fit_all(table, forms)
+        dof: dict[str, float] = {}
+        full = self._fit_all(table, forms, dof)
         # jackknife over transfer sizes: leave each size out, refit, spread of the refits
         sizes = sorted(table["bytes"].unique())
         jack: dict[str, list[float]] = {k: [] for k in full}
@@ -274,7 +297,8 @@ class TransferFitter(Estimator):
 
         err = errors(table["copy_time_s"], t_pred)
         stats = {"n_samples": int(len(table)), "rmse_s": err.rmse, "mape_pct": err.mape_pct, "r2": None,
-                 "max_abs_rel_time_error": float(np.max(np.abs(rel))), "sizes": [float(s) for s in sizes]}
+                 "max_abs_rel_time_error": float(np.max(np.abs(rel))), "sizes": [float(s) for s in sizes],
+                 "stderr_dof": {**dof, **({pid.name: float(len(idle) - 1)} if pid.stderr is not None else {})}}
         self.table_ = table
         self.section_ = Section(MODEL_NAME, {p.name: p for p in params}, {"directions": list(DIRECTIONS),
                                                                           "host_memory": list(HOST_MEMORY)},

@@ -4,6 +4,15 @@ The test (a Wald z-test of the difference of two independent estimates):
 
     z = (new - old) / sqrt(se_old^2 + se_new^2),    p = 2 (1 - Phi(|z|))
 
+A standard error estimated from few degrees of freedom (a residual variance over a handful of points,
+recorded by the fitter as ``fit.<section>.stderr_dof``) is itself uncertain: a value 3x too small is
+common with one or two degrees of freedom, and the normal p-value then flags noise. Such a difference is
+referred to Student's t with the Welch-Satterthwaite degrees of freedom
+
+    nu = (se_old^2 + se_new^2)^2 / (se_old^4 / nu_old + se_new^4 / nu_new)
+
+(a side without a recorded count counts as many, i.e. the normal test when neither has one).
+
 A side without a standard error counts as exact only when the parameter was fixed there (``vary``
 false, e.g. a published value entered by hand); a fitted parameter without a usable one (on a bound,
 not identifiable, or a degenerate standard error of exactly 0) cannot be tested and is reported as
@@ -34,6 +43,7 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from calib.core import names
 from calib.core.metrics import mape
@@ -41,8 +51,23 @@ from calib.core.params import ParameterFile, Section
 
 #: device fields that identify the GPU and its software, reported first, in this order
 IDENTITY_FIELDS = ("name", "uuid", "driver_version", "cuda_version", "sm_count", "clocks.core_mhz", "clocks.mem_mhz")
-TEST_NAME = ("two-sided z-test of the difference, z = (new - old) / sqrt(se_old^2 + se_new^2), "
+TEST_NAME = ("two-sided z-test of the difference, z = (new - old) / sqrt(se_old^2 + se_new^2) (Student's t with "
+             "Welch-Satterthwaite degrees of freedom where a standard error rests on few), "
              "Holm-corrected over the tested parameters")
+
+
+def welch_dof(se_old: float | None, se_new: float | None, dof_old: float | None, dof_new: float | None) -> float:
+    """Welch-Satterthwaite degrees of freedom of ``se_old^2 + se_new^2`` (module docstring); inf when
+    neither side's standard error rests on a recorded, finite number of degrees of freedom."""
+    a, b = (se_old or 0.0) ** 2, (se_new or 0.0) ** 2
+    den = sum(v * v / d for v, d in ((a, dof_old), (b, dof_new))
+              if v > 0 and d is not None and math.isfinite(d) and d > 0)
+    return (a + b) ** 2 / den if den > 0 else math.inf
+
+
+def p_value(z: float, dof: float = math.inf) -> float:
+    """Two-sided p-value of ``z``: normal, or Student's t with ``dof`` degrees of freedom."""
+    return float(2 * (norm.sf(abs(z)) if not math.isfinite(dof) else student_t.sf(abs(z), dof)))
 
 
 @dataclass
@@ -61,6 +86,7 @@ class ParamChange:
     p: float | None = None
     p_holm: float | None = None
     reason: str = ""
+    dof: float | None = None     # Welch-Satterthwaite degrees of freedom of the test (None: normal)
 
     @property
     def key(self) -> str:
@@ -116,7 +142,8 @@ class Comparison:
             "structure_changes": [{"field": f, "old": o, "new": n} for f, o, n in self.structure],
             "parameters": [{"parameter": c.key, "unit": c.unit, "old": c.old, "new": c.new, "se_old": c.se_old,
                             "se_new": c.se_new, "change": c.change, "change_pct": fin(c.change_pct), "z": fin(c.z),
-                            "p": fin(c.p), "p_holm": fin(c.p_holm), "verdict": c.verdict, "reason": c.reason}
+                            "p": fin(c.p), "p_holm": fin(c.p_holm), "dof": fin(c.dof), "verdict": c.verdict,
+                            "reason": c.reason}
                            for c in self.params],
             "added": [{"parameter": f"{s}.{n}", "value": v, "unit": u} for s, n, v, u in self.added],
             "removed": [{"parameter": f"{s}.{n}", "value": v, "unit": u} for s, n, v, u in self.removed],
@@ -203,8 +230,10 @@ def _combinations(sec: str, old: Section, new: Section) -> list[tuple[dict, str]
                      "unit": _unit_of(side, cb["parameters"])}
             w = cb["weights"]
             if all(n in old.params and n in new.params for n in w):
-                entry["old"] = {"value": sum(x * old[n].value for n, x in w.items()), "stderr": _comb_se(old, w)}
-                entry["new"] = {"value": sum(x * new[n].value for n, x in w.items()), "stderr": _comb_se(new, w)}
+                entry["old"] = {"value": sum(x * old[n].value for n, x in w.items()), "stderr": _comb_se(old, w),
+                                "dof": _comb_dof(old, w)}
+                entry["new"] = {"value": sum(x * new[n].value for n, x in w.items()), "stderr": _comb_se(new, w),
+                                "dof": _comb_dof(new, w)}
             out.append((entry, why))
     return out
 
@@ -212,6 +241,18 @@ def _combinations(sec: str, old: Section, new: Section) -> list[tuple[dict, str]
 def _unit_of(sec: Section, names_: list[str]) -> str:
     units = {sec[n].unit for n in names_ if n in sec.params}
     return units.pop() if len(units) == 1 else "mixed"
+
+
+def _dof(sec: Section, name: str) -> float | None:
+    """Degrees of freedom of a parameter's standard error (``stats["stderr_dof"]``; None: many)."""
+    d = (sec.stats.get("stderr_dof") or {}).get(name)
+    return float(d) if isinstance(d, (int, float)) and d > 0 else None
+
+
+def _comb_dof(sec: Section, w: dict[str, float]) -> float | None:
+    """Degrees of freedom of a combination's standard error: the fewest of its members' (conservative)."""
+    ds = [d for d in (_dof(sec, n) for n in w) if d is not None]
+    return min(ds) if ds else None
 
 
 def _comb_se(sec: Section, w: dict[str, float]) -> float | None:
@@ -295,7 +336,10 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
             else:
                 se = math.hypot(ch.se_old or 0.0, ch.se_new or 0.0)
                 ch.z = (b.value - a.value) / se
-                ch.p = float(2 * norm.sf(abs(ch.z)))
+                nu = welch_dof(ch.se_old, ch.se_new, _dof(old[sec], name) if a.vary else None,
+                               _dof(new[sec], name) if b.vary else None)
+                ch.dof = nu if math.isfinite(nu) else None
+                ch.p = p_value(ch.z, nu)
             c.params.append(ch)
         for cb, _why in combos:
             if cb.get("old") is None:
@@ -304,7 +348,9 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
                              cb["old"]["stderr"], cb["new"]["stderr"], reason="combination the campaign determines")
             if ch.se_old and ch.se_new:
                 ch.z = (ch.new - ch.old) / math.hypot(ch.se_old, ch.se_new)
-                ch.p = float(2 * norm.sf(abs(ch.z)))
+                nu = welch_dof(ch.se_old, ch.se_new, cb["old"].get("dof"), cb["new"].get("dof"))
+                ch.dof = nu if math.isfinite(nu) else None
+                ch.p = p_value(ch.z, nu)
             else:
                 ch.verdict, ch.reason = "untested", "no standard error of the combination in one of the files"
             c.params.append(ch)
