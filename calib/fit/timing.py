@@ -120,14 +120,16 @@ def _repeat_noise(df: pd.DataFrame) -> tuple[float | None, int]:
 def line_noise_rel(lines: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | None, int]:
     """Relative s.d. of one kernel time from straight lines ``(x, time_s)`` that should hold exactly
     (a burst's time vs its transactions, a chase's time vs its loads), pooled: the sum of squared
-    relative residuals about each least-squares line over the sum of ``n - 2``. Returns (s.d., degrees of
-    freedom); (None, 0) without a line of three points. A line bent by the hardware only inflates it."""
+    relative residuals about each line fitted on relative residuals (weights 1/time: the noise is
+    relative, and an unweighted line over times 1:7 apart overstated it by a quarter) over the sum of
+    ``n - 2``. Returns (s.d., degrees of freedom); (None, 0) without a line of three points. A line bent by
+    the hardware only inflates it."""
     ss, dof = 0.0, 0
     for x, y in lines:
         x, y = np.asarray(x, float), np.asarray(y, float)
         if len(x) < 3 or len(np.unique(x)) < 2 or np.any(y <= 0):
             continue
-        s, c = np.polyfit(x, y, 1)
+        s, c = np.polyfit(x, y, 1, w=1.0 / y)
         ss += float(np.sum(((y - (s * x + c)) / y) ** 2))
         dof += len(x) - 2
     return (float(math.sqrt(ss / dof)), dof) if dof else (None, 0)
