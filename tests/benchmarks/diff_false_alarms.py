@@ -5,7 +5,12 @@ pairs (s, s+1 mod N) with calib.report.compare, as `calib diff` does, and counts
 (exit status 3) and the parameters it calls significant. Also checks that a hidden +5 W change of the
 board's constant power is flagged (``--driver-update``: a campaign on the updated preset).
 
-    python tests/benchmarks/diff_false_alarms.py --sessions /tmp/seeds --out /tmp/seeds_fit
+    python tests/benchmarks/diff_false_alarms.py --sessions /tmp/seeds --out /tmp/seeds_fit [--spread]
+
+``--spread``: per parameter, the spread (s.d.) of its estimate over the seeds against the root mean square
+of its stated statistical stderr, and the min/max of that stderr over the seeds: a ratio well above 1
+names a standard error that misses a source of run-to-run variation; a min/max near 0.01 one estimated
+from too few degrees of freedom (how the causes in uncertainty_results.md were found).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="/tmp/seeds_fit")
     ap.add_argument("--presets", default="gtx280,gtx580,titanx")
     ap.add_argument("--refit", action="store_true", help="refit even when a cached parameter file exists")
+    ap.add_argument("--spread", action="store_true", help="per parameter: seed-to-seed s.d. / rms stderr")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     for preset in a.presets.split(","):
@@ -63,7 +69,36 @@ def main(argv: list[str] | None = None) -> int:
                 why[x.key] += 1
         print(f"{preset}: {flagged} of {n} seed pairs flagged (exit 3); {tested / n:.0f} parameters tested per "
               f"pair; significant: " + (", ".join(f"{k} x{v}" for k, v in why.most_common(10)) or "none"), flush=True)
+        if a.spread:
+            print(spread_table(pfs), flush=True)
     return 0
+
+
+def spread_table(pfs: list) -> str:
+    """Per parameter present in every file: s.d. over the files / rms stderr, mean, s.d., rms stderr,
+    min/max stderr; largest ratio first."""
+    import numpy as np
+
+    vals: dict[str, list[float]] = collections.defaultdict(list)
+    ses: dict[str, list[float]] = collections.defaultdict(list)
+    for pf in pfs:
+        for sname, sec in pf.items():
+            for pn, p in sec.params.items():
+                if p.vary:
+                    vals[f"{sname}.{pn}"].append(p.value)
+                    ses[f"{sname}.{pn}"].append(p.stderr if p.stderr else np.nan)
+    rows = []
+    for k, v in vals.items():
+        se = np.array(ses[k], float)
+        if len(v) < len(pfs) or not np.isfinite(se).any():
+            continue
+        rms = float(np.sqrt(np.nanmean(se ** 2)))
+        sd = float(np.std(v, ddof=1))
+        rows.append((sd / rms if rms > 0 else np.inf, k, float(np.mean(v)), sd, rms, np.nanmin(se) / np.nanmax(se)))
+    rows.sort(key=lambda r: -r[0])
+    out = [f"  {'parameter':52s} {'sd/rms se':>9s} {'mean':>11s} {'sd':>9s} {'rms se':>9s} {'se min/max':>10s}"]
+    out += [f"  {k:52s} {r:9.2f} {m:11.4g} {sd:9.2g} {rms:9.2g} {mm:10.2f}" for r, k, m, sd, rms, mm in rows]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
