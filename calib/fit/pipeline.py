@@ -320,10 +320,12 @@ def score_heldout_table(out: FitOutcome, path: str | os.PathLike) -> None:
 
     path = Path(path)
     held = read_samples(path, require_power=True, needed=("workload",))
+    sha = held.attrs.get("sha256") or file_sha256(path)  # before the concat below, which drops attrs
     names = set(held["workload"].astype(str))
-    trained = set(out.samples["workload"].astype(str)) if "workload" in out.samples.columns else set()
-    if "role" in out.samples.columns:  # the campaign's own held-out mixes were not fitted either
-        trained = set(out.samples.loc[out.samples["role"] != "heldout", "workload"].astype(str))
+    samples = out.samples
+    # the campaign's own held-out mixes (role heldout) were not fitted either: scored together with the table
+    own = samples["role"] == "heldout" if "role" in samples.columns else pd.Series(False, index=samples.index)
+    trained = set(samples.loc[~own, "workload"].astype(str)) if "workload" in samples.columns else set()
     both = sorted(names & trained)
     if both:
         raise BadInputError(f"{path}: column 'workload': {', '.join(both[:5])}{' ...' if len(both) > 5 else ''} "
@@ -331,12 +333,9 @@ def score_heldout_table(out: FitOutcome, path: str | os.PathLike) -> None:
     if len(names) < MIN_HELDOUT_WORKLOADS:
         raise BadInputError(f"{path}: column 'workload': {len(names)} workload(s); the prediction discrepancy "
                             f"needs at least {MIN_HELDOUT_WORKLOADS} held-out workloads")
-    held = held.assign(role="heldout")
-    if "role" in out.samples.columns:  # with the campaign's own held-out mixes
-        held = pd.concat([out.samples[out.samples["role"] == "heldout"], held], ignore_index=True)
-    _score_heldout(out.params, held.reset_index(drop=True))
-    out.params.provenance.setdefault("sources", []).append(
-        {"path": _rel(path), "sha256": held.attrs.get("sha256") or file_sha256(path), "role": "heldout"})
+    held = pd.concat([samples[own], held.assign(role="heldout")], ignore_index=True)
+    _score_heldout(out.params, held)
+    out.params.provenance.setdefault("sources", []).append({"path": _rel(path), "sha256": sha, "role": "heldout"})
 
 
 def _fit_source(p: Path, **kw: Any) -> FitOutcome:
