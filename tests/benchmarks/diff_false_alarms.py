@@ -25,12 +25,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-def fitted(session: Path, out: Path):  # noqa: ANN201 - a ParameterFile
+def fitted(session: Path, out: Path, cached: bool = False):  # noqa: ANN201 - a ParameterFile
     from calib.core import params as P
     from calib.fit.pipeline import fit_session
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    if out.exists() and out.stat().st_mtime > (ROOT / "calib").stat().st_mtime:
+    newest_code = max(f.stat().st_mtime for f in (ROOT / "calib").rglob("*.py"))
+    if out.exists() and (cached or out.stat().st_mtime > newest_code):  # fitted after the last change of calib/
         return P.load(out)
     pf = fit_session(session).params
     pf.save(out)
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", default="/tmp/seeds")
     ap.add_argument("--out", default="/tmp/seeds_fit")
     ap.add_argument("--presets", default="gtx280,gtx580,titanx")
+    ap.add_argument("--cached", action="store_true", help="use the parameter files in OUT whatever their age")
     ap.add_argument("--refit", action="store_true", help="refit even when a cached parameter file exists")
     ap.add_argument("--spread", action="store_true", help="per parameter: seed-to-seed s.d. / rms stderr")
     a = ap.parse_args(argv)
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             o = Path(a.out) / preset / f"{d.name}.json"
             if a.refit and o.exists():
                 o.unlink()
-            pfs.append(fitted(d, o))
+            pfs.append(fitted(d, o, a.cached))
         n = len(pfs)
         flagged = 0
         why: collections.Counter = collections.Counter()
