@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 def fitted(session: Path, out: Path, cached: bool = False):  # noqa: ANN201 - a ParameterFile
@@ -48,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cached", action="store_true", help="use the parameter files in OUT whatever their age")
     ap.add_argument("--refit", action="store_true", help="refit even when a cached parameter file exists")
     ap.add_argument("--spread", action="store_true", help="per parameter: seed-to-seed s.d. / rms stderr")
+    ap.add_argument("--driver-update", action="store_true",
+                    help="also run the standard campaign on the preset with its hidden constant power raised by "
+                         "5 W (seed 100, cached in OUT/<preset>/update.json) and compare every seed's file with it")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     for preset in a.presets.split(","):
@@ -73,7 +77,28 @@ def main(argv: list[str] | None = None) -> int:
               f"pair; significant: " + (", ".join(f"{k} x{v}" for k, v in why.most_common(10)) or "none"), flush=True)
         if a.spread:
             print(spread_table(pfs), flush=True)
+        if a.driver_update:
+            upd = updated_fit(preset, Path(a.out) / preset)
+            seen = [compare(pf, upd) for pf in pfs]
+            idle = [[x for x in c.significant if "idle_power_w" in x.key] for c in seen]
+            print(f"{preset}: +5 W constant power (seed 100) against each of the {n} seeds: flagged (exit 3) "
+                  f"{sum(1 for c in seen if c.moved)} of {n}; a parameter or determined combination with idle "
+                  f"power significant in {sum(1 for x in idle if x)} of {n} ("
+                  + ", ".join(sorted({x.key for xs in idle for x in xs})) + ")",
+                  flush=True)
     return 0
+
+
+def updated_fit(preset: str, out: Path):  # noqa: ANN201 - a ParameterFile
+    """The standard campaign on ``preset`` with its hidden constant power raised by 5 W (seed 100), fitted
+    (driver_update_diff.py's preset change); cached as OUT/update.json."""
+    from calib.core import params as P
+    from driver_update_diff import run_campaign, updated_preset
+
+    o = out / "update.json"
+    if not o.exists():
+        run_campaign(updated_preset(preset), 100, out / "update-session", o, campaign="standard")
+    return P.load(o)
 
 
 def spread_table(pfs: list) -> str:
