@@ -127,6 +127,39 @@ def test_fixed_untested_structure_added_and_strict(cli, tmp_path):
     assert [x.key for x in c.significant] == ["power.sm_beta"] and c.moved
 
 
+def test_when_the_forms_differ_the_other_parameters_are_tested_with_their_total_standard_errors():
+    """Two fits of one card that chose different access-rate forms (near-tied by BIC) are conditional on
+    different models: the other units' MaxPower absorbs the flipped unit's power, far beyond the
+    statistical stderr but within the total one (which counts the model-form alternatives). So the
+    section's parameters are tested with stderr_total; a real change beyond that is still flagged."""
+    old = _doc()
+    unit = next(u for u, s in old["power"]["units"].items() if s["ar_function"] == "log")
+    other = next(n for n in ("max_power_tex_w", "max_power_shared_w", "max_power_int_w")
+                 if n in old["power"]["parameters"] and f"_{unit}_" not in n and n not in _tied(old))
+    se, se_t = _se(old, other), old["fit"]["power"]["stderr_total"][other]
+    assert se_t > 3 * se  # the premise: the total is much wider than the statistical error here
+    same = copy.deepcopy(old)
+    same["power"]["parameters"][other]["value"] += 6 * se  # 6 statistical stderr, under 1 total stderr
+    assert compare(_pf(old), _pf(same)).significant  # same structure: flagged, as before
+    new = copy.deepcopy(same)
+    new["power"]["units"][unit]["ar_function"] = "linear"
+    del new["power"]["parameters"][f"ar_log_a_{unit}"]
+    for key in ("stderr", "stderr_total"):
+        new["fit"]["power"][key].pop(f"ar_log_a_{unit}", None)
+    for key in ("covariance", "covariance_total", "identifiability"):
+        new["fit"]["power"].pop(key, None)
+    c = compare(_pf(old), _pf(new))
+    ch = next(x for x in c.params if x.name == other)
+    assert ch.verdict == "not significant" and not c.moved
+    assert ch.z == pytest.approx(6 * se / (math.sqrt(2) * se_t), rel=1e-9)
+    assert ch.reason == "model structure changed: tested with the total standard errors"
+    # a change of the idle power well beyond its total standard error is still flagged
+    se_idle = old["fit"]["power"]["stderr_total"]["idle_power_w"]
+    new["power"]["parameters"]["idle_power_w"]["value"] += max(5.0, 10 * se_idle)
+    c = compare(_pf(old), _pf(new))
+    assert [x.key for x in c.significant] == ["power.idle_power_w"] and c.moved
+
+
 def test_section_added_exits_3_and_device_change_is_listed_first(cli, tmp_path):
     old = _doc()
     new = copy.deepcopy(old)
