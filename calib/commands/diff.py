@@ -16,7 +16,9 @@ z = (new - old) / sqrt(se_old^2 + se_new^2), with Holm's correction over all tes
 the chance of flagging any unchanged parameter stays at --alpha (family-wise, default 0.05). A fixed
 parameter (e.g. a published value) counts as exact; a fitted parameter without a standard error (on a
 bound, or not identifiable) is reported as untested. Parameters whose meaning changed with the model
-structure (e.g. a unit's access-rate function went from linear to log) are reported as not comparable.
+structure (e.g. a unit's access-rate function went from linear to log) are reported as not comparable;
+the rest of that section is tested with the total standard errors (stderr_total), since its values are
+conditional on different model forms.
 
 Exit status (extends the calib contract 0/1/2):
   0  nothing moved significantly
