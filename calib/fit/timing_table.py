@@ -6,7 +6,7 @@ timing inputs (``uncoal_frac``, ``active_blocks_per_sm``, ``ilp``, ...) and ``ar
 capability). No power is needed.
 
 What is fitted: bounded least squares of log time (relative errors, so short and long kernels count
-alike) over the timing parameters the rows can inform -- ``issue_cycles`` (fixed at 1 / the SM issue
+alike) -- by default of the time ``calib predict --anchor`` would give (below) -- over the timing parameters the rows can inform -- ``issue_cycles`` (fixed at 1 / the SM issue
 width of :mod:`calib.core.arch` when the chip is known), ``m_factor_<class>`` for classes that make up
 at least 30 % of some kernel (>= 1: a pipe is never faster than issue), the DRAM latency ``dm_lat_a x
 fc/fm + dm_lat_b`` (several clock ratios) or ``mem_ld_cycles`` (one), the departure delays, the DRAM
@@ -19,6 +19,18 @@ the most frequent pair, whose ties fell by row order); the starts are a fixed se
 over each parameter's physical range (:data:`STARTS`, no random draw and nothing taken from the first
 rows) and the best of them is kept.
 
+Anchored residuals (``anchored=True``, the default): profilers do not report a kernel's ILP, and taking
+every training kernel at ILP 1 while ``calib predict --anchor`` infers a held-out kernel's ILP from its
+profiled time made the fit compensate with unphysical latencies. So the fit does what the prediction
+does: each kernel without ``ilp`` that has rows at two or more pairs gets its ILP inferred from its
+measured time at its anchor row (its row nearest ``anchor_clocks``; default the highest core and memory
+clocks of the rows, the pair a user profiles at) with the current parameters, by the same function
+(:func:`calib.model.timing.infer_ilp`); its residuals are the anchored predictions at its other rows
+(time at the anchor x model ratio), and, with ``anchor_match`` (default), the anchor's own mismatch --
+zero when some ILP in 1..8 reproduces the measured time -- so that every kernel's profiled time stays
+explainable. The latencies then explain how time changes with the clocks. Kernels whose rows give
+``ilp`` keep plain residuals. The anchored fit starts from the plain fit's result (two stages).
+
 Physical lower bounds (:data:`BOUNDS`): no latency can be shorter than a few cycles of pipeline: DRAM
 latency at fc/fm -> 0 at least 50 cycles, L2 latency at least 30, an instruction's dependent-issue
 latency at least 2; service times and delays positive; the launch overhead at least 1 us.
@@ -27,11 +39,12 @@ Model form (MWP/CWP or Wang & Chu; Comp_cycles as the busiest pipe or the sum of
 by cross-validation by kernel *before* the final fit: every form is fitted on the kernels of K-1 folds
 (folds by kernel name, round robin over the sorted names) and scored on the kernels left out -- on
 their time at every clock pair scaled from their measured time at the reference pair when the rows
-have several pairs per kernel (the use of ``calib predict --anchor``), else on their time -- and the
+have several pairs per kernel (the use of ``calib predict --anchor``; anchored: with their ILP inferred
+at their anchor row exactly as there), else on their time -- and the
 form with the lowest CV MAPE is then fitted on all rows. The CV table is in ``stats.structure_cv``.
 
-Uncertainties: ``stderr`` from the fit's covariance (Jacobian at the optimum, scaled by the residual
-variance); ``stderr_total`` from a jackknife over kernels (leave one kernel out, refit from the final
+Uncertainties: ``stderr`` from the fit's covariance (Jacobian at the optimum -- through the ILP inference
+when anchored -- scaled by the variance of the residuals that were fitted); ``stderr_total`` from a jackknife over kernels (leave one kernel out, refit from the final
 values): the spread the choice of kernels causes, which includes how far the model is from the
 physics, never less than ``stderr``.
 """
@@ -108,7 +121,9 @@ class TimingFitter(Estimator):
     (kernel jackknife for ``stderr_total``), device facts when the rows do not give them:
     ``warp_issue_per_cycle`` (None: from the rows' ``arch`` through :mod:`calib.core.arch`, else
     fitted), ``sm_count`` (None: the largest ``active_sms``), ``max_warps_per_sm``, ``max_blocks_per_sm``
-    (None: the architecture's, else 64 and 32), ``ref_clocks`` (None: the highest core and memory clock).
+    (None: the architecture's, else 64 and 32), ``ref_clocks`` (None: the highest core and memory clock),
+    ``anchored`` (fit the anchored time, module docstring), ``anchor_clocks`` (None: each kernel's row nearest
+    the highest core and memory clocks is its anchor), ``anchor_match`` (the anchor's mismatch is a residual).
     """
 
     constraints = {
@@ -121,12 +136,16 @@ class TimingFitter(Estimator):
         "max_warps_per_sm": optional(number(1, 4096)),
         "max_blocks_per_sm": optional(number(1, 4096)),
         "ref_clocks": optional(Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
+        "anchored": options(True, False),
+        "anchor_clocks": optional(Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
+        "anchor_match": options(True, False),
     }
 
     def __init__(self, *, predictor: str = "auto", comp_form: str = "auto", cv_folds: int = 5, jackknife: bool = True,
                  warp_issue_per_cycle: float | None = None, sm_count: int | None = None,
                  max_warps_per_sm: float | None = None, max_blocks_per_sm: float | None = None,
-                 ref_clocks: Sequence[float] | None = None):
+                 ref_clocks: Sequence[float] | None = None, anchored: bool = True,
+                 anchor_clocks: Sequence[float] | None = None, anchor_match: bool = True):
         self.predictor = predictor
         self.comp_form = comp_form
         self.cv_folds = cv_folds
@@ -136,6 +155,9 @@ class TimingFitter(Estimator):
         self.max_warps_per_sm = max_warps_per_sm
         self.max_blocks_per_sm = max_blocks_per_sm
         self.ref_clocks = ref_clocks
+        self.anchored = anchored
+        self.anchor_clocks = anchor_clocks
+        self.anchor_match = anchor_match
 
     # -- inputs ------------------------------------------------------------------------------------
     def _rows(self, df: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -240,8 +262,46 @@ class TimingFitter(Estimator):
                 "max_warps_per_sm": float(dev["max_warps_per_sm"]),
                 "max_blocks_per_sm": float(dev["max_blocks_per_sm"]), "uncoal_per_mw": 32.0, "uncoal_tx_bytes": 32.0}
 
-    def _evaluator(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any], params: Sequence[Param]):
-        """``f(values) -> log time`` over ``rows`` (inputs computed once)."""
+    def _plan(self, rows: pd.DataFrame, dev: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
+        """Which rows are fitted and how, or None for plain (unanchored) log-time residuals at every row.
+
+        Anchored (the default, ``anchored=True``): a kernel none of whose rows gives ``ilp`` (profilers do not
+        report it) and that has rows at two or more pairs gets its ILP from its measured time at its anchor row
+        -- its row nearest ``anchor_clocks`` (None: the highest core and memory clocks of the rows), the pair a
+        user profiles at -- exactly as ``calib predict --anchor`` does (:func:`calib.model.timing.infer_ilp`);
+        its residuals are the anchored predictions at its other rows. Kernels that give ``ilp`` keep plain
+        residuals at every row; one-row kernels without ``ilp`` inform nothing (their anchor is their only row).
+        Keys: ``anchor`` (row index per anchored kernel), ``anchor_of`` (per row: position of its kernel's
+        anchor in ``anchor``, -1 for other rows), ``resid`` (rows with a residual, ascending)."""
+        if not self.anchored:
+            return None
+        fa, ma = (float(v) for v in (self.anchor_clocks or dev["ref"]))
+        d = np.abs(np.log(rows["core_mhz"].to_numpy(float) / fa)) + np.abs(np.log(rows["mem_mhz"].to_numpy(float) / ma))
+        given = (pd.to_numeric(rows["ilp"], errors="coerce").notna().to_numpy() if "ilp" in rows.columns
+                 else np.zeros(len(rows), bool))
+        anchor: list[int] = []
+        anchor_of = np.full(len(rows), -1)
+        resid = np.zeros(len(rows), bool)
+        for _, idx in sorted(rows.groupby(rows["workload"].astype(str), sort=True).indices.items()):
+            if given[idx].any():
+                resid[idx] = True
+            elif len(idx) >= 2:
+                b = int(idx[np.argmin(d[idx])])
+                anchor_of[idx] = len(anchor)
+                anchor.append(b)
+                resid[idx] = True
+                resid[b] = False
+        if not anchor:
+            return None
+        anchor_ = np.asarray(anchor, int)
+        resid_ = np.flatnonzero(resid)
+        fit_rows = np.concatenate([resid_, anchor_]) if self.anchor_match else resid_
+        return {"anchor": anchor_, "anchor_of": anchor_of, "resid": resid_, "fit_rows": fit_rows}
+
+    def _evaluator(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any], params: Sequence[Param],
+                   plan: Mapping[str, np.ndarray] | None = None):
+        """``f(values) -> log time`` over ``rows`` (inputs computed once); with a ``plan`` (:meth:`_plan`) the
+        anchored log time of the rows ``plan["resid"]``."""
         sec = Section(T.MODEL_NAME, {p.name: p for p in _with_mem_ld(params, dev)}, self._structure(dev, form))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -249,24 +309,53 @@ class TimingFitter(Estimator):
             x = T.inputs_from_table(ts0, rows)
         multi = "dm_lat_a_cycles" in sec.params
         fc0, fm0 = dev["ref"]
+        if plan is not None:
+            y = rows["time_s"].to_numpy(float)
+            anchor, anchor_of, resid = plan["anchor"], plan["anchor_of"], plan["resid"]
+            x_anchor = T.take_inputs(x, anchor)
+            log_y_anchor = np.log(y[anchor])
+            # the rows to evaluate: the residual rows and the anchors (the ratio's denominator)
+            ev = np.concatenate([resid, anchor])
+            x_ev = T.take_inputs(x, ev)
+            k_ev = anchor_of[ev]
+            n_r = len(resid)
 
-        def f(values: Mapping[str, float]) -> np.ndarray:
+        def values_of(values: Mapping[str, float]) -> dict[str, float]:
             v = dict(values)
             if multi:
                 v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
-            ts = dataclasses.replace(ts0, values=v)
+            return v
+
+        def f(values: Mapping[str, float]) -> np.ndarray:
+            ts = dataclasses.replace(ts0, values=values_of(values))
             with np.errstate(all="ignore"):
-                cyc = T.predict_cycles(ts, x)
-                t = cyc / (x.fc * 1e6) + v.get("launch_overhead_s", 0.0)
-                return np.log(np.maximum(t, 1e-30))
+                if plan is None:
+                    return np.log(np.maximum(T.time_from_inputs(ts, x), 1e-30))
+                ilp_k = T.infer_ilp(ts, x_anchor, y[anchor])
+                xx = T.with_ilp(x_ev, np.where(k_ev >= 0, ilp_k[np.maximum(k_ev, 0)], x_ev.ilp))
+                lt = np.log(np.maximum(T.time_from_inputs(ts, xx), 1e-30))
+                lt_r, lt_a = lt[:n_r], lt[n_r:]
+                k = k_ev[:n_r]
+                out = np.where(k >= 0, log_y_anchor[np.maximum(k, 0)] + lt_r - lt_a[np.maximum(k, 0)], lt_r)
+                # the anchor's own mismatch: zero when some ILP in 1..8 gives its measured time
+                return np.concatenate([out, lt_a]) if self.anchor_match else out
         return f
 
     def _fit_form(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
-                  start: Sequence[Param] | None = None):
+                  start: Sequence[Param] | None = None, anchored: bool = True):
         """Best bounded least-squares fit of one form: from ``start`` when given, else from every point of
-        :data:`STARTS`. Returns the :class:`calib.fit.core.LsqResult`."""
+        :data:`STARTS`. Anchored (:meth:`_plan`) without a ``start``: two stages -- the plain fit of log time
+        (every kernel at its table ILP, 1 for profiler rows) from the starts, then the anchored fit from its
+        result (from the fixed starts alone the anchored fit stalls where the model is too fast for every
+        ILP: seed 1 of the bench, 9.9 % training MAPE against 1.1 % from the plain fit's parameters).
+        Returns the :class:`calib.fit.core.LsqResult`."""
         base = self._params(rows, dev)
+        plan = self._plan(rows, dev) if anchored else None
+        if plan is not None and start is None:
+            start = self._fit_form(rows, dev, form, anchored=False).params
         y = np.log(rows["time_s"].to_numpy(float))
+        if plan is not None:
+            y = y[plan["fit_rows"]]
         if start is not None:
             sv = {p.name: p.value for p in start}
             starts = [[dataclasses.replace(p, value=float(np.clip(sv.get(p.name, p.value), p.min, p.max)))
@@ -285,7 +374,7 @@ class TimingFitter(Estimator):
                 starts.append(ps)
         best = None
         for ps in starts:
-            f = self._evaluator(rows, dev, form, ps)
+            f = self._evaluator(rows, dev, form, ps, plan)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -302,8 +391,16 @@ class TimingFitter(Estimator):
     # -- cross-validation ----------------------------------------------------------------------------
     def _predict_rows(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
                       params: Sequence[Param]) -> np.ndarray:
-        f = self._evaluator(rows, dev, form, params)
-        return np.exp(f({p.name: p.value for p in params}))
+        """Predicted time (s) per row; anchored (:meth:`_plan`) where the rows allow it, as ``calib predict
+        --anchor`` predicts a kernel from its profile -- NaN at the anchor rows, which are not predicted."""
+        plan = self._plan(rows, dev)
+        f = self._evaluator(rows, dev, form, params, plan)
+        t = np.exp(f({p.name: p.value for p in params}))
+        if plan is None:
+            return t
+        out = np.full(len(rows), np.nan)
+        out[plan["resid"]] = t[:len(plan["resid"])]
+        return out
 
     def _anchored(self, rows: pd.DataFrame, pred: np.ndarray, dev: Mapping[str, Any]) -> np.ndarray | None:
         """Each kernel's time at every pair scaled from its measured time at the pair nearest the
@@ -336,6 +433,9 @@ class TimingFitter(Estimator):
             pred[folds == i] = self._predict_rows(te.reset_index(drop=True), dev, form, res.params)
         y = rows["time_s"].to_numpy(float)
         ok = np.isfinite(pred)
+        if self._plan(rows, dev) is not None:
+            # held-out kernels scored as calib predict --anchor predicts them (their ILP from their anchor)
+            return {"folds": k, "anchored_mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None}
         out = {"folds": k, "mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None}
         anch = self._anchored(rows, pred, dev)
         if anch is not None:
@@ -375,22 +475,43 @@ class TimingFitter(Estimator):
             for n, se in jk.items():
                 p = params[n]
                 params[n] = dataclasses.replace(p, stderr_total=float(max(se, p.stderr or 0.0)))
+        fplan = self._plan(df, dev)
         y = df["time_s"].to_numpy(float)
+        if fplan is not None:
+            y = y[fplan["fit_rows"]]
+            method = (f"least squares on the log of the anchored time over {len(y)} kernel rows ({chosen}; each kernel's "
+                      f"ILP from its measured time at its anchor pair, as calib predict --anchor)")
+        else:
+            method = f"least squares on log time over {len(df)} kernel rows ({chosen})"
         yhat = np.exp(res.yhat)
         m = errors(y, yhat)
         stats: dict[str, Any] = {
             "n_samples": int(len(df)), "n_kernels": int(df["workload"].nunique()),
             "clock_pairs": _n_pairs(df),
             "rmse_s": _fin(m.rmse), "mape_pct": _fin(m.mape_pct), "r2": _fin(m.r2),
-            "method": f"least squares on log time over {len(df)} kernel rows ({chosen})",
+            "method": method,
             "structure_cv": cv, "structure_cv_score": key, "structure_chosen": chosen,
             "issue_width_from": ("setting" if self.warp_issue_per_cycle else
                                  f"calib.core.arch ({dev['arch']})" if dev["warp_issue_per_cycle"] else "fitted"),
         }
-        anch = self._anchored(df, yhat, dev)
-        if anch is not None:
-            ok = np.isfinite(anch)
-            stats["anchored_mape_pct"] = _fin(mape(y[ok], anch[ok]))
+        if fplan is not None:
+            n_r = len(fplan["resid"])
+            stats["anchored_mape_pct"] = _fin(mape(y[:n_r], yhat[:n_r]))
+            stats["anchor_clocks"] = [float(v) for v in (self.anchor_clocks or dev["ref"])]
+            # each anchored kernel's ILP as the final fit infers it (not written as parameters: a property of the
+            # kernel, which calib predict --anchor infers again for every kernel it is given)
+            fs = Section(T.MODEL_NAME, params, self._structure(dev, form))
+            ts = T.compile_section(fs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                xa = T.inputs_from_table(ts, df.iloc[fplan["anchor"]].reset_index(drop=True))
+            ilp = T.infer_ilp(ts, xa, df["time_s"].to_numpy(float)[fplan["anchor"]])
+            stats["kernel_ilp"] = {str(df["workload"].iloc[b]): round(float(v), 4) for b, v in zip(fplan["anchor"], ilp)}
+        else:
+            anch = self._anchored(df, yhat, dev)
+            if anch is not None:
+                ok = np.isfinite(anch)
+                stats["anchored_mape_pct"] = _fin(mape(df["time_s"].to_numpy(float)[ok], anch[ok]))
         if notes:
             stats["warnings"] = notes
         sec = Section(T.MODEL_NAME, params, self._structure(dev, form), stats,

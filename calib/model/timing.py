@@ -45,6 +45,7 @@ Section layout (``"model": "mwp_cwp_wangchu"``)::
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 from collections.abc import Mapping
@@ -177,6 +178,27 @@ class Inputs:
     ab: np.ndarray
     fc: np.ndarray
     fm: np.ndarray
+    #: rows whose ``ind_mem_insts`` the table gave (elsewhere it follows the ILP: (1 - 1/ilp) of gmem)
+    ind_given: np.ndarray | None = None
+
+
+def take_inputs(x: Inputs, idx: np.ndarray) -> Inputs:
+    """The rows ``idx`` of ``x`` (an index array; repeats allowed)."""
+    kw = {}
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        kw[f.name] = None if v is None else {k: a[idx] for k, a in v.items()} if isinstance(v, dict) else v[idx]
+    return Inputs(**kw)
+
+
+def with_ilp(x: Inputs, ilp: np.ndarray) -> Inputs:
+    """``x`` with ILP ``ilp`` per row (and the independent memory instructions that follow it where
+    the table did not give them)."""
+    ilp = np.maximum(np.asarray(ilp, float), 1.0)
+    ind = x.gmem * (1.0 - 1.0 / ilp)
+    if x.ind_given is not None:
+        ind = np.where(x.ind_given, x.ind, ind)
+    return dataclasses.replace(x, ilp=ilp, ind=ind)
 
 
 def _col(df: pd.DataFrame, name: str, default: float) -> np.ndarray:
@@ -221,10 +243,11 @@ def inputs_from_table(ts: TimingSection, df: pd.DataFrame, source: str = "<table
                                 _col(df, "active_blocks_per_sm", np.nan))
     ilp = np.maximum(_col(df, "ilp", 1.0), 1.0)
     ind = _col(df, "ind_mem_insts", np.nan)
-    ind = np.where(np.isnan(ind), gmem * (1.0 - 1.0 / ilp), ind)
+    ind_given = ~np.isnan(ind)
+    ind = np.where(ind_given, ind, gmem * (1.0 - 1.0 / ilp))
     return Inputs(counts, total, gmem, hr, gmem * (1.0 - uf), gmem * uf, _col(df, "trans_per_uncoal", ts.uncoal_per_mw),
                   ilp, counts.get("shared", zero), _col(df, "sync_insts", 0.0), ind, tpb, blocks,
-                  asm, ab, _col(df, "core_mhz", ts.ref_core_mhz), _col(df, "mem_mhz", ts.ref_mem_mhz))
+                  asm, ab, _col(df, "core_mhz", ts.ref_core_mhz), _col(df, "mem_mhz", ts.ref_mem_mhz), ind_given)
 
 
 def dram_latency(ts: TimingSection, fc: np.ndarray, fm: np.ndarray) -> np.ndarray:
@@ -268,7 +291,10 @@ def mwp_cwp_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     dm_lat = dram_latency(ts, x.fc, x.fm)
     l2_lat = ts.v("l2_lat_cycles", 0.0)
     mem_ld = x.hr * l2_lat + (1.0 - x.hr) * dm_lat
-    dd_c, dd_u = _scaled_departures(ts, dm_lat)
+    # the departure delays scale with the kernel's own round trip (L2 hits do not slow with the memory
+    # clock): MWP_Without_BW = Mem_L / Departure_delay stays the kernel's constant at every clock pair
+    dd_c, dd_u = _scaled_departures(ts, mem_ld * ts.values["mem_ld_cycles"]
+                                    / np.maximum(x.hr * l2_lat + (1.0 - x.hr) * ts.values["mem_ld_cycles"], 1e-9))
     bw = LINE_BYTES * x.fm * 1e6 / ts.values["dram_del_coal_mem_cycles"]
     # one MwpHardware per distinct departure scale would be slow: the departure delays enter the model
     # linearly through Mem_L and Departure_delay, so evaluate with arrays via a per-row hardware
@@ -331,9 +357,12 @@ def predict_time(section: Section, df: pd.DataFrame, predictor: str | None = Non
                  source: str = "<table>") -> np.ndarray:
     """Predicted execution time of one launch, s, per row (module docstring), from a ``timing`` section."""
     ts = compile_section(section)
-    x = inputs_from_table(ts, df, source)
-    cycles = predict_cycles(ts, x, predictor)
-    return cycles / (x.fc * 1e6) + ts.v("launch_overhead_s", 0.0)
+    return time_from_inputs(ts, inputs_from_table(ts, df, source), predictor)
+
+
+def time_from_inputs(ts: TimingSection, x: Inputs, predictor: str | None = None) -> np.ndarray:
+    """Predicted time of one launch, s, per row of model inputs: cycles / core clock + launch overhead."""
+    return predict_cycles(ts, x, predictor) / (x.fc * 1e6) + ts.v("launch_overhead_s", 0.0)
 
 
 def predict_time_anchored(section: Section, df: pd.DataFrame, base_time_s: Any, base_core_mhz: Any,
@@ -356,24 +385,48 @@ def predict_time_anchored(section: Section, df: pd.DataFrame, base_time_s: Any, 
 
 #: ILP values an anchored prediction tries for a kernel whose profile does not give it (log-spaced 1..8)
 ILP_GRID = np.exp(np.linspace(0.0, np.log(8.0), 64))
+#: relative time within which a kernel whose measured time no ILP reaches is matched (0.2 %)
+ILP_MATCH_TOL = 0.002
+
+
+def infer_ilp(ts: TimingSection, x: Inputs, time_s: Any, predictor: str | None = None) -> np.ndarray:
+    """Per row of ``x`` (model inputs at the profiled clocks), the ILP in 1..8 at which the model gives
+    the measured ``time_s``: the smallest ILP at which the model is no slower than the measured time
+    (interpolated in log ILP between the points of :data:`ILP_GRID`); when no ILP is that fast, the
+    smallest within :data:`ILP_MATCH_TOL` of the model's fastest. Continuous in the section's
+    parameters (the timing fit differentiates through it), evaluated in one vectorized model call."""
+    n, g = len(x.total), len(ILP_GRID)
+    grid = with_ilp(take_inputs(x, np.tile(np.arange(n), g)), np.repeat(ILP_GRID, n))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        t = time_from_inputs(ts, grid, predictor).reshape(g, n)
+    gap = np.log(np.maximum(t, 1e-300) / np.asarray(time_s, float))      # > 0: the model is slower
+    gap = np.where(np.isfinite(gap), gap, np.inf)
+    level = np.maximum(np.min(gap, axis=0) + ILP_MATCH_TOL, 0.0)
+    first = np.argmax(gap <= level, axis=0)                                  # first grid point at the level
+    lo = np.maximum(first - 1, 0)
+    cols = np.arange(n)
+    g_lo, g_hi = gap[lo, cols], gap[first, cols]
+    with np.errstate(all="ignore"):
+        frac = np.where(g_lo > g_hi, (g_lo - level) / (g_lo - g_hi), 1.0)
+    log_grid = np.log(ILP_GRID)
+    out = np.exp(log_grid[lo] + np.clip(frac, 0.0, 1.0) * (log_grid[first] - log_grid[lo]))
+    return np.where(first == 0, ILP_GRID[0], out)
 
 
 def anchor_ilp(section: Section, df: pd.DataFrame, base_time_s: Any, base_core_mhz: Any, base_mem_mhz: Any) -> np.ndarray:
     """Per row, the ILP (independent chains per thread, 1..8) at which the model gives the measured
-    ``base_time_s`` at the base clocks: profilers do not report a kernel's memory-level parallelism,
-    but its measured time at the profiled pair pins it (the smallest ILP within 0.2 % of the best
-    match; rows that give ``ilp`` keep it)."""
+    ``base_time_s`` at the base clocks (:func:`infer_ilp`): profilers do not report a kernel's
+    memory-level parallelism, but its measured time at the profiled pair pins it. Rows that give
+    ``ilp`` keep it."""
     base = df.copy()
     base["core_mhz"] = np.broadcast_to(np.asarray(base_core_mhz, float), (len(df),))
     base["mem_mhz"] = np.broadcast_to(np.asarray(base_mem_mhz, float), (len(df),))
-    t = np.asarray(base_time_s, float)
-    err = np.empty((len(ILP_GRID), len(df)))
-    for i, ilp in enumerate(ILP_GRID):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            err[i] = np.abs(np.log(predict_time(section, base.assign(ilp=ilp)) / t))
-    best = np.argmax(err <= err.min(axis=0) + 0.002, axis=0)
-    out = ILP_GRID[best]
+    ts = compile_section(section)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = inputs_from_table(ts, base)
+    out = infer_ilp(ts, x, np.broadcast_to(np.asarray(base_time_s, float), (len(df),)))
     if "ilp" in df.columns:
         given = pd.to_numeric(df["ilp"], errors="coerce").to_numpy(float)
         out = np.where(np.isnan(given), out, given)
