@@ -36,7 +36,7 @@ Section layout (``"model": "mwp_cwp_wangchu"``)::
 
     "predictor": "wangchu" | "mwp_cwp", "ref_clocks": {"core_mhz", "mem_mhz"}, "sm_count",
     "max_warps_per_sm", "max_blocks_per_sm", "uncoal_per_mw", "uncoal_tx_bytes",
-    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "shared_cases", "rounds_form",
+    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "case3_form", "shared_cases", "rounds_form",
     "parameters": {issue_cycles, m_factor_<class>, mem_ld_cycles, dm_lat_a_cycles, dm_lat_b_cycles,
                    departure_del_coal_cycles, departure_del_uncoal_cycles, dram_del_coal_mem_cycles,
                    l2_lat_cycles, l2_del_cycles, l1_lat_cycles, sh_lat_cycles, inst_lat_cycles,
@@ -98,6 +98,7 @@ class TimingSection:
     shared_cases: bool
     case2_form: str = "fixed"
     rounds_form: str = "paper"
+    case3_form: str = "thesis"
 
     def v(self, name: str, default: float | None = None) -> float:
         if name in self.values:
@@ -132,12 +133,14 @@ def compile_section(section: Section) -> TimingSection:
         raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
     if st.get("rounds_form", "paper") not in W.ROUNDS_FORMS:
         raise BadInputError(f"timing section: rounds_form {st.get('rounds_form')!r} is not one of {W.ROUNDS_FORMS}")
+    if st.get("case3_form", "thesis") not in M.CASE3_FORMS:
+        raise BadInputError(f"timing section: case3_form {st.get('case3_form')!r} is not one of {M.CASE3_FORMS}")
     return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
                          float(st.get("max_warps_per_sm", 32)), float(st.get("max_blocks_per_sm", 32)),
                          float(st.get("uncoal_per_mw", 32)), float(st.get("uncoal_tx_bytes", 32)),
                          st.get("mem_l_coal", "thesis"), st.get("n_pw_form", "fixed"), st.get("comp_form", "max"),
                          bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"),
-                         st.get("rounds_form", "paper"))
+                         st.get("rounds_form", "paper"), st.get("case3_form", "thesis"))
 
 
 def validate(section: Section, where: str = "timing") -> None:
@@ -300,7 +303,7 @@ def mwp_cwp_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     # linearly through Mem_L and Departure_delay, so evaluate with arrays via a per-row hardware
     hw = M.MwpHardware(mem_ld, dd_c, dd_u, bw, x.fc * 1e6, ts.values["issue_cycles"], ts.m_factor, x.tpu,
                        LINE_BYTES, ts.uncoal_tx_bytes, ts.mem_l_coal, ts.n_pw_form, ts.comp_form, ts.case2_form,
-                       ts.v("inst_lat_cycles", 0.0))
+                       ts.v("inst_lat_cycles", 0.0), case3_form=ts.case3_form)
     return M.mwp_cwp(hw, x.counts, x.coal, x.uncoal, x.tpb, x.blocks, x.asm, x.ab, x.sync, x.ind,
                      dram_fraction=1.0 - x.hr, ilp=x.ilp, chain_comp_cycles=chain_comp_cycles(ts, x))
 
