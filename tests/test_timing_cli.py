@@ -293,3 +293,46 @@ def test_fit_and_predict_verbs_timing_only(train_table, tmp_path, capsys):
     assert np.allclose(at["time_s_pred"], at["profiled_time_s"], rtol=0.02)
     assert main(["predict", str(pj), str(kk), "--clocks", "1000:x", "-o", str(tmp_path / "p2.csv")]) == 2
     assert "--clocks: '1000:x' is not CORE:MEM" in capsys.readouterr().err
+
+
+def test_infer_ilp_recovers_the_ilp_that_made_the_time_and_is_continuous(train_table):
+    """The ILP ``calib predict --anchor`` and the anchored fit infer from a kernel's profiled time: the
+    model's own time at a known ILP gives that ILP back (between grid points too, within 1 %); a
+    time no ILP reaches gives ILP 1 (model too fast) or the smallest ILP within 0.2 % of the model's
+    fastest; and a small change of a parameter moves the inferred ILP by a small amount (no grid steps,
+    which would stop the fit's finite-difference Jacobian from seeing it)."""
+    sec = _fit(train_table)
+    ts = T.compile_section(sec)
+    rows = train_table.groupby("workload").head(1).reset_index(drop=True)
+    x = T.inputs_from_table(ts, rows)
+    sens = []
+    for ilp in (1.0, 1.37, 2.9):
+        t = T.time_from_inputs(ts, T.with_ilp(x, np.full(len(rows), ilp)))
+        got = T.infer_ilp(ts, x, t)
+        # kernels whose time depends on ILP there (>= 0.5 % from ILP x 1.05) must give it back
+        t_up = T.time_from_inputs(ts, T.with_ilp(x, np.full(len(rows), ilp * 1.05)))
+        s = np.abs(np.log(t / t_up)) > 0.005
+        sens.append(s)
+        assert s.sum() >= 2, ilp
+        assert np.allclose(got[s], ilp, rtol=0.01), (ilp, got[s])
+    # far too fast for the model (no ILP reaches it) or far too slow: the grid's ends
+    t1 = T.time_from_inputs(ts, x)
+    assert np.all(T.infer_ilp(ts, x, t1 * 2.0) == 1.0)
+    fast = T.infer_ilp(ts, x, t1 * 1e-3)
+    t_fast = T.time_from_inputs(ts, T.with_ilp(x, fast))
+    t_best = T.time_from_inputs(ts, T.with_ilp(x, np.full(len(rows), 8.0)))
+    assert np.all(t_fast <= t_best * 1.0021)
+    # continuous in the parameters: the inferred ILP moves in proportion to a small change of the DRAM
+    # latency (a choice among grid points, 3.3 % apart, would not move at all, or jump)
+    t = T.time_from_inputs(ts, T.with_ilp(x, np.full(len(rows), 2.2)))
+    a = T.infer_ilp(ts, x, t)
+
+    def moved(rel):
+        v = {**ts.values, "dm_lat_b_cycles": ts.values["dm_lat_b_cycles"] * (1 + rel)}
+        return T.infer_ilp(T.TimingSection(**{**ts.__dict__, "values": v}), x, t) - a
+
+    d1, d2 = moved(1e-3), moved(2e-3)
+    s = np.abs(d2) > 1e-6
+    assert s.sum() >= 2
+    assert np.all(np.abs(d1[s]) < 0.01 * a[s])
+    assert np.allclose(d2[s] / d1[s], 2.0, rtol=0.1), (d1[s], d2[s])
