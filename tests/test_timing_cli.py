@@ -336,3 +336,40 @@ def test_infer_ilp_recovers_the_ilp_that_made_the_time_and_is_continuous(train_t
     assert s.sum() >= 2
     assert np.all(np.abs(d1[s]) < 0.01 * a[s])
     assert np.allclose(d2[s] / d1[s], 2.0, rtol=0.1), (d1[s], d2[s])
+
+
+def test_time_intervals_cover_heldout_kernels(train_table, tmp_path, capsys):
+    """The fit's prediction discrepancy comes from its CV errors on kernels left out, predicted from their
+    anchor as calib predict --anchor does: the 90 % time intervals of kernels the fit never saw, each
+    predicted at every pair from one profile, hold most of their measured times (without it, only the
+    parameters' spread from the training residuals: 41 % at seed 1 of the bench, 14 % once anchored)."""
+    k = tmp_path / "k.csv"
+    train_table.to_csv(k, index=False)
+    pj = tmp_path / "P.json"
+    assert main(["fit", str(k), "--timing", "--predictor", "mwp_cwp", "--cv", "3", "-q", "-o", str(pj)]) == 0
+    doc = json.loads(pj.read_text())
+    pr = doc["fit"]["timing"]["prediction"]
+    assert pr["n_groups"] == 10 and "predict --anchor" in pr["method"]
+    ks = PE.app_kernels(8, 77, SMS, prefix="ho")
+    pairs = PE.grid_pairs("titanx", 3, 2)
+    top = tmp_path / "top.csv"
+    top.write_text(PE.nvprof_trace_csv(PE.profile(ks, "titanx", [max(pairs)], seed=78), BOARD))
+    read_kernels(top, sm_count=SMS).to_csv(tmp_path / "top_k.csv", index=False)
+    allp = tmp_path / "all.csv"
+    allp.write_text(PE.nvprof_trace_csv(PE.profile(ks, "titanx", pairs, seed=79), BOARD))
+    truth = read_kernels(allp, sm_count=SMS)
+    out = tmp_path / "pred.csv"
+    assert main(["predict", str(pj), str(tmp_path / "top_k.csv"), "--clocks", "all", "--anchor", "-q", "-o", str(out)]) == 0
+    pred = pd.read_csv(out)
+    from calib.core.units import clock_levels, nearest_level
+
+    for df in (pred, truth):
+        df["fc"] = nearest_level(df["core_mhz"], clock_levels(truth["core_mhz"]))
+        df["fm"] = nearest_level(df["mem_mhz"], clock_levels(truth["mem_mhz"]))
+    j = truth.merge(pred[["workload", "fc", "fm", "time_s_pred", "time_s_lo", "time_s_hi"]], on=["workload", "fc", "fm"])
+    assert len(j) == 8 * 6
+    inside = ((j["time_s"] >= j["time_s_lo"]) & (j["time_s"] <= j["time_s_hi"])).mean()
+    # measured 2026-11-23: 48 of 48 rows inside, mean half-width 9.9 % (errors: mean 2.2 %, worst 9.0 %)
+    assert inside >= 0.85, inside
+    # and not by being useless: the mean half-width stays near the errors' 90 % quantile
+    assert ((j["time_s_hi"] - j["time_s_lo"]) / 2 / j["time_s_pred"]).mean() <= 0.15

@@ -46,7 +46,9 @@ form with the lowest CV MAPE is then fitted on all rows. The CV table is in ``st
 Uncertainties: ``stderr`` from the fit's covariance (Jacobian at the optimum -- through the ILP inference
 when anchored -- scaled by the variance of the residuals that were fitted); ``stderr_total`` from a jackknife over kernels (leave one kernel out, refit from the final
 values): the spread the choice of kernels causes, which includes how far the model is from the
-physics, never less than ``stderr``.
+physics, never less than ``stderr``. The prediction intervals' model discrepancy for a new kernel
+(``stats.prediction``, :func:`calib.model.intervals.prediction_stats`) comes from the chosen form's CV
+errors: kernels left out, each predicted from its anchor row as ``calib predict --anchor`` predicts.
 """
 
 from __future__ import annotations
@@ -435,7 +437,8 @@ class TimingFitter(Estimator):
         ok = np.isfinite(pred)
         if self._plan(rows, dev) is not None:
             # held-out kernels scored as calib predict --anchor predicts them (their ILP from their anchor)
-            return {"folds": k, "anchored_mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None}
+            return {"folds": k, "anchored_mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None,
+                    "_rel": (pred[ok] - y[ok]) / y[ok], "_kernels": int(rows["workload"][ok].nunique())}
         out = {"folds": k, "mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None}
         anch = self._anchored(rows, pred, dev)
         if anch is not None:
@@ -467,6 +470,20 @@ class TimingFitter(Estimator):
         else:
             key, chosen = None, form_name(forms[0])
         form, res = fits[chosen]
+        # the model's discrepancy for a new kernel: the chosen form's CV errors on kernels it was not fitted
+        # on, predicted the way calib predict --anchor predicts (the prediction intervals' scale)
+        rel = cv.get(chosen, {}).get("_rel")
+        prediction = None
+        if rel is not None:
+            from calib.model.intervals import prediction_stats
+
+            prediction = prediction_stats(rel, cv[chosen]["_kernels"],
+                                          f"relative errors of the kernels left out by {cv[chosen]['folds']}-fold "
+                                          "cross-validation by kernel, each predicted from its anchor row as calib "
+                                          "predict --anchor does")
+        for c in cv.values():
+            c.pop("_rel", None)
+            c.pop("_kernels", None)
         params = {p.name: p for p in _with_mem_ld(res.params, dev)}
         notes = list(res.warnings)
         cov = res.covariance()
@@ -512,6 +529,8 @@ class TimingFitter(Estimator):
             if anch is not None:
                 ok = np.isfinite(anch)
                 stats["anchored_mape_pct"] = _fin(mape(df["time_s"].to_numpy(float)[ok], anch[ok]))
+        if prediction is not None:
+            stats["prediction"] = prediction
         if notes:
             stats["warnings"] = notes
         sec = Section(T.MODEL_NAME, params, self._structure(dev, form), stats,
