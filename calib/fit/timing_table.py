@@ -259,6 +259,7 @@ class TimingFitter(Estimator):
     def _structure(self, dev: Mapping[str, Any], form: Mapping[str, Any]) -> dict[str, Any]:
         fc0, fm0 = dev["ref"]
         return {"predictor": form["predictor"], "comp_form": form["comp_form"], "case2_form": "fixed", "case3_form": "once",
+                "departure_scale": "round_trip",
                 "shared_cases": False, "mem_l_coal": "thesis", "n_pw_form": "fixed",
                 "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(dev["sm_count"]),
                 "max_warps_per_sm": float(dev["max_warps_per_sm"]),

@@ -18,7 +18,10 @@ How a row becomes model inputs (per warp):
 - DRAM latency at the row's clocks is ``dm_lat_a x fc/fm + dm_lat_b`` when the section has them (fitted
   over several clock ratios), else the constant ``mem_ld_cycles``; the departure delays scale with the
   DRAM latency (the SM's outstanding-request limit MWP_Without_BW = Mem_L / Departure_delay is a
-  hardware constant); the bandwidth is ``128 B x fm / dram_del_coal_mem_cycles``;
+  hardware constant) -- or, with ``departure_scale="round_trip"`` (MWP/CWP; default ``"dram"``), with the
+  kernel's own round trip ``hr x l2_lat + (1 - hr) x DRAM latency``, so that a kernel of mostly L2 hits is
+  not slowed by the memory clock through its departure delay; the bandwidth is ``128 B x fm /
+  dram_del_coal_mem_cycles``;
 - ``active_blocks_per_sm`` (occupancy) from the section's ``max_warps_per_sm`` and
   ``max_blocks_per_sm`` unless the row gives it; ``sync_insts`` and ``ind_mem_insts`` per warp enter the
   MWP/CWP synchronization cost and N_pw;
@@ -36,7 +39,8 @@ Section layout (``"model": "mwp_cwp_wangchu"``)::
 
     "predictor": "wangchu" | "mwp_cwp", "ref_clocks": {"core_mhz", "mem_mhz"}, "sm_count",
     "max_warps_per_sm", "max_blocks_per_sm", "uncoal_per_mw", "uncoal_tx_bytes",
-    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "case3_form", "shared_cases", "rounds_form",
+    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "case3_form", "departure_scale", "shared_cases",
+    "rounds_form",
     "parameters": {issue_cycles, m_factor_<class>, mem_ld_cycles, dm_lat_a_cycles, dm_lat_b_cycles,
                    departure_del_coal_cycles, departure_del_uncoal_cycles, dram_del_coal_mem_cycles,
                    l2_lat_cycles, l2_del_cycles, l1_lat_cycles, sh_lat_cycles, inst_lat_cycles,
@@ -76,6 +80,8 @@ PARAMETERS = ("issue_cycles", "mem_ld_cycles", "dm_lat_a_cycles", "dm_lat_b_cycl
               "departure_del_uncoal_cycles", "dram_del_coal_mem_cycles", "dram_del_uncoal_mem_cycles",
               "l2_lat_cycles", "l2_del_cycles", "l1_lat_cycles", "sh_lat_cycles", "inst_lat_cycles",
               "launch_overhead_s")
+#: what the departure delays scale with away from the reference clocks (module docstring)
+DEPARTURE_SCALES = ("dram", "round_trip")
 REQUIRED = ("issue_cycles", "mem_ld_cycles", "departure_del_coal_cycles", "dram_del_coal_mem_cycles")
 
 
@@ -99,6 +105,7 @@ class TimingSection:
     case2_form: str = "fixed"
     rounds_form: str = "paper"
     case3_form: str = "thesis"
+    departure_scale: str = "dram"
 
     def v(self, name: str, default: float | None = None) -> float:
         if name in self.values:
@@ -133,6 +140,9 @@ def compile_section(section: Section) -> TimingSection:
         raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
     if st.get("rounds_form", "paper") not in W.ROUNDS_FORMS:
         raise BadInputError(f"timing section: rounds_form {st.get('rounds_form')!r} is not one of {W.ROUNDS_FORMS}")
+    if st.get("departure_scale", "dram") not in DEPARTURE_SCALES:
+        raise BadInputError(f"timing section: departure_scale {st.get('departure_scale')!r} is not one of "
+                            f"{DEPARTURE_SCALES}")
     if st.get("case3_form", "thesis") not in M.CASE3_FORMS:
         raise BadInputError(f"timing section: case3_form {st.get('case3_form')!r} is not one of {M.CASE3_FORMS}")
     return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
@@ -140,7 +150,8 @@ def compile_section(section: Section) -> TimingSection:
                          float(st.get("uncoal_per_mw", 32)), float(st.get("uncoal_tx_bytes", 32)),
                          st.get("mem_l_coal", "thesis"), st.get("n_pw_form", "fixed"), st.get("comp_form", "max"),
                          bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"),
-                         st.get("rounds_form", "paper"), st.get("case3_form", "thesis"))
+                         st.get("rounds_form", "paper"), st.get("case3_form", "thesis"),
+                         st.get("departure_scale", "dram"))
 
 
 def validate(section: Section, where: str = "timing") -> None:
@@ -294,10 +305,13 @@ def mwp_cwp_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     dm_lat = dram_latency(ts, x.fc, x.fm)
     l2_lat = ts.v("l2_lat_cycles", 0.0)
     mem_ld = x.hr * l2_lat + (1.0 - x.hr) * dm_lat
-    # the departure delays scale with the kernel's own round trip (L2 hits do not slow with the memory
-    # clock): MWP_Without_BW = Mem_L / Departure_delay stays the kernel's constant at every clock pair
-    dd_c, dd_u = _scaled_departures(ts, mem_ld * ts.values["mem_ld_cycles"]
-                                    / np.maximum(x.hr * l2_lat + (1.0 - x.hr) * ts.values["mem_ld_cycles"], 1e-9))
+    if ts.departure_scale == "round_trip":
+        # with the kernel's own round trip (its L2 hits do not slow with the memory clock): the kernel's
+        # MWP_Without_BW = Mem_L / Departure_delay stays its constant at every clock pair
+        dd_c, dd_u = _scaled_departures(ts, mem_ld * ts.values["mem_ld_cycles"]
+                                        / np.maximum(x.hr * l2_lat + (1.0 - x.hr) * ts.values["mem_ld_cycles"], 1e-9))
+    else:
+        dd_c, dd_u = _scaled_departures(ts, dm_lat)
     bw = LINE_BYTES * x.fm * 1e6 / ts.values["dram_del_coal_mem_cycles"]
     # one MwpHardware per distinct departure scale would be slow: the departure delays enter the model
     # linearly through Mem_L and Departure_delay, so evaluate with arrays via a per-row hardware
