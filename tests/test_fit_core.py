@@ -65,3 +65,31 @@ def test_bound_active_is_reported():
 def test_too_few_samples():
     with pytest.raises(FitError, match="2 samples cannot determine 3 parameters"):
         fit_lsq(lambda v: np.zeros(2), [Param(n, 0.0, "W") for n in "abc"], np.zeros(2))
+
+
+def test_vectorized_jacobian_is_scipys_in_one_call_per_jacobian():
+    # a model that broadcasts over (P, 1) parameter columns: the fit must equal scipy's own 2-point
+    # fit to the last bit (same steps, same bound handling: 'b' starts at its upper bound, 'c' is
+    # negative), and each Jacobian must be one model call
+    x = np.linspace(0.1, 5, 40)
+    y = 2.0 * np.exp(-x / 1.5) - 0.3 * x
+    calls = {"batched": 0, "plain": 0}
+
+    def model(v):
+        calls["batched" if np.ndim(v["a"]) == 2 else "plain"] += 1
+        return v["a"] * np.exp(-x / v["b"]) + v["c"] * x
+
+    ps = [Param("a", 1.0, "C"), Param("b", 3.0, "s", 0.01, 3.0), Param("c", -1.0, "C/s", -5.0, 5.0)]
+    r1 = fit_lsq(model, ps, y)
+    n_plain = calls["plain"]
+    calls["plain"] = 0
+    r2 = fit_lsq(model, ps, y, vectorized=True)
+    for p1, p2 in zip(r1.params, r2.params):
+        assert p1.value == p2.value and p1.stderr == p2.stderr, p1.name
+    assert r2.by_name()["b"].value == pytest.approx(1.5, rel=1e-6)
+    assert r1.nfev == r2.nfev
+    # scipy's differences: 3 model calls per Jacobian on top of the residuals; batched: one
+    assert calls["plain"] == r2.nfev + 2 and calls["batched"] > 0     # + the start check and the final yhat
+    assert n_plain == calls["plain"] + 3 * calls["batched"]
+    assert r2.solver_kwargs["jacobian"] == "2-point, one vectorized call"
+    assert r1.solver_kwargs["jacobian"] == "2-point"

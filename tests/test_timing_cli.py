@@ -338,6 +338,27 @@ def test_infer_ilp_recovers_the_ilp_that_made_the_time_and_is_continuous(train_t
     assert np.allclose(d2[s] / d1[s], 2.0, rtol=0.1), (d1[s], d2[s])
 
 
+def test_model_and_infer_ilp_broadcast_over_parameter_sets(train_table):
+    """The timing fit's Jacobian evaluates P parameter sets in one call (values of shape (P, 1)): the
+    time of both predictors and the inferred ILP must equal P separate calls exactly."""
+    sec = _fit(train_table)
+    rows = train_table.groupby("workload").head(2).reset_index(drop=True)
+    for pred in T.PREDICTORS:
+        ts = T.compile_section(sec)
+        ts = T.TimingSection(**{**ts.__dict__, "predictor": pred})
+        x = T.inputs_from_table(ts, rows)
+        t_meas = T.time_from_inputs(ts, T.with_ilp(x, np.full(len(rows), 1.7)))
+        scales = np.array([1.0, 1.01, 0.97, 1.2])
+        sets = [{k: v * s for k, v in ts.values.items()} for s in scales]
+        batch = T.TimingSection(**{**ts.__dict__, "values": {k: (v * scales)[:, None] for k, v in ts.values.items()}})
+        t_b, ilp_b = T.time_from_inputs(batch, x), T.infer_ilp(batch, x, t_meas)
+        assert t_b.shape == ilp_b.shape == (len(scales), len(rows))
+        for i, v in enumerate(sets):
+            one = T.TimingSection(**{**ts.__dict__, "values": v})
+            assert np.array_equal(t_b[i], T.time_from_inputs(one, x)), (pred, i)
+            assert np.array_equal(ilp_b[i], T.infer_ilp(one, x, t_meas)), (pred, i)
+
+
 def test_time_intervals_cover_heldout_kernels(train_table, tmp_path, capsys):
     """The fit's prediction discrepancy comes from its CV errors on kernels left out, predicted from their
     anchor as calib predict --anchor does: the 90 % time intervals of kernels the fit never saw, each

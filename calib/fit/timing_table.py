@@ -334,14 +334,15 @@ class TimingFitter(Estimator):
             with np.errstate(all="ignore"):
                 if plan is None:
                     return np.log(np.maximum(T.time_from_inputs(ts, x), 1e-30))
+                # values may be (P, 1) arrays (P parameter sets in one call): rows are the last axis
                 ilp_k = T.infer_ilp(ts, x_anchor, y[anchor])
-                xx = T.with_ilp(x_ev, np.where(k_ev >= 0, ilp_k[np.maximum(k_ev, 0)], x_ev.ilp))
+                xx = T.with_ilp(x_ev, np.where(k_ev >= 0, ilp_k[..., np.maximum(k_ev, 0)], x_ev.ilp))
                 lt = np.log(np.maximum(T.time_from_inputs(ts, xx), 1e-30))
-                lt_r, lt_a = lt[:n_r], lt[n_r:]
+                lt_r, lt_a = lt[..., :n_r], lt[..., n_r:]
                 k = k_ev[:n_r]
-                out = np.where(k >= 0, log_y_anchor[np.maximum(k, 0)] + lt_r - lt_a[np.maximum(k, 0)], lt_r)
+                out = np.where(k >= 0, log_y_anchor[np.maximum(k, 0)] + lt_r - lt_a[..., np.maximum(k, 0)], lt_r)
                 # the anchor's own mismatch: zero when some ILP in 1..8 gives its measured time
-                return np.concatenate([out, lt_a]) if self.anchor_match else out
+                return np.concatenate([out, lt_a], axis=-1) if self.anchor_match else out
         return f
 
     def _fit_form(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
@@ -381,7 +382,7 @@ class TimingFitter(Estimator):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    res = fit_lsq(f, ps, y, max_nfev=60 * (len(ps) + 1))
+                    res = fit_lsq(f, ps, y, max_nfev=60 * (len(ps) + 1), vectorized=True)
             except FitError as e:
                 log.debug("timing fit %s from a start failed: %s", form_name(form), e)
                 continue

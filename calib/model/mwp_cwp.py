@@ -142,7 +142,7 @@ def comp_cycles(hw: MwpHardware, counts: Mapping[str, Any]) -> np.ndarray:
     pipe against the issue slots with ``comp_form="max"``)."""
     if not counts:
         return np.zeros(1)
-    terms = {c: hw.issue_cycles * float(hw.m_factor.get(c, 1.0)) * _arr(n) for c, n in counts.items()}
+    terms = {c: hw.issue_cycles * _arr(hw.m_factor.get(c, 1.0)) * _arr(n) for c, n in counts.items()}
     if hw.comp_form == "sum":
         return sum(terms.values())
     issue = hw.issue_cycles * sum(_arr(n) for n in counts.values())
@@ -224,7 +224,7 @@ def mwp_cwp(hw: MwpHardware, counts: Mapping[str, Any], coal_mem_insts: Any, unc
     total_insts = sum(_arr(v) for v in counts.values()) if counts else np.zeros(1)
     dep = total_insts * hw.inst_lat_cycles if chain_comp_cycles is None else _arr(chain_comp_cycles)
     chain = (dep + mem_cycles) / np.maximum(_arr(ilp), 1.0) * rep
-    if hw.inst_lat_cycles > 0 or chain_comp_cycles is not None:
+    if chain_comp_cycles is not None or np.any(_arr(hw.inst_lat_cycles) > 0):
         app = np.maximum(app, chain)
     npwb = np.minimum(mwp, wpb)
     synch = np.where(has_mem, dep_delay, 0.0) * np.maximum(npwb - 1.0, 0.0) * _arr(sync_insts) * ab * rep

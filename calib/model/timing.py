@@ -268,7 +268,7 @@ def dram_latency(ts: TimingSection, fc: np.ndarray, fm: np.ndarray) -> np.ndarra
     """DRAM latency in core cycles at core clock ``fc`` and memory clock ``fm`` (MHz; module docstring)."""
     if ts.has_dvfs_latency:
         return W.dram_latency_cycles(ts.values["dm_lat_a_cycles"], ts.values["dm_lat_b_cycles"], fc, fm)
-    return np.full(np.broadcast(fc, fm).shape, ts.values["mem_ld_cycles"])
+    return np.zeros(np.broadcast(fc, fm).shape) + ts.values["mem_ld_cycles"]
 
 
 def _scaled_departures(ts: TimingSection, dm_lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -344,7 +344,7 @@ def wangchu_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     avr_comp = comp / o_itrs
     wpb = np.ceil(x.tpb / 32.0)
     aw = x.ab * wpb
-    i_itrs = x.shared / o_itrs if ts.shared_cases else np.zeros(len(o_itrs))
+    i_itrs = x.shared / o_itrs if ts.shared_cases else np.zeros_like(o_itrs)
     ta, case = W.t_active(avr_comp, agl_lat, agl_del, aw, wpb, o_itrs, ts.v("sh_lat_cycles", 0.0), i_itrs, g)
     # a kernel without global memory traffic issues its instructions: T_active = Aw x Comp_cycles
     ta = np.where(trans > 0, ta, comp * aw)
@@ -411,19 +411,22 @@ def infer_ilp(ts: TimingSection, x: Inputs, time_s: Any, predictor: str | None =
     the measured ``time_s``: the smallest ILP at which the model is no slower than the measured time
     (interpolated in log ILP between the points of :data:`ILP_GRID`); when no ILP is that fast, the
     smallest within :data:`ILP_MATCH_TOL` of the model's fastest. Continuous in the section's
-    parameters (the timing fit differentiates through it), evaluated in one vectorized model call."""
+    parameters (the timing fit differentiates through it), evaluated in one vectorized model call.
+    Parameter values may be arrays of shape (P, 1) (P parameter sets at once, as the timing fit's
+    finite-difference Jacobian passes them): the result is then (P, rows)."""
     n, g = len(x.total), len(ILP_GRID)
     grid = with_ilp(take_inputs(x, np.tile(np.arange(n), g)), np.repeat(ILP_GRID, n))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        t = time_from_inputs(ts, grid, predictor).reshape(g, n)
+        t = time_from_inputs(ts, grid, predictor)
+    t = t.reshape(t.shape[:-1] + (g, n))
     gap = np.log(np.maximum(t, 1e-300) / np.asarray(time_s, float))      # > 0: the model is slower
     gap = np.where(np.isfinite(gap), gap, np.inf)
-    level = np.maximum(np.min(gap, axis=0) + ILP_MATCH_TOL, 0.0)
-    first = np.argmax(gap <= level, axis=0)                                  # first grid point at the level
+    level = np.maximum(np.min(gap, axis=-2) + ILP_MATCH_TOL, 0.0)
+    first = np.argmax(gap <= level[..., None, :], axis=-2)                # first grid point at the level
     lo = np.maximum(first - 1, 0)
-    cols = np.arange(n)
-    g_lo, g_hi = gap[lo, cols], gap[first, cols]
+    g_lo = np.take_along_axis(gap, lo[..., None, :], axis=-2)[..., 0, :]
+    g_hi = np.take_along_axis(gap, first[..., None, :], axis=-2)[..., 0, :]
     with np.errstate(all="ignore"):
         frac = np.where(g_lo > g_hi, (g_lo - level) / (g_lo - g_hi), 1.0)
     log_grid = np.log(ILP_GRID)
