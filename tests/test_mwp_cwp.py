@@ -3,6 +3,8 @@ hong-thesis-2012-notes.md sec. 6 note 11 and sec. 7, and the IPP optimal-core ex
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -85,6 +87,35 @@ def test_case_3_mwp_8_cwp_4_is_compute_bound():
     assert r["cwp"] == pytest.approx(4.0)
     assert r["case"] == CASE_COMPUTE_BOUND
     assert r["exec_cycles"] == pytest.approx(424 + 424 / 3 * 8)       # (23): Mem_L + Comp x N
+
+
+def test_roofline_case3_still_pays_its_bytes_dram_and_l2():
+    """With independent loads (ILP 4: N_pw = 4 N) a streaming kernel's MWP exceeds its CWP = N, so the
+    thesis calls it compute bound (Case 3) and it pays no bandwidth: (Mem_L + Comp x N) x Rep. The
+    roofline form keeps Case 3 but never goes below the round's bytes over the bandwidth (by hand)."""
+    kw = dict(ind_mem_insts=10 * (1 - 1 / 4))
+    # N = 8 warps per SM, 16 SMs, one round; 10 coalesced loads and 2 fp per warp; FX5600: Mem_L = 424
+    r = _run(FX5600, 2, 10, 0, **kw)
+    assert r["n_pw"] == pytest.approx(32.0) and r["cwp"] == 8.0 and r["mwp"] > r["cwp"]
+    assert r["case"] == CASE_COMPUTE_BOUND
+    assert r["exec_cycles"] == pytest.approx(424 + 4 * 12 * 8)                     # thesis (23): 808
+    bytes_round = 8 * 10 * 128 * 16                                                 # every SM's warps
+    roof = dataclasses.replace(FX5600, bandwidth_form="roofline")
+    r = _run(roof, 2, 10, 0, **kw)
+    assert r["case"] == CASE_COMPUTE_BOUND and r["mwp_peak_l2"] == np.inf
+    assert r["exec_cycles"] == pytest.approx(bytes_round / 76.8e9 * 1.35e9)       # 2880 cycles
+    # 80 % L2 hits: DRAM moves 20 % of the bytes (576 cycles); an L2 of one 128-byte transaction per
+    # cycle for the chip (172.8 GB/s) moves the other 80 % in 1024 cycles: the L2 bounds the round
+    l2 = dataclasses.replace(roof, l2_bandwidth_bytes_per_s=128 * 1.35e9 / 1.0)
+    r = _run(l2, 2, 10, 0, dram_fraction=0.2, l2_fraction=0.8, **kw)
+    assert r["mwp_peak_l2"] == pytest.approx(172.8e9 / (1.35e9 * 128 * 0.8 / 424 * 16))
+    assert r["mwp"] == pytest.approx(min(32.0, r["mwp_peak_l2"]))
+    assert r["exec_cycles"] == pytest.approx(0.8 * bytes_round / 172.8e9 * 1.35e9)  # 1024 cycles
+    # the thesis form ignores the L2's bandwidth even when given it
+    r = _run(dataclasses.replace(l2, bandwidth_form="thesis"), 2, 10, 0, dram_fraction=0.2, l2_fraction=0.8, **kw)
+    assert r["mwp_peak_l2"] == np.inf and r["exec_cycles"] == pytest.approx(808.0)
+    with pytest.raises(ValueError, match="bandwidth_form must be one of \\('thesis', 'roofline'\\), not 'x'"):
+        MwpHardware(420, 4, 10, 76.8e9, 1.35e9, bandwidth_form="x")
 
 
 def test_cpi_and_pure_compute_guard():

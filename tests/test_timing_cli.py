@@ -249,9 +249,10 @@ def test_memory_bound_follows_memory_clock_compute_bound_core_clock(train_table)
         true = np.array([truth(fc0 * 0.8, fm0), truth(fc0, 810.0)]) / truth(fc0, fm0)
         if mem_sensitive:
             assert true[0] < 1.03 and pred[0] < 1.05, (true, pred)          # 80 % core: not slower
-            # follows the memory clock, with its magnitude: 1.96x predicted for 2.12x measured (-7.5 %) since
-            # the fit is anchored (2.65x, +25 %, when every training kernel was taken at ILP 1)
-            assert true[1] > 1.5 and pred[1] > 1.5 and pred[1] == pytest.approx(true[1], rel=0.12)
+            # follows the memory clock, with its magnitude: 2.06x predicted for 2.12x measured (-3.1 %) with
+            # the roofline bandwidth; 1.96x (-7.5 %) anchored without it; 2.65x (+25 %) when every training
+            # kernel was taken at ILP 1
+            assert true[1] > 1.5 and pred[1] > 1.5 and pred[1] == pytest.approx(true[1], rel=0.06)
         else:
             assert true[0] > 1.2 and pred[0] == pytest.approx(true[0], rel=0.05)  # follows 1 / core clock
             assert true[1] < 1.05 and pred[1] < 1.05                          # memory clock: no effect

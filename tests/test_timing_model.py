@@ -95,6 +95,10 @@ def test_section_errors():
     doc.structure["rounds_form"] = "sometimes"
     with pytest.raises(BadInputError, match="rounds_form 'sometimes' is not one of \\('paper', 'overlap'\\)"):
         T.predict_time(doc, rows())
+    doc = section()
+    doc.structure["bandwidth_form"] = "ceiling"
+    with pytest.raises(BadInputError, match="bandwidth_form 'ceiling' is not one of \\('thesis', 'roofline'\\)"):
+        T.predict_time(doc, rows())
     with pytest.raises(BadInputError, match="no per-warp counts"):
         T.predict_time(section(), pd.DataFrame({"workload": ["k"], "blocks": [1.0], "threads_per_block": [32.0]}))
     with pytest.raises(BadInputError, match="column 'blocks' missing"):

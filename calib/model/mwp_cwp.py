@@ -51,6 +51,20 @@ Extension for cached GPUs (Wang & Chu eq. 5a in MWP form): ``dram_fraction`` (1 
 scales the bytes a warp's request takes from DRAM in BW_per_warp, and the caller passes the
 AMAT-weighted latency as ``mem_ld``.
 
+Bandwidth as a roofline (``bandwidth_form="roofline"``; default ``"thesis"``, eqs. 5-6 only): the thesis
+bounds the bandwidth only through MWP, so a kernel whose MWP exceeds its CWP is "compute bound" (Case 3)
+and pays no bandwidth at all -- with independent loads (N_pw > N) a streaming kernel of 16 warps per SM
+lands there, and is then predicted to follow its latency chain instead of the memory clock (the virtual
+Titan X measures 4.9x at a fifth of the memory clock, Case 3 with the chain gave 3.9x). With "roofline":
+(a) the L2 hits are bounded by the L2's bandwidth the way the DRAM bytes are by eq. (6),
+``MWP_peak_L2 = L2_Bandwidth / (BW_per_warp_L2 x #ActiveSM)`` (``BW_per_warp_L2`` counts the
+``l2_fraction``, the L2 hit rate, of a request's bytes; ``l2_bandwidth_bytes_per_s``, None: unbounded),
+and MWP is at most MWP_peak_L2 too -- the physics of Wang & Chu's eq. 5b, where an L2 hit costs the L2's
+service time ``l2_del x #Asm`` (:mod:`calib.model.wangchu`); (b) in every case a round takes at least
+the time its bytes need at the lower of the two bandwidths,
+``Mem_cycles x N / MIN(MWP_peak_BW, MWP_peak_L2)`` (Case 2's time at MWP = MWP_peak_BW, i.e. the bytes
+over the bandwidth, which Cases 1 and 3 otherwise ignore).
+
 Extension for dependent instructions (the thesis's Ch. V DEP_Effect, eq. 70): one warp cannot go
 faster than its own chain, ``(#Total_insts x inst_lat + Mem_cycles) / ILP`` per round, where
 ``inst_lat_cycles`` is the dependent-issue latency and ``ilp`` the independent chains per thread (or
@@ -75,6 +89,7 @@ N_PW_FORMS = ("fixed", "literal")
 COMP_FORMS = ("sum", "max")
 CASE2_FORMS = ("fixed", "printed")
 CASE3_FORMS = ("thesis", "once")
+BANDWIDTH_FORMS = ("thesis", "roofline")
 
 
 @dataclass(frozen=True)
@@ -86,7 +101,9 @@ class MwpHardware:
     Mem_Bandwidth; ``core_hz``: Freq (SM clock); ``issue_cycles``: cycles to issue one warp instruction;
     ``m_factor``: M_Factor per instruction class (1 when absent); ``uncoal_per_mw``: transactions of an
     uncoalesced warp request (#Uncoal_per_mw); ``coal_bytes``/``uncoal_tx_bytes``: bytes of a coalesced
-    request and of one uncoalesced transaction (Load_bytes_per_warp).
+    request and of one uncoalesced transaction (Load_bytes_per_warp); ``bandwidth_form``: ``"thesis"``
+    or ``"roofline"`` (module docstring); ``l2_bandwidth_bytes_per_s``: the chip's L2 bandwidth for hits
+    under "roofline" (None: unbounded).
     """
 
     mem_ld_cycles: Any
@@ -105,6 +122,8 @@ class MwpHardware:
     case2_form: str = "fixed"
     inst_lat_cycles: float = 0.0
     case3_form: str = "thesis"
+    bandwidth_form: str = "thesis"
+    l2_bandwidth_bytes_per_s: Any = None
 
     def __post_init__(self) -> None:
         if self.mem_l_coal not in MEM_L_COAL_FORMS:
@@ -115,6 +134,8 @@ class MwpHardware:
             raise ValueError(f"comp_form must be one of {COMP_FORMS}, not {self.comp_form!r}")
         if self.case3_form not in CASE3_FORMS:
             raise ValueError(f"case3_form must be one of {CASE3_FORMS}, not {self.case3_form!r}")
+        if self.bandwidth_form not in BANDWIDTH_FORMS:
+            raise ValueError(f"bandwidth_form must be one of {BANDWIDTH_FORMS}, not {self.bandwidth_form!r}")
         if self.case2_form not in CASE2_FORMS:
             raise ValueError(f"case2_form must be one of {CASE2_FORMS}, not {self.case2_form!r}")
 
@@ -165,7 +186,7 @@ def n_pw(n: Any, mem_req: Any, ind_req: Any, form: str = "fixed") -> np.ndarray:
 def mwp_cwp(hw: MwpHardware, counts: Mapping[str, Any], coal_mem_insts: Any, uncoal_mem_insts: Any,
             threads_per_block: Any, blocks: Any, active_sms: Any, active_blocks: Any,
             sync_insts: Any = 0.0, ind_mem_insts: Any = 0.0, dram_fraction: Any = 1.0,
-            ilp: Any = 1.0, chain_comp_cycles: Any = None) -> dict[str, np.ndarray]:
+            ilp: Any = 1.0, chain_comp_cycles: Any = None, l2_fraction: Any = 0.0) -> dict[str, np.ndarray]:
     """Every quantity of the model per kernel (module docstring), as arrays.
 
     ``counts``: per-warp dynamic counts by instruction class, memory instructions included (they are
@@ -195,9 +216,16 @@ def mwp_cwp(hw: MwpHardware, counts: Mapping[str, Any], coal_mem_insts: Any, unc
     bw_per_warp = _arr(hw.core_hz) * load_bytes / mem_l
     with np.errstate(divide="ignore"):
         mwp_peak = np.where(bw_per_warp > 0, _arr(hw.mem_bandwidth_bytes_per_s) / (bw_per_warp * asm), np.inf)
+    mwp_peak_l2 = np.full(np.shape(mwp_peak), np.inf)
+    roofline = hw.bandwidth_form == "roofline"
+    if roofline and hw.l2_bandwidth_bytes_per_s is not None:
+        l2_bytes = (w_coal * hw.coal_bytes + w_uncoal * per_mw * hw.uncoal_tx_bytes) * _arr(l2_fraction)
+        bw_per_warp_l2 = _arr(hw.core_hz) * l2_bytes / mem_l
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mwp_peak_l2 = np.where(bw_per_warp_l2 > 0, _arr(hw.l2_bandwidth_bytes_per_s) / (bw_per_warp_l2 * asm), np.inf)
     npw = n_pw(n, mem, ind_mem_insts, hw.n_pw_form)
     mwp_wo = np.minimum(mwp_wo_full, npw)
-    mwp = np.minimum(np.minimum(mwp_wo, mwp_peak), npw)
+    mwp = np.minimum(np.minimum(np.minimum(mwp_wo, mwp_peak), mwp_peak_l2), npw)
     comp = comp_cycles(hw, counts)
     mem_cycles = mem_l_uncoal * uncoal + mem_l_coal * coal
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -221,6 +249,11 @@ def mwp_cwp(hw: MwpHardware, counts: Mapping[str, Any], coal_mem_insts: Any, unc
     # a kernel without memory instructions: the SM just issues every warp's instructions
     app = np.where(has_mem, app, comp * n * rep)
     case = np.where(has_mem, case, CASE_COMPUTE_BOUND)
+    if roofline:
+        # the bytes of a round over the lower bandwidth (module docstring); 0 without bytes to move
+        with np.errstate(divide="ignore", invalid="ignore"):
+            floor = np.where(has_mem, mem_cycles * n / np.minimum(mwp_peak, mwp_peak_l2), 0.0) * rep
+        app = np.maximum(app, np.nan_to_num(floor, nan=0.0, posinf=0.0))
     total_insts = sum(_arr(v) for v in counts.values()) if counts else np.zeros(1)
     dep = total_insts * hw.inst_lat_cycles if chain_comp_cycles is None else _arr(chain_comp_cycles)
     chain = (dep + mem_cycles) / np.maximum(_arr(ilp), 1.0) * rep
@@ -233,7 +266,7 @@ def mwp_cwp(hw: MwpHardware, counts: Mapping[str, Any], coal_mem_insts: Any, unc
         cpi = exec_cycles / (total_insts * wpb * blocks / asm)
     return {"n": n, "mem_l": mem_l, "mem_l_coal": mem_l_coal, "mem_l_uncoal": mem_l_uncoal,
             "departure_delay": dep_delay, "mwp_without_bw_full": mwp_wo_full, "mwp_without_bw": mwp_wo,
-            "bw_per_warp": bw_per_warp, "mwp_peak_bw": mwp_peak, "n_pw": npw, "mwp": mwp, "comp_cycles": comp,
+            "bw_per_warp": bw_per_warp, "mwp_peak_bw": mwp_peak, "mwp_peak_l2": mwp_peak_l2, "n_pw": npw, "mwp": mwp, "comp_cycles": comp,
             "mem_cycles": mem_cycles, "cwp_full": cwp_full, "cwp": cwp, "rep": rep, "case": case,
             "exec_cycles_app": app, "synch_cycles": synch, "exec_cycles": exec_cycles, "cpi": cpi,
             "weight_coal": w_coal, "weight_uncoal": w_uncoal, "chain_cycles": chain}

@@ -21,7 +21,10 @@ How a row becomes model inputs (per warp):
   hardware constant) -- or, with ``departure_scale="round_trip"`` (MWP/CWP; default ``"dram"``), with the
   kernel's own round trip ``hr x l2_lat + (1 - hr) x DRAM latency``, so that a kernel of mostly L2 hits is
   not slowed by the memory clock through its departure delay; the bandwidth is ``128 B x fm /
-  dram_del_coal_mem_cycles``;
+  dram_del_coal_mem_cycles``; with ``bandwidth_form="roofline"`` (MWP/CWP; default ``"thesis"``) the L2
+  hits are bounded by the L2's bandwidth ``128 B x fc / l2_del_cycles`` as the DRAM bytes are by the
+  DRAM's, and no case is faster than its bytes over the bandwidth (:mod:`calib.model.mwp_cwp`; Wang & Chu
+  have the L2 service time in eq. 5b);
 - ``active_blocks_per_sm`` (occupancy) from the section's ``max_warps_per_sm`` and
   ``max_blocks_per_sm`` unless the row gives it; ``sync_insts`` and ``ind_mem_insts`` per warp enter the
   MWP/CWP synchronization cost and N_pw;
@@ -39,7 +42,8 @@ Section layout (``"model": "mwp_cwp_wangchu"``)::
 
     "predictor": "wangchu" | "mwp_cwp", "ref_clocks": {"core_mhz", "mem_mhz"}, "sm_count",
     "max_warps_per_sm", "max_blocks_per_sm", "uncoal_per_mw", "uncoal_tx_bytes",
-    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "case3_form", "departure_scale", "shared_cases",
+    "mem_l_coal", "n_pw_form", "comp_form", "case2_form", "case3_form", "departure_scale", "bandwidth_form",
+    "shared_cases",
     "rounds_form",
     "parameters": {issue_cycles, m_factor_<class>, mem_ld_cycles, dm_lat_a_cycles, dm_lat_b_cycles,
                    departure_del_coal_cycles, departure_del_uncoal_cycles, dram_del_coal_mem_cycles,
@@ -106,6 +110,7 @@ class TimingSection:
     rounds_form: str = "paper"
     case3_form: str = "thesis"
     departure_scale: str = "dram"
+    bandwidth_form: str = "thesis"
 
     def v(self, name: str, default: float | None = None) -> float:
         if name in self.values:
@@ -143,6 +148,9 @@ def compile_section(section: Section) -> TimingSection:
     if st.get("departure_scale", "dram") not in DEPARTURE_SCALES:
         raise BadInputError(f"timing section: departure_scale {st.get('departure_scale')!r} is not one of "
                             f"{DEPARTURE_SCALES}")
+    if st.get("bandwidth_form", "thesis") not in M.BANDWIDTH_FORMS:
+        raise BadInputError(f"timing section: bandwidth_form {st.get('bandwidth_form')!r} is not one of "
+                            f"{M.BANDWIDTH_FORMS}")
     if st.get("case3_form", "thesis") not in M.CASE3_FORMS:
         raise BadInputError(f"timing section: case3_form {st.get('case3_form')!r} is not one of {M.CASE3_FORMS}")
     return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
@@ -151,7 +159,7 @@ def compile_section(section: Section) -> TimingSection:
                          st.get("mem_l_coal", "thesis"), st.get("n_pw_form", "fixed"), st.get("comp_form", "max"),
                          bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"),
                          st.get("rounds_form", "paper"), st.get("case3_form", "thesis"),
-                         st.get("departure_scale", "dram"))
+                         st.get("departure_scale", "dram"), st.get("bandwidth_form", "thesis"))
 
 
 def validate(section: Section, where: str = "timing") -> None:
@@ -313,13 +321,16 @@ def mwp_cwp_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
     else:
         dd_c, dd_u = _scaled_departures(ts, dm_lat)
     bw = LINE_BYTES * x.fm * 1e6 / ts.values["dram_del_coal_mem_cycles"]
+    l2_bw = LINE_BYTES * x.fc * 1e6 / ts.values["l2_del_cycles"] if "l2_del_cycles" in ts.values else None
     # one MwpHardware per distinct departure scale would be slow: the departure delays enter the model
     # linearly through Mem_L and Departure_delay, so evaluate with arrays via a per-row hardware
     hw = M.MwpHardware(mem_ld, dd_c, dd_u, bw, x.fc * 1e6, ts.values["issue_cycles"], ts.m_factor, x.tpu,
                        LINE_BYTES, ts.uncoal_tx_bytes, ts.mem_l_coal, ts.n_pw_form, ts.comp_form, ts.case2_form,
-                       ts.v("inst_lat_cycles", 0.0), case3_form=ts.case3_form)
+                       ts.v("inst_lat_cycles", 0.0), case3_form=ts.case3_form, bandwidth_form=ts.bandwidth_form,
+                       l2_bandwidth_bytes_per_s=l2_bw)
     return M.mwp_cwp(hw, x.counts, x.coal, x.uncoal, x.tpb, x.blocks, x.asm, x.ab, x.sync, x.ind,
-                     dram_fraction=1.0 - x.hr, ilp=x.ilp, chain_comp_cycles=chain_comp_cycles(ts, x))
+                     dram_fraction=1.0 - x.hr, ilp=x.ilp, chain_comp_cycles=chain_comp_cycles(ts, x),
+                     l2_fraction=x.hr)
 
 
 def wangchu_details(ts: TimingSection, x: Inputs) -> dict[str, np.ndarray]:
