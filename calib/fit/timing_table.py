@@ -29,7 +29,15 @@ clocks of the rows, the pair a user profiles at) with the current parameters, by
 (time at the anchor x model ratio), and, with ``anchor_match`` (default), the anchor's own mismatch --
 zero when some ILP in 1..8 reproduces the measured time -- so that every kernel's profiled time stays
 explainable. The latencies then explain how time changes with the clocks. Kernels whose rows give
-``ilp`` keep plain residuals. The anchored fit starts from the plain fit's result (two stages).
+``ilp`` keep plain residuals. The anchored fit starts from the plain fit's result (two stages), also with
+its latencies 1.5 and 2 times longer (:data:`LATENCY_SCALES`), and keeps the best.
+
+Model structure written: MWP/CWP with Case 3's Mem_L once per kernel, departure delays scaled with the
+kernel's own round trip and the bandwidth as a roofline (L2 hits bounded by ``l2_del_cycles``, no case
+faster than its bytes over the bandwidth; :mod:`calib.model.mwp_cwp`), or Wang & Chu.
+
+Cost: the finite-difference Jacobian is one model call for all parameters (values of shape (P, 1),
+:func:`calib.fit.core.fit_lsq` ``vectorized=True``), the same differences scipy takes.
 
 Physical lower bounds (:data:`BOUNDS`): no latency can be shorter than a few cycles of pipeline: DRAM
 latency at fc/fm -> 0 at least 50 cycles, L2 latency at least 30, an instruction's dependent-issue
@@ -355,8 +363,9 @@ class TimingFitter(Estimator):
         """Best bounded least-squares fit of one form: from ``start`` when given, else from every point of
         :data:`STARTS`. Anchored (:meth:`_plan`) without a ``start``: two stages -- the plain fit of log time
         (every kernel at its table ILP, 1 for profiler rows) from the starts, then the anchored fit from its
-        result (from the fixed starts alone the anchored fit stalls where the model is too fast for every
-        ILP: seed 1 of the bench, 9.9 % training MAPE against 1.1 % from the plain fit's parameters).
+        result and from it with the latencies times :data:`LATENCY_SCALES` (from the fixed starts alone the
+        anchored fit stalls where the model is too fast for every ILP: seed 1 of the bench, 9.9 % training
+        MAPE against 1.1 % from the plain fit's parameters).
         Returns the :class:`calib.fit.core.LsqResult`."""
         base = self._params(rows, dev)
         plan = self._plan(rows, dev) if anchored else None
