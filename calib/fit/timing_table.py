@@ -100,7 +100,7 @@ STARTS = (0.35, 0.6, 0.85)
 #: the anchored stage starts from the plain fit's result with its latencies times each of these: the plain
 #: fit takes every profiler kernel at ILP 1, so its latencies come out short (a kernel with more
 #: independent chains looks like one with shorter latencies), and from there alone the anchored fit can
-#: stop in a local minimum (bench seed 1: chi-square 0.153 there, 0.139 from latencies 1.5x longer)
+#: stop in a local minimum (bench seed 1, mwp_cwp/max: chi-square 0.1198 from there, 0.1153 with these starts)
 LATENCY_SCALES = (1.0, 1.5, 2.0)
 UNITS = {"dram_del_coal_mem_cycles": "mem cycles", "launch_overhead_s": "s"}
 DESCRIPTIONS = {
