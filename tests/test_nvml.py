@@ -341,8 +341,10 @@ _CHILD = textwrap.dedent("""
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_signal_resets_clocks_in_a_real_process(sig):
     import signal as _s
+    # the child starts as from a terminal: a job started in the background of a non-interactive shell
+    # (e.g. `.ci/run &`) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt
     p = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=ROOT)
+                         text=True, cwd=ROOT, preexec_fn=lambda: _s.signal(_s.SIGINT, _s.SIG_DFL))
     assert p.stdout.readline().strip() == "locked (1200, 1200)"
     p.send_signal(getattr(_s, sig))
     out, err = p.communicate(timeout=20)
