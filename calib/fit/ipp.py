@@ -183,8 +183,8 @@ class IppPowerFitter(Estimator):
             forms = {u: LOG for u in units}
         sm_forms = [self.sm_scaling] if self.sm_scaling != "auto" else (["log", "linear"] if has_sweep else ["linear"])
         # SM scaling first (with the starting unit forms), then the unit forms for the winner
-        first = {smf: self._restarted(self._fit_once(forms, smf, has_idle, n_sm), forms, smf, has_idle, n_sm)
-                 for smf in sm_forms}
+        first = {smf: self._restarted(self._fit_once(forms, smf, has_idle, n_sm), forms, smf, has_idle, n_sm,
+                                      from_default=True) for smf in sm_forms}
         smf = min(first, key=lambda k: first[k].bic)
         res, forms = self._search_forms(dict(forms), smf, has_idle, has_sweep, n_sm, first[smf])
         # a log form clamped to 0 on every row where its unit is active contributes nothing, and its
@@ -229,13 +229,8 @@ class IppPowerFitter(Estimator):
         must span both (:meth:`_repeatability`)."""
         if self._skip_uncertainty:
             return res, []
-        rng = np.random.default_rng(0)
         cands = [res]
-        starts: list[dict[str, float] | None] = [None]
-        free = [p for p in res.params if p.vary]
-        for _ in range(self.N_RANDOM_STARTS):
-            starts.append({p.name: p.value * float(rng.uniform(0.5, 1.5)) for p in free})
-        cands += self._fits_from(forms, smf, has_idle, n_sm, starts)
+        cands += self._fits_from(forms, smf, has_idle, n_sm, [None, *self._random_starts(res)])
         best = min(cands, key=lambda r: r.chisqr)
         tol = 3.84 * best.redchi
         alts = [r for r in cands if r is not best and r.chisqr <= best.chisqr + tol]
@@ -485,21 +480,25 @@ class IppPowerFitter(Estimator):
                 dead.append(u)
         return dead
 
-    #: rounds of (greedy search, restart of its result) at most; two sufficed on every seed tried
+    #: rounds of (greedy search, restart of its result) at most: a bound on the loop, each round must
+    #: lower the sum of squares
     MAX_SEARCH_ROUNDS = 4
 
-    def _restarted(self, res: LsqResult, forms: Mapping[str, str], smf: str, has_idle: bool,
-                   n_sm: int) -> LsqResult:
-        """``res`` or, when one fits better, the structure refitted from the default start or from the
-        random starts of :meth:`_multistart` (only while the forms are being chosen: a structure compared
-        at a worse local optimum than its rivals loses for the wrong reason)."""
-        if isinstance(self.ar_forms, Mapping):
-            return res
+    def _random_starts(self, res: LsqResult) -> list[dict[str, float]]:
+        """:attr:`N_RANDOM_STARTS` starting points: every free parameter of ``res`` scaled by a factor in
+        [0.5, 1.5] from a fixed random stream (the same for every call: results do not depend on order)."""
         rng = np.random.default_rng(0)
         free = [p for p in res.params if p.vary]
-        starts: list[dict[str, float] | None] = [None]
-        for _ in range(self.N_RANDOM_STARTS):
-            starts.append({p.name: p.value * float(rng.uniform(0.5, 1.5)) for p in free})
+        return [{p.name: p.value * float(rng.uniform(0.5, 1.5)) for p in free} for _ in range(self.N_RANDOM_STARTS)]
+
+    def _restarted(self, res: LsqResult, forms: Mapping[str, str], smf: str, has_idle: bool,
+                   n_sm: int, *, from_default: bool = False) -> LsqResult:
+        """``res`` or, when one fits better, the structure refitted from the default start (unless ``res``
+        came from it: ``from_default``) or from the random starts (only while the forms are being chosen: a
+        structure compared at a worse local optimum than its rivals loses for the wrong reason)."""
+        if isinstance(self.ar_forms, Mapping):
+            return res
+        starts: list[dict[str, float] | None] = ([] if from_default else [None]) + list(self._random_starts(res))
         return min([res, *self._fits_from(forms, smf, has_idle, n_sm, starts)], key=lambda r: r.chisqr)
 
     def _search_forms(self, forms: dict[str, str], smf: str, has_idle: bool, has_sweep: bool,
@@ -522,10 +521,9 @@ class IppPowerFitter(Estimator):
         """Greedy per-unit form search by BIC. Each pass flips every unit once and keeps the best flip;
         trials are warm-started from the current solution (cheap, and usually the right basin). A pass
         that finds no better flip is repeated with the trials started cold (the default start and the
-        random starts of :meth:`_restarted`): a flip
-        that needs the other units' parameters to move far (ALU against REG/FDS, which every
-        instruction touches) looks worse from the warm start than it is; on 2 of 20 titanx seeds the
-        warm-only search stopped 60 BIC above the usual structure."""
+        random starts of :meth:`_restarted`): a flip that needs the other units' parameters to move far
+        (ALU against REG/FDS, which every instruction touches) looks worse from the warm start than it
+        is; on 2 of 20 titanx seeds the warm-only search stopped 60 BIC above the usual structure."""
         if isinstance(self.ar_forms, Mapping):
             return res, forms
         warm = True
@@ -540,7 +538,7 @@ class IppPowerFitter(Estimator):
                 try:
                     r = self._fit_once(trial, smf, has_idle, n_sm, start)
                     if not warm:
-                        r = self._restarted(r, trial, smf, has_idle, n_sm)
+                        r = self._restarted(r, trial, smf, has_idle, n_sm, from_default=True)
                 except FitError:
                     continue
                 if r.bic < best_bic - 1e-9:

@@ -281,6 +281,14 @@ def _comb_se(sec: Section, w: dict[str, float], total: bool = False) -> float | 
     return float(math.sqrt(max(v @ m @ v, 0.0)))
 
 
+def _test(ch: ParamChange, dof_old: float | None, dof_new: float | None) -> None:
+    """Set ``z``, ``dof`` and ``p`` of one change from its two standard errors (module docstring)."""
+    ch.z = (ch.new - ch.old) / math.hypot(ch.se_old or 0.0, ch.se_new or 0.0)
+    nu = welch_dof(ch.se_old, ch.se_new, dof_old, dof_new)
+    ch.dof = nu if math.isfinite(nu) else None
+    ch.p = p_value(ch.z, nu)
+
+
 def holm(pvalues: list[float]) -> list[float]:
     """Holm-adjusted p-values (same order as the input)."""
     m = len(pvalues)
@@ -349,13 +357,9 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
                 ch.reason = (f"standard error 0 in the {side} file (the fit could not estimate its uncertainty)"
                              if se_side == 0 else f"no standard error in the {side} file (on a bound or not identifiable)")
             else:
-                se = math.hypot(ch.se_old or 0.0, ch.se_new or 0.0)
-                ch.z = (b.value - a.value) / se
                 ch.reason = why_total
-                nu = welch_dof(ch.se_old, ch.se_new, _dof(old[sec], name) if a.vary and not total else None,
-                               _dof(new[sec], name) if b.vary and not total else None)
-                ch.dof = nu if math.isfinite(nu) else None
-                ch.p = p_value(ch.z, nu)
+                _test(ch, _dof(old[sec], name) if a.vary and not total else None,
+                      _dof(new[sec], name) if b.vary and not total else None)
             c.params.append(ch)
         for cb, _why in combos:
             if cb.get("old") is None:
@@ -364,10 +368,7 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
                              cb["old"]["stderr"], cb["new"]["stderr"],
                              reason="combination the campaign determines" + (f"; {why_total}" if total else ""))
             if ch.se_old and ch.se_new:
-                ch.z = (ch.new - ch.old) / math.hypot(ch.se_old, ch.se_new)
-                nu = welch_dof(ch.se_old, ch.se_new, cb["old"].get("dof"), cb["new"].get("dof"))
-                ch.dof = nu if math.isfinite(nu) else None
-                ch.p = p_value(ch.z, nu)
+                _test(ch, cb["old"].get("dof"), cb["new"].get("dof"))
             else:
                 ch.verdict, ch.reason = "untested", "no standard error of the combination in one of the files"
             c.params.append(ch)
