@@ -23,7 +23,9 @@ Two sources, both rows of a samples table (``time_s``, ``core_mhz``, ``mem_mhz``
 2. **A (kernel, clocks, time) table** without microbenchmarks: bounded least squares of the model's
    log time over the kernel rows for the same parameters (:func:`fit_table`).
 
-Standard errors: regressions (chase latency vs fc/fm, burst slopes) give theirs; single-ratio
+Standard errors: regressions (chase latency vs fc/fm, burst slopes, chain lengths) give theirs, floored
+by the timer noise propagated through the line (:func:`_noise_cov`: a line of 3-5 points has 1-3 degrees
+of freedom of its own, and relative noise is largest at its high-leverage end); single-ratio
 estimates propagate the event timer's relative noise, estimated from repeated windows of the same
 workload in the session, or, when nothing was repeated (the quick campaign), from the scatter of the
 microbenchmarks' straight lines about their fits, pooled (:func:`line_noise_rel`): a burst line of three
@@ -135,21 +137,38 @@ def line_noise_rel(lines: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | 
     return (float(math.sqrt(ss / dof)), dof) if dof else (None, 0)
 
 
-def _slope_noise_se(x: np.ndarray, y: np.ndarray, noise: float | None) -> float | None:
-    """Standard error of a least-squares slope when each y carries the timer's relative noise:
-    sqrt(sum((x - mean x)^2 (noise y)^2)) / sum((x - mean x)^2). A floor under the scatter estimate of
-    a line through a few points (2-4 bursts: one or two degrees of freedom, which can come out ~0)."""
-    if noise is None or len(x) < 2:
+def _noise_cov(x: np.ndarray, y: np.ndarray, noise: float | None) -> np.ndarray | None:
+    """Covariance of a least-squares line's (slope, intercept) when each y carries the timer's relative
+    noise alone: (X'X)^-1 X' diag((noise y)^2) X (X'X)^-1. A floor under the scatter estimate of a line
+    through a few points (2-5 bursts or clock pairs: one to three degrees of freedom, which can come out
+    ~0 -- the DRAM chase line's own scatter gave a slope error half its seed-to-seed spread)."""
+    x = np.asarray(x, float)
+    if noise is None or len(x) < 2 or len(np.unique(x)) < 2:
         return None
-    dx = np.asarray(x, float) - np.mean(x)
-    den = float(np.sum(dx ** 2))
-    return float(math.sqrt(np.sum(dx ** 2 * (noise * np.asarray(y, float)) ** 2)) / den) if den > 0 else None
+    X = np.column_stack([x, np.ones_like(x)])
+    inv = np.linalg.inv(X.T @ X)
+    return inv @ (X.T * (noise * np.asarray(y, float)) ** 2) @ X @ inv
+
+
+def _slope_noise_se(x: np.ndarray, y: np.ndarray, noise: float | None) -> float | None:
+    """Standard error of a least-squares slope from the timer noise alone (:func:`_noise_cov`)."""
+    cov = _noise_cov(x, y, noise)
+    return None if cov is None else float(math.sqrt(cov[0, 0]))
 
 
 def _max_se(*ses: float | None) -> float | None:
     """The largest of the standard errors that are known."""
     known = [s for s in ses if s is not None and math.isfinite(s)]
     return max(known) if known else None
+
+
+def _floored(out: "_Collector", name: str, se_line: float | None, se_noise: float | None, n: int) -> float | None:
+    """The larger of a line's own standard error and its timer-noise floor; when the line's own is the
+    larger, its degrees of freedom (``n - 2``) go into ``out.dof[name]``."""
+    se = _max_se(se_line, se_noise)
+    if se_line is not None and (se_noise is None or se_line > se_noise):
+        out.dof[name] = n - 2.0
+    return se
 
 
 def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float | None, float | None, np.ndarray | None]:
@@ -245,13 +264,13 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
         r0 = fc0 / fm0
         if len(np.unique(np.round(ratio, 6))) >= 2:
-            a, b, se_a, se_b, cov = _line(ratio, cyc_per_load)
-            if se_a is None and noise is not None:
-                # two points: propagate the timer noise through the line
-                se_pt = cyc_per_load * noise
-                dr = abs(ratio[1] - ratio[0])
-                se_a = float(math.sqrt(se_pt[0] ** 2 + se_pt[1] ** 2) / dr)
-                se_b = float(math.sqrt((ratio[1] * se_pt[0]) ** 2 + (ratio[0] * se_pt[1]) ** 2) / dr)
+            a, b, _, _, cov = _line(ratio, cyc_per_load)
+            cov_noise = _noise_cov(ratio, cyc_per_load, noise)
+            if cov is None or (cov_noise is not None and cov_noise[0, 0] > cov[0, 0]):
+                cov = cov_noise  # the line's own scatter has n - 2 <= 3 dof: the timer noise is its floor
+            else:
+                out.dof.update(dict.fromkeys(("dm_lat_a_cycles", "dm_lat_b_cycles", "mem_ld_cycles"), len(ratio) - 2.0))
+            se_a, se_b = (None, None) if cov is None else (float(math.sqrt(cov[0, 0])), float(math.sqrt(cov[1, 1])))
             out.put("dm_lat_a_cycles", a, "cycles", se_a, "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)")
             out.put("dm_lat_b_cycles", b, "cycles", se_b, "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)")
             if cov is not None:
@@ -277,7 +296,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         rows = tim.loc[sel]
         loads = _cnt(rows, level)
         s, _, se, _, _ = _line(loads, cycles(rows))
-        se = _max_se(se, _slope_noise_se(loads, cycles(rows), noise))
+        se = _floored(out, pname, se, _slope_noise_se(loads, cycles(rows), noise), len(rows))
         out.put(pname, s, "cycles", se, f"{level} load-to-use latency (difference of two chain lengths)")
 
     # departure delays: one-SM bursts; all-SM bursts check the DRAM service time
@@ -295,7 +314,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
             continue
         x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
         s, c, se, _, _ = _line(x, y)
-        se = _max_se(se, _slope_noise_se(x, y, noise))
+        se = _floored(out, f"departure_del_{access}_cycles", se, _slope_noise_se(x, y, noise), len(x))
         if where == "sm1":
             out.put(f"departure_del_{access}_cycles", s, "cycles", se,
                     f"minimum distance between two {access}esced transactions of one SM (burst slope)")
@@ -383,7 +402,10 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     if noise is not None and noise_dof:
         # every standard error above rests on the timer noise (propagated, or as a floor under a line's
         # own scatter): at most that many degrees of freedom (calib diff tests with Student's t)
-        out.dof = {n: float(noise_dof) for n, p in out.params.items() if p.stderr is not None}
+        # (a line whose own scatter is larger than the noise floor keeps its n - 2)
+        out.dof = {n: out.dof.get(n, float(noise_dof)) for n, p in out.params.items() if p.stderr is not None}
+    else:
+        out.dof = {n: d for n, d in out.dof.items() if n in out.params and out.params[n].stderr is not None}
     return out
 
 

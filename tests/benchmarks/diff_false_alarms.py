@@ -66,15 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         flagged = 0
         why: collections.Counter = collections.Counter()
         tested = 0
+        pairs = []
         for i in range(n):
             c = compare(pfs[i], pfs[(i + 1) % n])
             tested += sum(1 for x in c.params if x.p is not None)
             if c.moved:
                 flagged += 1
+                pairs.append(f"{dirs[i].name}-{dirs[(i + 1) % n].name} ("
+                             + (", ".join(x.key for x in c.significant) or "no parameter: a section or its form differs")
+                             + ")")
             for x in c.significant:
                 why[x.key] += 1
         print(f"{preset}: {flagged} of {n} seed pairs flagged (exit 3); {tested / n:.0f} parameters tested per "
-              f"pair; significant: " + (", ".join(f"{k} x{v}" for k, v in why.most_common(10)) or "none"), flush=True)
+              f"pair; significant: " + (", ".join(f"{k} x{v}" for k, v in why.most_common(10)) or "none")
+              + ("; flagged pairs: " + "; ".join(pairs) if pairs else ""), flush=True)
         if a.spread:
             print(spread_table(pfs), flush=True)
         if a.driver_update:
