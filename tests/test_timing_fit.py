@@ -231,3 +231,17 @@ def test_dram_latency_line_stderr_matches_its_seed_to_seed_spread():
     assert int((z > 3).sum()) <= 2, np.sort(z)[-5:]
     # the noise floor carries the repeats' degrees of freedom, not the line's 3
     assert min(dofs) > 3
+
+
+def test_a_burst_parameters_dof_come_from_its_own_one_sm_line():
+    """The all-SM bursts only check the DRAM service time; their line's n - 2 once overwrote the degrees
+    of freedom of ``departure_del_coal_cycles`` (the one-SM slope, whose error here is the timer-noise
+    floor): 4 (the all-SM line's 6 points) instead of the session's 26 on titanx seed 6."""
+    from calib.fit.timing import fit_microbenchmarks, timing_kinds
+
+    dev = open_device("sim:titanx", seed=6)
+    _, bl = plan(dev.info, "standard")
+    df = measure_times(dev, [b for b in bl if b.role in ("timing", "idle_kernel")], 0.3, 2)
+    col = fit_microbenchmarks(df, dev.info.to_dict(), timing_kinds(df, [b.describe(dev.info) for b in bl]))
+    assert col.checks["timing_noise_dof"] == 26
+    assert col.dof["departure_del_coal_cycles"] == 26.0

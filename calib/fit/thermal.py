@@ -163,31 +163,33 @@ class ThermalFitter(Estimator):
                                      np.array([[fan_w.stderr ** 2, dsig * fan_w.stderr ** 2],
                                                [dsig * fan_w.stderr ** 2, sig_p.stderr ** 2]])))
         params.append(sig_p)
-        # form terms of the total uncertainty (see _jackknife_total): leakage is not linear in temperature,
-        # so "the" slope depends on the range it is taken over: with a curvature term, the local slope
-        # varies by 2 s2 dT across the measured range; half that spread is one standard error
-        res2 = fit_lsq(lambda v: sig_model(v) + v["s2"] * (x - idle_temp_c) ** 2,
-                       list(res.params) + [Param("s2", 0.0, "W/C2")], y)
-        self._form_sd = {"sigma_w_per_c": abs(res2.by_name()["s2"].value) * float(np.max(x - idle_temp_c))}
-        if fan_w is not None:
-            # the sweep's own leakage slope is read off a sensor that reads whole degrees while the fan
-            # moves the die by 1-3 C, and temperature and duty move together: it came out 0.0-0.3 W/C where
-            # the heating drift gives 0.3-0.7, and fan power 0.4-0.8 W low. The sweep refitted with the
-            # leakage slope held at sigma is the other reading of the same data (it overshot by 0.1-0.9 W on
-            # the virtual GPUs); half the difference is one standard error, as for the IPP fit's form
-            # alternatives
-            alt = fan_power(fan, idle_temp_c, leak_slope_w_per_c=sig_p.value)
-            if alt is not None:
-                self._form_sd["fan_max_power_w"] = 0.5 * abs(alt.value - fan_w.value)
-        # one pole for a network of several: the time constant depends on the window it is fitted over;
-        # the change when only the first half of each trace is used is one standard error
-        for kind, est in (("rise", rise[0]), ("decay", decay[0])):
-            t_end = min(float((st.heat_t if kind == "rise" else st.cool_t)[-1]) for st in steps)
-            try:
-                half = self._pooled(steps, kind, idle_temp_c, 0.5 * t_end)[0]
-                self._form_sd[est.name] = abs(half.value - est.value)
-            except FitError:
-                pass
+        self._form_sd: dict[str, float] = {}
+        if not self._skip_uncertainty:  # the jackknife's own refits need only values
+            # form terms of the total uncertainty (see _jackknife_total): leakage is not linear in temperature,
+            # so "the" slope depends on the range it is taken over: with a curvature term, the local slope
+            # varies by 2 s2 dT across the measured range; half that spread is one standard error
+            res2 = fit_lsq(lambda v: sig_model(v) + v["s2"] * (x - idle_temp_c) ** 2,
+                           list(res.params) + [Param("s2", 0.0, "W/C2")], y)
+            self._form_sd = {"sigma_w_per_c": abs(res2.by_name()["s2"].value) * float(np.max(x - idle_temp_c))}
+            if fan_w is not None:
+                # the sweep's own leakage slope is read off a sensor that reads whole degrees while the fan
+                # moves the die by 1-3 C, and temperature and duty move together: it came out 0.0-0.3 W/C where
+                # the heating drift gives 0.3-0.7, and fan power 0.1-1.0 W low. The sweep refitted with the
+                # leakage slope held at sigma is the other reading of the same data (it overshot by 0.1-0.9 W on
+                # the virtual GPUs); half the difference is one standard error, as for the IPP fit's form
+                # alternatives
+                alt = fan_power(fan, idle_temp_c, leak_slope_w_per_c=sig_p.value)
+                if alt is not None:
+                    self._form_sd["fan_max_power_w"] = 0.5 * abs(alt.value - fan_w.value)
+            # one pole for a network of several: the time constant depends on the window it is fitted over;
+            # the change when only the first half of each trace is used is one standard error
+            for kind, est in (("rise", rise[0]), ("decay", decay[0])):
+                t_end = min(float((st.heat_t if kind == "rise" else st.cool_t)[-1]) for st in steps)
+                try:
+                    half = self._pooled(steps, kind, idle_temp_c, 0.5 * t_end)[0]
+                    self._form_sd[est.name] = abs(half.value - est.value)
+                except FitError:
+                    pass
         if np.ptp(x) < 3:
             warns.append(f"temperature moved only {np.ptp(x):.0f} C during heating: sigma poorly determined")
         self.params_ = params

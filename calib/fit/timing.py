@@ -150,25 +150,23 @@ def _noise_cov(x: np.ndarray, y: np.ndarray, noise: float | None) -> np.ndarray 
     return inv @ (X.T * (noise * np.asarray(y, float)) ** 2) @ X @ inv
 
 
-def _slope_noise_se(x: np.ndarray, y: np.ndarray, noise: float | None) -> float | None:
-    """Standard error of a least-squares slope from the timer noise alone (:func:`_noise_cov`)."""
-    cov = _noise_cov(x, y, noise)
-    return None if cov is None else float(math.sqrt(cov[0, 0]))
-
-
 def _max_se(*ses: float | None) -> float | None:
     """The largest of the standard errors that are known."""
     known = [s for s in ses if s is not None and math.isfinite(s)]
     return max(known) if known else None
 
 
-def _floored(out: "_Collector", name: str, se_line: float | None, se_noise: float | None, n: int) -> float | None:
-    """The larger of a line's own standard error and its timer-noise floor; when the line's own is the
-    larger, its degrees of freedom (``n - 2``) go into ``out.dof[name]``."""
-    se = _max_se(se_line, se_noise)
-    if se_line is not None and (se_noise is None or se_line > se_noise):
-        out.dof[name] = n - 2.0
-    return se
+def _floored_line(x: np.ndarray, y: np.ndarray, noise: float | None
+                  ) -> tuple[float, float, np.ndarray | None, float | None]:
+    """Least-squares line y = s x + c with its covariance floored by the timer noise: the line's own
+    (scatter) covariance, or :func:`_noise_cov` when that gives the slope a larger variance. Returns
+    (s, c, cov, dof): ``dof`` is the line's ``n - 2`` when its own scatter sets the error, None when the
+    timer noise does (its degrees of freedom are the session's)."""
+    s, c, _, _, cov = _line(x, y)
+    cov_noise = _noise_cov(x, y, noise)
+    if cov is None or (cov_noise is not None and cov_noise[0, 0] > cov[0, 0]):
+        return s, c, cov_noise, None
+    return s, c, cov, len(x) - 2.0
 
 
 def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float | None, float | None, np.ndarray | None]:
@@ -264,12 +262,10 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
         r0 = fc0 / fm0
         if len(np.unique(np.round(ratio, 6))) >= 2:
-            a, b, _, _, cov = _line(ratio, cyc_per_load)
-            cov_noise = _noise_cov(ratio, cyc_per_load, noise)
-            if cov is None or (cov_noise is not None and cov_noise[0, 0] > cov[0, 0]):
-                cov = cov_noise  # the line's own scatter has n - 2 <= 3 dof: the timer noise is its floor
-            else:
-                out.dof.update(dict.fromkeys(("dm_lat_a_cycles", "dm_lat_b_cycles", "mem_ld_cycles"), len(ratio) - 2.0))
+            # the line's own scatter has n - 2 <= 3 dof: the timer noise is its floor
+            a, b, cov, dof = _floored_line(ratio, cyc_per_load, noise)
+            if dof is not None:
+                out.dof.update(dict.fromkeys(("dm_lat_a_cycles", "dm_lat_b_cycles", "mem_ld_cycles"), dof))
             se_a, se_b = (None, None) if cov is None else (float(math.sqrt(cov[0, 0])), float(math.sqrt(cov[1, 1])))
             out.put("dm_lat_a_cycles", a, "cycles", se_a, "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)")
             out.put("dm_lat_b_cycles", b, "cycles", se_b, "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)")
@@ -295,8 +291,10 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
             continue
         rows = tim.loc[sel]
         loads = _cnt(rows, level)
-        s, _, se, _, _ = _line(loads, cycles(rows))
-        se = _floored(out, pname, se, _slope_noise_se(loads, cycles(rows), noise), len(rows))
+        s, _, cov, dof = _floored_line(loads, cycles(rows), noise)
+        se = None if cov is None else float(math.sqrt(cov[0, 0]))
+        if dof is not None:
+            out.dof[pname] = dof
         out.put(pname, s, "cycles", se, f"{level} load-to-use latency (difference of two chain lengths)")
 
     # departure delays: one-SM bursts; all-SM bursts check the DRAM service time
@@ -313,10 +311,11 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         if len(pts) < 2:
             continue
         x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-        s, c, se, _, _ = _line(x, y)
-        se = _floored(out, f"departure_del_{access}_cycles", se, _slope_noise_se(x, y, noise), len(x))
+        s, c, cov, dof = _floored_line(x, y, noise)
         if where == "sm1":
-            out.put(f"departure_del_{access}_cycles", s, "cycles", se,
+            if dof is not None:
+                out.dof[f"departure_del_{access}_cycles"] = dof
+            out.put(f"departure_del_{access}_cycles", s, "cycles", None if cov is None else float(math.sqrt(cov[0, 0])),
                     f"minimum distance between two {access}esced transactions of one SM (burst slope)")
             out.checks[f"burst_{access}_sm1_intercept_cycles"] = c
         elif access == "coal":
