@@ -99,6 +99,11 @@ def test_section_errors():
     doc.structure["bandwidth_form"] = "ceiling"
     with pytest.raises(BadInputError, match="bandwidth_form 'ceiling' is not one of \\('thesis', 'roofline'\\)"):
         T.predict_time(doc, rows())
+    for key, allowed in (("case3_form", "\\('thesis', 'once'\\)"), ("departure_scale", "\\('dram', 'round_trip'\\)")):
+        doc = section()
+        doc.structure[key] = "often"
+        with pytest.raises(BadInputError, match=f"timing section: {key} 'often' is not one of {allowed}"):
+            T.predict_time(doc, rows())
     with pytest.raises(BadInputError, match="no per-warp counts"):
         T.predict_time(section(), pd.DataFrame({"workload": ["k"], "blocks": [1.0], "threads_per_block": [32.0]}))
     with pytest.raises(BadInputError, match="column 'blocks' missing"):

@@ -143,16 +143,12 @@ def compile_section(section: Section) -> TimingSection:
     pred = st.get("predictor", "mwp_cwp")
     if pred not in PREDICTORS:
         raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
-    if st.get("rounds_form", "paper") not in W.ROUNDS_FORMS:
-        raise BadInputError(f"timing section: rounds_form {st.get('rounds_form')!r} is not one of {W.ROUNDS_FORMS}")
-    if st.get("departure_scale", "dram") not in DEPARTURE_SCALES:
-        raise BadInputError(f"timing section: departure_scale {st.get('departure_scale')!r} is not one of "
-                            f"{DEPARTURE_SCALES}")
-    if st.get("bandwidth_form", "thesis") not in M.BANDWIDTH_FORMS:
-        raise BadInputError(f"timing section: bandwidth_form {st.get('bandwidth_form')!r} is not one of "
-                            f"{M.BANDWIDTH_FORMS}")
-    if st.get("case3_form", "thesis") not in M.CASE3_FORMS:
-        raise BadInputError(f"timing section: case3_form {st.get('case3_form')!r} is not one of {M.CASE3_FORMS}")
+    for key, default, allowed in (("rounds_form", "paper", W.ROUNDS_FORMS),
+                                  ("departure_scale", "dram", DEPARTURE_SCALES),
+                                  ("bandwidth_form", "thesis", M.BANDWIDTH_FORMS),
+                                  ("case3_form", "thesis", M.CASE3_FORMS)):
+        if st.get(key, default) not in allowed:
+            raise BadInputError(f"timing section: {key} {st.get(key)!r} is not one of {allowed}")
     return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
                          float(st.get("max_warps_per_sm", 32)), float(st.get("max_blocks_per_sm", 32)),
                          float(st.get("uncoal_per_mw", 32)), float(st.get("uncoal_tx_bytes", 32)),
