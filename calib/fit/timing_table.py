@@ -127,6 +127,15 @@ def form_name(form: Mapping[str, Any]) -> str:
     return f"{form['predictor']}/{form['comp_form']}"
 
 
+def _kernel_anchors(rows: pd.DataFrame, clocks: Sequence[float]) -> list[tuple[np.ndarray, int]]:
+    """Per kernel (``workload``, by name): its row indices and its anchor row, the row nearest
+    ``clocks`` (core_mhz, mem_mhz) in log clock distance."""
+    fa, ma = (float(v) for v in clocks)
+    d = np.abs(np.log(rows["core_mhz"].to_numpy(float) / fa)) + np.abs(np.log(rows["mem_mhz"].to_numpy(float) / ma))
+    return [(idx, int(idx[np.argmin(d[idx])]))
+            for _, idx in sorted(rows.groupby(rows["workload"].astype(str), sort=True).indices.items())]
+
+
 class TimingFitter(Estimator):
     """Timing section from (kernel, clocks, time) rows (module docstring); an estimator
     (:mod:`calib.fit.base`): ``TimingFitter(**settings).fit(rows)`` learns ``section_``.
@@ -291,18 +300,15 @@ class TimingFitter(Estimator):
         anchor in ``anchor``, -1 for other rows), ``resid`` (rows with a residual, ascending)."""
         if not self.anchored:
             return None
-        fa, ma = (float(v) for v in (self.anchor_clocks or dev["ref"]))
-        d = np.abs(np.log(rows["core_mhz"].to_numpy(float) / fa)) + np.abs(np.log(rows["mem_mhz"].to_numpy(float) / ma))
         given = (pd.to_numeric(rows["ilp"], errors="coerce").notna().to_numpy() if "ilp" in rows.columns
                  else np.zeros(len(rows), bool))
         anchor: list[int] = []
         anchor_of = np.full(len(rows), -1)
         resid = np.zeros(len(rows), bool)
-        for _, idx in sorted(rows.groupby(rows["workload"].astype(str), sort=True).indices.items()):
+        for idx, b in _kernel_anchors(rows, self.anchor_clocks or dev["ref"]):
             if given[idx].any():
                 resid[idx] = True
             elif len(idx) >= 2:
-                b = int(idx[np.argmin(d[idx])])
                 anchor_of[idx] = len(anchor)
                 anchor.append(b)
                 resid[idx] = True
@@ -426,16 +432,13 @@ class TimingFitter(Estimator):
     def _anchored(self, rows: pd.DataFrame, pred: np.ndarray, dev: Mapping[str, Any]) -> np.ndarray | None:
         """Each kernel's time at every pair scaled from its measured time at the pair nearest the
         reference clocks, or None when no kernel has two pairs."""
-        fc0, fm0 = dev["ref"]
         out = np.full(len(rows), np.nan)
         y = rows["time_s"].to_numpy(float)
-        d = np.abs(np.log(rows["core_mhz"].to_numpy(float) / fc0)) + np.abs(np.log(rows["mem_mhz"].to_numpy(float) / fm0))
         any_pair = False
-        for _, idx in rows.groupby("workload", sort=True).indices.items():
+        for idx, b in _kernel_anchors(rows, dev["ref"]):
             if len(idx) < 2:
                 continue
             any_pair = True
-            b = idx[np.argmin(d[idx])]
             others = idx[idx != b]
             out[others] = y[b] * pred[others] / pred[b]
         return out if any_pair else None
