@@ -45,6 +45,7 @@ from calib.fit.uncertainty import (
     KEEP_GROUP,
     apply_total,
     discrepancy_covariance,
+    envelope_covariance,
     group_jackknife,
     refit_jackknife,
     repeat_groups,
@@ -59,6 +60,8 @@ from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import CHIP_UNITS, DIE_AREA_PRIOR, in_memory_domain
 
 EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and bursts, not power benchmarks
+#: the flip of the active-SM scaling among the form alternatives (not a unit name: units are lower-case words)
+SM_FLIP = "<sm_scaling>"
 
 
 class IppPowerFitter(Estimator):
@@ -311,16 +314,6 @@ class IppPowerFitter(Estimator):
         dyn = np.where(running, pred - vals["idle_power_w"], 0.0)
         tau, source, n_tau = self._discrepancy_scale(vals, ev, oog, dyn, wl)
         disc = discrepancy_covariance(J, tau * dyn, wl, keep=[IDLE_GROUP])
-        # alternative model forms that fit as well as the chosen one once the discrepancy is counted
-        s2 = float(self.result_.redchi) + tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else \
-            float(self.result_.redchi)
-        alt_cov, alts = self._form_alternatives(free, vals, s2)
-        self.discrepancy_ = {"tau_rel_runtime": tau, "source": source, "n_workloads": n_tau,
-                             "form_alternatives": alts,
-                             "method": "workload discrepancy (relative to the runtime power, common to a workload's "
-                                       "rows) through the fit's Jacobian; access-rate-function alternatives within "
-                                       "chi-square(1) 95 % of the best fit at the discrepancy-inflated residual "
-                                       "variance, half their shift as one standard error"}
         form = np.zeros((len(free), len(free)))
         for u, f in self.forms_.items():
             if f != LOG:
@@ -336,6 +329,17 @@ class IppPowerFitter(Estimator):
                 v[free.index(names.max_power(u))] = 1.0
                 v[free.index(names.ar_log_a(u))] = -(1.0 + a * math.log(x)) / (m * math.log(x))
                 form += (0.5 * gap) ** 2 * np.outer(v, v)
+        # alternative model forms that fit as well as the chosen one once the discrepancy is counted
+        s2 = float(self.result_.redchi) + tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else \
+            float(self.result_.redchi)
+        alt_cov, alts = self._form_alternatives(free, vals, s2)
+        self.discrepancy_ = {"tau_rel_runtime": tau, "source": source, "n_workloads": n_tau,
+                             "form_alternatives": alts,
+                             "method": "workload discrepancy (relative to the runtime power, common to a workload's "
+                                       "rows) through the fit's Jacobian; access-rate-function and SM-scaling "
+                                       "alternatives up to three flips away within chi-square(k) 95 % of the best "
+                                       "fit at the discrepancy-inflated residual variance, half their shift as one "
+                                       "standard error"}
         cov = total_covariance(self.covariance_, jack)
         if cov is not None:
             cov = cov + form + np.nan_to_num(disc) + alt_cov
@@ -366,41 +370,92 @@ class IppPowerFitter(Estimator):
         tau, n = workload_rms(oog[ok] / dyn[ok], wl[ok])
         return tau, "training workloads left out one at a time (linearised)", n
 
+    #: structures up to this many form flips away from the chosen one are tried as alternatives
+    MAX_FORM_FLIPS = 3
+    #: at most this many multi-flip structures are fitted (a bound on the breadth-first search)
+    MAX_MULTI_FLIP_FITS = 60
+
     def _form_alternatives(self, free: list[str], vals: Mapping[str, float], s2: float
                            ) -> tuple[np.ndarray, list[str]]:
-        """Covariance of the model-form alternatives that fit as well as the chosen structure: every
-        unit's access-rate function flipped (log <-> linear) and, with an active-SM sweep, the other SM
-        scaling, each refitted; an alternative whose sum of squares exceeds the best by at most 3.84 x
-        ``s2`` (chi-square(1) at 95 %, ``s2`` the residual variance with the discrepancy counted) adds
-        half its parameter shift as a rank-one term. Returns (covariance, the alternatives kept)."""
-        cov = np.zeros((len(free), len(free)))
+        """Covariance of the model-form alternatives that fit as well as the chosen structure.
+
+        A structure differs from the chosen one by a set of flips: a unit's access-rate function (log
+        <-> linear) or, with an active-SM sweep, the SM scaling. It fits as well when its sum of squares
+        exceeds the best by at most ``chi2_0.95(k) x s2`` for ``k`` flips (a likelihood-ratio confidence
+        set over the structures; ``s2`` the residual variance with the discrepancy counted). Single
+        flips are all tried; structures two or three flips away are reached breadth-first through
+        structures in the set: units that share every instruction (ALU, REG, FDS) trade power only when
+        several forms change together, and on titanx the structure one flip away that would show it is
+        outside the set while the one three flips away, the hidden physics' own, is inside.
+
+        The structures' half shifts of the parameters make one standard error through
+        :func:`calib.fit.uncertainty.envelope_covariance`: 2 standard errors reach the farthest structure
+        in every parameter, with the correlations of the shifts. A sum of rank-one terms (what a single
+        alternative gives) counted a flip once for every structure that contains it: on titanx twelve
+        structures carry the SFU flip. Returns (covariance, labels of the structures in the set).
+        """
+        from scipy.stats import chi2
+
         kept: list[str] = []
+        shifts: list[np.ndarray] = []
         if s2 <= 0:
-            return cov, kept
+            return np.zeros((len(free), len(free))), kept
         n_sm = int(self.sm_count)
         has_idle = bool((~self._data[1]).any())
-        trials: list[tuple[str, dict[str, str], str]] = []
-        for u, f in self.forms_.items():
-            if u not in self._pinned:
-                alt = LINEAR if f == LOG else LOG
-                trials.append((f"{u} {alt}", {**self.forms_, u: alt}, self.sm_scaling_))
+        flips = [u for u in self.forms_ if u not in self._pinned]
         if self._has_sweep and self.sm_scaling == "auto":
-            other = "linear" if self.sm_scaling_ == "log" else "log"
-            trials.append((f"sm_scaling {other}", dict(self.forms_), other))
-        for label, forms, smf in trials:
-            # from the default start and from the chosen solution: the alternative's own optimum can be
-            # far from the chosen one (units every instruction touches trade power), the better one counts
-            fits = self._fits_from(forms, smf, has_idle, n_sm, (None, vals))
-            if not fits:
-                continue
-            r = min(fits, key=lambda x: x.chisqr)
-            if (r.chisqr - self.result_.chisqr) / s2 > 3.84:
-                continue
+            flips.append(SM_FLIP)
+
+        def structure(flipped: frozenset) -> tuple[dict[str, str], str]:
+            forms = {u: ((LINEAR if f == LOG else LOG) if u in flipped else f) for u, f in self.forms_.items()}
+            smf = self.sm_scaling_
+            if SM_FLIP in flipped:
+                smf = "linear" if smf == "log" else "log"
+            return forms, smf
+
+        def label(flipped: frozenset) -> str:
+            forms, smf = structure(flipped)
+            return " + ".join(f"sm_scaling {smf}" if u == SM_FLIP else f"{u} {forms[u]}"
+                              for u in sorted(flipped, key=flips.index))
+
+        def shift_of(r: LsqResult) -> np.ndarray:
             got = {p.name: p.value for p in r.params}
-            shift = 0.5 * np.array([got.get(n, vals[n]) - vals[n] for n in free])
-            cov += np.outer(shift, shift)
-            kept.append(label)
-        return cov, kept
+            return 0.5 * np.array([got.get(n, vals[n]) - vals[n] for n in free])
+
+        # breadth-first over the number of flips; a structure is fitted from the default start, from
+        # the chosen solution and from the kept structure it was reached from, and the best counts
+        frontier: list[tuple[frozenset, Mapping[str, float]]] = [(frozenset(), vals)]
+        seen: set[frozenset] = {frozenset()}
+        n_multi = 0
+        for k in range(1, self.MAX_FORM_FLIPS + 1):
+            gate = float(chi2.ppf(0.95, k)) * s2
+            nxt: list[tuple[frozenset, Mapping[str, float]]] = []
+            for parent, start in frontier:
+                for u in flips:
+                    child = parent | {u}
+                    if u in parent or child in seen:
+                        continue
+                    if k > 1:
+                        if n_multi >= self.MAX_MULTI_FLIP_FITS:
+                            continue
+                        n_multi += 1
+                    seen.add(child)
+                    forms, smf = structure(child)
+                    starts = (None, vals) if k == 1 else (None, vals, start)
+                    fits = self._fits_from(forms, smf, has_idle, n_sm, starts)
+                    if not fits:
+                        continue
+                    r = min(fits, key=lambda x: x.chisqr)
+                    if r.chisqr - self.result_.chisqr > gate:
+                        continue
+                    nxt.append((child, {p.name: p.value for p in r.params}))
+                    shift = shift_of(r)
+                    shifts.append(shift)
+                    kept.append(label(child))
+            frontier = nxt
+            if not frontier:
+                break
+        return envelope_covariance(shifts, len(free)), kept
 
     def _fits_from(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
                    starts: Sequence[Mapping[str, float] | None]) -> list[LsqResult]:

@@ -329,3 +329,21 @@ def discrepancy_covariance(J: np.ndarray, shift: np.ndarray, groups: Sequence, k
         v = Ainv @ (Js[m].T @ shift[m]) / scale
         cov += np.outer(v, v)
     return cov
+
+
+def envelope_covariance(shifts: Sequence[np.ndarray], k: int) -> np.ndarray:
+    """Covariance (k x k) that reaches each of several alternative parameter shifts: ``D R D`` with
+    ``D = diag(max_j |shift_j|)`` per parameter and ``R`` the correlation matrix of ``sum_j shift_j
+    shift_j^T``. Its standard error is the largest shift of each parameter (no shift counted once per
+    alternative that repeats it), and its correlations follow the shifts, so combinations that every
+    alternative leaves unchanged stay determined. One shift gives ``shift shift^T`` exactly. Positive
+    semidefinite (a congruence of a correlation matrix). No shifts: zeros."""
+    if not len(shifts):
+        return np.zeros((k, k))
+    d = np.asarray(shifts, float).reshape(len(shifts), k)
+    s = d.T @ d
+    sd = np.sqrt(np.clip(np.diag(s), 0.0, None))
+    scale = np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0)
+    r = s * np.outer(scale, scale)
+    env = np.max(np.abs(d), axis=0)
+    return r * np.outer(env, env)
