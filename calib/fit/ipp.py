@@ -418,10 +418,6 @@ class IppPowerFitter(Estimator):
             return " + ".join(f"sm_scaling {smf}" if u == SM_FLIP else f"{u} {forms[u]}"
                               for u in sorted(flipped, key=flips.index))
 
-        def shift_of(r: LsqResult) -> np.ndarray:
-            got = {p.name: p.value for p in r.params}
-            return 0.5 * np.array([got.get(n, vals[n]) - vals[n] for n in free])
-
         # breadth-first over the number of flips; a structure is fitted from the default start, from
         # the chosen solution and from the kept structure it was reached from, and the best counts
         frontier: list[tuple[frozenset, Mapping[str, float]]] = [(frozenset(), vals)]
@@ -433,7 +429,7 @@ class IppPowerFitter(Estimator):
             for parent, start in frontier:
                 for u in flips:
                     child = parent | {u}
-                    if u in parent or child in seen:
+                    if child in seen:  # also u in parent: the parent itself is seen
                         continue
                     if k > 1:
                         if n_multi >= self.MAX_MULTI_FLIP_FITS:
@@ -448,9 +444,9 @@ class IppPowerFitter(Estimator):
                     r = min(fits, key=lambda x: x.chisqr)
                     if r.chisqr - self.result_.chisqr > gate:
                         continue
-                    nxt.append((child, {p.name: p.value for p in r.params}))
-                    shift = shift_of(r)
-                    shifts.append(shift)
+                    got = {p.name: p.value for p in r.params}
+                    nxt.append((child, got))
+                    shifts.append(0.5 * np.array([got.get(n, vals[n]) - vals[n] for n in free]))
                     kept.append(label(child))
             frontier = nxt
             if not frontier:
