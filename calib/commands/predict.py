@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_intervals:
         from calib.model.intervals import add_intervals
 
-        out = add_intervals(pf, df, out, predict, args.level)
+        out = add_intervals(pf, out, predict, args.level)
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     cols = [c for c in ("power_w_pred", "time_s_pred", "energy_j_pred", "temp_c_pred", "copy_time_s_pred",
                         "copy_energy_j_pred", "copy_compute_ratio_pred") if c in out.columns]

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     def predict(p):  # noqa: ANN001, ANN202
         return df.assign(power_w_pred=predict_power(p, df, args.test))
 
-    ivl = add_intervals(pf, df, predict(pf), predict, args.level)
+    ivl = add_intervals(pf, predict(pf), predict, args.level)
     yhat = ivl["power_w_pred"].to_numpy(float)
     s, per = error_table(df["power_w"].to_numpy(float), yhat, df["workload"])
     y = df["power_w"].to_numpy(float)

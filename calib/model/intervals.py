@@ -140,16 +140,15 @@ def small_sample_factor(n_groups: int | None, level: float = DEFAULT_LEVEL) -> f
     return float(student_t.ppf(p, n_groups - 1) * math.sqrt(1.0 + 1.0 / n_groups) / norm.ppf(p))
 
 
-def discrepancy_sd(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame, column: str,
-                   level: float = DEFAULT_LEVEL) -> np.ndarray:
-    """Standard deviation of the model's discrepancy for each row's ``column`` (module docstring), as
-    seen at the interval ``level``; 0 where the fit recorded none."""
+def discrepancy_sd(pf: ParameterFile, out: pd.DataFrame, column: str, level: float = DEFAULT_LEVEL) -> np.ndarray:
+    """Standard deviation of the model's discrepancy for each row's ``column`` of the predicted rows
+    ``out`` (module docstring), as seen at the interval ``level``; 0 where the fit recorded none."""
     from calib.model.predict import power_sections
 
     pred = out[column].to_numpy(float)
     sd = np.zeros(len(out))
     if column == "power_w_pred":
-        for name, mask in power_sections(pf, df):
+        for name, mask in power_sections(pf, out):
             rel = _relative_sd(pf[name].stats.get("prediction"), level)
             if rel:
                 sd[mask] = rel * np.abs(pred[mask])
@@ -217,9 +216,11 @@ def set_heldout_discrepancy(pf: ParameterFile, held: pd.DataFrame, pred_w: np.nd
     return done
 
 
-def add_intervals(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame,
-                  predict: Callable[[ParameterFile], pd.DataFrame], level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+def add_intervals(pf: ParameterFile, out: pd.DataFrame, predict: Callable[[ParameterFile], pd.DataFrame],
+                  level: float = DEFAULT_LEVEL) -> pd.DataFrame:
     """``out`` plus ``<column>_lo``/``_hi`` for every predicted column it has (``power_w_lo``, ...).
+    ``out`` is what ``predict(pf)`` returns: the predicted rows with their inputs (with ``--clocks``, one
+    row per kernel and clock pair, so each row's clocks choose the section that answers its power).
     ``level`` in (0, 1): the probability a measured value should fall inside."""
     columns = [c for c in INTERVAL_COLUMNS if c in out.columns]
     if not columns:
@@ -228,7 +229,7 @@ def add_intervals(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame,
     if "power_w_pred" in columns:
         from calib.model.predict import power_sections
 
-        for name, mask in power_sections(pf, df):
+        for name, mask in power_sections(pf, out):
             stats = pf[name].stats.get("prediction") or {}
             if mask.any() and stats and stats.get("method") != HELDOUT_METHOD:
                 # measured: fitted on the Titan X microbenchmarks, 47.5 % of the 10 real applications'
@@ -242,7 +243,7 @@ def add_intervals(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame,
         # the discrepancy is measured as errors of this fit on workloads it did not see, so it already
         # holds what this fit's parameter error does to such a workload; the parameters' own spread
         # only adds where it is larger (an extrapolation to other clocks or rates than the held-out ones)
-        total = np.maximum(psd[c], discrepancy_sd(pf, df, out, c, level))
+        total = np.maximum(psd[c], discrepancy_sd(pf, out, c, level))
         stem = c[: -len("_pred")]
         pred = out[c].to_numpy(float)
         lo = pred - z * total

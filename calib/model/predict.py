@@ -399,7 +399,13 @@ def parse_clock_pairs(spec: str, pf: ParameterFile) -> list[tuple[float, float]]
 def predict_clock_grid(pf: ParameterFile, df: pd.DataFrame, clocks: str | None, anchor: bool,
                        source: str = "<table>") -> pd.DataFrame:
     """Every kernel of ``df`` at each pair of ``clocks`` (:func:`parse_clock_pairs`; None: the rows'
-    own clocks), with ``time_s_pred`` (and power and energy when the file has a power section).
+    own clocks), with ``time_s_pred`` where the file has a timing section and ``power_w_pred`` (with
+    ``energy_j_pred`` when time is predicted) where it has a power section. A file with power but no
+    timing predicts power at other clocks only through its DVFS model.
+
+    Measured columns (``time_s``, ``power_w``, ``energy_j``, ``temp_c``) belong to the rows' profiled clocks,
+    not to the new pairs: they are kept as ``profiled_<column>``. The profiled clocks themselves are
+    needed only by ``anchor`` or without ``clocks``.
 
     ``anchor``: each kernel's time is its measured ``time_s`` at its profiled clocks (``core_mhz``,
     ``mem_mhz``) times the model's ratio between the two pairs (:func:`calib.model.timing.predict_time_anchored`;
@@ -407,15 +413,21 @@ def predict_clock_grid(pf: ParameterFile, df: pd.DataFrame, clocks: str | None, 
     ``profiled_mem_mhz``, ``profiled_time_s`` say what each prediction was scaled from."""
     from calib.model import timing as T
 
-    if "timing" not in pf:
-        raise BadInputError(f"{source}: the parameter file has no timing section; --clocks/--anchor predict time")
-    for col in ("core_mhz", "mem_mhz"):
-        if col not in df.columns or df[col].isna().any():
-            raise BadInputError(f"{source}: column '{col}' missing or empty on some rows; the profiled clocks are needed "
-                                "(calib import ... --kernels --core-mhz/--mem-mhz)")
+    has_timing = "timing" in pf
+    power_off_clocks = "power" in pf and (pf.model_of("power") == "dvfs" or "dvfs" in pf)
+    if anchor and not has_timing:
+        raise BadInputError(f"{source}: --anchor scales measured times; the parameter file has no timing section")
+    if not has_timing and not power_off_clocks:
+        raise BadInputError(f"{source}: the parameter file has neither a timing section nor a DVFS power model, "
+                            "so it cannot predict at other clocks (--clocks)")
+    pairs = parse_clock_pairs(clocks, pf) if clocks else None
+    if anchor or pairs is None:
+        for col in ("core_mhz", "mem_mhz"):
+            if col not in df.columns or df[col].isna().any():
+                raise BadInputError(f"{source}: column '{col}' missing or empty on some rows; --anchor scales from "
+                                    "the profiled clocks (calib import ... --kernels --core-mhz/--mem-mhz)")
     if anchor and ("time_s" not in df.columns or df["time_s"].isna().any() or (df["time_s"] <= 0).any()):
         raise BadInputError(f"{source}: --anchor needs a measured time_s > 0 on every row")
-    pairs = parse_clock_pairs(clocks, pf) if clocks else None
     base = df.reset_index(drop=True)
     if pairs is None:
         grid = base.copy()
@@ -425,20 +437,33 @@ def predict_clock_grid(pf: ParameterFile, df: pd.DataFrame, clocks: str | None, 
         grid = base.iloc[src_idx].reset_index(drop=True)
         grid["core_mhz"] = [p[0] for _ in range(len(base)) for p in pairs]
         grid["mem_mhz"] = [p[1] for _ in range(len(base)) for p in pairs]
-    prof_c = base["core_mhz"].to_numpy(float)[src_idx]
-    prof_m = base["mem_mhz"].to_numpy(float)[src_idx]
     out = grid.copy()
+    if pairs is not None:
+        measured = [c for c in MEASURED_COLUMNS if c in grid.columns]
+        grid = grid.drop(columns=measured)
+        out = out.drop(columns=measured)
+        for c in measured:
+            if not (anchor and c == "time_s"):
+                out[f"profiled_{c}"] = base[c].to_numpy()[src_idx]
+    t = None
     if anchor:
+        prof_c = base["core_mhz"].to_numpy(float)[src_idx]
+        prof_m = base["mem_mhz"].to_numpy(float)[src_idx]
         prof_t = base["time_s"].to_numpy(float)[src_idx]
         t = T.predict_time_anchored(pf["timing"], grid, prof_t, prof_c, prof_m, infer_ilp=True)
         out["profiled_core_mhz"], out["profiled_mem_mhz"], out["profiled_time_s"] = prof_c, prof_m, prof_t
-    else:
+    elif has_timing:
         t = T.predict_time(pf["timing"], grid)
-    if "time_s" in out.columns and pairs is not None:
-        out = out.drop(columns=["time_s"])  # the measured time belongs to the profiled pair, not these
-    out["time_s_pred"] = t
+    if t is not None:
+        out["time_s_pred"] = t
     if "power" in pf:
-        pw = predict_table(pf, grid.drop(columns=[c for c in ("time_s",) if c in grid.columns]).assign(time_s=t), source)
+        rows = grid.drop(columns=[c for c in ("time_s",) if c in grid.columns])
+        pw = predict_table(pf, rows.assign(time_s=t) if t is not None else rows, source)
         out["power_w_pred"] = pw["power_w_pred"].to_numpy()
-        out["energy_j_pred"] = out["power_w_pred"] * t
+        if t is not None:
+            out["energy_j_pred"] = out["power_w_pred"] * t
     return out
+
+
+#: measured columns of an input row: with --clocks they describe its profiled pair, not the predicted ones
+MEASURED_COLUMNS = ("time_s", "power_w", "energy_j", "temp_c")

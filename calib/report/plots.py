@@ -87,7 +87,7 @@ def with_predictions(pf: ParameterFile, df: pd.DataFrame, notes: list[str]) -> p
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = add_intervals(pf, df, predict(pf), predict)
+        out = add_intervals(pf, predict(pf), predict)
     for w in caught:
         msg = str(w.message)
         if msg not in notes:

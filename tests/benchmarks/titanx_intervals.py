@@ -41,7 +41,7 @@ def main() -> int:
     saved = dict(pf["power"].stats["prediction"])
 
     def score(sub, label):  # noqa: ANN001, ANN202
-        out = add_intervals(pf, sub, sub.assign(power_w_pred=predict_power(pf, sub)),
+        out = add_intervals(pf, sub.assign(power_w_pred=predict_power(pf, sub)),
                             lambda p: sub.assign(power_w_pred=predict_power(p, sub)), 0.9)
         inside = ((out.power_w_lo <= out.power_w) & (out.power_w <= out.power_w_hi)).to_numpy()
         width = (100 * (out.power_w_hi - out.power_w_lo) / out.power_w_pred).to_numpy()

@@ -72,7 +72,7 @@ def interval_rows(preset: str, seed: int, pf, samples, level: float = 0.9) -> li
         def predict_sub(p):  # noqa: ANN001, ANN202
             return sub.assign(power_w_pred=predict_power(p, sub))
 
-        out = add_intervals(pf, sub, predict_sub(pf), predict_sub, level)
+        out = add_intervals(pf, predict_sub(pf), predict_sub, level)
         rows += [{"preset": preset, "seed": seed, "workload": w, "power_w": y, "pred": p, "lo": lo, "hi": hi,
                   "core_mhz": c, "mem_mhz": m}
                  for y, p, lo, hi, c, m in zip(out["power_w"], out["power_w_pred"], out["power_w_lo"],
