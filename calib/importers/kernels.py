@@ -100,6 +100,10 @@ def join_trace(launches: list[NK.Launch], layout: str, trace: str | os.PathLike,
                 raise BadInputError(f"{la.where}: launch {k + 1} of kernel {la.name!r}, but the trace {trace} has "
                                     f"{len(runs)}; profile both runs of the same application")
             chosen = [runs[k]]
+        for t in chosen:
+            if not t.blocks or not t.tpb:
+                raise BadInputError(f"{t.where}: kernel {t.name!r}: no launch shape (the Grid X/Y/Z and Block X/Y/Z "
+                                    "columns are empty)")
         la.blocks, la.tpb = la.blocks or chosen[0].blocks, la.tpb or chosen[0].tpb
         times = [t.time_s for t in chosen if t.time_s is not None]
         la.time_s = la.time_s if la.time_s is not None else (float(np.mean(times)) if times else None)

@@ -198,7 +198,7 @@ def read_metric(flavour: str, metric: str, raw: str, unit: str, where: str) -> t
     value, dim = (U.ncu_value if flavour == "ncu" else U.nvprof_value)(raw, unit, where)
     if dim not in dims:
         said = f"{raw.strip()} {unit.strip()}".strip()
-        raise BadInputError(f"{where}: {said!r} is a {_DIM_NAMES.get(dim, dim)}; {metric} is "
+        raise BadInputError(f"{where}: {said!r} is in {unit.strip() or dim or 'no unit'!r}, not a "
                             + " or ".join(_DIM_NAMES.get(d, d) for d in dims))
     if value < 0:
         raise BadInputError(f"{where}: {raw.strip()!r} is negative")
@@ -209,7 +209,9 @@ def read_metric(flavour: str, metric: str, raw: str, unit: str, where: str) -> t
 
 
 _DIM_NAMES = {"": "plain number", "%": "percentage", "s": "time", "Hz": "frequency", "B": "byte count",
-              "B/s": "throughput", "level": "utilization level"}
+              "B/s": "throughput", "level": "utilization level", "inst": "count of instructions",
+              "warp": "count of warps", "sector": "count of sectors", "request": "count of requests",
+              "block": "count of blocks", "thread": "count of threads"}
 
 
 class Launch:
@@ -313,8 +315,10 @@ def _nvprof_trace(p: Path, header: list[str], rows: list[tuple[int, list[str]]])
     col = {h: i for i, h in enumerate(header)}
     name_col = "Name" if "Name" in col else "Kernel"
     units, data = [], rows
-    if rows and all(f.strip() in U.NVPROF_UNITS for f in rows[0][1]):  # "ms,ms,,,,,,,,B,B,,,,," or ",,,,,%,GB/s"
-        units, data = rows[0][1], rows[1:]
+    cid = col.get("Correlation_ID")
+    if rows and (not rows[0][1][cid].strip() if cid is not None and cid < len(rows[0][1])
+                 else all(f.strip() in U.NVPROF_UNITS for f in rows[0][1])):
+        units, data = rows[0][1], rows[1:]  # "ms,ms,,,,,,,,B,B,,,,," or ",,,,,%,GB/s": Correlation_ID blank
     unit_of = {h: (units[i].strip() if i < len(units) else "") for h, i in col.items()}
     out = []
     for ln, r in data:
