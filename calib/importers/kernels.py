@@ -14,24 +14,29 @@ names; with nvprof's default metric sets the memory instructions come from the t
 requests = ``*_transactions / *_transactions_per_request``, the L2 hit rate = 1 - DRAM sectors / L2
 sectors, the L1 hit rate = 1 - ``l2_tex_read_transactions`` / ``gld_transactions``).
 
-Accepted layouts, one launch per row or ID:
+Accepted layouts (as nvprof 11.8 and ncu 2022.3 write them: ``tests/data/profilers/README.md``):
 
-- ``nvprof --print-gpu-trace --csv --metrics ...`` (optionally ``--system-profiling on``): banner lines
-  (``==PID==``), a header (``Duration``, ``Grid X/Y/Z``, ``Block X/Y/Z``, ``Name`` or ``Kernel``, metric
-  and event columns; ``SM Clock``/``Memory Clock`` with system profiling), then a row of units
-  (``us``, ``MHz``, ...), then one row per launch; memcpy/memset rows (no grid) are skipped;
-- ``ncu --csv`` details page (``ID``, ``Kernel Name``, ``Block Size``, ``Grid Size``, ``CC``, ``Metric
-  Name``, ``Metric Unit``, ``Metric Value``) and ``ncu --csv --page raw`` (one column per metric);
-  time from ``gpu__time_duration``, clocks from ``sm__cycles_elapsed.avg.per_second`` and
-  ``dram__cycles_elapsed.avg.per_second``;
-- ``nvprof --csv --metrics ...`` summaries (``Kernel``, ``Metric Name``, ``Avg``): one row per kernel,
-  no time or clocks (the export has none), launch shape from ``--blocks``/``--threads-per-block``.
+- ``nvprof --print-gpu-trace --csv --metrics ...`` (Device, Context, Stream, Kernel, Correlation_ID, one
+  column per metric, a units row under the header) or ``nvprof --csv --metrics ...`` summaries (Kernel,
+  Metric Name, Avg; units inside the values, ``50.000000%``); nvprof prints no duration or launch shape
+  with metrics (it replays the kernels), so ``trace`` (``--trace``) joins the ``--print-gpu-trace --csv``
+  export of a run without metrics (Start, Duration, Grid X/Y/Z, Block X/Y/Z, ..., Name): the k-th launch of
+  a kernel to its k-th launch; memcpy/memset rows skipped. Clocks: ``--core-mhz``/``--mem-mhz`` (one run
+  per locked clock pair), or ``SM Clock``/``Memory Clock`` columns where a trace has them;
+- ``ncu --csv`` details page (section metrics by label, or "Command line profiler metrics" by name;
+  rows that end after the value and rule rows as ncu writes them) and ``ncu --csv --page raw`` (one
+  column per metric); time from ``gpu__time_duration.sum``, clocks from
+  ``sm__cycles_elapsed.avg.per_second`` (or ``gpc__``) and ``dram__cycles_elapsed.avg.per_second``, the SM
+  count from ``device__attribute_multiprocessor_count``.
+
+Units as the profilers print them (:mod:`calib.importers.units`). The SM count (``active_sms``): from
+``--sm-count``, else the export, else the board name (:mod:`calib.importers.boards`).
 
 Launches of one kernel at one clock pair (clocks within 1 %) become one row: counts and time averaged.
 Refused, with file, line and column or metric named: an export without kernel rows, a kernel without a
-launch shape, a duration or clock in a unit not listed here, a used count or percentage metric in a unit
-:func:`calib.importers.ncu_kernel.unit_factor` does not know (scaled counts such as ``Kinst`` are converted), a
-duration <= 0.
+launch shape, a value in a unit the profiler does not print or of the wrong kind (a duration in ``inst``),
+a duration <= 0, a gpu trace given as the metrics export, launch counts that differ between the two nvprof
+runs.
 """
 
 from __future__ import annotations

@@ -7,10 +7,12 @@ export has them, the measured time and clocks. Launches of the same kernel are a
 ``python -m calib.importers.ncu_kernel PROFILE.csv -o KERNELS.json`` writes them; ``calib optimize``
 accepts the CSV directly.
 
-Accepted layouts: ``nvprof --csv --metrics ...`` (columns ``Kernel``, ``Metric Name``, ``Avg``; lines
-starting with ``==`` skipped), ``ncu --csv --metrics ...`` (``Kernel Name``, ``Metric Name``,
-``Metric Unit``, ``Metric Value``) and ``ncu --csv --page raw`` (one column per metric, units in the
-first data row). Numbers may carry thousands separators.
+Accepted layouts (:func:`read_exported`; as the profilers write them, ``tests/data/profilers/README.md``):
+``nvprof --csv --metrics ...`` summaries (``Kernel``, ``Metric Name``, ``Avg``; lines starting with ``==``
+skipped), nvprof ``--print-gpu-trace`` exports with or without metrics, ``ncu --csv`` details pages
+(section metrics by label: :data:`NCU_SECTION_LABELS`) and ``ncu --csv --page raw`` (one column per
+metric, a units row under the header). Values and units through :mod:`calib.importers.units`; numbers may
+carry thousands separators.
 
 Mapping. Per-warp count of a class = warp-level instructions of the class / warps launched, with
 warps = blocks x ceil(threads per block / 32) (``launch__grid_size``, ``launch__block_size``, or the
