@@ -376,3 +376,61 @@ def test_board_names_give_sm_counts():
     # every entry's SM count is its CUDA cores over the cores per SM of its compute capability
     bad = {k: v for k, v in BOARDS.items() if v[0] * CORES_PER_SM[v[2]] != v[1]}
     assert not bad, bad
+
+
+# -- the stand-in profiler writes the real shapes --------------------------------------------------------
+
+def _lines(path):
+    return path.read_text().splitlines()
+
+
+def test_stand_in_profiler_writes_the_transcripts_shapes(tmp_path):
+    """microbench.testing.profiler_export against the real transcripts: the same header lines and quoting,
+    an unquoted nvprof units row, units inside nvprof summary values in binary multiples, ncu metric rows that
+    end after the value. The stand-in used to write bare numbers and a combined Duration + metrics table
+    nvprof never writes, the importer's own misunderstanding."""
+    import csv
+    import re
+
+    from microbench.testing import profiler_export as PE
+
+    ks = PE.app_kernels(3, 3, 24, prefix="k")
+    la = PE.profile(ks, "titanx", [(1164.0, 4005.0)], seed=3) * 2  # each kernel launched twice
+    real_tr, real_mt, real_sum = (_lines(PROF / f) for f in ("nvprof_11.8_gpu_trace.csv", "nvprof_11.8_metrics_trace.csv",
+                                                            "nvprof_11.8_metrics_summary.csv"))
+    tr = PE.nvprof_gpu_trace_csv(la, "GeForce GTX TITAN X").splitlines()
+    assert tr[3] == real_tr[1]  # the header, after the banner
+    assert re.fullmatch(r"(ms|us),(ms|us),,,,,,,,B,B,,,,,", tr[4]) and re.fullmatch(r"ms,ms,,,,,,,,B,B,,,,,", real_tr[2])
+    mt = PE.nvprof_metrics_trace_csv(la, "GeForce GTX TITAN X").splitlines()
+    assert mt[3].startswith(real_mt[1][:real_mt[1].index('"achieved_occupancy"')])
+    assert '"' not in mt[4] and mt[4].startswith(",,,,,") and real_mt[2].startswith(",,,,,")
+    sm = PE.nvprof_metrics_summary_csv(la, "GeForce GTX TITAN X").splitlines()
+    assert sm[4] == real_sum[2]
+    rows = {r[3]: r for r in csv.reader(sm[5:])}
+    assert re.fullmatch(r"\d+\.\d{6}%", rows["global_hit_rate"][7])
+    assert re.fullmatch(r"\d+\.\d{6}[KMG]?B/s", rows["gld_throughput"][7])
+    assert re.fullmatch(r'(Idle|Low|Mid|High|Max) \(\d+\)', rows["dram_utilization"][7])
+    assert f',"dram_utilization","Device Memory Utilization","' in sm[5 + list(rows).index("dram_utilization")]
+    # binary multiples: the Avg of the last kernel's gld_throughput is its bytes/s over 1024^k
+    from microbench.testing.profiler_export import _counters
+    b = _counters(la[2])["gld_throughput"]
+    num, unit = re.fullmatch(r"([\d.]+)([KMG]?B/s)", rows["gld_throughput"][7]).groups()
+    assert float(num) * {"B/s": 1, "KB/s": 2**10, "MB/s": 2**20, "GB/s": 2**30}[unit] == pytest.approx(b, rel=1e-6)
+    real_det, real_raw = _lines(PROF / "ncu_2022.3_details_addConstDouble3.csv"), _lines(PROF / "ncu_2022.3_raw_addConstDouble3.csv")
+    det = PE.ncu_details_csv(la).splitlines()
+    assert det[0] == real_det[0]
+    assert all(line.endswith('",') and len(next(csv.reader([line]))) == 13 for line in det[1:])
+    assert real_det[1].endswith('",') and len(next(csv.reader([real_det[1]]))) == 13
+    raw = PE.ncu_raw_csv(la, "NVIDIA GeForce GTX TITAN X").splitlines()
+    n = len('"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream",')
+    assert raw[0][:n] == real_raw[0][:n] and raw[1].startswith('"","","","","","","","",') and real_raw[1].startswith('"","",')
+    # and what the importer makes of the summary: the stand-in's per-warp counts back
+    (tmp_path / "s.csv").write_text("\n".join(sm) + "\n")
+    (tmp_path / "t.csv").write_text("\n".join(tr) + "\n")
+    df = _kernels(tmp_path / "s.csv", trace=tmp_path / "t.csv", core_mhz=1164, mem_mhz=4005)
+    for launch in la[:3]:
+        row = df.loc[launch.kernel.name + "(float*, int)"]
+        assert row["n_launches"] == 1 and row["active_sms"] == min(24, launch.kernel.blocks)
+        assert row["time_s"] == pytest.approx(launch.time_s, rel=1e-5)
+        for cls, x in launch.kernel.per_warp.items():
+            assert row[f"cnt_{cls}"] == pytest.approx(x, rel=2e-3, abs=0.02), cls
