@@ -203,10 +203,10 @@ def read_metric(flavour: str, metric: str, raw: str, unit: str, where: str) -> t
         raise BadInputError(f"{where}: {said!r} is in {unit.strip() or dim or 'no unit'!r}, not a "
                             + " or ".join(_DIM_NAMES.get(d, d) for d in dims))
     if value < 0:
-        raise BadInputError(f"{where}: {raw.strip()!r} is negative")
+        raise BadInputError(f"{where}: {value:g} is negative")
     if dim == "%" and value > 100.0 + OVERSHOOT_PCT:
-        raise BadInputError(f"{where}: {raw.strip()!r} is outside [0, 100] % (up to {100 + OVERSHOOT_PCT:g} % is "
-                            "taken as profiler overshoot)")
+        raise BadInputError(f"{where}: {value:g} % outside [0, 100] % (up to {100 + OVERSHOOT_PCT:g} % is taken as "
+                            "profiler overshoot)")
     return value, dim
 
 

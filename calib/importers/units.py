@@ -29,10 +29,10 @@ tests read it).
 
 from __future__ import annotations
 
-import math
 import re
 
 from calib.core.errors import BadInputError
+from calib.importers._common import to_float
 
 #: nvprof 11.8: unit -> (factor to SI, dimension); byte multiples binary (see the module docstring)
 NVPROF_UNITS: dict[str, tuple[float, str]] = {
@@ -69,17 +69,6 @@ _NVPROF_VALUE = re.compile(rf"^(?P<num>{_NUMBER})(?P<unit>%|[KMGT]?B/s|[KMGT]?B|
 _LEVEL = re.compile(r"^(?P<name>[A-Za-z]+)\s*\((?P<n>\d+)\)$")
 
 
-def _number(text: str, where: str, shown: str) -> float:
-    t = text.replace(",", "")
-    try:
-        v = float(t)
-    except ValueError:
-        raise BadInputError(f"{where}: {shown!r} is not a number") from None
-    if not math.isfinite(v):
-        raise BadInputError(f"{where}: {shown!r} is not a finite number")
-    return v
-
-
 def nvprof_value(text: str, column_unit: str, where: str) -> tuple[float, str]:
     """``(SI value, dimension)`` of one nvprof field: a summary value with its unit inside
     (``50.000000%``, ``715.780258MB/s``), a trace value whose unit is the column's (``column_unit``, from
@@ -93,8 +82,10 @@ def nvprof_value(text: str, column_unit: str, where: str) -> tuple[float, str]:
     m = _LEVEL.match(shown)
     if m:
         level = int(m.group("n"))
-        if m.group("name") not in NVPROF_LEVELS + ("Unknown",) or level > 10:
+        if m.group("name") not in NVPROF_LEVELS + ("Unknown",):
             raise BadInputError(f"{where}: {shown!r} is not an nvprof utilization level (Idle (0) .. Max (10))")
+        if level > 10:
+            raise BadInputError(f"{where}: {shown!r}: utilization level {level} outside 0 .. 10")
         return float(level), "level"
     m = _NVPROF_VALUE.match(shown.replace(" ", ""))
     if not m or not m.group("num") or m.group("num") in ".+-":
@@ -109,7 +100,7 @@ def nvprof_value(text: str, column_unit: str, where: str) -> tuple[float, str]:
         raise BadInputError(f"{where}: {shown!r}: unit {unit!r} is not one nvprof prints "
                             f"({', '.join(u for u in NVPROF_UNITS if u)})")
     factor, dim = NVPROF_UNITS[unit]
-    return _number(m.group("num"), where, shown) * factor, dim
+    return to_float(m.group("num"), where, thousands=True, finite=True) * factor, dim
 
 
 def _ncu_word(word: str) -> tuple[float, str] | None:
@@ -157,7 +148,7 @@ def ncu_value(text: str, unit: str, where: str) -> tuple[float, str]:
         raise BadInputError(f"{where}: {shown!r}: unit {unit.strip()!r} is not one ncu prints "
                             "([K|M|G|T]<inst|warp|sector|request|thread|block|cycle|byte|...>[/<word or "
                             "nsecond|usecond|msecond|second>], %, Hz multiples)")
-    return _number(shown, where, shown) * conv[0], conv[1]
+    return to_float(shown, where, thousands=True, finite=True) * conv[0], conv[1]
 
 
 #: every unit the two profilers print and what the importers do with it (``tests/test_import_formats.py``
