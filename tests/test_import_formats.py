@@ -410,7 +410,7 @@ def test_stand_in_profiler_writes_the_transcripts_shapes(tmp_path):
     assert re.fullmatch(r"\d+\.\d{6}%", rows["global_hit_rate"][7])
     assert re.fullmatch(r"\d+\.\d{6}[KMG]?B/s", rows["gld_throughput"][7])
     assert re.fullmatch(r'(Idle|Low|Mid|High|Max) \(\d+\)', rows["dram_utilization"][7])
-    assert f',"dram_utilization","Device Memory Utilization","' in sm[5 + list(rows).index("dram_utilization")]
+    assert ',"dram_utilization","Device Memory Utilization","' in sm[5 + list(rows).index("dram_utilization")]
     # binary multiples: the Avg of the last kernel's gld_throughput is its bytes/s over 1024^k
     from microbench.testing.profiler_export import _counters
     b = _counters(la[2])["gld_throughput"]

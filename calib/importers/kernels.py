@@ -44,9 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 

@@ -69,7 +69,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 import warnings
 from pathlib import Path
 

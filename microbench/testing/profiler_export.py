@@ -17,8 +17,6 @@ Nothing here is read by a fitter; it only writes files in the profilers' layouts
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
