@@ -33,9 +33,10 @@ Operations, not instruction words, are counted: a packed FP32 instruction (``v_p
 ``v_pk_mul_f32``, ``v_pk_add_f32``, ``v_pk_mov_b32`` on gfx90a/gfx942) does the work of two and
 counts twice, like the two PTX instructions it replaces; a VOPD dual-issue word on gfx11
 (``v_dual_fmac_f32 ... :: v_dual_fmac_f32 ...``) is parsed as its two halves. Packed 16-bit
-instructions (``v_pk_fma_f16``) count once, as PTX's ``fma.f16x2``. The gfx11 scheduling hints
-``s_delay_alu`` and ``s_clause`` count zero: they carry the stall and dependency information that
-NVIDIA puts in the control bits of each SASS instruction, which no PTX count sees either.
+instructions (``v_pk_fma_f16``) count once, as PTX's ``fma.f16x2``. The waits and hints
+``s_waitcnt``, ``s_delay_alu`` (gfx11) and ``s_clause`` (gfx11) count zero: they carry the
+dependency information that NVIDIA puts in the control bits of each SASS instruction (stall count,
+scoreboard wait mask), which no PTX count sees either; :func:`waits` counts them.
 
 Cache policy bits per generation (what the kernels' ``.cg`` loads become): gfx9 (gfx90a) ``glc``;
 gfx940-942 ``sc1`` (agent scope) or ``nt`` (nontemporal); gfx11 ``glc`` (agent scope) or
@@ -84,9 +85,11 @@ _L1_BYPASS: dict[str, tuple[frozenset[str], ...]] = {
     "gfx12": (frozenset({"scope:SCOPE_DEV"}), frozenset({"scope:SCOPE_SYS"}), frozenset({"th:TH_LOAD_NT"})),
 }
 _POLICY_WORDS = frozenset({"glc", "slc", "dlc", "scc", "sc0", "sc1", "nt", "lds", "tfe", "lwe"})
-#: gfx11 scheduling hints: the dependency and clause information that NVIDIA encodes in the control
-#: bits of every SASS instruction, here as words of their own; they do no operation
-_HINTS = frozenset({"s_delay_alu", "s_clause"})
+#: waits and scheduling hints: the dependency information that NVIDIA encodes in the control bits of
+#: every SASS instruction (stall count, scoreboard wait mask), here as words of their own; they do
+#: no operation and count zero (they stay in the listing and in :func:`waits`)
+_HINTS = frozenset({"s_delay_alu", "s_clause", "s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt",
+                    "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt", "s_waitcnt_depctr"})
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ class Instruction:
     @property
     def ops(self) -> int:
         """Operations the instruction does: 2 for packed 32-bit instructions (``v_pk_*_f32``,
-        ``v_pk_mov_b32``), 0 for the scheduling hints ``s_delay_alu`` and ``s_clause``, else 1."""
+        ``v_pk_mov_b32``), 0 for waits and hints (``s_waitcnt``, ``s_delay_alu``, ``s_clause``), else 1."""
         b = self.base
         if b in _HINTS:
             return 0
@@ -337,6 +340,11 @@ def counts(instructions: Iterable[Instruction], gen: str = "gfx9", mem_level: st
             raise ValueError(f"unclassified AMDGCN instruction at line {ins.line}: {ins.text}")
         out[cls] = out.get(cls, 0.0) + ins.ops
     return out
+
+
+def waits(instructions: Iterable[Instruction]) -> int:
+    """Wait and hint words (``s_waitcnt``, ``s_delay_alu``, ``s_clause``) among ``instructions``."""
+    return sum(1 for ins in instructions if ins.base in _HINTS)
 
 
 @dataclass

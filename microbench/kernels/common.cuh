@@ -52,6 +52,7 @@
 // Bytes read by one wave-wide 4-byte-per-lane load.
 #define MB_LINE (4 * (int)MB_WAVE)
 typedef float mb_float4 __attribute__((ext_vector_type(4)));
+typedef float mb_float2 __attribute__((ext_vector_type(2)));
 // shader cycle counter as HIP's clock64(): s_memtime where the target has it (gfx9, gfx10),
 // else the compiler's cycle counter (gfx11: s_getreg SHADER_CYCLES)
 #if __has_builtin(__builtin_amdgcn_s_memtime)

@@ -20,16 +20,20 @@
 
 #if defined(MB_AMDGCN)
 #define MB_LANES ((int)MB_WAVE)
-#define MB_CHASE_LOAD_ca(p) p = *(const unsigned long long*)(p)
-#define MB_CHASE_LOAD_cg(p) \
-    p = __hip_atomic_load((const unsigned long long*)(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT)
+// the chain holds global addresses: a global (address space 1) pointer, so global_load, not flat_load
+#define MB_GLOBAL_U64(p) ((const __attribute__((address_space(1))) unsigned long long*)(p))
+#define MB_CHASE_LOAD_ca(p) p = *MB_GLOBAL_U64(p)
+#define MB_CHASE_LOAD_cg(p) p = __hip_atomic_load(MB_GLOBAL_U64(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT)
 // shared-memory (LDS) addresses are 32-bit offsets in address space 3
 #define MB_LDS(T) const __attribute__((address_space(3))) T*
 #define MB_SHARED_ADDR(ptr) ((unsigned)(__SIZE_TYPE__)(MB_LDS(void))(ptr))
 #define MB_SHARED_CHASE(a) a = *(MB_LDS(unsigned))(__SIZE_TYPE__)(a)
 #define MB_LOAD_CG_AT(v, p) v = __hip_atomic_load((p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT)
 #define MB_KEEP(x) asm volatile("" :: "v"(x) : "memory")
+// clang's loop vectorizer would widen the copy loop into 64-bit LDS stores plus a remainder loop
+#define MB_SCALAR_LOOP _Pragma("clang loop vectorize(disable) interleave(disable)")
 #else
+#define MB_SCALAR_LOOP
 #define MB_LANES 32
 #define MB_CHASE_LOAD_ca(p) asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p) :: "memory")
 #define MB_CHASE_LOAD_cg(p) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p) :: "memory")
@@ -84,6 +88,7 @@ extern "C" __global__ void pchase_shared(MB_PARAMS)
     const unsigned n = (unsigned)(foot_bytes / 4u);
     const unsigned sbase = MB_SHARED_ADDR(chain);
 #pragma unroll 1
+    MB_SCALAR_LOOP
     for (unsigned k = 0; k < n; ++k) chain[k] = sbase + 4u * next[k];
     __syncthreads();
     unsigned a = sbase;

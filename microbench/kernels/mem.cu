@@ -95,7 +95,6 @@ extern "C" __global__ void fma_intensity(MB_PARAMS)
 // AMD: the two FMAs as one two-lane FMA on (x, y) * (z, w) into a pair of accumulators, which is
 // one v_pk_fma_f32 on the loaded registers on gfx90a/gfx942 (the pairing x*y, z*w of the CUDA body
 // makes the compiler pack FMAs of different chains and shuffle registers with v_mov for it).
-typedef float mb_float2 __attribute__((ext_vector_type(2)));
 struct VecBody {
     const float* p;
     mb_float2* acc;
