@@ -24,6 +24,9 @@
 #define MB_GLOBAL_U64(p) ((const __attribute__((address_space(1))) unsigned long long*)(p))
 #define MB_CHASE_LOAD_ca(p) p = *MB_GLOBAL_U64(p)
 #define MB_CHASE_LOAD_cg(p) p = __hip_atomic_load(MB_GLOBAL_U64(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT)
+// the chain pointer in a VGPR: a wave-uniform pointer (one thread runs the chase) would otherwise be
+// chased with scalar loads (s_load_dwordx2) through the scalar cache instead of the vector L1/L2
+#define MB_VECTOR_CHASE(p) asm volatile("" : "+v"(p))
 // shared-memory (LDS) addresses are 32-bit offsets in address space 3
 #define MB_LDS(T) const __attribute__((address_space(3))) T*
 #define MB_SHARED_ADDR(ptr) ((unsigned)(__SIZE_TYPE__)(MB_LDS(void))(ptr))
@@ -37,6 +40,7 @@
 #define MB_LANES 32
 #define MB_CHASE_LOAD_ca(p) asm volatile("ld.global.ca.u64 %0, [%0];" : "+l"(p) :: "memory")
 #define MB_CHASE_LOAD_cg(p) asm volatile("ld.global.cg.u64 %0, [%0];" : "+l"(p) :: "memory")
+#define MB_VECTOR_CHASE(p)
 #define MB_SHARED_ADDR(ptr) ((unsigned)__cvta_generic_to_shared(ptr))
 #define MB_SHARED_CHASE(a) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(a) :: "memory")
 #define MB_LOAD_CG_AT(v, p) asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory")
@@ -54,6 +58,7 @@ extern "C" __global__ void NAME(MB_PARAMS)                                      
 {                                                                                              \
     unsigned long long* o = (unsigned long long*)out;                                          \
     unsigned long long p = (unsigned long long)data;                                           \
+    MB_VECTOR_CHASE(p);                                                                        \
     _Pragma("unroll 1")                                                                        \
     for (int i = 0; i < iters; ++i) {                                                          \
         _Pragma("unroll")                                                                      \
