@@ -33,7 +33,9 @@ Operations, not instruction words, are counted: a packed FP32 instruction (``v_p
 ``v_pk_mul_f32``, ``v_pk_add_f32``, ``v_pk_mov_b32`` on gfx90a/gfx942) does the work of two and
 counts twice, like the two PTX instructions it replaces; a VOPD dual-issue word on gfx11
 (``v_dual_fmac_f32 ... :: v_dual_fmac_f32 ...``) is parsed as its two halves. Packed 16-bit
-instructions (``v_pk_fma_f16``) count once, as PTX's ``fma.f16x2``. The waits and hints
+instructions (``v_pk_fma_f16``) count once, as PTX's ``fma.f16x2``. gfx9's unfused multiply-add
+``v_mad_f32``/``v_mac_f32`` (chosen for a multiply and an add when FP32 denormals are flushed, as
+CuPy compiles) counts twice, like the ``mul.rn`` + ``add.rn`` it replaces. The waits and hints
 ``s_waitcnt``, ``s_delay_alu`` (gfx11) and ``s_clause`` (gfx11) count zero: they carry the
 dependency information that NVIDIA puts in the control bits of each SASS instruction (stall count,
 scoreboard wait mask), which no PTX count sees either; :func:`waits` counts them.
@@ -84,6 +86,10 @@ _L1_BYPASS: dict[str, tuple[frozenset[str], ...]] = {
     "gfx11": (frozenset({"glc"}), frozenset({"slc", "dlc"})),
     "gfx12": (frozenset({"scope:SCOPE_DEV"}), frozenset({"scope:SCOPE_SYS"}), frozenset({"th:TH_LOAD_NT"})),
 }
+#: gfx9's unfused FP32 multiply-add (the product rounded: a multiply and an add in one instruction),
+#: which clang selects for a separate mul and add when FP32 denormals are flushed (CuPy compiles so)
+_UNFUSED_MAD = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32",
+                          "v_mac_legacy_f32"})
 _POLICY_WORDS = frozenset({"glc", "slc", "dlc", "scc", "sc0", "sc1", "nt", "lds", "tfe", "lwe"})
 #: waits and scheduling hints: the dependency information that NVIDIA encodes in the control bits of
 #: every SASS instruction (stall count, scoreboard wait mask), here as words of their own; they do
@@ -124,10 +130,13 @@ class Instruction:
     @property
     def ops(self) -> int:
         """Operations the instruction does: 2 for packed 32-bit instructions (``v_pk_*_f32``,
-        ``v_pk_mov_b32``), 0 for waits and hints (``s_waitcnt``, ``s_delay_alu``, ``s_clause``), else 1."""
+        ``v_pk_mov_b32``) and unfused multiply-adds (``v_mad_f32``, ``v_mac_f32``), 0 for waits and hints
+        (``s_waitcnt``, ``s_delay_alu``, ``s_clause``), else 1."""
         b = self.base
         if b in _HINTS:
             return 0
+        if b in _UNFUSED_MAD:
+            return 2
         return 2 if b.startswith("v_pk_") and (b.endswith("_f32") or b == "v_pk_mov_b32") else 1
 
     @property

@@ -291,6 +291,9 @@ class Nvrtc(Compiler):
 
 #: AMD compiles need no ROCm: device code only, no HIP headers or device libraries, assembly out
 CLANG_HIP_OPTIONS: tuple[str, ...] = ("-x", "hip", "-nogpuinc", "-nogpulib", "--cuda-device-only", "-O3", "-S")
+#: what CuPy adds to every HIP compile (cupy/cuda/compiler.py, _compile_with_cache_hip, cupy-rocm-7-0
+#: 14.2.0): FP32 denormals flushed, as in the code the runner loads
+HIP_RUNTIME_OPTIONS: tuple[str, ...] = ("-fcuda-flush-denormals-to-zero",)
 #: stands in for the HIP headers (see the file)
 HIP_PRELUDE = "hip_prelude.h"
 #: the oldest clang that knows every target verify checks (gfx942 needs LLVM 17)
@@ -323,8 +326,8 @@ class Clang:
         src = workdir / "kernel.hip"
         src.write_text(source)
         out = workdir / "kernel.s"
-        _run([self.path, *CLANG_HIP_OPTIONS, f"--offload-arch={arch}", "-include", str(KERNEL_DIR / HIP_PRELUDE),
-              *options, str(src), "-o", str(out)], f"clang for {arch}")
+        _run([self.path, *CLANG_HIP_OPTIONS, *HIP_RUNTIME_OPTIONS, f"--offload-arch={arch}", "-include",
+              str(KERNEL_DIR / HIP_PRELUDE), *options, str(src), "-o", str(out)], f"clang for {arch}")
         return out.read_text()
 
 
@@ -459,7 +462,7 @@ class KernelCompiler:
         seen: set[Path] = set()
         source = "".join(expand_includes(KERNEL_DIR / f, seen) for f in files)
         options = [*BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(macros.items()))]
-        extra = [(KERNEL_DIR / HIP_PRELUDE).read_text()] if amd else []
+        extra = [(KERNEL_DIR / HIP_PRELUDE).read_text(), *HIP_RUNTIME_OPTIONS] if amd else []
         key = hashlib.sha256("\0".join([source, *options, str(a), comp.describe(), *extra]).encode()).hexdigest()[:24]
         with self._lock:
             if key in self._mem:

@@ -255,21 +255,6 @@ def amd_params(spec: KernelSpec) -> dict[str, Any]:
     return {**spec.verify_params, **catalog.AMD_VERIFY_PARAMS.get(spec.name, ({}, ""))[0]}
 
 
-def _wave_window_problem(spec: KernelSpec, params: Mapping[str, Any], wave: int) -> str | None:
-    """Why the window a ``wave``-lane wave reads per trip exceeds the working set (None if it does not).
-
-    The catalog checks the window for 32-lane warps; it grows with the lanes, so the same check on
-    a working set scaled by 32 / wave is the check for the wave.
-    """
-    if wave <= 32 or not spec.footprint_rule or "footprint_bytes" not in params:
-        return None
-    try:
-        spec.params(**{**params, "footprint_bytes": int(params["footprint_bytes"]) * 32 // wave})
-    except BadInputError as e:
-        return f"wave{wave}: the per-trip window exceeds the working set ({e})"
-    return None
-
-
 def check_compiled_amd(spec: KernelSpec, params: Mapping[str, Any], compiled: Compiled,
                        info: ArchInfo) -> KernelCheck:
     """Check one kernel's AMDGCN assembly (``compiled``) against its spec; see the module docstring."""
@@ -342,7 +327,7 @@ def check_compiled_amd(spec: KernelSpec, params: Mapping[str, Any], compiled: Co
         for ins in bad[:3]:
             chk.problems.append(f"load without {what} ({spec.load_op}) at line {ins.line}: {ins.text}")
     _check_footprint(spec, params, info, chk)
-    problem = _wave_window_problem(spec, params, amdgcn.wave_size(arch))
+    problem = catalog.wave_window_error(spec, params, amdgcn.wave_size(arch))
     if problem:
         chk.problems.append(problem)
     return chk

@@ -618,7 +618,8 @@ _GFX9_LOAD, _GFX11_LOAD = ("global_load_dword",), ("global_load_b32",)
 AMD_HOT_OPS: dict[str, dict[str, tuple[str, ...]]] = {
     "fp32_fma": {"gfx9": ("v_pk_fma_f32", "v_fma_f32", "v_fmac_f32"),
                  "gfx11": ("v_fma_f32", "v_fmac_f32", "v_fmaak_f32", "v_fmamk_f32")},
-    "fp32_addmul": {"gfx9": ("v_pk_mul_f32", "v_pk_add_f32", "v_mul_f32", "v_add_f32"),
+    # v_mad_f32 / v_mac_f32: gfx9's unfused multiply-add (a multiply and an add, counted twice)
+    "fp32_addmul": {"gfx9": ("v_pk_mul_f32", "v_pk_add_f32", "v_mul_f32", "v_add_f32", "v_mad_f32", "v_mac_f32"),
                     "gfx11": ("v_mul_f32", "v_add_f32")},
     "fp64_fma": {"gfx9": ("v_fma_f64",), "gfx11": ("v_fma_f64",)},
     # one multiply per mad: v_mul_lo_u32 (+ a v_add_u32) on gfx9, v_mad_u64_u32 on gfx11
@@ -708,6 +709,22 @@ def _intensity_validate(p: Mapping[str, Any]) -> None:
     if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 1024:
         raise BadInputError(f"fma_intensity: k must be an integer in [0, 1024], not {k!r}")
     _check_footprint(lambda q: _window_bytes(q, q["ilp"]))(p)
+
+
+def wave_window_error(spec: KernelSpec, params: Mapping[str, Any], wave: int) -> str | None:
+    """Why the window a ``wave``-lane wave (AMD wave64) reads per trip exceeds the working set, or None.
+
+    The kernels' validation checks the window of 32-lane warps; a window grows with the lanes (a
+    line is 4 x lanes bytes), so the same validation on a working set scaled by 32 / wave is the
+    check for the wave.
+    """
+    if wave <= 32 or not spec.footprint_rule or "footprint_bytes" not in params:
+        return None
+    try:
+        spec.params(**{**params, "footprint_bytes": int(params["footprint_bytes"]) * 32 // wave})
+    except BadInputError as e:
+        return f"wave{wave}: the per-trip window exceeds the working set ({e})"
+    return None
 
 
 def get(name: str) -> KernelSpec:

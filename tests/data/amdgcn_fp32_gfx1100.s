@@ -1,6 +1,6 @@
 ; Transcript: the real output of clang 19.1.7 (Debian clang version 19.1.7 (3~deb12u1), package
 ; clang-19 1:19.1.7-3~deb12u1) for microbench/kernels/fp32.cu with its headers inlined:
-;   clang++-19 -x hip -nogpuinc -nogpulib --cuda-device-only -O3 -S --offload-arch=gfx1100 -include hip_prelude.h -std=c++11 -DILP=4 -DUNROLL=16 kernel.hip -o kernel.s
+;   clang++-19 -x hip -nogpuinc -nogpulib --cuda-device-only -O3 -S -fcuda-flush-denormals-to-zero --offload-arch=gfx1100 -include hip_prelude.h -std=c++11 -DILP=4 -DUNROLL=16 kernel.hip -o kernel.s
 	.text
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx1100"
 	.amdhsa_code_object_version 5
@@ -176,7 +176,7 @@ fp32_fma:                               ; @fp32_fma
 		.amdhsa_reserve_vcc 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -204,7 +204,7 @@ fp32_fma:                               ; @fp32_fma
 ; NumVgprs: 7
 ; ScratchSize: 0
 ; MemoryBound: 0
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 0 bytes/workgroup (compile time only)
 ; SGPRBlocks: 2
@@ -400,7 +400,7 @@ fp32_addmul:                            ; @fp32_addmul
 		.amdhsa_reserve_vcc 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -428,7 +428,7 @@ fp32_addmul:                            ; @fp32_addmul
 ; NumVgprs: 6
 ; ScratchSize: 0
 ; MemoryBound: 0
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 0 bytes/workgroup (compile time only)
 ; SGPRBlocks: 2
@@ -447,17 +447,17 @@ fp32_addmul:                            ; @fp32_addmul
 	.text
 	.p2alignl 7, 3214868480
 	.fill 96, 4, 3214868480
-	.type	__hip_cuid_eb1cbf402ca49a9c,@object ; @__hip_cuid_eb1cbf402ca49a9c
+	.type	__hip_cuid_e4eb9b7b4425f771,@object ; @__hip_cuid_e4eb9b7b4425f771
 	.section	.bss,"aw",@nobits
-	.globl	__hip_cuid_eb1cbf402ca49a9c
-__hip_cuid_eb1cbf402ca49a9c:
+	.globl	__hip_cuid_e4eb9b7b4425f771
+__hip_cuid_e4eb9b7b4425f771:
 	.byte	0                               ; 0x0
-	.size	__hip_cuid_eb1cbf402ca49a9c, 1
+	.size	__hip_cuid_e4eb9b7b4425f771, 1
 
 	.ident	"Debian clang version 19.1.7 (3~deb12u1)"
 	.section	".note.GNU-stack","",@progbits
 	.addrsig
-	.addrsig_sym __hip_cuid_eb1cbf402ca49a9c
+	.addrsig_sym __hip_cuid_e4eb9b7b4425f771
 	.amdgpu_metadata
 ---
 amdhsa.kernels:

@@ -1,6 +1,6 @@
 ; Transcript: the real output of clang 19.1.7 (Debian clang version 19.1.7 (3~deb12u1), package
 ; clang-19 1:19.1.7-3~deb12u1) for microbench/kernels/fp32.cu with its headers inlined:
-;   clang++-19 -x hip -nogpuinc -nogpulib --cuda-device-only -O3 -S --offload-arch=gfx90a -include hip_prelude.h -std=c++11 -DILP=4 -DUNROLL=16 kernel.hip -o kernel.s
+;   clang++-19 -x hip -nogpuinc -nogpulib --cuda-device-only -O3 -S -fcuda-flush-denormals-to-zero --offload-arch=gfx90a -include hip_prelude.h -std=c++11 -DILP=4 -DUNROLL=16 kernel.hip -o kernel.s
 	.text
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
 	.amdhsa_code_object_version 5
@@ -121,7 +121,7 @@ fp32_fma:                               ; @fp32_fma
 		.amdhsa_reserve_xnack_mask 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -148,7 +148,7 @@ fp32_fma:                               ; @fp32_fma
 ; TotalNumVgprs: 6
 ; ScratchSize: 0
 ; MemoryBound: 0
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 0 bytes/workgroup (compile time only)
 ; SGPRBlocks: 1
@@ -196,72 +196,72 @@ fp32_addmul:                            ; @fp32_addmul
 	s_mov_b32 s10, s2
 	s_mov_b32 s11, s2
 .LBB1_2:                                ; =>This Inner Loop Header: Depth=1
+	v_mad_f32 v1, v4, v4, s2
+	v_mad_f32 v4, v5, v5, s2
+	v_mad_f32 v2, v2, v2, s2
+	v_mad_f32 v3, v3, v3, s2
+	v_mad_f32 v1, v1, v1, s2
+	v_mad_f32 v4, v4, v4, s2
+	v_mad_f32 v2, v2, v2, s2
+	v_mad_f32 v3, v3, v3, s2
+	v_mad_f32 v1, v1, v1, s2
+	v_mad_f32 v4, v4, v4, s2
+	v_mad_f32 v2, v2, v2, s2
+	v_mad_f32 v3, v3, v3, s2
+	v_mad_f32 v1, v1, v1, s2
+	v_mad_f32 v4, v4, v4, s2
+	v_mad_f32 v5, v2, v2, s2
+	v_mad_f32 v6, v3, v3, s2
+	v_mad_f32 v2, v1, v1, s2
+	v_mad_f32 v3, v4, v4, s2
+	v_mad_f32 v4, v5, v5, s2
+	v_mad_f32 v5, v6, v6, s2
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
 	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
-	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
 	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
-	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
 	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
+	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
 	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
-	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
-	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
-	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
-	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
-	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
-	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
-	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
-	v_pk_add_f32 v[4:5], v[4:5], s[2:3]
-	v_pk_add_f32 v[2:3], v[2:3], s[2:3]
-	v_pk_mul_f32 v[4:5], v[4:5], v[4:5]
-	v_pk_mul_f32 v[2:3], v[2:3], v[2:3]
+	v_pk_mul_f32 v[6:7], v[2:3], v[2:3]
+	v_pk_mul_f32 v[2:3], v[4:5], v[4:5]
 	s_add_i32 s7, s7, -1
 	v_pk_add_f32 v[2:3], v[2:3], s[10:11]
 	s_cmp_lg_u32 s7, 0
-	v_pk_add_f32 v[4:5], v[4:5], s[8:9]
+	v_pk_add_f32 v[4:5], v[6:7], s[8:9]
 	s_cbranch_scc1 .LBB1_2
 .LBB1_3:
 	s_load_dword s2, s[4:5], 0x30
@@ -309,7 +309,7 @@ fp32_addmul:                            ; @fp32_addmul
 		.amdhsa_system_sgpr_workgroup_id_z 0
 		.amdhsa_system_sgpr_workgroup_info 0
 		.amdhsa_system_vgpr_workitem_id 0
-		.amdhsa_next_free_vgpr 6
+		.amdhsa_next_free_vgpr 8
 		.amdhsa_next_free_sgpr 12
 		.amdhsa_accum_offset 8
 		.amdhsa_reserve_vcc 1
@@ -317,7 +317,7 @@ fp32_addmul:                            ; @fp32_addmul
 		.amdhsa_reserve_xnack_mask 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -339,18 +339,18 @@ fp32_addmul:                            ; @fp32_addmul
 ; Kernel info:
 ; codeLenInByte = 724
 ; NumSgprs: 16
-; NumVgprs: 6
+; NumVgprs: 8
 ; NumAgprs: 0
-; TotalNumVgprs: 6
+; TotalNumVgprs: 8
 ; ScratchSize: 0
 ; MemoryBound: 0
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 0 bytes/workgroup (compile time only)
 ; SGPRBlocks: 1
 ; VGPRBlocks: 0
 ; NumSGPRsForWavesPerEU: 16
-; NumVGPRsForWavesPerEU: 6
+; NumVGPRsForWavesPerEU: 8
 ; AccumOffset: 8
 ; Occupancy: 8
 ; WaveLimiterHint : 0
@@ -366,17 +366,17 @@ fp32_addmul:                            ; @fp32_addmul
 	.text
 	.p2alignl 6, 3212836864
 	.fill 256, 4, 3212836864
-	.type	__hip_cuid_4de751bc2d2603e7,@object ; @__hip_cuid_4de751bc2d2603e7
+	.type	__hip_cuid_6da27f93e0ac425b,@object ; @__hip_cuid_6da27f93e0ac425b
 	.section	.bss,"aw",@nobits
-	.globl	__hip_cuid_4de751bc2d2603e7
-__hip_cuid_4de751bc2d2603e7:
+	.globl	__hip_cuid_6da27f93e0ac425b
+__hip_cuid_6da27f93e0ac425b:
 	.byte	0                               ; 0x0
-	.size	__hip_cuid_4de751bc2d2603e7, 1
+	.size	__hip_cuid_6da27f93e0ac425b, 1
 
 	.ident	"Debian clang version 19.1.7 (3~deb12u1)"
 	.section	".note.GNU-stack","",@progbits
 	.addrsig
-	.addrsig_sym __hip_cuid_4de751bc2d2603e7
+	.addrsig_sym __hip_cuid_6da27f93e0ac425b
 	.amdgpu_metadata
 ---
 amdhsa.kernels:
@@ -549,7 +549,7 @@ amdhsa.kernels:
     .symbol:         fp32_addmul.kd
     .uniform_work_group_size: 1
     .uses_dynamic_stack: false
-    .vgpr_count:     6
+    .vgpr_count:     8
     .vgpr_spill_count: 0
     .wavefront_size: 64
 amdhsa.target:   amdgcn-amd-amdhsa--gfx90a

@@ -1,6 +1,6 @@
 ; Transcript: the real output of clang 19.1.7 (Debian clang version 19.1.7 (3~deb12u1), package
 ; clang-19 1:19.1.7-3~deb12u1) for microbench/kernels/latency.cu with its headers inlined:
-;   clang++-19 -x hip -nogpuinc -nogpulib --cuda-device-only -O3 -S --offload-arch=gfx942 -include hip_prelude.h -std=c++11 -DLANE_STRIDE=1 -DREQS=8 -DUNROLL=8 kernel.hip -o kernel.s
+;   clang++-19 -x hip -nogpuinc -nogpulib --cuda-device-only -O3 -S -fcuda-flush-denormals-to-zero --offload-arch=gfx942 -include hip_prelude.h -std=c++11 -DLANE_STRIDE=1 -DREQS=8 -DUNROLL=8 kernel.hip -o kernel.s
 	.text
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
 	.amdhsa_code_object_version 5
@@ -105,7 +105,7 @@ pchase_ca:                              ; @pchase_ca
 		.amdhsa_reserve_xnack_mask 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -132,7 +132,7 @@ pchase_ca:                              ; @pchase_ca
 ; TotalNumVgprs: 5
 ; ScratchSize: 0
 ; MemoryBound: 1
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 0 bytes/workgroup (compile time only)
 ; SGPRBlocks: 1
@@ -256,7 +256,7 @@ pchase_cg:                              ; @pchase_cg
 		.amdhsa_reserve_xnack_mask 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -283,7 +283,7 @@ pchase_cg:                              ; @pchase_cg
 ; TotalNumVgprs: 5
 ; ScratchSize: 0
 ; MemoryBound: 1
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 0 bytes/workgroup (compile time only)
 ; SGPRBlocks: 1
@@ -399,7 +399,7 @@ pchase_shared:                          ; @pchase_shared
 		.amdhsa_reserve_xnack_mask 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -426,7 +426,7 @@ pchase_shared:                          ; @pchase_shared
 ; TotalNumVgprs: 4
 ; ScratchSize: 0
 ; MemoryBound: 0
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 32768 bytes/workgroup (compile time only)
 ; SGPRBlocks: 1
@@ -580,7 +580,7 @@ departure_delay:                        ; @departure_delay
 		.amdhsa_reserve_xnack_mask 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
-		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_32 0
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
@@ -607,7 +607,7 @@ departure_delay:                        ; @departure_delay
 ; TotalNumVgprs: 18
 ; ScratchSize: 0
 ; MemoryBound: 0
-; FloatMode: 240
+; FloatMode: 192
 ; IeeeMode: 1
 ; LDSByteSize: 0 bytes/workgroup (compile time only)
 ; SGPRBlocks: 2
@@ -629,17 +629,17 @@ departure_delay:                        ; @departure_delay
 	.text
 	.p2alignl 6, 3212836864
 	.fill 256, 4, 3212836864
-	.type	__hip_cuid_cd436180f7850c99,@object ; @__hip_cuid_cd436180f7850c99
+	.type	__hip_cuid_22dba6a9d9124f44,@object ; @__hip_cuid_22dba6a9d9124f44
 	.section	.bss,"aw",@nobits
-	.globl	__hip_cuid_cd436180f7850c99
-__hip_cuid_cd436180f7850c99:
+	.globl	__hip_cuid_22dba6a9d9124f44
+__hip_cuid_22dba6a9d9124f44:
 	.byte	0                               ; 0x0
-	.size	__hip_cuid_cd436180f7850c99, 1
+	.size	__hip_cuid_22dba6a9d9124f44, 1
 
 	.ident	"Debian clang version 19.1.7 (3~deb12u1)"
 	.section	".note.GNU-stack","",@progbits
 	.addrsig
-	.addrsig_sym __hip_cuid_cd436180f7850c99
+	.addrsig_sym __hip_cuid_22dba6a9d9124f44
 	.amdgpu_metadata
 ---
 amdhsa.kernels:
