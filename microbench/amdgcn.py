@@ -78,13 +78,18 @@ def wave_size(arch: str) -> int:
     return 64 if generation(arch) in ("gfx9", "gfx940") else 32
 
 
+def has_matrix_cores(arch: str) -> bool:
+    """Whether a target has the matrix instructions tensor.cu uses: CDNA v_mfma (gfx908, gfx90a, gfx94x,
+    gfx950) or RDNA3 v_wmma (gfx11)."""
+    a = arch.strip().lower()
+    return a in ("gfx908", "gfx90a") or generation(a) in ("gfx940", "gfx11")
+
+
 #: cache-policy bits that keep a load out of the vector L1 (the ``.cg`` policies of common.cuh)
 _L1_BYPASS: dict[str, tuple[frozenset[str], ...]] = {
     "gfx9": (frozenset({"glc"}),),
     "gfx940": (frozenset({"sc1"}), frozenset({"nt"})),
-    "gfx10": (frozenset({"glc"}), frozenset({"slc", "dlc"})),
     "gfx11": (frozenset({"glc"}), frozenset({"slc", "dlc"})),
-    "gfx12": (frozenset({"scope:SCOPE_DEV"}), frozenset({"scope:SCOPE_SYS"}), frozenset({"th:TH_LOAD_NT"})),
 }
 #: gfx9's unfused FP32 multiply-add (the product rounded: a multiply and an add in one instruction),
 #: which clang selects for a separate mul and add when FP32 denormals are flushed (CuPy compiles so)
@@ -299,6 +304,8 @@ def _classify_vector_memory(ins: Instruction, gen: str, mem_level: str) -> str:
 
 def bypasses_l1(ins: Instruction, gen: str) -> bool:
     """Whether a vector load carries one of ``gen``'s L1-bypass (``.cg``) cache policies."""
+    if gen not in _L1_BYPASS:
+        raise ValueError(f"cache policies of {gen} are not known (known: {', '.join(_L1_BYPASS)})")
     pol = ins.policy
     return any(need <= pol for need in _L1_BYPASS[gen])
 

@@ -403,3 +403,62 @@ def test_cli_amd_table_and_bad_targets(capsys: pytest.CaptureFixture, toolchains
     fma = next(line for line in lines if line.startswith("fp32_fma")).split()
     assert fma[1:3] == ["fp", "95.5%"] and fma[-2:] == ["yes", "ok"]
     assert lines[-1] == "2 passed, 0 failed, 0 skipped"
+
+
+# -- the runner's HIP path (CuPy for ROCm, faked: no GPU here) -----------------------------------
+
+def _hip_gpu(arch_name: str = "gfx90a:sramecc+:xnack-", wave: int = 64):
+    """The runner tests' fake CuPy, as cupy-rocm-7-0 14.2.0 presents an AMD GPU: runtime.is_hip, a
+    getDeviceProperties dict with gcnArchName (bytes, as CuPy returns char arrays), warpSize and
+    sharedMemPerBlockOptin, and no cudaDevAttrMaxSharedMemoryPerBlockOptin (absent from that wheel's
+    _runtime_enum)."""
+    from test_kernels_runner import FakeGPU
+
+    gpu = FakeGPU(sm_count=104, cc="90")  # CuPy's compute_capability on HIP: a number, not sm_90
+    rec = gpu.module()
+    rt = rec._obj.cuda.runtime
+    del rt.cudaDevAttrMaxSharedMemoryPerBlockOptin
+    rt.is_hip = True
+    rt.getDeviceProperties = lambda dev: {"gcnArchName": arch_name.encode(), "warpSize": wave,
+                                          "sharedMemPerBlock": 65536, "sharedMemPerBlockOptin": 65536}
+    return gpu, rec
+
+
+def test_runner_hip_device_and_compile() -> None:
+    """Catches the HIP path reading CuPy's compute_capability ("90" on MI250X) as sm_90, or asking for
+    the optin attribute cupy-rocm does not have; the source RawModule gets is the verified text."""
+    from microbench.devices.base import Launch
+    from microbench.kernels.runner import KernelRunner
+
+    gpu, rec = _hip_gpu()
+    r = KernelRunner(0, cupy_module=rec, clock=gpu.clock)
+    assert (r.arch, r.wave_size, r.is_hip, r.smem_per_block_optin) == ("gfx90a", 64, True, 65536)
+    prep = r.prepare("fp32_fma", {"iters": 10}, Launch(208, 256, 104))
+    code, options = gpu.modules[-1]
+    assert "#include" not in code and "hip_prelude" not in code  # hiprtc brings its own HIP headers
+    assert code == toolchain.expand_includes(toolchain.KERNEL_DIR / "fp32.cu")
+    assert options == ("-std=c++11", "-DILP=4", "-DUNROLL=16")
+    assert prep.block == (256, 1, 1)
+    with pytest.raises(Exception, match="peak rates are tabulated for NVIDIA GPUs only"):
+        r.rates()
+
+
+def test_runner_hip_rejects_what_wave64_cannot_run() -> None:
+    """Catches launching half waves, and the l1 kernel at unroll 16 on wave64, whose 32 KiB window
+    reads past a 16 KiB working set (the 32-lane validation passes it)."""
+    from calib.core.errors import BadInputError
+    from microbench.devices.base import Launch
+    from microbench.kernels.runner import KernelRunner
+
+    gpu, rec = _hip_gpu()
+    r = KernelRunner(0, cupy_module=rec, clock=gpu.clock)
+    with pytest.raises(BadInputError, match=r"threads_per_block must be a multiple of 64 in \[64, 1024\], not 96"):
+        r.prepare("fp32_fma", {}, Launch(104, 96, 104))
+    with pytest.raises(BadInputError, match=r"^l1 on gfx90a: wave64: the per-trip window exceeds the working set"):
+        r.prepare("l1", {"iters": 4}, Launch(104, 256, 104))
+    r.prepare("l1", {"iters": 4, "unroll": 8}, Launch(104, 256, 104))
+    gpu2, rec2 = _hip_gpu("gfx1030", 32)
+    r2 = KernelRunner(0, cupy_module=rec2, clock=gpu2.clock)
+    r2.prepare("l1", {"iters": 4}, Launch(104, 256, 104))  # wave32: the CUDA windows
+    with pytest.raises(BadInputError, match=r"tensor needs matrix instructions .*; cuda:0 is gfx1030"):
+        r2.prepare("tensor", {}, Launch(104, 256, 104))
