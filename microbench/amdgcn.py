@@ -2,32 +2,33 @@
 
 The AMD counterpart of :mod:`microbench.ptx`: ``clang -x hip --cuda-device-only -S`` output turned
 into kernels, instructions, loops and resources, each instruction mapped to a class of
-:data:`calib.core.units.INSTRUCTION_CLASSES` (the same names as for NVIDIA where the hardware unit
-is the same kind) or to ``salu``, the scalar ALU that NVIDIA GPUs do not have:
+:data:`calib.core.units.INSTRUCTION_CLASSES`, and through :data:`calib.core.arch.AMD_UNITS` to the unit
+of the AMD power model that executes it (every ``s_*`` instruction runs on the scalar unit, ``salu``:
+scalar arithmetic and branches are ``ctrl``, scalar loads ``const``):
 
-========  ================  ==========================================================================
-class     AMD unit          AMDGCN instructions
-========  ================  ==========================================================================
-fp        VALU fp32         v_fma/fmac/fmaak/fmamk/mad/mac/add/sub/mul/min/max/ldexp..._f32 (and
-                            _f16/_bf16), v_pk_fma/mul/add_f32 (two operations each), v_dot2_f32_f16
-dp        VALU fp64         the same on _f64, and v_rcp/rsq/sqrt_f64
-int       VALU integer      v_add/sub (_u32, _co, _nc, 3), v_mul_lo/hi, v_mad_u32_u24, v_mad_u64_u32,
-                            v_lshl_add, v_min/max on integers, v_dot4_i32_i8
-sfu       VALU transcend.   v_exp/log/rcp/rsq/sqrt/sin/cos_f32 (and _f16)
-tensor    matrix cores      v_mfma_* (CDNA), v_smfmac_*, v_wmma_* / v_swmmac_* (RDNA3+)
-alu       VALU logic/move   and/or/xor/not/shifts/bfe/bfi/alignbit/perm, v_mov, v_cndmask, v_cmp(x),
-                            v_cvt, v_readlane/readfirstlane/writelane, v_accvgpr_*, v_mbcnt
-salu      SALU              scalar ALU s_* (s_add, s_cmp, s_mov, s_and_saveexec, s_getreg, s_memtime)
-ctrl      sequencer         s_branch, s_cbranch_*, s_endpgm, s_waitcnt*, s_nop, s_barrier,
-                            s_delay_alu, s_clause, s_sleep, s_setprio, s_sendmsg
-const     scalar cache      s_load_*, s_buffer_load_* (kernel arguments, warp-uniform loads)
-shared    LDS               ds_* (ds_read/ds_write on gfx9, ds_load/ds_store on gfx11)
-local     scratch           scratch_*, and buffer_* (these kernels build no buffer resource: a buffer
-                            access is the private segment on gfx9)
-l1/l2/    vector memory     global_*/flat_* loads, stores and atomics, placed by the kernel's memory
-global    (L1, L2, HBM)     level as in :mod:`microbench.ptx`: a load without an L1-bypass policy is
-                            ``l1`` for an L1 kernel; a load that bypasses L1 or any store is ``l2``
-========  ================  ==========================================================================
+========  ==========  ==========================================================================
+class     AMD unit    AMDGCN instructions
+========  ==========  ==========================================================================
+fp        valu_fp32   v_fma/fmac/fmaak/fmamk/mad/mac/add/sub/mul/min/max/ldexp..._f32 (and
+                      _f16/_bf16), v_pk_fma/mul/add_f32 (two operations each), v_dot2_f32_f16
+dp        valu_fp64   the same on _f64, and v_rcp/rsq/sqrt_f64
+int       valu_int    v_add/sub (_u32, _co, _nc, 3), v_mul_lo/hi, v_mad_u32_u24, v_mad_u64_u32,
+                      v_lshl_add, v_min/max on integers, v_dot4_i32_i8
+alu       valu_int    and/or/xor/not/shifts/bfe/bfi/alignbit/perm, v_mov, v_cndmask, v_cmp(x),
+                      v_cvt, v_readlane/readfirstlane/writelane, v_accvgpr_*, v_mbcnt
+sfu       valu_trans  v_exp/log/rcp/rsq/sqrt/sin/cos_f32 (and _f16)
+tensor    matrix      v_mfma_* (CDNA), v_smfmac_*, v_wmma_* / v_swmmac_* (RDNA3+)
+ctrl      salu        scalar arithmetic (s_add, s_cmp, s_mov, s_and_saveexec, s_getreg, s_memtime),
+                      s_branch, s_cbranch_*, s_endpgm, s_nop, s_barrier, s_sleep, s_setprio,
+                      s_sendmsg, and the waits and hints s_waitcnt*, s_delay_alu, s_clause
+const     salu        s_load_*, s_buffer_load_* (kernel arguments, wave-uniform loads: scalar cache)
+shared    lds         ds_* (ds_read/ds_write on gfx9, ds_load/ds_store on gfx11)
+local     hbm         scratch_*, and buffer_* (these kernels build no buffer resource: a buffer
+                      access is the private segment on gfx9)
+l1/l2/    l1 / l2 /   global_*/flat_* loads, stores and atomics, placed by the kernel's memory
+global    hbm         level as in :mod:`microbench.ptx`: a load without an L1-bypass policy is
+                      ``l1`` for an L1 kernel; a load that bypasses L1 or any store is ``l2``
+========  ==========  ==========================================================================
 
 Operations, not instruction words, are counted: a packed FP32 instruction (``v_pk_fma_f32``,
 ``v_pk_mul_f32``, ``v_pk_add_f32``, ``v_pk_mov_b32`` on gfx90a/gfx942) does the work of two and
@@ -52,15 +53,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from microbench.ptx import MEM_LEVELS, CodeFunction
-
-#: AMD unit of each class used above (for reports; the class names are the catalog's)
-AMD_UNITS: dict[str, str] = {
-    "fp": "VALU fp32", "dp": "VALU fp64", "int": "VALU int", "sfu": "VALU transcendental",
-    "tensor": "matrix (MFMA/WMMA)", "alu": "VALU logic/move", "salu": "SALU", "ctrl": "sequencer",
-    "const": "scalar cache", "shared": "LDS", "local": "scratch", "l1": "vector L1", "l2": "L2",
-    "global": "HBM/DRAM",
-}
-
 
 def generation(arch: str) -> str:
     """ISA family of a gfx target: ``gfx9`` (GCN5/CDNA1-2), ``gfx940`` (CDNA3), ``gfx10``, ``gfx11``, ``gfx12``."""
@@ -320,7 +312,7 @@ def classify(ins: Instruction, gen: str = "gfx9", mem_level: str = "dram") -> st
             return "ctrl"
         if _CONST.match(b):
             return "const"
-        return "salu"
+        return "ctrl"  # scalar arithmetic: the scalar unit, like the branches
     if b.startswith("ds_"):
         return "alu" if b in ("ds_bpermute_b32", "ds_permute_b32", "ds_swizzle_b32") else "shared"
     if b.startswith("scratch_") or b.startswith("buffer_"):

@@ -91,6 +91,14 @@ AMD_ARCHS: dict[str, ArchInfo] = {
 AMD_FAMILIES: dict[str, str] = {"gfx9": "gfx90a", "gfx940": "gfx942", "gfx11": "gfx1100"}
 
 
+def amd_unit(spec: KernelSpec) -> str:
+    """The unit of the AMD power model (:data:`calib.core.arch.AMD_UNITS`) of a kernel's stressed class."""
+    from calib.core.arch import AMD_UNITS
+
+    cls = (spec.share_classes or (spec.stresses,))[0]
+    return next((u for u in AMD_UNITS.units if cls in AMD_UNITS.classes[u]), spec.stresses)
+
+
 def amd_family(arch: str) -> str:
     """The AMD_HOT_OPS key of a target (``gfx9`` for GCN5/CDNA, ``gfx11`` for RDNA3); ValueError if unknown."""
     gen = amdgcn.generation(arch)
@@ -261,7 +269,7 @@ def check_compiled_amd(spec: KernelSpec, params: Mapping[str, Any], compiled: Co
     arch = compiled.arch
     gen, fam = amdgcn.generation(arch), amd_family(arch)
     min_share = catalog.AMD_MIN_SHARE.get(spec.name, {}).get(fam, (spec.min_share, ""))[0]
-    chk = KernelCheck(spec.name, arch, spec.stresses, compiled.toolchain, min_share=min_share, params=dict(params))
+    chk = KernelCheck(spec.name, arch, amd_unit(spec), compiled.toolchain, min_share=min_share, params=dict(params))
     funcs = compiled.functions()
     fn = funcs.get(spec.entry)
     if fn is None:
@@ -428,20 +436,21 @@ def format_table(checks: Sequence[KernelCheck], details: bool = False) -> str:
                      f"L2 {info.l2_bytes // (1024 * 1024)} MiB)")
         amd = is_amd(arch)
         # AMD: regs are VGPRs (+ AGPRs), spills are the code object's spilled VGPR/SGPR counts
-        head = f"{'kernel':<16} {'unit':<7} {'share':>6} {'min':>4} {'regs':>4} " \
+        uw = 10 if amd else 7
+        head = f"{'kernel':<16} {'unit':<{uw}} {'share':>6} {'min':>4} {'regs':>4} " \
                f"{'spill v/s' if amd else 'spill st/ld':>11} {'loop=model':>10}  result"
         if gpu:
             head += f"  {'achieved':>22} {'of peak':>7}"
         lines.append(head)
         for c in rows:
             if c.skipped:
-                lines.append(f"{c.kernel:<16} {c.stresses:<7} {'-':>6} {'-':>4} {'-':>4} {'-':>11} {'-':>10}  "
+                lines.append(f"{c.kernel:<16} {c.stresses:<{uw}} {'-':>6} {'-':>4} {'-':>4} {'-':>11} {'-':>10}  "
                              f"skipped ({c.skipped})")
                 continue
             share = f"{100 * c.share:5.1f}%" if c.share is not None else "-"
             regs = str(c.registers) if c.registers is not None else "?"
             spill = f"{c.spill_stores_bytes}/{c.spill_loads_bytes}"
-            row = (f"{c.kernel:<16} {c.stresses:<7} {share:>6} {100 * c.min_share:3.0f}% {regs:>4} {spill:>11} "
+            row = (f"{c.kernel:<16} {c.stresses:<{uw}} {share:>6} {100 * c.min_share:3.0f}% {regs:>4} {spill:>11} "
                    f"{'yes' if c.loops_match else 'NO':>10}  {'ok' if c.ok else 'FAIL'}")
             if gpu and c.achieved:
                 a = c.achieved

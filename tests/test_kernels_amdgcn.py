@@ -49,7 +49,7 @@ def test_packed_fp32_fma_counts_twice_on_gfx90a() -> None:
     gfx90a packs two per instruction (32 words)."""
     body = _hot(_transcript("amdgcn_fp32_gfx90a.s"), "fp32_fma")
     assert _n(body, "v_pk_fma_f32") == 32 and len(body) == 35  # + s_add, s_cmp, s_cbranch
-    assert amdgcn.counts(body, "gfx9") == {"fp": 64.0, "salu": 2.0, "ctrl": 1.0}
+    assert amdgcn.counts(body, "gfx9") == {"fp": 64.0, "ctrl": 3.0}
 
 
 def test_unfused_mad_counts_twice_on_gfx90a() -> None:
@@ -60,7 +60,7 @@ def test_unfused_mad_counts_twice_on_gfx90a() -> None:
     addmul = _hot(_transcript("amdgcn_fp32_gfx90a.s"), "fp32_addmul")
     assert [_n(addmul, b) for b in ("v_pk_mul_f32", "v_pk_add_f32", "v_mad_f32", "v_pk_fma_f32", "v_fma_f32")] == [
         22, 22, 20, 0, 0]
-    assert amdgcn.counts(addmul, "gfx9") == {"fp": 128.0, "salu": 2.0, "ctrl": 1.0}
+    assert amdgcn.counts(addmul, "gfx9") == {"fp": 128.0, "ctrl": 3.0}
 
 
 def test_vopd_halves_and_gfx11_hints() -> None:
@@ -71,7 +71,7 @@ def test_vopd_halves_and_gfx11_hints() -> None:
     assert (_n(body, "v_mul_f32"), _n(body, "v_add_f32")) == (64, 64)
     assert sum(ins.dual for ins in body) == 128 and all(ins.mnemonic.startswith("v_dual_") for ins in body
                                                          if ins.dual)
-    assert amdgcn.counts(body, "gfx11") == {"fp": 128.0, "salu": 2.0, "ctrl": 1.0}
+    assert amdgcn.counts(body, "gfx11") == {"fp": 128.0, "ctrl": 3.0}
     assert amdgcn.waits(body) == 32  # the s_delay_alu words, counted apart
     fma = _hot(mod, "fp32_fma")
     assert _n(fma, "v_fma_f32") == 64 and amdgcn.counts(fma, "gfx11")["fp"] == 64.0
@@ -131,8 +131,8 @@ def test_pointer_chase_transcript_is_vector_loads_in_both_passes() -> None:
     ("v_xor_b32_e32 v1, v5, v1", "gfx9", "dram", "alu"),
     ("v_cvt_f32_u32_e32 v3, v3", "gfx9", "dram", "alu"),
     ("v_cmp_eq_f32_e32 vcc, s2, v1", "gfx9", "dram", "alu"),
-    ("s_add_i32 s7, s7, -1", "gfx9", "dram", "salu"),
-    ("s_and_saveexec_b64 s[0:1], vcc", "gfx9", "dram", "salu"),
+    ("s_add_i32 s7, s7, -1", "gfx9", "dram", "ctrl"),
+    ("s_and_saveexec_b64 s[0:1], vcc", "gfx9", "dram", "ctrl"),
     ("s_cbranch_scc1 .LBB0_2", "gfx9", "dram", "ctrl"),
     ("s_nop 0", "gfx9", "dram", "ctrl"),
     ("s_load_dwordx16 s[36:51], s[30:31], 0x40", "gfx9", "dram", "const"),
@@ -402,7 +402,8 @@ def test_cli_amd_table_and_bad_targets(capsys: pytest.CaptureFixture, toolchains
         lines[0].startswith("gfx90a (clang ")
     assert lines[1].split() == ["kernel", "unit", "share", "min", "regs", "spill", "v/s", "loop=model", "result"]
     fma = next(line for line in lines if line.startswith("fp32_fma")).split()
-    assert fma[1:3] == ["fp", "95.5%"] and fma[-2:] == ["yes", "ok"]
+    assert fma[1:3] == ["valu_fp32", "95.5%"] and fma[-2:] == ["yes", "ok"]
+    assert next(line for line in lines if line.startswith("dram")).split()[1] == "hbm"
     assert lines[-1] == "2 passed, 0 failed, 0 skipped"
 
 
