@@ -264,18 +264,7 @@ def test_pointer_chase_is_vector_loads_in_both_passes(compiler: KernelCompiler, 
 
 # -- kernels that stop stressing their unit must fail --------------------------------------------
 
-@pytest.fixture()
-def kernel_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "kernels"
-    shutil.copytree(toolchain.KERNEL_DIR, d, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    monkeypatch.setattr(toolchain, "KERNEL_DIR", d)
-    return d
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
+from test_verify import _edit, kernel_copy  # noqa: E402,F401  (a copy of the kernel sources to edit)
 
 
 def _check(name: str, toolchains: Toolchains, arch: str = "gfx90a", **overrides):
