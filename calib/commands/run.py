@@ -6,8 +6,8 @@ import argparse
 
 HELP = "run the calibration campaign on a device while logging, fit, and write the parameter file"
 DESCRIPTION = (
-    "Run the calibration campaign on DEV (sim:<preset> or cuda:<index>; default: the first NVIDIA GPU NVML finds, "
-    "else sim:gtx280) while logging into LOGS_DIR/<session>, then fit the models and write FITTED_DIR/<session>.json. "
+    "Run the calibration campaign on DEV (sim:<preset>, cuda:<index> or rocm:<index>; default: the first real GPU "
+    "found (NVML, then amdsmi), else sim:gtx280) while logging into LOGS_DIR/<session>, then fit the models and write FITTED_DIR/<session>.json. "
     "On a virtual GPU also runs held-out workloads, predicts them and writes <session>.recovery.json. "
     "An interrupted run is resumed by running the same command again (same --name, or the newest incomplete "
     "session of the same device, campaign and seed).")
@@ -36,7 +36,8 @@ def _seed(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default=None, help="sim:<preset> or cuda:<index> (see `calib devices`)")
+    p.add_argument("--device", default=None,
+                   help="sim:<preset>, cuda:<index> (NVIDIA) or rocm:<index> (AMD, HIP index) (see `calib devices`)")
     p.add_argument("--campaign", default="standard", choices=["quick", "standard", "full"],
                    help="campaign size (default: standard)")
     p.add_argument("--logs-dir", default="logs", help="where session directories go (default: logs/)")
