@@ -19,8 +19,8 @@ from calib.core.units import unit_counts
 from microbench.devices.base import Backend, CopyResult, Device, RunResult, Sensor, Workload
 from microbench.devices.sim.physics import Load, load_for
 from microbench.devices.sim.presets import Preset
-from microbench.devices.sim.sensors import SimNvmlSensor, SimWallMeter
-from microbench.devices.sim.timing import kernel_time_s
+from microbench.devices.sim.sensors import SimAmdSmiSensor, SimNvmlSensor, SimWallMeter
+from microbench.devices.sim.timing import kernel_time_s, occupied_warps
 
 DT_S = 0.1
 #: virtual wall clock: simulated time counts from this Unix time (2026-01-01T00:00:00Z)
@@ -36,7 +36,9 @@ class VirtualGPU(Device):
         self.preset = preset
         self.info = preset.device_info()
         self.seed = int(seed)
-        self._nvml = SimNvmlSensor(preset.sensors)
+        # the GPU's own stream: NVML-like, or amdsmi-like for an AMD preset (MI200 reports only the average)
+        self._nvml = (SimNvmlSensor(preset.sensors) if preset.target is None else
+                      SimAmdSmiSensor(preset.sensors, averaged=preset.target == "gfx90a"))
         self._wall = SimWallMeter(preset.sensors)
         self._core_mhz = self.info.default_core_mhz
         self._mem_mhz = self.info.default_mem_mhz
@@ -158,9 +160,12 @@ class VirtualGPU(Device):
         fc, fm = self._core_mhz, self._mem_mhz
         t_true = kernel_time_s(p.timing, workload.per_warp, workload.launch, workload.traits, fc, fm,
                                self.info.default_core_mhz, self.info.default_mem_mhz)
-        counts = unit_counts(workload.per_warp)
+        counts = unit_counts(workload.per_warp, unit_classes=p.unit_classes)
         cycles = t_true * fc * 1e6
-        wps = workload.launch.warps_per_sm
+        la = workload.launch
+        # a block occupies whole hardware warps (a wave64 issues for 64 lanes even with 32 threads)
+        wps = (la.warps_per_sm if p.timing.warp_size == 32 else
+               occupied_warps(la.threads_per_block, p.timing.warp_size) * la.blocks / la.active_sms)
         ar = {u: min(1.0, counts[u] * wps / (cycles * p.timing.warp_issue_per_cycle)) for u in p.power.units}
         # memory-domain units are driven by their accesses per memory cycle (IPP's per-core-cycle rate,
         # converted at the default clock ratio so both agree at the default clocks)
@@ -254,7 +259,12 @@ class VirtualGPU(Device):
         self.energy_j, self.t = energy, t
         self._next_nvml, self._next_wall = next_nvml, next_wall
         self._wall_acc, self._wall_n = wall_acc, wall_n
-        if nv_t:
+        if nv_t and isinstance(self._nvml, SimAmdSmiSensor):
+            noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(len(nv_t), 2))
+            tt = np.array(nv_t)
+            self._nvml.push_block(tt, EPOCH_S + tt, self._nvml.encode(
+                tt, np.array(nv_p), np.array(nv_avg), np.array(nv_e), np.array(nv_temp), fc, fm, running, noise))
+        elif nv_t:
             k = len(nv_t)
             noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(k, 2))
             tt = np.array(nv_t)

@@ -138,8 +138,9 @@ class Load:
 
 
 #: SM execution pipes whose activation power partly overlaps (register file and fetch/decode/schedule are
-#: busy with every instruction and stay additive)
-PIPES = frozenset({"fp", "dp", "int", "sfu", "tensor", "alu", "shared", "const", "tex", "l1"})
+#: busy with every instruction and stay additive); the AMD names are the CU's (calib.core.arch.AMD_UNITS)
+PIPES = frozenset({"fp", "dp", "int", "sfu", "tensor", "alu", "shared", "const", "tex", "l1",
+                   "valu_fp32", "valu_fp64", "valu_int", "valu_trans", "matrix", "salu", "lds"})
 
 
 def sm_scale(form: str, beta: float, active: int, total: int) -> float:

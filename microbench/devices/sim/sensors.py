@@ -97,3 +97,43 @@ class SimWallMeter(_Buffered):
             "protocol": "virtual", "interval_s": model.wall_interval_s, "resolution_w": model.wall_resolution_w,
             "measures": "system AC input power (GPU + host, through the PSU)", "virtual": True,
         }, scope="system")
+
+
+#: what amdsmi's counter counts in (15.3 uJ, hard-coded in libamd_smi; microbench.devices.amd)
+AMDSMI_COUNTER_RESOLUTION_UJ = 15.3
+
+
+class SimAmdSmiSensor(_Buffered):
+    """amdsmi-like sensor of a virtual AMD GPU (stream ``amdsmi0``), as :mod:`microbench.devices.amd` logs it:
+    socket power in whole watts -- averaged over ``nvml_avg_window_s`` where the GPU only has the average
+    (MI200: ``averaged``) -- the energy accumulator in ticks of 15.3 uJ (as mJ), the hotspot temperature in
+    whole degrees, clocks and activity. No fan column: an OAM has no fan of its own."""
+
+    def __init__(self, model: SensorModel, averaged: bool, index: int = 0):
+        cols = ("power_w",) + (("power_avg_w",) if averaged else ()) + (
+            "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct")
+        super().__init__(f"amdsmi{index}", "amdsmi", cols, {
+            "power_w_source": "amdsmi_get_power_info['socket_power'] (the average)" if averaged
+            else "amdsmi_get_power_info['current_socket_power']",
+            "power_average_window_s": model.nvml_avg_window_s if averaged else None,
+            "energy_counter_key": "energy_accumulator", "energy_counter_resolution_uj": AMDSMI_COUNTER_RESOLUTION_UJ,
+            "update_period_s": model.nvml_update_s, "temp_c_source": "hotspot (junction)",
+            "temperature_resolution_c": 1, "fan": False, "virtual": True,
+        })
+        self.averaged = averaged
+
+    def encode(self, t: np.ndarray, power_w: np.ndarray, avg_w: np.ndarray, energy_j: np.ndarray,
+               temp_c: np.ndarray, core_mhz: float, mem_mhz: float, running: bool,
+               noise: np.ndarray) -> dict[str, np.ndarray]:
+        """The stream's columns from the true signals at the update instants (noise: (k, 2) standard
+        normal draws scaled by the power noise)."""
+        k = len(t)
+        shown = avg_w + 0.3 * noise[:, 1] if self.averaged else power_w + noise[:, 0]
+        out = {"power_w": np.rint(shown).astype(np.int64)}
+        if self.averaged:
+            out["power_avg_w"] = out["power_w"]
+        ticks = np.floor(energy_j * 1e6 / AMDSMI_COUNTER_RESOLUTION_UJ)
+        out.update({"energy_mj": ticks * AMDSMI_COUNTER_RESOLUTION_UJ / 1000.0,
+                    "temp_c": np.rint(temp_c).astype(np.int64), "sm_mhz": np.full(k, core_mhz),
+                    "mem_mhz": np.full(k, mem_mhz), "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64)})
+        return out
