@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from calib.core.units import INSTRUCTION_CLASSES
 from microbench.devices.base import DeviceInfo
 from microbench.kernels import catalog
 from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
@@ -42,13 +43,19 @@ def _unit_kernels(units: list[str], unit_classes: Mapping[str, Any] | None) -> l
     classes (``device.unit_classes``, calib.core.arch) runs the kernels of each class it counts, labelled
     by that class (what the timing fit reads from ``stresses``)."""
     out = []
+    done: set[str] = set()
     for unit in units:
         classes = list(unit_classes.get(unit, ())) if unit_classes else []
         if not classes:
             if UNIT_KERNELS.get(unit):
                 out.append((unit, unit, UNIT_KERNELS[unit]))
             continue
+        if set(classes) >= set(INSTRUCTION_CLASSES):
+            continue  # a unit busy with every instruction (AMD's issue): every kernel stresses it already
         for c in classes:
+            if c in done:
+                continue
+            done.add(c)
             fds_kernel = c == "ctrl"  # branches have their own kernel, which IPP runs for fetch/decode/schedule
             kernels = UNIT_KERNELS.get("fds" if fds_kernel else c)
             if kernels:

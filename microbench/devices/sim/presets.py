@@ -405,7 +405,7 @@ MI250X = Preset(
         units={
             "valu_fp32": _u(0.75, True), "valu_fp64": _u(0.95, True), "valu_int": _u(0.55, True),
             "valu_trans": _u(0.45, False), "matrix": _u(1.4, True), "salu": _u(0.15, False),
-            "lds": _u(0.5, False), "l1": _u(0.45, True),
+            "issue": _u(0.3, True), "lds": _u(0.5, False), "l1": _u(0.45, True),
             "l2": _u(28.0, True, chip=True), "hbm": _u(65.0, True, domain="mem", chip=True),
         },
         # the package's stream: the idle sibling GCD's share is in the constant and memory terms
@@ -439,7 +439,7 @@ MI250X = Preset(
 _MI300X_UNITS = {
     "valu_fp32": _u(0.42, True), "valu_fp64": _u(0.55, True), "valu_int": _u(0.32, True),
     "valu_trans": _u(0.30, False), "matrix": _u(1.05, True), "salu": _u(0.08, False),
-    "lds": _u(0.30, False), "l1": _u(0.28, True),
+    "issue": _u(0.18, True), "lds": _u(0.30, False), "l1": _u(0.28, True),
     "l2": _u(40.0, True, chip=True), "hbm": _u(120.0, True, domain="mem", chip=True),
 }
 
