@@ -27,9 +27,12 @@ def test_amd_presets_carry_the_target_facts(name, cus, target, columns):
     assert (info.sm_count, info.warp_issue_per_cycle, info.extra["warp_size"]) == (cus, 2.0, 64)
     assert info.extra["units"] == list(AMD_UNITS.units) and info.extra["architecture_target"] == target
     assert info.extra["unit_classes"]["valu_int"] == ["int", "alu"] and info.extra["mem_domain_units"] == ["hbm"]
-    gpu, wall = dev.sensors()
+    gpu, wall, host = dev.sensors()
     assert (gpu.name, gpu.kind, gpu.scope, list(gpu.columns)) == ("amdsmi0", "amdsmi", "gpu", columns)
-    assert wall.scope == "system"
+    assert wall.scope == "system" and (host.name, host.scope) == ("rapl", "host")
+    # the MI250X node's EPYC shows no DRAM zone; the MI300X node's two Xeons each a package and its DRAM
+    assert host.zones == {"mi250x": ["package-0"],
+                          "mi300x": ["package-0", "package-1", "package-0/dram", "package-1/dram"]}[name]
     assert dev.preset.idle_steady_state()["power_w"] == pytest.approx({"mi250x": 91.4, "mi300x": 152.4}[name], abs=0.1)
 
 
@@ -117,3 +120,24 @@ def test_every_preset_is_listed_by_calib_devices(capsys):
     for name in PRESETS:
         assert f"  sim:{name}" in out
     assert "sim:mi250x   AMD Instinct MI250X, one GCD (CDNA2 gfx90a): 110 CUs, wave64, 1700/1600 MHz, units valu_fp32" in out
+
+
+def test_host_power_enters_the_system_baseline_and_the_copy_breakdown(mi250x_quick):
+    """The MI250X node's EPYC host has RAPL (package, no DRAM): the fit records the host's idle power beside
+    the board's (truth: the package's 70 W at idle) and the copy section its CPU power above idle per host
+    memory (truth from the simulator's link and host shares, microbench.devices.sim.pcie.truth)."""
+    from microbench.devices.sim import pcie
+    from microbench.devices.sim.presets import MI250X
+    from calib.model.transfer import copy_breakdown
+
+    pf = P.load(mi250x_quick / "fitted" / "q.json")
+    st = pf["power"].stats
+    assert st["host_idle_power_w"] == pytest.approx(70.0, rel=1e-3) and st["host_idle_power_source"] == "RAPL package-0"
+    truth = pcie.truth(MI250X.pcie, MI250X)
+    for m in ("pinned", "pageable"):
+        p = pf["transfer"][f"host_rapl_power_{m}_w"]
+        assert p.value == pytest.approx(truth[f"host_rapl_power_{m}_w"], rel=0.01), m
+    b = copy_breakdown(pf, pd.DataFrame({"workload": ["k"], "bytes_h2d": [1 << 28], "bytes_d2h": [0.0],
+                                         "host_pinned": [0.0], "time_s": [0.1]}))
+    t = b["copy_time_s"].iloc[0]
+    assert b["copy_host_cpu_dram_energy_j"].iloc[0] == pytest.approx(pf["transfer"].value("host_rapl_power_pageable_w") * t)

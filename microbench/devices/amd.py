@@ -741,7 +741,7 @@ class RocmDevice(Device):
             raise
 
     def sensors(self) -> list[Sensor]:
-        return [self._sensor] + ([self._analyzer] if self._analyzer is not None else [])
+        return [self._sensor] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
     def clock(self) -> tuple[float, float]:
         return time.monotonic(), time.time()

@@ -166,6 +166,14 @@ class Device(ABC):
     def idle(self, duration_s: float) -> None:
         """Leave the GPU idle for ``duration_s`` seconds."""
 
+    def attach(self, sensor: Sensor) -> None:
+        """Log ``sensor`` with this device's own (a host RAPL stream, say): it joins :meth:`sensors`."""
+        self.__dict__.setdefault("_attached", []).append(sensor)
+
+    def attached(self) -> list[Sensor]:
+        """The sensors given with :meth:`attach`."""
+        return list(self.__dict__.get("_attached", []))
+
     def run_copy(self, direction: str, nbytes: int, pinned: bool, duration_s: float) -> CopyResult:
         """Repeat one host-device copy (``direction`` ``"h2d"`` or ``"d2h"``, ``nbytes`` bytes, from or
         to pinned or pageable host memory) back to back for ``duration_s`` seconds; sensors keep logging."""

@@ -131,7 +131,7 @@ class CudaDevice(Device):
 
     # -- Device interface ---------------------------------------------------------------------
     def sensors(self) -> list[Sensor]:
-        return [self._nvml] + ([self._analyzer] if self._analyzer is not None else [])
+        return [self._nvml] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
     def clock(self) -> tuple[float, float]:
         return time.monotonic(), time.time()

@@ -33,7 +33,7 @@ from calib.core.errors import DeviceNotFoundError
 from microbench.devices.base import DeviceInfo
 from microbench.devices.sim.physics import DvfsPhysics, PowerPhysics, ThermalPhysics, UnitPhysics
 from microbench.devices.sim.pcie import PcieLink
-from microbench.devices.sim.sensors import SensorModel
+from microbench.devices.sim.sensors import HostRapl, SensorModel
 from microbench.devices.sim.timing import TimingPhysics
 
 #: weight of the saturating part of a "Spec.Linear" unit's power curve
@@ -62,6 +62,8 @@ class Preset:
     #: an AMD GPU's LLVM target (``gfx90a``): its facts (calib.core.arch.amd_facts) go into the device
     #: information, its units are the CU's (AMD_UNITS), and the GPU's stream is an amdsmi one; None: NVIDIA
     target: str | None = None
+    #: the host's CPU sockets as RAPL shows them (a ``rapl`` stream); None: no RAPL stream (NVIDIA presets)
+    host_rapl: HostRapl | None = None
 
     @property
     def units(self) -> tuple[str, ...]:
@@ -434,6 +436,9 @@ MI250X = Preset(
     extra={"power_limit_w": 560.0, "slowdown_temp_c": 100.0},
     pcie=PcieLink(raw_bytes_per_s=31.5e9, latency_s={"h2d": 9e-6, "d2h": 10e-6}),  # PCIe 4.0 x16
     target="gfx90a",
+    # one AMD EPYC host socket: RAPL shows its package (and core), no DRAM zone; 2^-16 J counter units
+    host_rapl=HostRapl(packages=1, package_idle_w=70.0, dram_idle_w=None, busy_share=0.78, copy_package_share=0.6,
+                       unit_uj=1e6 / 2 ** 16),
 )
 
 _MI300X_UNITS = {
@@ -479,6 +484,8 @@ MI300X = Preset(
     extra={"power_limit_w": 750.0, "slowdown_temp_c": 100.0},
     pcie=PcieLink(raw_bytes_per_s=63.0e9, latency_s={"h2d": 8e-6, "d2h": 9e-6}),  # PCIe 5.0 x16
     target="gfx942",
+    # two Intel Xeon host sockets: RAPL shows each package and its DRAM
+    host_rapl=HostRapl(packages=2, package_idle_w=55.0, dram_idle_w=12.0, busy_share=0.83, copy_package_share=0.55),
 )
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX, GTX280_1POLE, GTX280_2POLE, GTX280_RUNAWAY,
