@@ -367,3 +367,15 @@ def test_calib_devices_and_doctor_list_amd_gpus_and_what_each_measures(monkeypat
     assert rep["available"] and [g["identity"]["index"] for g in rep["gpus"]] == [0, 1, 2]
     assert rep["gpus"][1]["notes"]["power scope"] == "package (both GCDs of the OAM)"
     assert rep["gpus"][2]["not_available"] == ["edge_temp_c (not supported)"]
+
+
+def test_the_registry_opens_rocm_devices(monkeypatch):
+    """`--device rocm:N` goes through the registry line to the AMD backend."""
+    from microbench.devices import registry
+
+    F.install(monkeypatch, [F.mi300x()])
+    monkeypatch.setattr(amd, "RocmDevice", lambda index: ("RocmDevice", index))
+    assert registry.open_device("rocm:0") == ("RocmDevice", 0)
+    with pytest.raises(DeviceNotFoundError, match=r"^device rocm:x: expected rocm:<index>, e\.g\. rocm:0$"):
+        registry.open_device("rocm:x")
+    assert [g["spec"] for g in registry.real_gpus()] == ["rocm:0"]

@@ -38,7 +38,7 @@ def _clock(tree):
 
 def test_two_wraps_on_an_intel_server_within_0_1_percent(tmp_path):
     """Two sockets with DRAM; each package counter wraps twice in the trace (a 22-bit register of 61 uJ
-    units: 256 J), each DRAM counter once. Catches negative energy after a wrap (CodeCarbon, pyJoules)
+    units: 256 J), the DRAM counters not. Catches negative energy after a wrap (CodeCarbon, pyJoules)
     and a host total that adds psys/core or misses DRAM."""
     tree = PC.intel_server(tmp_path, _trace(100.0, 40.0, 1.3), _trace(20.0, 5.0, 0.7), bits=22, start_j=100.0)
     s = rapl.RaplSensor(tmp_path, clock=_clock(tree), max_power_w=300.0)
