@@ -70,12 +70,10 @@ on Ctrl-C and SIGTERM. The power cap (``amdsmi_get_power_cap_info``) is in uW.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import importlib
 import io
 import logging
-import signal
 import threading
 import time
 import warnings
@@ -92,7 +90,17 @@ from calib.core.errors import (
     DeviceNotSupportedError,
     TransientSensorError,
 )
-from microbench.devices.base import Backend, CopyResult, Device, DeviceInfo, Row, RunResult, Sensor, Workload
+from microbench.devices.base import (
+    CLOCKS_HELD,
+    Backend,
+    CopyResult,
+    DeviceInfo,
+    PolledGpuSensor,
+    RealGpu,
+    Sensor,
+    VendorGpu,
+    install_clock_reset_handlers,
+)
 
 SENSOR_COLUMNS: tuple[str, ...] = (
     "power_w", "power_avg_w", "energy_mj", "energy_timestamp_s", "energy_reset", "temp_c", "edge_temp_c",
@@ -205,7 +213,7 @@ def amdsmi_available() -> tuple[bool, str]:
 # One GPU
 # ------------------------------------------------------------------------------------------------
 
-class AmdGpu:
+class AmdGpu(VendorGpu):
     """One AMD GPU (one GCD) through amdsmi: identity, probed capabilities, samples, clock control.
 
     Open by HIP index (``hip_index``; the mapping to amdsmi's handles is in the module docstring) or by
@@ -555,9 +563,9 @@ class AmdGpu:
                 near = sorted(table[key], key=lambda c: abs(c - want))[:3]
                 raise BadInputError(f"{self.where}: {'GFX' if dom == 'core' else 'memory'} clock {want:g} MHz is not a "
                                     f"DPM level; nearest: {sorted(near)} MHz")
-        _install_restore_handlers()
+        install_clock_reset_handlers()
         with self._clock_lock:
-            _LOCKED.add(self)
+            CLOCKS_HELD.add(self)
             if core_mhz is None and mem_mhz is None:
                 self._restore()
                 return
@@ -590,57 +598,17 @@ class AmdGpu:
             try:
                 self._restore()
             finally:
-                _LOCKED.discard(self)
+                CLOCKS_HELD.discard(self)
 
-    def close(self) -> None:
-        """Restore the clocks and release amdsmi."""
-        if not self._open:
-            return
-        try:
-            self.reset_clocks()
-        finally:
-            self._open = False
-            with contextlib.suppress(DeviceError):
-                self._call(self.lib.amdsmi_shut_down, "amdsmi_shut_down")
-
-    def __enter__(self) -> "AmdGpu":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-_LOCKED: set[AmdGpu] = set()
-_HANDLERS = False
-
-
-def _restore_all() -> None:
-    for gpu in list(_LOCKED):
-        try:
-            gpu.reset_clocks()
-        except Exception as e:  # noqa: BLE001 - at exit: report, keep going
-            warnings.warn(f"{gpu.where}: could not restore the clocks at exit: {e}", RuntimeWarning, stacklevel=1)
-
-
-def _install_restore_handlers() -> None:
-    """Restore held clocks however the process ends (short of SIGKILL): atexit, and SIGTERM as SystemExit."""
-    global _HANDLERS
-    if _HANDLERS:
-        return
-    _HANDLERS = True
-    atexit.register(_restore_all)
-    if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        def _on_term(signum: int, frame: Any) -> None:
-            raise SystemExit(128 + signum)
-        signal.signal(signal.SIGTERM, _on_term)
+    def _shutdown(self) -> None:
+        self._call(self.lib.amdsmi_shut_down, "amdsmi_shut_down")
 
 
 # ------------------------------------------------------------------------------------------------
 # Sensor, device, backend
 # ------------------------------------------------------------------------------------------------
 
-class AmdSmiSensor(Sensor):
+class AmdSmiSensor(PolledGpuSensor):
     """The amdsmi stream of one AMD GPU (columns: :data:`SENSOR_COLUMNS`); one row per ``read()``."""
 
     kind = "amdsmi"
@@ -648,29 +616,9 @@ class AmdSmiSensor(Sensor):
 
     def __init__(self, gpu: AmdGpu | int, name: str | None = None,
                  clock: Callable[[], tuple[float, float]] | None = None):
-        self._owns = not isinstance(gpu, AmdGpu)
-        self.gpu = AmdGpu(int(gpu)) if self._owns else gpu  # type: ignore[arg-type]
-        self.name = name or f"amdsmi{self.gpu.index}"
-        self._clock = clock or (lambda: (time.monotonic(), time.time()))
-        try:
-            self.gpu.capabilities()
-        except BaseException:
-            if self._owns:
-                self.gpu.close()
-            raise
-
-    def capabilities(self) -> dict[str, Any]:
-        return self.gpu.capabilities()
-
-    def read(self) -> list[Row]:
-        t0m, t0w = self._clock()
-        values = self.gpu.sample()
-        t1m, t1w = self._clock()
-        return [Row((t0m + t1m) / 2, (t0w + t1w) / 2, values)]
-
-    def close(self) -> None:
-        if self._owns:
-            self.gpu.close()
+        owns = not isinstance(gpu, AmdGpu)
+        g = AmdGpu(int(gpu)) if owns else gpu
+        super().__init__(g, owns, name or f"amdsmi{g.index}", clock)  # type: ignore[union-attr]
 
 
 def hip_properties(index: int) -> dict[str, Any] | None:
@@ -692,15 +640,13 @@ def hip_properties(index: int) -> dict[str, Any] | None:
     return {k.decode() if isinstance(k, bytes) else k: v for k, v in p.items()}
 
 
-class RocmDevice(Device):
+class RocmDevice(RealGpu):
     """AMD GPU ``rocm:<HIP index>``: amdsmi sensor and clocks, kernels through CuPy for ROCm.
 
     ``runner``: a kernel runner with ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)``
     and ``close()``; default :class:`microbench.kernels.runner.KernelRunner`, created on first use
     (it needs CuPy built for ROCm and kernels that compile for AMD).
     """
-
-    virtual = False
 
     def __init__(self, index: int, *, analyzer: Sensor | None = None, runner: Any = None,
                  energy_check_s: float = 0.5):
@@ -743,64 +689,20 @@ class RocmDevice(Device):
     def sensors(self) -> list[Sensor]:
         return [self._sensor] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
-    def clock(self) -> tuple[float, float]:
-        return time.monotonic(), time.time()
+    def _new_runner(self) -> Any:
+        try:
+            from cupy.cuda import runtime
 
-    def _get_runner(self) -> Any:
-        if self._runner is None:
-            try:
-                from cupy.cuda import runtime
-
-                if not getattr(runtime, "is_hip", False):
-                    raise ImportError("the installed CuPy is the CUDA build")
-                from microbench.kernels.runner import KernelRunner
-            except ImportError as e:
-                raise DeviceError(f"rocm:{self.index}: running kernels needs CuPy for ROCm ({e}); install with: "
-                                  "pip install cupy-rocm-7-0") from e
-            self._runner = KernelRunner(self.index)
-        return self._runner
-
-    def run(self, workload: Workload, duration_s: float) -> RunResult:
-        """Launch the workload's kernel back to back for ``duration_s`` s (prepared once per shape)."""
-        runner = self._get_runner()
-        key = (workload.kernel or workload.name, tuple(sorted(dict(workload.params).items())), workload.launch)
-        prepared = self._prepared.get(key)
-        if prepared is None:
-            prepared = runner.prepare(workload.kernel or workload.name, dict(workload.params), workload.launch)
-            self._prepared[key] = prepared
-        return runner.run_for(prepared, duration_s)
+            if not getattr(runtime, "is_hip", False):
+                raise ImportError("the installed CuPy is the CUDA build")
+            from microbench.kernels.runner import KernelRunner
+        except ImportError as e:
+            raise DeviceError(f"rocm:{self.index}: running kernels needs CuPy for ROCm ({e}); install with: "
+                              "pip install cupy-rocm-7-0") from e
+        return KernelRunner(self.index)
 
     def run_copy(self, direction: str, nbytes: int, pinned: bool, duration_s: float) -> CopyResult:
         raise NotImplementedError(f"{self.info.name}: host-device copies are not timed on ROCm yet")
-
-    def idle(self, duration_s: float) -> None:
-        time.sleep(max(0.0, duration_s))
-
-    def set_clocks(self, core_mhz: float | None, mem_mhz: float | None) -> None:
-        """Hold GFX/memory clocks (MHz) for a DVFS point; ``None`` lets that domain float. Needs root."""
-        self.gpu.lock_clocks(core_mhz, mem_mhz)
-
-    def clocks(self) -> tuple[float, float]:
-        return self.gpu.clocks_mhz()
-
-    def temperature_c(self) -> float | None:
-        return self.gpu.temperature_c()
-
-    def close(self) -> None:
-        """Restore clocks, release the runner, the analyzer and amdsmi (errors: first one re-raised)."""
-        first: BaseException | None = None
-        for fn in (self.gpu.reset_clocks,
-                   (lambda: self._runner.close()) if (self._runner is not None and self._owns_runner) else None,
-                   (lambda: self._analyzer.close()) if self._analyzer is not None else None,
-                   self.gpu.close):
-            if fn is None:
-                continue
-            try:
-                fn()
-            except Exception as e:  # noqa: BLE001 - release everything, report the first failure
-                first = first or e
-        if first is not None:
-            raise first
 
 
 def _measures(caps: dict[str, Any]) -> tuple[list[str], list[str]]:

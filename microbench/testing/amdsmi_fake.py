@@ -367,22 +367,21 @@ def fake_module(gpus: list[FakeAmdGpu], clock: Callable[[], float] = time.time) 
             raise AmdSmiLibraryException(STATUS["AMDSMI_STATUS_NOT_SUPPORTED"])
         return int(value)
 
+    def clock_of(processor_handle: Any, name: str, clk: Any) -> tuple[FakeAmdGpu, tuple[int, ...], int]:
+        """(GPU, DPM levels in MHz, current MHz) of a clock query, its type checked as the wrapper does."""
+        g = gpu_of(processor_handle, name, (clk,))
+        if not isinstance(clk, AmdSmiClkType):
+            raise AmdSmiParameterException(clk, AmdSmiClkType)
+        gfx = clk == AmdSmiClkType.GFX
+        return g, (g.gfx_levels_mhz if gfx else g.mem_levels_mhz), (g.gfx_mhz if gfx else g.mem_mhz)
+
     def amdsmi_get_clock_info(processor_handle, clock_type):
-        g = gpu_of(processor_handle, "amdsmi_get_clock_info", (clock_type,))
-        if not isinstance(clock_type, AmdSmiClkType):
-            raise AmdSmiParameterException(clock_type, AmdSmiClkType)
-        levels = g.gfx_levels_mhz if clock_type == AmdSmiClkType.GFX else g.mem_levels_mhz
-        cur = g.gfx_mhz if clock_type == AmdSmiClkType.GFX else g.mem_mhz
-        locked = clock_type in g.clk_range
-        return {"clk": cur, "min_clk": min(levels), "max_clk": max(levels), "clk_locked": locked,
+        g, levels, cur = clock_of(processor_handle, "amdsmi_get_clock_info", clock_type)
+        return {"clk": cur, "min_clk": min(levels), "max_clk": max(levels), "clk_locked": int(clock_type) in g.clk_range,
                 "clk_deep_sleep": "N/A"}
 
     def amdsmi_get_clk_freq(processor_handle, clk_type):
-        g = gpu_of(processor_handle, "amdsmi_get_clk_freq", (clk_type,))
-        if not isinstance(clk_type, AmdSmiClkType):
-            raise AmdSmiParameterException(clk_type, AmdSmiClkType)
-        levels = g.gfx_levels_mhz if clk_type == AmdSmiClkType.GFX else g.mem_levels_mhz
-        cur = g.gfx_mhz if clk_type == AmdSmiClkType.GFX else g.mem_mhz
+        _, levels, cur = clock_of(processor_handle, "amdsmi_get_clk_freq", clk_type)
         hz = [int(f * 1_000_000) for f in levels]  # amdsmi_frequencies_t.frequency is in Hz
         return {"num_supported": len(hz), "current": levels.index(cur) if cur in levels else 0, "frequency": hz}
 
