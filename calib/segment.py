@@ -55,6 +55,14 @@ def power_stream(session: Session, prefer: str | None = None) -> str:
     raise BadInputError(f"{session.path}: no sensor logs power_w; cannot build samples")
 
 
+def host_stream(session: Session) -> str | None:
+    """Name of the session's host power stream (a sensor of scope ``host`` with ``host_power_w``: RAPL), or None."""
+    for s in session.manifest.get("sensors", []):
+        if sensor_scope(s) == "host" and "host_power_w" in s.get("columns", []):
+            return s["name"]
+    return None
+
+
 def analyzer_stream(session: Session) -> str | None:
     """Name of the session's wall-power analyzer stream (a sensor of kind ``analyzer`` with ``power_w``), or None."""
     for s in session.manifest.get("sensors", []):
@@ -230,6 +238,8 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         raise BadInputError(f"{session.path}: stream '{pname}' has no rows")
     wall = analyzer_stream(session)
     wdf = session.readings(wall) if wall else None
+    host = host_stream(session)
+    hdf = session.readings(host) if host else None
     markers = session.markers()
     counter_energy_j = _CounterEnergy(pdf)
     rows: list[dict[str, Any]] = []
@@ -251,6 +261,9 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if wdf is not None:
             ww = _window_rows(wdf, w, settle_s)
             rec["wall_power_w"] = float(ww["power_w"].mean()) if len(ww) else math.nan
+        if hdf is not None:  # host CPU package + DRAM power (RAPL): the system baseline beside the board's
+            hw = _window_rows(hdf, w, settle_s)
+            rec["host_power_w"] = float(hw["host_power_w"].mean()) if len(hw) else math.nan
         return rec
 
     for w in _pair(markers, "idle_start", "idle_stop"):

@@ -93,10 +93,12 @@ AMD_FAMILIES: dict[str, str] = {"gfx9": "gfx90a", "gfx940": "gfx942", "gfx11": "
 
 def amd_unit(spec: KernelSpec) -> str:
     """The unit of the AMD power model (:data:`calib.core.arch.AMD_UNITS`) of a kernel's stressed class."""
-    from calib.core.arch import AMD_UNITS
+    from calib.core.arch import AMD_UNITS, INSTRUCTION_CLASSES
 
     cls = (spec.share_classes or (spec.stresses,))[0]
-    return next((u for u in AMD_UNITS.units if cls in AMD_UNITS.classes[u]), spec.stresses)
+    # the issue unit counts every class (IPP's fds): a kernel stresses the unit of its own class
+    own = [u for u in AMD_UNITS.units if len(AMD_UNITS.classes[u]) < len(INSTRUCTION_CLASSES)]
+    return next((u for u in own if cls in AMD_UNITS.classes[u]), spec.stresses)
 
 
 def amd_family(arch: str) -> str:

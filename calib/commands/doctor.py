@@ -128,8 +128,11 @@ def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from microbench.devices.rapl import rapl_status
+
     report = {"python": sys.version.split()[0], "nvml": _nvml_report(args.probe_rate),
-              "backends": _backend_reports(args.probe_rate), "cupy": _cupy_report(), "serial_ports": _serial_report()}
+              "backends": _backend_reports(args.probe_rate), "rapl": rapl_status(), "cupy": _cupy_report(),
+              "serial_ports": _serial_report()}
     failure = None
     if args.serial:
         report["analyzer_probe"] = _probe_analyzer(args.serial, args.protocol)
@@ -177,6 +180,16 @@ def _print(r: dict[str, Any]) -> None:
             print(f"    readings change every: power {u['power_w']} s, energy counter {u['energy_mj']} s")
     for prefix, b in r.get("backends", {}).items():
         _print_backend(prefix, b)
+    rp = r["rapl"]
+    if not rp["readable"] and not rp["unreadable"]:
+        print("RAPL (host CPU/DRAM power): no intel-rapl zone in /sys/class/powercap")
+    else:
+        print(f"RAPL (host CPU/DRAM power): readable {', '.join(rp['readable']) or 'none'}"
+              + (f"; host power = {rp['host_power']}" if rp["host_power"] else ""))
+        for zone, why in rp["unreadable"].items():
+            print(f"  {zone}: {why}")
+        for text in rp["absent"]:
+            print(f"  {text}")
     c = r["cupy"]
     print(f"CuPy: {c.get('version', 'not installed')}" + (f", {c['cuda_devices']} CUDA device(s)" if c["installed"]
                                                           else "") + (f" -- {c['message']}" if c.get("message") else ""))

@@ -6,8 +6,8 @@ import argparse
 
 HELP = "run the calibration campaign on a device while logging, fit, and write the parameter file"
 DESCRIPTION = (
-    "Run the calibration campaign on DEV (sim:<preset> or cuda:<index>; default: the first NVIDIA GPU NVML finds, "
-    "else sim:gtx280) while logging into LOGS_DIR/<session>, then fit the models and write FITTED_DIR/<session>.json. "
+    "Run the calibration campaign on DEV (sim:<preset>, cuda:<index> or rocm:<index>; default: the first real GPU "
+    "found (NVML, then amdsmi), else sim:gtx280) while logging into LOGS_DIR/<session>, then fit the models and write FITTED_DIR/<session>.json. "
     "On a virtual GPU also runs held-out workloads, predicts them and writes <session>.recovery.json. "
     "An interrupted run is resumed by running the same command again (same --name, or the newest incomplete "
     "session of the same device, campaign and seed).")
@@ -36,7 +36,8 @@ def _seed(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default=None, help="sim:<preset> or cuda:<index> (see `calib devices`)")
+    p.add_argument("--device", default=None,
+                   help="sim:<preset>, cuda:<index> (NVIDIA) or rocm:<index> (AMD, HIP index) (see `calib devices`)")
     p.add_argument("--campaign", default="standard", choices=["quick", "standard", "full"],
                    help="campaign size (default: standard)")
     p.add_argument("--logs-dir", default="logs", help="where session directories go (default: logs/)")
@@ -69,6 +70,21 @@ def _check_writable(path, what: str) -> None:
     os.unlink(tmp)
 
 
+def _attach_rapl(device) -> None:  # noqa: ANN001
+    """Log the host's RAPL counters with a real GPU where they are readable; where not, say why (the fix
+    is in the message) and go on without host power."""
+    import warnings
+
+    from calib.core.errors import DeviceError
+    from microbench.devices.rapl import RaplSensor
+
+    try:
+        device.attach(RaplSensor())
+    except DeviceError as e:
+        warnings.warn(f"no host power (system baseline and copies without the host's CPU/DRAM): {e}", RuntimeWarning,
+                      stacklevel=2)
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -92,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     _check_writable(fitted, "--fitted-dir")
     spec = args.device or default_device_spec()
     device = open_device(spec, seed=args.seed)
+    if not device.virtual:
+        _attach_rapl(device)
     lock = None
     try:
         if args.name:
@@ -162,6 +180,10 @@ def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  #
     say(f"samples:    {samples_path}")
     say(f"parameters: {params_path}")
     stats = pf["power"].stats
+    if stats.get("host_idle_power_w") is not None:
+        idle = pf["power"]["idle_power_w"].value if "idle_power_w" in pf["power"] else float("nan")
+        say(f"system baseline: board idle {idle:.1f} W + host CPU/DRAM idle {stats['host_idle_power_w']:.1f} "
+            f"+/- {stats['host_idle_power_se_w']:.2f} W ({stats['host_idle_power_source']})")
     if stats.get("heldout_mape_pct") is not None:
         parts = ", ".join(f"{k.replace('_', ' ')} {v['mape_pct']:.2f}% ({v['rows']} rows)"
                           for k, v in stats["heldout_by_clocks"].items())

@@ -29,6 +29,7 @@ EXTRA_COLUMNS = (
     "power_std_w",      # standard deviation of the power readings in the window, W
     "n_power",          # number of power readings averaged
     "wall_power_w",     # mean wall (AC) power from a power analyzer, W
+    "host_power_w",     # mean host CPU package + DRAM power from RAPL, W
     "energy_counter_j",  # energy from the NVML counter over the window, J
     "temp_start_c",     # temperature at the start of the window, degC
     "fan_pct",          # fan duty, %

@@ -58,6 +58,21 @@ FIT_STAGES = {"samples": 0.17, "thermal": 0.08, "thermal network": 0.21, "power"
 TABLE_STAGES = {"samples": 0.05, "power": 0.95}
 
 
+def _system_baseline(pf: ParameterFile, idle: pd.DataFrame, sess: Any) -> None:
+    """The host beside the board's idle power, where the session logged RAPL: the idle windows' mean host
+    CPU package + DRAM power (``fit.power.host_idle_power_w``, its standard error, and which zones)."""
+    h = idle["host_power_w"].dropna().to_numpy(float) if "host_power_w" in idle.columns else np.array([])
+    if len(h) < 2:
+        return
+    from calib.segment import host_stream
+
+    entry = next((s for s in sess.manifest.get("sensors", []) if s.get("name") == host_stream(sess)), {})
+    st = pf["power"].stats
+    st["host_idle_power_w"] = float(h.mean())
+    st["host_idle_power_se_w"] = float(h.std(ddof=1) / math.sqrt(len(h)))
+    st["host_idle_power_source"] = "RAPL " + str((entry.get("capabilities") or {}).get("host_power") or entry.get("name"))
+
+
 def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units: set[str] | None = None,
                 cv: int | None = None, dvfs_options: dict | None = None, accept_poor_fit: bool = False,
                 progress: Callable[[str], None] | None = None) -> FitOutcome:
@@ -131,6 +146,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
                          default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
                          temperature_correction=correction).fit(df)
     pf["power"] = ipp.section_
+    _system_baseline(pf, idle, sess)
     if "thermal_network" in pf and "idle_power_w" in pf["thermal_network"] and "idle_power_w" in pf["power"]:
         # the network's reference is the board's idle power: between two campaigns it moves at least as
         # much as the power fit says its idle power does (the idle windows' own scatter is a few

@@ -14,7 +14,8 @@ has a wall meter.
   the origin: no bytes, no extra energy), pinned and pageable rows together;
 - per host memory, the host's wall power above idle beyond the board's, ``(W_copy - W_ref) -
   (P_copy - P_ref)``, as the mean over the streaming copies (at least ``stream_share`` of their time
-  moving bytes at the fitted bandwidth);
+  moving bytes at the fitted bandwidth); where the session has a RAPL stream, likewise the host CPU
+  package and DRAM power above idle, ``H_copy - H_ref`` (``host_rapl_power_<m>_w``);
 - the board idle power, the mean of the reference windows.
 
 Uncertainties: ``stderr`` from each fit's covariance (what the same campaign would give again). The
@@ -51,12 +52,12 @@ from calib.model.transfer import DIRECTIONS, HOST_MEMORY, MODEL_NAME
 log = logging.getLogger(__name__)
 
 TABLE_COLUMNS = ("workload", "direction", "host_memory", "bytes", "repeat", "copies", "copy_time_s", "power_w",
-                 "ref_power_w", "n_power", "wall_power_w", "ref_wall_power_w")
+                 "ref_power_w", "n_power", "wall_power_w", "ref_wall_power_w", "host_power_w", "ref_host_power_w")
 
 
 def transfer_table(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
     """One row per complete copy window of ``session`` (module docstring); empty when it has none."""
-    from calib.segment import _pair, _window_rows, analyzer_stream, power_stream
+    from calib.segment import _pair, _window_rows, analyzer_stream, host_stream, power_stream
 
     markers = session.markers()
     if not len(markers) or not (markers["event"] == "copy_start").any():
@@ -64,10 +65,12 @@ def transfer_table(session: Session, power: str | None = None, settle_s: float =
     pdf = session.readings(power_stream(session, power))
     wall = analyzer_stream(session)
     wdf = session.readings(wall) if wall else None
+    host = host_stream(session)  # RAPL: host CPU package + DRAM
+    hdf = session.readings(host) if host else None
     refs = {(w.workload, w.repeat, w.segment): w for w in _pair(markers, "copy_ref_start", "copy_ref_stop")}
 
-    def mean(df: pd.DataFrame, w: Any) -> tuple[float, int]:
-        v = _window_rows(df, w, settle_s)["power_w"].to_numpy(float)
+    def mean(df: pd.DataFrame, w: Any, col: str = "power_w") -> tuple[float, int]:
+        v = _window_rows(df, w, settle_s)[col].to_numpy(float)
         v = v[~np.isnan(v)]
         return (float(v.mean()) if len(v) else math.nan), len(v)
 
@@ -93,10 +96,14 @@ def transfer_table(session: Session, power: str | None = None, settle_s: float =
             continue
         rec = {"workload": w.workload, "direction": direction, "host_memory": mem, "bytes": nbytes,
                "repeat": w.repeat, "copies": float(info.get("copies", math.nan)), "copy_time_s": t, "power_w": p,
-               "ref_power_w": pr, "n_power": n, "wall_power_w": math.nan, "ref_wall_power_w": math.nan}
+               "ref_power_w": pr, "n_power": n, "wall_power_w": math.nan, "ref_wall_power_w": math.nan,
+               "host_power_w": math.nan, "ref_host_power_w": math.nan}
         if wdf is not None:
             rec["wall_power_w"], _ = mean(wdf, w)
             rec["ref_wall_power_w"], _ = mean(wdf, ref)
+        if hdf is not None:
+            rec["host_power_w"], _ = mean(hdf, w, "host_power_w")
+            rec["ref_host_power_w"], _ = mean(hdf, ref, "host_power_w")
         rows.append(rec)
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
@@ -154,10 +161,17 @@ class TransferFitter(Estimator):
         en = ps[0].name
         return fit_lsq(lambda v: v[en] * rate, ps, dp, jac=lambda v: {en: rate}, x_scale=np.array([e0]))
 
-    def _host_mean(self, sub: pd.DataFrame, bw: float, lat: float) -> tuple[float, float, int]:
+    def _host_mean(self, sub: pd.DataFrame, bw: float, lat: float, rapl: bool = False) -> tuple[float, float, int]:
+        """Mean host power above idle over the streaming copies, its standard error and count: the wall's
+        beyond the board's, or (``rapl``) the host CPU package and DRAM's from RAPL, which the board is not in."""
         moving = (sub["bytes"] / bw) / (sub["bytes"] / bw + lat)
-        s = sub[(moving >= self.stream_share) & sub["wall_power_w"].notna() & sub["ref_wall_power_w"].notna()]
-        x = ((s["wall_power_w"] - s["ref_wall_power_w"]) - (s["power_w"] - s["ref_power_w"])).to_numpy(float)
+        col = "host_power_w" if rapl else "wall_power_w"
+        if col not in sub.columns:
+            return math.nan, math.nan, 0
+        s = sub[(moving >= self.stream_share) & sub[col].notna() & sub["ref_" + col].notna()]
+        x = (s[col] - s["ref_" + col]).to_numpy(float)
+        if not rapl:
+            x = x - (s["power_w"] - s["ref_power_w"]).to_numpy(float)
         if len(x) < 2:
             return math.nan, math.nan, len(x)
         return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), len(x)
@@ -226,20 +240,23 @@ class TransferFitter(Estimator):
             out[r.params[0].name] = (r.params[0], r)
             if dof is not None:
                 dof[r.params[0].name] = float(r.nfree)
-        for m in HOST_MEMORY:
+        for m, rapl in ((m, rapl) for m in HOST_MEMORY for rapl in (False, True)):
             sub = table[table["host_memory"] == m]
             vals = []
             for d in DIRECTIONS:
                 bw = out[names.copy_bandwidth(d, m)][0].value
                 lat = out[names.copy_latency(d, m)][0].value
-                vals.append(self._host_mean(sub[sub["direction"] == d], bw, lat))
+                vals.append(self._host_mean(sub[sub["direction"] == d], bw, lat, rapl))
             n = sum(v[2] for v in vals)
             if n >= 2 and all(math.isfinite(v[0]) for v in vals if v[2]):
                 mean = sum(v[0] * v[2] for v in vals if v[2]) / n
                 se = math.sqrt(sum((v[1] * v[2]) ** 2 for v in vals if v[2] and math.isfinite(v[1]))) / n
-                p = _param(names.copy_host_power(m), max(mean, 0.0), "W",
-                           f"wall power above idle beyond the board's while a {m} copy streams "
-                           "(host CPU and memory, PSU losses included)", 0.0, 1e3)
+                p = (_param(names.copy_host_rapl_power(m), max(mean, 0.0), "W",
+                            f"host CPU package and DRAM power above idle (RAPL) while a {m} copy streams", 0.0, 1e3)
+                     if rapl else
+                     _param(names.copy_host_power(m), max(mean, 0.0), "W",
+                            f"wall power above idle beyond the board's while a {m} copy streams "
+                            "(host CPU and memory, PSU losses included)", 0.0, 1e3))
                 p.stderr = se
                 out[p.name] = (p, None)
                 if dof is not None:

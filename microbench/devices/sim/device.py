@@ -19,8 +19,8 @@ from calib.core.units import unit_counts
 from microbench.devices.base import Backend, CopyResult, Device, RunResult, Sensor, Workload
 from microbench.devices.sim.physics import Load, load_for
 from microbench.devices.sim.presets import Preset
-from microbench.devices.sim.sensors import SimNvmlSensor, SimWallMeter
-from microbench.devices.sim.timing import kernel_time_s
+from microbench.devices.sim.sensors import SimAmdSmiSensor, SimNvmlSensor, SimRaplSensor, SimWallMeter
+from microbench.devices.sim.timing import kernel_time_s, occupied_warps
 
 DT_S = 0.1
 #: virtual wall clock: simulated time counts from this Unix time (2026-01-01T00:00:00Z)
@@ -36,8 +36,13 @@ class VirtualGPU(Device):
         self.preset = preset
         self.info = preset.device_info()
         self.seed = int(seed)
-        self._nvml = SimNvmlSensor(preset.sensors)
+        # the GPU's own stream: NVML-like, or amdsmi-like for an AMD preset (MI200 reports only the average)
+        self._nvml = (SimNvmlSensor(preset.sensors) if preset.target is None else
+                      SimAmdSmiSensor(preset.sensors, averaged=preset.target == "gfx90a"))
         self._wall = SimWallMeter(preset.sensors)
+        # the host's RAPL counters, where the preset's test system has them (true energy per zone, J)
+        self._rapl = SimRaplSensor(preset.host_rapl) if preset.host_rapl is not None else None
+        self._rapl_j = np.zeros(len(self._rapl.zones)) if self._rapl is not None else None
         self._core_mhz = self.info.default_core_mhz
         self._mem_mhz = self.info.default_mem_mhz
         self._fan_override: float | None = None
@@ -63,7 +68,7 @@ class VirtualGPU(Device):
 
     # -- Device interface ---------------------------------------------------------------------
     def sensors(self) -> list[Sensor]:
-        return [self._nvml, self._wall]
+        return [self._nvml, self._wall] + ([self._rapl] if self._rapl is not None else [])
 
     def clock(self) -> tuple[float, float]:
         return (self.t, EPOCH_S + self.t)
@@ -133,7 +138,9 @@ class VirtualGPU(Device):
                 "duty": self.duty, "energy_j": self.energy_j, "avg_buf": list(self._avg_buf),
                 "next_nvml": self._next_nvml, "next_wall": self._next_wall, "wall_acc": self._wall_acc,
                 "wall_n": self._wall_n, "calls": self._calls, "core_mhz": self._core_mhz,
-                "mem_mhz": self._mem_mhz, "fan_override": self._fan_override}
+                "mem_mhz": self._mem_mhz, "fan_override": self._fan_override,
+                **({"rapl_j": self._rapl_j.tolist(), "rapl_last": list(self._rapl._last or (None, None))}
+                   if self._rapl is not None else {})}
 
     def restore(self, state: dict, t_mono_s: float | None = None) -> None:
         for k in ("t", "t_die", "t_sink", "t_case", "duty", "energy_j"):
@@ -145,11 +152,17 @@ class VirtualGPU(Device):
         self._calls = int(state["calls"])
         self._core_mhz, self._mem_mhz = state["core_mhz"], state["mem_mhz"]
         self._fan_override = state["fan_override"]
+        if self._rapl is not None:
+            self._rapl_j = np.asarray(state["rapl_j"], float)
+            last = state["rapl_last"]
+            self._rapl._last = None if last[0] is None else (float(last[0]), float(last[1]))
         if t_mono_s is not None and t_mono_s > self.t:
             shift = t_mono_s - self.t  # keep the session clock monotonic across a resume
             self.t += shift
             self._next_nvml += shift
             self._next_wall += shift
+            if self._rapl is not None and self._rapl._last is not None:
+                self._rapl._last = (self._rapl._last[0] + shift, self._rapl._last[1])
 
     # -- physics --------------------------------------------------------------------------------
     def evaluate(self, workload: Workload) -> tuple[float, Load]:
@@ -158,9 +171,12 @@ class VirtualGPU(Device):
         fc, fm = self._core_mhz, self._mem_mhz
         t_true = kernel_time_s(p.timing, workload.per_warp, workload.launch, workload.traits, fc, fm,
                                self.info.default_core_mhz, self.info.default_mem_mhz)
-        counts = unit_counts(workload.per_warp)
+        counts = unit_counts(workload.per_warp, unit_classes=p.unit_classes)
         cycles = t_true * fc * 1e6
-        wps = workload.launch.warps_per_sm
+        la = workload.launch
+        # a block occupies whole hardware warps (a wave64 issues for 64 lanes even with 32 threads)
+        wps = (la.warps_per_sm if p.timing.warp_size == 32 else
+               occupied_warps(la.threads_per_block, p.timing.warp_size) * la.blocks / la.active_sms)
         ar = {u: min(1.0, counts[u] * wps / (cycles * p.timing.warp_issue_per_cycle)) for u in p.power.units}
         # memory-domain units are driven by their accesses per memory cycle (IPP's per-core-cycle rate,
         # converted at the default clock ratio so both agree at the default clocks)
@@ -254,7 +270,20 @@ class VirtualGPU(Device):
         self.energy_j, self.t = energy, t
         self._next_nvml, self._next_wall = next_nvml, next_wall
         self._wall_acc, self._wall_n = wall_acc, wall_n
-        if nv_t:
+        if self._rapl is not None:  # host power is constant over this call: each zone's energy is a line in t
+            zone_w = self._rapl.zone_power_w(pp.host_busy_w if self._host_busy else 0.0, self._host_extra_w)
+            t_start = t - n * DT_S
+            if nv_t:
+                tt = np.array(nv_t)
+                e = self._rapl_j + np.outer(tt - t_start, zone_w)
+                self._rapl.push_block(tt, EPOCH_S + tt, self._rapl.encode(tt, e))
+            self._rapl_j = self._rapl_j + zone_w * (n * DT_S)
+        if nv_t and isinstance(self._nvml, SimAmdSmiSensor):
+            noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(len(nv_t), 2))
+            tt = np.array(nv_t)
+            self._nvml.push_block(tt, EPOCH_S + tt, self._nvml.encode(
+                tt, np.array(nv_p), np.array(nv_avg), np.array(nv_e), np.array(nv_temp), fc, fm, running, noise))
+        elif nv_t:
             k = len(nv_t)
             noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(k, 2))
             tt = np.array(nv_t)

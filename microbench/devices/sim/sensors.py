@@ -97,3 +97,101 @@ class SimWallMeter(_Buffered):
             "protocol": "virtual", "interval_s": model.wall_interval_s, "resolution_w": model.wall_resolution_w,
             "measures": "system AC input power (GPU + host, through the PSU)", "virtual": True,
         }, scope="system")
+
+
+#: what amdsmi's counter counts in (15.3 uJ, hard-coded in libamd_smi; microbench.devices.amd)
+AMDSMI_COUNTER_RESOLUTION_UJ = 15.3
+
+
+class SimAmdSmiSensor(_Buffered):
+    """amdsmi-like sensor of a virtual AMD GPU (stream ``amdsmi0``), as :mod:`microbench.devices.amd` logs it:
+    socket power in whole watts -- averaged over ``nvml_avg_window_s`` where the GPU only has the average
+    (MI200: ``averaged``) -- the energy accumulator in ticks of 15.3 uJ (as mJ), the hotspot temperature in
+    whole degrees, clocks and activity. No fan column: an OAM has no fan of its own."""
+
+    def __init__(self, model: SensorModel, averaged: bool, index: int = 0):
+        cols = ("power_w",) + (("power_avg_w",) if averaged else ()) + (
+            "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct")
+        super().__init__(f"amdsmi{index}", "amdsmi", cols, {
+            "power_w_source": "amdsmi_get_power_info['socket_power'] (the average)" if averaged
+            else "amdsmi_get_power_info['current_socket_power']",
+            "power_average_window_s": model.nvml_avg_window_s if averaged else None,
+            "energy_counter_key": "energy_accumulator", "energy_counter_resolution_uj": AMDSMI_COUNTER_RESOLUTION_UJ,
+            "update_period_s": model.nvml_update_s, "temp_c_source": "hotspot (junction)",
+            "temperature_resolution_c": 1, "fan": False, "virtual": True,
+        })
+        self.averaged = averaged
+
+    def encode(self, t: np.ndarray, power_w: np.ndarray, avg_w: np.ndarray, energy_j: np.ndarray,
+               temp_c: np.ndarray, core_mhz: float, mem_mhz: float, running: bool,
+               noise: np.ndarray) -> dict[str, np.ndarray]:
+        """The stream's columns from the true signals at the update instants (noise: (k, 2) standard
+        normal draws scaled by the power noise)."""
+        k = len(t)
+        shown = avg_w + 0.3 * noise[:, 1] if self.averaged else power_w + noise[:, 0]
+        out = {"power_w": np.rint(shown).astype(np.int64)}
+        if self.averaged:
+            out["power_avg_w"] = out["power_w"]
+        ticks = np.floor(energy_j * 1e6 / AMDSMI_COUNTER_RESOLUTION_UJ)
+        out.update({"energy_mj": ticks * AMDSMI_COUNTER_RESOLUTION_UJ / 1000.0,
+                    "temp_c": np.rint(temp_c).astype(np.int64), "sm_mhz": np.full(k, core_mhz),
+                    "mem_mhz": np.full(k, mem_mhz), "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64)})
+        return out
+
+
+@dataclass(frozen=True)
+class HostRapl:
+    """The virtual test system's CPU sockets as RAPL shows them (:mod:`microbench.devices.rapl`): idle power
+    per package and per DRAM zone (W; ``dram_idle_w`` None: no DRAM zone, as on AMD Zen), and the share of
+    the host's launch work (``host_busy_w``) and of a copy's host power (staging memcpy and host memory)
+    that the first package draws (the rest of a copy's goes to DRAM, seen only where there is a DRAM zone;
+    the rest of the launch work is the platform's). ``unit_uj``: the counters' energy unit."""
+
+    packages: int = 1
+    package_idle_w: float = 60.0
+    dram_idle_w: float | None = None
+    busy_share: float = 0.8
+    copy_package_share: float = 0.55
+    unit_uj: float = 1e6 / 2 ** 14
+
+
+class SimRaplSensor(_Buffered):
+    """RAPL stream of the virtual test system (stream ``rapl``, scope ``host``), in the real reader's columns:
+    cumulative energy per zone (quantized to the energy unit) and the host's energy and power."""
+
+    def __init__(self, host: HostRapl):
+        self.host = host
+        self.zones = [f"package-{n}" for n in range(host.packages)] + (
+            [f"package-{n}/dram" for n in range(host.packages)] if host.dram_idle_w is not None else [])
+        cols = tuple(z.replace("-", "_").replace("/", "_") + "_energy_j" for z in self.zones)
+        super().__init__("rapl", "rapl", cols + ("host_energy_j", "host_power_w"), {
+            "zones": {z: {"in_host_power": True, "virtual": True} for z in self.zones}, "unreadable": {},
+            "absent": [] if host.dram_idle_w is not None else [
+                "dram: this machine's RAPL tree has no DRAM zone (AMD Zen exposes package and core only; client "
+                "Intel parts often none): host power is the packages' alone, DRAM not measured"],
+            "host_power": " + ".join(self.zones), "virtual": True}, scope="host")
+        self._last: tuple[float, float] | None = None  # (t, host energy) of the previous row
+
+    def zone_power_w(self, busy_w: float, extra_w: float) -> np.ndarray:
+        """Power of each zone (W) with ``busy_w`` of launch work and ``extra_w`` of copy work on the host."""
+        h = self.host
+        pk = np.full(h.packages, h.package_idle_w)
+        pk[0] += h.busy_share * busy_w + h.copy_package_share * extra_w
+        if h.dram_idle_w is None:
+            return pk
+        dr = np.full(h.packages, h.dram_idle_w)
+        dr[0] += (1.0 - h.copy_package_share) * extra_w
+        return np.concatenate([pk, dr])
+
+    def encode(self, t: np.ndarray, energy_j: np.ndarray) -> dict[str, np.ndarray]:
+        """Columns at the instants ``t`` (s) from each zone's true cumulative energy there (J, rows x zones):
+        counters quantized to the energy unit, the host's power since the previous row."""
+        q = np.floor(energy_j * 1e6 / self.host.unit_uj) * self.host.unit_uj / 1e6
+        host = q.sum(axis=1)
+        prev_t = np.concatenate([[self._last[0] if self._last else np.nan], t[:-1]])
+        prev_e = np.concatenate([[self._last[1] if self._last else np.nan], host[:-1]])
+        self._last = (float(t[-1]), float(host[-1]))
+        out = {c: q[:, i] for i, c in enumerate(self.columns[:len(self.zones)])}
+        out["host_energy_j"] = host
+        out["host_power_w"] = (host - prev_e) / (t - prev_t)
+        return out
