@@ -61,6 +61,8 @@ class VirtualGPU(Device):
         #: part-time NVML sampling of the true power at 1 ms (presets with nvml_power_window_s), else None
         self._sampler = (BoxcarSampler(preset.sensors, st["power_w"])
                          if preset.sensors.nvml_power_window_s is not None else None)
+        #: ground truth for tests (None: not kept): blocks (start s, step s, true board power W)
+        self.power_trace: list[tuple[float, float, np.ndarray]] | None = None
 
     @property
     def can_copy(self) -> bool:
@@ -132,10 +134,11 @@ class VirtualGPU(Device):
         self._host_busy = True
         self._host_extra_w = 0.0
         span = max(duration_s, t_true)
+        t0 = self.t
         self._advance(span)
-        # a shape that idles between its high phases (low = 0) launches only during them
-        busy = 1.0 if self._shape is None or self._shape.low > 0 else self._shape.duty
-        launches = max(1, int(busy * span / t_true))
+        # a shape launches only while its kernel runs (and not between high phases with low = 0)
+        busy_s = span if self._shape is None else self._shape.busy_share(t0, self.t) * (self.t - t0)
+        launches = max(1, int(busy_s / t_true))
         noise = float(self._rng.normal(0.0, self.preset.sensors.kernel_time_noise))
         return RunResult(launches, t_true * (1.0 + noise))
 
@@ -200,8 +203,11 @@ class VirtualGPU(Device):
         sub = int(round(DT_S / FINE_DT_S))
         act_fine = act_step = None
         if shape is not None:  # the load's activity at 1 ms, and its mean over each step (for the heat)
-            act_fine = shape.activity(t_start + FINE_DT_S * (np.arange(n * sub) + 0.5))
+            edges = t_start + FINE_DT_S * np.arange(n * sub + 1)
+            act_fine = shape.mean_activity(edges[:-1], edges[1:])
             act_step = act_fine.reshape(n, sub).mean(axis=1).tolist()
+        trace = self.power_trace is not None and sampler is None
+        step_p: list[float] = []
         slow_w: list[float] = []   # per step: board power without the shaped runtime part (sampler only)
         step_temp: list[float] = []
         step_duty: list[float] = []
@@ -258,6 +264,8 @@ class VirtualGPU(Device):
                 target = fan_min if target < fan_min else (1.0 if target > 1.0 else target)
             duty = min(target, duty + slew) if target > duty else max(target, duty - slew)
             energy += p_board * DT_S
+            if trace:
+                step_p.append(p_board)
             if sampler is not None:  # the part-time sensor samples the 1 ms power after the loop
                 slow_w.append(p_board - run_w)
                 step_temp.append(t_die + hot)
@@ -287,6 +295,8 @@ class VirtualGPU(Device):
         self.energy_j, self.t = energy, t
         self._next_nvml, self._next_wall = next_nvml, next_wall
         self._wall_acc, self._wall_n = wall_acc, wall_n
+        if sampler is None and self.power_trace is not None:
+            self.power_trace.append((t_start, DT_S, np.asarray(step_p)))
         if sampler is not None:
             self._sample_fine(t_start, e_start, n, sub, slow_w, run_w0, act_fine, step_temp, step_duty, fc, fm,
                               running)
@@ -319,6 +329,8 @@ class VirtualGPU(Device):
         sm = self.preset.sensors
         fine = np.repeat(np.asarray(slow_w), sub)
         fine += run_w * (act_fine if act_fine is not None else 1.0)
+        if self.power_trace is not None:
+            self.power_trace.append((t_start, FINE_DT_S, fine.copy()))
         up = self._sampler.feed(t_start, fine, e_start)
         tt = up["t"]
         k = tt.size
@@ -337,6 +349,23 @@ class VirtualGPU(Device):
             "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64),
             "pstate": np.full(k, 0 if running else 8, dtype=np.int64),
             "clock_event_reasons": np.full(k, 0 if running else 0x1, dtype=np.int64)})
+
+    def keep_power_trace(self) -> None:
+        """Start keeping the true board power (for :meth:`true_energy_j`; tests and studies only)."""
+        self.power_trace = []
+
+    def true_energy_j(self, t0_s: float, t1_s: float) -> float:
+        """True board energy between ``t0_s`` and ``t1_s`` (J) from the kept power trace; for tests of
+        the simulator and studies of measurement methods only (the toolkit never sees it)."""
+        if self.power_trace is None:
+            raise RuntimeError("call keep_power_trace() before the run")
+        total = 0.0
+        for start, dt, p in self.power_trace:
+            edges = start + dt * np.arange(p.size + 1)
+            lo = np.clip(edges[:-1], t0_s, t1_s)
+            hi = np.clip(edges[1:], t0_s, t1_s)
+            total += float(np.sum(p * (hi - lo)))
+        return total
 
     def true_power_w(self) -> float:
         """Current true board power (W); for tests of the simulator only."""
