@@ -247,6 +247,24 @@ def counter_run_energy(t_s: Sequence[float], energy_mj: Sequence[float], start_s
                      {**parts, "power_before_w": p_before, "power_after_w": p_after, "gap_s": [gap0, gap1]})
 
 
+def mean_run_energy(runs: Sequence[RunEnergy]) -> RunEnergy:
+    """The mean of several runs' counter energies (:func:`counter_run_energy`) with its standard error:
+    the counter's mJ steps are independent from run to run, but the power outside each run drifts the
+    same way every time (the card cooling before, or still warm after, each run), so that part and the
+    timing part are counted as fully correlated -- averaging runs does not shrink them."""
+    if not runs:
+        raise ValueError("mean_run_energy: no runs")
+    n = len(runs)
+    d = [r.detail or {} for r in runs]
+    quant = math.sqrt(sum(x.get("quantization_j", 0.0) ** 2 for x in d)) / n
+    outside = sum(x.get("outside_power_j", 0.0) for x in d) / n
+    timing = sum(x.get("timing_j", 0.0) for x in d) / n
+    se = math.sqrt(quant ** 2 + outside ** 2 + timing ** 2)
+    return RunEnergy(float(np.mean([r.energy_j for r in runs])), se, runs[0].source, n, 1.0, None,
+                     {"quantization_j": quant, "outside_power_j": outside, "timing_j": timing,
+                      "run_energies_j": [r.energy_j for r in runs]})
+
+
 @dataclass(frozen=True)
 class Run:
     """One kernel run and the readings around it: ``t_s``, ``power_w`` (the stream's times and power
@@ -295,7 +313,7 @@ def power_run_energy(runs: Sequence[Run], *, window_s: float, lag_s: float, upda
     h = span / n_cells
 
     def pool(rs: Sequence[Run], w: float = window_s, lag: float = lag_s) -> dict[str, Any]:
-        return _pool(rs, w, lag, guard_s, n_cells, h, span)
+        return _pool(rs, w, lag, guard_s, n_cells, h, span, update_period_s)
 
     pooled = pool(runs)
     energy, covered, seen_sd = pooled["energy_j"], pooled["covered"], pooled["seen_sd_w"]
@@ -313,8 +331,35 @@ def power_run_energy(runs: Sequence[Run], *, window_s: float, lag_s: float, upda
     return RunEnergy(energy, se, source, len(runs), covered, None, detail)
 
 
+def update_readings(t_s: np.ndarray, values: np.ndarray, update_period_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each update of a reading once.
+
+    A stream with about one row per update (the median spacing over half an update period: the
+    virtual GPU's, or a slow poll) is each update already and is kept whole. A polled stream repeats
+    each update until the next; a row is then a new update when its value differs from the last one
+    kept (at its first appearance), or, for an update that repeated the value (a window inside a flat
+    phase, a counter's whole mJ), when it comes one and a half update periods or more after it -- it is
+    then put on the update grid, one period after the last. Collapsing every repeat instead would drop
+    those updates and leave holes.
+    """
+    t = np.asarray(t_s, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if t.size < 2 or float(np.median(np.diff(t))) > 0.5 * update_period_s:
+        return t, y
+    keep_t, keep_y = [float(t[0])], [float(y[0])]
+    for ti, yi in zip(t[1:].tolist(), y[1:].tolist()):
+        dt = ti - keep_t[-1]
+        if yi != keep_y[-1]:
+            keep_t.append(ti)
+            keep_y.append(yi)
+        elif dt >= 1.5 * update_period_s:
+            keep_t.append(keep_t[-1] + update_period_s * math.floor(dt / update_period_s - 0.5))
+            keep_y.append(yi)
+    return np.asarray(keep_t), np.asarray(keep_y)
+
+
 def _pool(runs: Sequence[Run], window_s: float, lag_s: float, guard_s: float, n_cells: int, h: float,
-          span: float) -> dict[str, Any]:
+          span: float, update_period_s: float) -> dict[str, Any]:
     """The pooled reconstruction of :func:`power_run_energy` on ``n_cells`` cells of ``h`` s."""
     acc = np.zeros(n_cells + 1)
     cnt = np.zeros(n_cells + 1)
@@ -327,9 +372,7 @@ def _pool(runs: Sequence[Run], window_s: float, lag_s: float, guard_s: float, n_
         y = np.asarray(r.power_w, dtype=float)
         ok = np.isfinite(t) & np.isfinite(y)
         t, y = t[ok], y[ok]
-        if t.size:
-            new = np.concatenate([[True], np.diff(y) != 0])
-            t, y = t[new], y[new]
+        t, y = update_readings(t, y, update_period_s)
         end = t - lag_s                     # window ends, run clock
         begin = end - window_s
         d = r.stop_s - r.start_s

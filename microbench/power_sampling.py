@@ -182,9 +182,19 @@ def fit_update_period(t_changes: Sequence[float]) -> tuple[float, float, float]:
     t = np.sort(np.asarray(t_changes, dtype=float))
     if t.size < 5:
         raise BadInputError(f"update period: {t.size} changes of the reading; need at least 5 (is the GPU loaded?)")
-    u0 = float(np.median(np.diff(t)))
-    if not u0 > 0:
+    gaps = np.diff(t)
+    q = float(np.percentile(gaps, 10))
+    if not q > 0:
         raise BadInputError("update period: the reading changes at identical instants")
+    # the period is the largest q / n (n = 1..6) of which the gaps are whole multiples (to a tenth of it):
+    # when few consecutive updates change the value, even the short gaps span two or more periods
+    u0 = q
+    for n in range(1, 7):
+        cand = q / n
+        frac = gaps / cand - np.round(gaps / cand)
+        if float(np.sqrt(np.mean(frac ** 2))) < 0.1:
+            u0 = float(np.median(gaps / np.maximum(1.0, np.round(gaps / cand))))
+            break
     keep = np.ones(t.size, dtype=bool)
     for _ in range(3):
         k = np.round((t - t[0]) / u0)
@@ -218,8 +228,8 @@ def window_fraction(t_end: np.ndarray, width_s: float, on: np.ndarray) -> np.nda
 
 @dataclass(frozen=True)
 class BoxcarFit:
-    """A boxcar fitted to readings of a square-wave load: width and lag (s), the two levels and the
-    drift of the levels (W, W/s), residual scatter (W) and standard errors."""
+    """A boxcar fitted to readings of a square-wave load: width and lag (s), the two levels at the
+    middle of the wave and the drift's slope there (W, W/s), residual scatter (W) and standard errors."""
 
     width_s: float
     width_stderr_s: float
@@ -236,8 +246,17 @@ class BoxcarFit:
         return self.high_w - self.low_w
 
 
-def _levels(frac: np.ndarray, t: np.ndarray, y: np.ndarray, t_mid: float) -> tuple[np.ndarray, float]:
-    A = np.vstack([np.ones_like(frac), frac, t - t_mid]).T
+#: degree of the polynomial drift of the levels (the card warms over a wave: leakage, fans)
+DRIFT_DEGREE = 3
+
+
+def _drift_basis(t: np.ndarray, t_mid: float, half_span: float) -> np.ndarray:
+    x = (t - t_mid) / half_span
+    return np.vstack([x ** k for k in range(1, DRIFT_DEGREE + 1)])
+
+
+def _levels(frac: np.ndarray, t: np.ndarray, y: np.ndarray, t_mid: float, half_span: float) -> tuple[np.ndarray, float]:
+    A = np.vstack([np.ones_like(frac), frac, _drift_basis(t, t_mid, half_span)]).T
     coef, *_ = np.linalg.lstsq(A, y, rcond=None)
     r = y - A @ coef
     return coef, float(r @ r)
@@ -245,7 +264,10 @@ def _levels(frac: np.ndarray, t: np.ndarray, y: np.ndarray, t_mid: float) -> tup
 
 def fit_boxcar(t_s: Sequence[float], y: Sequence[float], on: Sequence[tuple[float, float]], *,
                width_range_s: tuple[float, float], lag_max_s: float) -> BoxcarFit:
-    """Fit ``y(t) = low + (high - low) x share of [t - lag - W, t - lag] inside ``on`` + drift (t - mid)``.
+    """Fit ``y(t) = low + (high - low) x share of [t - lag - W, t - lag] inside ``on`` + drift(t)``.
+
+    The drift is a cubic in time (zero at the middle): the card warms over a wave, and its leakage and
+    fans add a slow, curved change to both levels that a straight line leaves in the ramps.
 
     ``on``: the load's high intervals (s). A grid over ``W`` (log-spaced in ``width_range_s``) and the
     lag (0 to ``lag_max_s``) with the linear parameters solved at each point finds the basin; a
@@ -262,6 +284,7 @@ def fit_boxcar(t_s: Sequence[float], y: Sequence[float], on: Sequence[tuple[floa
     if t.size < 8 or iv.size == 0:
         raise BadInputError(f"boxcar fit: {t.size} readings and {len(iv)} load intervals; need 8 and 1")
     t_mid = float(np.mean(t))
+    half = max(float(np.ptp(t)) / 2.0, 1e-9)
     w_lo, w_hi = width_range_s
     best = (math.inf, w_lo, 0.0)
     for w in np.geomspace(w_lo, w_hi, 72):
@@ -269,33 +292,35 @@ def fit_boxcar(t_s: Sequence[float], y: Sequence[float], on: Sequence[tuple[floa
             frac = window_fraction(t - lag, w, iv)
             if np.ptp(frac) < 1e-9:
                 continue
-            _, rss = _levels(frac, t, yv, t_mid)
+            _, rss = _levels(frac, t, yv, t_mid, half)
             if rss < best[0]:
                 best = (rss, float(w), float(lag))
     _, w0, lag0 = best
-    coef0, _ = _levels(window_fraction(t - lag0, w0, iv), t, yv, t_mid)
+    coef0, _ = _levels(window_fraction(t - lag0, w0, iv), t, yv, t_mid, half)
+    basis = _drift_basis(t, t_mid, half)
+    npar = 4 + DRIFT_DEGREE
 
     def resid(x: np.ndarray) -> np.ndarray:
-        w, lag, lo, step, drift = x
-        return lo + step * window_fraction(t - lag, w, iv) + drift * (t - t_mid) - yv
+        w, lag, lo, step = x[:4]
+        return lo + step * window_fraction(t - lag, w, iv) + x[4:] @ basis - yv
 
-    x0 = np.array([w0, lag0, coef0[0], coef0[1], coef0[2]])
-    lb = [w_lo * 0.5, -0.25 * lag_max_s - 1e-3, -np.inf, -np.inf, -np.inf]
-    ub = [w_hi * 1.5, lag_max_s * 1.25 + 1e-3, np.inf, np.inf, np.inf]
+    x0 = np.concatenate([[w0, lag0], coef0])
+    lb = [w_lo * 0.5, -0.25 * lag_max_s - 1e-3] + [-np.inf] * (npar - 2)
+    ub = [w_hi * 1.5, lag_max_s * 1.25 + 1e-3] + [np.inf] * (npar - 2)
     x0 = np.clip(x0, np.array(lb) + 1e-12, np.array(ub) - 1e-12)
-    res = least_squares(resid, x0, bounds=(lb, ub), x_scale=[w0, max(w0, 1e-3), 1.0, 1.0, 1.0],
+    res = least_squares(resid, x0, bounds=(lb, ub), x_scale=[w0, max(w0, 1e-3)] + [1.0] * (npar - 2),
                         diff_step=1e-4)
     r = res.fun
-    dof = max(1, r.size - 5)
+    dof = max(1, r.size - npar)
     s2 = float(r @ r) / dof
     try:
         cov = np.linalg.inv(res.jac.T @ res.jac) * s2
         se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
     except np.linalg.LinAlgError:
-        se = np.full(5, np.nan)
-    w, lag, lo, step, drift = res.x
-    return BoxcarFit(float(w), float(se[0]), float(lag), float(se[1]), float(lo), float(lo + step), float(drift),
-                     float(math.sqrt(s2)), int(r.size))
+        se = np.full(npar, np.nan)
+    w, lag, lo, step = res.x[:4]
+    return BoxcarFit(float(w), float(se[0]), float(lag), float(se[1]), float(lo), float(lo + step),
+                     float(res.x[4] / half), float(math.sqrt(s2)), int(r.size))
 
 
 def counter_readings(t_s: Sequence[float], energy_mj: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -313,11 +338,12 @@ def counter_readings(t_s: Sequence[float], energy_mj: Sequence[float]) -> tuple[
 # ------------------------------------------------------------------------------------------------
 
 def nvml_sensor(device: Device) -> Sensor:
-    """The device's NVML-like sensor (DeviceError when it has none)."""
+    """The device's own telemetry stream with a power reading (the first sensor of scope ``gpu`` with a
+    ``power_w`` column: NVML on NVIDIA GPUs); DeviceError when it has none."""
     for s in device.sensors():
-        if s.kind == "nvml":
+        if getattr(s, "scope", "gpu") == "gpu" and "power_w" in s.columns:
             return s
-    raise DeviceError(f"{device.info.name}: no NVML sensor: power sampling cannot be measured")
+    raise DeviceError(f"{device.info.name}: no GPU power sensor: power sampling cannot be measured")
 
 
 class NvmlTap:
@@ -453,6 +479,12 @@ def square_wave(device: Device, workload: Workload, period_s: float, duty: float
                             f"(got {period_s}, {duty}, {duration_s})")
     n = int(duration_s // period_s)
     if device.virtual:
+        from microbench.devices.sim.sensors import FINE_DT_S
+
+        # the virtual GPU's true power is resolved to 1 ms: edges on that grid (an edge inside a ms is a
+        # 1 ms ramp, which a boxcar fit of sharp edges would misread as a slightly wider window)
+        period_s = FINE_DT_S * round(period_s / FINE_DT_S)
+        duty = FINE_DT_S * round(duty * period_s / FINE_DT_S) / period_s
         t0 = device.clock()[0]
         trait = {"period_s": period_s, "duty": duty, "low": 0.0, "stop_after_s": n * period_s}
         device.run(replace(workload, traits={**dict(workload.traits), "power_shape": trait}), _sim_span(n * period_s))
@@ -538,10 +570,15 @@ def characterise(device: Device, workload: Workload | None = None,
         tp, yp = change_instants(slow["t"], slow["power_w"])
         fit_s = fit_boxcar(tp, yp, on_slow, width_range_s=(0.5e-3, 0.47 * SLOW_PERIOD_S), lag_max_s=u)
         say("fast square wave")
-        # the slow wave resolves a short window badly (one reading per edge at most): its upper end
-        # sets the fast wave's period, at most a third of the slow one's
-        w_se = min(fit_s.width_stderr_s, fit_s.width_s) if math.isfinite(fit_s.width_stderr_s) else fit_s.width_s
-        m = int(min(max(2, math.ceil(4.0 * (fit_s.width_s + 2 * w_se) / u)), max(2, SLOW_PERIOD_S / 3 // u)))
+        # the slow wave resolves a window shorter than the update period badly (at most one reading per
+        # edge falls on the ramp): undetermined, it is short, and the fast wave of 2.03 U (for windows up
+        # to half an update period) resolves it; determined, its upper end sets the fast wave's period,
+        # at most a third of the slow one's
+        if _determined(fit_s):
+            m = int(min(max(2, math.ceil(4.0 * (fit_s.width_s + 2 * fit_s.width_stderr_s) / u)),
+                        max(2, SLOW_PERIOD_S / 3 // u)))
+        else:
+            m = 2
         fast_period = u * (m + FAST_PERIODS_PER_UPDATE - 2)
         wait(device, st.gap_s)
         tap.take()
@@ -551,10 +588,10 @@ def characterise(device: Device, workload: Workload | None = None,
     fit = fit_s
     details: dict[str, Any] = {"slow": _fit_dict(fit_s, SLOW_PERIOD_S)}
     tf, yf = change_instants(fast["t"], fast["power_w"])
-    if fit_s.width_s < fast_period / 4:
+    if not _determined(fit_s) or fit_s.width_s < fast_period / 4:
         fit_f = fit_boxcar(tf, yf, on_fast, width_range_s=(0.5e-3, 0.45 * fast_period), lag_max_s=u)
         details["fast"] = _fit_dict(fit_f, fast_period)
-        if math.isfinite(fit_f.width_stderr_s) and not fit_f.width_stderr_s > fit_s.width_stderr_s:
+        if _determined(fit_f) or not _determined(fit_s):
             fit = fit_f
     facts: dict[str, Any] = {}
     ct, cy = counter_readings(fast["t"], fast["energy_mj"])
@@ -568,6 +605,13 @@ def characterise(device: Device, workload: Workload | None = None,
                          power_window_stderr_s=fit.width_stderr_s, power_lag_s=fit.lag_s,
                          power_noise_w=fit.resid_w, fit_residual_rel=fit.resid_w / max(abs(fit.step_w), 1e-9),
                          details=details, **facts)
+
+
+def _determined(f: BoxcarFit) -> bool:
+    """Whether a boxcar fit pinned its width down: a finite, positive standard error under half the width
+    (a degenerate Jacobian gives none or zero)."""
+    se = f.width_stderr_s
+    return math.isfinite(se) and 0.0 < se < 0.5 * f.width_s
 
 
 def _fit_dict(f: BoxcarFit, period_s: float) -> dict[str, float]:

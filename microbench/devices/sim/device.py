@@ -377,6 +377,11 @@ class VirtualGPU(Device):
         return (pp.p_const_w + pp.idle_core_w * s_core + pp.idle_mem_w * s_mem + leak
                 + pp.fan_max_w * self.duty ** 3 + self._load.dyn_core_w + self._load.dyn_mem_w)
 
+    def close(self) -> None:
+        """Reset locked clocks and the fan, as a real device's close does (the state stays readable)."""
+        self._core_mhz, self._mem_mhz = self.info.default_core_mhz, self.info.default_mem_mhz
+        self._fan_override = None
+
     def describe(self) -> dict[str, Any]:
         return {"preset": self.preset.name, "seed": self.seed, "dt_s": DT_S, "virtual_epoch_s": EPOCH_S}
 
