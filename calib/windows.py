@@ -21,7 +21,7 @@ before its start, or none at or after its end.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,8 +295,8 @@ def power_run_energy(runs: Sequence[Run], *, window_s: float, lag_s: float, upda
     window energy enters once per instant it covers, divided by the number of windows covering it); the
     measured window and lag's own errors (``window_stderr_s``, ``lag_stderr_s``: the energy recomputed
     one standard error away); and, for time no window saw, its length times the spread of the power that
-    was seen (unseen power is unknown: aliasing with a kernel's own period can make it anything in that
-    range). With ``groups`` >= 2 (run ``i`` in group ``i mod groups``, each group tiling the update
+    was seen, less the readings' noise (unseen power is unknown: aliasing with a kernel's own period can
+    make it anything in that range, so this part does not shrink with the length). With ``groups`` >= 2 (run ``i`` in group ``i mod groups``, each group tiling the update
     period: :func:`microbench.power_sampling.phase_offsets` orders the runs so) the groups' own
     estimates are reported in ``detail`` as a check (they also differ by the drift between runs, so their
     spread is not the error of the pooled value).
@@ -313,7 +313,7 @@ def power_run_energy(runs: Sequence[Run], *, window_s: float, lag_s: float, upda
     h = span / n_cells
 
     def pool(rs: Sequence[Run], w: float = window_s, lag: float = lag_s) -> dict[str, Any]:
-        return _pool(rs, w, lag, guard_s, n_cells, h, span, update_period_s)
+        return _pool(rs, w, lag, guard_s, n_cells, h, span, update_period_s, noise_w)
 
     pooled = pool(runs)
     energy, covered, seen_sd = pooled["energy_j"], pooled["covered"], pooled["seen_sd_w"]
@@ -359,7 +359,7 @@ def update_readings(t_s: np.ndarray, values: np.ndarray, update_period_s: float)
 
 
 def _pool(runs: Sequence[Run], window_s: float, lag_s: float, guard_s: float, n_cells: int, h: float,
-          span: float, update_period_s: float) -> dict[str, Any]:
+          span: float, update_period_s: float, noise_w: float = 0.0) -> dict[str, Any]:
     """The pooled reconstruction of :func:`power_run_energy` on ``n_cells`` cells of ``h`` s."""
     acc = np.zeros(n_cells + 1)
     cnt = np.zeros(n_cells + 1)
@@ -408,12 +408,55 @@ def _pool(runs: Sequence[Run], window_s: float, lag_s: float, guard_s: float, n_
         raise ValueError("power_run_energy: no reading's window overlaps the runs")
     p_hat = np.interp(centers, centers[seen], acc[seen] / cnt[seen])
     energy = float(p_hat.sum() * h)
-    # noise weight: a reading's error e enters the energy as e * W / inside * h * (cells covered / count)
+    # weight of each seen cell's value in the energy: its own h plus its share of the unseen cells
+    # interpolated from it (linear between the nearest seen cells on each side, flat beyond the ends)
+    idx = np.nonzero(seen)[0]
+    cell_w = np.where(seen, h, 0.0)
+    gaps = np.nonzero(~seen)[0]
+    if gaps.size:
+        pos = np.searchsorted(idx, gaps)
+        left = idx[np.clip(pos - 1, 0, idx.size - 1)]
+        right = idx[np.clip(pos, 0, idx.size - 1)]
+        span_lr = np.where(right > left, right - left, 1)
+        wr = np.where(right > left, (gaps - left) / span_lr, np.where(pos >= idx.size, 0.0, 1.0))
+        np.add.at(cell_w, left, h * (1.0 - wr))
+        np.add.at(cell_w, right, h * wr)
+    # noise weight: a reading's error e enters its cells' means as e * W / inside / count
     weight_sq = 0.0
     for i0, i1, scale in contrib:
         c = cnt[i0:i1]
-        wk = scale * h * float(np.sum(1.0 / c[c > 0.5]))
+        wk = scale * float(np.sum(cell_w[i0:i1][c > 0.5] / c[c > 0.5]))
         weight_sq += wk * wk
-    seen_sd = float(np.std(p_hat[seen])) if seen.sum() > 1 else 0.0
+    # spread of the power seen, less what the readings' noise adds to it (a cell's mean over cnt windows)
+    seen_var = float(np.var(p_hat[seen])) if seen.sum() > 1 else 0.0
+    noise_var = float(np.mean(1.0 / cnt[seen])) * noise_w ** 2 if seen.any() else 0.0
+    seen_sd = math.sqrt(max(0.0, seen_var - noise_var))
     return {"energy_j": energy, "covered": float(seen.mean()), "weight_sq": weight_sq, "seen_sd_w": seen_sd,
             "outside_w": outside, "used": used}
+
+
+def sampled_window_energy(t_s: Sequence[float], power_w: Sequence[float] | None, energy_mj: Sequence[float] | None,
+                          t0_s: float, t1_s: float, sampling: Mapping[str, Any]) -> RunEnergy | None:
+    """A measurement window's energy (J, with its standard error) under the sampling measured for the
+    session (the manifest's ``power_sampling``, :meth:`microbench.power_sampling.SamplingFacts.to_dict`):
+    from the counter where it integrates all of the time (:func:`counter_run_energy`), else from the
+    power readings with their window and lag (:func:`power_run_energy`, one run: a part-time reading
+    leaves time unseen, which the standard error counts). None when the stream cannot give it."""
+    src = sampling.get("energy_source")
+    if src == "counter":
+        if energy_mj is None:
+            return None
+        return counter_run_energy(t_s, energy_mj, t0_s, t1_s)
+    if power_w is None:
+        return None
+    t = np.asarray(t_s, dtype=float)
+    if t.size < 3 or t[0] > t0_s or t[-1] < t1_s:
+        return None
+    try:
+        return power_run_energy([Run(t, np.asarray(power_w, dtype=float), t0_s, t1_s)],
+                                window_s=float(sampling["power_window_s"]), lag_s=float(sampling.get("power_lag_s", 0.0)),
+                                update_period_s=float(sampling["update_period_s"]),
+                                noise_w=float(sampling.get("power_noise_w", 0.0)),
+                                window_stderr_s=float(sampling.get("power_window_stderr_s", 0.0)))
+    except ValueError:
+        return None

@@ -114,7 +114,7 @@ class SamplingFacts:
         d = asdict(self)
         d.update(coverage=self.coverage, counter_coverage=self.counter_coverage, part_time=self.part_time,
                  counter_full_time=self.counter_full_time, energy_source=energy_source(self))
-        return d
+        return _json_safe(d)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SamplingFacts":
@@ -126,6 +126,19 @@ class SamplingFacts:
         if missing:
             raise BadInputError(f"power_sampling: field(s) {', '.join(missing)} missing")
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _json_safe(x: Any) -> Any:
+    """Plain JSON values: NaN and infinities (a fit that determined nothing) as None."""
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
 
 
 def energy_source(facts: SamplingFacts) -> str:
@@ -661,3 +674,28 @@ def phased_runs(device: Device, workload: Workload, duration_s: float, facts: Sa
             wait(device, rest_s)
             data = tap.take()
     return out
+
+
+#: idle after characterising a real GPU before its campaign starts (the square waves warmed it), s
+COOL_AFTER_S = 60.0
+
+
+def for_manifest(device: Device, seed: int = 0) -> dict[str, Any] | None:
+    """The campaign manifest's ``power_sampling``: :func:`characterise` on the device (then idle
+    :data:`COOL_AFTER_S`), or, on a virtual GPU, on an identical twin (same preset, its own noise), so the
+    campaign runs exactly as it did before it measured this; None (logged) when it cannot be measured,
+    e.g. a GPU without a power reading."""
+    from calib.core.errors import CalibError
+
+    try:
+        if device.virtual and hasattr(device, "preset"):
+            from microbench.devices.sim.device import VirtualGPU
+
+            facts = characterise(VirtualGPU(device.preset, seed=int(seed) + 7919))
+        else:
+            facts = characterise(device)
+            wait(device, COOL_AFTER_S)
+    except (CalibError, ValueError, np.linalg.LinAlgError) as e:
+        log.warning("power sampling not measured (%s); window energies fall back to the counter", e)
+        return None
+    return facts.to_dict()
