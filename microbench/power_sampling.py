@@ -474,19 +474,23 @@ def run_at(device: Device, workload: Workload, start_s: float, duration_s: float
         w = replace(workload, traits={**dict(workload.traits), "power_shape": trait})
         device.run(w, _sim_span(delay + duration_s))
         return now + delay, now + delay + duration_s
-    if shape:
-        raise BadInputError("run_at: a power shape can only be imposed on the virtual GPU; a real kernel has its own")
     wait(device, delay)
+    if shape:  # a real GPU: the host makes the bursts (the GPU idles between them)
+        if float(shape.get("low", 0.0)) != 0.0:
+            raise BadInputError("run_at: on a real GPU a shaped load can only idle between its bursts (low = 0)")
+        on = square_wave(device, workload, float(shape["period_s"]), float(shape["duty"]), duration_s, lead_s=0.0)
+        n = len(on)
+        return on[0][0], on[0][0] + n * float(shape["period_s"])
     a = device.clock()[0]
     device.run(workload, duration_s)
     return a, device.clock()[0]
 
 
 def square_wave(device: Device, workload: Workload, period_s: float, duty: float,
-                duration_s: float) -> list[tuple[float, float]]:
+                duration_s: float, lead_s: float = 0.01) -> list[tuple[float, float]]:
     """Run ``workload`` for ``duty`` of every ``period_s`` (idle in between) for ``duration_s``; returns
     the high intervals (device monotonic time, s) -- on a real GPU as the host timed them (the launch
-    before, the synchronisation after each burst)."""
+    before, the synchronisation after each burst), the first ``lead_s`` after the call."""
     if not (period_s > 0 and 0 < duty < 1 and duration_s >= period_s):
         raise BadInputError(f"square wave: needs period_s > 0, 0 < duty < 1, duration_s >= period_s "
                             f"(got {period_s}, {duty}, {duration_s})")
@@ -503,7 +507,7 @@ def square_wave(device: Device, workload: Workload, period_s: float, duty: float
         device.run(replace(workload, traits={**dict(workload.traits), "power_shape": trait}), _sim_span(n * period_s))
         return [(t0 + i * period_s, t0 + i * period_s + duty * period_s) for i in range(n)]
     out = []
-    t0 = device.clock()[0] + 0.01
+    t0 = device.clock()[0] + lead_s
     for i in range(n):
         wait(device, t0 + i * period_s - device.clock()[0])
         a = device.clock()[0]

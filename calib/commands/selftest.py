@@ -477,8 +477,26 @@ class SelfTest:
         target = others[len(others) // 2]
 
         def under_load(d: Any) -> float:
-            d.run(self._load(), 0.5)
-            return float(d.clocks()[0])
+            """Median SM clock read while a load runs (a second thread reads it every 50 ms)."""
+            import statistics
+            import threading
+
+            seen: list[float] = []
+            stop = threading.Event()
+
+            def read() -> None:
+                while not stop.is_set():
+                    seen.append(float(d.clocks()[0]))
+                    stop.wait(0.05)
+
+            th = threading.Thread(target=read, daemon=True)
+            th.start()
+            try:
+                d.run(self._load(), 0.5)
+            finally:
+                stop.set()
+                th.join(timeout=2.0)
+            return statistics.median(seen) if seen else float(d.clocks()[0])
 
         before = under_load(dev)
         applied = None
