@@ -119,9 +119,8 @@ def test_sigma_stderr_counts_the_fan_power_error():
     for _ in range(40):
         steps, fan = _thermal_data(rng)
         f = ThermalFitter()
-        f._skip_uncertainty = True
         with _nowarn():
-            f.fit(steps, 40.0, 0.3, 50.0, fan)
+            f.fit(steps, 40.0, 0.3, 50.0, fan, uncertainty=False)
         p = {q.name: q for q in f.params_}["sigma_w_per_c"]
         vals.append(p.value)
         ses.append(p.stderr)

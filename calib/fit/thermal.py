@@ -76,9 +76,10 @@ class ThermalFitter(Estimator):
         self.sigma_skip_s = sigma_skip_s
 
     def fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_temp_se: float | None,
-            idle_power_w: float, fan: pd.DataFrame | None = None) -> "ThermalFitter":
+            idle_power_w: float, fan: pd.DataFrame | None = None, *, uncertainty: bool = True) -> "ThermalFitter":
         """Fit to thermal steps (heat/cool traces), the idle temperature (C) and its standard error, the
-        idle power (W) and the idle fan sweep (rows with ``fan_pct``, ``power_w``, ``temp_c``)."""
+        idle power (W) and the idle fan sweep (rows with ``fan_pct``, ``power_w``, ``temp_c``);
+        ``uncertainty=False`` learns the values only (the jackknife's own refits)."""
         self._validate_settings()
         blocks = []
         if not steps:
@@ -164,7 +165,7 @@ class ThermalFitter(Estimator):
                                                [dsig * fan_w.stderr ** 2, sig_p.stderr ** 2]])))
         params.append(sig_p)
         self._form_sd: dict[str, float] = {}
-        if not self._skip_uncertainty:  # the jackknife's own refits need only values
+        if uncertainty:
             # form terms of the total uncertainty (see _jackknife_total): leakage is not linear in temperature,
             # so "the" slope depends on the range it is taken over: with a curvature term, the local slope
             # varies by 2 s2 dT across the measured range; half that spread is one standard error
@@ -202,7 +203,7 @@ class ThermalFitter(Estimator):
         for w in warns:
             warnings.warn(w)
         cov = Covariance.from_blocks(params, blocks)
-        if not self._skip_uncertainty:
+        if uncertainty:
             self._jackknife_total(cov, steps, idle_temp_c, idle_temp_se, idle_power_w, fan)
         self.section_ = self._make_section(cov)
         return self
@@ -222,11 +223,10 @@ class ThermalFitter(Estimator):
 
         def refit(sub_steps: Sequence[ThermalStep], sub_fan: pd.DataFrame | None) -> list[float] | None:
             sub = ThermalFitter(**self.get_params())
-            sub._skip_uncertainty = True
             with _w.catch_warnings():
                 _w.simplefilter("ignore")
                 try:
-                    sub.fit(sub_steps, idle_temp_c, idle_temp_se, idle_power_w, sub_fan)
+                    sub.fit(sub_steps, idle_temp_c, idle_temp_se, idle_power_w, sub_fan, uncertainty=False)
                 except FitError:
                     return None
             v = {p.name: p.value for p in sub.params_}

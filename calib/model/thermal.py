@@ -17,6 +17,17 @@ from calib.core.errors import SchemaError
 from calib.core.params import Section
 
 
+def leakage_w(sigma_w_per_c: float | np.ndarray, temp_c: float | np.ndarray | None,
+              idle_temp_c: float) -> np.ndarray | float:
+    """Static-power rise over the idle temperature, eq. (22): ``sigma x (Temperature - Idle_temp)``, W.
+
+    ``sigma_w_per_c`` (W/C, scalar or per row), ``temp_c`` and ``idle_temp_c`` (C); a missing temperature
+    (NaN) adds nothing. The one home of the term: the IPP and DVFS power models, the thermal fit and the
+    DVFS training rows all call it."""
+    if temp_c is None:
+        return 0.0
+    return sigma_w_per_c * np.nan_to_num(np.asarray(temp_c, dtype=float) - idle_temp_c, nan=0.0)
+
 
 #: the parameters of IPP's thermal model (eqs. 17-19, the fan and the leakage slope)
 PARAMETERS = ("idle_temp_c", "fan_max_power_w", "sigma_w_per_c", "mu_c_per_w", "lambda_c", "rho_c", "rc_rise_s",
@@ -70,4 +81,4 @@ class ThermalModel:
                         mem_intensity: float = 0.0) -> np.ndarray:
         """GPU power while a kernel runs from a cold start, eqs. (21)-(23), W."""
         temp = self.temperature_rise(t_s, runtime_power0_w, mem_intensity)
-        return idle_power_w + runtime_power0_w + self.sigma * (temp - self.idle_temp_c)
+        return idle_power_w + runtime_power0_w + leakage_w(self.sigma, temp, self.idle_temp_c)
