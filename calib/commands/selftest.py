@@ -199,6 +199,20 @@ class SelfTest:
             code = main(argv)
         return code, buf.getvalue()
 
+    def _tapped_load(self, seconds: float) -> tuple[float, float, dict[str, Any]]:
+        """Run the steady load for ``seconds`` after 0.5 s idle: its start and end (device clock, s) and
+        the NVML readings over the load and what came after the idle (:class:`NvmlTap`)."""
+        from microbench.power_sampling import NvmlTap, wait
+
+        dev = self.device
+        with NvmlTap(dev) as tap:
+            wait(dev, 0.5)
+            tap.take()
+            t0 = dev.clock()[0]
+            dev.run(self._load(), seconds)
+            t1 = dev.clock()[0]
+            return t0, t1, tap.take()
+
     def _load(self) -> Any:
         from microbench.power_sampling import default_load
 
@@ -298,16 +312,10 @@ class SelfTest:
     def check_sampling_rate(self, res: CheckResult) -> None:
         import numpy as np
 
-        from microbench.power_sampling import NvmlTap, change_instants, fit_update_period, wait
+        from microbench.power_sampling import change_instants, fit_update_period
 
         dev = self.device
-        with NvmlTap(dev) as tap:
-            wait(dev, 0.5)
-            tap.take()
-            t0 = dev.clock()[0]
-            dev.run(self._load(), 2.0)
-            t1 = dev.clock()[0]
-            d = tap.take()
+        t0, t1, d = self._tapped_load(2.0)
         sel = (d["t"] >= t0 + 0.3) & (d["t"] <= t1)
         t, p = d["t"][sel], d["power_w"][sel]
         tc, _ = change_instants(t, p)
@@ -357,19 +365,10 @@ class SelfTest:
         res.message = " | ".join(sampling_lines(d))
 
     def check_energy_counter(self, res: CheckResult) -> None:
-        import numpy as np
-
         from calib.windows import window_energy
-        from microbench.power_sampling import NvmlTap, change_instants, wait
+        from microbench.power_sampling import change_instants
 
-        dev = self.device
-        with NvmlTap(dev) as tap:
-            wait(dev, 0.5)
-            tap.take()
-            t0 = dev.clock()[0]
-            dev.run(self._load(), 10.0)
-            t1 = dev.clock()[0]
-            d = tap.take()
+        t0, t1, d = self._tapped_load(10.0)
         tc, _ = change_instants(d["t"], d["energy_mj"])
         inner = tc[(tc >= t0 + 1.0) & (tc <= t1 - 0.2)]
         if inner.size < 2:
