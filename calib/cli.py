@@ -41,6 +41,7 @@ VERBS: dict[str, str] = {
     "validate-model": "validate_model",
     "log": "log",
     "doctor": "doctor",
+    "selftest": "selftest",
     "optimize": "optimize",
     "advise": "advise",
     "report": "report",

@@ -24,7 +24,7 @@ from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.session import Session
 from calib.core.activity import ActivityBasis, access_rates, warps_per_sm
 from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
-from calib.windows import EnergyCounter
+from calib.windows import EnergyCounter, sampled_window_energy
 
 #: power column preference in a device (NVML-like) stream
 POWER_COLUMNS = ("power_w", "power_avg_w")
@@ -242,6 +242,9 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
     hdf = session.readings(host) if host else None
     markers = session.markers()
     counter_energy_j = _CounterEnergy(pdf)
+    sampling = man.get("power_sampling") if isinstance(man.get("power_sampling"), dict) else None
+    if sampling is not None and "energy_source" not in sampling:
+        sampling = None
     rows: list[dict[str, Any]] = []
 
     def common(rw: pd.DataFrame, w: Window) -> dict[str, Any]:
@@ -258,6 +261,14 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if "fan_pct" in rw.columns and len(rw):
             rec["fan_pct"] = float(rw["fan_pct"].mean())
         rec["energy_counter_j"] = counter_energy_j(w)
+        if sampling:  # the window's energy under the GPU's measured power sampling (calib.windows)
+            seg = pdf[pdf["segment"] == w.segment]
+            e = sampled_window_energy(seg["t_mono_s"].to_numpy(dtype=float),
+                                      seg["power_w"].to_numpy(dtype=float) if "power_w" in seg else None,
+                                      seg["energy_mj"].to_numpy(dtype=float) if "energy_mj" in seg else None,
+                                      w.t0, w.t1, sampling)
+            rec["energy_window_j"] = e.energy_j if e is not None else math.nan
+            rec["energy_window_stderr_j"] = e.stderr_j if e is not None else math.nan
         if wdf is not None:
             ww = _window_rows(wdf, w, settle_s)
             rec["wall_power_w"] = float(ww["power_w"].mean()) if len(ww) else math.nan

@@ -31,6 +31,8 @@ EXTRA_COLUMNS = (
     "wall_power_w",     # mean wall (AC) power from a power analyzer, W
     "host_power_w",     # mean host CPU package + DRAM power from RAPL, W
     "energy_counter_j",  # energy from the NVML counter over the window, J
+    "energy_window_j",   # the window's energy under the measured power sampling (calib.windows), J
+    "energy_window_stderr_j",  # its standard error, J
     "temp_start_c",     # temperature at the start of the window, degC
     "fan_pct",          # fan duty, %
     "mem_intensity",    # IPP eq. (20)

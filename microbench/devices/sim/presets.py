@@ -90,7 +90,8 @@ class Preset:
                  "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes, "preset": self.name,
                  "max_warps_per_sm": self.timing.max_warps_per_sm,
                  "max_blocks_per_sm": self.timing.max_blocks_per_sm,
-                 **{k: self.extra[k] for k in ("slowdown_temp_c", "power_limit_w") if k in self.extra}}
+                 **{k: self.extra[k] for k in ("slowdown_temp_c", "power_limit_w", "compute_capability",
+                                               "memory_bus_bits") if k in self.extra}}
         if self.target is not None:  # an AMD GPU: the target's facts, the preset's own units and caches
             from calib.core.arch import amd_facts
 
@@ -364,6 +365,136 @@ def _nonadditive(base: Preset, name: str, description: str) -> Preset:
 GTX580_NONADD = _nonadditive(GTX580, "gtx580_nonadd", "GeForce GTX 580, power departing from the model's form")
 TITANX_NONADD = _nonadditive(TITANX, "titanx_nonadd", "GeForce GTX Titan X, power departing from the model's form")
 
+# ------------------------------------------------------------------------------------------------
+# GPUs of today and how NVML samples their power (issue 31): A100 and H100, whose power reading covers
+# 25 ms of every 100 ms (Yang, Adamek, Armour, "Part-time Power Measurements: nvidia-smi's Lack of
+# Attention", arXiv 2312.02741 / SC24), and an A10 (GA102: Ampere other than GA100), whose
+# nvmlDeviceGetPowerUsage is a 1 s average (NVML documentation, see ../shared/reference/
+# measurement-notes.md section 3.2). Identity, SM counts, clocks, memory bus and power limits are NVIDIA's
+# published figures; per-unit powers, thermal and fan figures are plausible values for the size of each
+# chip. How each energy counter integrates is a modelling choice (the notes do not establish it for any
+# GPU; `calib selftest` measures it): the virtual A100's counter adds its part-time samples, the virtual
+# H100's and A10's integrate all of the time. The sampling truths are in microbench/sampling_truth.py.
+# ------------------------------------------------------------------------------------------------
+
+def _dc_thermal(g_sink_fan: float, c_sink: float) -> ThermalPhysics:
+    """A passively cooled data-centre module in a server's air stream (fans of the chassis, whose speed
+    follows the GPU temperature here; their power is counted on the board to keep the fan sweep)."""
+    return ThermalPhysics(
+        t_room_c=25.0, c_die_j_per_c=60.0, c_sink_j_per_c=c_sink, c_case_j_per_c=4000.0,
+        g_die_sink_w_per_c=160.0, g_sink_case0_w_per_c=6.0, g_sink_case_fan_w_per_c=g_sink_fan,
+        g_case_room_w_per_c=60.0, fan_min=0.3, fan_t0_c=40.0, fan_gain_per_c=0.025, fan_slew_per_s=0.08,
+        r_io_c_per_w=0.02, mem_heat_to_sink=0.3, recirculation=0.05)
+
+
+def _sm8x_units(scale: float, tensor: bool = True) -> dict[str, UnitPhysics]:
+    units = {
+        "fp": _u(0.9 * scale, True), "dp": _u(1.2 * scale, True), "int": _u(0.8 * scale, True),
+        "sfu": _u(0.5 * scale, False), "alu": _u(0.45 * scale, False), "reg": _u(0.4 * scale, True),
+        "fds": _u(0.3 * scale, True), "shared": _u(0.6 * scale, False), "const": _u(0.2 * scale, True),
+        "tex": _u(0.4 * scale, True), "l1": _u(0.55 * scale, True),
+    }
+    if tensor:
+        units["tensor"] = _u(1.6 * scale, True)
+    return units
+
+
+A100 = Preset(
+    name="a100",
+    description="NVIDIA A100-SXM4-40GB (GA100), power sampled 25 ms of every 100 ms",
+    sources=("NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs, 1410 MHz boost, 5120-bit HBM2 "
+             "at 1215 MHz (1555 GB/s), 40 MB L2, 400 W; CUDA C++ Programming Guide throughput table (cc 8.0)",
+             "Yang, Adamek, Armour, arXiv 2312.02741 / SC24: A100 power covers 25 % of the runtime"),
+    sm_count=108, default_core_mhz=1410.0, default_mem_mhz=1215.0,
+    power=PowerPhysics(
+        units={**_sm8x_units(1.0), "l2": _u(38.0, True, chip=True),
+               "global": _u(75.0, True, domain="mem", chip=True), "local": _u(75.0, True, domain="mem", chip=True)},
+        p_const_w=22.0, idle_core_w=14.0, idle_mem_w=12.0,
+        leak_ref_w=12.0, leak_ref_c=35.0, leak_k_per_c=0.02, leak_v_exp=3.0,
+        const_sm_w=0.35, activation_w=14.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=8.0, host_idle_w=180.0, host_busy_w=40.0, overlap=0.15,
+    ),
+    thermal=_dc_thermal(22.0, 1200.0),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=4.0, max_warps_per_sm=64, max_blocks_per_sm=32,
+        throughput={"fp": 2.0, "int": 2.0, "alu": 2.0, "ctrl": 4.0, "sfu": 0.5, "dp": 1.0, "tensor": 0.5,
+                    "shared": 1.0, "const": 1.0, "tex": 1.0, "l1": 1.0, "l2": 1.0, "global": 1.0, "local": 1.0},
+        latency={"fp": 4, "int": 4, "alu": 4, "ctrl": 6, "sfu": 14, "dp": 8, "tensor": 16, "const": 8, "tex": 80},
+        dram_lat_a=300.0, dram_lat_b=180.0, dram_bytes_per_mem_cycle=1280.0, l2_bytes_per_cycle=4096.0,
+        l2_lat=200.0, l1_lat=33.0, shared_lat=23.0, max_outstanding_per_sm=96.0,
+    ),
+    dvfs=DvfsPhysics((1005.0, 1110.0, 1215.0, 1305.0, 1410.0), (0.80, 0.84, 0.89, 0.94, 1.0), (1215.0,), (1.0,)),
+    l1_bytes=192 * 1024, l2_bytes=40 * 1024 * 1024,
+    sensors=SensorModel(nvml_power_window_s=0.025, nvml_phase_s=0.0371, nvml_counter_window_s=0.025,
+                        psu_rated_w=2000.0),
+    extra={"power_limit_w": 400.0, "compute_capability": "8.0", "memory_bus_bits": 5120},
+)
+
+H100 = Preset(
+    name="h100",
+    description="NVIDIA H100 SXM5 80GB (GH100), power sampled 25 ms of every 100 ms",
+    sources=("NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs, 1980 MHz max, 5120-bit HBM3 at "
+             "2619 MHz (3.35 TB/s), 50 MB L2, 700 W; CUDA C++ Programming Guide throughput table (cc 9.0)",
+             "Yang, Adamek, Armour, arXiv 2312.02741 / SC24: H100 power covers 25 % of the runtime"),
+    sm_count=132, default_core_mhz=1980.0, default_mem_mhz=2619.0,
+    power=PowerPhysics(
+        units={**_sm8x_units(1.5), "l2": _u(60.0, True, chip=True),
+               "global": _u(120.0, True, domain="mem", chip=True), "local": _u(120.0, True, domain="mem", chip=True)},
+        p_const_w=30.0, idle_core_w=20.0, idle_mem_w=18.0,
+        leak_ref_w=18.0, leak_ref_c=35.0, leak_k_per_c=0.02, leak_v_exp=3.0,
+        const_sm_w=0.45, activation_w=20.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=10.0, host_idle_w=220.0, host_busy_w=45.0, overlap=0.15,
+    ),
+    thermal=_dc_thermal(30.0, 1600.0),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=4.0, max_warps_per_sm=64, max_blocks_per_sm=32,
+        # mma.sync reaches well below the wgmma peak on H100 (kernels/README.md)
+        throughput={"fp": 4.0, "int": 2.0, "alu": 2.0, "ctrl": 4.0, "sfu": 0.5, "dp": 2.0, "tensor": 0.6,
+                    "shared": 1.0, "const": 1.0, "tex": 1.0, "l1": 1.0, "l2": 1.0, "global": 1.0, "local": 1.0},
+        latency={"fp": 4, "int": 4, "alu": 4, "ctrl": 6, "sfu": 14, "dp": 8, "tensor": 16, "const": 8, "tex": 80},
+        dram_lat_a=420.0, dram_lat_b=220.0, dram_bytes_per_mem_cycle=1280.0, l2_bytes_per_cycle=6144.0,
+        l2_lat=260.0, l1_lat=32.0, shared_lat=23.0, max_outstanding_per_sm=128.0,
+    ),
+    dvfs=DvfsPhysics((1215.0, 1410.0, 1605.0, 1755.0, 1980.0), (0.78, 0.83, 0.89, 0.94, 1.0), (2619.0,), (1.0,)),
+    l1_bytes=256 * 1024, l2_bytes=50 * 1024 * 1024,
+    sensors=SensorModel(nvml_power_window_s=0.025, nvml_phase_s=0.0613, nvml_counter_window_s=None,
+                        psu_rated_w=3000.0),
+    extra={"power_limit_w": 700.0, "compute_capability": "9.0", "memory_bus_bits": 5120},
+)
+
+A10 = Preset(
+    name="a10",
+    description="NVIDIA A10 (GA102), power reading a 1 s average",
+    sources=("NVIDIA A10 datasheet: 72 SMs, 1695 MHz boost, 384-bit GDDR6 at 12.5 Gb/s (600 GB/s), 6 MB L2, "
+             "150 W; CUDA C++ Programming Guide throughput table (cc 8.6)",
+             "NVML nvmlDeviceGetPowerUsage: a 1 s average on Ampere (except GA100) and newer"),
+    sm_count=72, default_core_mhz=1695.0, default_mem_mhz=6251.0,
+    power=PowerPhysics(
+        units={**_sm8x_units(0.45), "l2": _u(10.0, True, chip=True),
+               "global": _u(32.0, True, domain="mem", chip=True), "local": _u(32.0, True, domain="mem", chip=True)},
+        p_const_w=8.0, idle_core_w=6.0, idle_mem_w=6.0,
+        leak_ref_w=5.0, leak_ref_c=35.0, leak_k_per_c=0.02, leak_v_exp=3.0,
+        const_sm_w=0.15, activation_w=6.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=4.0, host_idle_w=150.0, host_busy_w=35.0, overlap=0.15,
+    ),
+    thermal=replace(_dc_thermal(10.0, 500.0), g_die_sink_w_per_c=60.0, g_sink_case0_w_per_c=3.0,
+                    c_die_j_per_c=30.0),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=4.0, max_warps_per_sm=48, max_blocks_per_sm=16,
+        throughput={"fp": 4.0, "int": 2.0, "alu": 2.0, "ctrl": 4.0, "sfu": 0.5, "dp": 1.0 / 16, "tensor": 0.25,
+                    "shared": 1.0, "const": 1.0, "tex": 1.0, "l1": 1.0, "l2": 1.0, "global": 1.0, "local": 1.0},
+        latency={"fp": 4, "int": 4, "alu": 4, "ctrl": 6, "sfu": 14, "dp": 40, "tensor": 16, "const": 8, "tex": 80},
+        dram_lat_a=420.0, dram_lat_b=160.0, dram_bytes_per_mem_cycle=96.0, l2_bytes_per_cycle=2048.0,
+        l2_lat=200.0, l1_lat=33.0, shared_lat=23.0, max_outstanding_per_sm=64.0,
+    ),
+    dvfs=DvfsPhysics((1110.0, 1305.0, 1500.0, 1695.0), (0.82, 0.88, 0.94, 1.0), (6251.0,), (1.0,)),
+    l1_bytes=128 * 1024, l2_bytes=6 * 1024 * 1024,
+    sensors=SensorModel(nvml_power_window_s=1.0, nvml_phase_s=0.0529, nvml_counter_window_s=None,
+                        psu_rated_w=1200.0),
+    extra={"power_limit_w": 150.0, "compute_capability": "8.6", "memory_bus_bits": 384},
+)
+
+
 
 # ------------------------------------------------------------------------------------------------
 # AMD Instinct (issue 32): one GCD of an MI250X and a whole MI300X, wave64, with the CU's units
@@ -484,7 +615,7 @@ MI300X = Preset(
 )
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX, GTX280_1POLE, GTX280_2POLE, GTX280_RUNAWAY,
-                                                  GTX580_NONADD, TITANX_NONADD, MI250X, MI300X)}
+                                                  GTX580_NONADD, TITANX_NONADD, A100, H100, A10, MI250X, MI300X)}
 
 
 def get_preset(name: str) -> Preset:

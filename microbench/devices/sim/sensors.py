@@ -7,6 +7,17 @@ NVML-like (stream ``nvml0``)
     resolution, power averaged over the last ``nvml_avg_window_s`` (1 s, like nvmlDeviceGetPowerUsage on
     Ampere and newer), the total-energy counter in integer mJ, temperature in integer degrees, clocks,
     fan duty in integer percent, utilization, and clock-event reasons (GpuIdle when idle).
+
+    Part-time sampling (issue 31; presets that set ``nvml_power_window_s``): the true board power is
+    followed at :data:`FINE_DT_S` (1 ms) and the sensor is the physical description of what NVML does
+    on A100/H100 (Yang, Adamek, Armour, arXiv 2312.02741 / SC24): at each update instant
+    ``t_k = nvml_phase_s + k * nvml_update_s`` it publishes the boxcar mean of the true power over
+    ``[t_k - nvml_power_window_s, t_k]`` -- 25 ms of every 100 ms on those GPUs, so 75 % of the time is
+    never seen -- or, with a window of 1 s, the trailing 1 s average of Ampere-and-newer boards. The
+    energy counter is published at the same instants; it is either a hardware accumulator of the true
+    energy (``nvml_counter_window_s = None``) or it adds ``nvml_update_s`` x the mean power over its own
+    window before each update (a counter built from part-time samples). :class:`BoxcarSampler` is that
+    description and nothing else: it does not know how the toolkit corrects for it.
 Wall analyzer (stream ``wall``)
     the whole system at the AC plug: (GPU + host) / PSU efficiency(load), averaged over its own sample
     interval (2 Hz), with noise and 0.1 W resolution.
@@ -16,7 +27,9 @@ The device pushes rows into these sensors as its simulated time advances; ``read
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,11 +52,89 @@ class SensorModel:
     wall_resolution_w: float = 0.1
     psu_rated_w: float = 850.0
     kernel_time_noise: float = 0.002   # relative s.d. of event-timed kernel durations
+    #: part-time sampling (None: the per-step sensor of the older presets, whose reading is the power of
+    #: the last 100 ms simulation step); boxcar width of the ``power_w`` reading, s
+    nvml_power_window_s: float | None = None
+    #: first update instant after t = 0, s (the sampling grid's phase against the device's clock)
+    nvml_phase_s: float = 0.0
+    #: None: the energy counter integrates the true power all the time; a width (s): before each update
+    #: the counter adds ``nvml_update_s`` x the mean true power over the last ``nvml_counter_window_s``
+    nvml_counter_window_s: float | None = None
 
     def psu_efficiency(self, dc_w: float) -> float:
         """80 PLUS-like efficiency curve: ~0.80 at 10 % load, peak ~0.89 near 50 %, 0.86 at full load."""
         x = max(0.02, dc_w / self.psu_rated_w)
         return 0.90 - 0.12 * (x - 0.5) ** 2 - 0.008 / x
+
+
+#: time resolution of the true power the part-time sensor samples, s
+FINE_DT_S = 0.001
+
+
+class BoxcarSampler:
+    """What the NVML power sensor of a part-time-sampling preset publishes (module docstring).
+
+    The device hands over its true board power at :data:`FINE_DT_S` resolution, block by block
+    (:meth:`feed`); the sampler keeps enough history for its longest window and returns, for each update
+    instant inside the block, the published values: ``power_w`` (boxcar mean over
+    ``nvml_power_window_s`` ending at the instant), ``power_avg_w`` (boxcar mean over
+    ``nvml_avg_window_s``) and ``energy_j`` (the counter, before rounding to mJ). Means over a window are
+    differences of the cumulative energy, interpolated linearly inside a 1 ms sample (exact for the
+    piecewise-constant fine power).
+    """
+
+    def __init__(self, model: SensorModel, initial_power_w: float, dt_s: float = FINE_DT_S):
+        if model.nvml_power_window_s is None:
+            raise ValueError("BoxcarSampler needs a sensor model with nvml_power_window_s")
+        self.m = model
+        self.dt = float(dt_s)
+        longest = max(model.nvml_power_window_s, model.nvml_avg_window_s, model.nvml_counter_window_s or 0.0)
+        self.keep = int(math.ceil(longest / self.dt)) + 2
+        #: true power of the last ``keep`` fine samples before the next block, W (the device starts idle)
+        self.hist = np.full(self.keep, float(initial_power_w))
+        self.next_update_s = float(model.nvml_phase_s) if model.nvml_phase_s > 0 else float(model.nvml_update_s)
+        self.counter_j = 0.0  # part-time counter: what it has added so far, J
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue exactly (for the device's snapshot)."""
+        return {"nvml_hist_w": self.hist.tolist(), "nvml_next_update_s": self.next_update_s,
+                "nvml_counter_j": self.counter_j}
+
+    def set_state(self, state: dict[str, Any], shift_s: float = 0.0) -> None:
+        self.hist = np.asarray(state["nvml_hist_w"], dtype=float)
+        self.next_update_s = float(state["nvml_next_update_s"]) + shift_s
+        self.counter_j = float(state["nvml_counter_j"])
+
+    def feed(self, t0_s: float, power_w: np.ndarray, energy0_j: float) -> dict[str, np.ndarray]:
+        """Consume the true power ``power_w`` (W, one value per :attr:`dt` from ``t0_s``); ``energy0_j``
+        is the device's true cumulative energy at ``t0_s``. Returns the updates inside the block:
+        ``t`` (s), ``power_w``, ``power_avg_w`` (W) and ``energy_j`` (the counter, J)."""
+        m, dt = self.m, self.dt
+        p_all = np.concatenate([self.hist, np.asarray(power_w, dtype=float)])
+        start = t0_s - self.hist.size * dt
+        cum = np.concatenate([[0.0], np.cumsum(p_all) * dt])   # J since ``start``
+        grid = start + dt * np.arange(cum.size)
+        t1 = t0_s + len(power_w) * dt
+        ts = []
+        while self.next_update_s <= t1 + 1e-9:
+            ts.append(self.next_update_s)
+            self.next_update_s += m.nvml_update_s
+        t = np.asarray(ts, dtype=float)
+
+        def mean_over(width: float) -> np.ndarray:
+            return (np.interp(t, grid, cum) - np.interp(t - width, grid, cum)) / width
+
+        out = {"t": t, "power_w": mean_over(m.nvml_power_window_s), "power_avg_w": mean_over(m.nvml_avg_window_s)}
+        if m.nvml_counter_window_s is None:  # hardware accumulator: the true energy at the instant
+            c0 = np.interp(t0_s, grid, cum)
+            out["energy_j"] = energy0_j + np.interp(t, grid, cum) - c0
+        else:  # adds update period x its windowed mean before each update
+            adds = m.nvml_update_s * mean_over(m.nvml_counter_window_s)
+            out["energy_j"] = self.counter_j + np.cumsum(adds)
+            if adds.size:
+                self.counter_j = float(out["energy_j"][-1])
+        self.hist = p_all[-self.keep:].copy()
+        return out
 
 
 class _Buffered(Sensor):

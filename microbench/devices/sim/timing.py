@@ -147,7 +147,9 @@ def kernel_time_s(tp: TimingPhysics, per_warp: Mapping[str, float], launch: Laun
     if dram_acc:
         # transactions per warp request: 1 line when coalesced, one sector per lane when not, or
         # several lines for wide vector loads (trait tx_per_access, bw_stream)
-        tx = float(traits.get("tx_per_access", 1.0 if coalesced else tp.uncoalesced_transactions))
+        # (a kernel's own trait bytes_per_access: wide coalesced requests move several lines)
+        wide = max(1.0, float(traits.get("bytes_per_access", 128.0)) / 128.0)
+        tx = float(traits.get("tx_per_access", wide if coalesced else tp.uncoalesced_transactions))
         tx_bytes = 128.0 if coalesced else tp.sector_bytes
         bytes_round = n_res * dram_acc * tx * tx_bytes
         bw_core_cycle = tp.dram_bytes_per_mem_cycle * tp.dram_efficiency * (mem_mhz / core_mhz)
