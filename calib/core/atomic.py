@@ -21,6 +21,7 @@ naming the path the user gave, never the temporary file, which is removed.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -165,13 +166,35 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
 _reserved_stdout: list[Any] = []
 
 
+class _Discard(io.TextIOBase):
+    """A text stream that drops what is written to it (``-q``: a verb's messages), binary writes too."""
+
+    class _Bytes(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:  # type: ignore[override]
+            return len(data)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer = self._Bytes()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:  # type: ignore[override]
+        return len(s)
+
+
 @contextlib.contextmanager
-def stdout_reserved() -> Iterator[None]:
+def stdout_reserved(discard: bool = False) -> Iterator[None]:
     """While an output streams to standard output (``-o -``), everything the command prints goes to
-    standard error, so that stdout carries the table or JSON alone."""
+    standard error, so that stdout carries the table or JSON alone; with ``discard`` (``-q``) what the
+    command prints is dropped instead (warnings and errors go to standard error, not through ``print``)."""
     real = sys.stdout
     _reserved_stdout.append(real)
-    sys.stdout = sys.stderr
+    sys.stdout = _Discard() if discard else sys.stderr
     try:
         yield
     finally:
