@@ -77,9 +77,16 @@ def _gres(text: str) -> str:
 def _name(text: str) -> str:
     import re
 
+    from calib.commands.run import MAX_SESSION_NAME
+
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+=,-]*", text):
         raise argparse.ArgumentTypeError(f"invalid fleet name {text!r}: letters, digits and _ . + = , - "
                                          "(not starting with '.' or '-')")
+    top = MAX_SESSION_NAME - 12   # its sessions are <name>-<task:05d> (longer from task 100000 on)
+    if len(text) > top:
+        raise argparse.ArgumentTypeError(f"invalid fleet name ({len(text)} characters): at most {top} (its "
+                                         "sessions are named <name>-<task>, whose files' names must fit the "
+                                         "file system's 255)")
     return text
 
 

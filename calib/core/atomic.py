@@ -110,11 +110,31 @@ def output_target(path: str | os.PathLike, what: str = "output") -> OutputTarget
     return OutputTarget(text, "file", target)
 
 
+def check_writable(path: str | os.PathLike, what: str = "output", shown: str | None = None) -> None:
+    """Refuse (BadInputError) a path we could not create files under: the nearest existing ancestor of
+    ``path`` (itself when it is a directory) must accept a new file, checked with a real temporary file
+    (``os.access`` misjudges root, ACLs and read-only mounts). The message names ``shown`` (default the path)."""
+    from calib.core.errors import BadInputError
+
+    path = Path(path)
+    probe = next((p for p in (path, *path.parents) if p.is_dir()), Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".calib-write-test.", dir=probe)
+    except OSError as e:
+        raise BadInputError(f"{what} {shown or path}: cannot write into {probe} "
+                            f"({e.strerror or e.__class__.__name__})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
     """Refuse (BadInputError) an output path that must not be written (:func:`output_target`: a
-    directory, a device node, a /proc path, a parent that is a file); call it before long work so that
+    directory, a device node, a /proc path, a parent that is a file) or whose directory does not accept
+    a new file (a read-only mount, permissions: :func:`check_writable`); call it before long work so that
     a typo does not cost the work. Returns the path as given."""
-    output_target(path, what)
+    t = output_target(path, what)
+    if t.kind == "file" and t.target is not None:   # the atomic writer's temporary file goes beside it
+        check_writable(t.target.parent, what, shown=str(path))
     return Path(path)
 
 
@@ -147,11 +167,13 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
 
     if output is None or is_stdout(output):
         return
-    out = Path(output).resolve()
+    # realpath, not Path.resolve: it raised RuntimeError on a symbolic link loop (an internal error, exit 1,
+    # where the reader then refuses the input as missing, exit 2)
+    out = Path(os.path.realpath(output))
     for src in inputs:
         if src is None or is_stdout(src):
             continue
-        s = Path(src).resolve()
+        s = Path(os.path.realpath(src))
         if out == s:
             raise BadInputError(f"{output}: the {what} is also an input; choose another path")
         if s.is_dir() and s in out.parents:
