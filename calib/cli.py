@@ -162,8 +162,20 @@ def _configure_logging(verbose: int) -> None:
     root.setLevel(level)
 
 
-def _showwarning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-    sys.stderr.write(f"WARNING: {message}\n")
+def _warning_printer():  # noqa: ANN202 - a warnings.showwarning
+    """``warnings.showwarning`` for one command: ``WARNING: <message>`` on stderr, each message once. Python's
+    own once-per-location registry is cleared whenever a library changes the warning filters (a
+    ``catch_warnings`` block does), so a warning raised on every call of a model printed once per call
+    (``predict --clocks`` printed one clamp warning four times)."""
+    seen: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        text = str(message)
+        if text not in seen:
+            seen.add(text)
+            sys.stderr.write(f"WARNING: {text}\n")
+
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,13 +193,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from calib.core.atomic import is_stdout, stdout_reserved
 
     old_show = warnings.showwarning
-    warnings.showwarning = _showwarning
+    show = _warning_printer()
+    warnings.showwarning = show
     real_stdout = sys.stdout
     sys.stdout = guarded = _PipeGuard(real_stdout)
     try:
         with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("default")
-            warnings.showwarning = _showwarning
+            warnings.showwarning = show
             quiet = bool(getattr(args, "quiet", False))
             if quiet or any(is_stdout(getattr(args, dest, None)) for dest in STREAMED_OUTPUTS):
                 # -o -: the data alone on stdout, messages on stderr; -q: the messages dropped (warnings and

@@ -123,3 +123,20 @@ def test_a_session_name_too_long_for_the_file_system_is_refused_at_once(cli, tmp
     assert not (tmp_path / "L").exists() and not (tmp_path / "F").exists()
     rc, out, err = cli("fleet", "submit", tmp_path / "f", "--count", "2", "--name", "b" * 250, "--dry-run")
     assert rc == 2 and "invalid fleet name (250 characters): at most 188" in _err(err)
+
+
+def test_a_warning_is_printed_once(cli, tmp_path):
+    """predict --clocks printed one clamp warning four times (Python's once-per-location registry is reset
+    whenever a library changes the warning filters): the command prints each warning once."""
+    import json
+
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "k.json").write_text(json.dumps({"name": "k", "per_warp": {"fp": 2000, "global": 100},
+                                                 "launch": {"blocks": 480, "threads_per_block": 256}, "ilp": 2}))
+    rc, out, err = cli("predict", root / "fitted" / "sim-titanx.json", tmp_path / "k.json", "--clocks",
+                       "1500:3505,400:3505,975:3505", "-o", tmp_path / "o.csv")
+    assert rc == 0, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("WARNING:")]
+    assert lines.count("WARNING: 2 rows outside the fitted core clock range [595, 1164] MHz: voltage clamped to "
+                       "the end value") == 1
+    assert len(lines) == len(set(lines))

@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="comma-separated mutation ids (prefixes allowed)")
     ap.add_argument("--baseline", action="store_true", help="run each selection unmutated first")
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per selection (default 900)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per selection (default 3600)")
     ap.add_argument("--markdown", help="also write the table to this file")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--check", action="store_true", help="check that every mutation applies, and exit")
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
                 st, secs, tail = run_tests(tree, m.tests, a.timeout)
             finally:
                 path.write_text(orig)
-            verdict = {"fail": "killed", "timeout": "killed (timeout)", "pass": "SURVIVED"}.get(st, st)
+            verdict = {"fail": "killed", "timeout": "timeout", "pass": "SURVIVED"}.get(st, st)
             rows.append((m, verdict, secs, tail))
             print(f"{m.id:34s} {verdict:16s} {secs:6.1f} s  {m.what}", flush=True)
     finally:
