@@ -15,6 +15,11 @@ DESCRIPTION = (
 
 EPILOG = "example:\n  calib run --device sim:gtx580 --campaign quick --name gtx580-quick"
 
+#: longest session name: the longest file named after it, ``fitted/<name>.recovery.json`` written through a
+#: temporary ``.<name>.recovery.json.XXXXXXXX.tmp``, must stay within a file system's 255-byte names
+MAX_SESSION_NAME = 200
+
+
 def _session_name(text: str) -> str:
     import re
 
@@ -22,6 +27,9 @@ def _session_name(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"invalid session name {text!r}: one path component of letters, digits and _ . + = @ , - "
             "(not starting with '.' or '-')")
+    if len(text) > MAX_SESSION_NAME:
+        raise argparse.ArgumentTypeError(f"invalid session name ({len(text)} characters): at most "
+                                         f"{MAX_SESSION_NAME} (its files' names must fit the file system's 255)")
     return text
 
 
@@ -51,23 +59,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _check_writable(path, what: str) -> None:
-    """Refuse (BadInputError) a directory we could not write into: the nearest existing ancestor of
-    ``path`` must accept a new file, checked with a real temporary file (``os.access`` misjudges root,
-    ACLs and read-only mounts) before the campaign spends its time."""
-    import os
-    import tempfile
-    from pathlib import Path
+    """Refuse (BadInputError) a directory we could not write into, before the campaign spends its time
+    (:func:`calib.core.atomic.check_writable`)."""
+    from calib.core.atomic import check_writable
 
-    from calib.core.errors import BadInputError
-
-    path = Path(path)
-    probe = next((p for p in (path, *path.parents) if p.exists()), Path("."))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".calib-write-test.", dir=probe)
-    except OSError as e:
-        raise BadInputError(f"{what} {path}: cannot write into {probe} ({e.strerror or e.__class__.__name__})") from None
-    os.close(fd)
-    os.unlink(tmp)
+    check_writable(path, what)
 
 
 def _attach_rapl(device) -> None:  # noqa: ANN001

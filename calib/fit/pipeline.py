@@ -20,7 +20,7 @@ import pandas as pd
 
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
-from calib.fit.crossval import cross_validate
+from calib.fit.crossval import check_folds, cross_validate
 from calib.fit.ipp import IppPowerFitter
 from calib.core.samples import act_units, read_samples, table_info
 from calib.segment import fan_sweep, session_samples, thermal_steps
@@ -103,6 +103,10 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     idle = df[df["role"] == "idle"]
     if len(idle) == 0:
         raise BadInputError(f"{path}: the session has no idle window; cannot fit idle power")
+    if cv:  # before any fit: an impossible --cv must not cost the fit
+        clk = dev.get("clocks", {})
+        check_folds(IppPowerFitter(default_clocks={"core_mhz": clk.get("core_mhz"), "mem_mhz": clk.get("mem_mhz")}
+                                   ).training_rows(df), cv)
     correction = None
     steps = thermal_steps(sess, power)
     if steps:
@@ -243,6 +247,11 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     pf = ParameterFile.new(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
                                      "role": "samples"}])
     out = FitOutcome(pf, df)
+    if info.multi_clock:
+        from calib.fit.dvfs import training_rows
+    if cv:  # before the fit: an impossible --cv must not cost the fit
+        check_folds(training_rows(df)[0] if info.multi_clock
+                    else IppPowerFitter(default_clocks=device["clocks"]).training_rows(df), cv)
     step("power")
     if info.multi_clock:
         from calib.fit.dvfs import DvfsPowerFitter, training_rows

@@ -313,7 +313,12 @@ class TransferFitter(Estimator):
         from calib.core.metrics import errors
 
         err = errors(table["copy_time_s"], t_pred)
+        # the copy-time error by size: small copies are a few microseconds of latency and host jitter, and
+        # their relative errors dominate the MAPE (a report showing "MAPE 82 %" alone explained nothing)
+        by_size = {f"{b:.0f}": float(np.mean(np.abs(rel[table["bytes"].to_numpy(float) == b])) * 100.0)
+                   for b in sorted(set(table["bytes"].to_numpy(float)))}
         stats = {"n_samples": int(len(table)), "rmse_s": err.rmse, "mape_pct": err.mape_pct, "r2": None,
+                 "mape_pct_by_bytes": by_size,
                  "max_abs_rel_time_error": float(np.max(np.abs(rel))), "sizes": [float(s) for s in sizes],
                  "stderr_dof": {**dof, **({pid.name: float(len(idle) - 1)} if pid.stderr is not None else {})}}
         self.table_ = table

@@ -259,6 +259,8 @@ def kernel_description_table(path: str | Path, fill_counts: bool = True) -> pd.D
         raise BadInputError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise BadInputError(f"{path}: is a directory, expected a kernel description (JSON)") from None
+    except OSError as e:   # unreadable, a loop of symbolic links: bad input, not a failure of the toolkit
+        raise BadInputError(f"{path}: cannot read ({e.strerror or e})") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadInputError(f"{path}: not valid JSON ({e})") from e
     except RecursionError:
