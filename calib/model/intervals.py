@@ -40,6 +40,7 @@ from scipy.stats import t as student_t
 
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
+from calib.model.thermal import max_temp_rise_c
 
 #: predicted columns that get an interval, and the section whose discrepancy applies (None: per row)
 INTERVAL_COLUMNS = ("power_w_pred", "time_s_pred", "temp_c_pred")
@@ -105,8 +106,8 @@ def _max_temp_scatter_c(sec: Section) -> float | None:
     steps = sec.structure.get("steps") or []
     if len(steps) < 2:
         return None
-    mu, lam, rho = (sec.value(n, 0.0) for n in ("mu_c_per_w", "lambda_c", "rho_c"))
-    r = [s["amplitude_c"] - (mu * s["runtime_power_w"] + lam + rho * s["mem_intensity"]) for s in steps]
+    v = sec.values()
+    r = [s["amplitude_c"] - float(max_temp_rise_c(v, s["runtime_power_w"], s["mem_intensity"])) for s in steps]
     return float(math.sqrt(np.mean(np.square(r))))
 
 
