@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,7 @@ from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Constraint, Estimator, number
 from calib.fit.uncertainty import apply_total, ar1_inflation, total_covariance
 from calib.model.thermal import leakage_w, max_temp_rise_c, rc_decay, rc_rise
-from calib.segment import ThermalStep
+from calib.segment import SessionData, ThermalStep
 from calib.core.units import mem_intensity
 
 COLD_WINDOW_S = (1.0, 4.0)     # heating-phase window for the "cold" runtime power
@@ -76,12 +77,15 @@ class ThermalFitter(Estimator):
         self.cold_window_s = cold_window_s
         self.sigma_skip_s = sigma_skip_s
 
-    def fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_temp_se: float | None,
-            idle_power_w: float, fan: pd.DataFrame | None = None, *, uncertainty: bool = True) -> "ThermalFitter":
-        """Fit to thermal steps (heat/cool traces), the idle temperature (C) and its standard error, the
-        idle power (W) and the idle fan sweep (rows with ``fan_pct``, ``power_w``, ``temp_c``);
+    def fit(self, data: SessionData, *, uncertainty: bool = True) -> "ThermalFitter":
+        """Fit to a session's thermal steps (heat/cool traces), idle baseline (temperature C with its
+        standard error, power W) and idle fan sweep (rows with ``fan_pct``, ``power_w``, ``temp_c``);
         ``uncertainty=False`` learns the values only (the jackknife's own refits)."""
         self._validate_settings()
+        if data.idle is None:
+            raise FitError("no idle window; cannot fit the thermal model")
+        steps, fan = data.thermal_steps, data.fan
+        idle_temp_c, idle_temp_se, idle_power_w = data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w
         blocks = []
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal model")
@@ -205,12 +209,11 @@ class ThermalFitter(Estimator):
             warnings.warn(w)
         cov = Covariance.from_blocks(params, blocks)
         if uncertainty:
-            self._jackknife_total(cov, steps, idle_temp_c, idle_temp_se, idle_power_w, fan)
+            self._jackknife_total(cov, data)
         self.section_ = self._make_section(cov)
         return self
 
-    def _jackknife_total(self, cov: Covariance, steps: Sequence[ThermalStep], idle_temp_c: float,
-                         idle_temp_se: float | None, idle_power_w: float, fan: pd.DataFrame | None) -> None:
+    def _jackknife_total(self, cov: Covariance, data: SessionData) -> None:
         """``stderr_total`` of every parameter: the statistical covariance combined with the
         delete-one-step jackknife over the thermal steps (:mod:`calib.fit.uncertainty`). The steps are
         the independent groups of the thermal fit: each has its own workload, temperature range and
@@ -221,13 +224,14 @@ class ThermalFitter(Estimator):
         import warnings as _w
 
         names = list(cov.names)
+        steps, fan = data.thermal_steps, data.fan
 
         def refit(sub_steps: Sequence[ThermalStep], sub_fan: pd.DataFrame | None) -> list[float] | None:
             sub = ThermalFitter(**self.get_params())
             with _w.catch_warnings():
                 _w.simplefilter("ignore")
                 try:
-                    sub.fit(sub_steps, idle_temp_c, idle_temp_se, idle_power_w, sub_fan, uncertainty=False)
+                    sub.fit(replace(data, thermal_steps=list(sub_steps), fan=sub_fan), uncertainty=False)
                 except FitError:
                     return None
             v = {p.name: p.value for p in sub.params_}

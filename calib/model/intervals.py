@@ -40,6 +40,7 @@ from scipy.stats import t as student_t
 
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
+from calib.model.registry import power_sections
 from calib.model.thermal import max_temp_rise_c
 
 #: predicted columns that get an interval, and the section whose discrepancy applies (None: per row)
@@ -144,12 +145,10 @@ def small_sample_factor(n_groups: int | None, level: float = DEFAULT_LEVEL) -> f
 def discrepancy_sd(pf: ParameterFile, out: pd.DataFrame, column: str, level: float = DEFAULT_LEVEL) -> np.ndarray:
     """Standard deviation of the model's discrepancy for each row's ``column`` of the predicted rows
     ``out`` (module docstring), as seen at the interval ``level``; 0 where the fit recorded none."""
-    from calib.model.predict import power_sections
-
     pred = out[column].to_numpy(float)
     sd = np.zeros(len(out))
     if column == "power_w_pred":
-        for name, mask in power_sections(pf, out):
+        for name, mask in power_sections(pf).rows(pf, out):
             rel = _relative_sd(pf[name].stats.get("prediction"), level)
             if rel:
                 sd[mask] = rel * np.abs(pred[mask])
@@ -199,13 +198,11 @@ def set_heldout_discrepancy(pf: ParameterFile, held: pd.DataFrame, pred_w: np.nd
     ``pred_w`` their predicted power (W). A section gets the RMS of the relative errors of the rows it
     predicts when they come from at least :data:`MIN_HELDOUT_WORKLOADS` workloads; a new workload is
     more like those than like the fitted benchmarks left out one at a time. Returns the sections set."""
-    from calib.model.predict import power_sections
-
     y = held["power_w"].to_numpy(float)
     rel = (np.asarray(pred_w, float) - y) / y
     names = held["workload"].astype(str).to_numpy()
     done = []
-    for name, mask in power_sections(pf, held):
+    for name, mask in power_sections(pf).rows(pf, held):
         ok = mask & np.isfinite(rel)
         n_w = len(set(names[ok]))
         if n_w < MIN_HELDOUT_WORKLOADS:
@@ -228,9 +225,7 @@ def add_intervals(pf: ParameterFile, out: pd.DataFrame, predict: Callable[[Param
         return out
     z = float(norm.ppf(0.5 + level / 2.0))
     if "power_w_pred" in columns:
-        from calib.model.predict import power_sections
-
-        for name, mask in power_sections(pf, out):
+        for name, mask in power_sections(pf).rows(pf, out):
             stats = pf[name].stats.get("prediction") or {}
             if mask.any() and stats and stats.get("method") != HELDOUT_METHOD:
                 # measured: fitted on the Titan X microbenchmarks, 47.5 % of the 10 real applications'
