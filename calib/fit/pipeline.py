@@ -49,9 +49,8 @@ def _sources_of_session(path: Path) -> list[dict[str, str]]:
     return [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"} for p in sorted(path.glob("*.csv"))]
 
 
-#: stages of a session fit and their expected share of its time (measured: quick and standard campaigns of
-#: sim:gtx280, standard of gtx580 and titanx, 2.8-10.7 s per fit; power 26-70 %, thermal network 7-28 %,
-#: samples 10-24 %; calib -v logs each stage's duration): progress and its ETA follow them
+#: stages of a session fit and their expected share of its time (measured with calib -v, which logs each
+#: stage's duration: tests/benchmarks/uncertainty_results.md): progress and its ETA follow them
 FIT_STAGES = {"samples": 0.17, "thermal": 0.08, "thermal network": 0.21, "power": 0.40, "dvfs": 0.03,
               "timing": 0.02, "transfer": 0.09}
 #: the same for a samples table (reading and checking it is quick; the power fit is the work)
@@ -111,7 +110,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     if "thermal_network" in pf and "idle_power_w" in pf["thermal_network"] and "idle_power_w" in pf["power"]:
         # the network's reference is the board's idle power: between two campaigns it moves at least as
         # much as the power fit says its idle power does (the idle windows' own scatter is a few
-        # windows' worth and flagged 1 of 20 seed pairs in calib diff)
+        # windows' worth, too small for calib diff)
         ref, fitted = pf["thermal_network"]["idle_power_w"], pf["power"]["idle_power_w"]
         if fitted.stderr:
             ref.stderr = max(ref.stderr or 0.0, fitted.stderr)
@@ -326,7 +325,7 @@ def score_heldout_table(out: FitOutcome, path: str | os.PathLike) -> None:
     samples table with ``power_w`` and ``workload``, e.g. a few applications measured at several clocks)
     and take the power sections' prediction discrepancy from them, as a campaign's held-out mixes do: the
     intervals then say what the model misses on such workloads, not on its own benchmarks left out one at
-    a time (on the real Titan X applications those cover 47.5 %, :file:`tests/benchmarks/uncertainty_results.md`).
+    a time (:file:`tests/benchmarks/uncertainty_results.md` has how much that matters on real applications).
     The table joins the file's sources with role ``heldout``. Refused, nothing fitted: a workload that is
     also a training workload, fewer than :data:`calib.model.intervals.MIN_HELDOUT_WORKLOADS` workloads."""
     from calib.model.intervals import MIN_HELDOUT_WORKLOADS

@@ -416,6 +416,3 @@ def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: 
         return _analyse_groups(rows, len(groups), threshold, rel_floor, min_gpus, min_outlier_gpus, sinks, step)
 
 
-def short_campaign_gpus(an: FleetAnalysis, campaign: str = "quick") -> pd.Series:
-    """uuids of the GPUs measured with the short campaign."""
-    return an.per_gpu.loc[an.per_gpu["campaign_name"] == campaign, "gpu_uuid"]

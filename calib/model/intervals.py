@@ -5,8 +5,7 @@ both (Gaussian, two-sided, ``level`` = 0.90 by default; the half-width is ``z`` 
 two standard deviations below, not their root sum of squares: the discrepancy is measured as this fit's
 errors on workloads it did not see, which already include what its parameter error does there, so the
 parameter term only widens an interval where it is the larger one, e.g. at clocks or rates far from the
-held-out workloads'; adding both counted the parameter error twice and held-out 90 % intervals covered
-99 % on titanx):
+held-out workloads'; adding both counted the parameter error twice):
 
 - **parameter uncertainty**: the delta method through the whole prediction, ``g^T Sigma g``, with ``g``
   the change of the predicted column per unit change of each fitted parameter (finite differences of
@@ -228,8 +227,8 @@ def add_intervals(pf: ParameterFile, out: pd.DataFrame, predict: Callable[[Param
         for name, mask in power_sections(pf).rows(pf, out):
             stats = pf[name].stats.get("prediction") or {}
             if mask.any() and stats and stats.get("method") != HELDOUT_METHOD:
-                # measured: fitted on the Titan X microbenchmarks, 47.5 % of the 10 real applications'
-                # rows fell inside their 90 % intervals (tests/benchmarks/uncertainty_results.md)
+                # the real Titan X applications fall inside far less often than the level says
+                # (tests/benchmarks/uncertainty_results.md)
                 warnings.warn(f"{name}: the intervals' model discrepancy comes from the fitted benchmarks left out "
                               "one at a time (the fit had no held-out workloads); applications that mix units "
                               "can miss by more than these intervals say", stacklevel=2)
