@@ -26,9 +26,9 @@ from calib.core.metrics import ar1_inflation
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.session import Session
 from calib.core.activity import ActivityBasis, access_rates, warps_per_sm
-from calib.core.units import CHIP_UNITS, INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
+from calib.core.units import (CHIP_UNITS, COPY_DIRECTIONS as DIRECTIONS, HOST_MEMORY, INSTRUCTION_CLASSES, in_memory_domain,
+                              mem_intensity, unit_counts)
 from calib.windows import EnergyCounter
-from microbench.transfer_plan import DIRECTIONS, HOST_MEMORY
 
 #: power column preference in a device (NVML-like) stream
 POWER_COLUMNS = ("power_w", "power_avg_w")
@@ -536,8 +536,8 @@ class SessionData:
 
 
 #: what the samples stage extracts from a session besides the samples table, by the kind of campaign
-#: step it comes from (the plan's thermal steps, the idle fan sweep, the copy sweep of
-#: microbench.transfer_plan): SessionData field -> extraction
+#: step it comes from (the plan's thermal steps, the idle fan sweep, the campaign's copy sweep):
+#: SessionData field -> extraction
 EXTRACTIONS = {"thermal_steps": thermal_steps, "fan": fan_sweep, "copies": transfer_table}
 
 
