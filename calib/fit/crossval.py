@@ -41,11 +41,6 @@ class CVResult:
     predictions: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     warnings: list[str] = field(default_factory=list)
 
-    @property
-    def workload_mape_pct(self) -> float:
-        """MAPE averaged per workload first (every workload counts once)."""
-        return float(self.per_workload["mape_pct"].mean())
-
     def summary(self) -> str:
         lines = [f"{self.k}-fold cross-validation by workload (seed {self.seed}): MAPE {self.mape_pct:.2f}% over "
                  f"{int(self.per_workload['n_rows'].sum())} held-out rows ({len(self.per_workload)} workloads), "

@@ -100,6 +100,7 @@ from calib.model.dvfs import (
     voltage_gradient,
 )
 from calib.model.thermal import leakage_w
+from calib.segment import SessionData
 
 #: activity threshold of the default "tpow" transform (chosen on the Titan X data: tests/benchmarks/titanx_results.md)
 DEFAULT_THRESHOLD = 0.03
@@ -446,10 +447,13 @@ class DvfsPowerFitter(Estimator):
         self.core_voltage = core_voltage
         self.temperature_correction = temperature_correction
 
-    def fit(self, df: pd.DataFrame, source: str = "", *, uncertainty: bool = True) -> "DvfsPowerFitter":
-        """Fit to the rows of ``df`` the model covers (:func:`training_rows`); ``source`` names the
-        table in messages; ``uncertainty=False`` skips the total covariance. Returns self."""
+    def fit(self, data: SessionData | pd.DataFrame, source: str = "", *, uncertainty: bool = True) -> "DvfsPowerFitter":
+        """Fit to the rows of a session's samples table (``data.samples``, or the table itself) the model
+        covers (:func:`training_rows`); ``source`` names the table in messages (default: the session's
+        path); ``uncertainty=False`` skips the total covariance. Returns self."""
         self._validate_settings()
+        data = SessionData.of(data)
+        df, source = data.samples, source or data.source
         t0 = time.perf_counter()
         rows, correction = training_rows(df, self.temperature_correction)
         if len(rows) < len(df) and "role" in df.columns:

@@ -58,6 +58,7 @@ from calib.fit.uncertainty import (
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import CHIP_UNITS, DIE_AREA_PRIOR, in_memory_domain
+from calib.segment import SessionData
 
 EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and bursts, not power benchmarks
 #: the flip of the active-SM scaling among the form alternatives (not a unit name: units are lower-case words)
@@ -135,12 +136,14 @@ class IppPowerFitter(Estimator):
         temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
         return act, running, active, temp, data["power_w"].to_numpy(float)
 
-    def fit(self, df: pd.DataFrame, *, uncertainty: bool = True) -> "IppPowerFitter":
-        """Fit to the rows of a checked samples table that the model covers (:meth:`training_rows`);
+    def fit(self, data: SessionData | pd.DataFrame, *, uncertainty: bool = True) -> "IppPowerFitter":
+        """Fit to the rows of a session's checked samples table (``data.samples``, or the table itself) that
+        the model covers (:meth:`training_rows`);
         ``uncertainty=False`` learns the values only (no multi-start, repeat jackknife or total
         covariance: what a replicate of an uncertainty estimate needs). Returns self."""
         self._validate_settings()
         self._uncertainty = uncertainty
+        df = SessionData.of(data).samples
         data = self.training_rows(df).reset_index(drop=True)
         if len(data) < 3:
             raise FitError(f"only {len(data)} samples to fit")

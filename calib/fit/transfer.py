@@ -1,12 +1,8 @@
 """Fit the ``transfer`` section (model ``pcie``, :mod:`calib.model.transfer`) from copy windows.
 
-:func:`transfer_table` reduces a session's copy windows (``copy_start``/``copy_stop`` markers, each
-after an idle reference window ``copy_ref_start``/``copy_ref_stop`` of the same copy) to one row per
-window: direction, host memory, bytes, the mean time per copy (events), the board power of the copy
-window and of its reference (first ``settle_s`` dropped), and the wall power of both when the session
-has a wall meter.
-
-:class:`TransferFitter` then fits, by weighted least squares (:func:`calib.fit.core.fit_lsq`):
+The samples stage reduces a session's copy windows to one row each (:func:`calib.segment.transfer_table`:
+direction, host memory, bytes, time per copy, board power of the window and of its idle reference, wall
+power of both); :class:`TransferFitter` fits, by weighted least squares (:func:`calib.fit.core.fit_lsq`):
 
 - per direction and host memory, ``time = latency + bytes / bandwidth`` on relative residuals, over
   the copies of at least ``min_bytes``;
@@ -44,76 +40,19 @@ import pandas as pd
 from calib.core import names
 from calib.core.errors import BadInputError, FitError
 from calib.core.params import Param, Section
-from calib.core.session import Session
 from calib.fit.base import Estimator, number
 from calib.fit.core import fit_lsq
 from calib.model.transfer import DIRECTIONS, HOST_MEMORY, MODEL_NAME
+from calib.segment import SessionData
 
 log = logging.getLogger(__name__)
-
-TABLE_COLUMNS = ("workload", "direction", "host_memory", "bytes", "repeat", "copies", "copy_time_s", "power_w",
-                 "ref_power_w", "n_power", "wall_power_w", "ref_wall_power_w", "host_power_w", "ref_host_power_w")
-
-
-def transfer_table(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
-    """One row per complete copy window of ``session`` (module docstring); empty when it has none."""
-    from calib.segment import _pair, _window_rows, analyzer_stream, host_stream, power_stream
-
-    markers = session.markers()
-    if not len(markers) or not (markers["event"] == "copy_start").any():
-        return pd.DataFrame(columns=list(TABLE_COLUMNS))
-    pdf = session.readings(power_stream(session, power))
-    wall = analyzer_stream(session)
-    wdf = session.readings(wall) if wall else None
-    host = host_stream(session)  # RAPL: host CPU package + DRAM
-    hdf = session.readings(host) if host else None
-    refs = {(w.workload, w.repeat, w.segment): w for w in _pair(markers, "copy_ref_start", "copy_ref_stop")}
-
-    def mean(df: pd.DataFrame, w: Any, col: str = "power_w") -> tuple[float, int]:
-        v = _window_rows(df, w, settle_s)[col].to_numpy(float)
-        v = v[~np.isnan(v)]
-        return (float(v.mean()) if len(v) else math.nan), len(v)
-
-    rows = []
-    for w in _pair(markers, "copy_start", "copy_stop"):
-        where = f"{session.path}/markers.csv: copy_stop of {w.workload} (repeat {w.repeat})"
-        ref = refs.get((w.workload, w.repeat, w.segment))
-        info = w.info
-        try:
-            nbytes, t = float(info["bytes"]), float(info["copy_time_s"])
-            direction, mem = str(info["direction"]), str(info["host_memory"])
-        except (KeyError, TypeError, ValueError):
-            raise BadInputError(f"{where}: needs bytes, copy_time_s, direction and host_memory") from None
-        if direction not in DIRECTIONS or mem not in HOST_MEMORY or not (nbytes > 0 and t > 0):
-            raise BadInputError(f"{where}: direction {direction!r}, host_memory {mem!r}, bytes {nbytes!r}, "
-                                f"copy_time_s {t!r} are not a copy")
-        if ref is None:
-            log.info("%s: no reference window; skipped", where)
-            continue
-        p, n = mean(pdf, w)
-        pr, nr = mean(pdf, ref)
-        if n < 3 or nr < 3:
-            continue
-        rec = {"workload": w.workload, "direction": direction, "host_memory": mem, "bytes": nbytes,
-               "repeat": w.repeat, "copies": float(info.get("copies", math.nan)), "copy_time_s": t, "power_w": p,
-               "ref_power_w": pr, "n_power": n, "wall_power_w": math.nan, "ref_wall_power_w": math.nan,
-               "host_power_w": math.nan, "ref_host_power_w": math.nan}
-        if wdf is not None:
-            rec["wall_power_w"], _ = mean(wdf, w)
-            rec["ref_wall_power_w"], _ = mean(wdf, ref)
-        if hdf is not None:
-            rec["host_power_w"], _ = mean(hdf, w, "host_power_w")
-            rec["ref_host_power_w"], _ = mean(hdf, ref, "host_power_w")
-        rows.append(rec)
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
-
 
 def _param(name: str, value: float, unit: str, description: str, lo: float = 0.0, hi: float = math.inf) -> Param:
     return Param(name, float(value), unit, lo, hi, True, float(value), None, description)
 
 
 class TransferFitter(Estimator):
-    """Fits the ``transfer`` section from a :func:`transfer_table` (module docstring).
+    """Fits the ``transfer`` section from the copy windows (module docstring).
 
     ``min_bytes``: the time line is fitted on copies of at least this size (a pageable copy pipelines
     through the driver's staging buffer: below a few of its chunks it is faster than the line through
@@ -263,9 +202,11 @@ class TransferFitter(Estimator):
                     dof[p.name] = float(n - sum(1 for v in vals if v[2]))
         return out
 
-    def fit(self, table: pd.DataFrame) -> "TransferFitter":
-        """Fit from a :func:`transfer_table`; sets ``section_`` (and ``table_``)."""
+    def fit(self, data: SessionData | pd.DataFrame) -> "TransferFitter":
+        """Fit from a session's copy windows (``data.copies``, or a :func:`calib.segment.transfer_table`
+        given directly); sets ``section_`` (and ``table_``)."""
         self._validate_settings()
+        table = data.copies if isinstance(data, SessionData) else data
         missing = [c for c in ("direction", "host_memory", "bytes", "copy_time_s", "power_w", "ref_power_w")
                    if c not in table.columns]
         if missing:

@@ -464,6 +464,3 @@ def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: 
         return an
 
 
-def short_campaign_gpus(an: FleetAnalysis, campaign: str = "quick") -> pd.Series:
-    """uuids of the GPUs measured with the short campaign."""
-    return an.per_gpu.loc[an.per_gpu["campaign_name"] == campaign, "gpu_uuid"]

@@ -264,8 +264,3 @@ class IppPowerModel:
         """Power per component (W) per row: idle, activation, const_sm and each unit, after S(n)."""
         act = activities(self.basis, list(self.structure["units"]), df)
         return pd.DataFrame(components(self.values, table_design(self.structure, df, act)), index=df.index)
-
-
-def log_factor(beta: float, n: float, total: int) -> float:
-    """Scalar S(n) for the log form (used in hand checks: S(1) = 0.1451 on GTX280 with beta 1.1)."""
-    return math.log10((10.0 - beta) / total * n + beta)

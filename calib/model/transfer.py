@@ -34,10 +34,9 @@ import pandas as pd
 from calib.core import names
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
+from calib.core.units import COPY_DIRECTIONS as DIRECTIONS, HOST_MEMORY
 
 MODEL_NAME = "pcie"
-DIRECTIONS = ("h2d", "d2h")
-HOST_MEMORY = ("pinned", "pageable")
 
 
 def validate(section: Section, where: str = "transfer") -> None:
