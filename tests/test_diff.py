@@ -79,6 +79,38 @@ def test_one_parameter_moved_by_ten_standard_errors_is_flagged_alone(cli, tmp_pa
     assert "two-sided z-test" in out and "Holm" in out
 
 
+def test_a_small_parameter_far_from_its_bound_is_tested_not_called_unchanged(cli, tmp_path):
+    """The transfer energies (J/byte, bounded to [0, 1e-6], ~5e-10) were "at their min bound" by an
+    absolute 1e-6 tolerance: calib diff called a change of 10 standard errors "unchanged: at its min bound
+    in both files" (and calib validate warned that they sat on it). Issue 27, finding 7."""
+    old = P.load(ROOT / "fitted" / "sim-titanx.json").to_dict()
+    new = copy.deepcopy(old)
+    p = new["transfer"]["parameters"]["energy_h2d_j_per_byte"]
+    assert (p["min"], p["max"]) == (0.0, 1e-06) and 1e-10 < p["value"] < 1e-9
+    se = old["fit"]["transfer"]["stderr"]["energy_h2d_j_per_byte"]
+    p["value"] += 10 * se
+    code, out, err = cli("diff", ROOT / "fitted" / "sim-titanx.json", _save(new, tmp_path / "new.json"),
+                         "--json", tmp_path / "d.json")
+    assert code == 3, out + err
+    js = json.loads((tmp_path / "d.json").read_text())
+    e = next(x for x in js["parameters"] if x["parameter"] == "transfer.energy_h2d_j_per_byte")
+    assert e["verdict"] == "significant" and e["z"] == pytest.approx(10 / math.sqrt(2), rel=1e-6)
+    code, out, err = cli("validate", ROOT / "fitted" / "sim-titanx.json")
+    assert code == 0 and "energy_h2d_j_per_byte" not in err
+
+
+def test_at_bound_is_relative_to_the_parameters_scale():
+    """Param.at_bound: within 1e-6 of the bound's magnitude (at least 1), or of the span between the bounds
+    when that is smaller."""
+    j = dict(unit="J/B", min=0.0, max=1e-6)
+    assert P.Param("e", 4.7e-10, **j).at_bound() is None
+    assert P.Param("e", 1e-13, **j).at_bound() == "min" and P.Param("e", 1e-6 - 1e-13, **j).at_bound() == "max"
+    assert P.Param("a", 5.5e-15, "W", 0.0, math.inf).at_bound() == "min"       # a solver's zero
+    assert P.Param("a", 2e-6, "W", 0.0, math.inf).at_bound() is None
+    assert P.Param("b", 1.0 + 1e-7, "B/s", 1.0, 1e13).at_bound() == "min"
+    assert P.Param("b", 1e13 * (1 - 1e-7), "B/s", 1.0, 1e13).at_bound() == "max"
+
+
 def test_holm_keeps_a_borderline_change_unflagged():
     old = _doc()
     new = copy.deepcopy(old)

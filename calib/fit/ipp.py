@@ -36,9 +36,9 @@ import pandas as pd
 from calib.core import names
 from calib.core.errors import BadInputError, FitError
 from calib.fit.core import LsqResult, fit_lsq
-from calib.model.arfunc import IPP_A, LINEAR, LOG
+from calib.model.arfunc import IPP_A, LINEAR, LOG, ar_transform
 from calib.model.intervals import MIN_HELDOUT_WORKLOADS
-from calib.model.ipp import _running
+from calib.model import ipp as model
 from calib.core.params import Covariance, Param, Section
 from calib.fit.uncertainty import (
     IDLE_GROUP,
@@ -58,6 +58,7 @@ from calib.fit.uncertainty import (
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import CHIP_UNITS, DIE_AREA_PRIOR, in_memory_domain
+from calib.segment import SessionData
 
 EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and bursts, not power benchmarks
 #: the flip of the active-SM scaling among the form alternatives (not a unit name: units are lower-case words)
@@ -130,18 +131,19 @@ class IppPowerFitter(Estimator):
 
     def _arrays(self, data: pd.DataFrame, units: list[str], sigma: float | None) -> tuple:
         """(activities per unit, running mask, active SMs, temperature or None, power W) of ``data``."""
-        n_sm = int(self.sm_count)
         act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
-        running = _running(data, act)
-        active = data["active_sms"].to_numpy(float) if "active_sms" in data.columns else np.full(len(data), n_sm)
-        active = np.where(np.isnan(active), n_sm, active)
+        running, active = model.launch_facts(data, act, int(self.sm_count))
         temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
         return act, running, active, temp, data["power_w"].to_numpy(float)
 
-    def fit(self, df: pd.DataFrame) -> "IppPowerFitter":
-        """Fit to the rows of a checked samples table that the model covers (:meth:`training_rows`).
-        Returns self."""
+    def fit(self, data: SessionData | pd.DataFrame, *, uncertainty: bool = True) -> "IppPowerFitter":
+        """Fit to the rows of a session's checked samples table (``data.samples``, or the table itself) that
+        the model covers (:meth:`training_rows`);
+        ``uncertainty=False`` learns the values only (no multi-start, repeat jackknife or total
+        covariance: what a replicate of an uncertainty estimate needs). Returns self."""
         self._validate_settings()
+        self._uncertainty = uncertainty
+        df = SessionData.of(data).samples
         data = self.training_rows(df).reset_index(drop=True)
         if len(data) < 3:
             raise FitError(f"only {len(data)} samples to fit")
@@ -213,7 +215,7 @@ class IppPowerFitter(Estimator):
         for w in self.warnings_:
             warnings.warn(w)
         self.covariance_ = res.covariance()
-        if not self._skip_uncertainty:
+        if uncertainty:
             self.covariance_ = self._repeatability(data)
             self.covariance_total_ = self._total_covariance(data)
         self.section_ = self._make_section()
@@ -230,7 +232,7 @@ class IppPowerFitter(Estimator):
         of the best, chi-square(1) at 95 %). Units that every instruction touches (REG, FDS) can leave
         two such optima; which one a campaign lands in is then chance, and the statistical uncertainty
         must span both (:meth:`_repeatability`)."""
-        if self._skip_uncertainty:
+        if not self._uncertainty:
             return res, []
         cands = [res]
         cands += self._fits_from(forms, smf, has_idle, n_sm, [None, *self._random_starts(res)])
@@ -268,11 +270,10 @@ class IppPowerFitter(Estimator):
 
         def refit(mask: np.ndarray) -> dict[str, float] | None:
             sub = IppPowerFitter(**settings)
-            sub._skip_uncertainty = True
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    sub.fit(data[mask])
+                    sub.fit(data[mask], uncertainty=False)
             except (FitError, BadInputError):
                 return None
             return {p.name: p.value for p in sub.params_}
@@ -301,18 +302,18 @@ class IppPowerFitter(Estimator):
         free = [p.name for p in res.params if p.vary]
         vals = {p.name: p.value for p in res.params}
         act, running, active, temp, y, sigma, idle_temp_c = self._data
-        ev = _Evaluator(self._structure(self.forms_, self.sm_scaling_), act, running, active, temp, sigma, idle_temp_c)
-        jd = ev.jacobian(vals)
+        d = model.design(self._structure(self.forms_, self.sm_scaling_), act, running, active, temp, sigma, idle_temp_c)
+        jd = model.jacobian(vals, d)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
-        r = ev.power(vals) - y
+        pred = model.power(vals, d)
+        r = pred - y
         jack, _ = group_jackknife(J, r, row_groups(data), keep=[IDLE_GROUP])
         oog = np.empty(len(y))
         wl = workload_groups(data)
         _, n_wl = group_jackknife(J, r, wl, keep=[IDLE_GROUP], out_of_group=oog)
         self.prediction_ = prediction_stats(oog / y, n_wl)
-        pred = ev.power(vals)
         dyn = np.where(running, pred - vals["idle_power_w"], 0.0)
-        tau, source, n_tau = self._discrepancy_scale(vals, ev, oog, dyn, wl)
+        tau, source, n_tau = self._discrepancy_scale(vals, oog, dyn, wl)
         disc = discrepancy_covariance(J, tau * dyn, wl, keep=[IDLE_GROUP])
         form = np.zeros((len(free), len(free)))
         for u, f in self.forms_.items():
@@ -349,7 +350,7 @@ class IppPowerFitter(Estimator):
     #: fewest held-out workloads whose residuals set the discrepancy scale (else leave-one-workload-out)
     MIN_HELDOUT_WORKLOADS = MIN_HELDOUT_WORKLOADS
 
-    def _discrepancy_scale(self, vals: Mapping[str, float], ev: "_Evaluator", oog: np.ndarray, dyn: np.ndarray,
+    def _discrepancy_scale(self, vals: Mapping[str, float], oog: np.ndarray, dyn: np.ndarray,
                            wl: np.ndarray) -> tuple[float, str, int]:
         """Relative discrepancy of the runtime power for a workload the fit has not seen (RMS over
         workloads of their mean relative error): from the campaign's held-out workloads when it has at
@@ -359,8 +360,8 @@ class IppPowerFitter(Estimator):
         h = self._heldout
         if h is not None and h["workload"].nunique() >= self.MIN_HELDOUT_WORKLOADS:
             ha, hr, hn, ht, hy = self._arrays(h, list(self.units_), sigma)
-            hev = _Evaluator(self._structure(self.forms_, self.sm_scaling_), ha, hr, hn, ht, sigma, idle_temp_c)
-            hp = hev.power(vals)
+            hp = model.power(vals, model.design(self._structure(self.forms_, self.sm_scaling_), ha, hr, hn, ht, sigma,
+                                                idle_temp_c))
             hdyn = hp - vals["idle_power_w"]
             ok = hr & (hdyn > 0)
             names_h = h["workload"].astype(str).to_numpy()
@@ -515,9 +516,9 @@ class IppPowerFitter(Estimator):
     def _fit_once(self, forms: Mapping[str, str], smf: str, has_idle: bool, n_sm: int,
                   start: Mapping[str, float] | None = None) -> LsqResult:
         act, running, active, temp, y, sigma, idle_temp_c = self._data
-        ev = _Evaluator(self._structure(forms, smf), act, running, active, temp, sigma, idle_temp_c)
-        return fit_lsq(ev.power, self._params(forms, smf, has_idle, n_sm, start), y, loss=self.loss,
-                       jac=ev.jacobian)
+        d = model.design(self._structure(forms, smf), act, running, active, temp, sigma, idle_temp_c)
+        return fit_lsq(lambda v: model.power(v, d), self._params(forms, smf, has_idle, n_sm, start), y,
+                       loss=self.loss, jac=lambda v: model.jacobian(v, d))
 
     def _dead_log_units(self, res: LsqResult, forms: Mapping[str, str]) -> list[str]:
         act = self._data[0]
@@ -527,7 +528,7 @@ class IppPowerFitter(Estimator):
             if f != LOG:
                 continue
             pos = act[u][act[u] > 0]
-            if len(pos) and np.all(v[names.ar_log_a(u)] * np.log(pos) + v.get("ar_log_b", 1.0) <= 0):
+            if len(pos) and not np.any(ar_transform(pos, LOG, v[names.ar_log_a(u)], v.get("ar_log_b", 1.0))):
                 dead.append(u)
         return dead
 
@@ -622,70 +623,3 @@ class IppPowerFitter(Estimator):
             stats["discrepancy"] = self.discrepancy_
         return Section("ipp", self.params_, structure, stats, self.covariance_, self.settings(),
                        getattr(self, "covariance_total_", None))
-
-
-class _Evaluator:
-    """IPP power and its analytic Jacobian on fixed data (the fitter's inner loop).
-
-    Same equations as :func:`calib.model.ipp.power_from_arrays` (a test checks they agree), with
-    ln(AR) precomputed once: P = idle + run (act + S(n) (N C + sum_u m_u M_u f_u(AR_u))) + sigma dT.
-    """
-
-    def __init__(self, structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running: np.ndarray,
-                 active: np.ndarray, temp: np.ndarray | None, sigma: float | None, idle_temp_c: float | None):
-        self.n_sm = int(structure["sm_count"])
-        self.form = structure["sm_scaling"]
-        self.run = np.asarray(running, float)
-        self.n = np.asarray(active, float)
-        self.units = []
-        for u, spec in structure["units"].items():
-            ar = np.asarray(act[u], float)
-            pos = ar > 0
-            lnar = np.where(pos, np.log(np.where(pos, ar, 1.0)), 0.0)
-            mult = 1.0 if spec["scope"] == "chip" else float(self.n_sm)
-            self.units.append((u, spec["ar_function"], ar, pos, lnar, mult))
-        self.offset = np.zeros_like(self.run)
-        if temp is not None and sigma is not None and idle_temp_c is not None:
-            self.offset = sigma * np.nan_to_num(np.asarray(temp, float) - idle_temp_c, nan=0.0)
-
-    def _s(self, v: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
-        if self.form == "log":
-            beta = v["sm_beta"]
-            alpha = (10.0 - beta) / self.n_sm
-            arg = alpha * self.n + beta
-            return np.log10(arg), (1.0 - self.n / self.n_sm) / (arg * math.log(10.0))
-        return self.n / self.n_sm, np.zeros_like(self.n)
-
-    def _f(self, v: Mapping[str, float], form: str, ar: np.ndarray, pos: np.ndarray, lnar: np.ndarray,
-           u: str) -> tuple[np.ndarray, np.ndarray | None]:
-        if form == LOG:
-            a, b = v[names.ar_log_a(u)], v.get("ar_log_b", 1.0)
-            raw = a * lnar + b
-            on = pos & (raw > 0)
-            return np.where(on, raw, 0.0), np.where(on, lnar, 0.0)
-        return ar, None
-
-    def power(self, v: Mapping[str, float]) -> np.ndarray:
-        s, _ = self._s(v)
-        total = self.n_sm * v["const_sm_power_w"]
-        for u, form, ar, pos, lnar, mult in self.units:
-            f, _ = self._f(v, form, ar, pos, lnar, u)
-            total = total + mult * v[names.max_power(u)] * f
-        return v["idle_power_w"] + self.run * (v["activation_power_w"] + s * total) + self.offset
-
-    def jacobian(self, v: Mapping[str, float]) -> dict[str, np.ndarray]:
-        s, ds = self._s(v)
-        rs = self.run * s
-        d = {"idle_power_w": np.ones_like(self.run), "activation_power_w": self.run,
-             "const_sm_power_w": rs * self.n_sm}
-        total = self.n_sm * v["const_sm_power_w"]
-        for u, form, ar, pos, lnar, mult in self.units:
-            f, dfa = self._f(v, form, ar, pos, lnar, u)
-            m = v[names.max_power(u)]
-            d[names.max_power(u)] = rs * mult * f
-            if dfa is not None:
-                d[names.ar_log_a(u)] = rs * mult * m * dfa
-            total = total + mult * m * f
-        if self.form == "log":
-            d["sm_beta"] = self.run * ds * total
-        return d

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from calib.core.metrics import ar1_inflation  # noqa: F401 - its home is calib.core.metrics
 from calib.core.params import Covariance, Param
 from calib.model.intervals import prediction_stats  # noqa: F401 - the fitters' import of the one definition
 
@@ -139,18 +140,6 @@ def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var:
     if form_var is not None:
         out = out + np.diag(np.asarray(form_var, float))
     return out
-
-
-def ar1_inflation(parts: Sequence[np.ndarray]) -> float:
-    """Variance inflation ``(1 + rho) / (1 - rho)`` for residual series with lag-1 autocorrelation
-    ``rho`` (pooled over the series in ``parts``, clipped to [0, 0.98]): time series of a quantized
-    sensor and a model error are not white noise, and a least-squares covariance that counts every
-    sample as independent understates how much a refit on another run moves (effective number of
-    independent points ``n (1 - rho) / (1 + rho)``)."""
-    num = sum(float(np.sum(p[1:] * p[:-1])) for p in parts if len(p) > 1)
-    den = sum(float(np.sum(p * p)) for p in parts)
-    rho = float(np.clip(num / den, 0.0, 0.98)) if den > 0 else 0.0
-    return (1.0 + rho) / (1.0 - rho)
 
 
 def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.ndarray | None) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,8 @@ import pandas as pd
 
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
-from calib.model.arfunc import FORMS, LOG, ar_transform
+from calib.model.arfunc import FORMS, LOG, log_rate
+from calib.model.thermal import leakage_w
 from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, check_names, in_range
 from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
@@ -38,50 +40,123 @@ PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:
     """S(n) of eq. (14)/(16) (``"log"``) or the linear scaling of power-gated GPUs (``"linear"``)."""
-    n = np.asarray(active, dtype=float)
+    return _sm_scale(form, beta, np.asarray(active, dtype=float), total)[0]
+
+
+def _sm_scale(form: str, beta: float, n: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """S(n) and its derivative in beta (0 for the linear scaling)."""
     if form == "log":
         alpha = (10.0 - beta) / total
-        return np.log10(alpha * n + beta)
+        arg = alpha * n + beta
+        return np.log10(arg), (1.0 - n / total) / (arg * math.log(10.0))
     if form == "linear":
-        return n / total
+        return n / total, np.zeros_like(n)
     raise ValueError(f"unknown SM scaling {form!r}")
 
 
-def runtime_components(structure: Mapping[str, Any], values: Mapping[str, float],
-                       act: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Runtime power of each unit at full SM count (W, chip total), before S(n): ``{unit: array}``."""
+@dataclass
+class Design:
+    """The rows of a table as the IPP power equations read them, for one structure (forms, scopes, SM
+    scaling): ln(AR) precomputed once, so that :func:`power` and :func:`jacobian` are cheap to call in a
+    fitter's inner loop."""
+
+    n_sm: int
+    sm_scaling: str
+    run: np.ndarray                 # 1.0 on rows that run a kernel, 0.0 on idle rows
+    active_sms: np.ndarray          # active SMs per row
+    units: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray, float]]  # (unit, form, AR, AR > 0, ln AR, SMs)
+    offset: np.ndarray              # the leakage rise over the idle temperature (eq. 22), W
+
+
+def design(structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running: np.ndarray,
+           active_sms: np.ndarray, temp_c: np.ndarray | None = None, sigma: float | None = None,
+           idle_temp_c: float | None = None) -> Design:
+    """The :class:`Design` of rows given as arrays: access rates per modelled unit, the running mask, the
+    active SMs, and (all three or none) temperature (C), sigma (W/C) and the idle temperature (C)."""
     n_sm = int(structure["sm_count"])
-    out = {}
-    for unit, u in structure["units"].items():
-        ar = act[unit]
-        if u["ar_function"] == LOG:
-            f = ar_transform(ar, LOG, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
-        else:
-            f = ar_transform(ar, u["ar_function"])
-        p = values[names.max_power(unit)] * f
-        out[unit] = p if u["scope"] == "chip" else n_sm * p
+    run = np.asarray(running, float)
+    units = []
+    for u, spec in structure["units"].items():
+        ar = np.asarray(act[u], float)
+        pos = ar > 0
+        lnar = np.where(pos, np.log(np.where(pos, ar, 1.0)), 0.0)
+        units.append((u, spec["ar_function"], ar, pos, lnar, 1.0 if spec["scope"] == "chip" else float(n_sm)))
+    offset = np.zeros_like(run)
+    if temp_c is not None and sigma is not None and idle_temp_c is not None:
+        offset = leakage_w(sigma, temp_c, idle_temp_c)
+    return Design(n_sm, structure.get("sm_scaling", "linear"), run, np.asarray(active_sms, float), units, offset)
+
+
+def table_design(structure: Mapping[str, Any], df: pd.DataFrame, act: Mapping[str, np.ndarray],
+                 sigma: float | None = None, idle_temp_c: float | None = None) -> Design:
+    """The :class:`Design` of a samples table's rows (:func:`launch_facts`), with the leakage term from
+    ``temp_c`` when sigma is given."""
+    running, active = launch_facts(df, act, int(structure["sm_count"]))
+    temp = df["temp_c"].to_numpy(float) if "temp_c" in df.columns and sigma is not None else None
+    return design(structure, act, running, active, temp, sigma, idle_temp_c)
+
+
+def _rate(values: Mapping[str, float], unit: str, form: str, ar: np.ndarray, pos: np.ndarray,
+          lnar: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """AR' of a unit (eq. 9) and its derivative in the unit's log slope (None for the linear form)."""
+    if form == LOG:
+        return log_rate(lnar, pos, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
+    return ar, None
+
+
+def power(values: Mapping[str, float], d: Design) -> np.ndarray:
+    """Board power (W) per row, eqs. (5), (7), (9), (15), (16) and (22):
+    ``idle + run x (activation + S(n) (N Const_SM + sum_u N_u MaxPower_u AR'_u)) + sigma dT``."""
+    s, _ = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
+    total = d.n_sm * values.get("const_sm_power_w", 0.0)
+    for u, form, ar, pos, lnar, mult in d.units:
+        total = total + mult * values[names.max_power(u)] * _rate(values, u, form, ar, pos, lnar)[0]
+    return values["idle_power_w"] + d.run * (values.get("activation_power_w", 0.0) + s * total) + d.offset
+
+
+def jacobian(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
+    """d power / d parameter (W per parameter unit) per row, for every parameter :func:`power` reads."""
+    s, ds = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
+    rs = d.run * s
+    out = {"idle_power_w": np.ones_like(d.run), "activation_power_w": d.run, "const_sm_power_w": rs * d.n_sm}
+    total = d.n_sm * values.get("const_sm_power_w", 0.0)
+    for u, form, ar, pos, lnar, mult in d.units:
+        f, dfa = _rate(values, u, form, ar, pos, lnar)
+        m = values[names.max_power(u)]
+        out[names.max_power(u)] = rs * mult * f
+        if dfa is not None:
+            out[names.ar_log_a(u)] = rs * mult * m * dfa
+        total = total + mult * m * f
+    if d.sm_scaling == "log":
+        out["sm_beta"] = d.run * ds * total
     return out
 
 
-def power_from_arrays(structure: Mapping[str, Any], values: Mapping[str, float], act: Mapping[str, np.ndarray],
-                      running: np.ndarray, active_sms: np.ndarray, temp_c: np.ndarray | None = None,
-                      sigma: float | None = None, idle_temp_c: float | None = None) -> np.ndarray:
-    """Board power (W) per row from unit activities and launch facts (see module docstring).
+def components(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
+    """Power per component (W) per row: idle, activation, const_sm and each unit after S(n) (the terms of
+    :func:`power` without the leakage)."""
+    s, _ = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
+    rs = d.run * s
+    out = {"idle": np.full(len(d.run), values["idle_power_w"]),
+           "activation": d.run * values.get("activation_power_w", 0.0),
+           "const_sm": rs * d.n_sm * values.get("const_sm_power_w", 0.0)}
+    for u, form, ar, pos, lnar, mult in d.units:
+        out[u] = rs * mult * values[names.max_power(u)] * _rate(values, u, form, ar, pos, lnar)[0]
+    return out
 
-    ``temp_c`` (C), ``sigma`` (W/C) and ``idle_temp_c`` (C) add the static-power rise when all three are given."""
-    n_sm = int(structure["sm_count"])
-    comps = runtime_components(structure, values, act)
-    total = np.zeros_like(np.asarray(running, dtype=float))
-    for v in comps.values():
-        total = total + v
-    total = total + n_sm * values.get("const_sm_power_w", 0.0)
-    s = sm_scale(structure.get("sm_scaling", "linear"), values.get("sm_beta", 1.1), active_sms, n_sm)
-    runtime = values.get("activation_power_w", 0.0) + s * total
-    p = values["idle_power_w"] + np.asarray(running, dtype=float) * runtime
-    if temp_c is not None and sigma is not None and idle_temp_c is not None:
-        dt = np.nan_to_num(np.asarray(temp_c, dtype=float) - idle_temp_c, nan=0.0)
-        p = p + sigma * dt
-    return p
+
+def launch_facts(df: pd.DataFrame, act: Mapping[str, np.ndarray], sm_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(running, active SMs) per row: a row runs a kernel unless it is an idle row (role 'idle', or every
+    activity exactly 0); it uses every SM where ``active_sms`` is missing."""
+    if "role" in df.columns:
+        running = (df["role"].astype(str) != "idle").to_numpy()
+    else:
+        tot = np.zeros(len(df))
+        for a in act.values():
+            tot = tot + np.nan_to_num(a)
+        running = tot > 0
+    active = df["active_sms"].to_numpy(float) if "active_sms" in df.columns else np.full(len(df), sm_count)
+    return running, np.where(np.isnan(active), sm_count, active)
 
 
 def activities(basis: ActivityBasis, units: Sequence[str], df: pd.DataFrame, time_s: np.ndarray | None = None,
@@ -182,38 +257,10 @@ class IppPowerModel:
                 source: str = "<table>") -> np.ndarray:
         """Board power (W) for each row of a samples table."""
         act = activities(self.basis, list(self.structure["units"]), df, time_s, source)
-        running = _running(df, act)
-        n_sm = int(self.structure["sm_count"])
-        active = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), n_sm)
-        active = np.where(np.isnan(active), n_sm, active)
-        temp = df["temp_c"].to_numpy(dtype=float) if use_temperature and "temp_c" in df.columns else None
-        return power_from_arrays(self.structure, self.values, act, running, active, temp, self.sigma, self.idle_temp_c)
+        sigma = self.sigma if use_temperature else None
+        return power(self.values, table_design(self.structure, df, act, sigma, self.idle_temp_c))
 
     def breakdown(self, df: pd.DataFrame) -> pd.DataFrame:
         """Power per component (W) per row: idle, activation, const_sm and each unit, after S(n)."""
         act = activities(self.basis, list(self.structure["units"]), df)
-        running = _running(df, act).astype(float)
-        n_sm = int(self.structure["sm_count"])
-        active = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), n_sm)
-        s = sm_scale(self.structure.get("sm_scaling", "linear"), self.values.get("sm_beta", 1.1), active, n_sm)
-        out = {"idle": np.full(len(df), self.values["idle_power_w"]),
-               "activation": running * self.values.get("activation_power_w", 0.0),
-               "const_sm": running * s * n_sm * self.values.get("const_sm_power_w", 0.0)}
-        for u, p in runtime_components(self.structure, self.values, act).items():
-            out[u] = running * s * p
-        return pd.DataFrame(out, index=df.index)
-
-
-def _running(df: pd.DataFrame, act: Mapping[str, np.ndarray]) -> np.ndarray:
-    """A row runs a kernel unless it is an idle row (role 'idle', or every activity exactly 0)."""
-    if "role" in df.columns:
-        return (df["role"].astype(str) != "idle").to_numpy()
-    tot = np.zeros(len(df))
-    for a in act.values():
-        tot = tot + np.nan_to_num(a)
-    return tot > 0
-
-
-def log_factor(beta: float, n: float, total: int) -> float:
-    """Scalar S(n) for the log form (used in hand checks: S(1) = 0.1451 on GTX280 with beta 1.1)."""
-    return math.log10((10.0 - beta) / total * n + beta)
+        return pd.DataFrame(components(self.values, table_design(self.structure, df, act)), index=df.index)
