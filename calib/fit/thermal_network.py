@@ -370,12 +370,12 @@ def _ladder_response(rec: _Record, r_link: np.ndarray, c_node: np.ndarray, g_fan
         lm, uk = lam[:, k], u[:, k]
         coef = (-np.expm1(-lm * h) / lm)[..., None]
         # bin mean of a mode from its edges: m = f z0 + (1 - f) z_inf, z_inf = (z1 - e z0) / (1 - e)
-        e_h = np.exp(-lm * h)[..., None]
+        e_h = rc_decay(h, 1.0 / lm)[..., None]
         f_h = (-np.expm1(-lm * h) / (lm * h))[..., None]
         step = max(1, int(max_exp / (float(lm.max()) * h)))
         for a0 in range(a, b, step):
             b0 = min(b, a0 + step)
-            dec = np.exp(-lm[..., None] * h * np.arange(b0 - a0 + 1))
+            dec = rc_decay(h * np.arange(b0 - a0 + 1), 1.0 / lm[..., None])
             w = coef * (a1[:, k][..., None] * die_w[None, None, a0:b0]
                         + an[:, k][..., None] * (busy_w[:, None, None] * busy[None, None, a0:b0]))
             z0 = np.einsum("bkn,bk->bn", uk, x / d)
@@ -430,7 +430,7 @@ class _LadderProblem:
                Param("ambient", float(start["ambient"]), "C", -60.0, 150.0),
                Param("g_fan", float(start.get("g_fan", 5.0)) if self.use_fan else 0.0, "W/C", 0.0, 1000.0,
                      vary=self.use_fan),
-               Param("busy_w", float(start.get("busy_w", 0.0)), "W", -1e4, 1e4),
+               Param("busy_w", max(0.0, float(start.get("busy_w", 0.0))), "W", 0.0, 1e4),
                Param("hot_c", float(start.get("hot_c", 0.0)), "C", -30.0, 30.0,
                      vary=bool(np.any(self.rec.mem > 0) and np.any((self.rec.busy > 0) & (self.rec.mem == 0))))]
         for j in range(self.n_rec):
