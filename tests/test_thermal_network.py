@@ -41,15 +41,30 @@ def one_pole(tmp_path_factory):
     return _campaign(tmp_path_factory, "gtx280_1pole")
 
 
+def _slow(sec):
+    """Indices (1-based) of the fitted poles the grid resolves: a node-form ladder may carry the die as a
+    pole faster than the truth's grid (microbench.thermal_truth.GRID_S), which the truth counts in its
+    direct term."""
+    from microbench.thermal_truth import GRID_S
+
+    return [i for i in range(1, sec.structure["poles"] + 1) if sec.value(f"tau{i}_s") >= GRID_S]
+
+
 def _matched(sec, truth):
-    """(fitted Param, truth value) for every pole's tau and r (nearest dominant truth pole) and r_direct."""
+    """(fitted Param, truth value) for every resolved pole's tau and r (nearest dominant truth pole)."""
     out = []
-    for i in range(1, sec.structure["poles"] + 1):
+    for i in _slow(sec):
         tau = sec[f"tau{i}_s"]
         j = int(np.argmin([abs(math.log(tau.value / d["tau_s"])) for d in truth["dominant"]]))
         out += [(tau, truth["dominant"][j]["tau_s"]), (sec[f"r{i}_c_per_w"], truth["dominant"][j]["r_c_per_w"])]
-    out.append((sec["r_direct_c_per_w"], truth["r_direct_c_per_w"]))
     return out
+
+
+def _direct_c_per_w(sec):
+    """The fitted direct term: r_direct plus the poles faster than the truth's grid (the die node)."""
+    slow = _slow(sec)
+    return sec.value("r_direct_c_per_w") + sum(sec.value(f"r{i}_c_per_w") for i in range(1, sec.structure["poles"] + 1)
+                                               if i not in slow)
 
 
 def test_two_pole_preset_recovers_both_time_constants(two_pole):
@@ -58,10 +73,12 @@ def test_two_pole_preset_recovers_both_time_constants(two_pole):
     _, pf = two_pole
     sec = pf["thermal_network"]
     truth = network_truth("gtx280_2pole")
-    assert len(truth["dominant"]) == 2 and sec.structure["poles"] == 2
-    for i, d in enumerate(truth["dominant"], 1):
+    slow = _slow(sec)
+    assert len(truth["dominant"]) == 2 and len(slow) == 2 and sec.structure["dominant_poles"] == 2
+    for i, d in zip(slow, truth["dominant"]):
         assert abs(sec.value(f"tau{i}_s") - d["tau_s"]) <= 0.10 * d["tau_s"]
         assert abs(sec.value(f"r{i}_c_per_w") - d["r_c_per_w"]) <= 0.10 * d["r_c_per_w"]
+    assert abs(_direct_c_per_w(sec) - truth["r_direct_c_per_w"]) <= 0.10 * truth["r_direct_c_per_w"]
     rmse = sec.structure["selection"]["rmse_c"]
     assert rmse["2"] < 0.5 * rmse["1"]  # the 2-pole step response is much closer than the 1-pole one
     assert sec.structure["selection"]["cv_rmse_c"]["2"] < sec.structure["selection"]["cv_rmse_c"]["1"]
@@ -86,8 +103,9 @@ def test_one_dominant_pole_is_chosen(one_pole):
     _, pf = one_pole
     sec = pf["thermal_network"]
     truth = network_truth("gtx280_1pole")
-    assert len(truth["dominant"]) == 1 and sec.structure["poles"] == 1
-    assert abs(sec.value("tau1_s") / truth["dominant"][0]["tau_s"] - 1.0) < 0.10
+    slow = _slow(sec)
+    assert len(truth["dominant"]) == 1 and len(slow) == 1 and sec.structure["dominant_poles"] == 1
+    assert abs(sec.value(f"tau{slow[0]}_s") / truth["dominant"][0]["tau_s"] - 1.0) < 0.10
     assert not sec.structure["loop"]["runaway"]
 
 
@@ -98,8 +116,9 @@ def test_recovery_report_lists_the_network_truth(two_pole):
     rep = json.loads((d / "fitted" / "q.recovery.json").read_text())
     rows = {r["parameter"]: r for r in rep["parameters"]}
     assert rows["thermal_network.dominant_poles"]["truth"] == 2.0 and rows["thermal_network.dominant_poles"]["fitted"] == 2.0
-    assert abs(rows["thermal_network.tau2_s"]["truth"] - 129.2) < 0.1
-    assert rows["thermal_network.tau2_s"]["stderr_total"] > rows["thermal_network.tau2_s"]["stderr"] > 0
+    slow = [r for r in rows.values() if r["parameter"].startswith("thermal_network.tau") and abs(r["truth"] - 129.2) < 0.1]
+    assert len(slow) == 1 and abs(slow[0]["fitted"] / 129.2 - 1.0) < 0.10
+    assert slow[0]["stderr_total"] > slow[0]["stderr"] > 0
 
 
 def test_unseen_kernel_sequence_rmse_below_one_degree(two_pole, tmp_path, cli):

@@ -705,6 +705,8 @@ def dry_run(sec: Section) -> np.ndarray:
 
 #: the columns of a power trace: time (s) and board power (W); optional ambient (intake air) temperature (C)
 TRACE_TIME, TRACE_POWER, TRACE_AMBIENT = "time_s", "power_w", "ambient_c"
+#: a trace's logged fan duty (%, NVML nvmlDeviceGetFanSpeed), used instead of the fitted controller
+TRACE_FAN = "fan_pct"
 
 
 def read_power_trace(path: Any) -> "pd.DataFrame":
@@ -724,12 +726,17 @@ def read_power_trace(path: Any) -> "pd.DataFrame":
     for col in (TRACE_TIME, TRACE_POWER):
         if col not in df.columns:
             raise BadInputError(f"{path}: column '{col}' missing (a power trace has time_s and power_w)")
-    for col in [c for c in (TRACE_TIME, TRACE_POWER, TRACE_AMBIENT) if c in df.columns]:
+    for col in [c for c in (TRACE_TIME, TRACE_POWER, TRACE_AMBIENT, TRACE_FAN) if c in df.columns]:
         v = pd.to_numeric(df[col], errors="coerce")
         bad = np.flatnonzero(v.isna().to_numpy())
         if len(bad):
             raise BadInputError(f"{path}: row {bad[0] + 1}: column '{col}': {df[col].iloc[bad[0]]!r} is not a number")
         df[col] = v.astype(float)
+    if TRACE_FAN in df.columns:
+        bad = np.flatnonzero(~df[TRACE_FAN].between(0.0, 100.0).to_numpy())
+        if len(bad):
+            raise BadInputError(f"{path}: row {bad[0] + 1}: column '{TRACE_FAN}': {df[TRACE_FAN].iloc[bad[0]]!r} is "
+                                "not a fan duty in [0, 100] %")
     _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), str(path))
     return df
 
@@ -738,9 +745,14 @@ def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
                   ambient_ref_c: float | None = None) -> np.ndarray:
     """Temperature (C) at each row of a measured power trace (``time_s``, ``power_w``): the network's
     exact update from idle equilibrium; a row's ``ambient_c`` shifts it by its difference from the
-    ambient the network was fitted at (``ambient_ref_c``)."""
+    ambient the network was fitted at (``ambient_ref_c``). A network in node form with a fan follows the
+    trace's ``fan_pct`` (%) where the trace has it, else its fitted controller."""
     t, p = _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), source)
-    temp = net.simulate(t, p)
+    if net.node_form:
+        duty = df[TRACE_FAN].to_numpy(dtype=float) / 100.0 if TRACE_FAN in df.columns else None
+        temp = simulate_nodes(net, t, p, duty=duty)[0]
+    else:
+        temp = net.simulate(t, p)
     if TRACE_AMBIENT in df.columns and ambient_ref_c is not None:
         temp = temp + (df[TRACE_AMBIENT].to_numpy(dtype=float) - ambient_ref_c)
     return temp
