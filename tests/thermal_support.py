@@ -13,13 +13,14 @@ from microbench.devices.sim.presets import get_preset
 
 
 def nvml_rows(dev: VirtualGPU) -> pd.DataFrame:
-    """Every NVML reading the device produced since the last call (time_s, power_w, temp_c)."""
+    """Every NVML reading the device produced since the last call (time_s, power_w, temp_c, fan_pct)."""
     blocks = dev.sensors()[0].read_blocks()
     if not blocks:
-        return pd.DataFrame({"time_s": [], "power_w": [], "temp_c": []})
+        return pd.DataFrame({"time_s": [], "power_w": [], "temp_c": [], "fan_pct": []})
     return pd.DataFrame({"time_s": np.concatenate([b[0] for b in blocks]),
                          "power_w": np.concatenate([b[2]["power_w"] for b in blocks]).astype(float),
-                         "temp_c": np.concatenate([b[2]["temp_c"] for b in blocks]).astype(float)})
+                         "temp_c": np.concatenate([b[2]["temp_c"] for b in blocks]).astype(float),
+                         "fan_pct": np.concatenate([b[2]["fan_pct"] for b in blocks]).astype(float)})
 
 
 def kernel_sequence(preset: str, minutes: float = 20.0, seed: int = 7) -> pd.DataFrame:
