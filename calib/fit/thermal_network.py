@@ -375,7 +375,9 @@ def _ladder_response(rec: _Record, r_link: np.ndarray, c_node: np.ndarray, g_fan
         step = max(1, int(max_exp / (float(lm.max()) * h)))
         for a0 in range(a, b, step):
             b0 = min(b, a0 + step)
-            dec = rc_decay(h * np.arange(b0 - a0 + 1), 1.0 / lm[..., None])
+            # a mode faster than h / max_exp is gone within a bin: its decay capped at exp(-max_exp) per bin
+            # (an error of e^-200) so that the running quotient w / dec cannot divide by an underflow
+            dec = rc_decay(h * np.arange(b0 - a0 + 1), 1.0 / np.minimum(lm, max_exp / h)[..., None])
             w = coef * (a1[:, k][..., None] * die_w[None, None, a0:b0]
                         + an[:, k][..., None] * (busy_w[:, None, None] * busy[None, None, a0:b0]))
             z0 = np.einsum("bkn,bk->bn", uk, x / d)

@@ -735,7 +735,7 @@ def read_power_trace(path: Any) -> "pd.DataFrame":
     if TRACE_FAN in df.columns:
         bad = np.flatnonzero(~df[TRACE_FAN].between(0.0, 100.0).to_numpy())
         if len(bad):
-            raise BadInputError(f"{path}: row {bad[0] + 1}: column '{TRACE_FAN}': {df[TRACE_FAN].iloc[bad[0]]!r} is "
+            raise BadInputError(f"{path}: row {bad[0] + 1}: column '{TRACE_FAN}': {float(df[TRACE_FAN].iloc[bad[0]])!r} is "
                                 "not a fan duty in [0, 100] %")
     _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), str(path))
     return df
