@@ -5,8 +5,6 @@ W/C): the controller curve and the fan link fitted from the quick campaign again
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,17 +12,9 @@ import pytest
 
 @pytest.fixture(scope="module")
 def gtx580(tmp_path_factory):
-    from calib.cli import main
-    from calib.core import params as P
+    from thermal_support import quick_campaign
 
-    d = tmp_path_factory.mktemp("gtx580")
-    cwd = os.getcwd()
-    os.chdir(d)
-    try:
-        assert main(["run", "--quiet", "--campaign", "quick", "--name", "q", "--device", "sim:gtx580"]) == 0
-    finally:
-        os.chdir(cwd)
-    return d, P.load(d / "fitted" / "q.json")
+    return quick_campaign(tmp_path_factory, "gtx580")
 
 
 def test_controller_curve_and_fan_link_are_the_physics(gtx580):

@@ -5,7 +5,6 @@ analytic cases, HotSpot files, and bad input."""
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import numpy as np
@@ -15,20 +14,7 @@ import pytest
 from calib.core.errors import BadInputError
 from calib.model import floorplan as F
 from calib.model.thermal_network import (FosterNetwork, Leakage, foster_to_cauer, predict_trace, steady_state)
-
-
-def _campaign(tmp_path_factory, preset: str):
-    from calib.cli import main
-    from calib.core import params as P
-
-    d = tmp_path_factory.mktemp(preset)
-    cwd = os.getcwd()
-    os.chdir(d)
-    try:
-        assert main(["run", "--quiet", "--campaign", "quick", "--name", "q", "--device", f"sim:{preset}"]) == 0
-    finally:
-        os.chdir(cwd)
-    return d, P.load(d / "fitted" / "q.json")
+from thermal_support import quick_campaign as _campaign
 
 
 @pytest.fixture(scope="module")
