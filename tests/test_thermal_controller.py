@@ -67,3 +67,27 @@ def test_bad_fan_column_names_the_row(gtx580, tmp_path, cli):
     tr.write_text("time_s,power_w,fan_pct\n0,100,40\n1,100,140\n")
     code, _, err = cli("predict", d / "fitted" / "q.json", "--trace", tr, "-o", tmp_path / "o.csv")
     assert code == 2 and "row 2: column 'fan_pct': 140.0 is not a fan duty in [0, 100] %" in err
+
+
+def test_report_shows_the_fan_curve_and_the_steps_from_power(gtx580):
+    """The report's fan figure draws the fitted controller (its line is the controller's target at the
+    plotted temperatures, rising at the fitted gain) and each thermal step predicted from its power within
+    1 C RMSE of the readings (fails on main: no fan figure)."""
+    from calib.core.session import read_session
+    from calib.report.plots import Context, fig_fan
+
+    d, pf = gtx580
+    fig, cap = fig_fan(Context(pf, session=read_session(d / "logs" / "q")))
+    left, right = fig.axes[:2]
+    x, y = left.lines[0].get_data()
+    sec = pf["thermal_network"]
+    above = np.asarray(x) > sec.value("fan_t0_c") + 1.0
+    slope = np.polyfit(np.asarray(x)[above & (np.asarray(y) < 99.0)], np.asarray(y)[above & (np.asarray(y) < 99.0)], 1)[0]
+    assert slope == pytest.approx(sec.value("fan_gain_pct_per_c"), rel=1e-6)
+    assert np.min(y) == pytest.approx(sec.value("fan_min_pct"), rel=1e-9)
+    readings = [ln for ln in right.lines if ln.get_color() == "0.6"]
+    preds = [ln for ln in right.lines if ln.get_color() == "#D55E00"]
+    assert len(readings) == len(preds) >= 3
+    err = np.concatenate([ln_p.get_ydata() - ln_r.get_ydata() for ln_r, ln_p in zip(readings, preds)])
+    assert np.sqrt(np.mean(err ** 2)) < 1.0
+    assert "controller" in cap
