@@ -30,8 +30,16 @@ from calib.windows import EnergyCounter
 POWER_COLUMNS = ("power_w", "power_avg_w")
 
 
+def sensor_scope(entry: dict[str, Any]) -> str:
+    """What a manifest's sensor entry measures: ``gpu`` (the device's own telemetry, any vendor),
+    ``system`` (a wall analyzer) or ``host`` (CPU/DRAM, e.g. RAPL). Entries written before sensors
+    declared a scope: analyzers are ``system``, everything else ``gpu``."""
+    return str(entry.get("scope") or ("system" if entry.get("kind") == "analyzer" else "gpu"))
+
+
 def power_stream(session: Session, prefer: str | None = None) -> str:
-    """Name of the stream whose ``power_w`` is the GPU's power: ``prefer`` or the first NVML sensor."""
+    """Name of the stream whose ``power_w`` is the GPU's power: ``prefer`` or the first sensor of the
+    GPU itself (:func:`sensor_scope`)."""
     sensors = session.manifest.get("sensors", [])
     names = [s["name"] for s in sensors]
     if prefer:
@@ -39,7 +47,7 @@ def power_stream(session: Session, prefer: str | None = None) -> str:
             raise BadInputError(f"{session.path}: no sensor stream '{prefer}' (streams: {', '.join(names)})")
         return prefer
     for s in sensors:
-        if s.get("kind") == "nvml" and "power_w" in s.get("columns", []):
+        if sensor_scope(s) == "gpu" and "power_w" in s.get("columns", []):
             return s["name"]
     for s in sensors:
         if "power_w" in s.get("columns", []):
@@ -208,7 +216,14 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
     sm_count = dev.get("sm_count")
     if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
         raise BadInputError(f"{where}: device.sm_count {sm_count!r} is not a positive integer")
-    basis = ActivityBasis(tuple(units), frozenset(mem_units), sm_count, issue, core0, mem0)
+    classes = dev.get("unit_classes")  # GPU families whose units are not IPP's (calib.core.arch.UnitSet)
+    if classes is not None and not (isinstance(classes, dict) and all(
+            isinstance(c, list) and all(x in INSTRUCTION_CLASSES for x in c) for c in classes.values())
+            and set(units) <= set(classes)):
+        raise BadInputError(f"{where}: device.unit_classes must map every unit to a list of instruction classes "
+                            f"({', '.join(INSTRUCTION_CLASSES)})")
+    basis = ActivityBasis(tuple(units), frozenset(mem_units), sm_count, issue, core0, mem0,
+                          None if classes is None else {u: tuple(c) for u, c in classes.items()})
     pname = power_stream(session, power)
     pdf = session.readings(pname)
     if len(pdf) == 0:
@@ -280,7 +295,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
             rec["ilp"] = float(kparams["ilp"])
         if "coalesced" in kparams:
             rec["uncoal_frac"] = 0.0 if kparams["coalesced"] else 1.0
-        ars = access_rates(basis, unit_counts(per_warp), wps, kt, core, mem)
+        ars = access_rates(basis, unit_counts(per_warp, unit_classes=basis.unit_classes), wps, kt, core, mem)
         for u in units:
             ar = float(ars[u])
             if ar > 1.0 + 0.02:

@@ -22,12 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from calib.core.errors import DeviceError, DeviceNotSupportedError
+from calib.core.errors import DeviceNotSupportedError, TransientSensorError
 from microbench.devices.base import Sensor
-
-
-class TransientSensorError(DeviceError):
-    """A sensor read failed in a way that the next read may not (timeout, data not ready, port busy)."""
 
 
 #: errors the logger counts and survives; everything else stops it

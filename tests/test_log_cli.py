@@ -99,7 +99,7 @@ def test_sigterm_is_a_clean_stop_with_summary(tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["log", "-o", "X"], "ERROR: nothing to log: give --nvml INDEX and/or --serial PORT --protocol NAME"),
+    (["log", "-o", "X"], "ERROR: nothing to log: give --nvml INDEX, --device DEV and/or --serial PORT --protocol NAME"),
     (["log", "--serial", "/dev/null", "-o", "X"], "ERROR: --serial needs --protocol (one of csv, hioki, powersensor3"),
     (["log", "--serial", "/dev/null", "--protocol", "wt9", "-o", "X"], "ERROR: --protocol 'wt9': unknown"),
     (["log", "--serial", "/dev/null", "--protocol", "csv", "--analyzer-opt", "x", "-o", "X"],

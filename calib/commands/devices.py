@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "list real GPUs (via NVML) and virtual GPU presets"
+HELP = "list real GPUs (NVML, amdsmi) and virtual GPU presets"
 
 
 EPILOG = "example:\n  calib devices"
@@ -14,15 +14,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from microbench.devices import real_gpus
+    from calib.core.errors import DeviceError
+    from microbench.devices.registry import real_backends
     from microbench.devices.sim.presets import PRESETS
 
-    gpus = real_gpus()
-    print("real GPUs (NVML):")
-    if not gpus:
-        print("  none found (no NVIDIA driver/NVML on this machine)")
-    for g in gpus:
-        print(f"  cuda:{g.get('index')}  {g.get('name', '?')}  uuid {g.get('uuid', '?')}")
+    for b in real_backends():  # every vendor of the registry (microbench.devices.registry.BACKENDS)
+        print(f"real GPUs ({b.vendor}, {b.library}):")
+        try:
+            gpus = b.list_gpus()
+        except DeviceError as e:
+            gpus = []
+            print(f"  none usable: {e}")
+        if not gpus:
+            ok, msg = b.available()
+            print(f"  none found ({msg})" if not ok else "  none found")
+        for g in gpus:
+            print(f"  {b.spec(g.get('index'))}  {g.get('name', '?')}  uuid {g.get('uuid', '?')}"
+                  + (f"  [{g['architecture']}]" if g.get("architecture") else ""))
+            if g.get("measures"):
+                print(f"      measures: {', '.join(g['measures'])}")
+            for note in g.get("notes", []):
+                print(f"      note: {note}")
     print("virtual GPUs:")
     for name, p in PRESETS.items():
         dvfs = f", DVFS {len(p.dvfs.core_mhz)}x{len(p.dvfs.mem_mhz)} clocks" if p.dvfs else ""

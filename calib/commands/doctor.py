@@ -1,4 +1,5 @@
-"""calib doctor: what this machine can measure (NVML fields, permissions, CuPy, analyzers found).
+"""calib doctor: what this machine can measure (NVML fields, AMD GPUs through amdsmi, permissions, CuPy,
+analyzers found).
 
 With ``--serial PORT --protocol NAME`` it also tries the analyzer for 1 s and reports which reading of
 each unconfirmed protocol fact the instrument used (HIOKI item separator and confirmation codes, WT210
@@ -10,13 +11,13 @@ reason and a non-zero exit status (after the report).
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import sys
 from typing import Any
 
-HELP = "report what this machine can measure: NVML fields, clock-control permission, CuPy, serial analyzers"
+HELP = ("report what this machine can measure: NVML fields, AMD GPUs (amdsmi), clock-control permission, CuPy, "
+        "serial analyzers")
 
 #: USB vendor:product ids of adapters and instruments worth naming
 _USB_HINTS = {
@@ -48,47 +49,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                       "powersensor3, csv)")
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def _nvml_report(probe_rate: bool) -> dict[str, Any]:
-    from calib.core.errors import CalibError
-    from microbench.devices import nvml
+    from microbench.devices.cuda import BACKEND
 
-    rep: dict[str, Any] = {"binding": {"nvidia-ml-py": _version("nvidia-ml-py"),
-                                       "deprecated_pynvml_installed": _version("pynvml")}}
-    ok, msg = nvml.nvml_available()
-    rep["available"], rep["message"] = ok, msg
-    rep["gpus"] = []
-    if not ok:
-        return rep
-    root = hasattr(os, "geteuid") and os.geteuid() == 0
-    for ident in nvml.list_gpus():
-        g: dict[str, Any] = {"identity": ident}
-        try:
-            with nvml.NvmlGpu(ident["index"]) as gpu:
-                caps = gpu.capabilities()
-                g["supported"] = caps["supported"]
-                g["unsupported_reasons"] = caps["unsupported_reasons"]
-                g["power_w_source"] = caps["power_w_source"]
-                g["energy_mj_source"] = caps["energy_mj_source"]
-                try:
-                    table = gpu.supported_clocks()
-                    g["clocks"] = {"memory_mhz": sorted(table), "core_mhz_count": {m: len(c) for m, c in table.items()}}
-                except CalibError as e:
-                    g["clocks"] = {"error": str(e)}
-                g["clock_locking"] = ("possible (running as root)" if root else
-                                      "needs root: DVFS points (locked clocks) will fail with 'not permitted'")
-                if probe_rate:
-                    g["update_period_s"] = gpu.measure_update_period_s(1.0)
-        except CalibError as e:
-            g["error"] = str(e)
-        rep["gpus"].append(g)
-    return rep
+    return BACKEND.report(probe_rate)
+
+
+def _backend_reports(probe_rate: bool) -> dict[str, Any]:
+    """What the other real-GPU backends of the registry see (NVML has its own section)."""
+    from microbench.devices.registry import real_backends
+
+    return {b.prefix: {"vendor": b.vendor, **b.report(probe_rate)} for b in real_backends() if b.prefix != "cuda"}
 
 
 def _cupy_report() -> dict[str, Any]:
@@ -157,8 +128,8 @@ def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = {"python": sys.version.split()[0], "nvml": _nvml_report(args.probe_rate), "cupy": _cupy_report(),
-              "serial_ports": _serial_report()}
+    report = {"python": sys.version.split()[0], "nvml": _nvml_report(args.probe_rate),
+              "backends": _backend_reports(args.probe_rate), "cupy": _cupy_report(), "serial_ports": _serial_report()}
     failure = None
     if args.serial:
         report["analyzer_probe"] = _probe_analyzer(args.serial, args.protocol)
@@ -204,6 +175,8 @@ def _print(r: dict[str, Any]) -> None:
         if "update_period_s" in g:
             u = g["update_period_s"]
             print(f"    readings change every: power {u['power_w']} s, energy counter {u['energy_mj']} s")
+    for prefix, b in r.get("backends", {}).items():
+        _print_backend(prefix, b)
     c = r["cupy"]
     print(f"CuPy: {c.get('version', 'not installed')}" + (f", {c['cuda_devices']} CUDA device(s)" if c["installed"]
                                                           else "") + (f" -- {c['message']}" if c.get("message") else ""))
@@ -221,3 +194,20 @@ def _print(r: dict[str, Any]) -> None:
             print(f"Analyzer {a['protocol']} on {a['port']}: FAILED -- {a['error']}")
         for fact, value in a.get("observed", {}).items():
             print(f"  the instrument used: {fact} = {value!r}{_FACT_NOTES.get(fact, '')}")
+
+
+def _print_backend(prefix: str, b: dict[str, Any]) -> None:
+    """A real-GPU backend's section (``Backend.report``): library, each GPU and what it can measure."""
+    print(f"{b['vendor']} ({b['library']}): {b['message']}")
+    for g in b["gpus"]:
+        ident = g["identity"]
+        print(f"  {prefix}:{ident.get('index')}: {ident.get('name')} ({ident.get('architecture', '?')}, "
+              f"{ident.get('pci_bus_id', '?')}, {ident.get('uuid', '?')})")
+        if "error" in g:
+            print(f"    error: {g['error']}")
+            continue
+        print(f"    measurable: {', '.join(g.get('measurable', [])) or 'nothing'}")
+        if g.get("not_available"):
+            print(f"    not available: {', '.join(g['not_available'])}")
+        for key, text in g.get("notes", {}).items():
+            print(f"    {key}: {text}")

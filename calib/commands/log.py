@@ -1,6 +1,7 @@
-"""calib log [--nvml INDEX] [--serial PORT --protocol NAME] [--duration S] -o SESSION_DIR
+"""calib log [--nvml INDEX] [--device DEV] [--serial PORT --protocol NAME] [--duration S] -o SESSION_DIR
 
-The standalone logger: NVML and/or a serial power analyzer into a session directory, in the same
+The standalone logger: GPU telemetry (NVML, or any backend's sensor by device spec: ``--device rocm:0``)
+and/or a serial power analyzer into a session directory, in the same
 format as the campaign (``calib.core.session``). Logging into an existing session appends a new segment.
 Stops after ``--duration`` seconds (exit status 0), on SIGTERM (a clean stop, exit status 0) or on
 Ctrl-C (a clean stop too: every sample read so far is written and the summary printed; exit status
@@ -19,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-HELP = "log NVML and/or a serial power analyzer into a session directory (no workload)"
+HELP = "log GPU sensors (NVML, amdsmi) and/or a serial power analyzer into a session directory (no workload)"
 DESCRIPTION = (
-    "Log GPU sensors (NVML) and/or a serial power analyzer into SESSION_DIR, in the campaign's session "
+    "Log GPU sensors (NVML, or a device's sensor: --device cuda:0, rocm:0) and/or a serial power analyzer into "
+    "SESSION_DIR, in the campaign's session "
     "format. Logging into an existing session appends a new segment. Stop with --duration, Ctrl-C or SIGTERM."
 )
 
@@ -31,6 +33,8 @@ EPILOG = "example:\n  calib log --nvml 0 --duration 60 -o logs/idle"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nvml", metavar="INDEX", type=int, action="append", default=[],
                    help="log this NVML GPU index (repeat for several GPUs)")
+    p.add_argument("--device", metavar="DEV", action="append", default=[],
+                   help="log the telemetry of this GPU: cuda:<index> (NVML), rocm:<index> (amdsmi); repeatable")
     p.add_argument("--serial", metavar="PORT", help="serial port of a power analyzer (e.g. /dev/serial/by-id/...)")
     p.add_argument("--protocol", metavar="NAME",
                    help="analyzer protocol: wt310, wt210, hioki, wattsup, powersensor3, csv")
@@ -95,6 +99,8 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
 
             for idx in args.nvml:
                 sensors.append(NvmlSensor(idx))
+        for spec in args.device:
+            sensors.append(_device_sensor(spec))
         if args.serial:
             from microbench.instruments import (
                 PROTOCOLS,
@@ -131,6 +137,25 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
     return sensors
 
 
+def _device_sensor(spec: str) -> Any:
+    """The telemetry sensor of ``--device`` ``<prefix>:<index>`` through the backend registry."""
+    from calib.core.errors import BadInputError
+    from microbench.devices.registry import backend
+
+    prefix, sep, what = spec.partition(":")
+    b = backend(prefix) if sep else None
+    if b is None or b.virtual:
+        raise BadInputError(f"--device {spec!r}: expected a real GPU, <backend>:<index> (e.g. cuda:0, rocm:0)")
+    try:
+        index = int(what)
+    except ValueError:
+        raise BadInputError(f"--device {spec!r}: the index must be an integer (e.g. {prefix}:0)") from None
+    try:
+        return b.sensor(index)
+    except NotImplementedError:
+        raise BadInputError(f"--device {spec!r}: the {b.vendor} backend has no standalone sensor") from None
+
+
 def _check_layouts(out: Path, sensors: list[Any]) -> None:
     from calib.core.errors import BadInputError
     from calib.core.session import TIME_COLUMNS
@@ -148,9 +173,9 @@ def _check_layouts(out: Path, sensors: list[Any]) -> None:
 
 def _device_entry(sensors: list[Any]) -> dict[str, Any]:
     for s in sensors:
-        if s.kind == "nvml":
-            gpu = s.capabilities()["gpu"]
-            return {"name": gpu["name"], "uuid": gpu["uuid"], "kind": "nvml", **gpu}
+        gpu = s.capabilities().get("gpu") if s.scope == "gpu" else None
+        if gpu:
+            return {"name": gpu["name"], "uuid": gpu["uuid"], "kind": s.kind, **gpu}
     return {"name": "(no GPU: analyzer only)", "uuid": None, "kind": "analyzer"}
 
 
@@ -159,8 +184,8 @@ def run(args: argparse.Namespace) -> int:
     from calib.core.errors import BadInputError
     from calib.core.session import MANIFEST_NAME, lock_session
 
-    if not args.nvml and not args.serial:
-        raise BadInputError("nothing to log: give --nvml INDEX and/or --serial PORT --protocol NAME")
+    if not args.nvml and not args.device and not args.serial:
+        raise BadInputError("nothing to log: give --nvml INDEX, --device DEV and/or --serial PORT --protocol NAME")
     if not args.rate > 0:
         raise BadInputError(f"--rate must be > 0 Hz, got {args.rate}")
     if args.duration is not None and not args.duration > 0:
@@ -285,11 +310,11 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
             entry["analyzer"] = {k: v for k, v in s.stats.to_dict().items()}
             entry["analyzer"]["observed"] = dict(s.observed)  # which reading of unconfirmed facts it used
         summary["streams"][s.name] = entry
-    # energy over the segment: counter vs integrated power (NVML streams)
+    # energy over the segment: counter vs integrated power (GPU streams with an energy counter)
     writer.close()
     sess = read_session(writer.path)
     for s in sensors:
-        if s.kind != "nvml":
+        if s.scope != "gpu" or "energy_mj" not in s.columns or "power_w" not in s.columns:
             continue
         from calib.windows import window_energy
 

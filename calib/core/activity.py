@@ -15,18 +15,19 @@ here, so a kernel gets the same activities -- and the same power -- whichever ve
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from calib.core.arch import IPP_WARP_ISSUE_PER_CYCLE
 from calib.core.params import ParameterFile
 from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, unit_counts
 
-#: warp instructions an SM issues per cycle when nothing better is known: GT200 (IPP's GTX280) issues
-#: one every 4 cycles
-DEFAULT_WARP_ISSUE_PER_CYCLE = 0.25
+#: warp instructions an SM issues per cycle when nothing better is known (calib.core.arch: GT200, IPP's
+#: GTX280, issues one every 4 cycles)
+DEFAULT_WARP_ISSUE_PER_CYCLE = IPP_WARP_ISSUE_PER_CYCLE
 CNT_PREFIX = "cnt_"
 #: the launch columns eq. (10)-(12) need besides counts and time
 LAUNCH_COLUMNS = ("threads_per_block", "blocks", "core_mhz")
@@ -40,8 +41,9 @@ def warps_per_sm(threads_per_block, blocks, active_sms):  # noqa: ANN001, ANN201
 @dataclass(frozen=True)
 class ActivityBasis:
     """What eq. (10) needs to know about a GPU: its units (and which are in the memory clock domain),
-    SM count, issue rate (warp instructions per cycle per SM) and the reference clocks (MHz) at which
-    memory-domain access rates equal eq. (10)."""
+    SM count, issue rate (warp instructions per cycle per SM), the reference clocks (MHz) at which
+    memory-domain access rates equal eq. (10), and which instruction classes each unit counts
+    (``unit_classes``; None: IPP's, :data:`calib.core.units.IPP_UNIT_CLASSES`)."""
 
     units: tuple[str, ...]
     mem_units: frozenset[str] = frozenset()
@@ -49,6 +51,7 @@ class ActivityBasis:
     warp_issue_per_cycle: float = DEFAULT_WARP_ISSUE_PER_CYCLE
     ref_core_mhz: float | None = None
     ref_mem_mhz: float | None = None
+    unit_classes: Mapping[str, Sequence[str]] | None = None
 
     def mem_ratio(self, core_mhz, mem_mhz):  # noqa: ANN001, ANN201 - scalars or arrays
         """Scale of memory-domain access rates at ``(core_mhz, mem_mhz)``: 1 at the reference clocks."""
@@ -96,10 +99,9 @@ def table_access_rates(basis: ActivityBasis, df: pd.DataFrame, time_s=None,  # n
     active = df["active_sms"].to_numpy(float) if "active_sms" in df.columns else np.full(n, float(basis.sm_count))
     active = np.where(np.isnan(active), float(basis.sm_count), active)
     wps = warps_per_sm(df["threads_per_block"].to_numpy(float), df["blocks"].to_numpy(float), active)
-    counts = unit_counts(count_columns(df), size=n)
+    counts = unit_counts(count_columns(df), size=n, unit_classes=basis.unit_classes)
     mem = df["mem_mhz"].to_numpy(float) if "mem_mhz" in df.columns else None
-    sub = basis if units is None else ActivityBasis(tuple(units), basis.mem_units, basis.sm_count,
-                                                   basis.warp_issue_per_cycle, basis.ref_core_mhz, basis.ref_mem_mhz)
+    sub = basis if units is None else replace(basis, units=tuple(units))
     ars = access_rates(sub, counts, wps, t, df["core_mhz"].to_numpy(float), mem)
     return {u: np.clip(a, 0.0, 1.0) for u, a in ars.items()}
 
@@ -126,4 +128,6 @@ def basis_of(pf: ParameterFile, units: Iterable[str] | None = None) -> ActivityB
                  else DEFAULT_WARP_ISSUE_PER_CYCLE)
     clocks = st.get("default_clocks") or pf.device.get("clocks") or {}
     sm = int(st.get("sm_count") or pf.device.get("sm_count") or 1)
-    return ActivityBasis(names, mem, sm, float(issue), clocks.get("core_mhz"), clocks.get("mem_mhz"))
+    classes = pf.device.get("unit_classes")  # a GPU family whose units are not IPP's (calib.core.arch)
+    return ActivityBasis(names, mem, sm, float(issue), clocks.get("core_mhz"), clocks.get("mem_mhz"),
+                         {u: tuple(c) for u, c in classes.items()} if isinstance(classes, dict) else None)

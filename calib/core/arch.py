@@ -1,6 +1,10 @@
-"""Per-architecture facts the models need and profiler exports do not carry: the SM issue width.
+"""Per-architecture facts the models need and profiler exports do not carry: the issue width, the warp
+size, the resident warps, and the power model's units of each GPU family (NVIDIA and AMD).
 
-One table, by compute capability (``major.minor``), with the chips that have it. ``warp_issue_per_cycle``
+Every device backend of the device layer takes its architecture facts from here
+(:func:`nvidia_facts`, :func:`amd_facts`), so the unit list and the issue rate of a real GPU have one home.
+
+NVIDIA: one table, by compute capability (``major.minor``), with the chips that have it. ``warp_issue_per_cycle``
 is the warp instructions an SM issues per core cycle: one per warp scheduler from Kepler on (Kepler's
 dual dispatch needs two independent instructions of one warp, which the timing model's ILP input
 covers, not the issue width); Fermi GF100/GF110's two schedulers each need two cycles per warp
@@ -31,14 +35,64 @@ Within Pascal the width differs by chip: GP100 (6.0) has two schedulers per SM, 
 
 Products are found by name (``GeForce GTX 1080 Ti`` -> GP102) through :data:`PRODUCTS`, a short list of
 common boards; anything else needs the chip or the compute capability given explicitly.
+
+AMD: one table, by LLVM target (``gfx90a``), :data:`AMD_TARGETS` (sources: LLVM's AMDGPU back-end
+documentation, "Processors" and "Wavefront size"; AMD's CDNA, CDNA2 and CDNA3 white papers and
+instruction-set manuals; RDNA3 ISA manual). A CDNA compute unit (CU) has 4 SIMD16 vector units, each
+finishing one wave64 VALU instruction every 4 cycles, so the CU issues one wave64 VALU instruction per
+cycle; an RDNA3 CU has 2 SIMD32 units, one wave32 instruction per cycle each.
+
+=========  ======  ==================================  ====  =====================  ===================
+ target     family  products                            wave  waves per SIMD x SIMDs  LDS / vector L1
+=========  ======  ==================================  ====  =====================  ===================
+ gfx908     CDNA    MI100                               64    10 x 4                 64 KiB / 16 KiB
+ gfx90a     CDNA2   MI210, MI250, MI250X                64    8 x 4                  64 KiB / 16 KiB
+ gfx942     CDNA3   MI300A, MI300X, MI325X              64    8 x 4                  64 KiB / 32 KiB
+ gfx1100    RDNA3   Radeon RX 7900 XTX/XT, PRO W7900    32    16 x 2                 64 KiB / 32 KiB
+=========  ======  ==================================  ====  =====================  ===================
+
+**Warps in the models are 32 threads on every vendor** (IPP eq. 12 counts threads / 32). Per-warp
+instruction counts are per-thread counts of a SIMT kernel, so they are the same per wave64; a wave64
+instruction is two 32-thread warp instructions. The facts below are therefore stated in 32-thread warps:
+a CDNA CU issuing one wave64 VALU instruction per cycle issues ``warp_issue_per_cycle = 2``, and its 32
+resident waves are ``max_warps_per_sm = 64``. Access rates (eq. 10) are exact for launches in whole waves,
+which is how the campaign launches on a wave64 device (``warp_size`` in the device facts); a block of 32
+threads on a wave64 GPU still occupies a whole wave.
+
+Units of the power model (:class:`UnitSet`): NVIDIA GPUs have the IPP units
+(:data:`calib.core.units.POWER_UNITS`, one per instruction class plus the register file ``reg`` and
+fetch/decode/schedule ``fds``). AMD GPUs are named by what the hardware has (:data:`AMD_UNITS`):
+
+==============  =================================  ==============================================
+ unit            instruction classes it counts      hardware
+==============  =================================  ==============================================
+ ``valu_fp32``   ``fp``                             VALU, FP32 (v_fma_f32, v_pk_fma_f32)
+ ``valu_fp64``   ``dp``                             VALU, FP64 (v_fma_f64)
+ ``valu_int``    ``int``, ``alu``                   VALU, integer/logic/move/convert
+ ``valu_trans``  ``sfu``                            VALU transcendentals (v_exp/v_log/v_rcp/v_sqrt/v_sin)
+ ``matrix``      ``tensor``                         matrix cores (v_mfma_* on CDNA, v_wmma_* on RDNA3)
+ ``salu``        ``ctrl``, ``const``                scalar unit: branches, loop counters, s_load to the
+                                                    scalar cache
+ ``lds``         ``shared``                         local data share
+ ``l1``          ``l1``, ``tex``                    vector L1 data cache (texture path included)
+ ``l2``          ``l2``                             L2 (chip)
+ ``hbm``         ``global``, ``local``              HBM through the memory channels (chip, memory clock)
+==============  =================================  ==============================================
+
+There is no separate register-file or issue unit on AMD: with every class on exactly one unit, such a
+unit's access rate would be the sum of the others' (the scalar unit carries what IPP's ``fds`` alone sees),
+so its power could not be told apart; the operand traffic is part of each unit's energy per access.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from calib.core.errors import BadInputError
+from calib.core.units import CHIP_UNITS, IPP_UNIT_CLASSES
 
 
 @dataclass(frozen=True)
@@ -125,3 +179,154 @@ def arch_of(chip: str | None = None, cc: str | None = None) -> Arch:
 def warp_issue_per_cycle(chip: str | None = None, cc: str | None = None) -> float:
     """Warp instructions one SM issues per core cycle (module docstring's table)."""
     return arch_of(chip, cc).warp_issue_per_cycle
+
+
+# ------------------------------------------------------------------------------------------------
+# Units of the power model per GPU family, and the architecture facts a device backend records
+# ------------------------------------------------------------------------------------------------
+
+#: warp instructions per SM per cycle assumed for a parameter file or table that does not say: GT200
+#: (the GTX 280 of the IPP paper) issues one every 4 cycles
+IPP_WARP_ISSUE_PER_CYCLE = 0.25
+#: threads per warp in the models' accounting (module docstring: 32 on every vendor)
+MODEL_WARP_SIZE = 32
+
+
+@dataclass(frozen=True)
+class UnitSet:
+    """The power model's units of one GPU family: their order, which instruction classes each one
+    counts as its accesses (:func:`calib.core.units.unit_counts`), which are chip-level (one per chip,
+    not per SM) and which are in the memory clock domain."""
+
+    units: tuple[str, ...]
+    classes: Mapping[str, tuple[str, ...]]
+    chip_units: tuple[str, ...]
+    mem_units: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        missing = [u for u in self.units if u not in self.classes]
+        if missing:
+            raise ValueError(f"units {missing} have no instruction classes")
+
+    def subset(self, units: tuple[str, ...] | list[str]) -> "UnitSet":
+        """The same family with only ``units`` (in their order), e.g. a GPU without tensor cores."""
+        keep = tuple(units)
+        return UnitSet(keep, {u: self.classes[u] for u in keep}, tuple(u for u in self.chip_units if u in keep),
+                       tuple(u for u in self.mem_units if u in keep))
+
+    def device_fields(self) -> dict[str, Any]:
+        """The device entries of a manifest (and parameter file) that carry this unit set. The mapping
+        ``unit_classes`` is written only where it is not IPP's (files of NVIDIA GPUs do not change)."""
+        out: dict[str, Any] = {"units": list(self.units), "chip_units": list(self.chip_units),
+                               "mem_domain_units": list(self.mem_units)}
+        if any(tuple(self.classes[u]) != tuple(IPP_UNIT_CLASSES.get(u, ())) for u in self.units):
+            out["unit_classes"] = {u: list(self.classes[u]) for u in self.units}
+        return out
+
+
+def nvidia_units(major: int | None) -> UnitSet:
+    """IPP's units of an NVIDIA generation (compute capability major; None: unknown): L1/L2 on every
+    GPU since Fermi, tensor cores since Volta."""
+    units = ["fp", "dp", "int", "sfu", "alu", "reg", "fds", "shared", "const", "tex", "l1", "l2", "global", "local"]
+    if major is not None and major >= 7:
+        units.insert(4, "tensor")
+    return UnitSet(tuple(units), {u: IPP_UNIT_CLASSES[u] for u in units},
+                   tuple(u for u in units if u in CHIP_UNITS), ("global", "local"))
+
+
+#: AMD units named by the hardware (module docstring)
+AMD_UNITS = UnitSet(
+    units=("valu_fp32", "valu_fp64", "valu_int", "valu_trans", "matrix", "salu", "lds", "l1", "l2", "hbm"),
+    classes={"valu_fp32": ("fp",), "valu_fp64": ("dp",), "valu_int": ("int", "alu"), "valu_trans": ("sfu",),
+             "matrix": ("tensor",), "salu": ("ctrl", "const"), "lds": ("shared",), "l1": ("l1", "tex"),
+             "l2": ("l2",), "hbm": ("global", "local")},
+    chip_units=("l2", "hbm"),
+    mem_units=("hbm",),
+)
+
+
+@dataclass(frozen=True)
+class AmdTarget:
+    """One AMD GPU target (LLVM ``gfx`` name) and its CU facts (module docstring's table)."""
+
+    gfx: str
+    family: str
+    products: tuple[str, ...]
+    wave_size: int
+    simds_per_cu: int
+    max_waves_per_simd: int
+    valu_lanes_per_cycle: int      # lanes of VALU work one CU finishes per cycle
+    lds_bytes: int
+    l1_bytes: int
+    matrix: str                    # matrix-core instructions: "mfma" (CDNA) or "wmma" (RDNA3)
+
+
+AMD_TARGETS: dict[str, AmdTarget] = {t.gfx: t for t in (
+    AmdTarget("gfx908", "CDNA", ("MI100",), 64, 4, 10, 64, 64 * 1024, 16 * 1024, "mfma"),
+    AmdTarget("gfx90a", "CDNA2", ("MI210", "MI250", "MI250X"), 64, 4, 8, 64, 64 * 1024, 16 * 1024, "mfma"),
+    AmdTarget("gfx942", "CDNA3", ("MI300A", "MI300X", "MI325X"), 64, 4, 8, 64, 64 * 1024, 32 * 1024, "mfma"),
+    AmdTarget("gfx1100", "RDNA3", ("RX 7900 XTX", "RX 7900 XT", "PRO W7900"), 32, 2, 16, 64, 64 * 1024,
+              32 * 1024, "wmma"),
+)}
+
+
+@dataclass(frozen=True)
+class ArchFacts:
+    """What a device backend records about a GPU's architecture (``DeviceInfo.extra``): vendor, target
+    (compute capability or gfx name), the warp size of the hardware, the issue rate and resident warps
+    in 32-thread warps (module docstring), and the power model's units. ``known`` is False when the
+    target is not in the tables and the figures are the newest family's (the manifest says so)."""
+
+    vendor: str
+    arch: str | None
+    family: str | None
+    warp_size: int
+    warp_issue_per_cycle: float
+    max_warps_per_sm: int | None
+    units: UnitSet
+    known: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def device_fields(self) -> dict[str, Any]:
+        """Entries of ``DeviceInfo.extra`` (the warp size only where it is not 32)."""
+        out: dict[str, Any] = {**self.units.device_fields(), "vendor": self.vendor, "architecture_target": self.arch,
+                               "architecture_known": self.known}
+        if self.max_warps_per_sm is not None:
+            out["max_warps_per_sm"] = self.max_warps_per_sm
+        if self.warp_size != MODEL_WARP_SIZE:
+            out["warp_size"] = self.warp_size
+        out.update(self.extra)
+        return out
+
+
+#: issue rate of an NVIDIA GPU whose compute capability the table does not list yet (newer than it):
+#: every generation since Kepler issues 4 warp instructions per SM per cycle
+_NEWEST_NVIDIA = BY_CC["12.0"]
+
+
+def nvidia_facts(cc: str | None = None, name: str | None = None) -> ArchFacts:
+    """Architecture facts of an NVIDIA GPU from its compute capability (``"8.0"``), else from its board
+    name (:func:`chip_of_device_name`); a GPU neither identifies gets the newest generation's figures
+    with ``known=False``."""
+    a = BY_CC.get(str(cc)) if cc else None
+    if a is None and name:
+        chip = chip_of_device_name(name)
+        a = BY_CHIP.get(chip) if chip else None
+    major = int(str(a.cc if a else cc).split(".")[0]) if (a or cc) else None
+    ref = a or _NEWEST_NVIDIA
+    return ArchFacts("nvidia", a.cc if a else (str(cc) if cc else None), None, 32, ref.warp_issue_per_cycle,
+                     ref.max_warps_per_sm, nvidia_units(major), known=a is not None)
+
+
+def amd_facts(gfx: str) -> ArchFacts:
+    """Architecture facts of an AMD GPU from its LLVM target (``gfx90a``; a feature suffix such as
+    ``gfx90a:sramecc+:xnack-`` is ignored). An unknown target gets the newest CDNA's figures with
+    ``known=False``."""
+    base = str(gfx).split(":", 1)[0].strip().lower()
+    t = AMD_TARGETS.get(base)
+    ref = t or AMD_TARGETS["gfx942"]
+    issue = ref.valu_lanes_per_cycle / MODEL_WARP_SIZE
+    resident = ref.simds_per_cu * ref.max_waves_per_simd * ref.wave_size // MODEL_WARP_SIZE
+    return ArchFacts("amd", base or None, ref.family if t else None, ref.wave_size, issue, resident, AMD_UNITS,
+                     known=t is not None, extra={"lds_bytes": ref.lds_bytes, "l1_bytes": ref.l1_bytes,
+                                                 "matrix_instructions": ref.matrix})

@@ -33,7 +33,22 @@ class FitError(BadInputError):
 
 
 class DeviceError(CalibError):
-    """A device or sensor failed."""
+    """A device or sensor failed.
+
+    Every vendor backend of the device layer maps its library's errors to these
+    classes at one boundary, so that nothing above the device layer handles a vendor's exception types:
+
+    ================================  ==========================================================
+    class                             meaning
+    ================================  ==========================================================
+    :class:`DeviceLibraryError`       the vendor library or driver is absent or cannot be loaded
+    :class:`DeviceNotSupportedError`  this device or driver does not support the query or command
+    :class:`DeviceNoPermissionError`  the command needs privileges the current user does not have
+    :class:`DeviceLostError`          the device fell off the bus or stopped answering
+    :class:`TransientSensorError`     a read failed in a way the next read may not (busy, retry)
+    :class:`DeviceNotFoundError`      the device the user named does not exist (bad input)
+    ================================  ==========================================================
+    """
 
 
 class DeviceNotSupportedError(DeviceError):
@@ -46,6 +61,15 @@ class DeviceNoPermissionError(DeviceError):
 
 class DeviceLostError(DeviceError):
     """The device fell off the bus or stopped answering."""
+
+
+class DeviceLibraryError(DeviceError):
+    """A vendor library or driver (NVML, amdsmi and libamd_smi.so, ...) is not installed or cannot be
+    loaded; the message names the package that provides it."""
+
+
+class TransientSensorError(DeviceError):
+    """A sensor read failed in a way that the next read may not (timeout, data not ready, port busy)."""
 
 
 class DeviceNotFoundError(BadInputError):

@@ -75,30 +75,42 @@ def in_memory_domain(unit: str, mem_units: frozenset[str] | set[str] | None = No
     return any(tok in low for tok in _MEM_DOMAIN_TOKENS)
 
 
-def unit_counts(per_warp: Mapping[str, Any], size: int | None = None) -> dict[str, Any]:
+#: IPP's units as instruction classes (Table 1): one unit per class, except that branches (``ctrl``) only use
+#: fetch/decode/schedule; ``reg`` counts every class that reads or writes registers, ``fds`` every class.
+#: Other GPU families map classes onto their own units (:class:`calib.core.arch.UnitSet`).
+IPP_UNIT_CLASSES: dict[str, tuple[str, ...]] = {
+    u: ((u,) if u in INSTRUCTION_CLASSES else INSTRUCTION_CLASSES if u == "fds"
+        else tuple(c for c in INSTRUCTION_CLASSES if c not in _NO_REG))
+    for u in POWER_UNITS
+}
+
+
+def unit_counts(per_warp: Mapping[str, Any], size: int | None = None,
+                unit_classes: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """Per-warp dynamic access counts per power unit (DAC_per_th of IPP eq. 11).
 
     ``per_warp`` maps instruction classes to per-warp dynamic counts, numbers or arrays (one entry per
     kernel; give ``size``, their length, so that units without counts get arrays of zeros). Unknown
-    classes raise ``KeyError`` so that a typo cannot silently drop instructions. Returns counts for
-    every unit of :data:`POWER_UNITS`, including the derived ``reg`` and ``fds``.
+    classes raise ``KeyError`` so that a typo cannot silently drop instructions. ``unit_classes`` maps
+    each unit to the classes it counts (a device's :class:`calib.core.arch.UnitSet`, recorded as
+    ``device.unit_classes``); by default IPP's (:data:`IPP_UNIT_CLASSES`): counts for every unit of
+    :data:`POWER_UNITS`, including the derived ``reg`` and ``fds``.
     """
     for name in per_warp:
         if name not in INSTRUCTION_CLASSES:
             raise KeyError(f"unknown instruction class {name!r}; known: {', '.join(INSTRUCTION_CLASSES)}")
     zero = 0.0 if size is None else np.zeros(size)
-    counts: dict[str, Any] = {u: zero for u in POWER_UNITS}
-    total = reg = zero
-    for name, n in per_warp.items():
+    mapping = IPP_UNIT_CLASSES if unit_classes is None else unit_classes
+    out: dict[str, Any] = dict.fromkeys(mapping, zero)
+    units_of: dict[str, list[str]] = {}
+    for unit, classes in mapping.items():
+        for c in classes:
+            units_of.setdefault(c, []).append(unit)
+    for name, n in per_warp.items():  # in the description's order: sums are the same to the last bit
         n = float(n) if size is None else np.asarray(n, float)
-        total = total + n
-        if name not in _NO_REG:
-            reg = reg + n
-        if name in counts:
-            counts[name] = counts[name] + n
-    counts["reg"] = reg
-    counts["fds"] = total
-    return counts
+        for unit in units_of.get(name, ()):
+            out[unit] = out[unit] + n
+    return out
 
 
 def total_instructions(per_warp: Mapping[str, Any]) -> Any:

@@ -1,4 +1,4 @@
-"""Device and sensor interfaces shared by the virtual GPU, NVML and serial power analyzers.
+"""Device and sensor interfaces shared by the virtual GPU, the vendor backends and serial power analyzers.
 
 A :class:`Sensor` produces timestamped rows for one stream of a session directory. Real sensors are
 polled by the logger at a rate; the virtual GPU's sensors produce rows as its simulated time advances.
@@ -6,6 +6,12 @@ Either way the logger drains ``read()`` and appends the rows to the stream named
 
 A :class:`Device` runs workloads described by :class:`Workload` (kernel description + launch shape) and
 owns the sensors that observe it.
+
+A :class:`Backend` is one kind of device behind ``<prefix>:<index>`` (``sim``, ``cuda``, ``rocm``):
+discovery, opening a device (telemetry, clock control, kernel runner), opening its sensor alone (for
+``calib log``), and what each GPU can measure (for ``calib doctor``). Backends are listed once, in
+:mod:`microbench.devices.registry`; their architecture facts and unit lists come from
+:mod:`calib.core.arch`, their errors are the typed ones of :mod:`calib.core.errors`.
 """
 
 from __future__ import annotations
@@ -37,10 +43,13 @@ class Sensor(ABC):
     name: str
     kind: str
     columns: tuple[str, ...]
+    #: what the stream measures: ``gpu`` (the device's own telemetry), ``system`` (wall power),
+    #: ``host`` (CPU and DRAM); the samples layer takes the GPU's power from the first ``gpu`` stream
+    scope: str = "gpu"
 
     def describe(self) -> dict[str, Any]:
-        """Manifest entry: name, kind, columns and the capabilities probed once at start."""
-        return {"name": self.name, "kind": self.kind, "columns": list(self.columns),
+        """Manifest entry: name, kind, scope, columns and the capabilities probed once at start."""
+        return {"name": self.name, "kind": self.kind, "scope": self.scope, "columns": list(self.columns),
                 "capabilities": self.capabilities()}
 
     def capabilities(self) -> dict[str, Any]:
@@ -184,3 +193,45 @@ class Device(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the device (and reset anything it changed, e.g. locked clocks)."""
+
+
+class Backend(ABC):
+    """One kind of device, opened as ``<prefix>:<what>`` (``what``: an index, or a preset for ``sim``).
+
+    A new vendor is one module with a ``BACKEND`` instance of a subclass, and one line in
+    :data:`microbench.devices.registry.BACKENDS`. Subclasses set ``prefix``, ``vendor``, ``library``
+    (what gives the telemetry, for messages) and ``virtual``.
+    """
+
+    prefix: str
+    vendor: str
+    library: str
+    virtual: bool = False
+
+    @abstractmethod
+    def available(self) -> tuple[bool, str]:
+        """Whether the backend's library and driver work here: ``(ok, message)``; never raises."""
+
+    @abstractmethod
+    def list_gpus(self) -> list[dict[str, Any]]:
+        """The GPUs it sees, each a dict with at least ``index``, ``name``, ``uuid`` (``[]`` when the
+        library or driver is absent)."""
+
+    @abstractmethod
+    def open(self, what: str, seed: int = 0) -> Device:
+        """The device ``<prefix>:<what>`` (DeviceNotFoundError for a malformed or unknown ``what``)."""
+
+    def sensor(self, index: int) -> Sensor:
+        """The telemetry stream of GPU ``index`` alone (``calib log``), without a kernel runner."""
+        raise NotImplementedError(f"{self.prefix}: no standalone sensor")
+
+    def report(self, probe_rate: bool = False) -> dict[str, Any]:
+        """What each GPU can measure (``calib doctor``): ``available``, ``message``, ``gpus`` (each with
+        ``identity`` and ``measurable``/``not_available`` lists, clock control, and ``error`` if it could
+        not be opened)."""
+        ok, msg = self.available()
+        return {"library": self.library, "available": ok, "message": msg, "gpus": []}
+
+    def spec(self, index: int | str) -> str:
+        """The device spec of GPU ``index``: ``<prefix>:<index>``."""
+        return f"{self.prefix}:{index}"

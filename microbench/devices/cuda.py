@@ -19,34 +19,24 @@ import time
 import warnings
 from typing import Any
 
-from calib.core.errors import DeviceError
-from microbench.devices.base import CopyResult, Device, DeviceInfo, RunResult, Sensor, Workload
+from calib.core.errors import DeviceError, DeviceNotFoundError
+from microbench.devices.base import Backend, CopyResult, Device, DeviceInfo, RunResult, Sensor, Workload
 from microbench.devices.nvml import NvmlGpu, NvmlSensor
 
 
 
-def _issue_per_cycle(props: dict[str, Any] | None) -> float:
-    """Warp instructions per SM per cycle from the per-architecture table (calib.core.arch: by major
-    *and* minor, GP100 issues 2 and GP102 4); 4 for a capability the table does not know."""
-    from calib.core.arch import BY_CC
+def _arch_fields(props: dict[str, Any] | None, name: str) -> tuple[float, dict[str, Any]]:
+    """Issue rate and ``DeviceInfo.extra`` entries of a GPU from :mod:`calib.core.arch` (by compute
+    capability when CuPy gives it, else by the board name), with CUDA's own resident-warp limit and L2
+    size where CuPy reports them."""
+    from calib.core.arch import nvidia_facts
 
-    if not props:
-        return 4.0
-    a = BY_CC.get(f"{props['major']}.{props['minor']}")
-    return a.warp_issue_per_cycle if a is not None else 4.0
-
-
-def _model_units(major: int | None, props: dict[str, Any] | None) -> dict[str, Any]:
-    """Power-model units of a GPU generation (all have L1/L2 since Fermi; tensor cores since Volta)."""
-    units = ["fp", "dp", "int", "sfu", "alu", "reg", "fds", "shared", "const", "tex", "l1", "l2", "global", "local"]
-    if major is not None and major >= 7:
-        units.insert(4, "tensor")
-    out: dict[str, Any] = {"units": units, "chip_units": ["l2", "global", "local"],
-                           "mem_domain_units": ["global", "local"]}
+    facts = nvidia_facts(f"{props['major']}.{props['minor']}" if props else None, name)
+    out = facts.device_fields()
     if props:
         out["max_warps_per_sm"] = int(props.get("maxThreadsPerMultiProcessor", 2048)) // 32
         out["l2_bytes"] = int(props.get("l2CacheSize", 0))
-    return out
+    return facts.warp_issue_per_cycle, out
 
 
 def cuda_properties(index: int) -> dict[str, Any] | None:
@@ -61,8 +51,6 @@ def cuda_properties(index: int) -> dict[str, Any] | None:
     except Exception as e:  # noqa: BLE001 - CUDA driver errors come in many types
         raise DeviceError(f"cuda:{index}: CUDA is not usable ({e})") from e
     if not 0 <= index < n:
-        from calib.core.errors import DeviceNotFoundError
-
         raise DeviceNotFoundError(f"cuda:{index} not found: CUDA sees {n} GPU(s)")
     p = runtime.getDeviceProperties(index)
     return {k.decode() if isinstance(k, bytes) else k: v for k, v in p.items()}
@@ -125,16 +113,16 @@ class CudaDevice(Device):
         mem_default = float(ident.get("max_mem_mhz") or (max(table) if table else 0.0))
         cores = table.get(int(mem_default), next(iter(table.values()), []))
         core_default = float(ident.get("max_sm_mhz") or (max(cores) if cores else 0.0))
-        major = int(props["major"]) if props else None
         sm_count = int(props["multiProcessorCount"]) if props else 0
+        issue, arch = _arch_fields(props, ident["name"])
         return DeviceInfo(
             name=ident["name"], uuid=ident["uuid"], sm_count=sm_count,
             default_core_mhz=core_default, default_mem_mhz=mem_default,
-            warp_issue_per_cycle=_issue_per_cycle(props),
+            warp_issue_per_cycle=issue,
             supported_clocks={"mem_mhz": [float(m) for m in sorted(table)],
                               "core_mhz": [float(c) for c in sorted(cores)]},
             driver_version=ident.get("driver_version"), cuda_version=ident.get("cuda_driver_version"),
-            extra={**_model_units(major, props),
+            extra={**arch,
                    "pci_bus_id": ident.get("pci_bus_id"), "architecture": ident.get("architecture"),
                    "compute_capability": f"{props['major']}.{props['minor']}" if props else None,
                    "cuda_index": self.index, "nvml_capabilities": self._nvml.capabilities()["supported"],
@@ -220,3 +208,81 @@ class CudaDevice(Device):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class CudaBackend(Backend):
+    """NVIDIA GPUs, ``cuda:<CUDA index>``: NVML telemetry and clocks (:mod:`microbench.devices.nvml`),
+    CuPy kernels."""
+
+    prefix = "cuda"
+    vendor = "NVIDIA"
+    library = "NVML (nvidia-ml-py)"
+
+    def available(self) -> tuple[bool, str]:
+        from microbench.devices.nvml import nvml_available
+
+        return nvml_available()
+
+    def list_gpus(self) -> list[dict[str, Any]]:
+        from microbench.devices.nvml import list_gpus
+
+        return list_gpus()
+
+    def open(self, what: str, seed: int = 0) -> CudaDevice:
+        try:
+            index = int(what)
+        except ValueError:
+            raise DeviceNotFoundError(f"device cuda:{what}: expected cuda:<index>, e.g. cuda:0") from None
+        return CudaDevice(index)
+
+    def sensor(self, index: int) -> Sensor:
+        return NvmlSensor(int(index))
+
+    def report(self, probe_rate: bool = False) -> dict[str, Any]:
+        """NVML's view of every GPU: fields supported and their sources, clocks, clock-locking permission."""
+        import importlib.metadata
+        import os
+
+        from calib.core.errors import CalibError
+        from microbench.devices import nvml
+
+        def version(dist: str) -> str | None:
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                return None
+
+        rep: dict[str, Any] = {"binding": {"nvidia-ml-py": version("nvidia-ml-py"),
+                                           "deprecated_pynvml_installed": version("pynvml")}}
+        ok, msg = nvml.nvml_available()
+        rep["available"], rep["message"] = ok, msg
+        rep["gpus"] = []
+        if not ok:
+            return rep
+        root = hasattr(os, "geteuid") and os.geteuid() == 0
+        for ident in nvml.list_gpus():
+            g: dict[str, Any] = {"identity": ident}
+            try:
+                with nvml.NvmlGpu(ident["index"]) as gpu:
+                    caps = gpu.capabilities()
+                    g["supported"] = caps["supported"]
+                    g["unsupported_reasons"] = caps["unsupported_reasons"]
+                    g["power_w_source"] = caps["power_w_source"]
+                    g["energy_mj_source"] = caps["energy_mj_source"]
+                    try:
+                        table = gpu.supported_clocks()
+                        g["clocks"] = {"memory_mhz": sorted(table),
+                                       "core_mhz_count": {m: len(c) for m, c in table.items()}}
+                    except CalibError as e:
+                        g["clocks"] = {"error": str(e)}
+                    g["clock_locking"] = ("possible (running as root)" if root else
+                                          "needs root: DVFS points (locked clocks) will fail with 'not permitted'")
+                    if probe_rate:
+                        g["update_period_s"] = gpu.measure_update_period_s(1.0)
+            except CalibError as e:
+                g["error"] = str(e)
+            rep["gpus"].append(g)
+        return rep
+
+
+BACKEND = CudaBackend()

@@ -297,6 +297,7 @@ class SerialAnalyzer(Sensor):
     """
 
     kind = "analyzer"
+    scope = "system"
     protocol: ClassVar[str] = "base"
     BAUDRATE: ClassVar[int] = 9600
     POLLED: ClassVar[bool] = False

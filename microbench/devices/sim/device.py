@@ -16,7 +16,7 @@ import numpy as np
 
 from calib.core.errors import BadInputError
 from calib.core.units import unit_counts
-from microbench.devices.base import CopyResult, Device, RunResult, Sensor, Workload
+from microbench.devices.base import Backend, CopyResult, Device, RunResult, Sensor, Workload
 from microbench.devices.sim.physics import Load, load_for
 from microbench.devices.sim.presets import Preset
 from microbench.devices.sim.sensors import SimNvmlSensor, SimWallMeter
@@ -297,3 +297,26 @@ def open_sim(spec: str, seed: int = 0) -> VirtualGPU:
     return VirtualGPU(get_preset(name), seed=seed)
 
 
+
+class SimBackend(Backend):
+    """The virtual GPUs, ``sim:<preset>`` (:mod:`microbench.devices.sim.presets`)."""
+
+    prefix = "sim"
+    vendor = "virtual"
+    library = "simulation (no library)"
+    virtual = True
+
+    def available(self) -> tuple[bool, str]:
+        return True, "virtual GPUs are always available"
+
+    def list_gpus(self) -> list[dict[str, Any]]:
+        from microbench.devices.sim.presets import PRESETS
+
+        return [{"index": name, "name": f"virtual {p.description}", "uuid": f"SIM-{name}"}
+                for name, p in PRESETS.items()]
+
+    def open(self, what: str, seed: int = 0) -> VirtualGPU:
+        return open_sim(what, seed)
+
+
+BACKEND = SimBackend()

@@ -49,9 +49,10 @@ class SensorModel:
 class _Buffered(Sensor):
     """Holds blocks of readings (arrays) pushed by the device until they are read."""
 
-    def __init__(self, name: str, kind: str, columns: tuple[str, ...], caps: dict):
+    def __init__(self, name: str, kind: str, columns: tuple[str, ...], caps: dict, scope: str = "gpu"):
         self.name = name
         self.kind = kind
+        self.scope = scope
         self.columns = columns
         self._caps = caps
         self._blocks: list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]] = []
@@ -95,4 +96,4 @@ class SimWallMeter(_Buffered):
         super().__init__("wall", "analyzer", WALL_COLUMNS, {
             "protocol": "virtual", "interval_s": model.wall_interval_s, "resolution_w": model.wall_resolution_w,
             "measures": "system AC input power (GPU + host, through the PSU)", "virtual": True,
-        })
+        }, scope="system")
