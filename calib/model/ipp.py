@@ -13,6 +13,21 @@ AR' is the identity or the clamped logarithm ``max(0, a_unit ln AR + b)`` per un
 :mod:`calib.model.arfunc`). Chip-level units (L2, global and local memory) are not multiplied by the
 number of SMs. ``Activation`` is the Fermi-style constant power of any running kernel (0 on GT200, where
 it is part of Const_SM). Everything is vectorised over rows.
+
+**Shared activation** (optional, ``structure["shared_activation"]``; files without it predict as
+before): the SM pipes whose power saturates with activity (log access-rate function: a unit leaving
+idle costs most of its power) share part of that activation -- operand collectors, dispatch, the
+clock tree that feeds them -- so units that run together draw less than the sum of their parts. A
+share ``gamma`` (``shared_activation_frac``) of each pooled unit's power belongs to a stage that is on
+when *any* of them is on. With independent activities, the stage is on a share
+``U = 1 - prod_u (1 - f_u)`` of the time, where additive IPP counts ``F = sum_u f_u`` (``f_u``: the
+units' AR'); so the pooled power is
+
+    sum_u P_u x (1 - gamma x (1 - U / F)),        P_u = MaxPower_u x f_u  (x Num_SMs)
+
+A unit alone gives U = F: its power is its own MaxPower x AR', so each MaxPower stays the unit's own
+power at AR = 1 and the term changes only mixes. The register file and fetch/decode/schedule (active with
+every instruction: they are the issue stage itself) and chip-level units are not pooled.
 """
 
 from __future__ import annotations
@@ -32,8 +47,40 @@ from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX
 
+#: structure key of the shared-activation term (module docstring) and its parameter
+SHARED_KEY = "shared_activation"
+SHARED_PARAM = "shared_activation_frac"
+#: units never pooled: active with every instruction (the issue stage itself)
+NOT_POOLED = frozenset({"reg", "fds"})
 #: the model's parameters besides each unit's max_power_<unit>_w and ar_log_a_<unit> (calib.core.names)
-PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_b", "sm_beta")
+PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_b", "sm_beta", SHARED_PARAM)
+
+
+def shared_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The units the shared-activation term pools (module docstring): SM-scope units with the log
+    access-rate function, except the register file and fetch/decode/schedule."""
+    return [u for u, spec in units.items()
+            if spec.get("scope") == "sm" and spec.get("ar_function") == LOG and u not in NOT_POOLED]
+
+
+def shared_overlap(fs: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``r = 1 - U / F`` of the pooled units' AR' values ``fs`` (each clipped to [0, 1]; module
+    docstring) and ``dr / df_u`` for each: 0 where at most one unit is on. Dimensionless."""
+    if not len(fs):
+        return np.zeros(0), []
+    f = np.clip(np.asarray([np.asarray(x, float) for x in fs]), 0.0, 1.0)
+    F = f.sum(axis=0)
+    one_minus = 1.0 - f
+    U = 1.0 - np.prod(one_minus, axis=0)
+    on = F > 1e-12
+    Fs = np.where(on, F, 1.0)
+    r = np.where(on, 1.0 - U / Fs, 0.0)
+    # dU/df_i is the product over the other units, taken directly (f_i may be 1)
+    k = len(f)
+    others = np.array([np.prod(np.delete(one_minus, i, axis=0), axis=0) if k > 1 else np.ones_like(F)
+                       for i in range(k)])
+    grads = np.where(on, -(others * Fs - U) / Fs ** 2, 0.0)
+    return r, list(grads)
 
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:
@@ -47,19 +94,37 @@ def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarr
     raise ValueError(f"unknown SM scaling {form!r}")
 
 
-def runtime_components(structure: Mapping[str, Any], values: Mapping[str, float],
+def activation_factors(structure: Mapping[str, Any], values: Mapping[str, float],
                        act: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Runtime power of each unit at full SM count (W, chip total), before S(n): ``{unit: array}``."""
-    n_sm = int(structure["sm_count"])
+    """AR' of every unit (dimensionless, eq. 9's transformed access rate): ``{unit: array}``."""
     out = {}
     for unit, u in structure["units"].items():
         ar = act[unit]
         if u["ar_function"] == LOG:
-            f = ar_transform(ar, LOG, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
+            out[unit] = ar_transform(ar, LOG, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
         else:
-            f = ar_transform(ar, u["ar_function"])
-        p = values[names.max_power(unit)] * f
+            out[unit] = ar_transform(ar, u["ar_function"])
+    return out
+
+
+def runtime_components(structure: Mapping[str, Any], values: Mapping[str, float],
+                       act: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Runtime power of each unit at full SM count (W, chip total), before S(n): ``{unit: array}``;
+    with the shared-activation term, each pooled unit's power net of its share of the overlap."""
+    n_sm = int(structure["sm_count"])
+    fs = activation_factors(structure, values, act)
+    out = {}
+    for unit, u in structure["units"].items():
+        p = values[names.max_power(unit)] * fs[unit]
         out[unit] = p if u["scope"] == "chip" else n_sm * p
+    shared = structure.get(SHARED_KEY)
+    if shared:
+        pool = [u for u in shared["units"] if u in out]
+        r, _ = shared_overlap([fs[u] for u in pool])
+        if pool:
+            keep = 1.0 - values.get(SHARED_PARAM, 0.0) * r
+            for u in pool:
+                out[u] = out[u] * keep
     return out
 
 
@@ -176,6 +241,18 @@ class IppPowerModel:
         clocks = st.get("default_clocks")
         if clocks is not None and not isinstance(clocks, dict):
             raise SchemaError(f"{where}.default_clocks: expected an object (core_mhz, mem_mhz)")
+        shared = st.get(SHARED_KEY)
+        if shared is not None:
+            pool = shared.get("units") if isinstance(shared, dict) else None
+            if not isinstance(pool, list) or not all(isinstance(u, str) and u in units for u in pool):
+                raise SchemaError(f"{where}.{SHARED_KEY}: expected {{\"units\": [...]}} naming modelled units, "
+                                  f"got {shared!r}")
+            if SHARED_PARAM not in sec:
+                raise SchemaError(f"{where}.parameters: {SHARED_PARAM} missing (the section has the shared-activation term)")
+            in_range(sec, SHARED_PARAM, where, 0.0, 1.0, "the share of a pooled unit's power that the shared stage "
+                     "draws is a fraction")
+        elif SHARED_PARAM in sec:
+            raise SchemaError(f"{where}.parameters: {SHARED_PARAM} without the structure's {SHARED_KEY} (which units share it?)")
         check_names(sec, where, PARAMETERS + tuple(n for u in units for n in (names.max_power(u), names.ar_log_a(u))))
 
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,
