@@ -185,7 +185,7 @@ def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # n
 
     from calib.core.session import read_session
     from calib.fit.design import design_round
-    from calib.fit.pipeline import fit_session
+    from calib.fit.pipeline import fit_session, refit_power
     from microbench.campaign import DESIGN_FIELD, Campaign
 
     camp = Campaign(device, args.campaign, args.seed)
@@ -195,10 +195,13 @@ def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # n
         say(f"design round {rounds[-1]['round']}: finishing the kernels a killed run left")
         camp.run_design_round(session, rounds[-1])
     k = 1 + max((int(r["round"]) for r in rounds), default=0)
+    out = None
     for _ in range(DESIGN_MAX_ROUNDS):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = fit_session(session)
+            # the first fit is the whole session's; a round adds power benchmarks only, so after it only
+            # the power section is refitted (the thermal and timing sections it reads are unchanged)
+            out = fit_session(session) if out is None else refit_power(out.params, session)
         errs = _target_errors(out.params)
         if k > 1:
             camp.update_design_record(session, k - 1, after=errs)

@@ -118,18 +118,8 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
             device_slowdown_c=dev.get("slowdown_temp_c"), ambient_temp_c=ambient_temp_c(sess)).section_
         correction = {"sigma_w_per_c": pf["thermal"].value("sigma_w_per_c"),
                       "idle_temp_c": pf["thermal"].value("idle_temp_c")}
-    clocks = dev.get("clocks", {})
-    chip = dev.get("chip_units", sorted(CHIP_UNITS))
-    if not isinstance(chip, list) or not all(isinstance(u, str) for u in chip):
-        raise BadInputError(f"{path}/manifest.json: device.chip_units must be a list of unit names")
-    mem_u = mem_units
-    if mem_u is None and "mem_domain_units" in dev:  # the device's list may name units this campaign did not run
-        mem_u = set(dev["mem_domain_units"]) & set(act_units(df))
     stage("power")
-    ipp = IppPowerFitter(mem_units=mem_u, sm_count=int(dev["sm_count"]), chip_units=chip,
-                         warp_issue_per_cycle=dev.get("warp_issue_per_cycle"),
-                         default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
-                         temperature_correction=correction).fit(df)
+    ipp = session_power_fitter(dev, df, correction, mem_units, f"{path}/manifest.json").fit(df)
     pf["power"] = ipp.section_
     if "thermal_network" in pf and "idle_power_w" in pf["thermal_network"] and "idle_power_w" in pf["power"]:
         # the network's reference is the board's idle power: between two campaigns it moves at least as
@@ -146,7 +136,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
 
         # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
         opts = {"ar_threshold": None, **(dvfs_options or {})}
-        pf["dvfs"] = DvfsPowerFitter(mem_units=mem_u, temperature_correction=correction, **opts).fit(
+        pf["dvfs"] = DvfsPowerFitter(mem_units=ipp.mem_units, temperature_correction=correction, **opts).fit(
             df, source=str(path)).section_
     from calib.fit.timing import fit_timing
 
@@ -170,6 +160,43 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     stage("")
     check_fit_quality(pf, str(path), accept_poor_fit)
     return out
+
+
+def session_power_fitter(dev: dict, df: pd.DataFrame, correction: dict | None, mem_units: set[str] | None = None,
+                         where: str = "manifest.json") -> IppPowerFitter:
+    """The IPP power fitter of a session (unfitted): the device's SM count, chip and memory-domain units,
+    issue rate and default clocks from its manifest's ``device``, the thermal fit's temperature
+    ``correction``."""
+    clocks = dev.get("clocks", {})
+    chip = dev.get("chip_units", sorted(CHIP_UNITS))
+    if not isinstance(chip, list) or not all(isinstance(u, str) for u in chip):
+        raise BadInputError(f"{where}: device.chip_units must be a list of unit names")
+    mem_u = mem_units
+    if mem_u is None and "mem_domain_units" in dev:  # the device's list may name units this campaign did not run
+        mem_u = set(dev["mem_domain_units"]) & set(act_units(df))
+    return IppPowerFitter(mem_units=mem_u, sm_count=int(dev["sm_count"]), chip_units=chip,
+                          warp_issue_per_cycle=dev.get("warp_issue_per_cycle"),
+                          default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
+                          temperature_correction=correction)
+
+
+def refit_power(pf: ParameterFile, path: str | os.PathLike) -> FitOutcome:
+    """``pf`` (a fit of the session at ``path``) with its IPP power section refitted on the session's
+    samples as they are now (a design round added kernels; the thermal and timing sections, fitted on
+    steps the round did not change, are kept)."""
+    path = Path(path)
+    sess = read_session(path)
+    df = session_samples(sess)
+    th = pf.get("thermal")
+    correction = ({"sigma_w_per_c": th.value("sigma_w_per_c"), "idle_temp_c": th.value("idle_temp_c")}
+                  if th is not None else None)
+    ipp = session_power_fitter(sess.manifest["device"], df, correction, None, f"{path}/manifest.json").fit(df)
+    import copy
+
+    out = copy.deepcopy(pf)
+    out["power"] = ipp.section_
+    annotate(out)
+    return FitOutcome(out, df, list(ipp.warnings_))
 
 
 def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
