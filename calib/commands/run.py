@@ -19,6 +19,9 @@ EPILOG = ("examples:\n  calib run --device sim:gtx580 --campaign quick --name gt
 #: design kernels chosen per round, and rounds at most (``--design adaptive``)
 DESIGN_KERNELS_PER_ROUND = 6
 DESIGN_MAX_ROUNDS = 8
+#: a round must lower some target's relative total error by this share, else the design stops: the total
+#: holds model-form terms (extrapolation, the REG/FDS split) that more kernels do not shrink
+DESIGN_MIN_GAIN = 0.1
 
 def _session_name(text: str) -> str:
     import re
@@ -178,6 +181,15 @@ def _target_errors(pf) -> dict[str, dict[str, float]]:  # noqa: ANN001 - a Param
     return out
 
 
+def _improved(before: dict, after: dict, targets: list[str]) -> bool:
+    """Whether some target's relative total error fell by :data:`DESIGN_MIN_GAIN` of itself."""
+    for n in targets:
+        b, a = (before.get(n) or {}).get("rel_total_pct"), (after.get(n) or {}).get("rel_total_pct")
+        if b is not None and a is not None and a < (1.0 - DESIGN_MIN_GAIN) * b:
+            return True
+    return False
+
+
 def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # noqa: ANN001
     """``--design adaptive`` (module docstring of :mod:`calib.fit.design`): fit, choose, run, refit, until
     every target is met, the budget is spent or no candidate helps; a killed round is finished first."""
@@ -205,6 +217,11 @@ def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # n
         errs = _target_errors(out.params)
         if k > 1:
             camp.update_design_record(session, k - 1, after=errs)
+            prev = read_session(session).manifest[DESIGN_FIELD][-1]
+            if not _improved(prev.get("before") or {}, errs, prev.get("above_target") or []):
+                say(f"design: round {k - 1} lowered no MaxPower's relative total error by {100 * DESIGN_MIN_GAIN:g} % "
+                    "or more (what is left is model form, not noise); no further round")
+                return
         plan_names = {p.get("name") for p in read_session(session).manifest.get("plan") or []}
         st = design_round(out.params, device.info, out.samples, args.target, DESIGN_KERNELS_PER_ROUND,
                           repeats=camp.spec.repeats, exclude=plan_names)
