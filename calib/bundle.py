@@ -139,13 +139,13 @@ def _refit_section(pf: ParameterFile, name: str, df: pd.DataFrame, plan: list | 
         # the session's plan says what each timing microbenchmark measures (its kind); without it the
         # timing section is not refitted
         return fit_timing(df, pf.device, plan)
-    fitter = _fitter(sec.model)(**sec.settings)
+    fitter = _fitter(sec.model).from_settings(sec.settings)
     fitted = fitter.fit(df).section_
     if sec.model == "ipp":
         forms = {u: s["ar_function"] for u, s in sec.structure["units"].items()}
         if fitter.forms_ != forms or fitter.sm_scaling_ != sec.structure.get("sm_scaling", "linear"):
             settings = dict(sec.settings, ar_forms=forms, sm_scaling=sec.structure.get("sm_scaling", "linear"))
-            fitted = _fitter("ipp")(**settings).fit(df).section_
+            fitted = _fitter("ipp").from_settings(settings).fit(df).section_
     return fitted
 
 

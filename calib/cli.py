@@ -41,6 +41,7 @@ VERBS: dict[str, str] = {
     "validate-model": "validate_model",
     "log": "log",
     "doctor": "doctor",
+    "selftest": "selftest",
     "optimize": "optimize",
     "advise": "advise",
     "report": "report",
@@ -131,14 +132,16 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more output: -v progress of the work (INFO), -vv debug with wire traces of instruments "
                              "and NVML calls, and tracebacks")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print nothing but warnings and errors (no progress output)")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for verb, modname in _available_verbs().items():
         mod = importlib.import_module(f"calib.commands.{modname}")
         # one example per verb (EPILOG; tests/test_cli_friction.py parses each one with this parser)
         p = sub.add_parser(verb, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
                            epilog=getattr(mod, "EPILOG", None), formatter_class=_HelpFormatter)
-        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress output")
+        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                       help="print nothing but warnings and errors (no progress output)")
         p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more output")
         mod.add_arguments(p)
         p.set_defaults(_module=mod)
@@ -160,8 +163,20 @@ def _configure_logging(verbose: int) -> None:
     root.setLevel(level)
 
 
-def _showwarning(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
-    sys.stderr.write(f"WARNING: {message}\n")
+def _warning_printer():  # noqa: ANN202 - a warnings.showwarning
+    """``warnings.showwarning`` for one command: ``WARNING: <message>`` on stderr, each message once. Python's
+    own once-per-location registry is cleared whenever a library changes the warning filters (a
+    ``catch_warnings`` block does), so a warning raised on every call of a model printed once per call
+    (``predict --clocks`` printed one clamp warning four times)."""
+    seen: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+        text = str(message)
+        if text not in seen:
+            seen.add(text)
+            sys.stderr.write(f"WARNING: {text}\n")
+
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,15 +194,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from calib.core.atomic import is_stdout, stdout_reserved
 
     old_show = warnings.showwarning
-    warnings.showwarning = _showwarning
+    show = _warning_printer()
+    warnings.showwarning = show
     real_stdout = sys.stdout
     sys.stdout = guarded = _PipeGuard(real_stdout)
     try:
         with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("default")
-            warnings.showwarning = _showwarning
-            if any(is_stdout(getattr(args, dest, None)) for dest in STREAMED_OUTPUTS):
-                stack.enter_context(stdout_reserved())  # -o -: the data alone on stdout, messages on stderr
+            warnings.showwarning = show
+            quiet = bool(getattr(args, "quiet", False))
+            if quiet or any(is_stdout(getattr(args, dest, None)) for dest in STREAMED_OUTPUTS):
+                # -o -: the data alone on stdout, messages on stderr; -q: the messages dropped (warnings and
+                # errors are written to stderr, not printed), a table or JSON streamed with -o - kept
+                stack.enter_context(stdout_reserved(discard=quiet))
             return int(args._module.run(args) or 0)
     except CalibError as e:
         if args.verbose >= 2:

@@ -11,20 +11,24 @@ returned separately as traces (:func:`thermal_steps`).
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
+from calib.core.metrics import ar1_inflation
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.session import Session
 from calib.core.activity import ActivityBasis, access_rates, warps_per_sm
-from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, mem_intensity, unit_counts
-from calib.windows import EnergyCounter
+from calib.core.units import (CHIP_UNITS, COPY_DIRECTIONS as DIRECTIONS, HOST_MEMORY, INSTRUCTION_CLASSES,
+                              in_memory_domain, mem_intensity, unit_counts)
+from calib.windows import EnergyCounter, sampled_window_energy
 
 #: power column preference in a device (NVML-like) stream
 POWER_COLUMNS = ("power_w", "power_avg_w")
@@ -53,6 +57,14 @@ def power_stream(session: Session, prefer: str | None = None) -> str:
         if "power_w" in s.get("columns", []):
             return s["name"]
     raise BadInputError(f"{session.path}: no sensor logs power_w; cannot build samples")
+
+
+def host_stream(session: Session) -> str | None:
+    """Name of the session's host power stream (a sensor of scope ``host`` with ``host_power_w``: RAPL), or None."""
+    for s in session.manifest.get("sensors", []):
+        if sensor_scope(s) == "host" and "host_power_w" in s.get("columns", []):
+            return s["name"]
+    return None
 
 
 def analyzer_stream(session: Session) -> str | None:
@@ -191,47 +203,71 @@ def _check_plan(session: Session) -> dict[str, dict]:
     return out
 
 
+@dataclass(frozen=True)
+class DeviceFacts:
+    """The manifest's device fields the samples stage and the fits read, parsed once. Their types were
+    checked when the manifest was read (:func:`calib.core.session.read_manifest`); here, that the ones
+    the samples need are present."""
+
+    raw: Mapping[str, Any]                  # the manifest's device object (the parameter file's device)
+    sm_count: int
+    core_mhz: float                         # default clocks, MHz
+    mem_mhz: float
+    warp_issue_per_cycle: float
+    units: tuple[str, ...]
+    mem_domain_units: tuple[str, ...] | None   # as the manifest lists them (None: the name rule)
+    chip_units: tuple[str, ...]
+    basis: ActivityBasis                    # what access rates (eq. 10) need
+
+    @classmethod
+    def of(cls, session: Session) -> "DeviceFacts":
+        """The device facts of a session's manifest (BadInputError naming the field that is missing)."""
+        where = f"{session.path}/manifest.json"
+        dev = session.manifest["device"]
+        units = tuple(dev.get("units") or [])
+        mem_list = dev.get("mem_domain_units")
+        mem_units = frozenset(mem_list or [u for u in units if in_memory_domain(u)])
+        if dev.get("warp_issue_per_cycle") is None:
+            raise BadInputError(f"{where}: device.warp_issue_per_cycle missing; cannot compute access rates")
+        clocks = dev.get("clocks") or {}
+        for field_, value in (("clocks.core_mhz", clocks.get("core_mhz")), ("clocks.mem_mhz", clocks.get("mem_mhz")),
+                              ("sm_count", dev.get("sm_count"))):
+            if value is None:
+                raise BadInputError(f"{where}: device.{field_} missing")
+        issue, sm_count = float(dev["warp_issue_per_cycle"]), dev["sm_count"]
+        core0, mem0 = float(clocks["core_mhz"]), float(clocks["mem_mhz"])
+        classes = dev.get("unit_classes")  # GPU families whose units are not IPP's (calib.core.arch.UnitSet)
+        if classes is not None and not (isinstance(classes, dict) and all(
+                isinstance(c, list) and all(x in INSTRUCTION_CLASSES for x in c) for c in classes.values())
+                and set(units) <= set(classes)):
+            raise BadInputError(f"{where}: device.unit_classes must map every unit to a list of instruction classes "
+                                f"({', '.join(INSTRUCTION_CLASSES)})")
+        basis = ActivityBasis(units, mem_units, sm_count, issue, core0, mem0,
+                              None if classes is None else {u: tuple(c) for u, c in classes.items()})
+        return cls(dev, sm_count, core0, mem0, issue, units, None if mem_list is None else tuple(mem_list),
+                   tuple(dev.get("chip_units", sorted(CHIP_UNITS))), basis)
+
+
 def session_samples(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
     """The samples table of a session (see module docstring)."""
-    man = session.manifest
-    dev = man["device"]
-    where = f"{session.path}/manifest.json"
     plan = _check_plan(session)
-    units = list(dev.get("units") or [])
-    if not all(isinstance(u, str) for u in units):
-        raise BadInputError(f"{where}: device.units must be a list of unit names")
-    mem_units = dev.get("mem_domain_units")
-    if mem_units is not None and (not isinstance(mem_units, list) or not all(isinstance(u, str) for u in mem_units)):
-        raise BadInputError(f"{where}: device.mem_domain_units must be a list of unit names")
-    mem_units = set(mem_units or [u for u in units if in_memory_domain(u)])
-    issue = dev.get("warp_issue_per_cycle")
-    if issue is None:
-        raise BadInputError(f"{where}: device.warp_issue_per_cycle missing; cannot compute access rates")
-    issue = _positive(issue, f"{where}: device.warp_issue_per_cycle")
-    clocks = dev.get("clocks")
-    if not isinstance(clocks, dict):
-        raise BadInputError(f"{where}: device.clocks missing (core_mhz, mem_mhz)")
-    core0 = _positive(clocks.get("core_mhz"), f"{where}: device.clocks.core_mhz")
-    mem0 = _positive(clocks.get("mem_mhz"), f"{where}: device.clocks.mem_mhz")
-    sm_count = dev.get("sm_count")
-    if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
-        raise BadInputError(f"{where}: device.sm_count {sm_count!r} is not a positive integer")
-    classes = dev.get("unit_classes")  # GPU families whose units are not IPP's (calib.core.arch.UnitSet)
-    if classes is not None and not (isinstance(classes, dict) and all(
-            isinstance(c, list) and all(x in INSTRUCTION_CLASSES for x in c) for c in classes.values())
-            and set(units) <= set(classes)):
-        raise BadInputError(f"{where}: device.unit_classes must map every unit to a list of instruction classes "
-                            f"({', '.join(INSTRUCTION_CLASSES)})")
-    basis = ActivityBasis(tuple(units), frozenset(mem_units), sm_count, issue, core0, mem0,
-                          None if classes is None else {u: tuple(c) for u, c in classes.items()})
+    facts = DeviceFacts.of(session)
+    units, basis, sm_count = facts.units, facts.basis, facts.sm_count
+    core0, mem0 = facts.core_mhz, facts.mem_mhz
     pname = power_stream(session, power)
     pdf = session.readings(pname)
     if len(pdf) == 0:
         raise BadInputError(f"{session.path}: stream '{pname}' has no rows")
     wall = analyzer_stream(session)
     wdf = session.readings(wall) if wall else None
+    host = host_stream(session)
+    hdf = session.readings(host) if host else None
     markers = session.markers()
     counter_energy_j = _CounterEnergy(pdf)
+    sampling = session.manifest.get("power_sampling")
+    sampling = sampling if isinstance(sampling, dict) else None
+    if sampling is not None and "energy_source" not in sampling:
+        sampling = None
     rows: list[dict[str, Any]] = []
 
     def common(rw: pd.DataFrame, w: Window) -> dict[str, Any]:
@@ -248,9 +284,20 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if "fan_pct" in rw.columns and len(rw):
             rec["fan_pct"] = float(rw["fan_pct"].mean())
         rec["energy_counter_j"] = counter_energy_j(w)
+        if sampling:  # the window's energy under the GPU's measured power sampling (calib.windows)
+            seg = pdf[pdf["segment"] == w.segment]
+            e = sampled_window_energy(seg["t_mono_s"].to_numpy(dtype=float),
+                                      seg["power_w"].to_numpy(dtype=float) if "power_w" in seg else None,
+                                      seg["energy_mj"].to_numpy(dtype=float) if "energy_mj" in seg else None,
+                                      w.t0, w.t1, sampling)
+            rec["energy_window_j"] = e.energy_j if e is not None else math.nan
+            rec["energy_window_stderr_j"] = e.stderr_j if e is not None else math.nan
         if wdf is not None:
             ww = _window_rows(wdf, w, settle_s)
             rec["wall_power_w"] = float(ww["power_w"].mean()) if len(ww) else math.nan
+        if hdf is not None:  # host CPU package + DRAM power (RAPL): the system baseline beside the board's
+            hw = _window_rows(hdf, w, settle_s)
+            rec["host_power_w"] = float(hw["host_power_w"].mean()) if len(hw) else math.nan
         return rec
 
     for w in _pair(markers, "idle_start", "idle_stop"):
@@ -408,3 +455,130 @@ def ambient_temp_c(session: Session) -> float | None:
             if len(v):
                 return float(v.mean())
     return None
+
+
+#: the columns of :func:`transfer_table`
+TABLE_COLUMNS = ("workload", "direction", "host_memory", "bytes", "repeat", "copies", "copy_time_s", "power_w",
+                 "ref_power_w", "n_power", "wall_power_w", "ref_wall_power_w", "host_power_w", "ref_host_power_w")
+
+
+def transfer_table(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
+    """One row per complete copy window of ``session``: each ``copy_start``/``copy_stop`` window after its
+    idle reference ``copy_ref_start``/``copy_ref_stop`` gives direction, host memory, bytes, the mean time
+    per copy (events), the board power of the window and of its reference (first ``settle_s`` dropped),
+    the wall power of both when the session has a wall meter and the host's RAPL power (CPU packages +
+    DRAM) when it has one (:data:`TABLE_COLUMNS`); empty when it has none."""
+
+    markers = session.markers()
+    if not len(markers) or not (markers["event"] == "copy_start").any():
+        return pd.DataFrame(columns=list(TABLE_COLUMNS))
+    pdf = session.readings(power_stream(session, power))
+    wall = analyzer_stream(session)
+    wdf = session.readings(wall) if wall else None
+    host = host_stream(session)  # RAPL: host CPU package + DRAM
+    hdf = session.readings(host) if host else None
+    refs = {(w.workload, w.repeat, w.segment): w for w in _pair(markers, "copy_ref_start", "copy_ref_stop")}
+
+    def mean(df: pd.DataFrame, w: Any, col: str = "power_w") -> tuple[float, int]:
+        v = _window_rows(df, w, settle_s)[col].to_numpy(float)
+        v = v[~np.isnan(v)]
+        return (float(v.mean()) if len(v) else math.nan), len(v)
+
+    rows = []
+    for w in _pair(markers, "copy_start", "copy_stop"):
+        where = f"{session.path}/markers.csv: copy_stop of {w.workload} (repeat {w.repeat})"
+        ref = refs.get((w.workload, w.repeat, w.segment))
+        info = w.info
+        try:
+            nbytes, t = float(info["bytes"]), float(info["copy_time_s"])
+            direction, mem = str(info["direction"]), str(info["host_memory"])
+        except (KeyError, TypeError, ValueError):
+            raise BadInputError(f"{where}: needs bytes, copy_time_s, direction and host_memory") from None
+        if direction not in DIRECTIONS or mem not in HOST_MEMORY or not (nbytes > 0 and t > 0):
+            raise BadInputError(f"{where}: direction {direction!r}, host_memory {mem!r}, bytes {nbytes!r}, "
+                                f"copy_time_s {t!r} are not a copy")
+        if ref is None:
+            logging.getLogger(__name__).info("%s: no reference window; skipped", where)
+            continue
+        p, n = mean(pdf, w)
+        pr, nr = mean(pdf, ref)
+        if n < 3 or nr < 3:
+            continue
+        rec = {"workload": w.workload, "direction": direction, "host_memory": mem, "bytes": nbytes,
+               "repeat": w.repeat, "copies": float(info.get("copies", math.nan)), "copy_time_s": t, "power_w": p,
+               "ref_power_w": pr, "n_power": n, "wall_power_w": math.nan, "ref_wall_power_w": math.nan,
+               "host_power_w": math.nan, "ref_host_power_w": math.nan}
+        if wdf is not None:
+            rec["wall_power_w"], _ = mean(wdf, w)
+            rec["ref_wall_power_w"], _ = mean(wdf, ref)
+        if hdf is not None:
+            rec["host_power_w"], _ = mean(hdf, w, "host_power_w")
+            rec["ref_host_power_w"], _ = mean(hdf, ref, "host_power_w")
+        rows.append(rec)
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+@dataclass
+class IdleBaseline:
+    """The idle windows' mean temperature (C) and board power (W) with their standard errors."""
+
+    temp_c: float
+    temp_se_c: float
+    power_w: float
+    power_se_w: float | None
+
+
+def idle_baseline(samples: pd.DataFrame) -> IdleBaseline | None:
+    """The baseline of the idle rows of a samples table (None without idle rows). The sensor reads whole
+    degrees: its quantization (1/sqrt(12) C) does not average out when the temperature is steady, so it
+    floors the temperature's standard error; the power readings are a time series, so their mean's
+    standard error counts the effective samples (:func:`calib.core.metrics.ar1_inflation`)."""
+    idle = samples[samples["role"] == "idle"] if "role" in samples.columns else samples.iloc[:0]
+    if not len(idle):
+        return None
+    temp = idle["temp_c"].to_numpy(float) if "temp_c" in idle.columns else np.array([np.nan])
+    temp_se = max(float(np.nanstd(temp, ddof=1) / math.sqrt(len(temp))) if len(temp) > 1 else 0.0,
+                  1.0 / math.sqrt(12.0))
+    ip = idle["power_w"].to_numpy(float)
+    ip_se = (float(np.std(ip, ddof=1) / math.sqrt(len(ip)) * math.sqrt(ar1_inflation([ip - ip.mean()])))
+             if len(ip) > 1 else None)
+    return IdleBaseline(float(np.nanmean(temp)), temp_se, float(ip.mean()), ip_se)
+
+
+@dataclass
+class SessionData:
+    """Everything a session gives the fitters, built once by the samples stage (:func:`session_data`): the
+    one input of every estimator, ``Fitter(**settings).fit(data)``. A samples table alone is
+    ``SessionData(samples)`` (:meth:`of`)."""
+
+    samples: pd.DataFrame = field(default_factory=pd.DataFrame)
+    device: DeviceFacts | None = None
+    idle: IdleBaseline | None = None
+    thermal_steps: list[ThermalStep] = field(default_factory=list)
+    fan: pd.DataFrame | None = None        # the idle fan sweep's readings (:func:`fan_sweep`)
+    copies: pd.DataFrame | None = None     # the copy windows (:func:`transfer_table`)
+    plan: list[dict[str, Any]] | None = None
+    ambient_temp_c: float | None = None
+    source: str = "<table>"
+
+    @classmethod
+    def of(cls, data: "SessionData | pd.DataFrame", source: str = "<table>") -> "SessionData":
+        """``data`` itself, or a samples table as session data without a session."""
+        return data if isinstance(data, SessionData) else cls(data, idle=None, source=source)
+
+
+#: what the samples stage extracts from a session besides the samples table, by the kind of campaign
+#: step it comes from (the plan's thermal steps, the idle fan sweep, the campaign's copy sweep):
+#: SessionData field -> extraction
+EXTRACTIONS = {"thermal_steps": thermal_steps, "fan": fan_sweep, "copies": transfer_table}
+
+
+def session_data(session: Session, power: str | None = None) -> SessionData:
+    """The samples stage: a session's :class:`SessionData` (samples, device facts, idle baseline and every
+    extraction of :data:`EXTRACTIONS`), ``power`` naming the power stream when not the GPU's own."""
+    samples = session_samples(session, power)
+    data = SessionData(samples, DeviceFacts.of(session), idle_baseline(samples), plan=session.manifest.get("plan"),
+                       ambient_temp_c=ambient_temp_c(session), source=str(session.path))
+    for name, extract in EXTRACTIONS.items():
+        setattr(data, name, extract(session, power))
+    return data

@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "declaration; with --gpu also measure throughput against the peak",
                        description=(__import__("microbench.verify", fromlist=["x"]).__doc__ or "").split("\n\n")[0])
     v.add_argument("--arch", default="sm_70,sm_80,sm_90",
-                   help="comma-separated architectures (default: sm_70,sm_80,sm_90)")
+                   help="comma-separated architectures: NVIDIA sm_NN and AMD gfxNNN, e.g. gfx90a,gfx942,gfx1100 "
+                        "(default: sm_70,sm_80,sm_90)")
     v.add_argument("--kernel", action="append", default=None, help="check only this kernel (repeatable)")
     v.add_argument("--l2-bytes", type=int, default=None,
                    help="L2 size in bytes for the working-set checks (default: the architecture's reference GPU)")
@@ -38,12 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from microbench.kernels import catalog
-    from microbench.toolchain import KernelCompiler, arch_number
-    from microbench.verify import format_table, verify
+    from microbench.toolchain import KernelCompiler, is_amd, normalize_arch
+    from microbench.verify import amd_family, format_table, verify
 
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     try:
-        archs = [f"sm_{arch_number(a)}" for a in archs]
+        archs = [normalize_arch(a) for a in archs]
+        for a in archs:
+            if is_amd(a):
+                amd_family(a)
     except ValueError as e:
         raise BadInputError(f"--arch: {e}") from None
     if args.kernel:

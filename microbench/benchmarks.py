@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from calib.core.units import INSTRUCTION_CLASSES
 from microbench.devices.base import DeviceInfo
 from microbench.kernels import catalog
 from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
@@ -35,6 +36,32 @@ UNIT_KERNELS: dict[str, tuple[str, ...]] = {
     "tex": ("tex",), "l1": ("l1",), "l2": ("l2",), "global": ("dram",), "local": ("local",),
     "tensor": ("tensor",),
 }
+
+
+def _unit_kernels(units: list[str], unit_classes: Mapping[str, Any] | None) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(unit, stressed class, kernels: main first) to run for each power unit. IPP's units are
+    instruction classes (or reg/fds) with their own kernels; a GPU family whose units count several
+    classes (``device.unit_classes``, calib.core.arch) runs the kernels of each class it counts, labelled
+    by that class (what the timing fit reads from ``stresses``)."""
+    out = []
+    done: set[str] = set()
+    for unit in units:
+        classes = list(unit_classes.get(unit, ())) if unit_classes else []
+        if not classes:
+            if UNIT_KERNELS.get(unit):
+                out.append((unit, unit, UNIT_KERNELS[unit]))
+            continue
+        if set(classes) >= set(INSTRUCTION_CLASSES):
+            continue  # a unit busy with every instruction (AMD's issue): every kernel stresses it already
+        for c in classes:
+            if c in done:
+                continue
+            done.add(c)
+            fds_kernel = c == "ctrl"  # branches have their own kernel, which IPP runs for fetch/decode/schedule
+            kernels = UNIT_KERNELS.get("fds" if fds_kernel else c)
+            if kernels:
+                out.append((unit, c, kernels))
+    return out
 
 
 #: application-like mixes used as held-out workloads (per body step counts; names say what they imitate)
@@ -103,28 +130,27 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
     spec = CAMPAIGNS[campaign]
     units = list(info.extra.get("units", ()))
     max_w = int(info.extra.get("max_warps_per_sm", 32))
+    # 32-thread warps a launch may have: whole hardware warps (an AMD wave64 is two; calib.core.arch)
+    lanes = int(info.extra.get("warp_size", 32)) // 32
     out: list[Benchmark] = [Benchmark(name="idle_kernel", kernel="idle", role="idle_kernel", stresses="fds",
                                       kind="launch_only", warps_per_sm=1)]
-    for unit in units:
-        kernels = UNIT_KERNELS.get(unit)
-        if not kernels:
-            continue
+    for unit, cls, kernels in _unit_kernels(units, info.extra.get("unit_classes")):
         main, *variants = kernels
         # one dependent chain per thread (ilp 1) for compute units, so that the warps per SM set the
         # access rate from latency-bound (few warps) to issue-bound (many warps)
-        sweep_params = {"ilp": 1} if unit not in MEMORY_UNITS else {}
+        sweep_params = {"ilp": 1} if cls not in MEMORY_UNITS else {}
         for w in spec.warps_levels:
-            if w > max_w:
+            if w > max_w or w % lanes:
                 continue
             bps = max(1, w // 8)
-            out.append(Benchmark(name=f"{main}/w{w}", kernel=main, role="unit", stresses=unit, kind="unit",
+            out.append(Benchmark(name=f"{main}/w{w}", kernel=main, role="unit", stresses=cls, kind="unit",
                                  params=sweep_params, warps_per_sm=w, blocks_per_sm=bps))
         for v in variants:
-            out.append(Benchmark(name=f"{v}/w8", kernel=v, role="unit", stresses=unit, kind="unit", warps_per_sm=8))
-        if unit == "shared":
-            out.append(Benchmark(name="shared_conflict4/w8", kernel="shared", role="unit", stresses=unit, kind="unit",
+            out.append(Benchmark(name=f"{v}/w8", kernel=v, role="unit", stresses=cls, kind="unit", warps_per_sm=8))
+        if cls == "shared":
+            out.append(Benchmark(name="shared_conflict4/w8", kernel="shared", role="unit", stresses=cls, kind="unit",
                                  params={"conflict_ways": 4}, warps_per_sm=8))
-        if unit == "global":
+        if cls == "global":
             for k in spec.fma_k:
                 out.append(Benchmark(name=f"fma_intensity/k{k}", kernel="fma_intensity", role="unit",
                                      stresses="global", kind="fma_intensity", params={"k": k},

@@ -193,6 +193,7 @@ class Campaign:
             "campaign": {"name": self.campaign, "seed": self.seed, "spec": asdict(self.spec),
                          "steps": len(self.steps)},
             "plan": [b.describe(info) for b in self.benches + self.thermal],
+            **({"power_sampling": self.power_sampling} if getattr(self, "power_sampling", None) else {}),
             **({"transfer_plan": [t.describe() for t in self.transfers]} if self.transfers else {}),
         }
 
@@ -329,6 +330,9 @@ class Campaign:
                     done.add(pending)
             self.idle_temp_c = (state or {}).get("idle_temp_c")
         else:
+            from microbench.power_sampling import for_manifest
+
+            self.power_sampling = for_manifest(self.device, self.seed)   # how NVML samples this GPU
             writer = SessionWriter.create(session_dir, self.manifest(), clock=self.device.clock)
             done = set()
             self.idle_temp_c = None

@@ -75,6 +75,16 @@ class Instruction:
             return None
         return self.operands.strip().split(",")[0].strip() or None
 
+    @property
+    def conditional(self) -> bool:
+        """Whether a branch depends on a guard predicate."""
+        return self.pred is not None
+
+    @property
+    def exits(self) -> bool:
+        """Whether the instruction ends the kernel (``ret``, ``exit``)."""
+        return self.base in ("ret", "exit")
+
 
 @dataclass(frozen=True)
 class Loop:
@@ -89,21 +99,32 @@ class Loop:
 
 
 @dataclass
-class PtxFunction:
-    """A kernel (``.entry``) or device function (``.func``) of a PTX module."""
+class CodeFunction:
+    """A function of an assembly listing: instructions, labels, loops and the kernel's main path.
+
+    The instructions (PTX here, AMDGCN in :mod:`microbench.amdgcn`) give ``branch_target()`` (the
+    label a branch jumps to, else None), ``conditional`` (the branch depends on a run-time
+    condition) and ``exits`` (the instruction ends the kernel).
+    """
 
     name: str
     kind: str
-    instructions: list[Instruction] = field(default_factory=list)
+    instructions: list = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # label -> index of the next instruction
 
     def loops(self) -> list[Loop]:
-        """Innermost loops, in program order."""
-        found = []
+        """Innermost loops, in program order.
+
+        A loop runs from its header label to the last backward branch to that header: a body with a
+        skipped block (AMDGCN's ``s_cbranch_execz`` back to a latch placed before the header) has
+        two backward branches to one header and is one loop.
+        """
+        last: dict[str, int] = {}
         for i, ins in enumerate(self.instructions):
             target = ins.branch_target()
             if target is not None and target in self.labels and self.labels[target] <= i:
-                found.append(Loop(target, self.labels[target], i))
+                last[target] = i
+        found = [Loop(t, self.labels[t], i) for t, i in last.items()]
         inner = [lp for lp in found if not any(lp.contains(o) for o in found)]
         return sorted(inner, key=lambda lp: lp.start)
 
@@ -118,6 +139,8 @@ class PtxFunction:
         """
         loops = self.loops()
         by_start = {lp.start: lp for lp in loops}
+        # a jump into a loop's body (a rotated loop entered at its header) enters the loop
+        by_index = {k: lp for lp in loops for k in range(lp.start, lp.end + 1)}
         outside: list[Instruction] = []
         entered: list[Loop] = []
         i, n, steps = 0, len(self.instructions), 0
@@ -132,7 +155,7 @@ class PtxFunction:
                 continue
             ins = self.instructions[i]
             outside.append(ins)
-            if ins.base in ("ret", "exit"):
+            if ins.exits:
                 return outside, entered
             target = ins.branch_target()
             if target is None:
@@ -141,13 +164,19 @@ class PtxFunction:
             if target not in self.labels:
                 raise ValueError(f"{self.name}: branch to unknown label {target} (line {ins.line})")
             dest = self.labels[target]
-            if ins.pred is None:
-                i = dest
+            if not ins.conditional:
+                into = by_index.get(dest)
+                i = into.start if into is not None and not into.start <= i <= into.end else dest
             elif dest > i and any(i < lp.start < dest for lp in loops):
                 i += 1  # loop guard: the loop runs
             else:
                 i = dest  # guard of code that never runs (the never-true store)
         raise ValueError(f"{self.name}: control flow runs off the end without ret/exit")
+
+
+@dataclass
+class PtxFunction(CodeFunction):
+    """A kernel (``.entry``) or device function (``.func``) of a PTX module."""
 
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)

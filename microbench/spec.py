@@ -155,6 +155,9 @@ class Benchmark:
         spec = catalog.get(self.kernel)
         params = spec.params(**self.params)
         units = set(info.extra.get("units", ()))
+        classes = info.extra.get("unit_classes")  # a family whose units count several classes: what it counts
+        if classes:
+            units = {c for cs in classes.values() for c in cs}
         per_warp = place_memory(spec.per_warp(params), units) if units else spec.per_warp(params)
         return Workload(self.name, per_warp, self.launch(info), self.kernel, params, spec.kernel_traits(params))
 

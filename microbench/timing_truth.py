@@ -52,7 +52,8 @@ def timing_truth_of(p: Preset) -> dict[str, dict[str, Any]]:
 
     issue = tp.warp_issue_per_cycle
     put("issue_cycles", 1.0 / issue, "cycles", "design: 1 / warp instructions issued per cycle")
-    units = set(p.units)
+    # the instruction classes the GPU counts (its units are classes on NVIDIA; AMD's count several each)
+    units = {c for cs in p.unit_classes.values() for c in cs} if p.unit_classes else set(p.units)
     for c in M_FACTOR_CLASSES:
         thr = tp.throughput.get(c)
         if thr and c in units and issue / thr > 1.1:

@@ -1,4 +1,5 @@
-"""CUDA compilers for checking the kernels without a GPU: nvcc, NVRTC (via ctypes) and ptxas.
+"""Compilers for checking the kernels without a GPU: nvcc, NVRTC (via ctypes) and ptxas for NVIDIA,
+clang (``-x hip``) for AMD.
 
 Which toolchain compiles which architecture:
 
@@ -8,9 +9,17 @@ Which toolchain compiles which architecture:
   PTX, assembled for registers and spills by the ``ptxas`` of ``nvidia-cuda-nvcc-cu12``. That is
   the compiler CuPy (``cupy-cuda12x``) uses on those GPUs at run time.
 
-Locations can be forced with ``MICROBENCH_NVCC``, ``MICROBENCH_NVRTC`` (path to ``libnvrtc.so``)
-and ``MICROBENCH_PTXAS``. Kernel sources are self-contained after :func:`expand_includes`, so the
-kernel text compiled here is the text CuPy compiles at run time.
+AMD architectures (``gfx90a``, ``gfx942``, ``gfx1100``, ...) compile with clang 19 or newer
+(Debian: ``apt-get install clang-19``) as ``clang++ -x hip -nogpuinc -nogpulib --cuda-device-only
+--offload-arch=ARCH -O3 -S``: no ROCm install, the kernels' AMDGCN branch, and ``hip_prelude.h``
+standing in for the HIP headers that hiprtc provides at run time. The result is the GCN/CDNA/RDNA
+assembly with the code object metadata (registers, spills, scratch, LDS), parsed by
+:mod:`microbench.amdgcn`. Never hipcc: without ``HIP_PLATFORM=amd`` it silently runs nvcc when
+nvcc is on PATH, and without ``--offload-arch`` it targets gfx803.
+
+Locations can be forced with ``MICROBENCH_NVCC``, ``MICROBENCH_NVRTC`` (path to ``libnvrtc.so``),
+``MICROBENCH_PTXAS`` and ``MICROBENCH_CLANG``. Kernel sources are self-contained after
+:func:`expand_includes`, so the kernel text compiled here is the text CuPy compiles at run time.
 """
 
 from __future__ import annotations
@@ -46,6 +55,24 @@ def arch_number(arch: str) -> int:
     if not m:
         raise ValueError(f"not a CUDA architecture: {arch!r} (expected e.g. sm_80)")
     return int(m.group(1))
+
+
+def is_amd(arch: str) -> bool:
+    """Whether ``arch`` names an AMD GPU target (``gfx...``)."""
+    return arch.strip().lower().startswith("gfx")
+
+
+def normalize_arch(arch: str) -> str:
+    """``sm_NN`` for a CUDA architecture, ``gfxNNNx`` (lower case) for an AMD one; ValueError otherwise."""
+    if is_amd(arch):
+        from microbench.amdgcn import generation
+
+        generation(arch)  # validates
+        return arch.strip().lower()
+    try:
+        return f"sm_{arch_number(arch)}"
+    except ValueError:
+        raise ValueError(f"not a CUDA or AMD GPU architecture: {arch!r} (expected e.g. sm_80 or gfx90a)") from None
 
 
 def _supports(version: tuple[int, int], arch: int) -> bool:
@@ -100,18 +127,30 @@ class Resources:
 
 @dataclass
 class Compiled:
-    """Result of compiling one source with one set of macros for one architecture."""
+    """Result of compiling one source with one set of macros for one architecture.
+
+    ``ptx`` is the compiler's listing: PTX for NVIDIA, AMDGCN assembly (``clang -S``) for AMD
+    (``kind`` says which); ``resources`` the ptxas figures (NVIDIA) or the code object metadata
+    (AMD, :class:`microbench.amdgcn.Resources`).
+    """
 
     arch: str
     toolchain: str
     ptx: str
-    resources: dict[str, Resources] = field(default_factory=dict)
+    resources: dict = field(default_factory=dict)
     _functions: dict | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def kind(self) -> str:
+        return "amdgcn" if is_amd(self.arch) else "ptx"
+
     def functions(self) -> dict:
-        """The parsed PTX functions by name (parsed once)."""
+        """The parsed functions by name (parsed once)."""
         if self._functions is None:
-            from microbench.ptx import parse_module
+            if self.kind == "amdgcn":
+                from microbench.amdgcn import parse_module
+            else:
+                from microbench.ptx import parse_module
 
             self._functions = parse_module(self.ptx)
         return self._functions
@@ -250,6 +289,62 @@ class Nvrtc(Compiler):
             lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+#: AMD compiles need no ROCm: device code only, no HIP headers or device libraries, assembly out
+CLANG_HIP_OPTIONS: tuple[str, ...] = ("-x", "hip", "-nogpuinc", "-nogpulib", "--cuda-device-only", "-O3", "-S")
+#: what CuPy adds to every HIP compile (cupy/cuda/compiler.py, _compile_with_cache_hip, cupy-rocm-7-0
+#: 14.2.0): FP32 denormals flushed, as in the code the runner loads
+HIP_RUNTIME_OPTIONS: tuple[str, ...] = ("-fcuda-flush-denormals-to-zero",)
+#: stands in for the HIP headers (see the file)
+HIP_PRELUDE = "hip_prelude.h"
+#: the oldest clang that knows every target verify checks (gfx942 needs LLVM 17)
+CLANG_MIN_VERSION = 17
+_CLANG_NAMES = ("clang++-19", "clang++-20", "clang++-21", "clang++-18", "clang++-17", "clang++")
+
+
+class Clang:
+    """``clang++ -x hip`` for AMD targets (see module docstring)."""
+
+    name = "clang"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        out = _run([path, "--version"], "clang --version").stdout
+        m = re.search(r"clang version (\d+)\.(\d+)(?:\.(\d+))?", out)
+        if not m:
+            raise ToolchainError(f"{path}: cannot read the clang version from --version")
+        self.version = (int(m.group(1)), int(m.group(2)))
+        self.full_version = ".".join(g for g in m.groups() if g is not None)
+
+    def supports(self, arch: str) -> bool:
+        return is_amd(arch) and self.version[0] >= CLANG_MIN_VERSION
+
+    def describe(self) -> str:
+        return f"clang {self.full_version}"
+
+    def assembly(self, source: str, options: list[str], arch: str, workdir: Path) -> str:
+        """AMDGCN assembly (with code object metadata) of ``source`` for ``arch``."""
+        src = workdir / "kernel.hip"
+        src.write_text(source)
+        out = workdir / "kernel.s"
+        _run([self.path, *CLANG_HIP_OPTIONS, *HIP_RUNTIME_OPTIONS, f"--offload-arch={arch}", "-include",
+              str(KERNEL_DIR / HIP_PRELUDE), *options, str(src), "-o", str(out)], f"clang for {arch}")
+        return out.read_text()
+
+
+def find_clang() -> Clang | None:
+    """The first clang (``$MICROBENCH_CLANG``, then ``clang++-19``... on PATH) new enough for the AMD targets."""
+    cand = [os.environ.get("MICROBENCH_CLANG"), *(shutil.which(n) for n in _CLANG_NAMES)]
+    for c in cand:
+        if c and Path(c).is_file():
+            try:
+                clang = Clang(c)
+            except ToolchainError:
+                continue
+            if clang.version[0] >= CLANG_MIN_VERSION:
+                return clang
+    return None
+
+
 def _site_dirs() -> list[Path]:
     dirs = [Path(p) for p in sys.path if p and Path(p).is_dir()]
     return [d for d in dirs if (d / "nvidia").is_dir()]
@@ -310,6 +405,7 @@ class Toolchains:
     """Discovers the compilers once and picks one per architecture (see module docstring)."""
 
     def __init__(self) -> None:
+        self._clang = find_clang()
         self._nvcc = find_nvcc()
         self._ptxas = find_ptxas_all()
         self._nvrtc: list[Nvrtc] = []
@@ -322,15 +418,20 @@ class Toolchains:
         self._found = [c for c in ([self._nvcc] if self._nvcc else []) + self._nvrtc]
 
     def available(self) -> list[str]:
-        return [c.describe() for c in self._found]
+        return [c.describe() for c in self._found] + ([self._clang.describe()] if self._clang else [])
 
-    def for_arch(self, arch: str) -> Compiler:
+    def for_arch(self, arch: str) -> Compiler | Clang:
         """The compiler for ``arch``; raises :class:`ToolchainError` saying what to install."""
+        if is_amd(arch):
+            if self._clang is not None:
+                return self._clang
+            raise ToolchainError(f"no toolchain for {arch}: AMD targets need clang {CLANG_MIN_VERSION} or newer "
+                                 f"(apt-get install clang-19, or set MICROBENCH_CLANG)")
         a = arch_number(arch)
         for c in self._found:
             if c.supports(a):
                 return c
-        found = ", ".join(self.available()) or "none"
+        found = ", ".join(c.describe() for c in self._found) or "none"
         hint = _MISSING_HINT["old" if a < 75 else "new"].format(a=a)
         raise ToolchainError(f"no toolchain for sm_{a} (found: {found}). {hint}")
 
@@ -355,12 +456,14 @@ class KernelCompiler:
         kernel is still its own function, and sources ignore the macros of the others.
         """
         comp = self.toolchains.for_arch(arch)
-        a = arch_number(arch)
+        amd = is_amd(arch)
+        a = arch.strip().lower() if amd else arch_number(arch)
         files = (source_files,) if isinstance(source_files, str) else tuple(source_files)
         seen: set[Path] = set()
         source = "".join(expand_includes(KERNEL_DIR / f, seen) for f in files)
         options = [*BASE_OPTIONS, *(f"-D{k}={v}" for k, v in sorted(macros.items()))]
-        key = hashlib.sha256("\0".join([source, *options, str(a), comp.describe()]).encode()).hexdigest()[:24]
+        extra = [(KERNEL_DIR / HIP_PRELUDE).read_text(), *HIP_RUNTIME_OPTIONS] if amd else []
+        key = hashlib.sha256("\0".join([source, *options, str(a), comp.describe(), *extra]).encode()).hexdigest()[:24]
         with self._lock:
             if key in self._mem:
                 return self._mem[key]
@@ -369,9 +472,15 @@ class KernelCompiler:
             return cached
         with tempfile.TemporaryDirectory(prefix="mb-compile-") as tmp:
             work = Path(tmp)
-            ptx = comp.ptx(source, options, a, work)
-            res = comp.ptxas.resources(ptx, a, work)
-        out = Compiled(f"sm_{a}", comp.describe(), ptx, res)
+            if isinstance(comp, Clang):
+                from microbench.amdgcn import parse_resources
+
+                ptx = comp.assembly(source, options, str(a), work)
+                res: dict = parse_resources(ptx)
+            else:
+                ptx = comp.ptx(source, options, int(a), work)
+                res = comp.ptxas.resources(ptx, int(a), work)
+        out = Compiled(str(a) if amd else f"sm_{a}", comp.describe(), ptx, res)
         self._store(key, out)
         return out
 
@@ -384,7 +493,11 @@ class KernelCompiler:
         import json
 
         d = json.loads(f.read_text())
-        out = Compiled(d["arch"], d["toolchain"], d["ptx"], {k: Resources(**v) for k, v in d["resources"].items()})
+        if is_amd(d["arch"]):
+            from microbench.amdgcn import Resources as res_type
+        else:
+            res_type = Resources
+        out = Compiled(d["arch"], d["toolchain"], d["ptx"], {k: res_type(**v) for k, v in d["resources"].items()})
         with self._lock:
             self._mem[key] = out
         return out

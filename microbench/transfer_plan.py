@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-DIRECTIONS = ("h2d", "d2h")
-HOST_MEMORY = ("pinned", "pageable")
+from calib.core.units import COPY_DIRECTIONS as DIRECTIONS
 KIB, MIB = 1 << 10, 1 << 20
 
 #: sizes per campaign (bytes), window and reference lengths (s)

@@ -89,8 +89,8 @@ def test_amd_facts_count_in_32_thread_warps():
     unknown = arch.amd_facts("gfx1201")
     assert not unknown.known and unknown.warp_size == 64
     f = mi.device_fields()
-    assert f["units"] == ["valu_fp32", "valu_fp64", "valu_int", "valu_trans", "matrix", "salu", "lds", "l1", "l2",
-                          "hbm"]
+    assert f["units"] == ["valu_fp32", "valu_fp64", "valu_int", "valu_trans", "matrix", "salu", "issue", "lds", "l1",
+                          "l2", "hbm"]
     assert f["chip_units"] == ["l2", "hbm"] and f["mem_domain_units"] == ["hbm"] and f["warp_size"] == 64
 
 
@@ -100,7 +100,7 @@ def test_unit_counts_follow_the_family_mapping():
     pw = {"fp": 3, "int": 2, "alu": 1, "ctrl": 1, "const": 4, "tex": 5, "global": 6}
     amd = unit_counts(pw, unit_classes=arch.AMD_UNITS.classes)
     assert amd == {"valu_fp32": 3.0, "valu_fp64": 0.0, "valu_int": 3.0, "valu_trans": 0.0, "matrix": 0.0,
-                   "salu": 5.0, "lds": 0.0, "l1": 5.0, "l2": 0.0, "hbm": 6.0}
+                   "salu": 5.0, "issue": 22.0, "lds": 0.0, "l1": 5.0, "l2": 0.0, "hbm": 6.0}
     ipp = unit_counts(pw)
     assert list(ipp) == list(POWER_UNITS) and ipp["reg"] == 21.0 and ipp["fds"] == 22.0 and ipp["tex"] == 5.0
     assert set(IPP_UNIT_CLASSES) == set(POWER_UNITS)

@@ -79,6 +79,38 @@ def test_one_parameter_moved_by_ten_standard_errors_is_flagged_alone(cli, tmp_pa
     assert "two-sided z-test" in out and "Holm" in out
 
 
+def test_a_small_parameter_far_from_its_bound_is_tested_not_called_unchanged(cli, tmp_path):
+    """The transfer energies (J/byte, bounded to [0, 1e-6], ~5e-10) were "at their min bound" by an
+    absolute 1e-6 tolerance: calib diff called a change of 10 standard errors "unchanged: at its min bound
+    in both files" (and calib validate warned that they sat on it). Issue 27, finding 7."""
+    old = P.load(ROOT / "fitted" / "sim-titanx.json").to_dict()
+    new = copy.deepcopy(old)
+    p = new["transfer"]["parameters"]["energy_h2d_j_per_byte"]
+    assert (p["min"], p["max"]) == (0.0, 1e-06) and 1e-10 < p["value"] < 1e-9
+    se = old["fit"]["transfer"]["stderr"]["energy_h2d_j_per_byte"]
+    p["value"] += 10 * se
+    code, out, err = cli("diff", ROOT / "fitted" / "sim-titanx.json", _save(new, tmp_path / "new.json"),
+                         "--json", tmp_path / "d.json")
+    assert code == 3, out + err
+    js = json.loads((tmp_path / "d.json").read_text())
+    e = next(x for x in js["parameters"] if x["parameter"] == "transfer.energy_h2d_j_per_byte")
+    assert e["verdict"] == "significant" and e["z"] == pytest.approx(10 / math.sqrt(2), rel=1e-6)
+    code, out, err = cli("validate", ROOT / "fitted" / "sim-titanx.json")
+    assert code == 0 and "energy_h2d_j_per_byte" not in err
+
+
+def test_at_bound_is_relative_to_the_parameters_scale():
+    """Param.at_bound: within 1e-6 of the bound's magnitude (at least 1), or of the span between the bounds
+    when that is smaller."""
+    j = dict(unit="J/B", min=0.0, max=1e-6)
+    assert P.Param("e", 4.7e-10, **j).at_bound() is None
+    assert P.Param("e", 1e-13, **j).at_bound() == "min" and P.Param("e", 1e-6 - 1e-13, **j).at_bound() == "max"
+    assert P.Param("a", 5.5e-15, "W", 0.0, math.inf).at_bound() == "min"       # a solver's zero
+    assert P.Param("a", 2e-6, "W", 0.0, math.inf).at_bound() is None
+    assert P.Param("b", 1.0 + 1e-7, "B/s", 1.0, 1e13).at_bound() == "min"
+    assert P.Param("b", 1e13 * (1 - 1e-7), "B/s", 1.0, 1e13).at_bound() == "max"
+
+
 def test_holm_keeps_a_borderline_change_unflagged():
     old = _doc()
     new = copy.deepcopy(old)
@@ -254,3 +286,31 @@ def test_a_fixed_measured_input_is_tested_with_its_standard_error(tmp_path):
         doc["fit"]["thermal_network"].get("stderr_total", {}).pop("idle_power_w", None)
     ch = next(x for x in compare(_pf(old), _pf(new)).params if x.key == "thermal_network.idle_power_w")
     assert ch.verdict == "significant" and ch.reason == "fixed in both files: an exact value changed"
+
+
+def test_a_well_measured_member_of_an_old_files_combination_is_tested_on_its_own():
+    """Issue 27, finding 7: a file written before the identifiability entries named their undetermined
+    members (e.g. every fit of main before issue 29) ties the idle power to the activation power and the
+    SM-scaling beta with a 0.05 weight in one near-null direction, and `calib diff` called the idle power
+    -- 83.4 +/- 0.16 W, the best-measured parameter of the file -- "untested: not determined on its own".
+    A member whose own total error is small (0.2 % here) is determined and tested with it; the poorly
+    determined member (the activation power, 0.04 +/- 0.29 W) is still left to the combination."""
+    old = _doc()
+    power = old["power"]["parameters"]
+    fit = old["fit"]["power"]
+    assert fit["stderr_total"]["idle_power_w"] / power["idle_power_w"]["value"] < 0.01
+    # the entry as main's fitter wrote it (/tmp seeds 0-1 of gtx280, main 1a6b24f): no "undetermined" key
+    fit["identifiability"] = [{"parameters": ["idle_power_w", "activation_power_w"],
+                               "weights": {"idle_power_w": 0.0478, "activation_power_w": 1.0},
+                               "value": 0.0478 * power["idle_power_w"]["value"] + power["activation_power_w"]["value"],
+                               "stderr": 0.0043, "stderr_total": 0.019}]
+    power["activation_power_w"]["value"] = 0.04
+    fit["stderr"]["activation_power_w"] = fit["stderr_total"]["activation_power_w"] = 0.29
+    new = copy.deepcopy(old)
+    new["power"]["parameters"]["idle_power_w"]["value"] += 10 * fit["stderr_total"]["idle_power_w"]
+    new["power"]["parameters"]["activation_power_w"]["value"] += 0.03
+    c = compare(_pf(old), _pf(new))
+    by = {x.key: x for x in c.params}
+    assert by["power.idle_power_w"].verdict == "significant", by["power.idle_power_w"].reason
+    assert by["power.activation_power_w"].verdict == "untested"
+    assert "not determined on its own" in by["power.activation_power_w"].reason

@@ -19,6 +19,7 @@ import pytest
 
 from calib.core.params import Param, ParameterFile, Section
 from calib.fit.thermal import ThermalFitter
+from calib.segment import IdleBaseline, SessionData
 from calib.fit.timing import line_noise_rel
 from calib.fit.transfer import TransferFitter
 from calib.report.compare import compare, p_value, welch_dof
@@ -119,9 +120,8 @@ def test_sigma_stderr_counts_the_fan_power_error():
     for _ in range(40):
         steps, fan = _thermal_data(rng)
         f = ThermalFitter()
-        f._skip_uncertainty = True
         with _nowarn():
-            f.fit(steps, 40.0, 0.3, 50.0, fan)
+            f.fit(SessionData(idle=IdleBaseline(40.0, 0.3, 50.0, None), thermal_steps=steps, fan=fan), uncertainty=False)
         p = {q.name: q for q in f.params_}["sigma_w_per_c"]
         vals.append(p.value)
         ses.append(p.stderr)

@@ -15,12 +15,10 @@ from calib.fit.dvfs import DvfsPowerFitter
 from calib.model.dvfs import (
     breakdown,
     compile_section,
-    domain_totals,
     predict_power,
     relative_voltages,
     scaled_activities,
     transform,
-    unit_shape,
 )
 
 def fit_dvfs(df: pd.DataFrame, source: str = "", **settings) -> Section:
@@ -44,13 +42,11 @@ TRUE = {"static_core_w": 20.0, "static_mem_w": 15.0, "const_core_w": 12.0, "cons
 
 def synthetic(n_workloads: int = 30, noise: float = 0.005, seed: int = 1, form: str = "linear",
               shape: dict | None = None, temp: bool = False, mem_sat: float | None = None,
-              vcore_by_mem: np.ndarray | None = None, static_exp: float = 1.0,
-              total_core_w: float = 0.0) -> pd.DataFrame:
+              vcore_by_mem: np.ndarray | None = None) -> pd.DataFrame:
     """A table from known coefficients: every workload at every (core, mem) pair, ``noise`` relative sd.
 
     ``vcore_by_mem``: core voltages per (core level, memory level) instead of ``V_CORE`` at every memory
-    level; ``static_exp``: core static power ~ Vc**k; ``total_core_w``: core power following g(sum of the
-    core activities); ``shape`` may hold per-unit values (``ar_tp_lambda_fp``)."""
+    level."""
     rng = np.random.default_rng(seed)
     acts = rng.uniform(0, 1, (n_workloads, len(UNITS))) * (rng.uniform(0, 1, (n_workloads, len(UNITS))) < 0.7)
     acts[0] = 0.0  # an idle workload, so the active terms are identifiable
@@ -68,15 +64,12 @@ def synthetic(n_workloads: int = 30, noise: float = 0.005, seed: int = 1, form: 
         df["ref_mem_mhz"] = 3500.0
         U = scaled_activities(U, np.array([False, False, False, True]), df.core_mhz.to_numpy(), df.mem_mhz.to_numpy(),
                               df.ref_core_mhz.to_numpy(), df.ref_mem_mhz.to_numpy(), mem_sat)
-    G = np.column_stack([transform(U[:, j], form, unit_shape(shape or {}, u)) for j, u in enumerate(UNITS)])
-    g_tot = (transform(domain_totals(U, np.array([False, False, False, True]))[0], form, shape or {})
-             if total_core_w else 0.0)
+    G = np.column_stack([transform(U[:, j], form, shape or {}) for j in range(len(UNITS))])
     vc, vm = df.pop("_vc").to_numpy(), df.pop("_vm").to_numpy()
     kc, km = vc**2 * df.core_mhz.to_numpy() / 1200.0, vm**2 * df.mem_mhz.to_numpy() / 3500.0
     raw = df[[f"act_{u}" for u in UNITS]].to_numpy()
-    p = (TRUE["static_core_w"] * vc**static_exp + TRUE["static_mem_w"] * vm
-         + kc * (TRUE["const_core_w"] + TRUE["active_core_w"] * (raw[:, :3] > 0).any(axis=1) + G[:, :3] @ [40.0, 30.0, 25.0]
-                 + total_core_w * g_tot)
+    p = (TRUE["static_core_w"] * vc + TRUE["static_mem_w"] * vm
+         + kc * (TRUE["const_core_w"] + TRUE["active_core_w"] * (raw[:, :3] > 0).any(axis=1) + G[:, :3] @ [40.0, 30.0, 25.0])
          + km * (TRUE["const_mem_w"] + TRUE["active_mem_w"] * (raw[:, 3] > 0) + G[:, 3] * 50.0))
     if temp:
         t = rng.uniform(40, 80, len(df))
@@ -344,94 +337,21 @@ def test_core_voltage_auto_keeps_one_curve_on_an_incomplete_grid():
     assert ("core voltage per memory level: 2 of 15 (core, memory) clock pairs have no rows; those voltages are "
             "held only by the monotonicity bounds") in forced.stats["warnings"]
     with pytest.raises(BadInputError, match=r"DvfsPowerFitter: setting core_voltage='pstate' is not valid \(expected "
-                                            "one of 'auto', 'per_mem', 'per_mem_anchored', 'shared'\)"):
+                                            "one of 'auto', 'per_mem', 'shared'\)"):
         fit_dvfs(part, core_voltage="pstate")
 
 
-def test_anchored_core_curves_are_one_at_the_reference_core_clock():
-    df = synthetic(noise=0.003, vcore_by_mem=V_CORE_BY_MEM, n_workloads=20, seed=12)
-    sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0),
-                   core_voltage="per_mem_anchored")
-    at_ref = {p.name: p for p in sec.params.values() if p.name.startswith("v_core_1200")}
-    assert set(at_ref) == {"v_core_1200", "v_core_1200_mem_800", "v_core_1200_mem_3000"}
-    assert all(p.value == 1.0 and not p.vary for p in at_ref.values())
-    v = values(sec)
-    assert v["v_core_600_mem_800"] == pytest.approx(V_CORE_BY_MEM[0, 0] / V_CORE_BY_MEM[3, 0], abs=0.03)
-
-
-def test_recovers_static_voltage_exponent():
-    df = synthetic(noise=0.002, static_exp=3.0, n_workloads=30, seed=7)
-    sec = fit_dvfs(df, ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0), static_exp=True,
-                   core_voltage="shared")
-    v = values(sec)
-    assert v["static_v_exp"] == pytest.approx(3.0, abs=0.5)
-    assert v["static_core_w"] == pytest.approx(20.0, rel=0.15)
-    for f, vt in zip(CORE_MHZ, V_CORE):
-        assert v[f"v_core_{f:g}"] == pytest.approx(vt, abs=0.02)
-    assert sec.stats["mape_pct"] < 0.25
-
-
-@pytest.mark.parametrize("total", [15.0, -12.0])
-def test_recovers_total_activity_term_of_either_sign(total):
-    shape = {"ar_tp_lambda": 0.6, "ar_tp_threshold": 0.03}
-    df = synthetic(noise=0.002, form="tpow", shape=shape, total_core_w=total, n_workloads=40, seed=8)
-    sec = fit_dvfs(df, activity_clocks="off", ref_clocks=(1200.0, 3500.0), total_terms="free", core_voltage="shared")
-    v = values(sec)
-    assert v["total_core_w"] == pytest.approx(total, abs=2.5)
-    assert "total_mem_w" not in v  # one memory unit: its total is the unit itself
-    assert v["w_fp"] == pytest.approx(40.0, rel=0.08)
-    assert v["ar_tp_lambda"] == pytest.approx(0.6, abs=0.05)
-    doc = stored(sec)
-    pred = predict_power(doc, df)
-    assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
-    np.testing.assert_allclose(breakdown(doc, df).sum(axis=1).to_numpy(), pred, rtol=1e-12)
-    if total > 0:  # the non-negative variant can only take the sub-additive sign
-        nonneg = values(fit_dvfs(df, activity_clocks="off", ref_clocks=(1200.0, 3500.0), total_terms=True,
-                                 core_voltage="shared"))
-        assert nonneg["total_core_w"] == pytest.approx(total, abs=2.5)
-
-
-def test_recovers_per_unit_transform_powers():
-    shape = {"ar_tp_threshold": 0.03, "ar_tp_lambda_fp": 0.4, "ar_tp_lambda_int": 0.8, "ar_tp_lambda_sfu": 0.6,
-             "ar_tp_lambda_dram": 0.5}
-    df = synthetic(noise=0.002, form="tpow", shape=shape, n_workloads=40, seed=9)
-    sec = fit_dvfs(df, activity_clocks="off", ref_clocks=(1200.0, 3500.0), ar_shape="per_unit", core_voltage="shared")
-    v = values(sec)
-    for u in UNITS:
-        assert v[f"ar_tp_lambda_{u}"] == pytest.approx(shape[f"ar_tp_lambda_{u}"], abs=0.06), u
-    assert v["w_int"] == pytest.approx(30.0, rel=0.06)
-    doc = stored(sec)
-    pred = predict_power(doc, df)
-    assert np.mean(np.abs(pred - df.power_w) / df.power_w) * 100 == pytest.approx(sec.stats["mape_pct"], rel=1e-9)
-
-
-def test_robust_loss_resists_corrupted_rows():
-    df = synthetic(noise=0.003, n_workloads=30, seed=10)
-    rng = np.random.default_rng(0)
-    bad = rng.choice(len(df), len(df) // 25, replace=False)  # 4 % of the rows read 40 % high
-    df.loc[bad, "power_w"] *= 1.4
-    kw = dict(ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0), core_voltage="shared")
-    plain = values(fit_dvfs(df, **kw))
-    robust = values(fit_dvfs(df, loss="huber", loss_scale=0.01, **kw))
-
-    def err(v: dict[str, float]) -> float:
-        return max(abs(v[k] / TRUE[k] - 1) for k in ("w_fp", "w_int", "w_sfu", "w_dram"))
-
-    assert err(robust) < 0.05 < err(plain)
-    with pytest.raises(BadInputError, match=r"DvfsPowerFitter: setting loss='l1' is not valid \(expected one of "
-                                            "'linear', 'soft_l1', 'huber', 'cauchy'\)"):
-        fit_dvfs(df, loss="l1", **kw)
-    with pytest.raises(BadInputError, match="loss 'huber' needs the joint fit method"):
-        fit_dvfs(df, loss="huber", method="alternating", **kw)
-
-
-def test_workload_weighting_undoes_repeated_workloads():
-    df = synthetic(noise=0.01, n_workloads=12, seed=11)
-    rep = pd.concat([df] + [df[df.workload == "k03"]] * 4, ignore_index=True)  # one workload 5 times over
-    kw = dict(ar_form="linear", activity_clocks="off", ref_clocks=(1200.0, 3500.0), core_voltage="shared")
-    a = values(fit_dvfs(df, **kw))
-    b = values(fit_dvfs(rep, weighting="relative_workload", **kw))
-    c = values(fit_dvfs(rep, **kw))
-    for k in ("w_fp", "w_int", "w_dram", "const_core_w", "v_core_600"):
-        assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-4), k
-    assert max(abs(c[k] - a[k]) for k in ("w_fp", "w_int", "w_dram")) > 1e-3  # unweighted repeats do move the fit
+def test_settings_of_an_older_file_refit_without_the_retired_options():
+    """Files fitted before issue 28 record the options the Titan X study rejected (ridge, ar_shape,
+    total_terms, loss, loss_scale, static_exp) at their defaults: a refit from them (calib verify-bundle)
+    must drop them, not crash on an unknown keyword; a retired option at a value that changed the fit
+    is refused, naming it."""
+    old = {"mem_units": None, "ar_form": "linear", "activity_clocks": "off", "ref_clocks": [1200.0, 3500.0],
+           "ridge": 0.0, "ar_shape": "shared", "total_terms": False, "loss": "linear", "loss_scale": 0.05,
+           "static_exp": False}
+    f = DvfsPowerFitter.from_settings(old)
+    assert f.get_params()["ar_form"] == "linear" and "ridge" not in f.get_params()
+    sec = f.fit(synthetic(n_workloads=8)).section_
+    assert values(sec)["w_fp"] == pytest.approx(40.0, rel=0.1)
+    with pytest.raises(BadInputError, match=r"DvfsPowerFitter: setting ridge=0.03 is not supported by this version"):
+        DvfsPowerFitter.from_settings({**old, "ridge": 0.03})

@@ -63,6 +63,26 @@ def test_no_spread_beyond_noise_means_full_pooling():
     assert an.gpus["shrinkage"].min() > 0.97
 
 
+def test_pooled_stderr_counts_the_uncertainty_of_the_fleet_mean():
+    """The bug: the pooled standard error without its B^2 var(mu) term. By hand: 20 GPUs measuring one common
+    value, each with standard error 1 (no spread beyond the noise: tau = 0, B = 1), pool to the fleet's mean,
+    whose standard error is 1 / sqrt(20) -- not 0. And over 400 such fleets, 95 % of the +-1.96 se intervals
+    hold the true value (the large fleets of the other tests make var(mu) too small to see)."""
+    rng = np.random.default_rng(7)
+    df, _ = _fleet(n_long=0, n_short=20, tau=0.0, s_short=1.0)
+    df["value"] = 10.0 + 0.2 * rng.standard_normal(20)     # less spread than the noise: REML gives tau = 0
+    an = analyze_frame(df)
+    assert an.params.iloc[0]["tau"] == 0.0
+    assert an.gpus["pooled_value"].to_numpy() == pytest.approx(np.full(20, df["value"].mean()), rel=1e-12)
+    assert an.gpus["pooled_stderr"].to_numpy() == pytest.approx(np.full(20, 1.0 / np.sqrt(20.0)), rel=1e-9)
+    inside = []
+    for seed in range(400):
+        df, theta = _fleet(n_long=0, n_short=20, tau=0.0, s_short=1.0, seed=100 + seed)
+        g = analyze_frame(df).gpus
+        inside.append(abs(g["pooled_value"].iloc[0] - theta[0]) <= 1.96 * g["pooled_stderr"].iloc[0])
+    assert 0.92 <= np.mean(inside) <= 0.98, np.mean(inside)
+
+
 def test_planted_outliers_are_found_and_not_pooled():
     df, theta = _fleet(outliers={3: 12.0, 160: -25.0, 200: 40.0})
     an = analyze_frame(df, threshold=6.0)

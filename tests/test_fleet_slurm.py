@@ -63,8 +63,9 @@ def _submitted(capsys) -> str:
 
 def test_submit_a_virtual_fleet_through_slurm_and_collect_it(slurm, tmp_path, capsys):
     root = tmp_path / "fleet"
+    # a virtual fleet asks for no GPU unless told to: here it asks for one, as a site's GPU partition would
     assert main(["fleet", "submit", str(root), "--count", "4", "--sim", "gtx280", "--first-serial", "40",
-                 "--campaign", "quick", "--name", "ci"]) == 0
+                 "--campaign", "quick", "--name", "ci", "--gres", "gpu:1"]) == 0
     job = _submitted(capsys)
     _wait(job)
     recs = {p.stem: json.loads(p.read_text()) for p in sorted((root / "tasks").glob("*.json"))}
@@ -105,6 +106,7 @@ def test_a_requeued_task_resumes_its_session(slurm, tmp_path, capsys):
     _wait(job)
     rec = json.loads((root / "tasks" / "rq-00000.json").read_text())
     assert (rec["state"], rec["restart_count"]) == ("done", 1)
+    assert rec["gpu_slot"] == ""               # a virtual fleet asks Slurm for no GPU by default
     log = (root / "slurm" / f"calib-fleet-rq-{job}_0.out").read_text()
     assert "DUE TO JOB REQUEUE" in log
     assert "resuming campaign 'quick' on sim:gtx280@0" in log

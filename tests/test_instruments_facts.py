@@ -67,6 +67,27 @@ def test_hioki_refused_setting_without_codes_is_found_by_err_query(tmp_path):
             open_analyzer(str(emu.link), "hioki", current_range_a=10).start()
 
 
+@pytest.mark.parametrize("code_prefix", ["", ";"])
+def test_hioki_confirmation_code_with_or_without_leading_semicolon(tmp_path, code_prefix):
+    """Issue 27: the manuals say "replies like ;000"; a meter that answers a command with ``;000`` was
+    refused at :HEAD OFF ("neither a confirmation code nor silence"). Both ``000`` and ``;000`` are the code."""
+    with HiokiEmulator(tmp_path / "h.tty", separator=";", answer_codes=True, code_prefix=code_prefix) as emu:
+        drv = open_analyzer(str(emu.link), "hioki", period_s=0.05, voltage_range_v=150, current_range_a=2)
+        rows = _log_for(drv, 0.6)
+        assert emu.vrange == 150 and emu.crange == 2
+    assert len(rows) >= 6 and drv.stats.rejected == 0
+    assert drv.observed == {"confirmation_codes": True, "separator": ";"}
+    assert drv.identity == "HIOKI,PW3335,123456789,V1.00"
+
+
+def test_hioki_refused_setting_answered_with_semicolon_code_names_the_command(tmp_path):
+    """A ``;002`` answer (refused, in the ``;000`` form) is an error code, not a malformed reply."""
+    with HiokiEmulator(tmp_path / "h.tty", answer_codes=True, code_prefix=";") as emu:
+        emu.CURR_RANGES = (1, 2, 5)  # a meter variant without the 10 A range
+        with pytest.raises(InstrumentError, match=r"hioki on .*h.tty: ':CURR:RANG 10' answered error code '002'"):
+            open_analyzer(str(emu.link), "hioki", current_range_a=10).start()
+
+
 def test_hioki_error_values_are_counted_not_logged(tmp_path):
     with HiokiEmulator(tmp_path / "h.tty", separator=",", answer_codes=True) as emu:
         drv = open_analyzer(str(emu.link), "hioki", period_s=0.05)

@@ -138,8 +138,14 @@ def test_hioki_pw3335_transcript():
     assert drv.stats.error_values == {"over-range": 1} and drv.stats.instrument_errors == 1
 
 
-def test_hioki_confirmation_code_transcript():
-    drv, rows = replay("hioki", HIOKI_CODES, steps=1)
+#: the same with every bare code written ``;000`` (the other reading of the manuals' "replies like ;000")
+HIOKI_CODES_SEMI = [(w, b";000\r\n" if r == _C else r) for w, r in HIOKI_CODES]
+
+
+@pytest.mark.parametrize("transcript", [HIOKI_CODES, HIOKI_CODES_SEMI], ids=["000", ";000"])
+def test_hioki_confirmation_code_transcript(transcript):
+    """Issue 27: ``;000`` after :HEAD OFF was refused as "neither a confirmation code nor silence"."""
+    drv, rows = replay("hioki", transcript, steps=1)
     assert rows[0].values["power_w"] == 110.14 and drv.identity == "HIOKI,PW3336,123456789,V1.00"
     assert drv.observed == {"confirmation_codes": True, "separator": ","}
 

@@ -10,7 +10,7 @@ import pytest
 
 from calib.core.params import ParameterFile, Section
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG, ar_transform
-from calib.model.ipp import IppPowerModel, log_factor, sm_scale
+from calib.model.ipp import IppPowerModel, sm_scale
 from calib.model.thermal import ThermalModel
 from calib.core.units import mem_intensity, unit_counts
 
@@ -37,13 +37,12 @@ def test_speclinear_clamped_below_root_and_zero_at_zero():
 @pytest.mark.parametrize("n,expected", [(1, 0.1451), (2, 0.2287), (5, 0.4122), (10, 0.6092), (15, 0.7443),
                                         (19, 0.8284), (20, 0.8472), (25, 0.9303), (30, 1.0), (0, 0.0414)])
 def test_log_sm_factor_gtx280(n, expected):
-    assert log_factor(1.1, n, 30) == pytest.approx(expected, abs=5e-5)
     assert float(sm_scale("log", 1.1, np.array([n]), 30)[0]) == pytest.approx(expected, abs=5e-5)
 
 
 def test_log_sm_factor_gtx580():
-    assert log_factor(1.1, 1, 16) == pytest.approx(0.2191, abs=5e-5)
-    assert log_factor(1.1, 8, 16) == pytest.approx(0.7443, abs=5e-5)
+    assert float(sm_scale("log", 1.1, 1, 16)) == pytest.approx(0.2191, abs=5e-5)
+    assert float(sm_scale("log", 1.1, 8, 16)) == pytest.approx(0.7443, abs=5e-5)
 
 
 def _table8_doc(with_thermal: bool = False) -> ParameterFile:

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from calib.core.errors import BadInputError, NotFittedError
-from calib.fit.ipp import IppPowerFitter, _Evaluator
-from calib.model.ipp import power_from_arrays
+from calib.fit.ipp import IppPowerFitter
+from calib.model import ipp as model
 
 TRUE = {"idle_power_w": 60.0, "activation_power_w": 10.0, "const_sm_power_w": 0.5, "sm_beta": 1.1,
         "max_power_fp_w": 1.0, "ar_log_a_fp": 0.12, "max_power_int_w": 0.8, "max_power_sfu_w": 0.6,
@@ -36,26 +36,55 @@ def _table(seed: int = 0, noise: float = 0.3) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     act = {u: df[f"act_{u}"].to_numpy() for u in FORMS}
     running = (df["role"] != "idle").to_numpy()
-    p = power_from_arrays(STRUCT, TRUE, act, running, df["active_sms"].to_numpy(float))
+    p = model.power(TRUE, model.design(STRUCT, act, running, df["active_sms"].to_numpy(float)))
     df["power_w"] = p + rng.normal(0, noise, len(df))
     return df
 
 
-def test_recovers_parameters_and_forms():
-    df = _table()
-    f = IppPowerFitter(sm_count=16, chip_units=["global"]).fit(df)
-    assert f.forms_ == FORMS
-    assert f.sm_scaling_ == "log"
-    got = {p.name: p for p in f.params_}
-    for name, tol in [("idle_power_w", 0.01), ("max_power_global_w", 0.05), ("max_power_fp_w", 0.1),
-                      ("max_power_int_w", 0.1), ("sm_beta", 0.05), ("const_sm_power_w", 0.15)]:
-        assert got[name].value == pytest.approx(TRUE[name], rel=tol), name
-        assert got[name].stderr is not None and got[name].stderr > 0
-    # the estimates agree with the truth within a few standard errors
-    for name in ("idle_power_w", "max_power_global_w", "sm_beta"):
-        assert abs(got[name].value - TRUE[name]) < 4 * got[name].stderr, name
-    # residual scale (chi-square per degree of freedom) recovers the noise level
-    assert np.sqrt(f.result_.redchi) == pytest.approx(0.3, rel=0.4)
+def test_recovers_the_virtual_gpus_parameters_and_forms():
+    """The IPP fitter on a virtual GTX 280 campaign's rows (fitted/sim-gtx280.samples.csv, recorded by
+    `calib run`, with the settings that run used, its thermal fit's temperature correction included)
+    recovers the hidden physics: every unit's access-rate form, and every parameter with a truth within
+    the uncertainty the fit states (tests/recovery_rule.py). The test used to make its rows with the
+    fitter's own model equations; the truth here is the simulator's (microbench.truth), never the fit's
+    form. Without the temperature correction (power not referred to the idle temperature), the SFU and
+    FDS forms flip."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    from calib.fit.uncertainty import annotate_identifiability
+    from microbench.truth import ar_forms, ground_truth
+    from recovery_rule import failures, judge
+
+    root = Path(__file__).resolve().parents[1]
+    doc = json.loads((root / "fitted" / "sim-gtx280.json").read_text())
+    settings = doc["fit"]["power"]["settings"]
+    assert settings["temperature_correction"]["sigma_w_per_c"] > 0
+    df = pd.read_csv(root / "fitted" / "sim-gtx280.samples.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = IppPowerFitter(**settings).fit(df)
+    # every unit's hidden form, or a form the data prefer by less than positive evidence (BIC 6, Kass &
+    # Raftery): sfu log by 2.1 on these rows, a structure main's search (1a6b24f) missed by landing at
+    # BIC -490.7 where this one is -496.4
+    truth_forms = ar_forms("gtx280")
+    wrong = {u for u, v in f.forms_.items() if v != truth_forms[u]}
+    assert wrong <= {"sfu"}, wrong
+    if wrong:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = IppPowerFitter(**dict(settings, ar_forms=truth_forms, shared_activation="on" if f.shared_ else "off")
+                               ).fit(df, uncertainty=False)
+        assert g.result_.bic - f.result_.bic < 6.0
+    sec = f.section_
+    annotate_identifiability(sec)
+    truth = ground_truth("gtx280")
+    rows = [{"parameter": f"power.{n}", "truth": truth[f"power.{n}"]["value"], "fitted": p.value,
+             "stderr_total": p.stderr_total} for n, p in sec.params.items() if f"power.{n}" in truth]
+    assert len(rows) == sum(1 for k in truth if k.startswith("power."))      # every power truth is fitted
+    verdicts = judge(rows, {"power": sec.stats.get("identifiability") or []})
+    assert failures(verdicts) == []
 
 
 def test_fixed_forms_are_respected_and_linear_sm_scaling_selectable():
@@ -76,23 +105,29 @@ def test_unit_that_never_varies_is_dropped_with_warning():
     assert "tex" not in f.units_
 
 
-def test_fast_evaluator_equals_model_equations():
+def test_model_power_and_its_jacobian_match_the_equations():
+    """The fitter's inner loop is the model's own power and analytic Jacobian (calib.model.ipp): power
+    against eqs. (13)-(16), (22) written out by hand for one row, and the Jacobian against central
+    differences (a wrong derivative steers the fit and its standard errors)."""
     df = _table()
     act = {u: df[f"act_{u}"].to_numpy() for u in FORMS}
     running = (df["role"] != "idle").to_numpy()
     n = df["active_sms"].to_numpy(float)
     temp = np.linspace(50, 70, len(df))
-    ev = _Evaluator(STRUCT, act, running, n, temp, 0.4, 55.0)
-    ref = power_from_arrays(STRUCT, TRUE, act, running, n, temp, 0.4, 55.0)
-    assert np.allclose(ev.power(TRUE), ref, rtol=1e-12, atol=1e-9)
-    # analytic Jacobian against central differences
-    jac = ev.jacobian(TRUE)
+    d = model.design(STRUCT, act, running, n, temp, 0.4, 55.0)
+    i = int(np.flatnonzero(df["workload"] == "sm4")[0])  # fp 0.8, int 0.05, global 0.05 on 4 of 16 SMs
+    s = np.log10((10 - 1.1) / 16 * 4 + 1.1)
+    fp = 1.0 * max(0.0, 0.12 * np.log(0.8) + 1.0)
+    glob = 40.0 * max(0.0, 0.1365 * np.log(0.05) + 1.0)
+    hand = 60.0 + 10.0 + s * (16 * 0.5 + 16 * fp + 16 * 0.8 * 0.05 + glob) + 0.4 * (temp[i] - 55.0)
+    assert model.power(TRUE, d)[i] == pytest.approx(hand, rel=1e-12)
+    jac = model.jacobian(TRUE, d)
     for name in ("sm_beta", "ar_log_a_fp", "max_power_global_w", "const_sm_power_w"):
         h = 1e-6 * max(1.0, abs(TRUE[name]))
         up, dn = dict(TRUE), dict(TRUE)
         up[name] += h
         dn[name] -= h
-        num = (ev.power(up) - ev.power(dn)) / (2 * h)
+        num = (model.power(up, d) - model.power(dn, d)) / (2 * h)
         assert np.allclose(jac[name], num, rtol=1e-5, atol=1e-6), name
 
 
@@ -145,25 +180,27 @@ TITANX_S6 = dict(mem_units=["global", "local"], sm_count=24, chip_units=["l2", "
 
 
 def test_form_search_is_not_stuck_where_a_cold_restart_finds_a_better_flip():
+    """The warm-started greedy search used to stop on these rows with SHARED linear and ALU/FDS log (BIC
+    -71) while 18 of 20 seeds chose ALU and FDS linear (BIC -133). With the shared-activation term
+    searched beside the forms (issue 29), the structure is ALU, FDS and SFU linear with the term on (BIC
+    -226; the hidden SFU is linear too); without it, the search on these rows still stops at SHARED linear
+    (BIC -91), so the search itself is checked: no single flip of the chosen structure, refitted from the
+    default start and the random starts, has a lower BIC."""
     import warnings
     from pathlib import Path
 
     df = pd.read_csv(Path(__file__).parent / "data" / "ipp_titanx_seed6_rows.csv")
     f = IppPowerFitter(**TITANX_S6)
-    f._skip_uncertainty = True  # the search only
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the identifiability notes of REG/FDS are not the point here
-        f.fit(df)
+        f.fit(df, uncertainty=False)  # the search only
     linear = sorted(u for u, v in f.forms_.items() if v == "linear")
-    assert linear == ["alu", "fds"], linear
+    assert {"alu", "fds"} <= set(linear) and "shared" not in linear, linear
     assert f.result_.bic < -150
-    # no single flip of the chosen structure, refitted from the default start and the random starts,
-    # has a lower BIC: the search ended at a local optimum of the structures, not of one start
-    for u in f.forms_:
-        trial = dict(f.forms_)
-        trial[u] = "log" if trial[u] == "linear" else "linear"
-        r = f._restarted(f._fit_once(trial, f.sm_scaling_, True, 24), trial, f.sm_scaling_, True, 24)
-        assert r.bic >= f.result_.bic - 1e-6, (u, r.bic, f.result_.bic)
+    for what in f._flips():
+        trial = f.struct_.flip(what, f)
+        best = min((r.bic for r in f._fits_from(trial, [None, *f._random_starts(f.result_)])), default=np.inf)
+        assert best >= f.result_.bic - 1e-6, (what, best, f.result_.bic)
 
 
 def test_form_alternatives_several_flips_away_cover_the_units_every_instruction_touches():
@@ -188,9 +225,7 @@ def test_form_alternatives_several_flips_away_cover_the_units_every_instruction_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         f = IppPowerFitter(**settings).fit(df)
-    assert sorted(u for u, v in f.forms_.items() if v == "linear") == ["alu", "fds"]
-    alts = f.discrepancy_["form_alternatives"]
-    assert any(a.count("+") >= 1 and "fds log" in a for a in alts), alts
+    assert {"alu", "fds"} <= {u for u, v in f.forms_.items() if v == "linear"}
     truth = ground_truth("titanx")
     sec = f.section_
     for u in ("reg", "fds", "sfu", "shared", "alu"):

@@ -35,6 +35,15 @@ def _wait_rows(path: Path, n: int, timeout_s: float = 15.0) -> None:
     raise TimeoutError(f"{path}: fewer than {n} rows after {timeout_s} s")
 
 
+def _wait_sent_before(emu, n: int, age_s: float, timeout_s: float = 60.0) -> None:
+    """Wait until the emulator's own log shows ``n`` lines sent at least ``age_s`` ago (its counters and
+    stamps, not a sleep: on a loaded machine the meter simply takes longer to send them)."""
+    end = time.monotonic() + timeout_s
+    while sum(1 for t in list(emu.sent_t) if t < time.monotonic() - age_s) < n:
+        assert time.monotonic() < end, f"the emulator sent fewer than {n} lines in {timeout_s} s"
+        time.sleep(0.05)
+
+
 def test_sigkill_loses_nothing_older_than_1s_and_second_run_appends(tmp_path):
     link = tmp_path / "meter.tty"
     sess = tmp_path / "session"
@@ -44,7 +53,7 @@ def test_sigkill_loses_nothing_older_than_1s_and_second_run_appends(tmp_path):
         p = _calib(*args)
         try:
             _wait_rows(sess / "csv.csv", 5)
-            time.sleep(2.0)
+            _wait_sent_before(emu, len(emu.sent) + 60, 1.0)   # was: sleep 2 s and hope for 50 lines
             t_kill = time.monotonic()
             p.send_signal(signal.SIGKILL)
             p.wait(10)
@@ -73,7 +82,7 @@ def test_sigkill_loses_nothing_older_than_1s_and_second_run_appends(tmp_path):
     s2 = read_session(sess)
     df2 = s2.stream("csv")
     assert set(df2["segment"]) == {0, 1}
-    assert len(df2[df2["segment"] == 1]) > 50
+    assert len(df2[df2["segment"] == 1]) >= 5   # a second of a 100-line/s meter (fewer on a loaded machine)
     assert [seg["segment"] for seg in s2.manifest["segments"]] == [0, 1]
     m = s2.markers()
     assert list(m["event"]) == ["segment_start", "segment_start"]
@@ -85,8 +94,7 @@ def test_sigterm_is_a_clean_stop_with_summary(tmp_path):
     sess = tmp_path / "s"
     with CsvEmulator(link, frame_period_s=0.02):
         p = _calib("log", "--serial", str(link), "--protocol", "csv", "--columns", "power_w,voltage_v", "-o", str(sess))
-        _wait_rows(sess / "csv.csv", 3)
-        time.sleep(0.5)
+        _wait_rows(sess / "csv.csv", 12)   # was: 3 rows, then 0.5 s of sleep and an assertion of > 10 rows
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=20)
     assert p.returncode == 0, err
@@ -99,7 +107,7 @@ def test_sigterm_is_a_clean_stop_with_summary(tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["log", "-o", "X"], "ERROR: nothing to log: give --nvml INDEX, --device DEV and/or --serial PORT --protocol NAME"),
+    (["log", "-o", "X"], "ERROR: nothing to log: give --nvml INDEX, --device DEV, --rapl and/or --serial PORT --protocol NAME"),
     (["log", "--serial", "/dev/null", "-o", "X"], "ERROR: --serial needs --protocol (one of csv, hioki, powersensor3"),
     (["log", "--serial", "/dev/null", "--protocol", "wt9", "-o", "X"], "ERROR: --protocol 'wt9': unknown"),
     (["log", "--serial", "/dev/null", "--protocol", "csv", "--analyzer-opt", "x", "-o", "X"],
@@ -144,8 +152,13 @@ def test_nvml_logging_in_process_with_patched_binding(tmp_path, capsys):
     e = s.manifest["log_segments"][0]["streams"]["nvml0"]["energy"]
     span = e["t1_s"] - e["t0_s"]
     assert e["integrated_j"] == pytest.approx(180.0 * span, rel=1e-6)
-    assert abs(e["disagreement_pct"]) < 15.0  # 100 ms counter steps over ~1.2 s
-    assert len(s.stream("nvml0")) >= 50
+    # the counter steps every 0.1 s and a reading sees a step up to one gap between readings late, at each
+    # edge: the bound comes from the stream's own stamps (it asserted < 15 % and >= 50 rows in 1.2 s of wall
+    # time, which a loaded machine does not always give)
+    df = s.stream("nvml0")
+    gap = float(df["t_mono_s"].diff().max())
+    assert abs(e["disagreement_pct"]) <= 100.0 * 2 * (0.1 + gap) / span
+    assert len(df) >= 5
 
 
 def test_ctrl_c_exits_130_and_keeps_every_sample(tmp_path):
@@ -156,7 +169,7 @@ def test_ctrl_c_exits_130_and_keeps_every_sample(tmp_path):
                    "-o", str(sess))
         try:
             _wait_rows(sess / "csv.csv", 5)
-            time.sleep(1.0)
+            _wait_sent_before(emu, len(emu.sent) + 60, 0.05)   # was: sleep 1 s and hope for 50 lines
             t_int = time.monotonic()
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=20)

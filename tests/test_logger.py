@@ -42,17 +42,35 @@ def _writer(tmp_path, sensors):
                                                     "sensors": [s.describe() for s in sensors]})
 
 
-def test_rows_reach_the_session_at_the_requested_rate(tmp_path):
+def _wait_for_rows(lg: SensorLogger, name: str, n: int, timeout_s: float = 60.0) -> None:
+    """Wait (not an assertion on speed: a loaded machine only makes it longer) until the logger has ``n`` rows."""
+    end = time.monotonic() + timeout_s
+    while lg.stats.sensors[name].rows < n:
+        assert time.monotonic() < end, f"fewer than {n} rows after {timeout_s} s"
+        time.sleep(0.01)
+
+
+def test_rows_reach_the_session_on_the_loggers_schedule(tmp_path):
+    """One row per tick, and the ticks made plus the ticks skipped fill the logger's own elapsed time at the
+    requested period (its clock, its counters): the schedule holds whatever the machine's load. The test
+    asserted 22-28 rows and 40-60 Hz over 0.5 s of wall time, which a loaded machine fails; the rate a
+    machine achieves is a benchmark's figure (tests/benchmarks/bench_logger.py)."""
     s = ScriptedSensor("a")
     w = _writer(tmp_path, [s])
     with SensorLogger(w, [s], period_s=0.02) as lg:
-        time.sleep(0.5)
+        _wait_for_rows(lg, "a", 25)
     w.close()
+    st = lg.stats
     df = read_session(tmp_path / "sess").stream("a")
-    assert 22 <= len(df) <= 28  # 0.5 s at 50 Hz, plus the final drain
-    assert lg.stats.sensors["a"].rows == len(df)
-    assert 40 <= lg.stats.achieved_hz("a") <= 60
+    assert len(df) == st.sensors["a"].rows == st.ticks + 1          # each tick read once, plus the final drain
+    slots = st.elapsed_s / st.period_s
+    assert st.ticks + st.overruns - 1 <= slots <= st.ticks + st.overruns + 1
     assert list(df["power_w"][:3]) == [1.0, 2.0, 3.0]
+    t = df["t_mono_s"].to_numpy()
+    # the ticks' rows fall inside the logger's run (the final drain comes after the thread stopped)
+    assert (t[1:] >= t[:-1]).all() and st.started_mono_s <= t[0] and t[-2] <= st.stopped_mono_s
+    if st.overruns == 0:   # not overloaded: every slot of the grid got its row
+        assert st.ticks == pytest.approx(slots, abs=1.5)
 
 
 def test_nvml_sensor_through_the_logger_with_patched_binding(tmp_path):
@@ -62,8 +80,10 @@ def test_nvml_sensor_through_the_logger_with_patched_binding(tmp_path):
 
         s = NvmlSensor(0)
         w = _writer(tmp_path, [s])
-        with SensorLogger(w, [s], period_s=0.02):
-            time.sleep(1.2)
+        with SensorLogger(w, [s], period_s=0.02) as lg:
+            _wait_for_rows(lg, "nvml0", 45)
+            while lg.stats.elapsed_s < 1.2:   # and 1.2 s of the logger's own clock
+                time.sleep(0.05)
         s.close()
         w.close()
     df = read_session(tmp_path / "sess").stream("nvml0")
@@ -71,7 +91,10 @@ def test_nvml_sensor_through_the_logger_with_patched_binding(tmp_path):
     we = window_energy(df, float(df["t_mono_s"].iloc[2]), float(df["t_mono_s"].iloc[-3]))
     span = float(df["t_mono_s"].iloc[-3] - df["t_mono_s"].iloc[2])
     assert we.integrated_j == pytest.approx(250.0 * span, rel=1e-6)
-    assert abs(we.disagreement_pct) < 12.0  # 100 ms counter steps over ~1 s
+    # the counter steps every 0.1 s and a reading sees a step up to one gap between readings late, at each
+    # edge of the window: that bounds the disagreement (the readings' own stamps, not an expected rate)
+    gap = float(df["t_mono_s"].diff().max())
+    assert abs(we.disagreement_pct) <= 100.0 * 2 * (0.1 + gap) / span
 
 
 def test_transient_errors_are_counted_and_warned(tmp_path):

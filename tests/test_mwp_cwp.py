@@ -69,6 +69,19 @@ def test_case_1_not_enough_warps_is_serial():
     assert r["exec_cycles"] == pytest.approx((424 + comp) * 2)
 
 
+def test_case_1_pays_comp_p_for_every_warp_after_the_first():
+    """Case 1 with MWP = N = 2 (the test above has N = 1, which zeroes the very term it should test): the bug
+    is eq. (21) without its Comp_p x (MWP - 1). By hand, coalesced FX5600, 2 warps per block, one block per
+    SM, 32 blocks on 16 SMs (Rep = 2), 60 fp and 2 loads per warp: Mem_L = 420 + 4 = 424, Mem_cycles =
+    2 x 424 = 848, Comp = 4 x 62 = 248 (the loads issue too), Comp_p = Comp / #Mem_insts = 124;
+    MWP = min(Mem_L / Departure_delay = 106, MWP_peak_BW = 11.78, N = 2) = 2 and CWP = min((848 + 248) / 248
+    = 4.42, N) = 2: Case 1, (848 + 248 + 124 x (2 - 1)) x 2 = 2440 cycles."""
+    r = _run(FX5600, 60, 2, 0, warps_per_block=2, blocks=32, sms=16)
+    assert (r["n"], r["mwp"], r["cwp"], r["rep"]) == (2.0, 2.0, 2.0, 2.0)
+    assert r["case"] == CASE_NOT_ENOUGH_WARPS
+    assert r["exec_cycles"] == pytest.approx((848 + 248 + 124 * (2 - 1)) * 2)
+
+
 def test_case_2_mwp_2_cwp_4_is_memory_bound():
     # uncoalesced FX5600: MWP = 2.28; Comp = 4 x 61 = 244, Mem = 730 -> CWP = 3.99; N = 8
     r = _run(FX5600, 60, 0, 1)

@@ -20,7 +20,8 @@ SIM = sorted(p for p in FITTED.glob("sim-*.json") if not p.name.endswith(".recov
 
 def test_the_expected_files_are_there():
     assert [p.name for p in REFERENCE] == ["gtx280-ipp2010.json", "gtx580-hong2012.json"]
-    assert [p.name for p in SIM] == ["sim-gtx280.json", "sim-gtx580.json", "sim-titanx.json"]
+    assert [p.name for p in SIM] == ["sim-gtx280.json", "sim-gtx580.json", "sim-mi250x.json", "sim-mi300x.json",
+                                     "sim-titanx.json"]
 
 
 @pytest.mark.parametrize("path", REFERENCE + SIM, ids=lambda p: p.name)
@@ -54,7 +55,7 @@ def test_sim_sets_ship_with_samples_and_recovery(path):
     rec = json.loads(path.with_name(stem + ".recovery.json").read_text())
     assert rec["preset"] == doc["device"]["preset"]
     assert doc["provenance"]["campaign"]["name"] == "standard"
-    assert ("dvfs" in doc) == (doc["device"]["preset"] == "titanx")
+    assert ("dvfs" in doc) == (doc["device"]["preset"] in ("titanx", "mi250x", "mi300x"))
 
 
 def _row(units: list[str], active: dict[str, float], active_sms: float) -> dict:

@@ -165,3 +165,35 @@ def test_active_sm_optimum_is_the_optimizers(quick_run):
     assert s["best_sms"] == opt["optimal_sms_sweep"] and s["eq34_sms"] == opt["optimal_sms_eq34"]
     assert list(s["model_sms"]) == list(range(1, int(inp.params.device["sm_count"]) + 1))
     assert s["ppw_pred"][-1] == pytest.approx(1.0)
+
+
+def test_the_report_says_what_each_mape_is_of_and_counts_poles(quick_run, cli, tmp_path):
+    """The report showed "transfer MAPE 81.8 %" unexplained (the copies' time error, dominated by the 4-256 KiB
+    copies, under 0.5 % from 1 MiB) and dominant_poles 2 vs 1 as "-50.0 %" (issue 27, finding 7)."""
+    import json
+    import re
+    import shutil
+
+    from calib.report.recovery import format_table
+
+    for ext in (".json", ".recovery.json"):
+        shutil.copy(quick_run / "fitted" / f"q{ext}", tmp_path / f"q{ext}")
+    rc, out, err = cli("report", tmp_path / "q.json", "-o", tmp_path / "rep", "-q")
+    assert rc == 0, err
+    text = re.sub(r"<[^>]+>", "|", (tmp_path / "rep" / "index.html").read_text())
+    card = text[text.index("|transfer|"):][:600]
+    assert "|time MAPE " in card
+    by = json.loads((tmp_path / "q.json").read_text())["fit"]["transfer"]["mape_pct_by_bytes"]
+    assert re.search(r"copy-time MAPE by copy size: 4 KiB [0-9.]+%, .* 256 MiB [0-9.]+%\|", card), card
+    st = json.loads((tmp_path / "q.json").read_text())["fit"]["transfer"]
+    assert sorted(float(b) for b in by) == sorted(st["sizes"])
+    # the copy times' MAPE is the mean of the sizes' (as many copies of each size)
+    assert st["mape_pct"] == pytest.approx(sum(by.values()) / len(by), rel=1e-9)
+    assert "|power MAPE " in text[text.index("|power|"):][:200]
+    rec = json.loads((tmp_path / "q.recovery.json").read_text())
+    poles = next(r for r in rec["parameters"] if r["parameter"] == "thermal_network.dominant_poles")
+    shown = f"{poles['fitted'] - poles['truth']:+.0f} ({poles['fitted']:.0f} of {poles['truth']:.0f})"
+    row = text[text.index("thermal_network.dominant_poles"):][:300]
+    assert shown in row and "%" not in row.split("poles slower")[0]
+    line = next(ln for ln in format_table(rec).splitlines() if ln.startswith("thermal_network.dominant_poles"))
+    assert line.endswith(shown) and "%" not in line

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from calib.fit.thermal import ThermalFitter, fan_power
+from calib.segment import IdleBaseline, SessionData
 from calib.segment import ThermalStep
 
 #: the idle fan sweeps of 10 standard-campaign sessions each of sim:titanx and sim:titanx_nonadd (seeds
@@ -50,8 +51,9 @@ def test_fan_power_total_stderr_counts_the_sweep_levels():
         idle_temp_c = float(fan["idle_temp_c"].iloc[0])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = ThermalFitter().fit(_steps(idle_temp_c, 70.0, float(fan["sigma_w_per_c"].iloc[0])), idle_temp_c,
-                                      0.29, 70.0, fan)
+            steps = _steps(idle_temp_c, 70.0, float(fan["sigma_w_per_c"].iloc[0]))
+            fit = ThermalFitter().fit(SessionData(idle=IdleBaseline(idle_temp_c, 0.29, 70.0, None), thermal_steps=steps,
+                                                  fan=fan))
         p = {q.name: q for q in fit.params_}["fan_max_power_w"]
         alone = fan_power(fan, idle_temp_c)
         assert p.value == alone.value and p.stderr == alone.stderr

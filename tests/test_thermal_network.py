@@ -108,7 +108,7 @@ def test_unseen_kernel_sequence_rmse_below_one_degree(two_pole, tmp_path, cli):
     from calib.core.metrics import errors
     from calib.fit.thermal_network import ThermalNetworkFitter
     from calib.core.session import read_session
-    from calib.segment import session_samples, thermal_steps
+    from calib.segment import IdleBaseline, SessionData, session_samples, thermal_steps
     from thermal_support import kernel_sequence
 
     d, pf = two_pole
@@ -127,8 +127,8 @@ def test_unseen_kernel_sequence_rmse_below_one_degree(two_pole, tmp_path, cli):
     idle = df[df["role"] == "idle"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        one = ThermalNetworkFitter(poles=1).fit(thermal_steps(sess), float(idle["temp_c"].mean()),
-                                                float(idle["power_w"].mean())).network_
+        base = IdleBaseline(float(idle["temp_c"].mean()), None, float(idle["power_w"].mean()), None)
+        one = ThermalNetworkFitter(poles=1).fit(SessionData(df, idle=base, thermal_steps=thermal_steps(sess))).network_
     assert errors(seq["temp_c"], predict_trace(one, seq)).rmse > 1.5 * rmse
 
 

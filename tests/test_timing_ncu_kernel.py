@@ -105,7 +105,7 @@ def test_bad_exports(tmp_path, capsys):
         read_profile(f)
     g = tmp_path / "other.csv"
     g.write_text("a,b\n1,2\n")
-    with pytest.raises(BadInputError, match="neither an nvprof metrics export"):
+    with pytest.raises(BadInputError, match="neither an nvprof export"):
         read_profile(g)
     assert not is_profile_csv(g)
     h = tmp_path / "nototal.csv"

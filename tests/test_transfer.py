@@ -13,7 +13,8 @@ import pytest
 from calib.cli import main
 from calib.core.params import ParameterFile, load
 from calib.core.session import read_session
-from calib.fit.transfer import TransferFitter, transfer_table
+from calib.fit.transfer import TransferFitter
+from calib.segment import transfer_table
 from calib.model import transfer as X
 from microbench.campaign import Campaign
 from microbench.devices.sim import pcie

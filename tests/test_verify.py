@@ -245,7 +245,8 @@ def test_cli_prints_the_table(capsys: pytest.CaptureFixture, cache_dir: Path, to
 
 def test_cli_bad_input(capsys: pytest.CaptureFixture) -> None:
     assert main(["verify", "--arch", "ampere"]) == 2
-    assert "ERROR: --arch: not a CUDA architecture: 'ampere'" in capsys.readouterr().err
+    assert "ERROR: --arch: not a CUDA or AMD GPU architecture: 'ampere' (expected e.g. sm_80 or gfx90a)" in \
+        capsys.readouterr().err
     assert main(["verify", "--kernel", "nope"]) == 2
     assert "ERROR: --kernel: unknown kernel(s) nope" in capsys.readouterr().err
 

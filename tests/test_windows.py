@@ -34,6 +34,19 @@ def test_window_energy_counter_matches_integration_for_constant_power():
     assert w.n_power == 79 and 35 <= w.n_counter_updates <= 41 and w.counter_resets == 0
 
 
+def test_integrated_energy_of_a_ramp_is_exact():
+    """The integrated energy is the trapezoid of the power readings: exact for power linear in time, by hand
+    int_t0^t1 (100 + 20 t) dt = 100 (t1 - t0) + 10 (t1^2 - t0^2). The bug: a left Riemann sum (each reading
+    held until the next), 0.5 x 20 W/s x 0.05 s x 3.95 s = 2 J low here; every other window-energy test
+    used constant power, where both sums agree. The window's edges fall between readings (interpolated)."""
+    df = _stream(lambda t: 100.0 + 20.0 * t)
+    t0, t1 = 1.02, 4.97
+    w = window_energy(df, t0, t1)
+    assert w.integrated_j == pytest.approx(100.0 * (t1 - t0) + 10.0 * (t1 ** 2 - t0 ** 2), rel=1e-12)
+    # the counter (100 ms updates, whole mJ) agrees to within one update's energy at the edges
+    assert w.counter_j == pytest.approx(w.integrated_j, abs=2 * 0.1 * (100.0 + 20.0 * t1))
+
+
 def test_window_energy_reports_disagreement_when_power_reading_is_biased():
     df = _stream(lambda t: 100.0 + 50.0 * (int(t * 2) % 2))
     df["power_w"] *= 1.10  # a sensor reading 10 % high
@@ -56,6 +69,19 @@ def test_unwrap_energy_handles_uint64_wrap():
     cum, n = unwrap_energy_mj([top, top + 500 - 0, 1500.0 - 1000 + 0])
     assert n == 1
     assert cum[-1] == pytest.approx(1000.0 + 500.0 - 500.0 + 0.0, abs=2048)  # float64 resolution at 2**64
+
+
+def test_a_wrap_keeps_the_energy_counted_before_it():
+    """A step down from the top half of the uint64 range is a wrap: the energy is the rest of the range
+    before the wrap plus the new value, not the new value alone (a reset's reading). By hand, with values
+    float64 holds exactly (its resolution at 2^64 is 4096 mJ): 2^64 - 12288 -> 2^64 - 8192 -> 8192 mJ is
+    4096 mJ, then 8192 + 8192 = 16384 mJ (a 16 J step: 160 W over a 0.1 s update); the bug (a wrap
+    unwrapped as a reset) gives 8192. The test above cannot tell them apart (tolerance 2048 mJ)."""
+    cum, n = unwrap_energy_mj([2.0 ** 64 - 12288.0, 2.0 ** 64 - 8192.0, 8192.0])
+    assert n == 1
+    assert cum.tolist() == [0.0, 4096.0, 4096.0 + 16384.0]
+    cum, n = unwrap_energy_mj([5000.0, 9000.0, 300.0])     # a reset: the new value is the energy since it
+    assert n == 1 and cum.tolist() == [0.0, 4000.0, 4300.0]
 
 
 def test_window_energy_without_data_is_none_not_zero():

@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     print("virtual GPUs:")
     for name, p in PRESETS.items():
         dvfs = f", DVFS {len(p.dvfs.core_mhz)}x{len(p.dvfs.mem_mhz)} clocks" if p.dvfs else ""
-        print(f"  sim:{name:8s} {p.description}: {p.sm_count} SMs, {p.default_core_mhz:g}/{p.default_mem_mhz:g} MHz, "
+        sms = f"{p.sm_count} CUs, wave{p.timing.warp_size}" if p.target else f"{p.sm_count} SMs"
+        print(f"  sim:{name:8s} {p.description}: {sms}, {p.default_core_mhz:g}/{p.default_mem_mhz:g} MHz, "
               f"units {', '.join(p.units)}{dvfs}")
     return 0

@@ -6,6 +6,11 @@ each unconfirmed protocol fact the instrument used (HIOKI item separator and con
 rate format, PowerSensor3 pairs in use). A requested check that fails -- the port cannot be opened, the
 instrument refuses its setup, or no reading arrives in 1 s -- ends with one ``ERROR:`` line giving the
 reason and a non-zero exit status (after the report).
+
+With ``--power-sampling`` it measures how NVML samples each GPU's power (``--device DEV``: that device,
+a virtual one included; else every real GPU): update period, averaging window, the share of time the
+reading covers and whether the energy counter integrates all of the time (about 35 s each, square-wave
+loads; :mod:`microbench.power_sampling`), and says where window energies will come from.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ _FACT_NOTES = {
 }
 
 
-EPILOG = "example:\n  calib doctor"
+EPILOG = "example:\n  calib doctor --device sim:a100 --power-sampling"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -47,6 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--serial", metavar="PORT", help="also try an analyzer on PORT (with --protocol) for 1 s")
     p.add_argument("--protocol", metavar="NAME", help="protocol of --serial (wt310, wt210, hioki, wattsup, "
                                                       "powersensor3, csv)")
+    p.add_argument("--device", metavar="DEV", help="also report this device (sim:<preset> or cuda:<index>): its "
+                                                   "identity and sensors; with --power-sampling, its sampling")
+    p.add_argument("--power-sampling", action="store_true",
+                   help="measure how NVML samples power (update period, averaging window, share of time covered, "
+                        "energy counter) on --device or every real GPU: about 35 s of square-wave load each")
 
 
 def _nvml_report(probe_rate: bool) -> dict[str, Any]:
@@ -128,9 +138,14 @@ def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from microbench.devices.rapl import rapl_status
+
     report = {"python": sys.version.split()[0], "nvml": _nvml_report(args.probe_rate),
-              "backends": _backend_reports(args.probe_rate), "cupy": _cupy_report(), "serial_ports": _serial_report()}
+              "backends": _backend_reports(args.probe_rate), "rapl": rapl_status(), "cupy": _cupy_report(),
+              "serial_ports": _serial_report()}
     failure = None
+    if getattr(args, "device", None) or getattr(args, "power_sampling", False):
+        report["devices"] = _device_reports(args)
     if args.serial:
         report["analyzer_probe"] = _probe_analyzer(args.serial, args.protocol)
         failure = report["analyzer_probe"].pop("_exc", None)
@@ -177,6 +192,16 @@ def _print(r: dict[str, Any]) -> None:
             print(f"    readings change every: power {u['power_w']} s, energy counter {u['energy_mj']} s")
     for prefix, b in r.get("backends", {}).items():
         _print_backend(prefix, b)
+    rp = r["rapl"]
+    if not rp["readable"] and not rp["unreadable"]:
+        print("RAPL (host CPU/DRAM power): no intel-rapl zone in /sys/class/powercap")
+    else:
+        print(f"RAPL (host CPU/DRAM power): readable {', '.join(rp['readable']) or 'none'}"
+              + (f"; host power = {rp['host_power']}" if rp["host_power"] else ""))
+        for zone, why in rp["unreadable"].items():
+            print(f"  {zone}: {why}")
+        for text in rp["absent"]:
+            print(f"  {text}")
     c = r["cupy"]
     print(f"CuPy: {c.get('version', 'not installed')}" + (f", {c['cuda_devices']} CUDA device(s)" if c["installed"]
                                                           else "") + (f" -- {c['message']}" if c.get("message") else ""))
@@ -185,6 +210,8 @@ def _print(r: dict[str, Any]) -> None:
     for p in ports:
         print(f"  {p['device']}: {p['description']}" + (f" [{p['usb']}]" if p["usb"] else "")
               + (f" -- {p['hint']}" if p["hint"] else "") + (f" (stable path {p['by_id']})" if p["by_id"] else ""))
+    if "devices" in r:
+        _print_devices(r["devices"])
     if "analyzer_probe" in r:
         a = r["analyzer_probe"]
         if a["ok"]:
@@ -194,6 +221,71 @@ def _print(r: dict[str, Any]) -> None:
             print(f"Analyzer {a['protocol']} on {a['port']}: FAILED -- {a['error']}")
         for fact, value in a.get("observed", {}).items():
             print(f"  the instrument used: {fact} = {value!r}{_FACT_NOTES.get(fact, '')}")
+
+
+def _device_reports(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``--device`` / ``--power-sampling``: each device's identity, sensors and measured sampling."""
+    from calib.core.errors import CalibError
+    from microbench.devices.registry import open_device, real_gpus
+
+    specs = [args.device] if args.device else [g["spec"] for g in real_gpus()]
+    out = []
+    for spec in specs:
+        rep: dict[str, Any] = {"spec": spec}
+        try:
+            dev = open_device(spec)
+        except CalibError as e:
+            rep["error"] = str(e)
+            out.append(rep)
+            continue
+        try:
+            rep["name"] = dev.info.name
+            rep["sensors"] = [s.describe() for s in dev.sensors()]
+            if args.power_sampling:
+                from microbench.power_sampling import characterise
+
+                try:
+                    rep["power_sampling"] = characterise(dev).to_dict()
+                except CalibError as e:
+                    rep["power_sampling"] = {"error": str(e)}
+        finally:
+            dev.close()
+        out.append(rep)
+    return out
+
+
+def sampling_lines(f: dict[str, Any]) -> list[str]:
+    """Human lines for a measured ``power_sampling`` entry (:meth:`SamplingFacts.to_dict`)."""
+    if "error" in f:
+        return [f"power sampling: could not be measured -- {f['error']}"]
+    ms = 1000.0
+    lines = [f"power reading updates every {f['update_period_s'] * ms:.2f} ms (+-{f['update_period_stderr_s'] * ms:.2f}), "
+             f"averages over {f['power_window_s'] * ms:.2f} ms (+-{f['power_window_stderr_s'] * ms:.2f}): it covers "
+             f"{100 * f['coverage']:.0f} % of the time" + (" (part-time)" if f["part_time"] else "")]
+    if f.get("counter_window_s") is not None:
+        lines.append(f"energy counter updates every {f['counter_update_s'] * ms:.2f} ms and integrates over "
+                     f"{f['counter_window_s'] * ms:.2f} ms of it: it covers {100 * f['counter_coverage']:.0f} % of the time")
+    else:
+        lines.append("energy counter: none seen")
+    src = {"counter": "the energy counter (it integrates all of the time)",
+           "power": "the power readings (they cover all of the time)",
+           "power_phased": "power readings of windows repeated at shifted phases of the sampling grid "
+                           "(reading and counter are both part-time)"}[f["energy_source"]]
+    lines.append(f"window energies will come from {src}")
+    return lines
+
+
+def _print_devices(devs: list[dict[str, Any]]) -> None:
+    for d in devs:
+        print(f"Device {d['spec']}: {d.get('name', '')}")
+        if "error" in d:
+            print(f"  error: {d['error']}")
+            continue
+        for s in d.get("sensors", []):
+            print(f"  sensor {s['name']} ({s['kind']}, {s.get('scope', 'gpu')}): {', '.join(s['columns'])}")
+        if "power_sampling" in d:
+            for line in sampling_lines(d["power_sampling"]):
+                print(f"  {line}")
 
 
 def _print_backend(prefix: str, b: dict[str, Any]) -> None:

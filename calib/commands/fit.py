@@ -104,51 +104,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_timing(args: argparse.Namespace) -> int:
     """``calib fit KERNELS.csv --timing -o P.json``: a parameter file with only a timing section."""
-    from pathlib import Path
-
-    from calib.core import arch
-    from calib.core.errors import BadInputError
-    from calib.core.params import ParameterFile
-    from calib.core.samples import read_samples
-    from calib.core.session import file_sha256
-    from calib.core.units import clock_levels
-    from calib.fit.pipeline import annotate
-    from calib.fit.timing_table import TimingFitter
+    from calib.fit.pipeline import fit_timing_table
+    from calib.progress import StagedProgress, wants_progress
     from calib.report_text import fit_summary
 
-    src = Path(args.source)
-    if src.is_dir():
-        raise BadInputError(f"{src}: --timing fits a kernel table (CSV), not a session directory")
-    from calib.progress import StagedProgress, wants_progress
-
     prog = StagedProgress({"kernel table": 0.02, "timing": 0.98}, "fit", wants_progress(args))
-    prog.stage("kernel table")
-    df = read_samples(src, require_power=False, require_act=False)
-    prog.stage("timing")
-    issue = arch.arch_of(chip=None, cc=args.chip).warp_issue_per_cycle if args.chip and args.chip[:1].isdigit() else (
-        arch.warp_issue_per_cycle(chip=args.chip) if args.chip else None)
-    ft = TimingFitter(predictor=args.predictor, cv_folds=args.cv or 5, sm_count=args.sm_count,
-                      warp_issue_per_cycle=issue).fit(df, source=str(src))
-    prog.close()
-    sec, dev = ft.section_, ft.device_
-    rows = ft.rows_
-    device = {"name": dev["name"] or "GPU of the kernel table", "sm_count": dev["sm_count"],
-              "clocks": {"core_mhz": dev["ref"][0], "mem_mhz": dev["ref"][1],
-                         "supported": {"core_mhz": [round(x, 1) for x in clock_levels(rows["core_mhz"])],
-                                       "mem_mhz": [round(x, 1) for x in clock_levels(rows["mem_mhz"])]}},
-              "warp_issue_per_cycle": 1.0 / sec.value("issue_cycles")}
-    if dev.get("chip"):
-        device["chip"] = dev["chip"]
-    pf = ParameterFile.new(device, [{"path": str(src), "sha256": df.attrs.get("sha256") or file_sha256(src),
-                                     "role": "kernel table"}])
-    pf["timing"] = sec
-    annotate(pf)
-    from calib.fit.pipeline import check_fit_quality
-
-    check_fit_quality(pf, str(src), args.accept_poor_fit)
+    try:
+        pf = fit_timing_table(args.source, predictor=args.predictor, chip=args.chip, cv_folds=args.cv or 5,
+                              sm_count=args.sm_count, accept_poor_fit=args.accept_poor_fit, progress=prog.stage).params
+    finally:
+        prog.close()
     pf.save(args.output)
     print(fit_summary(pf))
-    st = sec.stats
+    st = pf["timing"].stats
     cv = st.get("structure_cv") or {}
     if cv:
         print(f"model form by {next(iter(cv.values()))['folds']}-fold cross-validation by kernel "

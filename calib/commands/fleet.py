@@ -7,7 +7,7 @@ import argparse
 HELP = "calibrate a fleet: submit a Slurm job array, collect a Parquet dataset, analyse, report"
 DESCRIPTION = (
     "Calibrate every GPU of a cluster. `submit` writes and submits an sbatch job array (one task per GPU, "
-    "--gres=gpu:1, resumed on requeue) running `calib run` into a shared fleet directory; `collect` turns its "
+    "--gres=gpu:1 unless --gres says otherwise, resumed on requeue) running `calib run` into a shared fleet directory; `collect` turns its "
     "finished sessions into a partitioned Parquet dataset (appendable; incomplete and failed sessions listed); "
     "`analyze` gives the fleet's typical parameters, their spread, partial pooling (shrinkage) and outlier GPUs; "
     "`report` writes the HTML report.")
@@ -61,12 +61,32 @@ def _threshold(text: str) -> float:
     return v
 
 
+def _gres(text: str) -> str:
+    import re
+
+    from calib.fleet.submit import GRES_RE
+
+    if text.strip().lower() == "none":
+        return ""
+    if not re.fullmatch(GRES_RE, text):
+        raise argparse.ArgumentTypeError(f"invalid --gres {text!r}: expected Slurm's name[:type][:count] "
+                                         "(e.g. gpu:1, gpu:a100:1) or 'none'")
+    return text
+
+
 def _name(text: str) -> str:
     import re
+
+    from calib.commands.run import MAX_SESSION_NAME
 
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+=,-]*", text):
         raise argparse.ArgumentTypeError(f"invalid fleet name {text!r}: letters, digits and _ . + = , - "
                                          "(not starting with '.' or '-')")
+    top = MAX_SESSION_NAME - 12   # its sessions are <name>-<task:05d> (longer from task 100000 on)
+    if len(text) > top:
+        raise argparse.ArgumentTypeError(f"invalid fleet name ({len(text)} characters): at most {top} (its "
+                                         "sessions are named <name>-<task>, whose files' names must fit the "
+                                         "file system's 255)")
     return text
 
 
@@ -84,8 +104,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         return sp
 
     s = add("submit", help="write and submit the sbatch job array (one task per GPU)",
-            description="Write DIR/slurm/<name>.sbatch (a job array, one task per GPU, --gres=gpu:1, "
-                        "--requeue) and submit it with sbatch; --dry-run prints the script only.")
+            description="Write DIR/slurm/<name>.sbatch (a job array, one task per GPU: --gres=gpu:1 on real GPUs, "
+                        "no GRES for a virtual fleet, --gres to change it; --requeue) and submit it with sbatch; "
+                        "--dry-run prints the script only.")
     s.add_argument("dir", help="shared fleet directory (sessions, parameter files, task records go here)")
     s.add_argument("--count", type=_positive, required=True, help="number of GPUs (array tasks)")
     s.add_argument("--name", type=_name, default="fleet", help="fleet name: session names are <name>-<task> (default fleet)")
@@ -99,6 +120,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--max-running", type=_positive, default=None, help="at most this many tasks at once (%%N)")
     s.add_argument("--partition", default=None, help="Slurm partition")
     s.add_argument("--time", dest="time_limit", default=None, help="Slurm time limit per task (e.g. 02:00:00)")
+    s.add_argument("--gres", type=_gres, default=None, metavar="GRES",
+                   help="generic resources of each task as Slurm names them, e.g. gpu:a100:1, or 'none' "
+                        "(default: gpu:1 on real GPUs, none with --sim)")
     s.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
                    help="extra #SBATCH option line, e.g. --sbatch=--account=abc (repeatable)")
     s.add_argument("--dry-run", action="store_true", help="print the script; submit nothing")
@@ -146,14 +170,16 @@ def _submit(args: argparse.Namespace) -> int:
     job = FleetJob(root=Path(args.dir), fleet=args.name, count=args.count, campaign=args.campaign,
                    preset=args.sim, first_serial=args.first_serial, first_task=args.first_task,
                    max_running=args.max_running, partition=args.partition, time_limit=args.time_limit,
-                   extra_sbatch=tuple(args.sbatch))
+                   extra_sbatch=tuple(args.sbatch), gres=args.gres)
     if args.sim:
         from microbench.devices import open_device
 
         open_device(f"sim:{args.sim}@{args.first_serial}").close()  # refuse an unknown preset before submitting
     text, job_id = submit(job, dry_run=args.dry_run)
     if args.dry_run:
-        print(text, end="")   # the script is what was asked for: printed with -q too
+        from calib.core.atomic import atomic_write_text
+
+        atomic_write_text("-", text)   # the script is what was asked for: data on stdout, kept with -q
         return 0
     say = printer(args)
     say(f"submitted job array {job_id}: {args.count} task(s) of campaign '{args.campaign}' "

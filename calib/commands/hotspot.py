@@ -23,7 +23,7 @@ Then: hotspot -c gpu.config -f gpu.flp -p gpu.ptrace -o gpu.ttrace
 Refused (exit 2, nothing written): PARAMS without a thermal_network or an IPP power section, a unit
 with power and no block in FLP, overlapping or gapped blocks."""
 
-EPILOG = "example:\n  calib hotspot fitted/q.json fitted/q.samples.csv -o hotspot"
+EPILOG = "example:\n  calib hotspot fitted/sim-gtx280.json fitted/sim-gtx280.samples.csv -o hotspot"
 
 FILES = ("gpu.flp", "gpu.ptrace", "gpu.config")
 

@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     k.add_argument("--chip", default=None, help="GPU chip (e.g. GP102) when the export's board name does not tell it")
     k.add_argument("--blocks", type=int, default=None, help="grid size for exports without a launch shape (nvprof summaries)")
     k.add_argument("--threads-per-block", type=int, default=None, help="block size for exports without a launch shape")
+    k.add_argument("--trace", default=None, metavar="CSV",
+                   help="nvprof: the --print-gpu-trace --csv export (no metrics) of the same application, for the "
+                        "durations and launch shapes a metrics export lacks (nvprof replays kernels to count)")
 
 
 def _join_power(df, path: str):
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from calib.core.atomic import check_not_input, check_output_file
 
     check_output_file(args.output, "samples table")
-    check_not_input(args.output, args.file, args.power, what="samples table")
+    check_not_input(args.output, args.file, args.power, getattr(args, "trace", None), what="samples table")
     from calib.importers import import_table
     from calib.core.samples import check_samples, table_info, write_samples
 
@@ -91,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             raise BadInputError(f"{opt} {v}: must be a positive clock in MHz")
     if args.kernels:
         return _run_kernels(args)
+    if args.trace:
+        raise BadInputError("--trace joins an nvprof gpu trace to a metrics export with --kernels")
     df = import_table(args.format, args.file, **opts)
     if args.power:
         df = _join_power(df, args.power)
@@ -120,7 +125,7 @@ def _run_kernels(args: argparse.Namespace) -> int:
         if v is not None and v < 1:
             raise BadInputError(f"{opt} {v}: must be >= 1")
     df = read_kernels(args.file, blocks=args.blocks, threads_per_block=args.threads_per_block, core_mhz=args.core_mhz,
-                      mem_mhz=args.mem_mhz, sm_count=args.sm_count, chip=args.chip)
+                      mem_mhz=args.mem_mhz, sm_count=args.sm_count, chip=args.chip, trace=args.trace)
     write_samples(df, args.output)
     timed = int(df["time_s"].notna().sum()) if "time_s" in df.columns else 0
     clocked = ("core_mhz" in df.columns and df["core_mhz"].notna().all() and "mem_mhz" in df.columns

@@ -1,7 +1,8 @@
-"""calib log [--nvml INDEX] [--device DEV] [--serial PORT --protocol NAME] [--duration S] -o SESSION_DIR
+"""calib log [--nvml INDEX] [--device DEV] [--rapl] [--serial PORT --protocol NAME] [--duration S] -o SESSION_DIR
 
-The standalone logger: GPU telemetry (NVML, or any backend's sensor by device spec: ``--device rocm:0``)
-and/or a serial power analyzer into a session directory, in the same
+The standalone logger: GPU telemetry (NVML, or any backend's sensor by device spec: ``--device rocm:0``),
+the host's RAPL counters (``--rapl``, :mod:`microbench.devices.rapl`) and/or a serial power analyzer into a
+session directory, in the same
 format as the campaign (``calib.core.session``). Logging into an existing session appends a new segment.
 Stops after ``--duration`` seconds (exit status 0), on SIGTERM (a clean stop, exit status 0) or on
 Ctrl-C (a clean stop too: every sample read so far is written and the summary printed; exit status
@@ -35,6 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="log this NVML GPU index (repeat for several GPUs)")
     p.add_argument("--device", metavar="DEV", action="append", default=[],
                    help="log the telemetry of this GPU: cuda:<index> (NVML), rocm:<index> (amdsmi); repeatable")
+    p.add_argument("--rapl", action="store_true",
+                   help="also log the host's CPU package/DRAM energy and power (RAPL, /sys/class/powercap; root, "
+                        "or a udev rule: the message says how)")
+    p.add_argument("--powercap", metavar="DIR", default="/sys/class/powercap",
+                   help="powercap directory read by --rapl (default /sys/class/powercap)")
     p.add_argument("--serial", metavar="PORT", help="serial port of a power analyzer (e.g. /dev/serial/by-id/...)")
     p.add_argument("--protocol", metavar="NAME",
                    help="analyzer protocol: wt310, wt210, hioki, wattsup, powersensor3, csv")
@@ -101,6 +107,10 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
                 sensors.append(NvmlSensor(idx))
         for spec in args.device:
             sensors.append(_device_sensor(spec))
+        if args.rapl:
+            from microbench.devices.rapl import RaplSensor
+
+            sensors.append(RaplSensor(args.powercap, period_s=1.0 / args.rate))
         if args.serial:
             from microbench.instruments import (
                 PROTOCOLS,
@@ -184,8 +194,8 @@ def run(args: argparse.Namespace) -> int:
     from calib.core.errors import BadInputError
     from calib.core.session import MANIFEST_NAME, lock_session
 
-    if not args.nvml and not args.device and not args.serial:
-        raise BadInputError("nothing to log: give --nvml INDEX, --device DEV and/or --serial PORT --protocol NAME")
+    if not args.nvml and not args.device and not args.serial and not args.rapl:
+        raise BadInputError("nothing to log: give --nvml INDEX, --device DEV, --rapl and/or --serial PORT --protocol NAME")
     if not args.rate > 0:
         raise BadInputError(f"--rate must be > 0 Hz, got {args.rate}")
     if args.duration is not None and not args.duration > 0:
@@ -306,6 +316,8 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
         st = stats.sensors[s.name]
         entry: dict[str, Any] = {"rows": st.rows, "achieved_hz": round(stats.achieved_hz(s.name), 3),
                                  "transient_errors": st.transient_errors}
+        if s.scope == "host" and hasattr(s, "wraps"):
+            entry["rapl"] = {"wraps": dict(s.wraps), "host_power": s.capabilities()["host_power"]}
         if s.kind == "analyzer":
             entry["analyzer"] = {k: v for k, v in s.stats.to_dict().items()}
             entry["analyzer"]["observed"] = dict(s.observed)  # which reading of unconfirmed facts it used
@@ -323,6 +335,15 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
         if len(df) >= 2:
             w = window_energy(df, float(df["t_mono_s"].iloc[0]), float(df["t_mono_s"].iloc[-1]))
             summary["streams"][s.name]["energy"] = w.to_dict()
+    for s in sensors:  # host energy over the segment (RAPL, wraps corrected)
+        if s.scope != "host" or "host_energy_j" not in s.columns:
+            continue
+        df = sess.stream(s.name)
+        df = df[(df["segment"] == seg) & df["host_energy_j"].notna()]
+        if len(df) >= 2:
+            e = float(df["host_energy_j"].iloc[-1] - df["host_energy_j"].iloc[0])
+            dt = float(df["t_mono_s"].iloc[-1] - df["t_mono_s"].iloc[0])
+            summary["streams"][s.name]["host_energy"] = {"energy_j": e, "mean_power_w": e / dt if dt > 0 else None}
     logs = list(writer.manifest.get("log_segments", [])) + [summary]
     writer.update_manifest(log_segments=logs)
     print(f"session {writer.path} segment {seg}: {summary['elapsed_s']:.1f} s"
@@ -337,6 +358,11 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
                 line += " (error values: " + ", ".join(f"{k} {n}" for k, n in a["error_values"].items()) + ")"
             if a.get("clock_slips"):
                 line += f", device clock corrections {a['clock_slips']}"
+        if "host_energy" in e:
+            he, r = e["host_energy"], e.get("rapl", {})
+            line += (f"; host energy {he['energy_j']:.3f} J ({r.get('host_power', '?')})"
+                     + (f", mean {he['mean_power_w']:.2f} W" if he["mean_power_w"] is not None else "")
+                     + (f", counter wraps {sum(r['wraps'].values())}" if r.get("wraps") else ""))
         if "energy" in e:
             en = e["energy"]
             if en["counter_j"] is not None and en["integrated_j"] is not None:

@@ -101,6 +101,7 @@ def _trace(args: argparse.Namespace) -> int:
                             "--trace needs the thermal network")
     sec = pf[SECTION]
     df = read_power_trace(args.trace)
+    _check_trace_power(pf.device, df, args.trace)
     out = df.copy()
     out["temp_c_pred"] = predict_trace(FosterNetwork.from_section(sec), df, args.trace,
                                        sec.structure.get("ambient_temp_c"))
@@ -113,3 +114,21 @@ def _trace(args: argparse.Namespace) -> int:
         msg += f" (RMSE against temp_c: {errors(out.loc[m, 'temp_c'], out.loc[m, 'temp_c_pred']).rmse:.3f} C)"
     print(msg)
     return 0
+
+
+def _check_trace_power(device: dict, df, path: str) -> None:  # noqa: ANN001 - a power trace table
+    """Refuse (BadInputError naming the row) a trace power no board of this device can draw: the samples
+    layer's plausibility limit (:mod:`calib.core.plausibility`, 2 x the board's power limit). An 18,000 W
+    trace on a 236 W board (a trace in mW?) predicted 3,714 C without a word."""
+    import numpy as np
+
+    from calib.core.errors import BadInputError
+    from calib.core.plausibility import limits_for
+
+    lim = limits_for(device, {"columns": ["power_w"]})["power_w"]
+    p = df["power_w"].to_numpy(float)
+    bad = np.flatnonzero((p < lim.lo) | (p > lim.hi))
+    if len(bad):
+        raise BadInputError(f"{path}: row {bad[0] + 1}: power_w {p[bad[0]]:g} W is not a power this board can "
+                            f"draw ({lim.text('power_w')}; a trace in mW?)")
+

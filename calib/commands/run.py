@@ -6,8 +6,8 @@ import argparse
 
 HELP = "run the calibration campaign on a device while logging, fit, and write the parameter file"
 DESCRIPTION = (
-    "Run the calibration campaign on DEV (sim:<preset> or cuda:<index>; default: the first NVIDIA GPU NVML finds, "
-    "else sim:gtx280) while logging into LOGS_DIR/<session>, then fit the models and write FITTED_DIR/<session>.json. "
+    "Run the calibration campaign on DEV (sim:<preset>, cuda:<index> or rocm:<index>; default: the first real GPU "
+    "found (NVML, then amdsmi), else sim:gtx280) while logging into LOGS_DIR/<session>, then fit the models and write FITTED_DIR/<session>.json. "
     "On a virtual GPU also runs held-out workloads, predicts them and writes <session>.recovery.json. "
     "An interrupted run is resumed by running the same command again (same --name, or the newest incomplete "
     "session of the same device, campaign and seed).")
@@ -23,6 +23,11 @@ DESIGN_MAX_ROUNDS = 8
 #: holds model-form terms (extrapolation, the REG/FDS split) that more kernels do not shrink
 DESIGN_MIN_GAIN = 0.1
 
+#: longest session name: the longest file named after it, ``fitted/<name>.recovery.json`` written through a
+#: temporary ``.<name>.recovery.json.XXXXXXXX.tmp``, must stay within a file system's 255-byte names
+MAX_SESSION_NAME = 200
+
+
 def _session_name(text: str) -> str:
     import re
 
@@ -30,6 +35,9 @@ def _session_name(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"invalid session name {text!r}: one path component of letters, digits and _ . + = @ , - "
             "(not starting with '.' or '-')")
+    if len(text) > MAX_SESSION_NAME:
+        raise argparse.ArgumentTypeError(f"invalid session name ({len(text)} characters): at most "
+                                         f"{MAX_SESSION_NAME} (its files' names must fit the file system's 255)")
     return text
 
 
@@ -56,7 +64,8 @@ def _seed(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default=None, help="sim:<preset> or cuda:<index> (see `calib devices`)")
+    p.add_argument("--device", default=None,
+                   help="sim:<preset>, cuda:<index> (NVIDIA) or rocm:<index> (AMD, HIP index) (see `calib devices`)")
     p.add_argument("--campaign", default="standard", choices=["quick", "standard", "full"],
                    help="campaign size (default: standard)")
     p.add_argument("--logs-dir", default="logs", help="where session directories go (default: logs/)")
@@ -78,23 +87,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _check_writable(path, what: str) -> None:
-    """Refuse (BadInputError) a directory we could not write into: the nearest existing ancestor of
-    ``path`` must accept a new file, checked with a real temporary file (``os.access`` misjudges root,
-    ACLs and read-only mounts) before the campaign spends its time."""
-    import os
-    import tempfile
-    from pathlib import Path
+    """Refuse (BadInputError) a directory we could not write into, before the campaign spends its time
+    (:func:`calib.core.atomic.check_writable`)."""
+    from calib.core.atomic import check_writable
 
-    from calib.core.errors import BadInputError
+    check_writable(path, what)
 
-    path = Path(path)
-    probe = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+
+def _attach_rapl(device) -> None:  # noqa: ANN001
+    """Log the host's RAPL counters with a real GPU where they are readable; where not, say why (the fix
+    is in the message) and go on without host power."""
+    import warnings
+
+    from calib.core.errors import DeviceError
+    from microbench.devices.rapl import RaplSensor
+
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".calib-write-test.", dir=probe)
-    except OSError as e:
-        raise BadInputError(f"{what} {path}: cannot write into {probe} ({e.strerror or e.__class__.__name__})") from None
-    os.close(fd)
-    os.unlink(tmp)
+        device.attach(RaplSensor())
+    except DeviceError as e:
+        warnings.warn(f"no host power (system baseline and copies without the host's CPU/DRAM): {e}", RuntimeWarning,
+                      stacklevel=2)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     _check_writable(fitted, "--fitted-dir")
     spec = args.device or default_device_spec()
     device = open_device(spec, seed=args.seed)
+    if not device.virtual:
+        _attach_rapl(device)
     lock = None
     try:
         if args.name:
@@ -273,6 +287,10 @@ def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  #
     say(f"samples:    {samples_path}")
     say(f"parameters: {params_path}")
     stats = pf["power"].stats
+    if stats.get("host_idle_power_w") is not None:
+        idle = pf["power"]["idle_power_w"].value if "idle_power_w" in pf["power"] else float("nan")
+        say(f"system baseline: board idle {idle:.1f} W + host CPU/DRAM idle {stats['host_idle_power_w']:.1f} "
+            f"+/- {stats['host_idle_power_se_w']:.2f} W ({stats['host_idle_power_source']})")
     if stats.get("heldout_mape_pct") is not None:
         parts = ", ".join(f"{k.replace('_', ' ')} {v['mape_pct']:.2f}% ({v['rows']} rows)"
                           for k, v in stats["heldout_by_clocks"].items())

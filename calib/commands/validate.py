@@ -14,12 +14,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
 
     from calib.model.checks import load_checked
 
     pf = load_checked(args.params, fit_quality="error")
-    for w in pf.warnings(args.params):
-        print(f"warning: {w}")
+    for w in pf.warnings(args.params):  # on stderr, as every verb's warnings (stdout: the verdict)
+        sys.stderr.write(f"WARNING: {w}\n")
     n = sum(len(sec.params) for sec in pf.sections.values())
     print(f"{args.params}: valid (schema {pf.schema_version}, device {pf.device['name']}, "
           f"sections {', '.join(n for n, _ in pf.items()) or 'none'}, {n} parameters)")

@@ -21,6 +21,7 @@ naming the path the user gave, never the temporary file, which is removed.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -109,11 +110,31 @@ def output_target(path: str | os.PathLike, what: str = "output") -> OutputTarget
     return OutputTarget(text, "file", target)
 
 
+def check_writable(path: str | os.PathLike, what: str = "output", shown: str | None = None) -> None:
+    """Refuse (BadInputError) a path we could not create files under: the nearest existing ancestor of
+    ``path`` (itself when it is a directory) must accept a new file, checked with a real temporary file
+    (``os.access`` misjudges root, ACLs and read-only mounts). The message names ``shown`` (default the path)."""
+    from calib.core.errors import BadInputError
+
+    path = Path(path)
+    probe = next((p for p in (path, *path.parents) if p.is_dir()), Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".calib-write-test.", dir=probe)
+    except OSError as e:
+        raise BadInputError(f"{what} {shown or path}: cannot write into {probe} "
+                            f"({e.strerror or e.__class__.__name__})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
 def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
     """Refuse (BadInputError) an output path that must not be written (:func:`output_target`: a
-    directory, a device node, a /proc path, a parent that is a file); call it before long work so that
+    directory, a device node, a /proc path, a parent that is a file) or whose directory does not accept
+    a new file (a read-only mount, permissions: :func:`check_writable`); call it before long work so that
     a typo does not cost the work. Returns the path as given."""
-    output_target(path, what)
+    t = output_target(path, what)
+    if t.kind == "file" and t.target is not None:   # the atomic writer's temporary file goes beside it
+        check_writable(t.target.parent, what, shown=str(path))
     return Path(path)
 
 
@@ -146,11 +167,13 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
 
     if output is None or is_stdout(output):
         return
-    out = Path(output).resolve()
+    # realpath, not Path.resolve: it raised RuntimeError on a symbolic link loop (an internal error, exit 1,
+    # where the reader then refuses the input as missing, exit 2)
+    out = Path(os.path.realpath(output))
     for src in inputs:
         if src is None or is_stdout(src):
             continue
-        s = Path(src).resolve()
+        s = Path(os.path.realpath(src))
         if out == s:
             raise BadInputError(f"{output}: the {what} is also an input; choose another path")
         if s.is_dir() and s in out.parents:
@@ -165,13 +188,35 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
 _reserved_stdout: list[Any] = []
 
 
+class _Discard(io.TextIOBase):
+    """A text stream that drops what is written to it (``-q``: a verb's messages), binary writes too."""
+
+    class _Bytes(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:  # type: ignore[override]
+            return len(data)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer = self._Bytes()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:  # type: ignore[override]
+        return len(s)
+
+
 @contextlib.contextmanager
-def stdout_reserved() -> Iterator[None]:
+def stdout_reserved(discard: bool = False) -> Iterator[None]:
     """While an output streams to standard output (``-o -``), everything the command prints goes to
-    standard error, so that stdout carries the table or JSON alone."""
+    standard error, so that stdout carries the table or JSON alone; with ``discard`` (``-q``) what the
+    command prints is dropped instead (warnings and errors go to standard error, not through ``print``)."""
     real = sys.stdout
     _reserved_stdout.append(real)
-    sys.stdout = sys.stderr
+    sys.stdout = _Discard() if discard else sys.stderr
     try:
         yield
     finally:

@@ -8,6 +8,7 @@ absolute values, bias their mean (signed: positive = over-prediction). Rows whos
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -72,3 +73,15 @@ def per_workload(workloads: Any, y: Any, yhat: Any, **extra: Any) -> pd.DataFram
     agg |= {"n_rows": ("err", "size"), "mape_pct": ("abs", "mean"), "max_abs_pct": ("abs", "max"),
             "bias_pct": ("err", "mean"), "measured": ("y", "mean"), "predicted": ("yhat", "mean")}
     return tab.groupby("workload", sort=True).agg(**agg)
+
+
+def ar1_inflation(parts: Sequence[np.ndarray]) -> float:
+    """Variance inflation ``(1 + rho) / (1 - rho)`` for residual series with lag-1 autocorrelation
+    ``rho`` (pooled over the series in ``parts``, clipped to [0, 0.98]): time series of a quantized
+    sensor and a model error are not white noise, and a least-squares covariance that counts every
+    sample as independent understates how much a refit on another run moves (effective number of
+    independent points ``n (1 - rho) / (1 + rho)``)."""
+    num = sum(float(np.sum(p[1:] * p[:-1])) for p in parts if len(p) > 1)
+    den = sum(float(np.sum(p * p)) for p in parts)
+    rho = float(np.clip(num / den, 0.0, 0.98)) if den > 0 else 0.0
+    return (1.0 + rho) / (1.0 - rho)

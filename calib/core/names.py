@@ -69,6 +69,11 @@ def copy_energy_per_byte(direction: str) -> str:
 def copy_host_power(host_memory: str) -> str:
     """Host (wall) power above idle while copying, W: ``host_power_<pinned|pageable>_w``."""
     return f"host_power_{host_memory}_w"
+
+
+def copy_host_rapl_power(host_memory: str) -> str:
+    """Host CPU package and DRAM power above idle while copying (RAPL), W: ``host_rapl_power_<pinned|pageable>_w``."""
+    return f"host_rapl_power_{host_memory}_w"
 def foster_r(pole: int) -> str:
     """Thermal resistance of Foster pole ``pole`` (1 = fastest), C/W: ``r<pole>_c_per_w``."""
     return f"r{pole}_c_per_w"

@@ -76,9 +76,13 @@ class Param:
             raise ValueError(f"parameter {self.name}: value {self.value} outside [{self.min}, {self.max}]")
 
     def at_bound(self, rtol: float = 1e-6) -> str | None:
-        """'min' or 'max' when the value sits on a finite bound."""
+        """'min' or 'max' when the value sits on a finite bound: within ``rtol`` of the bound's magnitude
+        (at least 1), or of the span between the bounds when that is smaller (a parameter of J/byte bounded
+        to [0, 1e-6] at 4.7e-10 was "at its min bound" by an absolute 1e-6, and calib diff called its
+        change "unchanged")."""
+        span = self.max - self.min
         for side, b in (("min", self.min), ("max", self.max)):
-            if math.isfinite(b) and abs(self.value - b) <= rtol * max(1.0, abs(b)):
+            if math.isfinite(b) and abs(self.value - b) <= rtol * min(max(1.0, abs(b)), span):
                 return side
         return None
 

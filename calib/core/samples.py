@@ -29,7 +29,10 @@ EXTRA_COLUMNS = (
     "power_std_w",      # standard deviation of the power readings in the window, W
     "n_power",          # number of power readings averaged
     "wall_power_w",     # mean wall (AC) power from a power analyzer, W
+    "host_power_w",     # mean host CPU package + DRAM power from RAPL, W
     "energy_counter_j",  # energy from the NVML counter over the window, J
+    "energy_window_j",   # the window's energy under the measured power sampling (calib.windows), J
+    "energy_window_stderr_j",  # its standard error, J
     "temp_start_c",     # temperature at the start of the window, degC
     "fan_pct",          # fan duty, %
     "mem_intensity",    # IPP eq. (20)
@@ -204,7 +207,14 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
             ("time_s", 0.0, np.inf, True, "time_s must be > 0"),
             ("active_sms", 0.0, 1e5, True, "active_sms must be > 0"),
             ("energy_j", 0.0, np.inf, False, "energy_j must be >= 0"),
-            ("temp_c", -100.0, 250.0, False, "temp_c must be in [-100, 250]")):
+            ("temp_c", -100.0, 250.0, False, "temp_c must be in [-100, 250]"),
+            # what the samples layer writes about each window: a length, counts, a spread, a duty
+            ("window_s", 0.0, np.inf, True, "a measurement window's length must be > 0 s"),
+            ("n_power", 0.0, np.inf, False, "a count of readings must be >= 0"),
+            ("power_std_w", 0.0, 1e5, False, "a standard deviation must be >= 0"),
+            ("energy_counter_j", 0.0, np.inf, False, "energy_counter_j must be >= 0"),
+            ("wall_power_w", 0.0, 1e5, True, "wall_power_w must be > 0 and at most 1e5 W"),
+            ("fan_pct", 0.0, 100.0, False, "fan_pct must be in [0, 100] %")):
         if col in out.columns:
             v = out[col].to_numpy()
             bad = ((v <= lo) if strict else (v < lo)) | (v > hi)
@@ -222,6 +232,8 @@ def read_text_file(path: str | os.PathLike, expected: str = "a file", kind: str 
     not UTF-8 (``kind`` names what it is not) or empty."""
     p = Path(path)
     if not p.exists():
+        if os.path.lexists(p):   # the name exists: a link to nothing (dangling, or a loop of links)
+            raise BadInputError(f"{p}: a symbolic link that leads to no file (dangling, or a loop of links)")
         raise BadInputError(f"{p}: file not found")
     if p.is_dir():
         raise BadInputError(f"{p}: is a directory, expected {expected}")

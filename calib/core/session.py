@@ -649,9 +649,6 @@ class Session:
     def name(self) -> str:
         return self.path.name
 
-    def stream_names(self) -> list[str]:
-        return sorted(p.stem for p in self.path.glob("*.csv") if p.stem != MARKERS_STREAM)
-
     def stream(self, name: str) -> pd.DataFrame:
         """Rows of stream ``name`` (empty table with no rows when the sensor logged nothing)."""
         if name not in self._cache:

@@ -154,3 +154,8 @@ def nearest_level(mhz: Any, levels: Sequence[float]) -> Any:
     lv = np.asarray(levels, dtype=float)
     x = np.asarray(mhz, dtype=float)
     return lv[np.argmin(np.abs(x[..., None] - lv), axis=-1)]
+
+#: host-device copies: their directions and the kinds of host memory (the campaign's copy sweep, the
+#: copy windows of a session, the transfer model)
+COPY_DIRECTIONS = ("h2d", "d2h")
+HOST_MEMORY = ("pinned", "pageable")

@@ -88,9 +88,25 @@ class Estimator:
 
     #: setting name -> constraint, checked by :meth:`_validate_settings` at the start of ``fit``
     constraints: ClassVar[dict[str, Constraint]] = {}
-    #: True on the estimators an uncertainty estimate refits (jackknife replicates): they skip their
-    #: own uncertainty estimates (a replicate needs only its values)
-    _skip_uncertainty: bool = False
+    #: settings an earlier version had, with the value at which they changed nothing (None: any value)
+    retired_settings: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> "Estimator":
+        """The estimator a parameter file's recorded settings describe, ``Fitter(**settings)``: a retired
+        setting recorded at its no-op value is dropped; BadInputError names any other setting the
+        constructor does not take."""
+        known = set(cls.setting_names())
+        kept = {}
+        for k, v in settings.items():
+            if k in known:
+                kept[k] = v
+            elif k in cls.retired_settings and cls.retired_settings[k] in (None, v):
+                continue
+            else:
+                raise BadInputError(f"{cls.__name__}: setting {k}={v!r} is not supported by this version "
+                                    f"(settings: {', '.join(sorted(known))})")
+        return cls(**kept)
 
     @classmethod
     def setting_names(cls) -> list[str]:

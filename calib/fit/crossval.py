@@ -41,11 +41,6 @@ class CVResult:
     predictions: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     warnings: list[str] = field(default_factory=list)
 
-    @property
-    def workload_mape_pct(self) -> float:
-        """MAPE averaged per workload first (every workload counts once)."""
-        return float(self.per_workload["mape_pct"].mean())
-
     def summary(self) -> str:
         lines = [f"{self.k}-fold cross-validation by workload (seed {self.seed}): MAPE {self.mape_pct:.2f}% over "
                  f"{int(self.per_workload['n_rows'].sum())} held-out rows ({len(self.per_workload)} workloads), "
@@ -94,6 +89,21 @@ def make_folds(workloads: pd.Series, k: int, seed: int = 0, strata: pd.Series | 
     return folds
 
 
+def check_folds(df: pd.DataFrame, k: int) -> None:
+    """BadInputError unless ``df`` (the rows to cross-validate) can make ``k`` folds by workload: call it
+    before the fit, so that an impossible ``--cv`` is refused at once rather than after the whole fit."""
+    for col in ("workload", "power_w"):
+        if col not in df.columns:
+            raise BadInputError(f"cross-validation needs a '{col}' column")
+    if not isinstance(k, (int, np.integer)) or k < 2:
+        raise BadInputError(f"cross-validation needs K >= 2 folds (got {k!r})")
+    n_wl = df["workload"].astype(str).nunique()
+    if k > n_wl:
+        if n_wl < 2:
+            raise BadInputError(f"cannot cross-validate: the table has {n_wl} workload (folds by workload need 2)")
+        raise BadInputError(f"cannot make {k} folds by workload from {n_wl} workloads (use --cv {n_wl} or fewer)")
+
+
 def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], Section],
                    predict: Callable[[Section, pd.DataFrame], np.ndarray], seed: int = 0,
                    strata: str | None = None) -> CVResult:
@@ -103,17 +113,8 @@ def cross_validate(df: pd.DataFrame, k: int, fit: Callable[[pd.DataFrame], Secti
     Each fold's fitted section goes to ``predict`` as it would be read from a parameter file (a JSON
     round trip). Warnings raised by the fits are collected once each (``CVResult.warnings``).
     """
-    for col in ("workload", "power_w"):
-        if col not in df.columns:
-            raise BadInputError(f"cross-validation needs a '{col}' column")
-    if not isinstance(k, (int, np.integer)) or k < 2:
-        raise BadInputError(f"cross-validation needs K >= 2 folds (got {k!r})")
+    check_folds(df, k)
     wl = df["workload"].astype(str)
-    n_wl = wl.nunique()
-    if k > n_wl:
-        if n_wl < 2:
-            raise BadInputError(f"cannot cross-validate: the table has {n_wl} workload (folds by workload need 2)")
-        raise BadInputError(f"cannot make {k} folds by workload from {n_wl} workloads (use --cv {n_wl} or fewer)")
     folds = make_folds(wl, int(k), seed, df[strata] if strata and strata in df.columns else None)
     pred = pd.Series(np.nan, index=df.index, dtype=float)
     fold_of = pd.Series(-1, index=df.index, dtype=int)

@@ -165,28 +165,19 @@ def throughput_time(basis: Any, df: pd.DataFrame, measured: pd.DataFrame | None)
     return np.where(t > 0, t, 1e-3)
 
 
-def jacobian_rows(section: Section, df: pd.DataFrame, free: Sequence[str], rel_step: float = 1e-6) -> np.ndarray:
-    """d power / d parameter (rows x ``free``) of the IPP model at the section's values, by central
-    differences of :func:`calib.model.ipp.power_from_arrays` (the model's own equations, whatever terms
-    the section has)."""
-    from calib.model.ipp import power_from_arrays
+def jacobian_rows(section: Section, df: pd.DataFrame, free: Sequence[str]) -> np.ndarray:
+    """d power / d parameter (W per parameter unit; rows x ``free``) of the IPP model at the section's
+    values: :func:`calib.model.ipp.jacobian`, the model's own analytic derivatives (whatever terms the
+    section has). Every row runs a kernel; ``active_sms`` defaults to every SM."""
+    from calib.model import ipp as model
 
     st = section.structure
-    units = list(st["units"])
-    act = {u: df[ACT_PREFIX + u].to_numpy(float) for u in units}
-    running = np.ones(len(df), bool)
+    act = {u: df[ACT_PREFIX + u].to_numpy(float) for u in st["units"]}
     n = np.full(len(df), float(st["sm_count"]))
     if "active_sms" in df.columns:
         n = df["active_sms"].to_numpy(float)
-    vals = section.values()
-    out = np.zeros((len(df), len(free)))
-    for k, name in enumerate(free):
-        h = rel_step * max(abs(vals[name]), 1e-3)
-        lo, hi = dict(vals), dict(vals)
-        lo[name] -= h
-        hi[name] += h
-        out[:, k] = (power_from_arrays(st, hi, act, running, n) - power_from_arrays(st, lo, act, running, n)) / (2 * h)
-    return out
+    jd = model.jacobian(section.values(), model.design(st, act, np.ones(len(df), bool), n))
+    return np.column_stack([np.broadcast_to(jd[name], (len(df),)) for name in free]) if free else np.zeros((len(df), 0))
 
 
 def relative_se_pct(cov: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -1,13 +1,11 @@
 """Fit the DVFS power model (:mod:`calib.model.dvfs`) to a samples table with several clock configurations.
 
-Method (default ``"joint"``): one bounded, weighted least-squares problem over every parameter at once
-(:func:`scipy.optimize.least_squares`, trust-region reflective) with an analytic Jacobian for the
-linear coefficients and the voltages, and finite differences for the few shape parameters of the
-access-rate transforms, the memory-bound scaling and the static voltage exponent. Constraints are
-bounds only:
+The model's equation, its design columns and their derivatives are :mod:`calib.model.dvfs`'s; this module
+owns the search. Method (default ``"joint"``): one bounded, weighted least-squares problem over every
+parameter at once (:func:`calib.fit.core.solve`) with the model's Jacobian (analytic in the coefficients
+and voltages, differences in the few shape parameters). Constraints are bounds only:
 
-* W coefficients >= 0 (non-negative least squares, as gpmTOOL); ``total_*_w`` may take either sign
-  with ``total_terms="free"``;
+* W coefficients >= 0 (non-negative least squares, as gpmTOOL);
 * voltages are ``V = exp(A @ u)`` with ``u >= 0`` and ``A`` the cumulative map from the reference level
   outwards, so every voltage is positive, 1 at the reference clock and non-decreasing in clock
   (gpmTOOL forces the same monotonicity with explicit constraints); with a core curve per memory level,
@@ -15,45 +13,38 @@ bounds only:
   reference core level;
 * ``ar_tp_lambda`` in [0.01, 1], ``ar_tp_threshold`` in [0, 0.5] (when fitted), ``ar_bc_a`` in [0.01, 1],
   ``ar_bc_lambda`` in [0, 1], ``ar_exponent`` in [0.05, 1], ``ar_log_a`` in [0.01, 1] (concave transforms
-  only), ``mem_sat`` in [0.05, 50] (50: practically never memory bound), ``static_v_exp`` in [1, 6].
+  only), ``mem_sat`` in [0.05, 50] (50: practically never memory bound).
 
-Model choices (the figures behind each, from cross-validation by microbenchmark name on the Titan X
-table and the 10 development applications, are in tests/benchmarks/titanx_results.md, not here):
+Model choices (made by cross-validation on the Titan X table and the 10 development applications;
+the figures, and those of the options it rejected, are in tests/benchmarks/titanx_results.md):
 
 * ``core_voltage="auto"`` (default): one monotone core voltage curve per memory level when every (core,
   memory) pair was measured, else one shared curve (gpmTOOL's model; ``"shared"``); ``"per_mem"`` forces
-  the curves, ``"per_mem_anchored"`` also makes each 1 at the reference core clock. Virtual-GPU sessions
-  measure the default core clock at the default memory clock only, so they keep the shared curve;
+  the curves. Virtual-GPU sessions measure the default core clock at the default memory clock only, so
+  they keep the shared curve;
 * access-rate transform ``"tpow"`` with the threshold fixed at ``DEFAULT_THRESHOLD`` (chosen with the
-  development applications: the microbenchmarks alone cannot place it); ``ar_threshold=None`` fits it;
-* options cross-validation did not support as defaults: ``static_exp``, ``total_terms``,
-  ``ar_shape="per_unit"``, robust ``loss`` with ``loss_scale``, ``weighting="relative_workload"``.
+  development applications: the microbenchmarks alone cannot place it); ``ar_threshold=None`` fits it.
 
 Reference clocks (V = 1, and the clocks the W coefficients refer to): ``ref_clocks`` when given, else
 the clocks the activities were measured at when those are levels of the table (gpmTOOL's default
 clocks, from the ``ref_core_mhz``/``ref_mem_mhz`` columns), else the highest levels. Activity clocks
-(memory-bound rescaling, :mod:`calib.model.dvfs`): the ``ref_`` columns; else, when every workload
-repeats the same activities at all its clock configurations (activities measured once and copied),
-the highest clocks are assumed; else none (activities measured at each row's clocks). On the Titan X
-table, assuming the highest clocks instead of the true default clocks changes no figure noticeably
-(the rescaling matters at the 810 MHz memory clock, where every default-clock choice agrees).
+(memory-bound rescaling): the ``ref_`` columns; else, when every workload repeats the same activities at
+all its clock configurations (activities measured once and copied), the highest clocks are assumed;
+else none (activities measured at each row's clocks).
 
 ``method="alternating"`` reproduces gpmTOOL's scheme instead: non-negative least squares
 (:func:`scipy.optimize.nnls`) for the W coefficients with voltages fixed, then bounded least squares
 for the voltages and shapes with the coefficients fixed, until no parameter changes by more than 0.05 %
-for 5 iterations. Both reach the same optimum on the Guerreiro et al. tables; the joint solve is
-several times faster (tests/benchmarks/titanx_results.md has the measurement), hence the default.
+for 5 iterations. Both reach the same optimum; the joint solve is faster, hence the default.
 
 Residuals are relative, ``(P_pred - P) / P`` (``weighting="relative"``): the fit minimises the squared
 percentage error, which matches the MAPE it is judged by and keeps 40 W idle rows as important as
-250 W rows. ``weighting="absolute"`` gives gpmTOOL's unweighted residuals; ``"relative_workload"``
-also divides by the square root of the workload's row count (names covering several microbenchmarks
-stop dominating).
+250 W rows. ``weighting="absolute"`` gives gpmTOOL's unweighted residuals.
 
-Standard errors come from the Jacobian at the solution, ``cov = pinv(J^T J) * SSR / (n - p)``
-(columns scaled first), for every fitted parameter, also those at a bound (then they describe the
-local curvature only and a warning says the value sits on its bound). Voltages get theirs from the
-increments by the delta method. A parameter the data do not touch has no standard error and a warning.
+Standard errors: :func:`calib.fit.core.covariance` of the raw parameter vector, for every fitted
+parameter, also those at a bound (then they describe the local curvature only and a warning says the
+value sits on its bound); voltages get theirs from the increments by the delta method. A parameter the
+data do not touch has no standard error and a warning.
 
 Warnings (in ``fit.power.warnings``) name units that never vary (their weight is fixed at 0),
 pairs of units whose activities are collinear over the distinct workloads (|r| > 0.95), units that
@@ -72,30 +63,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares, nnls
+from scipy.optimize import nnls
 
 from calib.core import names
 from calib.core.errors import BadInputError, FitError
-from calib.model.arfunc import IPP_A, IPP_B, LOG
-from calib.model.dvfs import (
-    BOXCOX,
-    CONST_TERMS,
-    CORE,
-    FORMS,
-    MEM,
-    MODEL_NAME,
-    POW,
-    SHAPE_NAMES,
-    TPOW,
-    domain_totals,
-    levels_of,
-    scaled_activities,
-    total_form,
-    transform,
-    unit_shape,
-)
 from calib.core.metrics import errors
 from calib.core.params import Covariance, Param, Section
+from calib.core.samples import ACT_PREFIX, act_units
+from calib.core.units import in_memory_domain
+from calib.fit.base import Constraint, Estimator, either, mapping_of, names_of, number, optional, options
+from calib.fit.core import covariance, solve
 from calib.fit.uncertainty import (
     IDLE_GROUP,
     apply_total,
@@ -105,9 +82,25 @@ from calib.fit.uncertainty import (
     total_covariance,
     workload_groups,
 )
-from calib.fit.base import Constraint, Estimator, either, mapping_of, names_of, number, optional, options
-from calib.core.samples import ACT_PREFIX, act_units
-from calib.core.units import in_memory_domain
+from calib.model.arfunc import IPP_A, IPP_B, LOG
+from calib.model.dvfs import (
+    BOXCOX,
+    CONST_TERMS,
+    CORE,
+    FORMS,
+    MEM,
+    MODEL_NAME,
+    POW,
+    TPOW,
+    Design,
+    Rows,
+    columns,
+    levels_of,
+    shape_gradient,
+    voltage_gradient,
+)
+from calib.model.thermal import leakage_w
+from calib.segment import SessionData
 
 #: activity threshold of the default "tpow" transform (chosen on the Titan X data: tests/benchmarks/titanx_results.md)
 DEFAULT_THRESHOLD = 0.03
@@ -124,8 +117,6 @@ SHAPES = {
     "ar_tp_lambda": (0.6, 0.01, 1.0, "1", "power of the thresholded access-rate transform"),
     "ar_tp_threshold": (0.03, 0.0, 0.5, "1", "activity below which a unit draws no dynamic power (tpow transform)"),
     "mem_sat": (1.0, 0.05, 50.0, "1", "summed memory activity at which a kernel is fully memory bound"),
-    "static_v_exp": (2.0, 1.0, 6.0, "1", ("exponent of the core static power in the core voltage, Vc**k (leakage "
-                                          "current grows with voltage)")),
 }
 TERM_DOC = {
     "static_core_w": "static power of the core domain at the reference voltage",
@@ -135,69 +126,43 @@ TERM_DOC = {
     "active_core_w": "extra core-domain power while any core unit is active, at the reference clock",
     "active_mem_w": "extra memory-domain power while any memory unit is active, at the reference clock",
     "leak_core_w_per_c": "leakage increase per degC above temp_ref_c, at the reference core voltage",
-    "total_core_w": "core-domain power following the domain's total activity (sum of its units, capped at 1)",
-    "total_mem_w": "memory-domain power following the domain's total activity (sum of its units, capped at 1)",
 }
 TERM_UNIT = {n: ("W/C" if n.endswith("_per_c") else "W") for n in CONST_TERMS}
 V_MAX_STEP = 2.0  # bound on the log-voltage increment between neighbouring levels (a factor e^2)
-WEIGHTINGS = ("relative", "absolute", "relative_workload")
-LOSSES = ("linear", "soft_l1", "huber", "cauchy")
+WEIGHTINGS = ("relative", "absolute")
 #: core voltage curves: "auto" = one per memory level when every (core, memory) clock pair was measured
-CORE_VOLTAGES = ("auto", "per_mem", "per_mem_anchored", "shared")
-
-
-def shape_spec(name: str) -> tuple:
-    """(initial value, min, max, unit, description) of a shape parameter, also a unit's own ``<name>_<unit>``."""
-    if name in SHAPES:
-        return SHAPES[name]
-    for base in SHAPE_NAMES:
-        if name.startswith(base + "_") and base in SHAPES:
-            init, lo, hi, unit, desc = SHAPES[base]
-            return init, lo, hi, unit, f"{desc}, unit {name[len(base) + 1:]}"
-    raise KeyError(name)
+CORE_VOLTAGES = ("auto", "per_mem", "shared")
+#: the solver's tolerances (ftol, xtol, gtol) and its evaluations per pass of the joint solve
+TOL = 1e-10
+MAX_NFEV = 150
 
 
 @dataclass
 class Problem:
-    """Everything the residual function needs, precomputed from the table."""
+    """The fit's parameter vector ``x = (coefficients, shapes, core log-voltage steps [and curve offsets],
+    memory log-voltage steps)`` on the model's :class:`calib.model.dvfs.Design` of the training rows."""
 
-    P: np.ndarray
-    wt: np.ndarray
-    fc: np.ndarray
-    fm: np.ndarray
-    U: np.ndarray
-    units: list[str]
-    forms: list[str]
-    is_mem: np.ndarray
-    vary_unit: np.ndarray
-    ic: np.ndarray
+    P: np.ndarray             # measured power, W
+    wt: np.ndarray            # residual weights
+    d: Design
+    shapes: list[str]         # fitted shape parameters
+    fixed_shape: dict[str, float]
+    ic: np.ndarray            # per row: index of its core / memory clock level
     im: np.ndarray
-    lc: np.ndarray
+    lc: np.ndarray            # the clock levels, MHz
     lm: np.ndarray
-    rc: int
+    rc: int                   # the reference levels
     rm: int
-    Ac: np.ndarray
+    Ac: np.ndarray            # increments -> log-voltages (0 at the reference level)
     Am: np.ndarray
-    f0c: float
-    f0m: float
-    terms: list[str]
-    shapes: list[str]
-    ind_c: np.ndarray
-    ind_m: np.ndarray
-    dT: np.ndarray | None
-    ac: np.ndarray | None
-    am: np.ndarray | None
-    fixed_shape: dict[str, float] = field(default_factory=dict)
-    ridge: float = 0.0        # weight of the penalty on unit weights (fraction of power per W)
-    free_sign: tuple[str, ...] = ()   # linear terms without the >= 0 bound
     ncg: int = 1              # core voltage curves: 1, or one per memory level ("per_mem")
-    core_offsets: bool = True  # curves other than the reference one have a free value at the reference core level
     rows: pd.DataFrame | None = None  # the table rows of P (for grouping them: workload, kernel, role)
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_off(self) -> int:
-        """Number of core-curve offsets in the parameter vector."""
-        return self.ncg - 1 if self.core_offsets else 0
+        """Core-curve offsets in the parameter vector (every curve but the reference one's)."""
+        return self.ncg - 1
 
     @property
     def gc(self) -> np.ndarray:
@@ -211,7 +176,7 @@ class Problem:
 
     @property
     def nlin(self) -> int:
-        return len(self.terms) + int(self.vary_unit.sum())
+        return len(self.d.terms) + len(self.d.unit_cols)
 
     @property
     def nshape(self) -> int:
@@ -219,9 +184,12 @@ class Problem:
 
     @property
     def nu_c(self) -> int:
-        # per curve: the log-voltage increments between core levels; every curve but the reference one
-        # also has an offset (its log-voltage at the reference core level)
+        # per curve: the log-voltage increments between core levels, plus the offsets
         return self.ncg * (len(self.lc) - 1) + self.n_off
+
+    @property
+    def nu_m(self) -> int:
+        return len(self.lm) - 1
 
     def core_table(self, u: np.ndarray) -> np.ndarray:
         """Core voltages, core levels x curves, from the core part of the parameter vector."""
@@ -236,10 +204,6 @@ class Problem:
         """Per-row (core, memory) voltages from the level tables of :meth:`split`."""
         return vc[self.ic, self.gc], vm[self.im]
 
-    @property
-    def nu_m(self) -> int:
-        return len(self.lm) - 1
-
     def split(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, float], np.ndarray, np.ndarray]:
         """(linear coefficients, shape values, core voltages (levels x curves), memory level voltages)."""
         a, b = self.nlin, self.nlin + self.nshape
@@ -249,113 +213,82 @@ class Problem:
         vm = np.exp(self.Am @ x[b + self.nu_c:])
         return x[:a], shape, vc, vm
 
-    def design(self, shape: Mapping[str, float], Vc: np.ndarray, Vm: np.ndarray) -> np.ndarray:
-        """Design matrix (rows x linear coefficients) at given shapes and per-row voltages."""
-        kc = Vc * Vc * (self.fc / self.f0c)
-        km = Vm * Vm * (self.fm / self.f0m)
-        cols = []
-        for t in self.terms:
-            if t.startswith("total_"):
-                continue  # appended after the transforms (below), in the same order as self.terms
-            cols.append({"static_core_w": lambda: Vc ** shape.get("static_v_exp", 1.0), "static_mem_w": lambda: Vm,
-                         "const_core_w": lambda: kc,
-                         "const_mem_w": lambda: km, "active_core_w": lambda: kc * self.ind_c,
-                         "active_mem_w": lambda: km * self.ind_m, "leak_core_w_per_c": lambda: Vc * self.dT}[t]())
-        G, tot = self.transformed(shape)
-        for t in self.terms:
-            if t.startswith("total_"):
-                cols.append(tot[t] * (kc if t == "total_core_w" else km))
-        for j in np.flatnonzero(self.vary_unit):
-            cols.append(G[:, j] * (km if self.is_mem[j] else kc))
-        return np.column_stack(cols)
-
-    def transformed(self, shape: Mapping[str, float]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Transformed activities (rows x units) and the transformed domain totals of the total_* terms."""
-        U = self.U
-        if self.ac is not None and "mem_sat" in shape:
-            U = scaled_activities(U, self.is_mem, self.fc, self.fm, self.ac, self.am, shape["mem_sat"])
-        G = np.empty_like(U)
-        for j, f in enumerate(self.forms):
-            G[:, j] = transform(U[:, j], f, unit_shape(shape, self.units[j]))
-        tot: dict[str, np.ndarray] = {}
-        if "total_core_w" in self.terms or "total_mem_w" in self.terms:
-            tc, tm = domain_totals(U, self.is_mem)
-            tf = total_form(self.forms)
-            tot = {"total_core_w": transform(tc, tf, shape), "total_mem_w": transform(tm, tf, shape)}
-        return G, tot
-
     def predict(self, x: np.ndarray) -> np.ndarray:
         lin, shape, vc, vm = self.split(x)
-        return self.design(shape, *self.row_volts(vc, vm)) @ lin
+        return columns(self.d, shape, *self.row_volts(vc, vm)) @ lin
 
     def resid(self, x: np.ndarray) -> np.ndarray:
-        r = (self.predict(x) - self.P) * self.wt
-        if self.ridge:
-            r = np.concatenate([r, self.ridge * x[len(self.terms):self.nlin]])
-        return r
+        return (self.predict(x) - self.P) * self.wt
 
     def jac(self, x: np.ndarray) -> np.ndarray:
+        """The residuals' Jacobian: the model's columns and derivatives, chained into the log-voltage steps."""
         lin, shape, vcl, vml = self.split(x)
         Vc, Vm = self.row_volts(vcl, vml)
-        X = self.design(shape, Vc, Vm)
-        # d P / d V per row: static terms are linear in V, dynamic ones quadratic
-        dyn_c = np.zeros(len(self.P))
-        dyn_m = np.zeros(len(self.P))
-        st_c = np.zeros(len(self.P))
-        st_m = np.zeros(len(self.P))
-        kc = Vc * Vc * (self.fc / self.f0c)
-        km = Vm * Vm * (self.fm / self.f0m)
-        for i, t in enumerate(self.terms):
-            if t == "static_core_w":
-                st_c += lin[i] * X[:, i] / Vc * shape.get("static_v_exp", 1.0)
-            elif t == "leak_core_w_per_c":
-                st_c += lin[i] * X[:, i] / Vc
-            elif t == "static_mem_w":
-                st_m += lin[i] * X[:, i] / Vm
-            elif t in ("const_core_w", "active_core_w", "total_core_w"):
-                dyn_c += lin[i] * X[:, i]
-            else:
-                dyn_m += lin[i] * X[:, i]
-        for k, j in enumerate(np.flatnonzero(self.vary_unit)):
-            col = len(self.terms) + k
-            if self.is_mem[j]:
-                dyn_m += lin[col] * X[:, col]
-            else:
-                dyn_c += lin[col] * X[:, col]
-        dPdVc = st_c + 2.0 * dyn_c / np.where(Vc > 0, Vc, 1.0)
-        dPdVm = st_m + 2.0 * dyn_m / np.where(Vm > 0, Vm, 1.0)
-        del kc, km
+        X = columns(self.d, shape, Vc, Vm)
+        dPdVc, dPdVm = voltage_gradient(self.d, X, lin, Vc, Vm)
+        J = np.empty((len(self.P), len(x)), order="F")
+        a, b, c = self.nlin, self.nlin + self.nshape, self.nlin + self.nshape + self.nu_c
+        J[:, :a] = X
+        if self.nshape:
+            J[:, a:b] = shape_gradient(self.d, shape, self.shapes, lin, Vc, Vm)
         base_c = dPdVc * Vc  # d P / d log Vc
         if self.ncg == 1:
-            Jc = base_c[:, None] * self.Ac[self.ic]
+            J[:, b:c] = base_c[:, None] * self._rows_of(self.Ac, self.ic)
         else:
             n = len(self.lc) - 1
-            Jc = np.zeros((len(self.P), self.nu_c))
-            Ar = self.Ac[self.ic]
-            k = self.ncg * n
+            J[:, b:c] = 0.0
+            Ar = self._rows_of(self.Ac, self.ic)
+            k = b + self.ncg * n
             for g in range(self.ncg):
-                m = self.gc == g
-                Jc[m, g * n:(g + 1) * n] = base_c[m, None] * Ar[m]
-                if g != self.rg and self.n_off:
-                    Jc[m, k] = base_c[m]
+                m = self._curve_rows(g)
+                J[m, b + g * n:b + (g + 1) * n] = base_c[m, None] * Ar[m]
+                if g != self.rg:
+                    J[m, k] = base_c[m]
                     k += 1
-        Jm = dPdVm[:, None] * (vml[:, None] * self.Am)[self.im]
-        Js = np.zeros((len(self.P), self.nshape))
-        if self.nshape:
-            base = X @ lin
-            a = self.nlin
-            for k in range(self.nshape):
-                h = 1e-6 * max(1.0, abs(x[a + k]))
-                xp = x.copy()
-                xp[a + k] += h
-                _, sp, _, _ = self.split(xp)
-                Js[:, k] = (self.design(sp, Vc, Vm) @ lin - base) / h
-        J = np.hstack([X, Js, Jc, Jm]) * self.wt[:, None]
-        if self.ridge:
-            R = np.zeros((self.nlin - len(self.terms), J.shape[1]))
-            R[:, len(self.terms):self.nlin] = np.eye(self.nlin - len(self.terms)) * self.ridge
-            J = np.vstack([J, R])
+        J[:, c:] = (dPdVm * Vm)[:, None] * self._rows_of(self.Am, self.im)
+        J *= self.wt[:, None]
         return J
+
+    def _rows_of(self, A: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """``A[idx]`` (a level map per row), computed once per problem."""
+        key = ("rows_of", id(A))
+        if key not in self._cache:
+            self._cache[key] = A[idx]
+        return self._cache[key]
+
+    def _curve_rows(self, g: int) -> np.ndarray:
+        """The rows of core voltage curve ``g``, computed once per problem."""
+        key = ("curve", g)
+        if key not in self._cache:
+            self._cache[key] = np.flatnonzero(self.gc == g)
+        return self._cache[key]
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        n_inc = self.nu_c - self.n_off  # curve offsets (log-voltage at the reference core level): either sign
+        lo = np.concatenate([np.zeros(self.nlin), [SHAPES[s][1] for s in self.shapes], np.zeros(n_inc),
+                             np.full(self.n_off, -V_MAX_STEP), np.zeros(self.nu_m)])
+        hi = np.concatenate([np.full(self.nlin, np.inf), [SHAPES[s][2] for s in self.shapes],
+                             np.full(self.nu_c + self.nu_m, V_MAX_STEP)])
+        return lo, hi
+
+    def start(self) -> np.ndarray:
+        """Shapes at their defaults, voltages a little below 1 away from the reference, and the coefficients
+        from non-negative least squares at those."""
+        shape0 = dict(self.fixed_shape)
+        shape0.update({s: SHAPES[s][0] for s in self.shapes})
+        u0 = np.full(self.nu_c + self.nu_m, 0.01)
+        u0[self.nu_c - self.n_off:self.nu_c] = 0.0  # curve offsets
+        x = np.concatenate([np.zeros(self.nlin), [shape0[s] for s in self.shapes], u0])
+        _, _, vc, vm = self.split(x)
+        X = columns(self.d, shape0, *self.row_volts(vc, vm))
+        lin, _ = nnls(X * self.wt[:, None], self.P * self.wt, maxiter=50 * X.shape[1])
+        x[:self.nlin] = np.maximum(lin, 1e-3)  # strictly inside the bounds for trust-region reflective
+        return x
+
+    def x_scale(self) -> np.ndarray:
+        """Typical magnitudes: W coefficients ~10 W, shapes ~0.3, log-voltage steps ~0.05."""
+        return np.concatenate([np.full(self.nlin, 10.0), np.full(self.nshape, 0.3),
+                               np.full(self.nu_c + self.nu_m, 0.05)])
 
 
 def _cum_map(n: int, ref: int) -> np.ndarray:
@@ -424,316 +357,13 @@ def activity_diagnostics(U: np.ndarray, units: list[str]) -> tuple[np.ndarray, l
     return varies, msgs
 
 
-def _forms_for(units: list[str], ar_form: str, ar_forms: Mapping[str, str] | None) -> list[str]:
-    extra = set(ar_forms or {}) - set(units)
-    if extra:
-        raise BadInputError(f"access-rate form given for unknown unit(s): {', '.join(sorted(extra))} "
-                            f"(units in the table: {', '.join(units)})")
-    # the forms themselves were checked with the settings (DvfsPowerFitter.constraints)
-    return [(ar_forms or {}).get(u, ar_form) for u in units]
-
-
-def _prepare(df: pd.DataFrame, mem_units: set[str] | None, source: str, ar_form: str,
-             ar_forms: Mapping[str, str] | None, activity_clocks: Any, weighting: str,
-             fit_log_a: bool, active_terms: bool = True, ridge: float = 0.0,
-             ref_clocks: tuple[float, float] | None = None,
-             ar_threshold: float | None = None, ar_shape: str = "shared",
-             total_terms: bool | str = False, core_voltage: str = "auto",
-             static_exp: bool = False) -> tuple[Problem, dict[str, Any], list[str]]:
-    src = source or "<table>"
-    notes: list[str] = []
-    if "power_w" not in df.columns:
-        raise BadInputError(f"{src}: required column 'power_w' missing (needed to fit)")
-    units = act_units(df)
-    if not units:
-        raise BadInputError(f"{src}: no activity columns (act_<unit>)")
-    if mem_units is not None:
-        unknown = sorted(set(mem_units) - set(units))
-        if unknown:
-            raise BadInputError(f"{src}: memory unit(s) {', '.join(unknown)} not in the table "
-                                f"(units: {', '.join(units)})")
-    data = df.copy()
-    for col in ("core_mhz", "mem_mhz"):
-        if col not in data.columns:
-            data[col] = 1.0  # one nominal level: the domain does not scale (module docstring of the model)
-            notes.append(f"no {col} column: the {col[:-4]} domain is treated as one clock level")
-    need = ["power_w", "core_mhz", "mem_mhz"] + [ACT_PREFIX + u for u in units]
-    bad = data[need].isna().any(axis=1)
-    if bad.any():
-        msg = f"{src}: dropped {int(bad.sum())} of {len(data)} rows with missing power, clock or activity values"
-        warnings.warn(msg, stacklevel=3)
-        notes.append(msg)
-        data = data[~bad].reset_index(drop=True)
-    if "workload" not in data.columns:
-        data["workload"] = [f"row{i + 1}" for i in range(len(data))]
-    P = data["power_w"].to_numpy(float)
-    if len(P) == 0:
-        raise BadInputError(f"{src}: no usable rows")
-    if np.any(P <= 0):
-        i = int(np.flatnonzero(P <= 0)[0])
-        raise BadInputError(f"{src}: row {i + 1}, column 'power_w': {float(P[i]):g} W is not a positive power")
-    U = data[[ACT_PREFIX + u for u in units]].to_numpy(float)
-    if np.any((U < -1e-9) | (U > 1 + 1e-9)):
-        r, j = np.argwhere((U < -1e-9) | (U > 1 + 1e-9))[0]
-        raise BadInputError(f"{src}: row {r + 1}, column 'act_{units[j]}': activity {float(U[r, j]):g} outside [0, 1]")
-    U = np.clip(U, 0.0, 1.0)
-    fc = data["core_mhz"].to_numpy(float)
-    fm = data["mem_mhz"].to_numpy(float)
-    lc, lm = levels_of(fc), levels_of(fm)
-    is_mem = np.array([in_memory_domain(u, mem_units) for u in units], dtype=bool)
-    forms = _forms_for(units, ar_form, ar_forms)
-
-    # clocks at which the activities were measured (memory-bound scaling)
-    ac = am = None
-    act_info: dict[str, Any] | None = None
-    if activity_clocks not in (None, "off", False):
-        if {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
-            ac = data["ref_core_mhz"].to_numpy(float)
-            am = data["ref_mem_mhz"].to_numpy(float)
-            act_info = {"core_mhz": float(np.median(ac)), "mem_mhz": float(np.median(am)),
-                        "source": "table columns ref_core_mhz/ref_mem_mhz"}
-        elif isinstance(activity_clocks, (tuple, list)):
-            act_info = {"core_mhz": float(activity_clocks[0]), "mem_mhz": float(activity_clocks[1]), "source": "given"}
-        elif activity_clocks == "auto" and _activities_repeat(data, [ACT_PREFIX + u for u in units]):
-            act_info = {"core_mhz": float(lc[-1]), "mem_mhz": float(lm[-1]),
-                        "source": "assumed: activities repeat across clocks, taken as measured at the highest clocks"}
-        if act_info is not None and ac is None:
-            ac = np.full(len(P), act_info["core_mhz"])
-            am = np.full(len(P), act_info["mem_mhz"])
-        if act_info is not None and not is_mem.any():
-            act_info, ac, am = None, None, None  # no memory units: nothing can become memory bound
-    # reference clocks (V = 1): the activity clocks (or the table's ref_ columns) when they are fitted
-    # levels, else the highest levels; predictions do not depend on this choice, only the normalisation
-    f0c, f0m = float(lc[-1]), float(lm[-1])
-    want = None
-    if act_info is not None:
-        want = (act_info["core_mhz"], act_info["mem_mhz"])
-    elif {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
-        want = (float(data["ref_core_mhz"].median()), float(data["ref_mem_mhz"].median()))
-    if want is not None:
-        if np.isclose(lc, want[0]).any():
-            f0c = float(lc[np.isclose(lc, want[0])][0])
-        if np.isclose(lm, want[1]).any():
-            f0m = float(lm[np.isclose(lm, want[1])][0])
-    if ref_clocks is not None:
-        for dom, want, lv in (("core", ref_clocks[0], lc), ("memory", ref_clocks[1], lm)):
-            if not np.isclose(lv, want).any():
-                raise BadInputError(f"{src}: reference {dom} clock {want:g} MHz is not a clock level of the table "
-                                    f"({', '.join(f'{x:g}' for x in lv)})")
-        f0c = float(lc[np.isclose(lc, ref_clocks[0])][0])
-        f0m = float(lm[np.isclose(lm, ref_clocks[1])][0])
-    rc, rm = int(np.flatnonzero(np.isclose(lc, f0c))[0]), int(np.flatnonzero(np.isclose(lm, f0m))[0])
-    ic = np.clip(np.searchsorted(lc, np.round(fc, 6)), 0, len(lc) - 1)
-    im = np.clip(np.searchsorted(lm, np.round(fm, 6)), 0, len(lm) - 1)
-
-    varies, diag = activity_diagnostics(U, units)
-    for m in diag:
-        notes.append(m)
-    ind_c = (U[:, ~is_mem] > 0).any(axis=1).astype(float) if (~is_mem).any() else np.zeros(len(P))
-    ind_m = (U[:, is_mem] > 0).any(axis=1).astype(float) if is_mem.any() else np.zeros(len(P))
-    multi_c, multi_m = len(lc) > 1, len(lm) > 1
-    # with one level in a domain its voltage and clock factors are 1: keep one constant per collinear group
-    terms: list[str] = ["const_core_w"]
-    if multi_c:
-        terms.append("static_core_w")
-    if multi_m:
-        terms += ["static_mem_w", "const_mem_w"]
-    elif multi_c:
-        terms.append("static_mem_w")  # one memory level: the voltage-independent constant power
-    if active_terms and 0 < ind_c.sum() < len(P):
-        terms.append("active_core_w")
-    if active_terms and 0 < ind_m.sum() < len(P) and not (not multi_c and not multi_m and np.array_equal(ind_m, ind_c)):
-        terms.append("active_mem_w")
-    dT = None
-    temp_ref = None
-    if "temp_c" in data.columns:
-        t = data["temp_c"].to_numpy(float)
-        if np.isnan(t).any():
-            notes.append(f"temp_c missing in {int(np.isnan(t).sum())} rows: temperature not used in the fit")
-        elif np.ptp(t) > 0.1:
-            temp_ref = float(t.min())
-            dT = t - temp_ref
-            terms.append("leak_core_w_per_c")
-    free_sign: tuple[str, ...] = ()
-    if total_terms:
-        # a domain's total-activity term needs two varying units in it (else it is that unit's own term)
-        for dom, m in (("core", ~is_mem), ("mem", is_mem)):
-            if int((varies & m).sum()) >= 2:
-                terms.append(f"total_{dom}_w")
-        if total_terms == "free":
-            free_sign = ("total_core_w", "total_mem_w")
-    terms = [t for t in CONST_TERMS if t in terms]  # canonical order
-
-    shapes: list[str] = []
-    fixed_shape: dict[str, float] = {}
-    if POW in forms:
-        shapes.append("ar_exponent")
-    if BOXCOX in forms:
-        shapes += ["ar_bc_a", "ar_bc_lambda"]
-    if TPOW in forms and ar_shape == "per_unit":
-        shapes += [f"ar_tp_lambda_{u}" for u, f, v in zip(units, forms, varies) if f == TPOW and v]
-        if any(t.startswith("total_") for t in terms):
-            shapes.append("ar_tp_lambda")
-        else:
-            fixed_shape["ar_tp_lambda"] = 1.0  # unused: every varying unit has its own
-    elif TPOW in forms:
-        shapes.append("ar_tp_lambda")
-    if TPOW in forms:
-        if ar_threshold is None:
-            shapes.append("ar_tp_threshold")
-        else:
-            fixed_shape["ar_tp_threshold"] = float(ar_threshold)
-    if LOG in forms:
-        if fit_log_a:
-            shapes.append("ar_log_a")
-        else:
-            fixed_shape["ar_log_a"] = IPP_A
-        fixed_shape["ar_log_b"] = IPP_B
-    if ac is not None:
-        shapes.append("mem_sat")
-    if static_exp and "static_core_w" in terms:
-        shapes.append("static_v_exp")
-    wt = np.ones_like(P) if weighting == "absolute" else 1.0 / P
-    if weighting == "relative_workload":
-        # every workload name carries the same total weight, whatever its number of rows
-        n_w = data.groupby("workload")["workload"].transform("size").to_numpy(float)
-        wt = wt * np.sqrt(n_w.mean() / n_w)
-    prob = Problem(P, wt, fc, fm, U, units, forms, is_mem, varies, ic, im, lc, lm, rc, rm, _cum_map(len(lc), rc),
-                   _cum_map(len(lm), rm), f0c, f0m, terms, shapes, ind_c, ind_m, dT, ac, am, fixed_shape, ridge,
-                   free_sign)
-    prob.rows = data
-    if core_voltage == "per_mem_anchored":  # every curve 1 at the reference core clock
-        core_voltage, prob.core_offsets = "per_mem", False
-    if multi_c and multi_m and core_voltage != "shared":
-        # a curve per memory level is determined only where that level was measured at the core levels
-        have = np.zeros((len(lc), len(lm)), dtype=bool)
-        have[ic, im] = True
-        if have.all():
-            prob.ncg = len(lm)
-        elif core_voltage == "per_mem":
-            prob.ncg = len(lm)
-            notes.append(f"core voltage per memory level: {int((~have).sum())} of {have.size} (core, memory) clock "
-                         "pairs have no rows; those voltages are held only by the monotonicity bounds")
-    n_free = prob.nlin + prob.nshape + prob.nu_c + prob.nu_m
-    if len(P) <= n_free:
-        raise FitError(f"{src}: {len(P)} rows cannot determine {n_free} parameters")
-    meta = {"act_info": act_info, "temp_ref_c": temp_ref, "n_workloads": int(data["workload"].nunique())}
-    return prob, meta, notes
-
-
-def _bounds(prob: Problem) -> tuple[np.ndarray, np.ndarray]:
-    lo_lin = np.array([-np.inf if t in prob.free_sign else 0.0 for t in prob.terms]
-                      + [0.0] * (prob.nlin - len(prob.terms)))
-    n_off = prob.n_off  # curve offsets (log-voltage at the reference core level): either sign
-    n_inc = prob.nu_c - n_off
-    lo = np.concatenate([lo_lin, [shape_spec(s)[1] for s in prob.shapes], np.zeros(n_inc),
-                         np.full(n_off, -V_MAX_STEP), np.zeros(prob.nu_m)])
-    hi = np.concatenate([np.full(prob.nlin, np.inf), [shape_spec(s)[2] for s in prob.shapes],
-                         np.full(prob.nu_c + prob.nu_m, V_MAX_STEP)])
-    return lo, hi
-
-
-def _start(prob: Problem) -> np.ndarray:
-    shape0 = dict(prob.fixed_shape)
-    shape0.update({s: shape_spec(s)[0] for s in prob.shapes})
-    u0 = np.full(prob.nu_c + prob.nu_m, 0.01)
-    u0[prob.nu_c - prob.n_off:prob.nu_c] = 0.0  # curve offsets
-    x = np.concatenate([np.zeros(prob.nlin), [shape0[s] for s in prob.shapes], u0])
-    _, _, vc, vm = prob.split(x)
-    X = prob.design(shape0, *prob.row_volts(vc, vm))
-    lin, _ = nnls(X * prob.wt[:, None], prob.P * prob.wt, maxiter=50 * X.shape[1])
-    x[:prob.nlin] = np.maximum(lin, 1e-3)  # strictly inside the bounds for trust-region reflective
-    return x
-
-
-def _x_scale(prob: Problem) -> np.ndarray:
-    """Typical magnitudes: W coefficients ~10 W, shapes ~0.3, log-voltage steps ~0.05."""
-    return np.concatenate([np.full(prob.nlin, 10.0), np.full(prob.nshape, 0.3), np.full(prob.nu_c + prob.nu_m, 0.05)])
-
-
-def _solve_joint(prob: Problem, x0: np.ndarray, max_nfev: int | None, loss: str = "linear",
-                 loss_scale: float = 0.05) -> tuple[np.ndarray, int, str]:
-    """Trust-region reflective from the NNLS start with fixed typical variable magnitudes, then a polish
-    with the Jacobian's own scaling; the lower cost wins.
-
-    The static/dynamic split and the voltage steps make the problem badly conditioned: with one scaling
-    the solver may crawl along a flat valley (hundreds of evaluations) or stop at a slightly worse point.
-    The second scaling, started where the first stopped, leaves the result practically independent of
-    the reference clocks and the table (costs within 0.5 % of a full two-start solve on the Titan X,
-    Titan Xp and HPCA'18 tables at several reference clocks) at half the time of two full solves: the
-    singular value decomposition of the Jacobian in every step is most of the fit time.
-    """
-    lo, hi = _bounds(prob)
-    x0 = np.clip(x0, lo, hi)
-    opts = dict(bounds=(lo, hi), method="trf", ftol=1e-10, xtol=1e-10, gtol=1e-10, loss=loss, f_scale=loss_scale)
-    best = least_squares(prob.resid, x0, jac=prob.jac, x_scale=_x_scale(prob), max_nfev=max_nfev or 150, **opts)
-    nfev = int(best.nfev)
-    sol = least_squares(prob.resid, best.x, jac=prob.jac, x_scale="jac", max_nfev=max_nfev or 150, **opts)
-    nfev += int(sol.nfev)
-    if sol.cost > best.cost:
-        sol = best
-    return sol.x, nfev, str(sol.message)
-
-
-def _solve_alternating(prob: Problem, x0: np.ndarray, max_iter: int = 500, rtol: float = 5e-4,
-                       patience: int = 5) -> tuple[np.ndarray, int, str]:
-    """gpmTOOL's scheme: NNLS for the coefficients, then bounded least squares for voltages and shapes."""
-    lo, hi = _bounds(prob)
-    x = np.clip(x0, lo, hi)
-    a = prob.nlin
-    calm = 0
-    nfev = 0
-    for it in range(max_iter):
-        x_old = x.copy()
-        _, shape, vc, vm = prob.split(x)
-        X = prob.design(shape, *prob.row_volts(vc, vm)) * prob.wt[:, None]
-        x[:a], _ = nnls(X, prob.P * prob.wt, maxiter=50 * X.shape[1])
-        lin = x[:a].copy()
-
-        def r_nl(z: np.ndarray) -> np.ndarray:
-            return prob.resid(np.concatenate([lin, z]))
-
-        def j_nl(z: np.ndarray) -> np.ndarray:
-            return prob.jac(np.concatenate([lin, z]))[:, a:]
-
-        z0 = np.clip(x[a:], lo[a:] + 1e-12, hi[a:] - 1e-12)
-        s = least_squares(r_nl, z0, jac=j_nl, bounds=(lo[a:], hi[a:]), method="trf", x_scale="jac", max_nfev=50)
-        nfev += int(s.nfev) + 1
-        x[a:] = s.x
-        change = np.max(np.abs(x - x_old) / np.maximum(np.abs(x_old), 1e-6))
-        calm = calm + 1 if change < rtol else 0
-        if calm >= patience:
-            return x, nfev, f"converged after {it + 1} alternations"
-    return x, nfev, f"stopped after {max_iter} alternations without converging"
-
-
-def _covariance(prob: Problem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Covariance of the raw parameter vector (NaN where not identifiable) and the dead-column mask."""
-    J = prob.jac(x)
-    r = prob.resid(x)
-    n, k = J.shape
-    redchi = float(r @ r) / max(1, n - k)
-    norm = np.linalg.norm(J, axis=0)
-    dead = norm <= 1e-14 * max(1.0, norm.max())
-    scale = np.where(dead, 1.0, norm)
-    Js = J / scale
-    cov = np.linalg.pinv(Js.T @ Js, rcond=1e-12, hermitian=True) / np.outer(scale, scale) * redchi
-    cov[dead, :] = np.nan
-    cov[:, dead] = np.nan
-    return cov, dead
-
-
-def _se(v: float) -> float | None:
-    return float(math.sqrt(v)) if v is not None and math.isfinite(v) and v >= 0 else None
-
-
 def training_rows(df: pd.DataFrame, temperature_correction: Mapping[str, float] | None = None
                   ) -> tuple[pd.DataFrame, dict | None]:
     """The rows a DVFS fit uses, and the temperature correction applied to them.
 
     Drops held-out, thermal and timing rows and the active-SM sweep (whole-GPU rows only: the model
     has no active-SM term); with a thermal fit's ``{"sigma_w_per_c", "idle_temp_c"}``, brings power to
-    the idle temperature (power - sigma x (temp_c - idle_temp_c), IPP eq. 22) and drops ``temp_c``:
+    the idle temperature (IPP eq. 22, :func:`calib.model.thermal.leakage_w`) and drops ``temp_c``:
     within a campaign the window temperature follows the window's own power, so a leakage slope fitted
     here would soak up dynamic power (seen: ~20 W/C against the thermal fit's ~0.3 W/C); predictions add
     the correction back (:func:`calib.model.dvfs.predict_power`). Returns (rows, the correction applied
@@ -748,9 +378,13 @@ def training_rows(df: pd.DataFrame, temperature_correction: Mapping[str, float] 
     if tc and "temp_c" in data.columns:
         sigma, idle = float(tc["sigma_w_per_c"]), float(tc["idle_temp_c"])
         data = data.copy()
-        data["power_w"] = data["power_w"] - sigma * (data["temp_c"].fillna(idle) - idle)
+        data["power_w"] = data["power_w"] - leakage_w(sigma, data["temp_c"].to_numpy(float), idle)
         return data.drop(columns=["temp_c"]), {"sigma_w_per_c": sigma, "idle_temp_c": idle}
     return data, None
+
+
+def _pair(v: Any) -> bool:
+    return len(v) == 2 and all(float(x) > 0 for x in v)
 
 
 class DvfsPowerFitter(Estimator):
@@ -766,17 +400,12 @@ class DvfsPowerFitter(Estimator):
     ``ar_threshold`` the tpow threshold (None: fitted), ``fit_log_a`` whether the IPP log slope is
     fitted. ``activity_clocks``: ``"auto"`` (from the ref_ columns, or the highest clocks when every
     workload repeats its activities across clocks), ``"off"``, or a ``(core_mhz, mem_mhz)`` pair.
-    ``ref_clocks``: the clock levels where V = 1. ``weighting``: ``"relative"``, ``"absolute"`` or
-    ``"relative_workload"`` residuals. ``active_terms``: allow the active-domain terms. ``ridge``:
-    penalty on unit weights (fraction of power per W; 0 = none). ``method``: ``"joint"`` or
+    ``ref_clocks``: the clock levels where V = 1. ``weighting``: ``"relative"`` or ``"absolute"``
+    residuals. ``active_terms``: allow the active-domain terms. ``method``: ``"joint"`` or
     ``"alternating"`` (module docstring). ``core_voltage``: ``"auto"``, ``"per_mem"`` or ``"shared"``
-    core voltage curves (module docstring). ``static_exp``: fit the exponent ``k`` of the core static
-    power ``Vc**k``. ``total_terms``: add the per-domain total-activity terms (True: >= 0, ``"free"``:
-    either sign). ``ar_shape``: ``"shared"`` transform power or ``"per_unit"``. ``loss``, ``loss_scale``:
-    robust loss of :func:`scipy.optimize.least_squares` on the weighted residuals (joint method only;
-    standard errors then still come from the plain Jacobian). With one clock configuration the model
-    reduces to the IPP form. ``temperature_correction``: a thermal fit's ``{"sigma_w_per_c",
-    "idle_temp_c"}`` (:func:`training_rows`).
+    core voltage curves (module docstring). With one clock configuration the model reduces to the IPP
+    form. ``temperature_correction``: a thermal fit's ``{"sigma_w_per_c", "idle_temp_c"}``
+    (:func:`training_rows`).
     """
 
     constraints = {
@@ -784,32 +413,26 @@ class DvfsPowerFitter(Estimator):
         "ar_form": options(*FORMS),
         "ar_forms": optional(mapping_of(options(*FORMS), "units")),
         "method": options("joint", "alternating"),
-        "activity_clocks": either(options("auto", "off"), Constraint(
-            lambda v: len(v) == 2 and all(float(x) > 0 for x in v), "a (core_mhz, mem_mhz) pair")),
+        "activity_clocks": either(options("auto", "off"), Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
         "weighting": options(*WEIGHTINGS),
         "fit_log_a": options(True, False),
         "active_terms": options(True, False),
-        "ridge": number(0.0),
-        "ref_clocks": optional(Constraint(lambda v: len(v) == 2 and all(float(x) > 0 for x in v),
-                                          "a (core_mhz, mem_mhz) pair")),
+        "ref_clocks": optional(Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
         "ar_threshold": optional(number(0.0, 0.5)),
         "max_nfev": optional(number(1, 1e9, integer=True)),
-        "ar_shape": options("shared", "per_unit"),
-        "total_terms": options(False, True, "free"),
-        "loss": options(*LOSSES),
-        "loss_scale": number(0.0, lo_open=True),
         "core_voltage": options(*CORE_VOLTAGES),
-        "static_exp": options(True, False),
         "temperature_correction": optional(mapping_of(number(), "sigma_w_per_c/idle_temp_c")),
     }
+    #: options the Titan X study rejected (tests/benchmarks/titanx_results.md), removed; files record them
+    retired_settings = {"ridge": 0.0, "ar_shape": "shared", "total_terms": False, "loss": "linear",
+                        "loss_scale": None, "static_exp": False}
 
     def __init__(self, *, mem_units: Iterable[str] | None = None, ar_form: str = TPOW,
                  ar_forms: Mapping[str, str] | None = None, method: str = "joint", activity_clocks: Any = "auto",
-                 weighting: str = "relative", fit_log_a: bool = True, active_terms: bool = True, ridge: float = 0.0,
+                 weighting: str = "relative", fit_log_a: bool = True, active_terms: bool = True,
                  ref_clocks: tuple[float, float] | None = None, ar_threshold: float | None = DEFAULT_THRESHOLD,
-                 max_nfev: int | None = None, ar_shape: str = "shared", total_terms: bool | str = False,
-                 loss: str = "linear", loss_scale: float = 0.05, core_voltage: str = "auto",
-                 static_exp: bool = False, temperature_correction: Mapping[str, float] | None = None):
+                 max_nfev: int | None = None, core_voltage: str = "auto",
+                 temperature_correction: Mapping[str, float] | None = None):
         self.mem_units = mem_units
         self.ar_form = ar_form
         self.ar_forms = ar_forms
@@ -818,60 +441,41 @@ class DvfsPowerFitter(Estimator):
         self.weighting = weighting
         self.fit_log_a = fit_log_a
         self.active_terms = active_terms
-        self.ridge = ridge
         self.ref_clocks = ref_clocks
         self.ar_threshold = ar_threshold
         self.max_nfev = max_nfev
-        self.ar_shape = ar_shape
-        self.total_terms = total_terms
-        self.loss = loss
-        self.loss_scale = loss_scale
         self.core_voltage = core_voltage
-        self.static_exp = static_exp
         self.temperature_correction = temperature_correction
 
-    def fit(self, df: pd.DataFrame, source: str = "") -> "DvfsPowerFitter":
-        """Fit to the rows of ``df`` the model covers (:func:`training_rows`); ``source`` names the
-        table in messages. Returns self."""
+    def fit(self, data: SessionData | pd.DataFrame, source: str = "", *, uncertainty: bool = True) -> "DvfsPowerFitter":
+        """Fit to the rows of a session's samples table (``data.samples``, or the table itself) the model
+        covers (:func:`training_rows`); ``source`` names the table in messages (default: the session's
+        path); ``uncertainty=False`` skips the total covariance. Returns self."""
         self._validate_settings()
-        if self.loss != "linear" and self.method != "joint":
-            raise BadInputError(f"loss {self.loss!r} needs the joint fit method (the alternating scheme is plain "
-                                "least squares)")
+        data = SessionData.of(data)
+        df, source = data.samples, source or data.source
         t0 = time.perf_counter()
         rows, correction = training_rows(df, self.temperature_correction)
         if len(rows) < len(df) and "role" in df.columns:
             warnings.warn(f"{source or '<table>'}: {len(df) - len(rows)} rows not used by the DVFS fit (roles "
                           "heldout/thermal/timing, or fewer active SMs than the widest launch)")
-        act = self.activity_clocks
-        prob, meta, notes = _prepare(rows, None if self.mem_units is None else set(self.mem_units), source,
-                                     self.ar_form, self.ar_forms, act if isinstance(act, str) else tuple(act),
-                                     self.weighting, self.fit_log_a, self.active_terms, self.ridge,
-                                     None if self.ref_clocks is None else tuple(self.ref_clocks), self.ar_threshold,
-                                     self.ar_shape, self.total_terms, self.core_voltage, self.static_exp)
-        x0 = _start(prob)
-        if self.method == "joint":
-            x, nfev, msg = _solve_joint(prob, x0, self.max_nfev, self.loss, self.loss_scale)
-        else:
-            x, nfev, msg = _solve_alternating(prob, x0)
+        prob, meta, notes = self._problem(rows, source or "<table>")
+        x0 = prob.start()
+        x, nfev, msg = (self._solve_joint(prob, x0) if self.method == "joint" else _solve_alternating(prob, x0))
         if not np.all(np.isfinite(x)):
             raise FitError(f"{source or '<table>'}: the DVFS fit diverged ({msg})")
-        cov, dead = _covariance(prob, x)
-        lin, shape, vc, vm = prob.split(x)
-        yhat = prob.predict(x)
+        J = prob.jac(x)
+        r = prob.resid(x)
+        cov, dead = covariance(J, r)
         # total uncertainty: delete-a-group jackknife over the workloads' groups (calib.fit.uncertainty)
         jack = None
         self.prediction_ = None
-        if not self._skip_uncertainty:
-            n = len(prob.P)  # the ridge penalty's rows (when asked) belong to no group
-            r = prob.resid(x)[:n]
-            J = prob.jac(x)[:n]
+        if uncertainty:
             jack, _ = group_jackknife(J, r, row_groups(prob.rows), keep=[IDLE_GROUP])
-            oog = np.empty(n)
+            oog = np.empty(len(r))
             _, n_wl = group_jackknife(J, r, workload_groups(prob.rows), keep=[IDLE_GROUP], out_of_group=oog)
             self.prediction_ = prediction_stats(oog / (prob.wt * prob.P), n_wl)
-        elapsed = time.perf_counter() - t0
-        sec = _section(prob, meta, notes, x, cov, dead, lin, shape, vc, vm, yhat, nfev, msg, self.method,
-                       self.weighting, elapsed, jack)
+        sec = self._section(prob, meta, notes, x, cov, dead, nfev, msg, time.perf_counter() - t0, jack)
         if self.prediction_:
             sec.stats["prediction"] = self.prediction_
         sec.structure["temperature_correction"] = correction
@@ -879,124 +483,346 @@ class DvfsPowerFitter(Estimator):
         self.section_ = sec
         return self
 
+    def _solve_joint(self, prob: Problem, x0: np.ndarray) -> tuple[np.ndarray, int, str]:
+        """Trust-region reflective from the NNLS start with fixed typical variable magnitudes, then a polish
+        with the Jacobian's own scaling; the lower cost wins.
 
-def _section(prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np.ndarray, dead: np.ndarray,
-             lin: np.ndarray, shape: dict[str, float], vc: np.ndarray, vm: np.ndarray, yhat: np.ndarray,
-             nfev: int, msg: str, method: str, weighting: str, elapsed: float,
-             jack: np.ndarray | None = None) -> Section:
-    warns = list(notes)
-    params: list[Param] = []
-    lo, hi = _bounds(prob)
-    # d(reported parameter) / d(raw parameter vector): the covariance of the reported parameters is
-    # grad @ cov @ grad.T (identity rows for coefficients and shapes, the delta method for voltages)
-    grads: list[np.ndarray] = []
+        The static/dynamic split and the voltage steps make the problem badly conditioned: with one
+        scaling the solver may crawl along a flat valley or stop at a slightly worse point; the second
+        scaling, started where the first stopped, leaves the result practically independent of the
+        reference clocks and the table at half the time of two full solves."""
+        lo, hi = prob.bounds()
+        x0 = np.clip(x0, lo, hi)
+        max_nfev = self.max_nfev or MAX_NFEV
+        kw = dict(jac=prob.jac, max_nfev=max_nfev, tol=TOL, rows=len(prob.P))
+        best = solve(prob.resid, x0, lo, hi, x_scale=prob.x_scale(), **kw)
+        sol = solve(prob.resid, best.x, lo, hi, x_scale="jac", **kw)
+        nfev = int(best.nfev) + int(sol.nfev)
+        if sol.cost > best.cost:
+            sol = best
+        return sol.x, nfev, str(sol.message)
 
-    wscale = max(1.0, float(np.max(np.abs(lin)))) if len(lin) else 1.0
+    def _problem(self, df: pd.DataFrame, src: str) -> tuple[Problem, dict[str, Any], list[str]]:
+        """The least-squares problem of the training rows: checks, clock levels, reference and activity
+        clocks, which terms and shapes are fitted (module docstring). Returns (problem, facts for the
+        section's structure, notes for its warnings)."""
+        notes: list[str] = []
+        if "power_w" not in df.columns:
+            raise BadInputError(f"{src}: required column 'power_w' missing (needed to fit)")
+        units = act_units(df)
+        if not units:
+            raise BadInputError(f"{src}: no activity columns (act_<unit>)")
+        mem_units = None if self.mem_units is None else set(self.mem_units)
+        if mem_units is not None:
+            unknown = sorted(mem_units - set(units))
+            if unknown:
+                raise BadInputError(f"{src}: memory unit(s) {', '.join(unknown)} not in the table "
+                                    f"(units: {', '.join(units)})")
+        extra = set(self.ar_forms or {}) - set(units)
+        if extra:
+            raise BadInputError(f"access-rate form given for unknown unit(s): {', '.join(sorted(extra))} "
+                                f"(units in the table: {', '.join(units)})")
+        forms = [(self.ar_forms or {}).get(u, self.ar_form) for u in units]
+        data = df.copy()
+        for col in ("core_mhz", "mem_mhz"):
+            if col not in data.columns:
+                data[col] = 1.0  # one nominal level: the domain does not scale (module docstring of the model)
+                notes.append(f"no {col} column: the {col[:-4]} domain is treated as one clock level")
+        need = ["power_w", "core_mhz", "mem_mhz"] + [ACT_PREFIX + u for u in units]
+        bad = data[need].isna().any(axis=1)
+        if bad.any():
+            msg = f"{src}: dropped {int(bad.sum())} of {len(data)} rows with missing power, clock or activity values"
+            warnings.warn(msg, stacklevel=3)
+            notes.append(msg)
+            data = data[~bad].reset_index(drop=True)
+        if "workload" not in data.columns:
+            data["workload"] = [f"row{i + 1}" for i in range(len(data))]
+        P = data["power_w"].to_numpy(float)
+        if len(P) == 0:
+            raise BadInputError(f"{src}: no usable rows")
+        if np.any(P <= 0):
+            i = int(np.flatnonzero(P <= 0)[0])
+            raise BadInputError(f"{src}: row {i + 1}, column 'power_w': {float(P[i]):g} W is not a positive power")
+        U = data[[ACT_PREFIX + u for u in units]].to_numpy(float)
+        if np.any((U < -1e-9) | (U > 1 + 1e-9)):
+            r, j = np.argwhere((U < -1e-9) | (U > 1 + 1e-9))[0]
+            raise BadInputError(f"{src}: row {r + 1}, column 'act_{units[j]}': activity {float(U[r, j]):g} "
+                                "outside [0, 1]")
+        U = np.clip(U, 0.0, 1.0)
+        fc = data["core_mhz"].to_numpy(float)
+        fm = data["mem_mhz"].to_numpy(float)
+        lc, lm = levels_of(fc), levels_of(fm)
+        is_mem = np.array([in_memory_domain(u, mem_units) for u in units], dtype=bool)
+        ac, am, act_info = self._activity_clocks(data, units, is_mem, lc, lm)
+        f0c, f0m = self._reference_clocks(data, act_info, lc, lm, src)
+        rc, rm = int(np.flatnonzero(np.isclose(lc, f0c))[0]), int(np.flatnonzero(np.isclose(lm, f0m))[0])
+        ic = np.clip(np.searchsorted(lc, np.round(fc, 6)), 0, len(lc) - 1)
+        im = np.clip(np.searchsorted(lm, np.round(fm, 6)), 0, len(lm) - 1)
 
-    def add(name: str, idx: int, unit: str, desc: str) -> None:
-        se = None if dead[idx] else _se(cov[idx, idx])
-        lo_i = lo[idx]
-        v = float(max(x[idx], lo_i))
-        if idx < prob.nlin and v - lo_i <= 1e-6 * wscale:
-            v = float(lo_i)  # the solver stops a hair inside the bound: report the bound
-        p = Param(name, v, unit, float(lo_i), float(hi[idx]), True, None, se, desc)
-        g = np.zeros(len(x))
-        g[idx] = 1.0
-        grads.append(g)
-        if dead[idx]:
-            warns.append(f"{name}: the data do not depend on this parameter (not identifiable); no standard error")
-        elif p.at_bound():
-            warns.append(f"{name}: at its {p.at_bound()} bound ({p.value:g}); its standard error describes the "
-                         "local curvature only")
-        params.append(p)
+        varies, diag = activity_diagnostics(U, units)
+        notes += diag
+        busy_c = (U[:, ~is_mem] > 0).any(axis=1) if (~is_mem).any() else np.zeros(len(P), bool)
+        busy_m = (U[:, is_mem] > 0).any(axis=1) if is_mem.any() else np.zeros(len(P), bool)
+        multi_c, multi_m = len(lc) > 1, len(lm) > 1
+        # with one level in a domain its voltage and clock factors are 1: keep one constant per collinear group
+        terms: list[str] = ["const_core_w"]
+        if multi_c:
+            terms.append("static_core_w")
+        if multi_m:
+            terms += ["static_mem_w", "const_mem_w"]
+        elif multi_c:
+            terms.append("static_mem_w")  # one memory level: the voltage-independent constant power
+        if self.active_terms and 0 < busy_c.sum() < len(P):
+            terms.append("active_core_w")
+        if (self.active_terms and 0 < busy_m.sum() < len(P)
+                and not (not multi_c and not multi_m and np.array_equal(busy_m, busy_c))):
+            terms.append("active_mem_w")
+        temp, temp_ref = None, None
+        if "temp_c" in data.columns:
+            t = data["temp_c"].to_numpy(float)
+            if np.isnan(t).any():
+                notes.append(f"temp_c missing in {int(np.isnan(t).sum())} rows: temperature not used in the fit")
+            elif np.ptp(t) > 0.1:
+                temp, temp_ref = t, float(t.min())
+                terms.append("leak_core_w_per_c")
+        terms = [t for t in CONST_TERMS if t in terms]  # canonical order
 
-    for i, t in enumerate(prob.terms):
-        add(t, i, TERM_UNIT[t], TERM_DOC[t])
-    col = len(prob.terms)
-    for j, u in enumerate(prob.units):
-        dom = "memory" if prob.is_mem[j] else "core"
-        if prob.vary_unit[j]:
-            add(names.unit_weight(u), col, "W", f"dynamic power of {u} at full activity, reference clocks ({dom} domain)")
-            col += 1
+        shapes: list[str] = []
+        fixed_shape: dict[str, float] = {}
+        if POW in forms:
+            shapes.append("ar_exponent")
+        if BOXCOX in forms:
+            shapes += ["ar_bc_a", "ar_bc_lambda"]
+        if TPOW in forms:
+            shapes.append("ar_tp_lambda")
+            if self.ar_threshold is None:
+                shapes.append("ar_tp_threshold")
+            else:
+                fixed_shape["ar_tp_threshold"] = float(self.ar_threshold)
+        if LOG in forms:
+            if self.fit_log_a:
+                shapes.append("ar_log_a")
+            else:
+                fixed_shape["ar_log_a"] = IPP_A
+            fixed_shape["ar_log_b"] = IPP_B
+        if ac is not None:
+            shapes.append("mem_sat")
+        wt = np.ones_like(P) if self.weighting == "absolute" else 1.0 / P
+        d = Design(Rows(fc, fm, U, temp, ac, am), is_mem, forms, f0c, f0m, temp_ref, terms, np.flatnonzero(varies))
+        prob = Problem(P, wt, d, shapes, fixed_shape, ic, im, lc, lm, rc, rm, _cum_map(len(lc), rc),
+                       _cum_map(len(lm), rm), rows=data)
+        if multi_c and multi_m and self.core_voltage != "shared":
+            # a curve per memory level is determined only where that level was measured at the core levels
+            have = np.zeros((len(lc), len(lm)), dtype=bool)
+            have[ic, im] = True
+            if have.all():
+                prob.ncg = len(lm)
+            elif self.core_voltage == "per_mem":
+                prob.ncg = len(lm)
+                notes.append(f"core voltage per memory level: {int((~have).sum())} of {have.size} (core, memory) "
+                             "clock pairs have no rows; those voltages are held only by the monotonicity bounds")
+        n_free = prob.nlin + prob.nshape + prob.nu_c + prob.nu_m
+        if len(P) <= n_free:
+            raise FitError(f"{src}: {len(P)} rows cannot determine {n_free} parameters")
+        meta = {"act_info": act_info, "temp_ref_c": temp_ref, "n_workloads": int(data["workload"].nunique()),
+                "units": units, "varies": varies}
+        return prob, meta, notes
+
+    def _activity_clocks(self, data: pd.DataFrame, units: list[str], is_mem: np.ndarray, lc: np.ndarray,
+                         lm: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any] | None]:
+        """Clocks at which the activities were measured (memory-bound rescaling): (core MHz per row, memory
+        MHz per row, the structure's ``activity_clocks``), or Nones."""
+        setting = self.activity_clocks
+        if setting == "off" or not is_mem.any():  # no memory units: nothing can become memory bound
+            return None, None, None
+        if {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
+            ac, am = data["ref_core_mhz"].to_numpy(float), data["ref_mem_mhz"].to_numpy(float)
+            return ac, am, {"core_mhz": float(np.median(ac)), "mem_mhz": float(np.median(am)),
+                            "source": "table columns ref_core_mhz/ref_mem_mhz"}
+        if isinstance(setting, (tuple, list)):
+            info = {"core_mhz": float(setting[0]), "mem_mhz": float(setting[1]), "source": "given"}
+        elif _activities_repeat(data, [ACT_PREFIX + u for u in units]):
+            info = {"core_mhz": float(lc[-1]), "mem_mhz": float(lm[-1]),
+                    "source": "assumed: activities repeat across clocks, taken as measured at the highest clocks"}
         else:
-            params.append(Param(names.unit_weight(u), 0.0, "W", 0.0, math.inf, False, None, None,
-                                f"{u} never varies in the fitted table: fixed at 0"))
-    for k, s in enumerate(prob.shapes):
-        add(s, prob.nlin + k, shape_spec(s)[3], shape_spec(s)[4])
-    for s, v in prob.fixed_shape.items():
-        desc = ("IPP constant (paper 004)" if s.startswith("ar_log") else
-                "activity below which a unit draws no dynamic power (fixed, not fitted)")
-        params.append(Param(s, float(v), "1", -math.inf, math.inf, False, None, None, desc))
-    # voltages: delta method through V = exp(A u + offset)
-    b = prob.nlin + prob.nshape
-    nc = len(prob.lc) - 1
-    curves = []  # (domain, levels, voltages, parameter indices, A with the offset column or not, ref level, names)
-    k_off = b + prob.ncg * nc
-    for g in range(prob.ncg):
-        idx = list(range(b + g * nc, b + (g + 1) * nc))
-        A = prob.Ac
-        if g != prob.rg and prob.n_off:
-            idx.append(k_off)
-            k_off += 1
-            A = np.hstack([A, np.ones((len(prob.lc), 1))])
-        level_names = [names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
-        curves.append((CORE, prob.lc, vc[:, g], idx, A, prob.rc if g == prob.rg or not prob.n_off else -1,
-                       "" if prob.ncg == 1 else f" (memory clock {prob.lm[g]:g} MHz)", level_names))
-    curves.append((MEM, prob.lm, vm, list(range(b + prob.nu_c, b + prob.nu_c + prob.nu_m)), prob.Am, prob.rm, "",
-                   [names.voltage_level(MEM, f) for f in prob.lm]))
-    for dom, levels, v, idx, A, ref, where, level_names in curves:
-        sub = cov[np.ix_(idx, idx)] if idx else np.zeros((0, 0))
-        D = v[:, None] * A
-        cv = D @ sub @ D.T if idx else np.zeros((len(levels), len(levels)))
-        for i, f in enumerate(levels):
-            if i == ref:
-                params.append(Param(level_names[i], 1.0, "V/Vref", 0.0, math.inf, False, None, None,
-                                    f"relative {dom} voltage at the reference clock {f:g} MHz"))
-                continue
-            se = _se(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
-            params.append(Param(level_names[i], float(v[i]), "V/Vref", 0.0, math.inf, True, None, se,
-                                f"relative {dom} voltage at {f:g} MHz{where} (latent, monotone in clock)"))
+            return None, None, None
+        return np.full(len(data), info["core_mhz"]), np.full(len(data), info["mem_mhz"]), info
+
+    def _reference_clocks(self, data: pd.DataFrame, act_info: dict[str, Any] | None, lc: np.ndarray,
+                          lm: np.ndarray, src: str) -> tuple[float, float]:
+        """The clock levels where V = 1 (module docstring); predictions do not depend on the choice, only
+        the normalisation of the coefficients does."""
+        f0c, f0m = float(lc[-1]), float(lm[-1])
+        want = None
+        if act_info is not None:
+            want = (act_info["core_mhz"], act_info["mem_mhz"])
+        elif {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
+            want = (float(data["ref_core_mhz"].median()), float(data["ref_mem_mhz"].median()))
+        if want is not None:
+            if np.isclose(lc, want[0]).any():
+                f0c = float(lc[np.isclose(lc, want[0])][0])
+            if np.isclose(lm, want[1]).any():
+                f0m = float(lm[np.isclose(lm, want[1])][0])
+        if self.ref_clocks is not None:
+            for dom, f, lv in (("core", self.ref_clocks[0], lc), ("memory", self.ref_clocks[1], lm)):
+                if not np.isclose(lv, f).any():
+                    raise BadInputError(f"{src}: reference {dom} clock {f:g} MHz is not a clock level of the table "
+                                        f"({', '.join(f'{x:g}' for x in lv)})")
+            f0c = float(lc[np.isclose(lc, self.ref_clocks[0])][0])
+            f0m = float(lm[np.isclose(lm, self.ref_clocks[1])][0])
+        return f0c, f0m
+
+    def _section(self, prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np.ndarray,
+                 dead: np.ndarray, nfev: int, msg: str, elapsed: float, jack: np.ndarray | None) -> Section:
+        """The fitted section: parameters with standard errors (voltages by the delta method through
+        ``V = exp(A u + offset)``), structure, statistics and the statistical and total covariances."""
+        warns = list(notes)
+        params: list[Param] = []
+        lo, hi = prob.bounds()
+        lin, _, vc, vm = prob.split(x)
+        # d(reported parameter) / d(raw parameter vector): the covariance of the reported parameters is
+        # grad @ cov @ grad.T (identity rows for coefficients and shapes, the delta method for voltages)
+        grads: list[np.ndarray] = []
+        wscale = max(1.0, float(np.max(np.abs(lin)))) if len(lin) else 1.0
+
+        def add(name: str, idx: int, unit: str, desc: str) -> None:
+            se = None if dead[idx] else _se(cov[idx, idx])
+            v = float(max(x[idx], lo[idx]))
+            if idx < prob.nlin and v - lo[idx] <= 1e-6 * wscale:
+                v = float(lo[idx])  # the solver stops a hair inside the bound: report the bound
+            p = Param(name, v, unit, float(lo[idx]), float(hi[idx]), True, None, se, desc)
             g = np.zeros(len(x))
-            g[idx] = D[i]
+            g[idx] = 1.0
             grads.append(g)
-    m = errors(prob.P, yhat)
-    structure: dict[str, Any] = {
-        "units": [{"name": u, "domain": MEM if m else CORE, "ar_form": f}
-                  for u, m, f in zip(prob.units, prob.is_mem, prob.forms)],
-        "ref_clocks": {"core_mhz": prob.f0c, "mem_mhz": prob.f0m},
-        "voltage": {CORE: {"mhz": [float(f) for f in prob.lc], "params": [names.voltage_level(CORE, f) for f in prob.lc]},
-                    MEM: {"mhz": [float(f) for f in prob.lm], "params": [names.voltage_level(MEM, f) for f in prob.lm]}},
-        "activity_clocks": meta["act_info"],
-        "temp_ref_c": meta["temp_ref_c"],
-    }
-    if prob.ncg > 1:
-        structure["voltage"][CORE]["per_mem"] = {
-            "mem_mhz": [float(f) for f in prob.lm],
-            "params": [[names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
-                       for g in range(prob.ncg)]}
-    structure |= {
-        "outside_fitted_clocks": "voltage interpolated linearly between levels, held at the end value outside",
-    }
-    stats: dict[str, Any] = {
-        "n_samples": int(len(prob.P)), "n_workloads": meta["n_workloads"],
-        "rmse_w": m.rmse, "mape_pct": m.mape_pct, "r2": m.r2, "max_abs_pct": m.max_abs_pct,
-        "n_parameters": int(len(x)), "method": method, "weighting": weighting, "nfev": int(nfev),
-        "solver_message": msg, "fit_time_s": round(float(elapsed), 4),
-    }
-    if warns:
-        stats["warnings"] = warns
-    G = np.array(grads)
-    full = G @ np.nan_to_num(cov) @ G.T
-    unknown = (np.abs(G[:, dead]) > 0).any(axis=1) if dead.any() else np.zeros(len(G), bool)
-    full[unknown, :] = np.nan
-    full[:, unknown] = np.nan
-    names_v = tuple(p.name for p in params if p.vary)
-    stat = Covariance(names_v, full)
-    total = None
-    if jack is not None and np.all(np.isfinite(jack)):
-        total = total_covariance(stat, G @ jack @ G.T)
-        total[unknown, :] = np.nan
-        total[:, unknown] = np.nan
-        apply_total(params, names_v, total)
-        total = Covariance(names_v, total)
-    return Section(MODEL_NAME, params, structure, stats, stat, covariance_total=total)
+            if dead[idx]:
+                warns.append(f"{name}: the data do not depend on this parameter (not identifiable); no standard error")
+            elif p.at_bound():
+                warns.append(f"{name}: at its {p.at_bound()} bound ({p.value:g}); its standard error describes the "
+                             "local curvature only")
+            params.append(p)
+
+        d = prob.d
+        for i, t in enumerate(d.terms):
+            add(t, i, TERM_UNIT[t], TERM_DOC[t])
+        col = len(d.terms)
+        for j, u in enumerate(meta["units"]):
+            dom = "memory" if d.is_mem[j] else "core"
+            if meta["varies"][j]:
+                add(names.unit_weight(u), col, "W", f"dynamic power of {u} at full activity, reference clocks ({dom} domain)")
+                col += 1
+            else:
+                params.append(Param(names.unit_weight(u), 0.0, "W", 0.0, math.inf, False, None, None,
+                                    f"{u} never varies in the fitted table: fixed at 0"))
+        for k, s in enumerate(prob.shapes):
+            add(s, prob.nlin + k, SHAPES[s][3], SHAPES[s][4])
+        for s, v in prob.fixed_shape.items():
+            desc = ("IPP constant (paper 004)" if s.startswith("ar_log") else
+                    "activity below which a unit draws no dynamic power (fixed, not fitted)")
+            params.append(Param(s, float(v), "1", -math.inf, math.inf, False, None, None, desc))
+        b = prob.nlin + prob.nshape
+        nc = len(prob.lc) - 1
+        curves = []  # (domain, levels, voltages, parameter indices, A with the offset column or not, ref, where, names)
+        k_off = b + prob.ncg * nc
+        for g in range(prob.ncg):
+            idx = list(range(b + g * nc, b + (g + 1) * nc))
+            A = prob.Ac
+            if g != prob.rg:
+                idx.append(k_off)
+                k_off += 1
+                A = np.hstack([A, np.ones((len(prob.lc), 1))])
+            level_names = [names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
+            curves.append((CORE, prob.lc, vc[:, g], idx, A, prob.rc if g == prob.rg else -1,
+                           "" if prob.ncg == 1 else f" (memory clock {prob.lm[g]:g} MHz)", level_names))
+        curves.append((MEM, prob.lm, vm, list(range(b + prob.nu_c, b + prob.nu_c + prob.nu_m)), prob.Am, prob.rm, "",
+                       [names.voltage_level(MEM, f) for f in prob.lm]))
+        for dom, levels, v, idx, A, ref, where, level_names in curves:
+            sub = cov[np.ix_(idx, idx)] if idx else np.zeros((0, 0))
+            D = v[:, None] * A
+            cv = D @ sub @ D.T if idx else np.zeros((len(levels), len(levels)))
+            for i, f in enumerate(levels):
+                if i == ref:
+                    params.append(Param(level_names[i], 1.0, "V/Vref", 0.0, math.inf, False, None, None,
+                                        f"relative {dom} voltage at the reference clock {f:g} MHz"))
+                    continue
+                se = _se(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
+                params.append(Param(level_names[i], float(v[i]), "V/Vref", 0.0, math.inf, True, None, se,
+                                    f"relative {dom} voltage at {f:g} MHz{where} (latent, monotone in clock)"))
+                g = np.zeros(len(x))
+                g[idx] = D[i]
+                grads.append(g)
+        m = errors(prob.P, prob.predict(x))
+        structure: dict[str, Any] = {
+            "units": [{"name": u, "domain": MEM if mem else CORE, "ar_form": f}
+                      for u, mem, f in zip(meta["units"], d.is_mem, d.forms)],
+            "ref_clocks": {"core_mhz": d.f0c, "mem_mhz": d.f0m},
+            "voltage": {CORE: {"mhz": [float(f) for f in prob.lc],
+                               "params": [names.voltage_level(CORE, f) for f in prob.lc]},
+                        MEM: {"mhz": [float(f) for f in prob.lm], "params": [names.voltage_level(MEM, f) for f in prob.lm]}},
+            "activity_clocks": meta["act_info"],
+            "temp_ref_c": meta["temp_ref_c"],
+        }
+        if prob.ncg > 1:
+            structure["voltage"][CORE]["per_mem"] = {
+                "mem_mhz": [float(f) for f in prob.lm],
+                "params": [[names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
+                           for g in range(prob.ncg)]}
+        structure["outside_fitted_clocks"] = "voltage interpolated linearly between levels, held at the end value outside"
+        stats: dict[str, Any] = {
+            "n_samples": int(len(prob.P)), "n_workloads": meta["n_workloads"],
+            "rmse_w": m.rmse, "mape_pct": m.mape_pct, "r2": m.r2, "max_abs_pct": m.max_abs_pct,
+            "n_parameters": int(len(x)), "method": self.method, "weighting": self.weighting, "nfev": int(nfev),
+            "solver_message": msg, "fit_time_s": round(float(elapsed), 4),
+        }
+        if warns:
+            stats["warnings"] = warns
+        G = np.array(grads)
+        full = G @ np.nan_to_num(cov) @ G.T
+        unknown = (np.abs(G[:, dead]) > 0).any(axis=1) if dead.any() else np.zeros(len(G), bool)
+        full[unknown, :] = np.nan
+        full[:, unknown] = np.nan
+        names_v = tuple(p.name for p in params if p.vary)
+        stat = Covariance(names_v, full)
+        total = None
+        if jack is not None and np.all(np.isfinite(jack)):
+            total = total_covariance(stat, G @ jack @ G.T)
+            total[unknown, :] = np.nan
+            total[:, unknown] = np.nan
+            apply_total(params, names_v, total)
+            total = Covariance(names_v, total)
+        return Section(MODEL_NAME, params, structure, stats, stat, covariance_total=total)
+
+
+def _solve_alternating(prob: Problem, x0: np.ndarray, max_iter: int = 500, rtol: float = 5e-4,
+                       patience: int = 5) -> tuple[np.ndarray, int, str]:
+    """gpmTOOL's scheme: NNLS for the coefficients, then bounded least squares for voltages and shapes."""
+    lo, hi = prob.bounds()
+    x = np.clip(x0, lo, hi)
+    a = prob.nlin
+    calm = 0
+    nfev = 0
+    for it in range(max_iter):
+        x_old = x.copy()
+        _, shape, vc, vm = prob.split(x)
+        X = columns(prob.d, shape, *prob.row_volts(vc, vm)) * prob.wt[:, None]
+        x[:a], _ = nnls(X, prob.P * prob.wt, maxiter=50 * X.shape[1])
+        lin = x[:a].copy()
+
+        def r_nl(z: np.ndarray) -> np.ndarray:
+            return prob.resid(np.concatenate([lin, z]))
+
+        def j_nl(z: np.ndarray) -> np.ndarray:
+            return prob.jac(np.concatenate([lin, z]))[:, a:]
+
+        z0 = np.clip(x[a:], lo[a:] + 1e-12, hi[a:] - 1e-12)
+        s = solve(r_nl, z0, lo[a:], hi[a:], jac=j_nl, max_nfev=50, rows=len(prob.P))
+        nfev += int(s.nfev) + 1
+        x[a:] = s.x
+        change = np.max(np.abs(x - x_old) / np.maximum(np.abs(x_old), 1e-6))
+        calm = calm + 1 if change < rtol else 0
+        if calm >= patience:
+            return x, nfev, f"converged after {it + 1} alternations"
+    return x, nfev, f"stopped after {max_iter} alternations without converging"
+
+
+def _se(v: float) -> float | None:
+    return float(math.sqrt(v)) if v is not None and math.isfinite(v) and v >= 0 else None

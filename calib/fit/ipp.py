@@ -37,9 +37,10 @@ import pandas as pd
 from calib.core import names
 from calib.core.errors import BadInputError, FitError
 from calib.fit.core import LsqResult, fit_lsq
-from calib.model.arfunc import IPP_A, LINEAR, LOG
+from calib.model.arfunc import IPP_A, LINEAR, LOG, ar_transform
 from calib.model.intervals import MIN_HELDOUT_WORKLOADS
-from calib.model.ipp import SHARED_KEY, SHARED_PARAM, _running, shared_overlap, shared_pool
+from calib.model import ipp as model
+from calib.model.ipp import SHARED_KEY, SHARED_PARAM, shared_pool
 from calib.core.params import Covariance, Param, Section
 from calib.fit.uncertainty import (
     IDLE_GROUP,
@@ -58,6 +59,7 @@ from calib.fit.uncertainty import (
 from calib.fit.base import Estimator, either, mapping_of, names_of, number, optional, options
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import CHIP_UNITS, DIE_AREA_PRIOR, in_memory_domain
+from calib.segment import SessionData
 
 EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and bursts, not power benchmarks
 #: the flip of the active-SM scaling among the form alternatives (not a unit name: units are lower-case words)
@@ -114,12 +116,14 @@ class IppPowerFitter(Estimator):
         ``{"sigma_w_per_c", "idle_temp_c"}`` from a thermal fit: power is referred to the idle
         temperature (IPP eq. 22).
     shared_activation:
-        ``"on"`` (default: the term for the activation the saturating SM pipes share, :mod:`calib.model.ipp`,
-        with its share fitted, 0 included), ``"off"`` (the additive IPP model) or ``"auto"`` (on or off by
-        BIC with the forms). The default is on because BIC cannot see the term where the pipes' own
-        curves misfit more than the overlap does: on sim:gtx280 BIC prefers off by 3.5 while the term's
-        share comes out 0.06-0.10 +/- 0.09 (the hidden overlap is 0.15) and moves FP, CONST and TEX
-        MaxPower from 17, 13 and 9 % low to 12, 5 and 3 % low; on gtx580 and titanx BIC prefers it by 30-60.
+        ``"auto"`` (default: the term for the activation the saturating SM pipes share,
+        :mod:`calib.model.ipp`, on or off by BIC, searched with the access-rate functions and the SM
+        scaling as one more flip), ``"on"`` (its share fitted, 0 included) or ``"off"`` (the additive IPP
+        model). BIC, not cross-validation: it is the criterion the forms and the SM scaling are chosen
+        by (one structure comparison, consistent), and it costs one fit per structure where a
+        leave-one-workload-out CV costs one per workload (40-90 per campaign: far over the power fit's
+        10 s budget). BIC keeps the term on sim:gtx580 and titanx (by 30-60) and leaves it off on
+        gtx280 (by 3.5: its hidden overlap, 0.15, comes out 0.06-0.10 +/- 0.09 when forced on).
     """
 
     constraints = {
@@ -139,7 +143,7 @@ class IppPowerFitter(Estimator):
                  loss: str = "linear", mem_units: Iterable[str] | None = None, sm_count: int = 1,
                  chip_units: Iterable[str] | None = None, warp_issue_per_cycle: float | None = None,
                  default_clocks: Mapping[str, float | None] | None = None,
-                 temperature_correction: Mapping[str, float] | None = None, shared_activation: str = "on"):
+                 temperature_correction: Mapping[str, float] | None = None, shared_activation: str = "auto"):
         self.ar_forms = ar_forms
         self.sm_scaling = sm_scaling
         self.loss = loss
@@ -167,18 +171,19 @@ class IppPowerFitter(Estimator):
 
     def _arrays(self, data: pd.DataFrame, units: list[str], sigma: float | None) -> tuple:
         """(activities per unit, running mask, active SMs, temperature or None, power W) of ``data``."""
-        n_sm = int(self.sm_count)
         act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
-        running = _running(data, act)
-        active = data["active_sms"].to_numpy(float) if "active_sms" in data.columns else np.full(len(data), n_sm)
-        active = np.where(np.isnan(active), n_sm, active)
+        running, active = model.launch_facts(data, act, int(self.sm_count))
         temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
         return act, running, active, temp, data["power_w"].to_numpy(float)
 
-    def fit(self, df: pd.DataFrame) -> "IppPowerFitter":
-        """Fit to the rows of a checked samples table that the model covers (:meth:`training_rows`).
-        Returns self."""
+    def fit(self, data: SessionData | pd.DataFrame, *, uncertainty: bool = True) -> "IppPowerFitter":
+        """Fit to the rows of a session's checked samples table (``data.samples``, or the table itself) that
+        the model covers (:meth:`training_rows`);
+        ``uncertainty=False`` learns the values only (no multi-start, repeat jackknife or total
+        covariance: what a replicate of an uncertainty estimate needs). Returns self."""
         self._validate_settings()
+        self._uncertainty = uncertainty
+        df = SessionData.of(data).samples
         data = self.training_rows(df).reset_index(drop=True)
         if len(data) < 3:
             raise FitError(f"only {len(data)} samples to fit")
@@ -256,7 +261,7 @@ class IppPowerFitter(Estimator):
         for w in self.warnings_:
             warnings.warn(w)
         self.covariance_ = res.covariance()
-        if not self._skip_uncertainty:
+        if uncertainty:
             self.covariance_ = self._repeatability(data)
             self.covariance_total_ = self._total_covariance(data)
         self.section_ = self._make_section()
@@ -272,7 +277,7 @@ class IppPowerFitter(Estimator):
         of the best, chi-square(1) at 95 %). Units that every instruction touches (REG, FDS) can leave
         two such optima; which one a campaign lands in is then chance, and the statistical uncertainty
         must span both (:meth:`_repeatability`)."""
-        if self._skip_uncertainty:
+        if not self._uncertainty:
             return res, []
         cands = [res]
         cands += self._fits_from(st, [None, *self._random_starts(res)])
@@ -311,11 +316,10 @@ class IppPowerFitter(Estimator):
 
         def refit(mask: np.ndarray) -> dict[str, float] | None:
             sub = IppPowerFitter(**settings)
-            sub._skip_uncertainty = True
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    sub.fit(data[mask])
+                    sub.fit(data[mask], uncertainty=False)
             except (FitError, BadInputError):
                 return None
             return {p.name: p.value for p in sub.params_}
@@ -346,10 +350,11 @@ class IppPowerFitter(Estimator):
         free = [p.name for p in res.params if p.vary]
         vals = {p.name: p.value for p in res.params}
         act, running, active, temp, y, sigma, idle_temp_c = self._data
-        ev = _Evaluator(self._structure(self.struct_), act, running, active, temp, sigma, idle_temp_c)
-        jd = ev.jacobian(vals)
+        d = model.design(self._structure(self.struct_), act, running, active, temp, sigma, idle_temp_c)
+        jd = model.jacobian(vals, d)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
-        r = ev.power(vals) - y
+        pred = model.power(vals, d)
+        r = pred - y
         # delete-a-workload: a whole stressed unit's benchmarks left out leaves its MaxPower to the few
         # kernels where the unit runs beside others, and the linearised step then swings without bound
         # (gtx580: fp, const, tex and L1 at 0.82 W on a 1 W truth, with the shared activation)
@@ -357,9 +362,8 @@ class IppPowerFitter(Estimator):
         wl = workload_groups(data)
         jack, n_wl = group_jackknife(J, r, wl, keep=[IDLE_GROUP], out_of_group=oog)
         self.prediction_ = prediction_stats(oog / y, n_wl)
-        pred = ev.power(vals)
         dyn = np.where(running, pred - vals["idle_power_w"], 0.0)
-        tau, source, n_tau = self._discrepancy_scale(vals, ev, oog, dyn, wl)
+        tau, source, n_tau = self._discrepancy_scale(vals, oog, dyn, wl)
         disc = discrepancy_covariance(J, tau * dyn, wl, keep=[IDLE_GROUP])
         form = np.zeros((len(free), len(free)))
         self.measured_ar_ = {}
@@ -404,7 +408,7 @@ class IppPowerFitter(Estimator):
     #: fewest held-out workloads whose residuals set the discrepancy scale (else leave-one-workload-out)
     MIN_HELDOUT_WORKLOADS = MIN_HELDOUT_WORKLOADS
 
-    def _discrepancy_scale(self, vals: Mapping[str, float], ev: "_Evaluator", oog: np.ndarray, dyn: np.ndarray,
+    def _discrepancy_scale(self, vals: Mapping[str, float], oog: np.ndarray, dyn: np.ndarray,
                            wl: np.ndarray) -> tuple[float, str, int]:
         """Relative discrepancy of the runtime power for a workload the fit has not seen (RMS over
         workloads of their mean relative error): from the campaign's held-out workloads when it has at
@@ -414,8 +418,7 @@ class IppPowerFitter(Estimator):
         h = self._heldout
         if h is not None and h["workload"].nunique() >= self.MIN_HELDOUT_WORKLOADS:
             ha, hr, hn, ht, hy = self._arrays(h, list(self.units_), sigma)
-            hev = _Evaluator(self._structure(self.struct_), ha, hr, hn, ht, sigma, idle_temp_c)
-            hp = hev.power(vals)
+            hp = model.power(vals, model.design(self._structure(self.struct_), ha, hr, hn, ht, sigma, idle_temp_c))
             hdyn = hp - vals["idle_power_w"]
             ok = hr & (hdyn > 0)
             names_h = h["workload"].astype(str).to_numpy()
@@ -460,9 +463,9 @@ class IppPowerFitter(Estimator):
         lw = np.array(logw)
         # the chosen structure itself (shift 0) has log-weight 0
         m = max(0.0, float(lw.max()))
+        # normalised with the chosen structure's weight (log-weight 0) in the sum
         w = np.exp(lw - m)
-        w0 = math.exp(-m)
-        w = w / (w.sum() + w0)
+        w = w / (w.sum() + np.exp(0.0 - m))
         D = np.array(shifts)
         cov = (D * w[:, None]).T @ D
         order = np.argsort(-w)
@@ -515,7 +518,7 @@ class IppPowerFitter(Estimator):
     def _fit_held(self, held: Mapping[str, float], start: Mapping[str, float]) -> LsqResult | None:
         """The chosen structure refitted with the parameters ``held`` fixed at their values."""
         act, running, active, temp, y, sigma, idle_temp_c = self._data
-        ev = _Evaluator(self._structure(self.struct_), act, running, active, temp, sigma, idle_temp_c)
+        d = model.design(self._structure(self.struct_), act, running, active, temp, sigma, idle_temp_c)
         ps = self._params(self.struct_, start)
         for p in ps:
             if p.name in held:
@@ -523,7 +526,8 @@ class IppPowerFitter(Estimator):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return fit_lsq(ev.power, self._linear_start(ev, ps, y), y, loss=self.loss, jac=ev.jacobian)
+                return fit_lsq(lambda v: model.power(v, d), self._linear_start(d, ps, y), y, loss=self.loss,
+                               jac=lambda v: model.jacobian(v, d))
         except FitError:
             return None
 
@@ -663,15 +667,15 @@ class IppPowerFitter(Estimator):
         nonlinear ones (bounded linear least squares), so each fit starts at its conditional optimum
         and needs a few iterations. Every fit is kept in :attr:`_seen` (the best per structure)."""
         act, running, active, temp, y, sigma, idle_temp_c = self._data
-        ev = _Evaluator(self._structure(st), act, running, active, temp, sigma, idle_temp_c)
-        ps = self._linear_start(ev, self._params(st, start), y)
-        r = fit_lsq(ev.power, ps, y, loss=self.loss, jac=ev.jacobian)
+        d = model.design(self._structure(st), act, running, active, temp, sigma, idle_temp_c)
+        ps = self._linear_start(d, self._params(st, start), y)
+        r = fit_lsq(lambda v: model.power(v, d), ps, y, loss=self.loss, jac=lambda v: model.jacobian(v, d))
         old = self._seen.get(st)
         if old is None or r.chisqr < old.chisqr:
             self._seen[st] = r
         return r
 
-    def _linear_start(self, ev: "_Evaluator", ps: list[Param], y: np.ndarray) -> list[Param]:
+    def _linear_start(self, d: model.Design, ps: list[Param], y: np.ndarray) -> list[Param]:
         """``ps`` with the linear parameters solved for the others (see :meth:`_fit`); MaxPowers kept a
         little above 0 so that the slopes of their access-rate functions still move the fit."""
         from scipy.optimize import lsq_linear
@@ -680,9 +684,9 @@ class IppPowerFitter(Estimator):
         lin = [p for p in ps if p.vary and (p.name in self._LINEAR or p.name.startswith("max_power_"))]
         if not lin:
             return ps
-        jd = ev.jacobian(vals)
+        jd = model.jacobian(vals, d)
         X = np.column_stack([np.broadcast_to(jd[p.name], y.shape) for p in lin])
-        fixed_part = ev.power(vals) - X @ np.array([p.value for p in lin])
+        fixed_part = model.power(vals, d) - X @ np.array([p.value for p in lin])
         scale = np.linalg.norm(X, axis=0)
         scale = np.where(scale > 0, scale, 1.0)
         lo = np.array([p.min for p in lin]) * scale
@@ -707,7 +711,7 @@ class IppPowerFitter(Estimator):
             if f != LOG:
                 continue
             pos = act[u][act[u] > 0]
-            if len(pos) and np.all(v[names.ar_log_a(u)] * np.log(pos) + v.get("ar_log_b", 1.0) <= 0):
+            if len(pos) and not np.any(ar_transform(pos, LOG, v[names.ar_log_a(u)], v.get("ar_log_b", 1.0))):
                 dead.append(u)
         return dead
 
@@ -797,10 +801,10 @@ class IppPowerFitter(Estimator):
             trial = st.flip(what, self)
             if trial == st:
                 continue
-            ev = _Evaluator(self._structure(trial), act, running, active, temp, sigma, idle_temp_c)
-            ps = self._linear_start(ev, self._params(trial, start), y)
+            d = model.design(self._structure(trial), act, running, active, temp, sigma, idle_temp_c)
+            ps = self._linear_start(d, self._params(trial, start), y)
             vals = {p.name: p.value for p in ps}
-            ssr = float(np.sum((ev.power(vals) - y) ** 2))
+            ssr = float(np.sum((model.power(vals, d) - y) ** 2))
             k = sum(1 for p in ps if p.vary)
             out.append((n * math.log(max(ssr, 1e-300) / n) + k * math.log(n), what, trial))
         out.sort(key=lambda t: t[0])
@@ -840,93 +844,3 @@ class IppPowerFitter(Estimator):
             stats["discrepancy"] = self.discrepancy_
         return Section("ipp", self.params_, structure, stats, self.covariance_, self.settings(),
                        getattr(self, "covariance_total_", None))
-
-
-class _Evaluator:
-    """IPP power and its analytic Jacobian on fixed data (the fitter's inner loop).
-
-    Same equations as :func:`calib.model.ipp.power_from_arrays` (a test checks they agree), with
-    ln(AR) precomputed once and the units stacked (one array operation for all of them): P = idle + run
-    (act + S(n) (N C + sum_u m_u M_u f_u(AR_u) [x (1 - gamma r) for the units of the shared-activation
-    pool])) + sigma dT.
-    """
-
-    def __init__(self, structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running: np.ndarray,
-                 active: np.ndarray, temp: np.ndarray | None, sigma: float | None, idle_temp_c: float | None):
-        self.n_sm = int(structure["sm_count"])
-        self.form = structure["sm_scaling"]
-        self.run = np.asarray(running, float)
-        self.n = np.asarray(active, float)
-        shared = structure.get(SHARED_KEY)
-        pool = set(shared["units"]) if shared else set()
-        self.names = list(structure["units"])
-        specs = [structure["units"][u] for u in self.names]
-        self.ar = np.array([np.asarray(act[u], float) for u in self.names]).reshape(len(self.names), -1)
-        self.pos = self.ar > 0
-        self.lnar = np.where(self.pos, np.log(np.where(self.pos, self.ar, 1.0)), 0.0)
-        self.mult = np.array([1.0 if sp["scope"] == "chip" else float(self.n_sm) for sp in specs])
-        self.is_log = np.array([sp["ar_function"] == LOG for sp in specs])
-        self.in_pool = np.array([u in pool for u in self.names])
-        self.m_names = [names.max_power(u) for u in self.names]
-        self.a_names = [names.ar_log_a(u) if lg else None for u, lg in zip(self.names, self.is_log)]
-        self.offset = np.zeros_like(self.run)
-        if temp is not None and sigma is not None and idle_temp_c is not None:
-            self.offset = sigma * np.nan_to_num(np.asarray(temp, float) - idle_temp_c, nan=0.0)
-
-    def _s(self, v: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
-        if self.form == "log":
-            beta = v["sm_beta"]
-            alpha = (10.0 - beta) / self.n_sm
-            arg = alpha * self.n + beta
-            return np.log10(arg), (1.0 - self.n / self.n_sm) / (arg * math.log(10.0))
-        return self.n / self.n_sm, np.zeros_like(self.n)
-
-    def _terms(self, v: Mapping[str, float]) -> tuple:
-        """AR' (units x rows), d AR'/da, MaxPowers, the pool's overlap r with dr/df per pooled unit, and
-        the pool's additive power A (W, chip total, before S(n))."""
-        m = np.array([v[n] for n in self.m_names])
-        a = np.array([v[n] if n else 0.0 for n in self.a_names])
-        b = v.get("ar_log_b", 1.0)
-        raw = a[:, None] * self.lnar + b
-        on = self.pos & (raw > 0)
-        f = np.where(self.is_log[:, None], np.where(on, raw, 0.0), self.ar)
-        dfa = np.where(self.is_log[:, None] & on, self.lnar, 0.0)
-        if self.in_pool.any():
-            fp = f[self.in_pool]
-            r, dr = shared_overlap(list(fp))
-            A = (self.mult[self.in_pool] * m[self.in_pool]) @ fp
-        else:
-            r, dr, A = np.zeros_like(self.run), [], np.zeros_like(self.run)
-        return f, dfa, m, r, dr, A
-
-    def power(self, v: Mapping[str, float]) -> np.ndarray:
-        s, _ = self._s(v)
-        f, _, m, r, _, A = self._terms(v)
-        total = self.n_sm * v["const_sm_power_w"] + (self.mult * m) @ f
-        if self.in_pool.any():
-            total = total - v[SHARED_PARAM] * r * A
-        return v["idle_power_w"] + self.run * (v["activation_power_w"] + s * total) + self.offset
-
-    def jacobian(self, v: Mapping[str, float]) -> dict[str, np.ndarray]:
-        s, ds = self._s(v)
-        rs = self.run * s
-        f, dfa, m, r, dr, A = self._terms(v)
-        g = v.get(SHARED_PARAM, 0.0) if self.in_pool.any() else 0.0
-        keep = np.where(self.in_pool[:, None], 1.0 - g * r[None, :], 1.0)
-        dm = rs[None, :] * self.mult[:, None] * f * keep
-        da = rs[None, :] * self.mult[:, None] * m[:, None] * keep * dfa
-        if self.in_pool.any():
-            da[self.in_pool] -= rs[None, :] * g * A[None, :] * np.array(dr) * dfa[self.in_pool]
-        d = {"idle_power_w": np.ones_like(self.run), "activation_power_w": self.run,
-             "const_sm_power_w": rs * self.n_sm}
-        for i, (mn, an) in enumerate(zip(self.m_names, self.a_names)):
-            d[mn] = dm[i]
-            if an:
-                d[an] = da[i]
-        total = self.n_sm * v["const_sm_power_w"] + (self.mult * m) @ f
-        if self.in_pool.any():
-            d[SHARED_PARAM] = -rs * r * A
-            total = total - g * r * A
-        if self.form == "log":
-            d["sm_beta"] = self.run * ds * total
-        return d

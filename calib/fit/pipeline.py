@@ -20,10 +20,10 @@ import pandas as pd
 
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
-from calib.fit.crossval import cross_validate
+from calib.fit.crossval import check_folds, cross_validate
 from calib.fit.ipp import IppPowerFitter
 from calib.core.samples import act_units, read_samples, table_info
-from calib.segment import fan_sweep, session_samples, thermal_steps
+from calib.segment import DeviceFacts, session_data
 from calib.core.session import MANIFEST_NAME, file_sha256, read_session
 from calib.core.units import CHIP_UNITS
 
@@ -49,13 +49,27 @@ def _sources_of_session(path: Path) -> list[dict[str, str]]:
     return [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"} for p in sorted(path.glob("*.csv"))]
 
 
-#: stages of a session fit and their expected share of its time (measured: quick and standard campaigns of
-#: sim:gtx280, standard of gtx580 and titanx, 2.8-10.7 s per fit; power 26-70 %, thermal network 7-28 %,
-#: samples 10-24 %; calib -v logs each stage's duration): progress and its ETA follow them
+#: stages of a session fit and their expected share of its time (measured with calib -v, which logs each
+#: stage's duration: tests/benchmarks/uncertainty_results.md): progress and its ETA follow them
 FIT_STAGES = {"samples": 0.17, "thermal": 0.08, "thermal network": 0.21, "power": 0.40, "dvfs": 0.03,
               "timing": 0.02, "transfer": 0.09}
 #: the same for a samples table (reading and checking it is quick; the power fit is the work)
 TABLE_STAGES = {"samples": 0.05, "power": 0.95}
+
+
+def _system_baseline(pf: ParameterFile, idle: pd.DataFrame, sess: Any) -> None:
+    """The host beside the board's idle power, where the session logged RAPL: the idle windows' mean host
+    CPU package + DRAM power (``fit.power.host_idle_power_w``, its standard error, and which zones)."""
+    h = idle["host_power_w"].dropna().to_numpy(float) if "host_power_w" in idle.columns else np.array([])
+    if len(h) < 2:
+        return
+    from calib.segment import host_stream
+
+    entry = next((s for s in sess.manifest.get("sensors", []) if s.get("name") == host_stream(sess)), {})
+    st = pf["power"].stats
+    st["host_idle_power_w"] = float(h.mean())
+    st["host_idle_power_se_w"] = float(h.std(ddof=1) / math.sqrt(len(h)))
+    st["host_idle_power_source"] = "RAPL " + str((entry.get("capabilities") or {}).get("host_power") or entry.get("name"))
 
 
 def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units: set[str] | None = None,
@@ -80,51 +94,37 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     path = Path(path)
     sess = read_session(path)
     man = sess.manifest
-    dev = man["device"]
     stage("samples")
-    df = session_samples(sess, power=power)
-    pf = ParameterFile.new(dev, _sources_of_session(path), campaign=man.get("campaign"))
+    data = session_data(sess, power)
+    df, dev = data.samples, data.device
+    pf = ParameterFile.new(dict(dev.raw), _sources_of_session(path), campaign=man.get("campaign"))
     pf.provenance["session"] = path.name
-    idle = df[df["role"] == "idle"]
-    if len(idle) == 0:
+    if data.idle is None:
         raise BadInputError(f"{path}: the session has no idle window; cannot fit idle power")
+    if cv:  # before any fit: an impossible --cv must not cost the fit
+        clk = dev.get("clocks", {})
+        check_folds(IppPowerFitter(default_clocks={"core_mhz": clk.get("core_mhz"), "mem_mhz": clk.get("mem_mhz")}
+                                   ).training_rows(df), cv)
     correction = None
-    steps = thermal_steps(sess, power)
-    if steps:
+    if data.thermal_steps:
         stage("thermal")
         from calib.fit.thermal import ThermalFitter
-
-        temp = idle["temp_c"].to_numpy(float) if "temp_c" in idle.columns else np.array([np.nan])
-        it = float(np.nanmean(temp))
-        # the sensor reads whole degrees: its quantization (1/sqrt(12) C) does not average out when the
-        # temperature is steady, so it floors the standard error
-        it_se = max(float(np.nanstd(temp, ddof=1) / math.sqrt(len(temp))) if len(temp) > 1 else 0.0,
-                    1.0 / math.sqrt(12.0))
-        th = ThermalFitter().fit(steps, it, it_se, float(idle["power_w"].mean()), fan_sweep(sess, power))
-        pf["thermal"] = th.section_
         from calib.fit.thermal_network import ThermalNetworkFitter
-        from calib.fit.uncertainty import ar1_inflation
-        from calib.segment import ambient_temp_c
 
+        pf["thermal"] = ThermalFitter().fit(data).section_
         # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
         stage("thermal network")
-        ip = idle["power_w"].to_numpy(float)
-        # the idle readings are a time series: their mean's standard error counts the effective samples
-        ip_se = (float(np.std(ip, ddof=1) / math.sqrt(len(ip)) * math.sqrt(ar1_inflation([ip - ip.mean()])))
-                 if len(ip) > 1 else None)
-        pf["thermal_network"] = ThermalNetworkFitter().fit(
-            steps, it, float(idle["power_w"].mean()), idle_temp_se=it_se, idle_power_se=ip_se,
-            fan=fan_sweep(sess, power),
-            device_slowdown_c=dev.get("slowdown_temp_c"), ambient_temp_c=ambient_temp_c(sess)).section_
+        pf["thermal_network"] = ThermalNetworkFitter().fit(data).section_
         correction = {"sigma_w_per_c": pf["thermal"].value("sigma_w_per_c"),
                       "idle_temp_c": pf["thermal"].value("idle_temp_c")}
     stage("power")
-    ipp = session_power_fitter(dev, df, correction, mem_units, f"{path}/manifest.json").fit(df)
+    ipp = session_power_fitter(dev, df, correction, mem_units).fit(data)
     pf["power"] = ipp.section_
+    _system_baseline(pf, df[df["role"] == "idle"], sess)
     if "thermal_network" in pf and "idle_power_w" in pf["thermal_network"] and "idle_power_w" in pf["power"]:
         # the network's reference is the board's idle power: between two campaigns it moves at least as
         # much as the power fit says its idle power does (the idle windows' own scatter is a few
-        # windows' worth and flagged 1 of 20 seed pairs in calib diff)
+        # windows' worth, too small for calib diff)
         ref, fitted = pf["thermal_network"]["idle_power_w"], pf["power"]["idle_power_w"]
         if fitted.stderr:
             ref.stderr = max(ref.stderr or 0.0, fitted.stderr)
@@ -136,20 +136,18 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
 
         # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
         opts = {"ar_threshold": None, **(dvfs_options or {})}
-        pf["dvfs"] = DvfsPowerFitter(mem_units=ipp.mem_units, temperature_correction=correction, **opts).fit(
-            df, source=str(path)).section_
-    from calib.fit.timing import fit_timing
+        pf["dvfs"] = DvfsPowerFitter(mem_units=ipp.mem_units, temperature_correction=correction, **opts).fit(data).section_
+    from calib.fit.timing import SessionTimingFitter
 
     stage("timing")
-    timing = fit_timing(df, dev, man.get("plan"))
+    timing = SessionTimingFitter().fit(data).section_
     if timing is not None:
         pf["timing"] = timing
-    from calib.fit.transfer import TransferFitter, transfer_table
-
     stage("transfer")
-    copies = transfer_table(sess, power)
-    if len(copies):  # host-device copy windows (microbench.transfer_plan)
-        pf["transfer"] = TransferFitter().fit(copies).section_
+    if data.copies is not None and len(data.copies):  # host-device copy windows (microbench.transfer_plan)
+        from calib.fit.transfer import TransferFitter
+
+        pf["transfer"] = TransferFitter().fit(data).section_
     stage("held-out")
     _score_heldout(pf, df)
     annotate(pf)
@@ -162,21 +160,17 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     return out
 
 
-def session_power_fitter(dev: dict, df: pd.DataFrame, correction: dict | None, mem_units: set[str] | None = None,
-                         where: str = "manifest.json") -> IppPowerFitter:
-    """The IPP power fitter of a session (unfitted): the device's SM count, chip and memory-domain units,
-    issue rate and default clocks from its manifest's ``device``, the thermal fit's temperature
-    ``correction``."""
-    clocks = dev.get("clocks", {})
-    chip = dev.get("chip_units", sorted(CHIP_UNITS))
-    if not isinstance(chip, list) or not all(isinstance(u, str) for u in chip):
-        raise BadInputError(f"{where}: device.chip_units must be a list of unit names")
+def session_power_fitter(dev: DeviceFacts, df: pd.DataFrame, correction: dict | None,
+                         mem_units: set[str] | None = None) -> IppPowerFitter:
+    """The IPP power fitter of a session (unfitted): the device's SM count, chip and memory-domain units
+    (those of them this campaign ran, from ``df``), issue rate and default clocks, the thermal fit's
+    temperature ``correction``."""
     mem_u = mem_units
-    if mem_u is None and "mem_domain_units" in dev:  # the device's list may name units this campaign did not run
-        mem_u = set(dev["mem_domain_units"]) & set(act_units(df))
-    return IppPowerFitter(mem_units=mem_u, sm_count=int(dev["sm_count"]), chip_units=chip,
-                          warp_issue_per_cycle=dev.get("warp_issue_per_cycle"),
-                          default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
+    if mem_u is None and dev.mem_domain_units is not None:  # the device's list may name units this campaign did not run
+        mem_u = set(dev.mem_domain_units) & set(act_units(df))
+    return IppPowerFitter(mem_units=mem_u, sm_count=dev.sm_count, chip_units=list(dev.chip_units),
+                          warp_issue_per_cycle=dev.raw.get("warp_issue_per_cycle"),
+                          default_clocks={k: dev.raw["clocks"].get(k) for k in ("core_mhz", "mem_mhz")},
                           temperature_correction=correction)
 
 
@@ -184,19 +178,17 @@ def refit_power(pf: ParameterFile, path: str | os.PathLike) -> FitOutcome:
     """``pf`` (a fit of the session at ``path``) with its IPP power section refitted on the session's
     samples as they are now (a design round added kernels; the thermal and timing sections, fitted on
     steps the round did not change, are kept)."""
-    path = Path(path)
-    sess = read_session(path)
-    df = session_samples(sess)
+    import copy
+
+    data = session_data(read_session(Path(path)))
     th = pf.get("thermal")
     correction = ({"sigma_w_per_c": th.value("sigma_w_per_c"), "idle_temp_c": th.value("idle_temp_c")}
                   if th is not None else None)
-    ipp = session_power_fitter(sess.manifest["device"], df, correction, None, f"{path}/manifest.json").fit(df)
-    import copy
-
+    ipp = session_power_fitter(data.device, data.samples, correction).fit(data)
     out = copy.deepcopy(pf)
     out["power"] = ipp.section_
     annotate(out)
-    return FitOutcome(out, df, list(ipp.warnings_))
+    return FitOutcome(out, data.samples, list(ipp.warnings_))
 
 
 def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
@@ -254,6 +246,11 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     pf = ParameterFile.new(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
                                      "role": "samples"}])
     out = FitOutcome(pf, df)
+    if info.multi_clock:
+        from calib.fit.dvfs import training_rows
+    if cv:  # before the fit: an impossible --cv must not cost the fit
+        check_folds(training_rows(df)[0] if info.multi_clock
+                    else IppPowerFitter(default_clocks=device["clocks"]).training_rows(df), cv)
     step("power")
     if info.multi_clock:
         from calib.fit.dvfs import DvfsPowerFitter, training_rows
@@ -279,6 +276,44 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     annotate(pf)
     check_fit_quality(pf, str(path), accept_poor_fit)
     return out
+
+
+def fit_timing_table(path: str | os.PathLike, *, predictor: str = "auto", chip: str | None = None,
+                     cv_folds: int = 5, sm_count: int | None = None, accept_poor_fit: bool = False,
+                     progress: Callable[[str], None] | None = None) -> FitOutcome:
+    """A parameter file with only a timing section, from a (kernel, clocks, time) table (``calib fit
+    --timing``; :class:`calib.fit.timing_table.TimingFitter`): ``chip`` (a name or compute capability)
+    gives the SM issue width when the table's arch column does not; ``progress(stage)`` as the stages
+    ``kernel table`` and ``timing`` start."""
+    from calib.core import arch
+    from calib.core.units import clock_levels
+    from calib.fit.timing_table import TimingFitter
+
+    step = progress or (lambda name: None)
+    src = Path(path)
+    if src.is_dir():
+        raise BadInputError(f"{src}: --timing fits a kernel table (CSV), not a session directory")
+    step("kernel table")
+    df = read_samples(src, require_power=False, require_act=False)
+    step("timing")
+    issue = arch.arch_of(chip=None, cc=chip).warp_issue_per_cycle if chip and chip[:1].isdigit() else (
+        arch.warp_issue_per_cycle(chip=chip) if chip else None)
+    ft = TimingFitter(predictor=predictor, cv_folds=cv_folds, sm_count=sm_count,
+                      warp_issue_per_cycle=issue).fit(df, source=str(src))
+    sec, dev, rows = ft.section_, ft.device_, ft.rows_
+    device = {"name": dev["name"] or "GPU of the kernel table", "sm_count": dev["sm_count"],
+              "clocks": {"core_mhz": dev["ref"][0], "mem_mhz": dev["ref"][1],
+                         "supported": {"core_mhz": [round(x, 1) for x in clock_levels(rows["core_mhz"])],
+                                       "mem_mhz": [round(x, 1) for x in clock_levels(rows["mem_mhz"])]}},
+              "warp_issue_per_cycle": 1.0 / sec.value("issue_cycles")}
+    if dev.get("chip"):
+        device["chip"] = dev["chip"]
+    pf = ParameterFile.new(device, [{"path": str(src), "sha256": df.attrs.get("sha256") or file_sha256(src),
+                                     "role": "kernel table"}])
+    pf["timing"] = sec
+    annotate(pf)
+    check_fit_quality(pf, str(src), accept_poor_fit)
+    return FitOutcome(pf, df)
 
 
 def check_fit_quality(pf: ParameterFile, source: str, accept: bool = False) -> list[str]:
@@ -340,7 +375,7 @@ def score_heldout_table(out: FitOutcome, path: str | os.PathLike) -> None:
     samples table with ``power_w`` and ``workload``, e.g. a few applications measured at several clocks)
     and take the power sections' prediction discrepancy from them, as a campaign's held-out mixes do: the
     intervals then say what the model misses on such workloads, not on its own benchmarks left out one at
-    a time (on the real Titan X applications those cover 47.5 %, :file:`tests/benchmarks/uncertainty_results.md`).
+    a time (:file:`tests/benchmarks/uncertainty_results.md` has how much that matters on real applications).
     The table joins the file's sources with role ``heldout``. Refused, nothing fitted: a workload that is
     also a training workload, fewer than :data:`calib.model.intervals.MIN_HELDOUT_WORKLOADS` workloads."""
     from calib.model.intervals import MIN_HELDOUT_WORKLOADS

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,8 @@ from calib.fit.core import fit_lsq
 from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Constraint, Estimator, number
 from calib.fit.uncertainty import apply_total, ar1_inflation, total_covariance
-from calib.segment import ThermalStep
+from calib.model.thermal import leakage_w, max_temp_rise_c, rc_decay, rc_rise
+from calib.segment import SessionData, ThermalStep
 from calib.core.units import mem_intensity
 
 COLD_WINDOW_S = (1.0, 4.0)     # heating-phase window for the "cold" runtime power
@@ -47,9 +49,9 @@ def fan_power(fan: pd.DataFrame | None, idle_temp_c: float, leak_slope_w_per_c: 
         return None
     d3 = (fan["fan_pct"].to_numpy(float) / 100.0) ** 3
     y = fan["power_w"].to_numpy(float)
-    dtemp = np.nan_to_num(fan["temp_c"].to_numpy(float) - idle_temp_c)
+    temp = fan["temp_c"].to_numpy(float)
     fixed = leak_slope_w_per_c is not None
-    res = fit_lsq(lambda v: v["p0"] + v["fan_max_power_w"] * d3 + v["leak_slope"] * dtemp,
+    res = fit_lsq(lambda v: v["p0"] + v["fan_max_power_w"] * d3 + leakage_w(v["leak_slope"], temp, idle_temp_c),
                   [Param("p0", float(y.min()), "W"), Param("fan_max_power_w", 1.0, "W", 0.0, 1000.0),
                    Param("leak_slope", leak_slope_w_per_c if fixed else 0.3, "W/C", vary=not fixed)], y)
     fan_w = res.by_name()["fan_max_power_w"]
@@ -75,11 +77,15 @@ class ThermalFitter(Estimator):
         self.cold_window_s = cold_window_s
         self.sigma_skip_s = sigma_skip_s
 
-    def fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_temp_se: float | None,
-            idle_power_w: float, fan: pd.DataFrame | None = None) -> "ThermalFitter":
-        """Fit to thermal steps (heat/cool traces), the idle temperature (C) and its standard error, the
-        idle power (W) and the idle fan sweep (rows with ``fan_pct``, ``power_w``, ``temp_c``)."""
+    def fit(self, data: SessionData, *, uncertainty: bool = True) -> "ThermalFitter":
+        """Fit to a session's thermal steps (heat/cool traces), idle baseline (temperature C with its
+        standard error, power W) and idle fan sweep (rows with ``fan_pct``, ``power_w``, ``temp_c``);
+        ``uncertainty=False`` learns the values only (the jackknife's own refits)."""
         self._validate_settings()
+        if data.idle is None:
+            raise FitError("no idle window; cannot fit the thermal model")
+        steps, fan = data.thermal_steps, data.fan
+        idle_temp_c, idle_temp_se, idle_power_w = data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w
         blocks = []
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal model")
@@ -109,7 +115,7 @@ class ThermalFitter(Estimator):
         p_rt_a, mi_a, d_a = np.array(p_rt), np.array(mi), np.array(deltas)
         ok = np.isfinite(p_rt_a) & np.isfinite(d_a)
         if ok.sum() >= 4 and np.ptp(mi_a[ok]) > 1e-6:
-            res = fit_lsq(lambda v: v["mu_c_per_w"] * p_rt_a[ok] + v["lambda_c"] + v["rho_c"] * mi_a[ok],
+            res = fit_lsq(lambda v: max_temp_rise_c(v, p_rt_a[ok], mi_a[ok]),
                           [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0, description="Max_temp slope vs runtime power"),
                            Param("lambda_c", 0.0, "C", description="Max_temp intercept (rise above idle)"),
                            Param("rho_c", 0.0, "C", description="Max_temp slope vs memory intensity (eq. 20)")],
@@ -119,7 +125,7 @@ class ThermalFitter(Estimator):
             blocks.append(res.covariance())
         elif ok.sum() >= 2:
             warns.append(f"only {int(ok.sum())} thermal steps with distinct memory intensity: rho fixed at 0")
-            res = fit_lsq(lambda v: v["mu_c_per_w"] * p_rt_a[ok] + v["lambda_c"],
+            res = fit_lsq(lambda v: max_temp_rise_c(v, p_rt_a[ok]),
                           [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0), Param("lambda_c", 0.0, "C")], d_a[ok])
             params += res.params + [Param("rho_c", 0.0, "C", vary=False, description="not identified")]
             blocks.append(res.covariance())
@@ -144,7 +150,7 @@ class ThermalFitter(Estimator):
 
         def sig_model(v: dict[str, float]) -> np.ndarray:
             icpt = np.array([v[f"c{k}"] for k in range(ng)])
-            return icpt[g] + v["sigma_w_per_c"] * (x - idle_temp_c)
+            return icpt[g] + leakage_w(v["sigma_w_per_c"], x, idle_temp_c)
 
         sig_start = [Param("sigma_w_per_c", 0.3, "W/C", 0.0, 100.0, description="static power rise per degree (eq. 22)")] \
             + [Param(f"c{k}", float(np.mean(ys[k])) if len(ys[k]) else 0.0, "W") for k in range(ng)]
@@ -164,7 +170,7 @@ class ThermalFitter(Estimator):
                                                [dsig * fan_w.stderr ** 2, sig_p.stderr ** 2]])))
         params.append(sig_p)
         self._form_sd: dict[str, float] = {}
-        if not self._skip_uncertainty:  # the jackknife's own refits need only values
+        if uncertainty:
             # form terms of the total uncertainty (see _jackknife_total): leakage is not linear in temperature,
             # so "the" slope depends on the range it is taken over: with a curvature term, the local slope
             # varies by 2 s2 dT across the measured range; half that spread is one standard error
@@ -202,13 +208,12 @@ class ThermalFitter(Estimator):
         for w in warns:
             warnings.warn(w)
         cov = Covariance.from_blocks(params, blocks)
-        if not self._skip_uncertainty:
-            self._jackknife_total(cov, steps, idle_temp_c, idle_temp_se, idle_power_w, fan)
+        if uncertainty:
+            self._jackknife_total(cov, data)
         self.section_ = self._make_section(cov)
         return self
 
-    def _jackknife_total(self, cov: Covariance, steps: Sequence[ThermalStep], idle_temp_c: float,
-                         idle_temp_se: float | None, idle_power_w: float, fan: pd.DataFrame | None) -> None:
+    def _jackknife_total(self, cov: Covariance, data: SessionData) -> None:
         """``stderr_total`` of every parameter: the statistical covariance combined with the
         delete-one-step jackknife over the thermal steps (:mod:`calib.fit.uncertainty`). The steps are
         the independent groups of the thermal fit: each has its own workload, temperature range and
@@ -219,14 +224,14 @@ class ThermalFitter(Estimator):
         import warnings as _w
 
         names = list(cov.names)
+        steps, fan = data.thermal_steps, data.fan
 
         def refit(sub_steps: Sequence[ThermalStep], sub_fan: pd.DataFrame | None) -> list[float] | None:
             sub = ThermalFitter(**self.get_params())
-            sub._skip_uncertainty = True
             with _w.catch_warnings():
                 _w.simplefilter("ignore")
                 try:
-                    sub.fit(sub_steps, idle_temp_c, idle_temp_se, idle_power_w, sub_fan)
+                    sub.fit(replace(data, thermal_steps=list(sub_steps), fan=sub_fan), uncertainty=False)
                 except FitError:
                     return None
             v = {p.name: p.value for p in sub.params_}
@@ -284,9 +289,7 @@ class ThermalFitter(Estimator):
             tau = v[name]
             a = np.array([v[f"t0_{k}"] for k in range(n)])[seg]
             b = np.array([v[f"amp_{k}"] for k in range(n)])[seg]
-            if kind == "rise":
-                return a + b * (1.0 - np.exp(-t_all / tau))
-            return a + b * np.exp(-t_all / tau)
+            return a + b * (rc_rise(t_all, tau) if kind == "rise" else rc_decay(t_all, tau))
 
         res = fit_lsq(model, ps, y_all)
         byn = res.by_name()

@@ -57,7 +57,8 @@ from calib.fit.thermal import fan_power
 from calib.fit.uncertainty import ar1_inflation, total_stderr
 from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
                                          cauer_of, runaway_power_w, steady_state)
-from calib.segment import ThermalStep
+from calib.model.thermal import rc_decay
+from calib.segment import SessionData, ThermalStep
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +139,14 @@ def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarr
     and the exact partial update within a bin."""
     from scipy.signal import lfilter
 
-    a = math.exp(-width / tau)
+    a = float(rc_decay(width, tau))
     u = d.du_w
     x = np.empty(len(u))
     x[0] = p0
     if len(u) > 1:
         x[1:], _ = lfilter([1.0 - a], [1.0, -a], u[:-1], zi=[a * p0])
     j = np.clip(np.floor(t_eval / width).astype(int), 0, len(u) - 1)
-    e = np.exp(-(t_eval - j * width) / tau)
+    e = rc_decay(t_eval - j * width, tau)
     return e * x[j] + (1.0 - e) * u[j]
 
 
@@ -254,7 +255,7 @@ def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | N
                 dpsi = (_unit_at(d, ti + h, p0, width, d.obs_t) - psi) / h
                 out[names.foster_r(i + 1)].append(psi)
                 out[names.foster_tau(i + 1)].append(ri * dpsi)
-                dp0 = dp0 + ri * np.exp(-d.obs_t / ti)
+                dp0 = dp0 + ri * rc_decay(d.obs_t, ti)
             out[names.R_DIRECT].append(_direct(d, width, d.obs_t))
             out["offset_c"].append(np.ones(m))
             for j in range(len(data)):
@@ -424,9 +425,18 @@ class ThermalNetworkFitter(Estimator):
         self.leak_bic_margin = leak_bic_margin
         self.slowdown_temp_c = slowdown_temp_c
 
-    def fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_power_w: float, *,
-            idle_temp_se: float | None = None, idle_power_se: float | None = None, fan: pd.DataFrame | None = None,
-            device_slowdown_c: float | None = None, ambient_temp_c: float | None = None) -> "ThermalNetworkFitter":
+    def fit(self, data: SessionData) -> "ThermalNetworkFitter":
+        """Fit to a session's thermal steps, idle baseline, fan sweep, device slowdown temperature and
+        measured ambient (:class:`calib.segment.SessionData`)."""
+        if data.idle is None:
+            raise FitError("no idle window; cannot fit the thermal network")
+        return self._fit(data.thermal_steps, data.idle.temp_c, data.idle.power_w, idle_temp_se=data.idle.temp_se_c,
+                         idle_power_se=data.idle.power_se_w, fan=data.fan, ambient_temp_c=data.ambient_temp_c,
+                         device_slowdown_c=None if data.device is None else data.device.raw.get("slowdown_temp_c"))
+
+    def _fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_power_w: float, *,
+             idle_temp_se: float | None = None, idle_power_se: float | None = None, fan: pd.DataFrame | None = None,
+             device_slowdown_c: float | None = None, ambient_temp_c: float | None = None) -> "ThermalNetworkFitter":
         """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W; its standard
         error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
         fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,8 @@ from calib.fit.core import fit_lsq
 from calib.model import timing as T
 from calib.core.params import Covariance, Param, Section
 from calib.core.samples import CNT_PREFIX
+from calib.fit.base import Estimator
+from calib.segment import SessionData
 
 #: classes whose M_Factor a unit kernel measures (the kernel's stressed class)
 M_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "const", "tex")
@@ -66,11 +69,6 @@ ISSUE_BOUND_MARGIN = 1.15
 CHECK_ROLES = ("unit", "sm_sweep", "dvfs", "idle_kernel")
 HELDOUT = "heldout"
 
-#: what each timing microbenchmark kind declares in the plan (see microbench.spec)
-_KIND_PARAMS = {"pchase": ("level", "passes"), "departure": ("access", "where", "reqs"), "bw_stream": (),
-                "issue_mix": (), "inst_latency": (), "rounds": ("rounds",)}
-
-
 def timing_kinds(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]] | None:
     """The plan entry (``kind`` and its parameters) of every timing microbenchmark in ``samples``, by
     workload name; None when the plan does not declare them all (a session of an older toolkit, or a
@@ -80,7 +78,7 @@ def timing_kinds(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) ->
     out = {}
     for n in names:
         e = by_name.get(n)
-        if e is None or e.get("kind") not in _KIND_PARAMS or any(k not in e for k in _KIND_PARAMS[e["kind"]]):
+        if e is None or e.get("kind") not in KINDS or any(k not in e for k in KINDS[e["kind"]][0]):
             return None
         out[n] = e
     return out
@@ -210,13 +208,166 @@ def _default_clocks(df: pd.DataFrame, device: Mapping[str, Any]) -> tuple[float,
     return float(fc), float(fm)
 
 
+@dataclass
+class _Bench:
+    """The timing microbenchmarks of one session as the per-kind measurements read them."""
+
+    out: _Collector
+    df: pd.DataFrame                      # the session's rows (without idle)
+    tim: pd.DataFrame                     # its timing microbenchmarks (role timing)
+    decl: list[Mapping[str, Any]]         # their plan entries, in the order of ``tim``
+    fc0: float                            # default clocks, MHz
+    fm0: float
+    n_sm: int
+    noise: float | None                   # the event timer's relative noise
+    ovh: float = 0.0                      # launch overhead, s
+
+    def of_kind(self, kind: str, **want: Any) -> list[Any]:
+        """Index of the timing rows of ``kind`` whose declared parameters equal ``want``."""
+        return [i for i, e in zip(self.tim.index, self.decl)
+                if e["kind"] == kind and all(e.get(k) == v for k, v in want.items())]
+
+    def cycles(self, rows: pd.DataFrame) -> np.ndarray:
+        return (rows["time_s"].to_numpy(float) - self.ovh) * rows["core_mhz"].to_numpy(float) * 1e6
+
+    def rel_se(self, value: float, rows: pd.DataFrame, amplification: float = 1.0) -> float | None:
+        return None if self.noise is None else abs(value) * self.noise * amplification / math.sqrt(max(1, len(rows)))
+
+
+def _pchase(b: _Bench) -> None:
+    """DRAM latency (chase at one or several clock pairs) and the cache and shared latencies (two chain
+    lengths at the default clocks)."""
+    out, tim, noise = b.out, b.tim, b.noise
+    lat = b.of_kind("pchase", level="dram")
+    if lat:
+        rows = tim.loc[lat]
+        loads = sum(_cnt(rows, c) for c in ("global", "local", "l2", "l1"))
+        cyc_per_load = b.cycles(rows) / loads
+        ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
+        r0 = b.fc0 / b.fm0
+        if len(np.unique(np.round(ratio, 6))) >= 2:
+            # the line's own scatter has n - 2 <= 3 dof: the timer noise is its floor
+            a, c, cov, dof = _floored_line(ratio, cyc_per_load, noise)
+            if dof is not None:
+                out.dof.update(dict.fromkeys(("dm_lat_a_cycles", "dm_lat_b_cycles", "mem_ld_cycles"), dof))
+            se_a, se_b = (None, None) if cov is None else (float(math.sqrt(cov[0, 0])), float(math.sqrt(cov[1, 1])))
+            out.put("dm_lat_a_cycles", a, "cycles", se_a, "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)")
+            out.put("dm_lat_b_cycles", c, "cycles", se_b, "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)")
+            if cov is not None:
+                out.blocks.append(Covariance(("dm_lat_a_cycles", "dm_lat_b_cycles"), cov))
+            mem_ld = a * r0 + c
+            se_ld = (float(math.sqrt(cov[0, 0] * r0 ** 2 + 2 * r0 * cov[0, 1] + cov[1, 1])) if cov is not None
+                     else b.rel_se(mem_ld, rows))
+            resid = cyc_per_load - (a * ratio + c)
+            out.checks["dm_lat_line_r2"] = float(1 - np.sum(resid ** 2) / max(1e-300, np.sum((cyc_per_load - cyc_per_load.mean()) ** 2)))
+        else:
+            mem_ld = float(cyc_per_load.mean())
+            se_ld = b.rel_se(mem_ld, rows)
+            if not np.isclose(ratio[0], r0):
+                out.notes.append("the DRAM chase ran at one clock ratio other than the default; Mem_LD is taken there")
+        out.put("mem_ld_cycles", mem_ld, "cycles", se_ld, "DRAM round trip of one transaction at the default clocks")
+    for level, pname in (("l2", "l2_lat_cycles"), ("l1", "l1_lat_cycles"), ("shared", "sh_lat_cycles")):
+        sel = [i for i, e in zip(tim.index, b.decl)
+               if e["kind"] == "pchase" and e["level"] == level and not e.get("clocks")]  # default clocks
+        if len(sel) < 2:
+            continue
+        rows = tim.loc[sel]
+        s, _, cov, dof = _floored_line(_cnt(rows, level), b.cycles(rows), noise)
+        if dof is not None:
+            out.dof[pname] = dof
+        out.put(pname, s, "cycles", None if cov is None else float(math.sqrt(cov[0, 0])),
+                f"{level} load-to-use latency (difference of two chain lengths)")
+
+
+def _departure(b: _Bench) -> None:
+    """Departure delays from one-SM bursts (slope of cycles vs transactions per SM); all-SM bursts check
+    the DRAM service time."""
+    out, tim = b.out, b.tim
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for i, e in zip(tim.index, b.decl):
+        if e["kind"] != "departure":
+            continue
+        row = tim.loc[i]
+        tx = 1.0 if e["access"] == "coal" else UNCOAL_TX
+        n_tx = float(row["warps_per_sm"]) * float(e["reqs"]) * tx
+        groups.setdefault((e["access"], e["where"]), []).append(
+            (n_tx, (float(row["time_s"]) - b.ovh) * float(row["core_mhz"]) * 1e6))
+    for (access, where), pts in groups.items():
+        if len(pts) < 2:
+            continue
+        x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+        s, c, cov, dof = _floored_line(x, y, b.noise)
+        if where == "sm1":
+            if dof is not None:
+                out.dof[f"departure_del_{access}_cycles"] = dof
+            out.put(f"departure_del_{access}_cycles", s, "cycles", None if cov is None else float(math.sqrt(cov[0, 0])),
+                    f"minimum distance between two {access}esced transactions of one SM (burst slope)")
+            out.checks[f"burst_{access}_sm1_intercept_cycles"] = c
+        elif access == "coal":
+            out.checks["dram_del_coal_mem_cycles_from_burst"] = s * b.fm0 / b.fc0 / b.n_sm
+            out.checks["burst_coal_all_intercept_cycles"] = c
+
+
+def _bw_stream(b: _Bench) -> None:
+    """DRAM service time from the streaming bandwidth (else from the all-SM burst slope)."""
+    out = b.out
+    bw = b.tim.loc[b.of_kind("bw_stream")]
+    if len(bw):
+        warps_total = bw["threads_per_block"].to_numpy(float) / 32.0 * bw["blocks"].to_numpy(float)
+        nbytes = _cnt(bw, "global") * warps_total * BW_STREAM_BYTES
+        bw_bps = nbytes / (bw["time_s"].to_numpy(float) - b.ovh)
+        dd = 128.0 * bw["mem_mhz"].to_numpy(float) * 1e6 / bw_bps
+        v = float(dd.mean())
+        out.put("dram_del_coal_mem_cycles", v, "mem cycles", b.rel_se(v, bw),
+                "DRAM service time per 128-byte transaction of the chip (streaming bandwidth)")
+        out.checks["stream_bandwidth_gb_s"] = float(bw_bps.mean() / 1e9)
+    elif "dram_del_coal_mem_cycles_from_burst" in out.checks:
+        v = out.checks["dram_del_coal_mem_cycles_from_burst"]
+        out.put("dram_del_coal_mem_cycles", v, "mem cycles", None,
+                "DRAM service time per 128-byte transaction (all-SM burst slope)")
+
+
+def _rounds(b: _Bench) -> None:
+    """Multi-round streams: ordinary kernel rows, timed by the model to choose its rounds form (_assemble)."""
+    b.out.rounds_index = b.of_kind("rounds")
+
+
+def _issue_mix(b: _Bench) -> None:
+    """Cycles per warp instruction of the issue-bound mix."""
+    mix = b.tim.loc[b.of_kind("issue_mix")]
+    if len(mix):
+        issue = float((b.cycles(mix) / (mix["warps_per_sm"].to_numpy(float) * _total(mix))).mean())
+        b.out.put("issue_cycles", issue, "cycles", b.rel_se(issue, mix), "cycles per warp instruction issued by an SM")
+
+
+def _inst_latency(b: _Bench) -> None:
+    """Dependent-issue latency: one warp running one FMA chain."""
+    dep = b.tim.loc[b.of_kind("inst_latency")]
+    if len(dep):
+        v = float((b.cycles(dep) / _total(dep)).mean())
+        b.out.put("inst_lat_cycles", v, "cycles", b.rel_se(v, dep), "dependent-issue latency of an FP32 instruction")
+
+
+#: the timing microbenchmark kinds of the campaign plan (microbench.timing_plan): what each declares in
+#: the plan, and the measurement that reads it, in the order they run (the stream's service time falls
+#: back on the bursts'; the unit kernels' M_Factors need the issue rate)
+KINDS: dict[str, tuple[tuple[str, ...], Callable[[_Bench], None]]] = {
+    "pchase": (("level", "passes"), _pchase),
+    "departure": (("access", "where", "reqs"), _departure),
+    "bw_stream": ((), _bw_stream),
+    "rounds": (("rounds",), _rounds),
+    "issue_mix": ((), _issue_mix),
+    "inst_latency": ((), _inst_latency),
+}
+
+
 def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
                         kinds: Mapping[str, Mapping[str, Any]]) -> _Collector:
-    """Parameters from the timing microbenchmarks (module docstring, source 1); ``kinds``: their plan
-    entries by workload name (:func:`timing_kinds`)."""
+    """Parameters from the timing microbenchmarks (module docstring, source 1): each kind's measurement
+    (:data:`KINDS`), then the launch-only kernel and the unit kernels; ``kinds``: their plan entries by
+    workload name (:func:`timing_kinds`)."""
     out = _Collector()
     fc0, fm0 = _default_clocks(df, device)
-    n_sm = int(device.get("sm_count", 1))
     noise, noise_dof = _repeat_noise(df)
     tim = df[df["role"] == "timing"]
     decl = [kinds[n] for n in tim["workload"].astype(str)]
@@ -227,133 +378,23 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     out.checks["timing_noise_rel"] = noise
     out.checks["timing_noise_dof"] = noise_dof
     at_default = np.isclose(df["core_mhz"].to_numpy(float), fc0) & np.isclose(df["mem_mhz"].to_numpy(float), fm0)
+    b = _Bench(out, df, tim, decl, fc0, fm0, int(device.get("sm_count", 1)), noise)
 
     # launch overhead: the launch-only kernel
     idle = df[(df["role"] == "idle_kernel") & at_default]
-    ovh = 0.0
     if len(idle):
         t = idle["time_s"].to_numpy(float)
-        ovh = float(t.mean())
+        b.ovh = float(t.mean())
         # repeats of one workload give a 1-dof scatter estimate that can come out ~0: the pooled timer
         # noise of the session is a floor under it
         se = _max_se(float(t.std(ddof=1) / math.sqrt(len(t))) if len(t) > 1 else None,
-                     noise * ovh / math.sqrt(len(t)) if noise else None)
-        out.put("launch_overhead_s", ovh, "s", se, "time of a launch-only kernel", hi=1.0)
+                     noise * b.ovh / math.sqrt(len(t)) if noise else None)
+        out.put("launch_overhead_s", b.ovh, "s", se, "time of a launch-only kernel", hi=1.0)
     else:
         out.notes.append("no launch-only kernel: launch overhead taken as 0")
-
-
-    def of_kind(kind: str, **want: Any) -> list[Any]:
-        """Index of the timing rows of ``kind`` whose declared parameters equal ``want``."""
-        return [i for i, e in zip(tim.index, decl) if e["kind"] == kind and all(e.get(k) == v for k, v in want.items())]
-
-    def cycles(rows: pd.DataFrame) -> np.ndarray:
-        return (rows["time_s"].to_numpy(float) - ovh) * rows["core_mhz"].to_numpy(float) * 1e6
-
-    def rel_se(value: float, rows: pd.DataFrame, amplification: float = 1.0) -> float | None:
-        return None if noise is None else abs(value) * noise * amplification / math.sqrt(max(1, len(rows)))
-
-    # DRAM latency: chase at one or several clock pairs
-    lat = of_kind("pchase", level="dram")
-    if lat:
-        rows = tim.loc[lat]
-        loads = sum(_cnt(rows, c) for c in ("global", "local", "l2", "l1"))
-        cyc_per_load = cycles(rows) / loads
-        ratio = rows["core_mhz"].to_numpy(float) / rows["mem_mhz"].to_numpy(float)
-        r0 = fc0 / fm0
-        if len(np.unique(np.round(ratio, 6))) >= 2:
-            # the line's own scatter has n - 2 <= 3 dof: the timer noise is its floor
-            a, b, cov, dof = _floored_line(ratio, cyc_per_load, noise)
-            if dof is not None:
-                out.dof.update(dict.fromkeys(("dm_lat_a_cycles", "dm_lat_b_cycles", "mem_ld_cycles"), dof))
-            se_a, se_b = (None, None) if cov is None else (float(math.sqrt(cov[0, 0])), float(math.sqrt(cov[1, 1])))
-            out.put("dm_lat_a_cycles", a, "cycles", se_a, "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)")
-            out.put("dm_lat_b_cycles", b, "cycles", se_b, "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)")
-            if cov is not None:
-                out.blocks.append(Covariance(("dm_lat_a_cycles", "dm_lat_b_cycles"), cov))
-            mem_ld = a * r0 + b
-            se_ld = (float(math.sqrt(cov[0, 0] * r0 ** 2 + 2 * r0 * cov[0, 1] + cov[1, 1])) if cov is not None
-                     else rel_se(mem_ld, rows))
-            resid = cyc_per_load - (a * ratio + b)
-            out.checks["dm_lat_line_r2"] = float(1 - np.sum(resid ** 2) / max(1e-300, np.sum((cyc_per_load - cyc_per_load.mean()) ** 2)))
-        else:
-            mem_ld = float(cyc_per_load.mean())
-            se_ld = rel_se(mem_ld, rows)
-            if not np.isclose(ratio[0], r0):
-                out.notes.append("the DRAM chase ran at one clock ratio other than the default; Mem_LD is taken there")
-        out.put("mem_ld_cycles", mem_ld, "cycles", se_ld, "DRAM round trip of one transaction at the default clocks")
-
-    # cache and shared latencies: two chain lengths at the default clocks
-    for level, pname in (("l2", "l2_lat_cycles"), ("l1", "l1_lat_cycles"), ("shared", "sh_lat_cycles")):
-        sel = [i for i, e in zip(tim.index, decl)
-               if e["kind"] == "pchase" and e["level"] == level and not e.get("clocks")]  # default clocks
-        if len(sel) < 2:
-            continue
-        rows = tim.loc[sel]
-        loads = _cnt(rows, level)
-        s, _, cov, dof = _floored_line(loads, cycles(rows), noise)
-        se = None if cov is None else float(math.sqrt(cov[0, 0]))
-        if dof is not None:
-            out.dof[pname] = dof
-        out.put(pname, s, "cycles", se, f"{level} load-to-use latency (difference of two chain lengths)")
-
-    # departure delays: one-SM bursts; all-SM bursts check the DRAM service time
-    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for i, e in zip(tim.index, decl):
-        if e["kind"] != "departure":
-            continue
-        row = tim.loc[i]
-        tx = 1.0 if e["access"] == "coal" else UNCOAL_TX
-        n_tx = float(row["warps_per_sm"]) * float(e["reqs"]) * tx
-        groups.setdefault((e["access"], e["where"]), []).append(
-            (n_tx, (float(row["time_s"]) - ovh) * float(row["core_mhz"]) * 1e6))
-    for (access, where), pts in groups.items():
-        if len(pts) < 2:
-            continue
-        x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-        s, c, cov, dof = _floored_line(x, y, noise)
-        if where == "sm1":
-            if dof is not None:
-                out.dof[f"departure_del_{access}_cycles"] = dof
-            out.put(f"departure_del_{access}_cycles", s, "cycles", None if cov is None else float(math.sqrt(cov[0, 0])),
-                    f"minimum distance between two {access}esced transactions of one SM (burst slope)")
-            out.checks[f"burst_{access}_sm1_intercept_cycles"] = c
-        elif access == "coal":
-            out.checks["dram_del_coal_mem_cycles_from_burst"] = s * fm0 / fc0 / n_sm
-            out.checks["burst_coal_all_intercept_cycles"] = c
-
-    # DRAM service time from the streaming bandwidth
-    bw = tim.loc[of_kind("bw_stream")]
-    if len(bw):
-        warps_total = bw["threads_per_block"].to_numpy(float) / 32.0 * bw["blocks"].to_numpy(float)
-        nbytes = _cnt(bw, "global") * warps_total * BW_STREAM_BYTES
-        bw_bps = nbytes / (bw["time_s"].to_numpy(float) - ovh)
-        dd = 128.0 * bw["mem_mhz"].to_numpy(float) * 1e6 / bw_bps
-        v = float(dd.mean())
-        out.put("dram_del_coal_mem_cycles", v, "mem cycles", rel_se(v, bw),
-                "DRAM service time per 128-byte transaction of the chip (streaming bandwidth)")
-        out.checks["stream_bandwidth_gb_s"] = float(bw_bps.mean() / 1e9)
-    elif "dram_del_coal_mem_cycles_from_burst" in out.checks:
-        v = out.checks["dram_del_coal_mem_cycles_from_burst"]
-        out.put("dram_del_coal_mem_cycles", v, "mem cycles", None,
-                "DRAM service time per 128-byte transaction (all-SM burst slope)")
-
-    # multi-round streams: ordinary kernel rows, timed by the model to choose its rounds form (_assemble)
-    out.rounds_index = of_kind("rounds")
-
-    # issue rate: the issue-bound mix
-    mix = tim.loc[of_kind("issue_mix")]
-    issue = None
-    if len(mix):
-        per = cycles(mix) / (mix["warps_per_sm"].to_numpy(float) * _total(mix))
-        issue = float(per.mean())
-        out.put("issue_cycles", issue, "cycles", rel_se(issue, mix), "cycles per warp instruction issued by an SM")
-    # dependent-issue latency: one warp running one FMA chain
-    dep = tim.loc[of_kind("inst_latency")]
-    if len(dep):
-        per = cycles(dep) / _total(dep)
-        v = float(per.mean())
-        out.put("inst_lat_cycles", v, "cycles", rel_se(v, dep), "dependent-issue latency of an FP32 instruction")
+    for _, measure in KINDS.values():
+        measure(b)
+    issue = out.params["issue_cycles"].value if "issue_cycles" in out.params else None
     # M_Factor per class from the unit kernels at their highest occupancy (default clocks)
     unit = df[(df["role"] == "unit") & at_default]
     if issue is not None and len(unit) and "stresses" in unit.columns:
@@ -371,14 +412,14 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
             # issue slots the kernel took per warp; the pipe of the class sets the time only when that
             # is clearly more than one slot per instruction (else the kernel is issue bound and the
             # class's M_Factor is 1 as far as timing can tell)
-            slots = cycles(u) / (u["warps_per_sm"].to_numpy(float) * issue)
+            slots = b.cycles(u) / (u["warps_per_sm"].to_numpy(float) * issue)
             tot = tot[ok]
             pipe_bound = slots > ISSUE_BOUND_MARGIN * tot
             m = np.where(pipe_bound, slots / n_c, 1.0)
             mv = float(m.mean())
             # slots per instruction are cycles over the issue rate: both measurements' errors count
-            se_issue = out.params["issue_cycles"].stderr if "issue_cycles" in out.params else None
-            se_rel = rel_se(mv, u)
+            se_issue = out.params["issue_cycles"].stderr
+            se_rel = b.rel_se(mv, u)
             if se_rel is not None and se_issue is not None:
                 se_rel = math.hypot(se_rel, mv * se_issue / issue)
             se = _max_se(float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else None, se_rel)
@@ -393,10 +434,10 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         l2 = l2[l2["warps_per_sm"] == l2["warps_per_sm"].max()]
         n_l2 = _cnt(l2, "l2")
         if (n_l2 > 0).all():
-            d = cycles(l2) / (l2["warps_per_sm"].to_numpy(float) * n_l2 * l2["active_sms"].to_numpy(float))
+            d = b.cycles(l2) / (l2["warps_per_sm"].to_numpy(float) * n_l2 * l2["active_sms"].to_numpy(float))
             v = float(d.mean())
             out.put("l2_del_cycles", v, "cycles", _max_se(float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else None,
-                                                           rel_se(v, l2)),
+                                                           b.rel_se(v, l2)),
                     "L2 service time per 128-byte transaction of the chip (L2 kernel at full occupancy)")
     if noise is not None and noise_dof:
         # every standard error above rests on the timer noise (propagated, or as a floor under a line's
@@ -698,3 +739,14 @@ def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
         except BadInputError:
             return None
     return None
+
+
+class SessionTimingFitter(Estimator):
+    """The ``timing`` section of a session (:func:`fit_timing` on its samples, device facts and plan); an
+    estimator (:mod:`calib.fit.base`) whose ``section_`` is None when the session has no timing
+    information."""
+
+    def fit(self, data: SessionData) -> "SessionTimingFitter":
+        self._validate_settings()
+        self.section_ = fit_timing(data.samples, {} if data.device is None else data.device.raw, data.plan)
+        return self

@@ -1,12 +1,8 @@
 """Fit the ``transfer`` section (model ``pcie``, :mod:`calib.model.transfer`) from copy windows.
 
-:func:`transfer_table` reduces a session's copy windows (``copy_start``/``copy_stop`` markers, each
-after an idle reference window ``copy_ref_start``/``copy_ref_stop`` of the same copy) to one row per
-window: direction, host memory, bytes, the mean time per copy (events), the board power of the copy
-window and of its reference (first ``settle_s`` dropped), and the wall power of both when the session
-has a wall meter.
-
-:class:`TransferFitter` then fits, by weighted least squares (:func:`calib.fit.core.fit_lsq`):
+The samples stage reduces a session's copy windows to one row each (:func:`calib.segment.transfer_table`:
+direction, host memory, bytes, time per copy, board power of the window and of its idle reference, wall
+power of both); :class:`TransferFitter` fits, by weighted least squares (:func:`calib.fit.core.fit_lsq`):
 
 - per direction and host memory, ``time = latency + bytes / bandwidth`` on relative residuals, over
   the copies of at least ``min_bytes``;
@@ -14,7 +10,8 @@ has a wall meter.
   the origin: no bytes, no extra energy), pinned and pageable rows together;
 - per host memory, the host's wall power above idle beyond the board's, ``(W_copy - W_ref) -
   (P_copy - P_ref)``, as the mean over the streaming copies (at least ``stream_share`` of their time
-  moving bytes at the fitted bandwidth);
+  moving bytes at the fitted bandwidth); where the session has a RAPL stream, likewise the host CPU
+  package and DRAM power above idle, ``H_copy - H_ref`` (``host_rapl_power_<m>_w``);
 - the board idle power, the mean of the reference windows.
 
 Uncertainties: ``stderr`` from each fit's covariance (what the same campaign would give again). The
@@ -43,71 +40,20 @@ import pandas as pd
 from calib.core import names
 from calib.core.errors import BadInputError, FitError
 from calib.core.params import Param, Section
-from calib.core.session import Session
 from calib.fit.base import Estimator, number
 from calib.fit.core import fit_lsq
 from calib.fit.uncertainty import total_stderr
 from calib.model.transfer import DIRECTIONS, HOST_MEMORY, MODEL_NAME
+from calib.segment import SessionData
 
 log = logging.getLogger(__name__)
-
-TABLE_COLUMNS = ("workload", "direction", "host_memory", "bytes", "repeat", "copies", "copy_time_s", "power_w",
-                 "ref_power_w", "n_power", "wall_power_w", "ref_wall_power_w")
-
-
-def transfer_table(session: Session, power: str | None = None, settle_s: float = 0.3) -> pd.DataFrame:
-    """One row per complete copy window of ``session`` (module docstring); empty when it has none."""
-    from calib.segment import _pair, _window_rows, analyzer_stream, power_stream
-
-    markers = session.markers()
-    if not len(markers) or not (markers["event"] == "copy_start").any():
-        return pd.DataFrame(columns=list(TABLE_COLUMNS))
-    pdf = session.readings(power_stream(session, power))
-    wall = analyzer_stream(session)
-    wdf = session.readings(wall) if wall else None
-    refs = {(w.workload, w.repeat, w.segment): w for w in _pair(markers, "copy_ref_start", "copy_ref_stop")}
-
-    def mean(df: pd.DataFrame, w: Any) -> tuple[float, int]:
-        v = _window_rows(df, w, settle_s)["power_w"].to_numpy(float)
-        v = v[~np.isnan(v)]
-        return (float(v.mean()) if len(v) else math.nan), len(v)
-
-    rows = []
-    for w in _pair(markers, "copy_start", "copy_stop"):
-        where = f"{session.path}/markers.csv: copy_stop of {w.workload} (repeat {w.repeat})"
-        ref = refs.get((w.workload, w.repeat, w.segment))
-        info = w.info
-        try:
-            nbytes, t = float(info["bytes"]), float(info["copy_time_s"])
-            direction, mem = str(info["direction"]), str(info["host_memory"])
-        except (KeyError, TypeError, ValueError):
-            raise BadInputError(f"{where}: needs bytes, copy_time_s, direction and host_memory") from None
-        if direction not in DIRECTIONS or mem not in HOST_MEMORY or not (nbytes > 0 and t > 0):
-            raise BadInputError(f"{where}: direction {direction!r}, host_memory {mem!r}, bytes {nbytes!r}, "
-                                f"copy_time_s {t!r} are not a copy")
-        if ref is None:
-            log.info("%s: no reference window; skipped", where)
-            continue
-        p, n = mean(pdf, w)
-        pr, nr = mean(pdf, ref)
-        if n < 3 or nr < 3:
-            continue
-        rec = {"workload": w.workload, "direction": direction, "host_memory": mem, "bytes": nbytes,
-               "repeat": w.repeat, "copies": float(info.get("copies", math.nan)), "copy_time_s": t, "power_w": p,
-               "ref_power_w": pr, "n_power": n, "wall_power_w": math.nan, "ref_wall_power_w": math.nan}
-        if wdf is not None:
-            rec["wall_power_w"], _ = mean(wdf, w)
-            rec["ref_wall_power_w"], _ = mean(wdf, ref)
-        rows.append(rec)
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
-
 
 def _param(name: str, value: float, unit: str, description: str, lo: float = 0.0, hi: float = math.inf) -> Param:
     return Param(name, float(value), unit, lo, hi, True, float(value), None, description)
 
 
 class TransferFitter(Estimator):
-    """Fits the ``transfer`` section from a :func:`transfer_table` (module docstring).
+    """Fits the ``transfer`` section from the copy windows (module docstring).
 
     ``min_bytes``: the time line is fitted on copies of at least this size (a pageable copy pipelines
     through the driver's staging buffer: below a few of its chunks it is faster than the line through
@@ -155,10 +101,17 @@ class TransferFitter(Estimator):
         en = ps[0].name
         return fit_lsq(lambda v: v[en] * rate, ps, dp, jac=lambda v: {en: rate}, x_scale=np.array([e0]))
 
-    def _host_mean(self, sub: pd.DataFrame, bw: float, lat: float) -> tuple[float, float, int]:
+    def _host_mean(self, sub: pd.DataFrame, bw: float, lat: float, rapl: bool = False) -> tuple[float, float, int]:
+        """Mean host power above idle over the streaming copies, its standard error and count: the wall's
+        beyond the board's, or (``rapl``) the host CPU package and DRAM's from RAPL, which the board is not in."""
         moving = (sub["bytes"] / bw) / (sub["bytes"] / bw + lat)
-        s = sub[(moving >= self.stream_share) & sub["wall_power_w"].notna() & sub["ref_wall_power_w"].notna()]
-        x = ((s["wall_power_w"] - s["ref_wall_power_w"]) - (s["power_w"] - s["ref_power_w"])).to_numpy(float)
+        col = "host_power_w" if rapl else "wall_power_w"
+        if col not in sub.columns:
+            return math.nan, math.nan, 0
+        s = sub[(moving >= self.stream_share) & sub[col].notna() & sub["ref_" + col].notna()]
+        x = (s[col] - s["ref_" + col]).to_numpy(float)
+        if not rapl:
+            x = x - (s["power_w"] - s["ref_power_w"]).to_numpy(float)
         if len(x) < 2:
             return math.nan, math.nan, len(x)
         return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), len(x)
@@ -227,29 +180,34 @@ class TransferFitter(Estimator):
             out[r.params[0].name] = (r.params[0], r)
             if dof is not None:
                 dof[r.params[0].name] = float(r.nfree)
-        for m in HOST_MEMORY:
+        for m, rapl in ((m, rapl) for m in HOST_MEMORY for rapl in (False, True)):
             sub = table[table["host_memory"] == m]
             vals = []
             for d in DIRECTIONS:
                 bw = out[names.copy_bandwidth(d, m)][0].value
                 lat = out[names.copy_latency(d, m)][0].value
-                vals.append(self._host_mean(sub[sub["direction"] == d], bw, lat))
+                vals.append(self._host_mean(sub[sub["direction"] == d], bw, lat, rapl))
             n = sum(v[2] for v in vals)
             if n >= 2 and all(math.isfinite(v[0]) for v in vals if v[2]):
                 mean = sum(v[0] * v[2] for v in vals if v[2]) / n
                 se = math.sqrt(sum((v[1] * v[2]) ** 2 for v in vals if v[2] and math.isfinite(v[1]))) / n
-                p = _param(names.copy_host_power(m), max(mean, 0.0), "W",
-                           f"wall power above idle beyond the board's while a {m} copy streams "
-                           "(host CPU and memory, PSU losses included)", 0.0, 1e3)
+                p = (_param(names.copy_host_rapl_power(m), max(mean, 0.0), "W",
+                            f"host CPU package and DRAM power above idle (RAPL) while a {m} copy streams", 0.0, 1e3)
+                     if rapl else
+                     _param(names.copy_host_power(m), max(mean, 0.0), "W",
+                            f"wall power above idle beyond the board's while a {m} copy streams "
+                            "(host CPU and memory, PSU losses included)", 0.0, 1e3))
                 p.stderr = se
                 out[p.name] = (p, None)
                 if dof is not None:
                     dof[p.name] = float(n - sum(1 for v in vals if v[2]))
         return out
 
-    def fit(self, table: pd.DataFrame) -> "TransferFitter":
-        """Fit from a :func:`transfer_table`; sets ``section_`` (and ``table_``)."""
+    def fit(self, data: SessionData | pd.DataFrame) -> "TransferFitter":
+        """Fit from a session's copy windows (``data.copies``, or a :func:`calib.segment.transfer_table`
+        given directly); sets ``section_`` (and ``table_``)."""
         self._validate_settings()
+        table = data.copies if isinstance(data, SessionData) else data
         missing = [c for c in ("direction", "host_memory", "bytes", "copy_time_s", "power_w", "ref_power_w")
                    if c not in table.columns]
         if missing:
@@ -296,7 +254,12 @@ class TransferFitter(Estimator):
         from calib.core.metrics import errors
 
         err = errors(table["copy_time_s"], t_pred)
+        # the copy-time error by size: small copies are a few microseconds of latency and host jitter, and
+        # their relative errors dominate the MAPE (a report showing "MAPE 82 %" alone explained nothing)
+        by_size = {f"{b:.0f}": float(np.mean(np.abs(rel[table["bytes"].to_numpy(float) == b])) * 100.0)
+                   for b in sorted(set(table["bytes"].to_numpy(float)))}
         stats = {"n_samples": int(len(table)), "rmse_s": err.rmse, "mape_pct": err.mape_pct, "r2": None,
+                 "mape_pct_by_bytes": by_size,
                  "max_abs_rel_time_error": float(np.max(np.abs(rel))), "sizes": [float(s) for s in sizes],
                  "stderr_dof": {**dof, **({pid.name: float(len(idle) - 1)} if pid.stderr is not None else {})}}
         self.table_ = table

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from calib.core import names
+from calib.core.metrics import ar1_inflation  # noqa: F401 - its home is calib.core.metrics
 from calib.core.params import Covariance, Param
 from calib.model.intervals import prediction_stats  # noqa: F401 - the fitters' import of the one definition
 
@@ -168,18 +169,6 @@ def total_se(p) -> float | None:  # noqa: ANN001 - a calib.core.params.Param
     """The total standard error a reader uses for a parameter: ``stderr_total``, else (a file without
     one) the statistical ``stderr``."""
     return p.stderr_total if p.stderr_total is not None else p.stderr
-
-
-def ar1_inflation(parts: Sequence[np.ndarray]) -> float:
-    """Variance inflation ``(1 + rho) / (1 - rho)`` for residual series with lag-1 autocorrelation
-    ``rho`` (pooled over the series in ``parts``, clipped to [0, 0.98]): time series of a quantized
-    sensor and a model error are not white noise, and a least-squares covariance that counts every
-    sample as independent understates how much a refit on another run moves (effective number of
-    independent points ``n (1 - rho) / (1 + rho)``)."""
-    num = sum(float(np.sum(p[1:] * p[:-1])) for p in parts if len(p) > 1)
-    den = sum(float(np.sum(p * p)) for p in parts)
-    rho = float(np.clip(num / den, 0.0, 0.98)) if den > 0 else 0.0
-    return (1.0 + rho) / (1.0 - rho)
 
 
 def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.ndarray | None) -> None:
@@ -343,15 +332,9 @@ def collinear_units(act: dict[str, np.ndarray], limit: float = COLLINEAR_ACTIVIT
 def power_at_ar(form: str, values: Mapping[str, float], unit: str, ar: float) -> tuple[float, dict[str, float]]:
     """A unit's IPP power at access rate ``ar`` (MaxPower x AR', W per SM or per chip) for its access-rate
     function ``form`` and parameter ``values``, and its gradient over those parameters."""
-    from calib.model.arfunc import LOG, ar_transform, ar_transform_grad_a
+    from calib.model.ipp import unit_power
 
-    m = values[names.max_power(unit)]
-    if form == LOG:
-        a, b = values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0)
-        f = float(ar_transform(ar, LOG, a, b))
-        return m * f, {names.max_power(unit): f, names.ar_log_a(unit): m * float(ar_transform_grad_a(ar, a, b))}
-    f = float(ar_transform(ar, form))
-    return m * f, {names.max_power(unit): f}
+    return unit_power(values, unit, form, ar)
 
 
 def quantity_value(section, q: dict) -> tuple[float, float | None, float | None] | None:  # noqa: ANN001
@@ -426,7 +409,9 @@ def _extrapolated_quantities(section, skip: set[str]) -> list[dict]:  # noqa: AN
     return out
 
 
-def _poorly_determined(p) -> bool:  # noqa: ANN001 - a Param
+def poorly_determined(p) -> bool:  # noqa: ANN001 - a Param
+    """A parameter the file does not determine on its own: no total standard error, a value of 0, a total
+    relative error above :data:`UNDETERMINED_REL`, or on a bound."""
     se = total_se(p)
     return se is None or not p.value or se / abs(p.value) > UNDETERMINED_REL or bool(p.at_bound())
 
@@ -456,7 +441,7 @@ def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.pa
         c.setdefault("kind", "combination")
         # a member whose own total error is small is determined (its marginal standard error already
         # holds the correlation): only the poorly determined members are left to the combination
-        c.setdefault("undetermined", [n for n in c["parameters"] if _poorly_determined(section.params[n])])
+        c.setdefault("undetermined", [n for n in c["parameters"] if poorly_determined(section.params[n])])
     if section.model == "ipp":
         extra = _collinear_quantities(section)
         covered = {n for q in extra for n in q["undetermined"]}

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import warnings
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -254,6 +255,16 @@ def _analyse_groups(groups: Iterable[tuple[str, str, pd.DataFrame]], ngroups: in
         for sink in sinks:
             sink.add(chip, key, rows, summary)
     step("analyse", 1.0)
+    # a chip with fewer GPUs than an outlier needs: say so, or a planted (or real) outlier goes unflagged in silence
+    gpus_of: dict[str, int] = {}
+    for e in per_gpu.values():
+        gpus_of[e[1]] = gpus_of.get(e[1], 0) + 1
+    for chip, n in sorted(gpus_of.items()):
+        if n < min_outlier_gpus:
+            msg = (f"{chip}: {n} GPU(s), too few to call any GPU an outlier (a parameter needs at least "
+                   f"{min_outlier_gpus} GPUs that share it and its model form); an outlier among them goes unflagged")
+            notes.append(msg)
+            warnings.warn(msg, stacklevel=2)
     flag = pd.concat(flagged, ignore_index=True) if flagged else pd.DataFrame(columns=[*COLUMNS, *RESULT_COLUMNS])
     return FleetAnalysis(pd.DataFrame(summaries), threshold, notes, flag,
                          pd.DataFrame(list(per_gpu.values()), columns=PER_GPU_COLUMNS))
@@ -305,6 +316,7 @@ class _Spill:
 
     def __init__(self, fleet: Path, tmp: Path):
         self.fleet, self.tmp = fleet, tmp
+        self.notes: list[str] = []
         self.paths: dict[tuple[str, str, str, str], Path] = {}
         self._writers: dict[tuple[str, str, str, str], Any] = {}
 
@@ -337,11 +349,10 @@ class _Spill:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from calib.fleet.dataset import duplicate_error, open_gpu_file, read_gpu_rows, require_gpu_files
+        from calib.fleet.dataset import open_gpu_file, read_gpu_rows, require_gpu_files
 
-        files = require_gpu_files(self.fleet)
+        files = self._latest_calibrations(require_gpu_files(self.fleet))
         cols = [c for c in COLUMNS if c != "chip"]
-        seen: dict[str, str] = {}
         chunk: list = []
         rows = 0
         try:
@@ -351,9 +362,6 @@ class _Spill:
                     t = read_gpu_rows(pf, path, cols)
                 finally:
                     pf.close()
-                if ident["gpu_uuid"] in seen:
-                    raise duplicate_error(ident["gpu_uuid"], seen[ident["gpu_uuid"]], path)
-                seen[ident["gpu_uuid"]] = str(path)
                 t = t.append_column("chip", pa.array([_hive_value(path, self.fleet, "chip")] * len(t), pa.string()))
                 t = t.filter(pc.or_(pc.fill_null(t["vary"], False), pc.equal(t["section"], "reference")))
                 chunk.append(t)
@@ -366,6 +374,43 @@ class _Spill:
         finally:
             for w in self._writers.values():
                 w.close()
+
+    def _latest_calibrations(self, files: list[Path]) -> list[Path]:
+        """Each GPU's latest calibration among ``files`` (a GPU calibrated under several drivers has a file
+        per driver: the fleet is compared as it is now, the others are named in :attr:`notes`); two files of
+        one GPU under one driver are refused (BadInputError naming both)."""
+        import pyarrow.parquet as pq
+
+        from calib.fleet.dataset import calibration_key, duplicate_error, open_gpu_file
+
+        by_gpu: dict[str, list[tuple[Path, dict]]] = {}
+        for path in files:
+            pf, ident = open_gpu_file(path)
+            pf.close()
+            by_gpu.setdefault(ident["gpu_uuid"], []).append((path, ident))
+        skip: set[Path] = set()
+        for uuid, cals in by_gpu.items():
+            if len(cals) < 2:
+                continue
+            drivers: dict[str, Path] = {}
+            for path, ident in cals:
+                drv = calibration_key(ident)[1]
+                if drv in drivers:
+                    raise duplicate_error(uuid, str(drivers[drv]), path)
+                drivers[drv] = path
+
+            def created(path: Path) -> str:
+                col = pq.read_table(path, columns=["created_utc"]).column(0).drop_null()
+                return str(col[0]) if len(col) else ""
+
+            latest = max(cals, key=lambda c: (created(c[0]), str(c[0])))
+            skip |= {p for p, _ in cals if p != latest[0]}
+            others = ", ".join(f"driver {calibration_key(i)[1]} (session {i.get('session')})" for p, i in cals
+                               if p != latest[0])
+            self.notes.append(f"GPU {uuid}: {len(cals)} calibrations; analysed: the latest, driver "
+                              f"{calibration_key(latest[1])[1]} (session {latest[1].get('session')}); also in the "
+                              f"dataset: {others} (compare them with calib diff)")
+        return [p for p in files if p not in skip]
 
     def groups(self) -> list[tuple[str, str, Path]]:
         """(chip, key, file) sorted by chip and key; key is ``section.name``, with ``[form]`` where the
@@ -401,7 +446,8 @@ def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: 
     (default: the system's, ``TMPDIR``; about the size of the dataset) and is removed at the end.
     ``workers`` is accepted for symmetry with collect (the analysis is vectorised per parameter and runs in
     one process). ``progress(stage, fraction)`` is called at the stages ``read`` and ``analyse``.
-    BadInputError: no dataset, an empty one, a corrupt file or two files of one GPU (named)."""
+    BadInputError: no dataset, an empty one, a corrupt file or two files of one GPU under one driver (named);
+    a GPU calibrated under several drivers is analysed once, with its latest calibration (``notes``)."""
     step = progress or (lambda stage, frac: None)
     fleet = Path(fleet)
     from calib.fleet.dataset import require_gpu_files
@@ -413,9 +459,8 @@ def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: 
         spill.fill(step)
         groups = spill.groups()
         rows: Iterator[tuple[str, str, pd.DataFrame]] = (spill.read(*g) for g in groups)
-        return _analyse_groups(rows, len(groups), threshold, rel_floor, min_gpus, min_outlier_gpus, sinks, step)
+        an = _analyse_groups(rows, len(groups), threshold, rel_floor, min_gpus, min_outlier_gpus, sinks, step)
+        an.notes[:0] = spill.notes
+        return an
 
 
-def short_campaign_gpus(an: FleetAnalysis, campaign: str = "quick") -> pd.Series:
-    """uuids of the GPUs measured with the short campaign."""
-    return an.per_gpu.loc[an.per_gpu["campaign_name"] == campaign, "gpu_uuid"]

@@ -19,13 +19,16 @@ Guarantees:
 
 - **Atomic per GPU**: a GPU's file is written to a hidden temporary file (ignored by every reader: leading
   ``.``), flushed, fsynced and renamed into place; a killed collect leaves no half-written GPU.
-- **Appendable**: GPUs already in the dataset (same uuid, same parameter-file hash) are skipped, so
-  collect runs again as more tasks finish.
+- **Appendable**: GPUs already in the dataset (same uuid and driver, same parameter-file hash) are
+  skipped, so collect runs again as more tasks finish.
+- **Re-calibrations kept**: one GPU (uuid) calibrated again under another driver (before and after a
+  driver update) is a second file, in its own ``driver=`` partition; the analysis takes each GPU's latest
+  calibration (:func:`calib.fleet.analysis.analyze`) and names the others.
 - **Nothing dropped silently**: sessions without a usable parameter file are listed with their state
   (``incomplete``, ``unfitted``, ``failed``, ``not started``) on the console and in ``_status.json``.
 - **Refused whole, nothing written** (BadInputError, exit 2): a corrupt Parquet file in the dataset, two
-  sessions (or a session and the dataset) claiming the same GPU uuid, GPUs of different chips without
-  ``allow_mixed``.
+  sessions (or a session and the dataset) claiming the same GPU uuid under the same driver, GPUs of
+  different chips without ``allow_mixed``.
 """
 
 from __future__ import annotations
@@ -234,16 +237,24 @@ def duplicate_error(uuid: str, first: str, second: Path) -> BadInputError:
     return BadInputError(f"duplicate GPU uuid {uuid} in the dataset: {first} and {second}; the dataset is left as it is")
 
 
-def scan_dataset(fleet: Path) -> dict[str, dict[str, Any]]:
-    """GPUs already in the dataset: uuid -> the file's identification metadata (and its path). Every
-    ``.parquet`` file's footer is read; an unreadable one is refused (BadInputError naming it)."""
-    out: dict[str, dict[str, Any]] = {}
+def calibration_key(ident: dict[str, Any]) -> tuple[str, str]:
+    """What identifies one calibration in the dataset: the GPU (uuid) and the driver it ran under (a GPU
+    calibrated again after a driver update is a second calibration, not a duplicate)."""
+    return str(ident["gpu_uuid"]), str(ident.get("driver_version") or "unknown")
+
+
+def scan_dataset(fleet: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Calibrations already in the dataset: (uuid, driver) -> the file's identification metadata (and its
+    path). Every ``.parquet`` file's footer is read; an unreadable one is refused (BadInputError naming it),
+    and so are two files of one GPU under one driver."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
     for path in dataset_files(fleet):
         pf, ident = open_gpu_file(path)
         pf.close()
-        if ident["gpu_uuid"] in out:
-            raise duplicate_error(ident["gpu_uuid"], out[ident["gpu_uuid"]]["path"], path)
-        out[ident["gpu_uuid"]] = ident
+        key = calibration_key(ident)
+        if key in out:
+            raise duplicate_error(ident["gpu_uuid"], out[key]["path"], path)
+        out[key] = ident
     return out
 
 
@@ -370,7 +381,7 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
     from calib.fleet.paramrows import param_identity
 
     new: list[tuple[str, str, str | None]] = []
-    seen: dict[str, str] = {}
+    seen: dict[tuple[str, str], str] = {}
     chips: dict[str, str] = {}
     for ident in existing.values():
         chips.setdefault(ident["gpu_name"], f"dataset file {ident['path']}")
@@ -384,11 +395,12 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
         if not uuid:
             result.statuses.append(SessionStatus(name, "failed", f"{pfile}: device has no uuid"))
             continue
-        if uuid in seen:
-            raise BadInputError(f"duplicate GPU uuid {uuid}: sessions {seen[uuid]} and {name} both claim it; "
-                                "nothing written (remove or rename one of them)")
-        seen[uuid] = name
-        old = existing.get(uuid)
+        key = calibration_key(ident)
+        if key in seen:
+            raise BadInputError(f"duplicate GPU uuid {uuid}: sessions {seen[key]} and {name} both claim it under "
+                                f"driver {key[1]}; nothing written (remove or rename one of them)")
+        seen[key] = name
+        old = existing.get(key)
         if old is not None:
             if old.get("param_sha256") == _sha256(Path(pfile)):
                 result.already += 1

@@ -72,7 +72,7 @@ def param_rows(path: str | Path, reference_kernel: str | Path | None = None) -> 
 
 def param_identity(path: str | Path) -> dict[str, str]:
     """Who parameter file ``path`` says it is, read cheaply (JSON only; :func:`param_rows` does the full
-    checks): ``gpu_uuid``, ``gpu_name``, ``session``. SchemaError naming the file when it is not JSON or
+    checks): ``gpu_uuid``, ``gpu_name``, ``session``, ``driver_version``. SchemaError naming the file when it is not JSON or
     has no device block."""
     import json
 
@@ -88,5 +88,6 @@ def param_identity(path: str | Path) -> dict[str, str]:
         raise SchemaError(f"{path}: no device block")
     prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
     return {"gpu_uuid": str(dev.get("uuid") or ""), "gpu_name": str(dev.get("name") or "unknown"),
-            "session": str(prov.get("session") or Path(path).stem)}
+            "session": str(prov.get("session") or Path(path).stem),
+            "driver_version": str(dev.get("driver_version") or "unknown")}
 

@@ -168,7 +168,9 @@ def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
     # largest |z| per GPU over the screened parameters only (what can call a GPU an outlier)
     per = an.per_gpu[an.per_gpu["chip"] == chip].rename(columns={"gpu_slot": "slot"})
     per = per.sort_values("gpu_uuid", ignore_index=True)
-    per["node"] = per["node"].fillna("?")
+    # astype(object) first: a fleet without task records has an all-missing (float) node column, and filling
+    # it with a string raised pandas' FutureWarning ("incompatible value"), shown to every user
+    per["node"] = per["node"].astype(object).where(per["node"].notna(), "?")
     nodes = sorted(per["node"].unique())
     width = int(min(16, max(per.groupby("node").size())))
     rows_per_node = {n: math.ceil((per["node"] == n).sum() / width) for n in nodes}

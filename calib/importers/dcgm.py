@@ -1,7 +1,8 @@
 """DCGM profiling fields (``dcgmi dmon``) -> samples table.
 
 Input: the text output of ``dcgmi dmon -e <field ids>`` (header line ``#Entity  SMACT ...``, a units
-line starting with ``ID``, then one line per sample ``GPU 0  0.512 ...``; repeated header lines and
+line starting with ``ID`` or ``Id`` (both spellings are in circulation; no dcgmi could be run here, see
+``tests/data/profilers/README.md``), then one line per sample ``GPU 0  0.512 ...``; repeated header lines and
 ``N/A`` values are tolerated), or a CSV with the same short field names as column headers (optional
 ``workload`` and ``entity`` columns).
 
@@ -106,7 +107,7 @@ def _parse_dmon(lines: list[str], p: Path, ends_nl: bool = True) -> pd.DataFrame
                 raise BadInputError(f"{p}: line {i}: the header changes fields mid-file")
             header = names[1:]
             continue
-        if s.split()[0] == "ID":  # the units line
+        if s.split()[0].upper() == "ID":  # the units line ("ID" or "Id": see tests/data/profilers/README.md)
             continue
         if header is None:
             raise BadInputError(f"{p}: line {i}: data before the '#Entity ...' header")

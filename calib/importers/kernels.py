@@ -14,24 +14,29 @@ names; with nvprof's default metric sets the memory instructions come from the t
 requests = ``*_transactions / *_transactions_per_request``, the L2 hit rate = 1 - DRAM sectors / L2
 sectors, the L1 hit rate = 1 - ``l2_tex_read_transactions`` / ``gld_transactions``).
 
-Accepted layouts, one launch per row or ID:
+Accepted layouts (as nvprof 11.8 and ncu 2022.3 write them: ``tests/data/profilers/README.md``):
 
-- ``nvprof --print-gpu-trace --csv --metrics ...`` (optionally ``--system-profiling on``): banner lines
-  (``==PID==``), a header (``Duration``, ``Grid X/Y/Z``, ``Block X/Y/Z``, ``Name`` or ``Kernel``, metric
-  and event columns; ``SM Clock``/``Memory Clock`` with system profiling), then a row of units
-  (``us``, ``MHz``, ...), then one row per launch; memcpy/memset rows (no grid) are skipped;
-- ``ncu --csv`` details page (``ID``, ``Kernel Name``, ``Block Size``, ``Grid Size``, ``CC``, ``Metric
-  Name``, ``Metric Unit``, ``Metric Value``) and ``ncu --csv --page raw`` (one column per metric);
-  time from ``gpu__time_duration``, clocks from ``sm__cycles_elapsed.avg.per_second`` and
-  ``dram__cycles_elapsed.avg.per_second``;
-- ``nvprof --csv --metrics ...`` summaries (``Kernel``, ``Metric Name``, ``Avg``): one row per kernel,
-  no time or clocks (the export has none), launch shape from ``--blocks``/``--threads-per-block``.
+- ``nvprof --print-gpu-trace --csv --metrics ...`` (Device, Context, Stream, Kernel, Correlation_ID, one
+  column per metric, a units row under the header) or ``nvprof --csv --metrics ...`` summaries (Kernel,
+  Metric Name, Avg; units inside the values, ``50.000000%``); nvprof prints no duration or launch shape
+  with metrics (it replays the kernels), so ``trace`` (``--trace``) joins the ``--print-gpu-trace --csv``
+  export of a run without metrics (Start, Duration, Grid X/Y/Z, Block X/Y/Z, ..., Name): the k-th launch of
+  a kernel to its k-th launch; memcpy/memset rows skipped. Clocks: ``--core-mhz``/``--mem-mhz`` (one run
+  per locked clock pair), or ``SM Clock``/``Memory Clock`` columns where a trace has them;
+- ``ncu --csv`` details page (section metrics by label, or "Command line profiler metrics" by name;
+  rows that end after the value and rule rows as ncu writes them) and ``ncu --csv --page raw`` (one
+  column per metric); time from ``gpu__time_duration.sum``, clocks from
+  ``sm__cycles_elapsed.avg.per_second`` (or ``gpc__``) and ``dram__cycles_elapsed.avg.per_second``, the SM
+  count from ``device__attribute_multiprocessor_count``.
+
+Units as the profilers print them (:mod:`calib.importers.units`). The SM count (``active_sms``): from
+``--sm-count``, else the export, else the board name (:mod:`calib.importers.boards`).
 
 Launches of one kernel at one clock pair (clocks within 1 %) become one row: counts and time averaged.
 Refused, with file, line and column or metric named: an export without kernel rows, a kernel without a
-launch shape, a duration or clock in a unit not listed here, a used count or percentage metric in a unit
-:func:`calib.importers.ncu_kernel.unit_factor` does not know (scaled counts such as ``Kinst`` are converted), a
-duration <= 0.
+launch shape, a value in a unit the profiler does not print or of the wrong kind (a duration in ``inst``),
+a duration <= 0, a gpu trace given as the metrics export, launch counts that differ between the two nvprof
+runs.
 """
 
 from __future__ import annotations
@@ -39,9 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,244 +55,101 @@ from calib.core import arch
 from calib.core.errors import BadInputError
 from calib.core.samples import CNT_PREFIX, check_samples
 from calib.core.units import SAME_CLOCK_REL
+from calib.importers import boards
 from calib.importers import ncu_kernel as NK
-from calib.importers._common import read_lines, to_float
 
 log = logging.getLogger(__name__)
 
-#: time units of nvprof's units row and ncu's Metric Unit, -> s; clock units -> MHz (one home: ncu_kernel)
-TIME_UNITS = NK.TIME_UNITS
-CLOCK_UNITS = NK.RATE_UNITS
-_NVPROF_USED = set(NK.NVPROF_USED)
-_NCU_USED = set(NK.NCU_PIPES) | set(NK.NCU_OPS) | set(NK.NCU_OTHER)
+_Launch = NK.Launch
 
 
-class _Launch:
-    """One profiled launch: metrics (value, unit), shape, time, clocks, where it came from."""
-
-    def __init__(self, name: str, where: str):
-        self.name = name
-        self.where = where
-        self.metrics: dict[str, tuple[float, str]] = {}
-        self.blocks: int | None = None
-        self.tpb: int | None = None
-        self.time_s: float | None = None
-        self.core_mhz: float | None = None
-        self.mem_mhz: float | None = None
-        self.device = ""
-        self.cc = ""
-
-
-def _number(raw: str, where: str) -> float:
-    return to_float(raw, where, thousands=True, finite=True)
-
-
-def _time(value: float, unit: str, where: str) -> float:
-    u = unit.strip().lower()
-    if u not in TIME_UNITS:
-        raise BadInputError(f"{where}: time unit {unit.strip()!r} unknown (known: {', '.join(TIME_UNITS)})")
-    t = value * TIME_UNITS[u]
-    if not t > 0:
-        raise BadInputError(f"{where}: duration {value:g} {unit.strip()} is not positive")
-    return t
-
-
-def _clock(value: float, unit: str, where: str) -> float:
-    u = unit.strip().lower()
-    if u not in CLOCK_UNITS:
-        raise BadInputError(f"{where}: clock unit {unit.strip()!r} unknown (known: {', '.join(CLOCK_UNITS)})")
-    f = value * CLOCK_UNITS[u]
-    if not 0 < f < 1e5:
-        raise BadInputError(f"{where}: clock {value:g} {unit.strip()} is not a plausible clock")
-    return f
-
-
-def _add_metric(la: _Launch, metric: str, raw: str, unit: str, where: str, used: set[str]) -> None:
-    b = NK._base(metric)
-    if b not in used and not b.startswith("smsp__inst_executed_pipe_tensor"):
-        return  # metrics the mapping does not use may hold text ("High (7)")
-    v = _number(raw, where)
-    if v < 0:
-        raise BadInputError(f"{where}: {v:g} is negative")
-    v *= NK.unit_factor(metric, unit, where)
-    if unit.strip() == "%" and v > 100.0 + NK.OVERSHOOT_PCT:
-        raise BadInputError(f"{where}: {v:g} % outside [0, 100] %")
-    la.metrics[metric] = (v, unit.strip())
-
-
-def _shape(text: str) -> int | None:
-    """Product of an ncu ``(256, 1, 1)`` shape, or None when empty."""
-    nums = re.findall(r"\d+", text or "")
-    return int(np.prod([int(n) for n in nums])) if nums else None
-
-
-def _nvprof_trace(p: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> list[_Launch]:
-    col = {h: i for i, h in enumerate(header)}
-    name_col = "Name" if "Name" in col else "Kernel"
-    units: dict[str, str] = {}
-    data = rows
-    if rows and rows[0][1] and col.get("Duration") is not None and len(rows[0][1]) > col["Duration"]:
-        first = rows[0][1][col["Duration"]].strip()
-        if first and not re.match(r"^[-+\d.,eE]+$", first):  # the units row
-            units = {h: (rows[0][1][i].strip() if i < len(rows[0][1]) else "") for h, i in col.items()}
-            data = rows[1:]
-    metric_cols = [h for h in header if NK._base(h) in _NVPROF_USED]
-    out = []
-    for ln, r in data:
-        if len(r) != len(header):
-            raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
-        name = r[col[name_col]].strip()
-        gx = r[col["Grid X"]].strip() if "Grid X" in col else ""
-        if not gx and name.startswith("["):
-            continue  # [CUDA memcpy HtoD] and the like
-        la = _Launch(name, f"{p}: line {ln}")
-        if "Grid X" in col and "Block X" in col:
-            try:
-                g = [_number(r[col[f"Grid {a}"]], f"{p}: line {ln}, column Grid {a}") if f"Grid {a}" in col else 1.0
-                     for a in "XYZ"]
-                b = [_number(r[col[f"Block {a}"]], f"{p}: line {ln}, column Block {a}") if f"Block {a}" in col else 1.0
-                     for a in "XYZ"]
-            except BadInputError:
-                if gx == "" or r[col["Block X"]].strip() == "":
-                    g = b = None  # reported below as a missing launch shape
-                else:
-                    raise
-            if g is not None and b is not None:
-                la.blocks, la.tpb = int(np.prod(g)), int(np.prod(b))
-        if "Duration" in col:
-            unit = units.get("Duration", "")
-            if not unit:
-                raise BadInputError(f"{p}: line {ln}, column Duration: no unit (nvprof writes a row of units "
-                                    "under the header; export with --csv)")
-            la.time_s = _time(_number(r[col["Duration"]], f"{p}: line {ln}, column Duration"), unit,
-                              f"{p}: line {ln}, column Duration")
-        for key, attr in (("SM Clock", "core_mhz"), ("Memory Clock", "mem_mhz")):
-            if key in col and r[col[key]].strip():
-                where = f"{p}: line {ln}, column {key}"
-                setattr(la, attr, _clock(_number(r[col[key]], where), units.get(key) or "MHz", where))
-        if "Device" in col:
-            la.device = re.sub(r"\s*\(\d+\)\s*$", "", r[col["Device"]].strip())
-        for h in metric_cols:
-            raw = r[col[h]].strip()
-            if raw in ("", "n/a", "<OVERFLOW>"):
-                continue
-            _add_metric(la, h, raw, units.get(h, "%" if raw.endswith("%") else ""), f"{p}: line {ln}, metric {h}",
-                        _NVPROF_USED)
-        out.append(la)
-    return out
-
-
-def _ncu(p: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> list[_Launch]:
-    col = {h: i for i, h in enumerate(header)}
-    kcol = "Kernel Name" if "Kernel Name" in col else "Function Name"
-    by_id: dict[str, _Launch] = {}
-    order: list[str] = []
-
-    def launch(r: list[str], ln: int) -> _Launch:
-        key = r[col["ID"]].strip() if "ID" in col else f"line{ln}"
-        if key not in by_id:
-            la = _Launch(r[col[kcol]].strip(), f"{p}: line {ln}")
-            if "Block Size" in col:
-                la.tpb = _shape(r[col["Block Size"]])
-            if "Grid Size" in col:
-                la.blocks = _shape(r[col["Grid Size"]])
-            if "Device" in col:
-                la.device = r[col["Device"]].strip()
-            if "CC" in col:
-                la.cc = r[col["CC"]].strip()
-            by_id[key] = la
-            order.append(key)
-        return by_id[key]
-
-    if {"Metric Name", "Metric Value"} <= set(col):
-        for ln, r in rows:
-            if len(r) != len(header):
-                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
-            metric = r[col["Metric Name"]].strip()
-            unit = r[col["Metric Unit"]].strip() if "Metric Unit" in col else ""
-            _add_metric(launch(r, ln), metric, r[col["Metric Value"]], unit, f"{p}: line {ln}, metric {metric}",
-                        _NCU_USED)
-    else:
-        if not rows:
-            raise BadInputError(f"{p}: the raw export has no data rows")
-        unit_row = rows[0][1]
-        metric_cols = [(i, h) for i, h in enumerate(header) if "__" in h]
-        for ln, r in rows[1:]:
-            if len(r) != len(header):
-                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
-            la = launch(r, ln)
-            for i, h in metric_cols:
-                if r[i].strip() in ("", "n/a"):
-                    continue
-                _add_metric(la, h, r[i], unit_row[i].strip() if i < len(unit_row) else "", f"{p}: line {ln}, column {h}",
-                            _NCU_USED)
-    out = []
-    for key in order:
-        la = by_id[key]
-        for metric, (v, unit) in la.metrics.items():
-            b = NK._base(metric)
-            where = f"{la.where}, metric {metric}"
-            if b == "launch__grid_size":
-                la.blocks = int(round(v))
-            elif b == "launch__block_size":
-                la.tpb = int(round(v))
-            elif b == "gpu__time_duration":
-                la.time_s = _time(v, unit, where)
-            elif b == "sm__cycles_elapsed" and metric.endswith("per_second"):
-                la.core_mhz = _clock(v, unit, where)
-            elif b == "dram__cycles_elapsed" and metric.endswith("per_second"):
-                la.mem_mhz = _clock(v, unit, where)
-        out.append(la)
-    return out
-
-
-def _nvprof_summary(p: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> list[_Launch]:
-    col = {h: i for i, h in enumerate(header)}
-    by_name: dict[str, _Launch] = {}
-    for ln, r in rows:
-        if len(r) != len(header):
-            raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
-        name = r[col["Kernel"]].strip()
-        la = by_name.setdefault(name, _Launch(name, f"{p}: line {ln}"))
-        if "Device" in col:
-            la.device = re.sub(r"\s*\(\d+\)\s*$", "", r[col["Device"]].strip())
-        metric = r[col["Metric Name"]].strip()
-        raw = r[col["Avg"]].strip()
-        _add_metric(la, metric, raw, "%" if raw.endswith("%") else "", f"{p}: line {ln}, metric {metric}", _NVPROF_USED)
-    return list(by_name.values())
-
-
-def read_launches(path: str | os.PathLike) -> tuple[str, list[_Launch]]:
+def read_launches(path: str | os.PathLike) -> tuple[str, list[NK.Launch]]:
     """(flavour, launches) of an nvprof or ncu CSV export (module docstring)."""
-    p = Path(path)
-    header, rows = NK._table(read_lines(p), str(p))
-    cols = set(header)
-    if {"Kernel", "Metric Name", "Avg"} <= cols:
-        flavour, launches = "nvprof", _nvprof_summary(p, header, rows)
-    elif "Duration" in cols and ("Name" in cols or "Kernel" in cols):
-        flavour, launches = "nvprof", _nvprof_trace(p, header, rows)
-    elif "Kernel Name" in cols or "Function Name" in cols:
-        flavour, launches = "ncu", _ncu(p, header, rows)
-    else:
-        raise BadInputError(f"{p}: neither an nvprof export (trace: Duration, Grid X, Name, ...; summary: Kernel, "
-                            f"Metric Name, Avg) nor an ncu CSV export (Kernel Name, ...); found columns "
-                            f"{', '.join(header[:8])}")
+    flavour, _, launches = NK.read_exported(path)
     if not launches:
-        raise BadInputError(f"{p}: the export has no kernel rows (only a header, or memcpy/API rows)")
+        raise BadInputError(f"{path}: the export has no kernel rows (only a header, or memcpy/API rows)")
     return flavour, launches
+
+
+def join_trace(launches: list[NK.Launch], layout: str, trace: str | os.PathLike, where: str) -> None:
+    """Durations, launch shapes and the device of an ``nvprof --print-gpu-trace --csv`` export ``trace``
+    onto the launches of an nvprof metrics export of the same application (``where``). nvprof writes
+    durations only in a trace without metrics (with ``--metrics`` it replays each kernel and the trace
+    drops Start and Duration), so the two runs are joined: the k-th launch of a kernel in the metrics
+    trace is the k-th launch of that kernel in the gpu trace; a summary's kernel gets the mean duration of
+    its launches (they must share one launch shape)."""
+    tflavour, tlayout, tl = NK.read_exported(trace)
+    if tlayout != "nvprof-gpu-trace":
+        raise BadInputError(f"{trace}: --trace takes an nvprof --print-gpu-trace --csv export without metrics "
+                            f"(Start, Duration, Grid X, ...); this is {tflavour} layout {tlayout}")
+    by_name: dict[str, list[NK.Launch]] = {}
+    for t in tl:
+        by_name.setdefault(t.name, []).append(t)
+    seen: dict[str, int] = {}
+    for la in launches:
+        runs = by_name.get(la.name)
+        if not runs:
+            raise BadInputError(f"{la.where}: kernel {la.name!r} has no launch in the trace {trace}")
+        if layout == "nvprof-summary":
+            shapes = {(t.blocks, t.tpb) for t in runs}
+            if len(shapes) > 1:
+                raise BadInputError(f"{trace}: kernel {la.name!r} runs with {len(shapes)} launch shapes; a summary "
+                                    "averages them: import the --print-gpu-trace metrics export instead")
+            chosen = runs
+        else:
+            k = seen.get(la.name, 0)
+            seen[la.name] = k + 1
+            if k >= len(runs):
+                raise BadInputError(f"{la.where}: launch {k + 1} of kernel {la.name!r}, but the trace {trace} has "
+                                    f"{len(runs)}; profile both runs of the same application")
+            chosen = [runs[k]]
+        for t in chosen:
+            if not t.blocks or not t.tpb:
+                raise BadInputError(f"{t.where}: kernel {t.name!r}: no launch shape (the Grid X/Y/Z and Block X/Y/Z "
+                                    "columns are empty)")
+        la.blocks, la.tpb = la.blocks or chosen[0].blocks, la.tpb or chosen[0].tpb
+        times = [t.time_s for t in chosen if t.time_s is not None]
+        la.time_s = la.time_s if la.time_s is not None else (float(np.mean(times)) if times else None)
+        la.device = la.device or chosen[0].device
+        for attr in ("core_mhz", "mem_mhz"):
+            vals = [getattr(t, attr) for t in chosen if getattr(t, attr) is not None]
+            if getattr(la, attr) is None and vals:
+                setattr(la, attr, float(np.mean(vals)))
+    if layout != "nvprof-summary":
+        short = {n: (seen.get(n, 0), len(r)) for n, r in by_name.items() if seen.get(n, 0) != len(r)}
+        if short:
+            n, (a, b) = next(iter(short.items()))
+            raise BadInputError(f"{where}: kernel {n!r} has {a} launch(es) here and {b} in the trace {trace}; "
+                                "profile both runs of the same application")
 
 
 def read_kernels(path: str | os.PathLike, *, blocks: int | None = None, threads_per_block: int | None = None,
                  core_mhz: float | None = None, mem_mhz: float | None = None, sm_count: int | None = None,
-                 chip: str | None = None, max_warps_per_sm: float | None = None) -> pd.DataFrame:
+                 chip: str | None = None, max_warps_per_sm: float | None = None,
+                 trace: str | os.PathLike | None = None) -> pd.DataFrame:
     """The kernel table of a profiler export (module docstring); a checked samples table.
 
     ``blocks``/``threads_per_block``: launch shape for exports without one (nvprof summaries);
     ``core_mhz``/``mem_mhz`` (MHz): clocks of rows whose export records none; ``sm_count``: SMs of the
     GPU (writes ``active_sms``); ``chip``: the GPU chip when the board name does not tell it;
-    ``max_warps_per_sm``: warp slots per SM for the achieved occupancy (default: the chip's)."""
+    ``max_warps_per_sm``: warp slots per SM for the achieved occupancy (default: the chip's);
+    ``trace``: an ``nvprof --print-gpu-trace --csv`` export of the same application, for the durations
+    and launch shapes an nvprof metrics export lacks (:func:`join_trace`).
+
+    The SM count (``active_sms``) comes from ``sm_count``, else from the export (ncu's
+    ``device__attribute_multiprocessor_count``), else from the board name (:mod:`calib.importers.boards`)."""
     p = Path(path)
-    flavour, launches = read_launches(p)
+    flavour, layout, launches = NK.read_exported(p)
+    if not launches:
+        raise BadInputError(f"{p}: the export has no kernel rows (only a header, or memcpy/API rows)")
+    if layout == "nvprof-gpu-trace":
+        raise BadInputError(f"{p}: an nvprof --print-gpu-trace export without metrics has durations but no "
+                            "instruction counts; import the metrics export (nvprof --csv --metrics ...) and give this "
+                            "one with --trace")
+    if trace is not None:
+        if flavour != "nvprof":
+            raise BadInputError(f"{p}: --trace joins nvprof exports; an ncu export has its own durations")
+        join_trace(launches, layout, trace, str(p))
     describe = NK._describe_nvprof if flavour == "nvprof" else NK._describe_ncu
     rows: list[dict[str, Any]] = []
     for la in launches:
@@ -321,8 +181,9 @@ def read_kernels(path: str | os.PathLike, *, blocks: int | None = None, threads_
         row["time_s"] = la.time_s if la.time_s is not None else extra.get("time_s", math.nan)
         row["core_mhz"] = la.core_mhz if la.core_mhz is not None else extra.get("core_mhz", core_mhz or math.nan)
         row["mem_mhz"] = la.mem_mhz if la.mem_mhz is not None else extra.get("mem_mhz", mem_mhz or math.nan)
-        if sm_count:
-            row["active_sms"] = float(min(sm_count, nb))
+        sms = sm_count or la.sm_count or boards.sm_count_of(la.device)
+        if sms:
+            row["active_sms"] = float(min(sms, nb))
         row["device"] = la.device or ""
         c = chip or _chip_of(la)
         row["arch"] = c.strip().upper() if c else (la.cc if a is not None else "")  # chip, else the CC

@@ -56,6 +56,7 @@ l1tex__throughput                                l1
 lts__t_sectors                                   l2
 lts__throughput                                  l2
 dram__throughput                                 dram
+gpu__dram_throughput                             dram (ncu's "DRAM Throughput" label)
 sm__cycles_active                                sm
 sm__warps_active                                 occupancy
 ===============================================  ==========
@@ -68,7 +69,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 import warnings
 from pathlib import Path
 
@@ -76,6 +76,8 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
+from calib.importers import ncu_kernel as NK
+from calib.importers import units as U
 from calib.importers._common import OVERSHOOT_PCT, cut_hint, read_text
 from calib.core.samples import check_samples
 
@@ -117,10 +119,10 @@ NCU_METRICS: dict[str, str] = {
     "lts__t_sectors": "l2",
     "lts__throughput": "l2",
     "dram__throughput": "dram",
+    "gpu__dram_throughput": "dram",
     "sm__cycles_active": "sm",
     "sm__warps_active": "occupancy",
 }
-_LEVEL = re.compile(r"^\s*[A-Za-z ]*\((\d+(?:\.\d+)?)\)\s*$")
 
 
 def _csv_rows(lines: list[str], skip_prefix: str = "==") -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -154,21 +156,14 @@ def _pct_value(text: str, where: str, clipped: list[str] | None = None) -> float
 
 
 def _nvprof_value(text: str, where: str, clipped: list[str] | None = None) -> float:
-    t = text.strip()
-    m = _LEVEL.match(t)
-    if m:
-        level = float(m.group(1))
-        if level > 10.0:
-            raise BadInputError(f"{where}: {t!r}: utilization level {level:g} outside 0 .. 10")
-        return level / 10.0
-    if t.endswith("%"):
-        try:
-            float(t[:-1].replace(",", ""))
-        except ValueError:
-            pass
-        else:
-            return _pct_value(t, where, clipped)
-    raise BadInputError(f"{where}: {text!r} is neither a utilization level like 'Mid (5)' nor a percentage")
+    """An nvprof utilization: a level ``Mid (5)`` -> 0.5, or a percentage ``12.500000%`` -> 0.125
+    (:func:`calib.importers.units.nvprof_value` reads both; anything else refused naming ``where``)."""
+    v, dim = U.nvprof_value(text, "", where)
+    if dim == "level":
+        return v / 10.0
+    if dim == "%":
+        return _pct_value(f"{v!r}", where, clipped)
+    raise BadInputError(f"{where}: {text.strip()!r} is neither a utilization level like 'Mid (5)' nor a percentage")
 
 
 def _warn_clipped(source: str, clipped: list[str]) -> None:
@@ -186,7 +181,8 @@ def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source
         warnings.warn(f"{source}: metric {metric} ignored: {kept} already gives the same unit", stacklevel=3)
     if not records:
         raise BadInputError(f"{source}: no mapped utilization metric found (see `calib import --help` or "
-                            "calib/importers/ncu.py for the metric names)")
+                            "calib/importers/ncu.py for the metric names; ncu metrics are read as percentages, "
+                            "their .avg.pct_of_peak_sustained_active or _elapsed rollups)")
     units = sorted({u for r in records.values() for u in r})
     rows = []
     for k in order:
@@ -271,19 +267,33 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     if kcol is None:
         raise BadInputError(f"{p}: not an ncu CSV export (no 'Kernel Name' column; found {', '.join(header[:8])})")
     if {"Metric Name", "Metric Value"} <= set(col):
+        counts: dict[str, tuple[int, str, str]] = {}
+        pct_bases: set[str] = set()
         for ln, r in rows:
+            if len(r) < len(header) and "Rule Name" in col and len(r) > col["Metric Value"]:
+                r = r + [""] * (len(header) - len(r))  # ncu ends a metric row after its value (no rule fields)
             if len(r) != len(header):
                 raise BadInputError(short(ln, len(r)))
-            metric = r[col["Metric Name"]].strip()
+            label = r[col["Metric Name"]].strip()
+            if not label:
+                continue  # a rule's row (Rule Name, Rule Type, Rule Description), no metric
+            section = r[col["Section Name"]].strip() if "Section Name" in col else ""
+            metric = NK.NCU_SECTION_LABELS.get((section, label), label)
             unit = NCU_METRICS.get(metric.split(".")[0])
+            munit = r[col["Metric Unit"]].strip() if "Metric Unit" in col else ""
             if unit is None:
                 ignored.add(metric)
                 continue
-            munit = r[col["Metric Unit"]].strip() if "Metric Unit" in col else ""
             if munit != "%" and "pct" not in metric:
+                counts.setdefault(metric.split(".")[0], (ln, metric, munit))  # refused below unless a % comes too
+                continue
+            pct_bases.add(metric.split(".")[0])
+            take(r[col[kcol]].strip(), metric, unit, _pct_value(r[col["Metric Value"]], f"{p}: line {ln}, metric {metric}", clipped), prio)
+        for base, (ln, metric, munit) in counts.items():
+            if base not in pct_bases:
                 raise BadInputError(f"{p}: line {ln}: metric {metric} is in {munit or 'no unit'!r}, not a percentage; "
                                     "export its .avg.pct_of_peak_sustained_active (or _elapsed) rollup")
-            take(r[col[kcol]].strip(), metric, unit, _pct_value(r[col["Metric Value"]], f"{p}: line {ln}, metric {metric}", clipped), prio)
+            ignored.add(metric)  # a count/rate rollup beside the percentage
         _warn_clipped(str(p), clipped)
         return _finish(records, order, str(p), ignored, shadowed)
     # --page raw: metrics are columns, the first data row holds the units
@@ -294,12 +304,12 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     has_units = len(first) == len(header) and not first[col.get("ID", 0)].strip()
     units_of = dict(zip(header, first)) if has_units else {}
     data_rows = rows[1:] if has_units else rows
-    mapped = [(h, NCU_METRICS[h.split(".")[0]]) for h in header if h.split(".")[0] in NCU_METRICS]
-    ignored = {h for h in header if "__" in h and h.split(".")[0] not in NCU_METRICS}
-    for h, _ in mapped:
-        if units_of.get(h, "%").strip() != "%" and "pct" not in h:
-            raise BadInputError(f"{p}: metric {h} is in {units_of[h]!r}, not a percentage; export its "
-                                ".avg.pct_of_peak_sustained_active (or _elapsed) rollup")
+    def pct_rollup(h: str) -> bool:
+        return units_of.get(h, "%").strip() == "%" or "pct" in h
+
+    mapped = [(h, NCU_METRICS[h.split(".")[0]]) for h in header if h.split(".")[0] in NCU_METRICS and pct_rollup(h)]
+    # unmapped metrics, and count or rate rollups of mapped ones (a raw page has every rollup)
+    ignored = {h for h in header if "__" in h and (h.split(".")[0] not in NCU_METRICS or not pct_rollup(h))}
     for ln, r in data_rows:
         if len(r) != len(header):
             raise BadInputError(short(ln, len(r)))

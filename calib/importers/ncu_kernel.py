@@ -7,10 +7,12 @@ export has them, the measured time and clocks. Launches of the same kernel are a
 ``python -m calib.importers.ncu_kernel PROFILE.csv -o KERNELS.json`` writes them; ``calib optimize``
 accepts the CSV directly.
 
-Accepted layouts: ``nvprof --csv --metrics ...`` (columns ``Kernel``, ``Metric Name``, ``Avg``; lines
-starting with ``==`` skipped), ``ncu --csv --metrics ...`` (``Kernel Name``, ``Metric Name``,
-``Metric Unit``, ``Metric Value``) and ``ncu --csv --page raw`` (one column per metric, units in the
-first data row). Numbers may carry thousands separators.
+Accepted layouts (:func:`read_exported`; as the profilers write them, ``tests/data/profilers/README.md``):
+``nvprof --csv --metrics ...`` summaries (``Kernel``, ``Metric Name``, ``Avg``; lines starting with ``==``
+skipped), nvprof ``--print-gpu-trace`` exports with or without metrics, ``ncu --csv`` details pages
+(section metrics by label: :data:`NCU_SECTION_LABELS`) and ``ncu --csv --page raw`` (one column per
+metric, a units row under the header). Values and units through :mod:`calib.importers.units`; numbers may
+carry thousands separators.
 
 Mapping. Per-warp count of a class = warp-level instructions of the class / warps launched, with
 warps = blocks x ceil(threads per block / 32) (``launch__grid_size``, ``launch__block_size``, or the
@@ -99,6 +101,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import BadInputError
+from calib.importers import units as U
 from calib.importers._common import OVERSHOOT_PCT, read_lines, to_float
 
 NVPROF_USED = ("inst_executed", "inst_executed_global_loads", "inst_executed_global_stores",
@@ -132,52 +135,114 @@ NCU_OTHER = ("launch__grid_size", "launch__block_size", "smsp__inst_executed", "
              "sm__cycles_elapsed", "dram__cycles_elapsed")
 SECTORS_COALESCED, SECTORS_UNCOALESCED = 4.0, 32.0
 
-#: time units (nvprof's units row, ncu's Metric Unit; lower case) -> s
-TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
-              "second": 1.0, "s": 1.0}
-#: clock units (nvprof system profiling, ncu per-second rates; lower case) -> MHz
-RATE_UNITS = {"cycle/nsecond": 1e3, "ghz": 1e3, "cycle/usecond": 1.0, "mhz": 1.0, "cycle/msecond": 1e-3,
-              "khz": 1e-3, "cycle/second": 1e-6, "hz": 1e-6}
-_TIME_UNITS, _RATE_UNITS = TIME_UNITS, RATE_UNITS
-#: what a count metric counts (ncu's Metric Unit; nvprof writes none) and the scale prefixes ncu prints
-#: large values with ("Kinst", "Msector", "Gbyte")
-COUNT_UNITS = ("", "inst", "warp", "sector", "request", "transaction", "byte", "thread", "block", "cycle")
-UNIT_PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-#: metrics (base names) that are percentages; sm__warps_active may be either warps or a percentage
+#: ncu 2022.3 details-page labels -> metric names, keyed by (Section Name, label): the default ``ncu --csv``
+#: page names a section's metrics by their label (the Label/Name pairs of the section files shipped with
+#: ncu 2022.3: SpeedOfLight, LaunchStatistics, InstructionStatistics, MemoryWorkloadAnalysis, Occupancy)
+NCU_SECTION_LABELS: dict[tuple[str, str], str] = {
+    ("GPU Speed Of Light Throughput", "Duration"): "gpu__time_duration.sum",
+    ("GPU Speed Of Light Throughput", "SM Frequency"): "gpc__cycles_elapsed.avg.per_second",
+    ("GPU Speed Of Light Throughput", "DRAM Frequency"): "dram__cycles_elapsed.avg.per_second",
+    ("GPU Speed Of Light Throughput", "DRAM Throughput"): "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    ("GPU Speed Of Light Throughput", "L1/TEX Cache Throughput"): "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    ("GPU Speed Of Light Throughput", "L2 Cache Throughput"): "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    ("Launch Statistics", "Block Size"): "launch__block_size",
+    ("Launch Statistics", "Grid Size"): "launch__grid_size",
+    ("Instruction Statistics", "Executed Instructions"): "smsp__inst_executed.sum",
+    ("Memory Workload Analysis", "L1/TEX Hit Rate"): "l1tex__t_sector_hit_rate.pct",
+    ("Memory Workload Analysis", "L2 Hit Rate"): "lts__t_sector_hit_rate.pct",
+    ("Occupancy", "Achieved Active Warps Per SM"): "sm__warps_active.avg.per_cycle_active",
+    ("Occupancy", "Achieved Occupancy"): "sm__warps_active.avg.pct_of_peak_sustained_active",
+}
+#: metrics that describe the device rather than the kernel (ncu raw page, or --metrics)
+NCU_DEVICE_NAME, NCU_SM_COUNT = "device__attribute_display_name", "device__attribute_multiprocessor_count"
+#: metrics (base names) that are percentages
 PERCENT_METRICS = frozenset({"global_hit_rate", "l2_tex_read_hit_rate", "l2_l1_read_hit_rate",
                              "l1tex__t_sector_hit_rate", "lts__t_sector_hit_rate"})
+_COUNT = ("", "inst")
 
 
-def unit_factor(metric: str, unit: str, where: str) -> float:
-    """Factor that brings a used metric's value to the unit the mapping reads it in: counts to plain
-    counts (``"Kinst"`` -> 1e3), percentages and ratios unchanged; times and clocks are only checked here
-    (converted with :data:`TIME_UNITS`/:data:`RATE_UNITS` where they are read). BadInputError naming
-    ``where`` for a unit the importer does not know -- never a silent misreading by 1000x."""
-    u = unit.strip()
-    b = _base(metric)
-    if b in ("gpu__time_duration",):
-        known: tuple[str, ...] = tuple(TIME_UNITS)
-        ok = u.lower() in TIME_UNITS
-    elif metric.endswith("per_second"):
-        known = tuple(RATE_UNITS)
-        ok = u.lower() in RATE_UNITS
-    elif b in PERCENT_METRICS:
-        known = ("%",)
-        ok = u in ("%", "")   # nvprof's units row leaves percentages blank
-    else:
-        for pre, f in UNIT_PREFIXES.items():
-            rest = u[len(pre):]
-            if u.startswith(pre) and rest in COUNT_UNITS and (rest or not pre):
-                return f
-        known = COUNT_UNITS[1:] + ("K<unit>", "M<unit>", "G<unit>")
-        ok = b == "sm__warps_active" and u == "%"
-    if not ok:
-        raise BadInputError(f"{where}: unknown unit {u!r} (known: {', '.join(known)})")
-    return 1.0
+def ncu_dims(metric: str) -> tuple[str, ...] | None:
+    """The dimensions (:func:`calib.importers.units.ncu_value`) a metric this mapping reads may have, or
+    None for every other metric and rollup (an ncu export has hundreds; they are left unread)."""
+    b, _, roll = metric.partition(".")
+    if metric in ("launch__grid_size", "launch__block_size"):
+        return ("", "block", "thread")
+    if roll == "sum" and (b in NCU_PIPES or b in NCU_OPS or b.startswith("smsp__inst_executed_pipe_tensor")
+                          or b in ("smsp__inst_executed", "sm__inst_executed", "smsp__inst_executed_pipe_fmaheavy",
+                                   "smsp__inst_executed_pipe_fmalite")):
+        return _COUNT
+    return {"l1tex__t_sector_hit_rate.pct": ("%",), "lts__t_sector_hit_rate.pct": ("%",),
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": ("", "sector"),
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": ("", "request"),
+            "sm__warps_active.avg.per_cycle_active": ("", "warp"),
+            "sm__warps_active.avg.pct_of_peak_sustained_active": ("%",),
+            "gpu__time_duration.sum": ("s",), "sm__cycles_elapsed.avg.per_second": ("Hz",),
+            "gpc__cycles_elapsed.avg.per_second": ("Hz",),
+            "dram__cycles_elapsed.avg.per_second": ("Hz",)}.get(metric)
 
 
-def _num(text: str, where: str) -> float:
-    return to_float(text, where, thousands=True, percent=True)
+def nvprof_dims(metric: str) -> tuple[str, ...] | None:
+    """The dimensions an nvprof metric this mapping reads may have (``%`` for hit rates, a plain number
+    for counts, ratios and occupancy), or None for every other metric."""
+    if metric not in NVPROF_USED:
+        return None
+    return ("%",) if metric in PERCENT_METRICS else ("",)
+
+
+def read_metric(flavour: str, metric: str, raw: str, unit: str, where: str) -> tuple[float, str] | None:
+    """``(value in SI, dimension)`` of one exported metric value this mapping reads, None for a metric it
+    does not read (those may hold anything, e.g. ``High (7)``). BadInputError naming ``where`` (file, line,
+    metric) and the value for a unit the profiler does not print (:mod:`calib.importers.units`), a unit
+    of the wrong kind (a duration in ``inst``), a negative value, or a percentage beyond the overshoot."""
+    dims = ncu_dims(metric) if flavour == "ncu" else nvprof_dims(metric)
+    if dims is None:
+        return None
+    value, dim = (U.ncu_value if flavour == "ncu" else U.nvprof_value)(raw, unit, where)
+    if dim not in dims:
+        said = f"{raw.strip()} {unit.strip()}".strip()
+        raise BadInputError(f"{where}: {said!r} is in {unit.strip() or dim or 'no unit'!r}, not a "
+                            + " or ".join(_DIM_NAMES.get(d, d) for d in dims))
+    if value < 0:
+        raise BadInputError(f"{where}: {value:g} is negative")
+    if dim == "%" and value > 100.0 + OVERSHOOT_PCT:
+        raise BadInputError(f"{where}: {value:g} % outside [0, 100] % (up to {100 + OVERSHOOT_PCT:g} % is taken as "
+                            "profiler overshoot)")
+    return value, dim
+
+
+_DIM_NAMES = {"": "plain number", "%": "percentage", "s": "time", "Hz": "frequency", "B": "byte count",
+              "B/s": "throughput", "level": "utilization level", "inst": "count of instructions",
+              "warp": "count of warps", "sector": "count of sectors", "request": "count of requests",
+              "block": "count of blocks", "thread": "count of threads"}
+
+
+class Launch:
+    """One profiled launch (or, for an nvprof summary, one kernel's averages): metrics as ``(SI value,
+    dimension)``, launch shape, time (s), clocks (MHz), device name and SM count where the export has them."""
+
+    def __init__(self, name: str, where: str):
+        self.name = name
+        self.where = where
+        self.metrics: dict[str, tuple[float, str]] = {}
+        self.blocks: int | None = None
+        self.tpb: int | None = None
+        self.time_s: float | None = None
+        self.core_mhz: float | None = None
+        self.mem_mhz: float | None = None
+        self.device = ""
+        self.cc = ""
+        self.sm_count: int | None = None
+        self.ignored: set[str] = set()  # exported metrics the mapping does not read
+
+    def add(self, flavour: str, metric: str, raw: str, unit: str, where: str) -> None:
+        if metric == NCU_DEVICE_NAME:
+            self.device = raw.strip()
+        elif metric == NCU_SM_COUNT:
+            self.sm_count = int(U.ncu_value(raw, unit, where)[0])
+        elif (got := read_metric(flavour, metric, raw, unit, where)) is not None:
+            self.metrics[metric] = got
+        else:
+            self.ignored.add(metric)
 
 
 def _table(lines: list[str], where: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -195,78 +260,221 @@ def _base(metric: str) -> str:
     return metric.split(".")[0]
 
 
-def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tuple[float, str]]]]:
-    """(flavour, {kernel: {metric: (mean value, unit)}}) of an nvprof or ncu CSV export."""
+def _fields(p: Path, header: list[str], ln: int, r: list[str]) -> list[str]:
+    """A row's fields, checked against the header. ncu's details page ends a metric row after its value
+    (``...,"Metric Value",`` -- the Rule Name/Type/Description columns left out): such rows are padded."""
+    n = len(header)
+    if len(r) < n and "Rule Name" in header and len(r) > header.index("Metric Value"):
+        return r + [""] * (n - len(r))
+    if len(r) != n:
+        raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {n}")
+    return r
+
+
+def _shape(text: str) -> int | None:
+    """Product of an ncu ``(256, 1, 1)`` shape (or a plain ``256``), or None when empty."""
+    nums = re.findall(r"\d+", (text or "").replace(",", ""))
+    return int(math.prod(int(n) for n in nums)) if nums else None
+
+
+def _device(text: str) -> str:
+    return re.sub(r"\s*\(\d+\)\s*$", "", text.strip())
+
+
+def _units_row(rows: list[tuple[int, list[str]]], first_col: int) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """(units, data rows): nvprof and ncu write a row of units under the header (its first field empty)."""
+    if rows and rows[0][1] and not rows[0][1][first_col].strip():
+        return rows[0][1], rows[1:]
+    return [], rows
+
+
+def _nvprof_summary(p: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> list[Launch]:
+    col = {h: i for i, h in enumerate(header)}
+    by_name: dict[str, Launch] = {}
+    for ln, r in rows:
+        r = _fields(p, header, ln, r)
+        name = r[col["Kernel"]].strip()
+        la = by_name.setdefault(name, Launch(name, f"{p}: line {ln}"))
+        if "Device" in col:
+            la.device = _device(r[col["Device"]])
+        metric = r[col["Metric Name"]].strip()
+        la.add("nvprof", metric, r[col["Avg"]], "", f"{p}: line {ln}, metric {metric}")
+    return list(by_name.values())
+
+
+#: columns of nvprof's traces that are not metrics
+_NVPROF_TRACE_COLUMNS = frozenset({"Start", "Duration", "Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z",
+                                   "Registers Per Thread", "Static SMem", "Dynamic SMem", "Size", "Throughput",
+                                   "SrcMemType", "DstMemType", "Device", "Context", "Stream", "Name", "Kernel",
+                                   "Correlation_ID", "SM Clock", "Memory Clock", "Src Dev", "Src Ctx", "Dst Dev",
+                                   "Dst Ctx"})
+
+
+def _nvprof_trace(p: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> list[Launch]:
+    """``--print-gpu-trace`` exports: with metrics (Device, Context, Stream, Kernel, Correlation_ID,
+    metric columns) or without (Start, Duration, Grid X/Y/Z, Block X/Y/Z, ..., Name); a units row under
+    the header either way; memcpy/memset rows skipped."""
+    col = {h: i for i, h in enumerate(header)}
+    name_col = "Name" if "Name" in col else "Kernel"
+    units, data = [], rows
+    cid = col.get("Correlation_ID")
+    if rows and (not rows[0][1][cid].strip() if cid is not None and cid < len(rows[0][1])
+                 else all(f.strip() in U.NVPROF_UNITS for f in rows[0][1])):
+        units, data = rows[0][1], rows[1:]  # "ms,ms,,,,,,,,B,B,,,,," or ",,,,,%,GB/s": Correlation_ID blank
+    unit_of = {h: (units[i].strip() if i < len(units) else "") for h, i in col.items()}
+    out = []
+    for ln, r in data:
+        r = _fields(p, header, ln, r)
+        name = r[col[name_col]].strip()
+        if name.startswith("[") and name.endswith("]"):
+            continue  # [CUDA memcpy HtoD], [CUDA memset] and the like
+        la = Launch(name, f"{p}: line {ln}")
+        if "Grid X" in col and "Block X" in col:
+            g = [r[col[f"Grid {a}"]] if f"Grid {a}" in col else "1" for a in "XYZ"]
+            b = [r[col[f"Block {a}"]] if f"Block {a}" in col else "1" for a in "XYZ"]
+            if all(x.strip() for x in g + b):
+                la.blocks = int(math.prod(to_float(x, f"{p}: line {ln}, column Grid/Block", finite=True) for x in g))
+                la.tpb = int(math.prod(to_float(x, f"{p}: line {ln}, column Grid/Block", finite=True) for x in b))
+        if "Duration" in col:
+            where = f"{p}: line {ln}, column Duration"
+            if not unit_of["Duration"]:
+                raise BadInputError(f"{where}: no unit (nvprof writes a row of units under the header; export "
+                                    "with --csv)")
+            t, dim = U.nvprof_value(r[col["Duration"]], unit_of["Duration"], where)
+            if dim != "s" or not t > 0:
+                raise BadInputError(f"{where}: {r[col['Duration']].strip()!r} {unit_of['Duration']} is not a "
+                                    "positive duration")
+            la.time_s = t
+        for key, attr in (("SM Clock", "core_mhz"), ("Memory Clock", "mem_mhz")):
+            if key in col and r[col[key]].strip():
+                where = f"{p}: line {ln}, column {key}"
+                f, dim = U.nvprof_value(r[col[key]], unit_of[key] or "MHz", where)
+                if dim != "Hz" or not 0 < f < 1e11:
+                    raise BadInputError(f"{where}: {r[col[key]].strip()!r} is not a plausible clock")
+                setattr(la, attr, f / 1e6)
+        if "Device" in col:
+            la.device = _device(r[col["Device"]])
+        for h, i in col.items():
+            raw = r[i].strip()
+            if h in _NVPROF_TRACE_COLUMNS or raw in ("", "n/a"):
+                continue
+            la.add("nvprof", h, raw, unit_of[h], f"{p}: line {ln}, metric {h}")
+        out.append(la)
+    return out
+
+
+def _ncu(p: Path, header: list[str], rows: list[tuple[int, list[str]]]) -> list[Launch]:
+    """ncu ``--csv`` details page (one row per launch ID and metric; section metrics named by label) or
+    ``--page raw`` (one row per launch, one column per metric, a units row under the header)."""
+    col = {h: i for i, h in enumerate(header)}
+    kcol = "Kernel Name" if "Kernel Name" in col else "Function Name"
+    by_id: dict[str, Launch] = {}
+
+    def launch(r: list[str], ln: int) -> Launch:
+        key = r[col["ID"]].strip() if "ID" in col else f"line{ln}"
+        if key not in by_id:
+            la = by_id[key] = Launch(r[col[kcol]].strip(), f"{p}: line {ln}")
+            if "Block Size" in col:  # later ncu versions add launch and device columns to the details page
+                la.tpb = _shape(r[col["Block Size"]])
+            if "Grid Size" in col:
+                la.blocks = _shape(r[col["Grid Size"]])
+            if "Device" in col:
+                la.device = _device(r[col["Device"]])
+            if "CC" in col:
+                la.cc = r[col["CC"]].strip()
+        return by_id[key]
+
+    if {"Metric Name", "Metric Value"} <= set(col):
+        for ln, r in rows:
+            r = _fields(p, header, ln, r)
+            label = r[col["Metric Name"]].strip()
+            if not label:
+                continue  # a rule's row: Rule Name/Type/Description, no metric
+            section = r[col["Section Name"]].strip() if "Section Name" in col else ""
+            metric = NCU_SECTION_LABELS.get((section, label), label)
+            unit = r[col["Metric Unit"]] if "Metric Unit" in col else ""
+            launch(r, ln).add("ncu", metric, r[col["Metric Value"]], unit,
+                              f"{p}: line {ln}, metric {metric}" + (f" ({label!r})" if metric != label else ""))
+    else:
+        units, data = _units_row(rows, col.get("ID", 0))
+        if not data:
+            raise BadInputError(f"{p}: the raw export has no data rows")
+        metric_cols = [(i, h) for i, h in enumerate(header) if "__" in h]
+        if not metric_cols:
+            raise BadInputError(f"{p}: the raw export has no metric columns (names like smsp__inst_executed.sum)")
+        for ln, r in data:
+            r = _fields(p, header, ln, r)
+            la = launch(r, ln)
+            for i, h in metric_cols:
+                if r[i].strip() in ("", "n/a"):
+                    continue
+                la.add("ncu", h, r[i], units[i] if i < len(units) else "", f"{p}: line {ln}, column {h}")
+    out = list(by_id.values())
+    for la in out:
+        m = la.metrics
+        if "launch__grid_size" in m:
+            la.blocks = int(round(m["launch__grid_size"][0]))
+        if "launch__block_size" in m:
+            la.tpb = int(round(m["launch__block_size"][0]))
+        if "gpu__time_duration.sum" in m:
+            if not m["gpu__time_duration.sum"][0] > 0:
+                raise BadInputError(f"{la.where}, metric gpu__time_duration.sum: the duration is not positive")
+            la.time_s = m["gpu__time_duration.sum"][0]
+        for metric, attr in (("sm__cycles_elapsed.avg.per_second", "core_mhz"),
+                             ("gpc__cycles_elapsed.avg.per_second", "core_mhz"),
+                             ("dram__cycles_elapsed.avg.per_second", "mem_mhz")):
+            if metric in m and getattr(la, attr) is None:
+                f = m[metric][0] / 1e6
+                if not 0 < f < 1e5:
+                    raise BadInputError(f"{la.where}, metric {metric}: {f:g} MHz is not a plausible clock")
+                setattr(la, attr, f)
+    return out
+
+
+def read_exported(path: str | os.PathLike) -> tuple[str, str, list[Launch]]:
+    """``(flavour, layout, launches)`` of an nvprof or ncu CSV export. Layouts: ``nvprof-summary``
+    (``--csv --metrics``: one Launch per kernel, its Avg values), ``nvprof-metrics-trace``
+    (``--print-gpu-trace --csv --metrics``), ``nvprof-gpu-trace`` (``--print-gpu-trace --csv``: time and
+    launch shape, no metrics), ``ncu-details``, ``ncu-raw``."""
     p = Path(path)
     header, rows = _table(read_lines(p), str(p))
-    col = {h: i for i, h in enumerate(header)}
-    acc: dict[str, dict[str, list[float]]] = {}
-    units: dict[str, str] = {}
+    cols = set(header)
+    if {"Kernel", "Metric Name", "Avg"} <= cols:
+        return "nvprof", "nvprof-summary", _nvprof_summary(p, header, rows)
+    if "Duration" in cols and ("Name" in cols or "Kernel" in cols):
+        return "nvprof", "nvprof-gpu-trace", _nvprof_trace(p, header, rows)
+    if "Kernel" in cols and "Correlation_ID" in cols:
+        return "nvprof", "nvprof-metrics-trace", _nvprof_trace(p, header, rows)
+    if "Kernel Name" in cols or "Function Name" in cols:
+        layout = "ncu-details" if {"Metric Name", "Metric Value"} <= cols else "ncu-raw"
+        return "ncu", layout, _ncu(p, header, rows)
+    raise BadInputError(f"{p}: neither an nvprof export (summary: Kernel, Metric Name, Avg; trace: Duration, Grid X, "
+                        f"Name or Kernel, Correlation_ID, ...) nor an ncu CSV export (Kernel Name, ...); found columns "
+                        f"{', '.join(header[:8])}")
 
-    used = set(NVPROF_USED) | set(NCU_PIPES) | set(NCU_OPS) | set(NCU_OTHER)
 
-    def add(kernel: str, metric: str, raw: str, unit: str, where: str) -> None:
-        b = _base(metric)
-        is_used = b in used or b.startswith("smsp__inst_executed_pipe_tensor")
-        try:
-            value = _num(raw, where)
-        except BadInputError:
-            if is_used:
-                raise
-            value = math.nan  # a metric this importer does not use may hold text ("High (7)")
-        if is_used:
-            # counts, rates, hit rates and clocks are never negative or infinite; a percentage above
-            # 100 % by more than the profiler overshoot of calib.importers.ncu is a broken value
-            if not math.isfinite(value):
-                raise BadInputError(f"{where}: {raw.strip()!r} is not a finite number")
-            if value < 0:
-                raise BadInputError(f"{where}: {value:g} is negative")
-            value *= unit_factor(metric, unit, where)
-            if unit.strip() == "%" and value > 100.0 + OVERSHOOT_PCT:
-                raise BadInputError(f"{where}: {value:g} % outside [0, 100] % (up to {100 + OVERSHOOT_PCT:g} % is "
-                                    "taken as profiler overshoot)")
-        acc.setdefault(kernel, {}).setdefault(metric, []).append(value)
-        units[metric] = unit
+def _parse(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tuple[float, str]]], set[str]]:
+    flavour, _, launches = read_exported(path)
+    acc: dict[str, dict[str, list[tuple[float, str]]]] = {}
+    for la in launches:
+        ms = dict(la.metrics)
+        if la.blocks and "launch__grid_size" not in ms:
+            ms["launch__grid_size"] = (float(la.blocks), "")
+        if la.tpb and "launch__block_size" not in ms:
+            ms["launch__block_size"] = (float(la.tpb), "")
+        for metric, val in ms.items():
+            acc.setdefault(la.name, {}).setdefault(metric, []).append(val)
+    if not any(acc.values()):
+        raise BadInputError(f"{path}: the export has no metric rows")
+    kernels = {k: {m: (sum(x for x, _ in v) / len(v), v[0][1]) for m, v in ms.items()} for k, ms in acc.items()}
+    return flavour, kernels, set().union(*(la.ignored for la in launches))
 
-    if {"Kernel", "Metric Name", "Avg"} <= set(col):
-        flavour = "nvprof"
-        for ln, r in rows:
-            if len(r) != len(header):
-                raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
-            metric = r[col["Metric Name"]].strip()
-            raw = r[col["Avg"]].strip()
-            add(r[col["Kernel"]].strip(), metric, raw, "%" if raw.endswith("%") else "", f"{p}: line {ln}, metric {metric}")
-    else:
-        kcol = "Kernel Name" if "Kernel Name" in col else ("Function Name" if "Function Name" in col else None)
-        if kcol is None:
-            raise BadInputError(f"{p}: neither an nvprof metrics export (Kernel, Metric Name, Avg) nor an ncu CSV "
-                                f"export (Kernel Name, ...); found columns {', '.join(header[:8])}")
-        flavour = "ncu"
-        if {"Metric Name", "Metric Value"} <= set(col):
-            for ln, r in rows:
-                if len(r) != len(header):
-                    raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
-                metric = r[col["Metric Name"]].strip()
-                unit = r[col["Metric Unit"]].strip() if "Metric Unit" in col else ""
-                add(r[col[kcol]].strip(), metric, r[col["Metric Value"]], unit, f"{p}: line {ln}, metric {metric}")
-        else:  # --page raw: one column per metric, the first data row holds the units
-            if not rows:
-                raise BadInputError(f"{p}: the raw export has no data rows")
-            unit_row = rows[0][1]
-            metric_cols = [(i, h) for i, h in enumerate(header) if "__" in h]
-            if not metric_cols:
-                raise BadInputError(f"{p}: the raw export has no metric columns (names like smsp__inst_executed.sum)")
-            for ln, r in rows[1:]:
-                if len(r) != len(header):
-                    raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {len(header)}")
-                for i, h in metric_cols:
-                    if r[i].strip() in ("", "n/a"):
-                        continue
-                    add(r[col[kcol]].strip(), h, r[i], unit_row[i].strip() if i < len(unit_row) else "",
-                        f"{p}: line {ln}, column {h}")
-    if not acc:
-        raise BadInputError(f"{p}: the export has no metric rows")
-    return flavour, {k: {m: (sum(v) / len(v), units.get(m, "")) for m, v in ms.items()} for k, ms in acc.items()}
+
+def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tuple[float, str]]]]:
+    """(flavour, {kernel: {metric: (mean SI value, dimension)}}) of an nvprof or ncu CSV export (the metrics
+    the mapping reads; an ncu launch shape as ``launch__grid_size``/``launch__block_size``)."""
+    flavour, kernels, _ = _parse(path)
+    return flavour, kernels
 
 
 def _pct(v: tuple[float, str] | None) -> float | None:
@@ -381,9 +589,12 @@ def _describe_ncu(name: str, m: Mapping[str, tuple[float, str]], warps: float) -
     by_base: dict[str, tuple[float, str]] = {}
     for metric, val in m.items():
         b = _base(metric)
-        # prefer the .sum rollup of a count and .pct of a rate
-        if b not in by_base or metric.endswith((".sum", ".pct")):
+        # one rollup per base (ncu_dims reads only these); warps per cycle before the occupancy percentage,
+        # the SM clock before the GPC clock
+        if b not in by_base or metric in ("sm__warps_active.avg.per_cycle_active", "sm__cycles_elapsed.avg.per_second"):
             by_base[b] = val
+    if "gpc__cycles_elapsed" in by_base:
+        by_base.setdefault("sm__cycles_elapsed", by_base["gpc__cycles_elapsed"])
 
     def v(base: str) -> float | None:
         return by_base[base][0] if base in by_base else None
@@ -420,16 +631,13 @@ def _describe_ncu(name: str, m: Mapping[str, tuple[float, str]], warps: float) -
         if u is not None:
             extra.setdefault("memory", {})["uncoalesced_fraction"] = round(u, 6)
     if v("sm__warps_active") is not None:
-        unit = by_base["sm__warps_active"][1]
-        extra["_active_warps" if "%" not in unit else "_occupancy"] = v("sm__warps_active") / (100.0 if "%" in unit else 1.0)
+        pct = by_base["sm__warps_active"][1] == "%"
+        extra["_occupancy" if pct else "_active_warps"] = v("sm__warps_active") / (100.0 if pct else 1.0)
     if v("gpu__time_duration") is not None:
-        unit = by_base["gpu__time_duration"][1].lower()
-        extra["time_s"] = v("gpu__time_duration") * _TIME_UNITS.get(unit, 1e-9)
+        extra["time_s"] = v("gpu__time_duration")  # s (read_metric converts)
     for base, key in (("sm__cycles_elapsed", "core_mhz"), ("dram__cycles_elapsed", "mem_mhz")):
         if v(base) is not None:
-            unit = by_base[base][1].lower()
-            if unit in _RATE_UNITS:
-                extra[key] = v(base) * _RATE_UNITS[unit]
+            extra[key] = v(base) / 1e6  # Hz -> MHz
     return {c: x / warps for c, x in counts.items() if x > 0}, extra
 
 
@@ -442,10 +650,8 @@ def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_
     (nvprof never has); ``max_warps_per_sm`` turns nvprof's achieved occupancy into active warps;
     ``core_mhz``/``mem_mhz`` are the clocks of the profile when it does not record them.
     """
-    flavour, kernels = parse_metrics(path)
-    used = set(NVPROF_USED) if flavour == "nvprof" else set(NCU_PIPES) | set(NCU_OPS) | set(NCU_OTHER)
-    ignored = sorted({_base(m) for ms in kernels.values() for m in ms} - used
-                     - {b for b in {_base(m) for ms in kernels.values() for m in ms} if b.startswith("smsp__inst_executed_pipe_tensor")})
+    flavour, kernels, ignored_names = _parse(path)
+    ignored = sorted({_base(m) for m in ignored_names})
     if ignored:
         warnings.warn(f"{path}: {len(ignored)} metric(s) not used for kernel descriptions: " + ", ".join(ignored[:8])
                       + (" ..." if len(ignored) > 8 else ""))
@@ -453,11 +659,10 @@ def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_
     for name, m in kernels.items():
         tpb = threads_per_block
         nb = blocks
-        if flavour == "ncu":
-            gs = next((val for k, (val, _) in m.items() if _base(k) == "launch__grid_size"), None)
-            bs = next((val for k, (val, _) in m.items() if _base(k) == "launch__block_size"), None)
-            nb = nb or (round(gs) if gs else None)
-            tpb = tpb or (round(bs) if bs else None)
+        gs = m.get("launch__grid_size", (None, ""))[0]
+        bs = m.get("launch__block_size", (None, ""))[0]
+        nb = nb or (round(gs) if gs else None)
+        tpb = tpb or (round(bs) if bs else None)
         if not nb or not tpb:
             raise BadInputError(f"{path}: kernel {name!r}: no launch shape in the export; give blocks and "
                                 "threads per block (--blocks, --threads-per-block)")

@@ -40,6 +40,7 @@ from calib.core.params import ParameterFile
 from calib.core.samples import CNT_PREFIX
 from calib.model import energy as E
 from calib.model import mwp_cwp as M
+from calib.model.registry import power_sections
 from calib.model import throughput as TP
 from calib.model import timing as T
 
@@ -305,7 +306,7 @@ def advise(pf: ParameterFile, df: pd.DataFrame, effects: bool = True) -> list[Ad
     sub = df.iloc[ok].reset_index(drop=True)
     q = quantities(pf, sub)
     filled = _filled(pf, sub)
-    has_power = "power" in pf or "dvfs" in pf
+    has_power = bool(power_sections(pf))
     for j, i in enumerate(ok):
         qi = {k: float(np.ravel(v)[j]) for k, v in q.items() if k != "category"}
         cat = int(np.ravel(q["category"])[j])

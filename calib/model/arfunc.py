@@ -20,6 +20,14 @@ IPP_A = 0.1365
 IPP_B = 1.001375
 
 
+def log_rate(ln_ar: np.ndarray, positive: np.ndarray, a: float, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """The clamped log ``max(0, a ln(AR) + b)`` (0 at AR = 0) from a precomputed ``ln_ar`` (any value where
+    ``positive`` is False), and its derivative in ``a``; both dimensionless."""
+    raw = a * ln_ar + b
+    on = positive & (raw > 0)
+    return np.where(on, raw, 0.0), np.where(on, ln_ar, 0.0)
+
+
 def ar_transform(ar: np.ndarray | float, form: str, a: float = IPP_A, b: float = IPP_B) -> np.ndarray:
     """Transformed access rate: ``ar`` itself (``"linear"``) or ``max(0, a*ln(ar) + b)`` (``"log"``).
 
@@ -30,15 +38,5 @@ def ar_transform(ar: np.ndarray | float, form: str, a: float = IPP_A, b: float =
         return x
     if form != LOG:
         raise ValueError(f"unknown access-rate function {form!r}; expected one of {FORMS}")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y = a * np.log(np.where(x > 0, x, 1.0)) + b
-    return np.where(x > 0, np.maximum(y, 0.0), 0.0)
-
-
-def ar_transform_grad_a(ar: np.ndarray, a: float, b: float) -> np.ndarray:
-    """d/da of the log form (0 where the clamp is active or AR = 0)."""
-    x = np.asarray(ar, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lx = np.log(np.where(x > 0, x, 1.0))
-    active = (x > 0) & (a * lx + b > 0)
-    return np.where(active, lx, 0.0)
+    pos = x > 0
+    return log_rate(np.log(np.where(pos, x, 1.0)), pos, a, b)[0]

@@ -16,84 +16,38 @@ from collections.abc import Callable
 from calib.core import params as P
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
-from calib.model import dvfs, thermal_network, timing, transfer
-from calib.model.ipp import IppPowerModel
-from calib.model.thermal import ThermalModel
+from calib.model.registry import MODELS
 
 #: the model that reads a section, by the section's model name: its own check of the section
-VALIDATORS: dict[str, Callable[[Section, str], None]] = {
-    IppPowerModel.MODEL: IppPowerModel.validate,
-    ThermalModel.MODEL: ThermalModel.validate,
-    dvfs.MODEL_NAME: dvfs.validate,
-    timing.MODEL_NAME: timing.validate,
-    transfer.MODEL_NAME: transfer.validate,
-    thermal_network.MODEL_NAME: thermal_network.validate,
-}
+VALIDATORS: dict[str, Callable[[Section, str], None]] = {name: m.validate for name, m in MODELS.items()}
 
 #: what a model may raise on a section the checks above missed (the dry run turns it into SchemaError)
 _MODEL_FAILURES = (BadInputError, KeyError, TypeError, ValueError, IndexError, ArithmeticError, AttributeError)
 
 
 def _dry_run(pf: ParameterFile, source: str) -> None:
-    """Last-resort net: run every model section of ``pf`` on a tiny table (idle, half and full
-    activity; one small kernel) and refuse the file, naming the section, when a model fails or
-    predicts a non-finite value. Precise checks give the better messages; this catches the rest."""
+    """Last-resort net: run every model section of ``pf`` on a tiny table (its model's ``dry_run``:
+    idle, half and full activity; one small kernel) and refuse the file, naming the section, when a
+    model fails or predicts a non-finite value. Precise checks give the better messages; this catches
+    the rest."""
     import warnings
 
     import numpy as np
-    import pandas as pd
 
-    def table(units: list[str], core_mhz: float, mem_mhz: float, sm_count: int) -> pd.DataFrame:
-        df = pd.DataFrame({"role": ["idle", "kernel", "kernel"], "core_mhz": core_mhz, "mem_mhz": mem_mhz,
-                           "ref_core_mhz": core_mhz, "ref_mem_mhz": mem_mhz, "active_sms": float(sm_count)})
-        for u in units:
-            df["act_" + u] = [0.0, 0.5, 1.0]
-        return df
-
-    def run(section: str, fn: Callable[[], object]) -> None:
+    for name, sec in pf.items():
+        model = MODELS.get(sec.model)
+        if model is None or (name not in ("power", "dvfs") and sec.model in ("ipp", "dvfs")):
+            continue
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                out = np.asarray(fn(), dtype=float)
+                out = np.asarray(model.dry_run(pf, name), dtype=float)
         except _MODEL_FAILURES as e:
-            raise SchemaError(f"{source}: {section}: cannot be used for predictions "
+            raise SchemaError(f"{source}: {name}: cannot be used for predictions "
                               f"({type(e).__name__}: {e})") from e
         if not np.all(np.isfinite(out)):
-            raise SchemaError(f"{source}: {section}: the model predicts non-finite values on a test table; "
+            raise SchemaError(f"{source}: {name}: the model predicts non-finite values on a test table; "
                               "check the section's parameters")
-
-    power = pf.get("power")
-    if power is not None and power.model == IppPowerModel.MODEL:
-        n = int(power.structure["sm_count"])
-        clocks = power.structure.get("default_clocks") or {}
-        df = table(list(power.structure["units"]), clocks.get("core_mhz") or 1000.0, clocks.get("mem_mhz") or 1000.0, n)
-        run("power", lambda: IppPowerModel.from_file(pf).predict(df, use_temperature=False))
-    for name in ("power", "dvfs"):
-        sec = pf.get(name)
-        if sec is not None and sec.model == dvfs.MODEL_NAME:
-            ref = sec.structure["ref_clocks"]
-            df = table([u["name"] for u in sec.structure["units"]], ref["core_mhz"], ref["mem_mhz"], 1)
-            if sec.structure.get("temp_ref_c") is not None:
-                df["temp_c"] = sec.structure["temp_ref_c"]
-            run(name, lambda sec=sec, df=df: dvfs.predict_power(sec, df))
-    sec = pf.get("timing")
-    if sec is not None and sec.model == timing.MODEL_NAME:
-        ref = sec.structure["ref_clocks"]
-        n = int(sec.structure.get("sm_count", 1))
-        kernel = pd.DataFrame({"cnt_fp": [100.0], "cnt_global": [10.0], "blocks": [2.0 * n],
-                               "threads_per_block": [256.0], "core_mhz": [ref["core_mhz"]],
-                               "mem_mhz": [ref["mem_mhz"]]})
-        run("timing", lambda: timing.predict_time(sec, kernel))
-    sec = pf.get("transfer")
-    if sec is not None and sec.model == transfer.MODEL_NAME:
-        run("transfer", lambda: np.concatenate([np.ravel(transfer.copy_energy_j(sec, np.array([0.0, 4096.0, 1e9]), d, p)[0])
-                                                 for d in transfer.DIRECTIONS for p in (0.0, 1.0)]))
-    sec = pf.get("thermal")
-    if sec is not None and sec.model == ThermalModel.MODEL:
-        run("thermal", lambda: ThermalModel(sec).temperature_rise(np.array([0.0, 1.0, 100.0]), 50.0))
-    sec = pf.get(thermal_network.SECTION)
-    if sec is not None and sec.model == thermal_network.MODEL_NAME:
-        run(thermal_network.SECTION, lambda: thermal_network.dry_run(sec))
 
 
 def check_models(pf: ParameterFile, source: str = "<parameters>") -> None:

@@ -4,12 +4,10 @@ The model (the gpmTOOL form of Guerreiro et al., HPCA 2018 / TPDS 2019, extended
 ../shared/reference/prior-art.md) predicts board power, W, of a row at core clock ``fc`` and memory
 clock ``fm`` (MHz) from the activities ``U_i`` in [0, 1] of its units::
 
-    P = Vc^k * static_core_w + Vc * leak_core_w_per_c * (T - temp_ref_c)       static, leakage
+    P = Vc * static_core_w + Vc * leak_core_w_per_c * (T - temp_ref_c)         static, leakage (eq. 22 form)
       + Vm * static_mem_w
-      + Vc^2 * fc/fc0 * (const_core_w + active_core_w * [any core U > 0] + sum_core w_i * g_i(U'_i)
-                        + total_core_w * g(min(1, sum_core U'_i)))
-      + Vm^2 * fm/fm0 * (const_mem_w  + active_mem_w  * [any mem U > 0]  + sum_mem  w_j * g_j(U'_j)
-                        + total_mem_w * g(min(1, sum_mem U'_j)))
+      + Vc^2 * fc/fc0 * (const_core_w + active_core_w * [any core U > 0] + sum_core w_i * g_i(U'_i))
+      + Vm^2 * fm/fm0 * (const_mem_w  + active_mem_w  * [any mem U > 0]  + sum_mem  w_j * g_j(U'_j))
 
 * ``Vc``, ``Vm``: relative voltage of each domain (1 at the reference clocks ``fc0``, ``fm0``). NVML
   cannot read voltages, so they are latent: one value per clock level in the fitted table
@@ -24,12 +22,6 @@ clock ``fm`` (MHz) from the activities ``U_i`` in [0, 1] of its units::
   Then every memory level has its own monotone core curve (``v_core_<MHz>_mem_<MHz>``; the curve of
   the reference memory clock keeps the names ``v_core_<MHz>``) and a row's core voltage is bilinear
   in (core clock, memory clock) over that table, clamped at its edges.
-* ``k`` (``static_v_exp``, optional, default 1): leakage current grows with voltage, so the core static
-  power may follow ``Vc**k`` instead of gpmTOOL's ``Vc``.
-* ``total_*_w`` (optional): power that follows a domain's total activity (the sum of its units'
-  rescaled activities, capped at 1, through the shared transform ``g``): shared issue/datapath power.
-  Positive values make units that are active together draw less than the sum of their own terms
-  (sub-additive, ``g`` being concave), negative values more.
 * All W coefficients are the power at the reference clocks; ``w_<unit>`` is the dynamic power of a
   unit at full activity. ``active_*_w`` is the power of a domain as soon as a kernel keeps it busy at
   all (IPP's constant runtime power of active SMs); it exists only when the training table has rows
@@ -46,8 +38,7 @@ clock ``fm`` (MHz) from the activities ``U_i`` in [0, 1] of its units::
   ``"linear"``, ``"pow"`` (``U**ar_exponent``), ``"boxcox"`` (``max(0, 1 + a*(U**lam - 1)/lam)``,
   ``ar_bc_a``, ``ar_bc_lambda``: the same family for a >= lam, plus a jump at U = 0+ for a < lam) and
   ``"log"`` (IPP's form from :mod:`calib.model.arfunc`, ``ar_log_a``, ``ar_log_b``). Every form maps
-  U = 0 to 0. A unit may have its own value of a shape parameter, ``<name>_<unit>`` (e.g.
-  ``ar_tp_lambda_SP``), which overrides the shared one for that unit.
+  U = 0 to 0; the shape parameters are shared by the units.
 * ``T`` (``temp_c``) enters only through the leakage term, and only when the table had temperatures.
 * Memory-bound throughput (optional, ``activity_clocks`` in the structure): published tables (gpmTOOL)
   measure activities once, at the clocks ``(ac, am)``, and repeat them at every clock. A kernel
@@ -74,6 +65,11 @@ Parameter-file layout (section ``power``, or ``dvfs`` in session fits; ``"model"
 
 A term is present exactly when its parameter is in ``parameters``.
 
+The equation is written once, as the columns of its design (:func:`columns`: d P / d coefficient per
+row at given shapes and voltages, so that ``P = columns @ coefficients``), with the derivatives in the
+voltages (:func:`voltage_gradient`) and the shapes (:func:`shape_gradient`); predictions
+(:func:`evaluate`) and the fitter (:mod:`calib.fit.dvfs`) both use them.
+
 Cite when publishing results from the Guerreiro et al. data: J. Guerreiro, A. Ilic, N. Roma, P. Tomas,
 "GPGPU Power Modeling for Multi-Domain Voltage-Frequency Scaling", HPCA 2018; "Modeling and Decoupling
 the GPU Power Consumption for Cross-Domain DVFS", IEEE TPDS 2019.
@@ -93,7 +89,8 @@ import pandas as pd
 from calib.core import names
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import Section
-from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG
+from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG, ar_transform
+from calib.model.thermal import leakage_w
 
 MODEL_NAME = "dvfs"
 POW = "pow"
@@ -104,10 +101,14 @@ CORE, MEM = "core", "mem"
 
 #: linear-coefficient parameters in the order of the design columns (before the unit weights)
 CONST_TERMS = ("static_core_w", "static_mem_w", "const_core_w", "const_mem_w", "active_core_w", "active_mem_w",
-               "leak_core_w_per_c", "total_core_w", "total_mem_w")
-#: shape parameters of the access-rate transforms; a unit's own value is ``<name>_<unit>`` (e.g. ``ar_tp_lambda_SP``)
+               "leak_core_w_per_c")
+#: shape parameters of the access-rate transforms and of the memory-bound rescaling (shared by the units)
 SHAPE_NAMES = ("ar_exponent", "ar_log_a", "ar_log_b", "ar_bc_a", "ar_bc_lambda", "ar_tp_lambda", "ar_tp_threshold",
-               "mem_sat", "static_v_exp")
+               "mem_sat")
+#: terms that scale with the core voltage alone (static), and the domain of every term
+STATIC_TERMS = ("static_core_w", "static_mem_w", "leak_core_w_per_c")
+TERM_DOMAIN = {"static_core_w": CORE, "static_mem_w": MEM, "const_core_w": CORE, "const_mem_w": MEM,
+               "active_core_w": CORE, "active_mem_w": MEM, "leak_core_w_per_c": CORE}
 
 
 def transform_into(x: np.ndarray, form: str, shape: Mapping[str, float], out: np.ndarray) -> np.ndarray:
@@ -120,6 +121,9 @@ def transform_into(x: np.ndarray, form: str, shape: Mapping[str, float], out: np
         return out
     if form not in (POW, LOG, BOXCOX, TPOW):
         raise ValueError(f"unknown access-rate form {form!r}; expected one of {FORMS}")
+    if form == LOG:  # IPP's own function (calib.model.arfunc)
+        np.copyto(out, ar_transform(x, LOG, shape.get("ar_log_a", IPP_A), shape.get("ar_log_b", IPP_B)))
+        return out
     np.maximum(x, 1e-300, out=out)
     np.log(out, out=out)
     if form == TPOW:
@@ -136,9 +140,6 @@ def transform_into(x: np.ndarray, form: str, shape: Mapping[str, float], out: np
     elif form == POW:
         out *= shape["ar_exponent"]
         np.exp(out, out=out)
-    elif form == LOG:
-        out *= shape.get("ar_log_a", IPP_A)
-        out += shape.get("ar_log_b", IPP_B)
     else:
         a, lam = shape["ar_bc_a"], shape["ar_bc_lambda"]
         if lam < 1e-9:  # the Box-Cox limit: 1 + a*ln(x)
@@ -151,16 +152,6 @@ def transform_into(x: np.ndarray, form: str, shape: Mapping[str, float], out: np
             out += 1.0 - a / lam
     np.maximum(out, 0.0, out=out)
     out *= x > 0
-    return out
-
-
-def unit_shape(shape: Mapping[str, float], unit: str) -> dict[str, float]:
-    """The shape parameters of one unit: the shared values, overridden by the unit's own ``<name>_<unit>``."""
-    out = {n: v for n, v in shape.items() if n in SHAPE_NAMES}
-    for n in SHAPE_NAMES:
-        own = f"{n}_{unit}"
-        if own in shape:
-            out[n] = shape[own]
     return out
 
 
@@ -180,16 +171,6 @@ class Rows:
     temp: np.ndarray | None   # temperature, degC
     ac: np.ndarray | None     # core clock at which the activities were measured, MHz
     am: np.ndarray | None     # memory clock at which the activities were measured, MHz
-
-
-def total_form(forms: Sequence[str]) -> str:
-    """Access-rate form of the per-domain total-activity terms: the units' form when they share one, else linear."""
-    return forms[0] if forms and all(f == forms[0] for f in forms) else LINEAR
-
-
-def domain_totals(Us: np.ndarray, is_mem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(core, memory) total activity per row: the sum of the domain's activities, capped at 1."""
-    return (np.minimum(1.0, Us[:, ~is_mem].sum(axis=1)), np.minimum(1.0, Us[:, is_mem].sum(axis=1)))
 
 
 def scaled_activities(U: np.ndarray, is_mem: np.ndarray, fc: np.ndarray, fm: np.ndarray, ac: np.ndarray,
@@ -227,7 +208,6 @@ class Compiled:
     shape: dict[str, float]
     act_clocks: dict[str, Any] | None
     temp_ref_c: float | None
-    unit_shapes: list[dict[str, float]] = field(default_factory=list)
     vcore_mem_mhz: np.ndarray | None = None   # memory levels of the per-memory-level core voltage curves
     vcore_tab: np.ndarray | None = None       # their voltages: core levels x memory levels
 
@@ -304,10 +284,9 @@ def compile_section(section: Section) -> Compiled:
             raise BadInputError("DVFS power section: voltage.core.per_mem: voltages must be positive and "
                                 "non-decreasing in the core clock")
     coef = {n: pv.get(n, 0.0) for n in CONST_TERMS}
-    shape = {n: v for n, v in pv.items() if n in SHAPE_NAMES or n.startswith(tuple(s + "_" for s in SHAPE_NAMES))}
+    shape = {n: v for n, v in pv.items() if n in SHAPE_NAMES}
     return Compiled(units, forms, is_mem, core_mhz, mem_mhz, vcore, vmem, float(ref["core_mhz"]), float(ref["mem_mhz"]),
-                    coef, weights, shape, st.get("activity_clocks"), st.get("temp_ref_c"),
-                    [unit_shape(shape, u) for u in units], vlev, vtab)
+                    coef, weights, shape, st.get("activity_clocks"), st.get("temp_ref_c"), vlev, vtab)
 
 
 def _column(df: pd.DataFrame, name: str, default: float, what: str, warn: list[str]) -> np.ndarray:
@@ -349,81 +328,120 @@ def rows_from_table(c: Compiled, df: pd.DataFrame) -> tuple[Rows, list[str]]:
     return Rows(fc, fm, U, temp, ac, am), notes
 
 
-def evaluate(c: Compiled, r: Rows, vc: np.ndarray | None = None, vm: np.ndarray | None = None) -> np.ndarray:
-    """Predicted power, W, per row. ``vc``/``vm`` (per-row voltages) default to interpolation.
+@dataclass
+class Design:
+    """Rows of a table as the equation reads them, and which of its terms are columns: the constant
+    terms ``terms`` (canonical order of :data:`CONST_TERMS`) and the units ``unit_cols`` (indices into
+    the units) whose weights are coefficients."""
 
-    One pass per unit over contiguous columns with preallocated buffers: no rows x units temporaries.
-    """
-    n = len(r.fc)
-    if vc is None:
-        vc = c.core_volts(r.fc, r.fm)
-    if vm is None:
-        vm = np.interp(r.fm, c.mem_mhz, c.vmem)
-    kc = vc * vc
-    kc *= r.fc
-    kc /= c.f0c
-    km = vm * vm
-    km *= r.fm
-    km /= c.f0m
-    k = c.coef
-    U = r.U
-    s_core = s_mem = None
-    if c.act_clocks is not None and "mem_sat" in c.shape:
-        rc = r.ac / r.fc
-        rm = r.am / r.fm
-        beta = np.zeros(n)
-        for j in np.flatnonzero(c.is_mem):
-            beta += U[:, j]
-        beta /= c.shape["mem_sat"]
-        np.minimum(beta, 1.0, out=beta)
-        beta *= rm
-        tau = np.maximum(rc, beta, out=beta)
-        s_core = np.divide(rc, tau, out=rc)
-        s_mem = np.divide(rm, tau, out=rm)
-    dyn_c = np.full(n, k["const_core_w"])
-    dyn_m = np.full(n, k["const_mem_w"])
-    for coef, mem, dyn in ((k["active_core_w"], False, dyn_c), (k["active_mem_w"], True, dyn_m)):
-        if coef:
-            busy = np.zeros(n, dtype=bool)
-            for j in np.flatnonzero(c.is_mem == mem):
-                busy |= U[:, j] > 0
-            dyn += coef * busy
-    x = np.empty(n)
-    g = np.empty(n)
-    # per-domain total activity (sum of the domain's rescaled activities, capped at 1) for the total_* terms
-    tot = {mem: (np.zeros(n) if k[f"total_{MEM if mem else CORE}_w"] else None) for mem in (False, True)}
-    for j, form in enumerate(c.forms):
-        w = c.weights[j]
-        t_acc = tot[bool(c.is_mem[j])]
-        if w == 0.0 and t_acc is None:
-            continue
-        col = U[:, j]
-        scale = s_mem if c.is_mem[j] else s_core
-        if scale is not None:
-            np.multiply(col, scale, out=x)
-            np.minimum(x, 1.0, out=x)
-            col = x
-        if t_acc is not None:
-            t_acc += col
-        if w == 0.0:
-            continue
-        transform_into(col, form, c.unit_shapes[j], g)
-        g *= w
-        (dyn_m if c.is_mem[j] else dyn_c).__iadd__(g)
-    for mem, t_acc in tot.items():
-        if t_acc is not None:
-            np.minimum(t_acc, 1.0, out=t_acc)
-            transform_into(t_acc, total_form(c.forms), c.shape, g)
-            g *= k[f"total_{MEM if mem else CORE}_w"]
-            (dyn_m if mem else dyn_c).__iadd__(g)
-    dyn_c *= kc
-    dyn_m *= km
-    out = dyn_c
-    out += dyn_m
-    out += k["static_core_w"] * (vc ** c.shape["static_v_exp"] if "static_v_exp" in c.shape else vc)
-    out += k["static_mem_w"] * vm
-    if r.temp is not None and k["leak_core_w_per_c"]:
-        out += k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc
+    rows: Rows
+    is_mem: np.ndarray
+    forms: Sequence[str]
+    f0c: float                    # reference clocks (V = 1), MHz
+    f0m: float
+    temp_ref_c: float | None
+    terms: Sequence[str]
+    unit_cols: np.ndarray
+    busy_c: np.ndarray = field(init=False)   # any core (memory) unit active on the row
+    busy_m: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        U, n = self.rows.U, len(self.rows.fc)
+        self.busy_c = (U[:, ~self.is_mem] > 0).any(axis=1).astype(float) if (~self.is_mem).any() else np.zeros(n)
+        self.busy_m = (U[:, self.is_mem] > 0).any(axis=1).astype(float) if self.is_mem.any() else np.zeros(n)
+
+
+def activities_at_clocks(d: Design, shape: Mapping[str, float]) -> np.ndarray:
+    """The rows' activities at their own clocks: rescaled when they were measured at other clocks and
+    the section has the memory-bound rescaling (``mem_sat``), else as given."""
+    r = d.rows
+    if r.ac is not None and "mem_sat" in shape:
+        return scaled_activities(r.U, d.is_mem, r.fc, r.fm, r.ac, r.am, shape["mem_sat"])
+    return r.U
+
+
+def clock_factors(d: Design, vc: np.ndarray, vm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dynamic power's ``V^2 f / f0`` per row for the core and the memory domain."""
+    return vc * vc * (d.rows.fc / d.f0c), vm * vm * (d.rows.fm / d.f0m)
+
+
+def columns(d: Design, shape: Mapping[str, float], vc: np.ndarray, vm: np.ndarray) -> np.ndarray:
+    """d P / d coefficient per row (W per W): rows x (``d.terms``, then ``d.unit_cols``), at the access-rate
+    shapes ``shape`` and the rows' relative voltages ``vc``, ``vm`` (module docstring); ``P = columns @ coef``."""
+    r = d.rows
+    kc, km = clock_factors(d, vc, vm)
+    col = {"static_core_w": lambda: vc, "static_mem_w": lambda: vm, "const_core_w": lambda: kc,
+           "const_mem_w": lambda: km, "active_core_w": lambda: kc * d.busy_c, "active_mem_w": lambda: km * d.busy_m,
+           "leak_core_w_per_c": lambda: leakage_w(vc, r.temp, d.temp_ref_c)}
+    return np.column_stack([col[t]() for t in d.terms] + [unit_columns(d, shape, kc, km)])
+
+
+def unit_columns(d: Design, shape: Mapping[str, float], kc: np.ndarray, km: np.ndarray) -> np.ndarray:
+    """The units' columns of :func:`columns` (rows x ``d.unit_cols``): ``g(U') V^2 f / f0`` of their domain."""
+    U = activities_at_clocks(d, shape)
+    out = np.empty((len(kc), len(d.unit_cols)), order="F")  # one contiguous column per unit
+    for i, j in enumerate(d.unit_cols):
+        transform_into(U[:, j], d.forms[j], shape, out[:, i])
+        out[:, i] *= km if d.is_mem[j] else kc
+    return out
+
+
+def voltage_gradient(d: Design, X: np.ndarray, coef: np.ndarray, vc: np.ndarray,
+                     vm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(d P / d Vc, d P / d Vm) per row, W per relative volt, from the :func:`columns` ``X`` at ``vc``,
+    ``vm``: the static terms are linear in their voltage, the dynamic ones quadratic."""
+    n = len(vc)
+    st = {CORE: np.zeros(n), MEM: np.zeros(n)}
+    dyn = {CORE: np.zeros(n), MEM: np.zeros(n)}
+    for i, t in enumerate(d.terms):
+        if t in STATIC_TERMS:
+            st[TERM_DOMAIN[t]] += coef[i] * X[:, i] / (vc if TERM_DOMAIN[t] == CORE else vm)
+        else:
+            dyn[TERM_DOMAIN[t]] += coef[i] * X[:, i]
+    for k, j in enumerate(d.unit_cols):
+        i = len(d.terms) + k
+        dyn[MEM if d.is_mem[j] else CORE] += coef[i] * X[:, i]
+    return (st[CORE] + 2.0 * dyn[CORE] / np.where(vc > 0, vc, 1.0),
+            st[MEM] + 2.0 * dyn[MEM] / np.where(vm > 0, vm, 1.0))
+
+
+def shape_gradient(d: Design, shape: Mapping[str, float], names_: Sequence[str], coef: np.ndarray,
+                   vc: np.ndarray, vm: np.ndarray) -> np.ndarray:
+    """d P / d shape parameter per row (rows x ``names_``), by forward differences (step ``1e-6 max(1, |s|)``)
+    of the units' power: the transforms are piecewise and few (at most three shapes). ``coef`` holds the
+    coefficients of :func:`columns`."""
+    kc, km = clock_factors(d, vc, vm)
+    w = coef[len(d.terms):]
+    base = unit_columns(d, shape, kc, km) @ w
+    out = np.zeros((len(vc), len(names_)))
+    for k, nm in enumerate(names_):
+        h = 1e-6 * max(1.0, abs(shape[nm]))
+        out[:, k] = (unit_columns(d, {**shape, nm: shape[nm] + h}, kc, km) @ w - base) / h
+    return out
+
+
+def compiled_design(c: Compiled, r: Rows, all_terms: bool = False) -> tuple[Design, np.ndarray]:
+    """The :class:`Design` of a compiled section on ``r`` and its coefficient vector (the terms and units
+    with a non-zero coefficient, or all of them with ``all_terms``)."""
+    terms = [t for t in CONST_TERMS if (all_terms or c.coef[t]) and (t != "leak_core_w_per_c" or r.temp is not None)]
+    unit_cols = np.flatnonzero(np.ones(len(c.units), bool) if all_terms else c.weights != 0.0)
+    d = Design(r, c.is_mem, c.forms, c.f0c, c.f0m, c.temp_ref_c, terms, unit_cols)
+    return d, np.concatenate([[c.coef[t] for t in terms], c.weights[unit_cols]])
+
+
+#: rows per block of a prediction (the design of 1e6 rows at once would take ~0.1 GB)
+BLOCK_ROWS = 1 << 16
+
+
+def evaluate(c: Compiled, r: Rows) -> np.ndarray:
+    """Predicted power, W, per row: the voltages interpolated between the fitted levels (:meth:`Compiled.core_volts`),
+    the design's columns times the coefficients, in blocks of :data:`BLOCK_ROWS` rows."""
+    out = np.empty(len(r.fc))
+    for a in range(0, len(r.fc), BLOCK_ROWS):
+        sl = slice(a, a + BLOCK_ROWS)
+        rb = Rows(*(None if x is None else x[sl] for x in (r.fc, r.fm, r.U, r.temp, r.ac, r.am)))
+        d, coef = compiled_design(c, rb)
+        out[sl] = columns(d, c.shape, c.core_volts(rb.fc, rb.fm), np.interp(rb.fm, c.mem_mhz, c.vmem)) @ coef
     return out
 
 
@@ -461,32 +479,25 @@ def predict_power(section: Section, df: pd.DataFrame) -> np.ndarray:
     p = evaluate(c, r)
     corr = section.structure.get("temperature_correction")
     if corr and "temp_c" in df.columns:
-        p = p + corr["sigma_w_per_c"] * np.nan_to_num(df["temp_c"].to_numpy(float) - corr["idle_temp_c"], nan=0.0)
+        p = p + leakage_w(corr["sigma_w_per_c"], df["temp_c"].to_numpy(float), corr["idle_temp_c"])
     return p
 
 
 def breakdown(section: Section, df: pd.DataFrame) -> pd.DataFrame:
-    """Power per term (W) for every row: static, constant dynamic, active and per-unit dynamic power."""
+    """Power per term (W) for every row: static (with the leakage), constant dynamic, active and per-unit
+    dynamic power (the :func:`columns` of the section times their coefficients, grouped)."""
     c = compile_section(section)
     r, _ = rows_from_table(c, df)
-    vc = c.core_volts(r.fc, r.fm)
-    vm = np.interp(r.fm, c.mem_mhz, c.vmem)
-    kc = vc * vc * (r.fc / c.f0c)
-    km = vm * vm * (r.fm / c.f0m)
-    Us = (scaled_activities(r.U, c.is_mem, r.fc, r.fm, r.ac, r.am, c.shape["mem_sat"])
-          if c.act_clocks is not None and "mem_sat" in c.shape else r.U)
-    k = c.coef
-    out = {"static_w": k["static_core_w"] * vc ** c.shape.get("static_v_exp", 1.0) + k["static_mem_w"] * vm
-           + (k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc if r.temp is not None else 0.0),
-           "const_dynamic_w": k["const_core_w"] * kc + k["const_mem_w"] * km,
-           "active_w": k["active_core_w"] * kc * (r.U[:, ~c.is_mem] > 0).any(axis=1)
-           + k["active_mem_w"] * km * (r.U[:, c.is_mem] > 0).any(axis=1)}
-    tc, tm = domain_totals(Us, c.is_mem)
-    out["total_w"] = (k["total_core_w"] * kc * transform(tc, total_form(c.forms), c.shape)
-                      + k["total_mem_w"] * km * transform(tm, total_form(c.forms), c.shape))
-    for j, u in enumerate(c.units):
-        g = transform(Us[:, j], c.forms[j], c.unit_shapes[j])
-        out[f"unit_{u}_w"] = c.weights[j] * g * (km if c.is_mem[j] else kc)
+    d, coef = compiled_design(c, r, all_terms=True)
+    parts = columns(d, c.shape, c.core_volts(r.fc, r.fm), np.interp(r.fm, c.mem_mhz, c.vmem)) * coef
+    group = {"static_core_w": "static_w", "static_mem_w": "static_w", "leak_core_w_per_c": "static_w",
+             "const_core_w": "const_dynamic_w", "const_mem_w": "const_dynamic_w", "active_core_w": "active_w",
+             "active_mem_w": "active_w"}
+    out = {g: np.zeros(len(df)) for g in ("static_w", "const_dynamic_w", "active_w")}
+    for i, t in enumerate(d.terms):
+        out[group[t]] += parts[:, i]
+    for k, u in enumerate(c.units):
+        out[f"unit_{u}_w"] = parts[:, len(d.terms) + k]
     return pd.DataFrame(out, index=df.index)
 
 
@@ -499,11 +510,6 @@ def relative_voltages(section: Section) -> dict[str, list[tuple[float, float]]]:
         for j, fm in enumerate(c.vcore_mem_mhz):
             out[f"core_mem_{fm:g}"] = list(zip(c.core_mhz.tolist(), c.vcore_tab[:, j].tolist()))
     return out
-
-
-def finite_or_none(x: float) -> float | None:
-    """``float(x)`` when finite, else None (JSON has no NaN/inf)."""
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def levels_of(values: Sequence[float]) -> np.ndarray:
@@ -523,7 +529,6 @@ SHAPE_RANGES = {
     "ar_log_a": (0.0, 10.0, True, False, "the log access-rate slope must be positive"),
     "ar_log_b": (0.0, 2.0, True, False, "the log access-rate function is b at full activity, about 1"),
     "mem_sat": (0.0, 100.0, True, False, "the summed memory activity at saturation must be > 0"),
-    "static_v_exp": (0.0, 10.0, True, False, "the static-power voltage exponent must be > 0"),
 }
 #: shape parameters each access-rate form reads without a default
 FORM_NEEDS = {TPOW: ("ar_tp_lambda", "ar_tp_threshold"), POW: ("ar_exponent",),
@@ -553,30 +558,21 @@ def validate(section: Section, where: str = "power") -> None:
         if len(curve["mhz"]) != len(curve["params"]):
             raise SchemaError(f"{where}.voltage.{dom}: {len(curve['mhz'])} clock levels (mhz) but "
                               f"{len(curve['params'])} voltage parameters (params)")
-    shared = {n for n in section.params if n in SHAPE_RANGES}
     for name in section.params:
-        base = next((b for b in SHAPE_RANGES if name == b or name.startswith(b + "_")), None)
-        if base is not None:
-            lo, hi, lo_open, hi_open, why = SHAPE_RANGES[base]
+        if name in SHAPE_RANGES:
+            lo, hi, lo_open, hi_open, why = SHAPE_RANGES[name]
             in_range(section, name, where, lo, hi, why, lo_open, hi_open)
     forms = [u.get("ar_form", LINEAR) for u in st["units"]]
-    has_total = any(section.params.get(f"total_{d}_w") for d in (CORE, MEM))
     for u, form in zip(units, forms):
-        if section.params.get(names.unit_weight(u)) is None and not has_total:
+        if section.params.get(names.unit_weight(u)) is None:
             continue  # a unit without weight is never transformed
         for need in FORM_NEEDS.get(form, ()):
-            if need not in shared and f"{need}_{u}" not in section:
+            if need not in section:
                 raise SchemaError(f"{where}.parameters: {need} missing (unit {u} has the {form!r} access-rate form)")
-    tform = total_form(forms)
-    if any(n in section for n in ("total_core_w", "total_mem_w")):
-        for need in FORM_NEEDS.get(tform, ()):
-            if need not in shared:
-                raise SchemaError(f"{where}.parameters: {need} missing (the total-activity terms use the "
-                                  f"{tform!r} form)")
     voltages = [n for dom in (CORE, MEM) for n in st["voltage"][dom]["params"]]
     voltages += [n for row in (st["voltage"][CORE].get("per_mem") or {}).get("params", []) for n in row]
     check_names(section, where, CONST_TERMS + SHAPE_NAMES + tuple(voltages)
-                + tuple(n for u in units for n in (names.unit_weight(u), *(f"{s}_{u}" for s in SHAPE_NAMES))))
+                + tuple(names.unit_weight(u) for u in units))
     idle = sum(section.value(n, 0.0) for n in CONST_TERMS if n.startswith(("static_", "const_")))
     if idle < MIN_IDLE_POWER_W:
         raise SchemaError(f"{where}.parameters: static_* + const_* = {idle:g} W, the idle power at the reference "

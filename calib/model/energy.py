@@ -48,6 +48,7 @@ from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
 from calib.model import mwp_cwp as M
 from calib.model import timing as T
+from calib.model.registry import power_sections
 from calib.core.activity import basis_of, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
 from calib.core.units import SAME_CLOCK_REL
@@ -86,25 +87,21 @@ def _power_units(pf: ParameterFile, section: Section | None) -> list[str]:
 
 
 def dvfs_section(pf: ParameterFile) -> Section | None:
-    """The DVFS power section of a file (``dvfs``, or ``power`` of model ``dvfs``), if any."""
-    if pf.get("dvfs") is not None:
-        return pf["dvfs"]
-    if pf.model_of("power") == "dvfs":
-        return pf["power"]
-    return None
+    """The section that answers power at other clocks (:func:`calib.model.registry.power_sections`), if any."""
+    other = power_sections(pf).other_clocks
+    return None if other is None else pf[other]
 
 
 def has_power_model(pf: ParameterFile) -> bool:
-    """Whether the file can predict power: it has a ``power`` or a ``dvfs`` section (a timing-only
-    file, e.g. from ``calib fit KERNELS.csv --timing``, has neither)."""
-    return "power" in pf or dvfs_section(pf) is not None
+    """Whether the file can predict power (a timing-only file, e.g. from ``calib fit KERNELS.csv
+    --timing``, cannot)."""
+    return bool(power_sections(pf))
 
 
 def board_power(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, prefer_dvfs: bool) -> tuple[np.ndarray, np.ndarray]:
     """(board power, idle power at the same clocks and SMs), W, for kernel rows running for ``time_s``."""
-    sec = dvfs_section(pf) if prefer_dvfs else None
-    if sec is None and pf.model_of("power") != "ipp":
-        sec = dvfs_section(pf)
+    ps = power_sections(pf)
+    sec = dvfs_section(pf) if prefer_dvfs or ps.default is None or pf.model_of(ps.default) != "ipp" else None
     units = _power_units(pf, sec)
     if not units:
         raise BadInputError("the parameter file has no power model to predict energy with")

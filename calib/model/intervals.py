@@ -5,8 +5,7 @@ both (Gaussian, two-sided, ``level`` = 0.90 by default; the half-width is ``z`` 
 two standard deviations below, not their root sum of squares: the discrepancy is measured as this fit's
 errors on workloads it did not see, which already include what its parameter error does there, so the
 parameter term only widens an interval where it is the larger one, e.g. at clocks or rates far from the
-held-out workloads'; adding both counted the parameter error twice and held-out 90 % intervals covered
-99 % on titanx):
+held-out workloads'; adding both counted the parameter error twice):
 
 - **parameter uncertainty**: the delta method through the whole prediction, ``g^T Sigma g``, with ``g``
   the change of the predicted column per unit change of each fitted parameter (finite differences of
@@ -40,6 +39,8 @@ from scipy.stats import t as student_t
 
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
+from calib.model.registry import power_sections
+from calib.model.thermal import max_temp_rise_c
 
 #: predicted columns that get an interval, and the section whose discrepancy applies (None: per row)
 INTERVAL_COLUMNS = ("power_w_pred", "time_s_pred", "temp_c_pred")
@@ -105,8 +106,8 @@ def _max_temp_scatter_c(sec: Section) -> float | None:
     steps = sec.structure.get("steps") or []
     if len(steps) < 2:
         return None
-    mu, lam, rho = (sec.value(n, 0.0) for n in ("mu_c_per_w", "lambda_c", "rho_c"))
-    r = [s["amplitude_c"] - (mu * s["runtime_power_w"] + lam + rho * s["mem_intensity"]) for s in steps]
+    v = sec.values()
+    r = [s["amplitude_c"] - float(max_temp_rise_c(v, s["runtime_power_w"], s["mem_intensity"])) for s in steps]
     return float(math.sqrt(np.mean(np.square(r))))
 
 
@@ -143,12 +144,10 @@ def small_sample_factor(n_groups: int | None, level: float = DEFAULT_LEVEL) -> f
 def discrepancy_sd(pf: ParameterFile, out: pd.DataFrame, column: str, level: float = DEFAULT_LEVEL) -> np.ndarray:
     """Standard deviation of the model's discrepancy for each row's ``column`` of the predicted rows
     ``out`` (module docstring), as seen at the interval ``level``; 0 where the fit recorded none."""
-    from calib.model.predict import power_sections
-
     pred = out[column].to_numpy(float)
     sd = np.zeros(len(out))
     if column == "power_w_pred":
-        for name, mask in power_sections(pf, out):
+        for name, mask in power_sections(pf).rows(pf, out):
             rel = _relative_sd(pf[name].stats.get("prediction"), level)
             if rel:
                 sd[mask] = rel * np.abs(pred[mask])
@@ -198,13 +197,11 @@ def set_heldout_discrepancy(pf: ParameterFile, held: pd.DataFrame, pred_w: np.nd
     ``pred_w`` their predicted power (W). A section gets the RMS of the relative errors of the rows it
     predicts when they come from at least :data:`MIN_HELDOUT_WORKLOADS` workloads; a new workload is
     more like those than like the fitted benchmarks left out one at a time. Returns the sections set."""
-    from calib.model.predict import power_sections
-
     y = held["power_w"].to_numpy(float)
     rel = (np.asarray(pred_w, float) - y) / y
     names = held["workload"].astype(str).to_numpy()
     done = []
-    for name, mask in power_sections(pf, held):
+    for name, mask in power_sections(pf).rows(pf, held):
         ok = mask & np.isfinite(rel)
         n_w = len(set(names[ok]))
         if n_w < MIN_HELDOUT_WORKLOADS:
@@ -227,13 +224,11 @@ def add_intervals(pf: ParameterFile, out: pd.DataFrame, predict: Callable[[Param
         return out
     z = float(norm.ppf(0.5 + level / 2.0))
     if "power_w_pred" in columns:
-        from calib.model.predict import power_sections
-
-        for name, mask in power_sections(pf, out):
+        for name, mask in power_sections(pf).rows(pf, out):
             stats = pf[name].stats.get("prediction") or {}
             if mask.any() and stats and stats.get("method") != HELDOUT_METHOD:
-                # measured: fitted on the Titan X microbenchmarks, 47.5 % of the 10 real applications'
-                # rows fell inside their 90 % intervals (tests/benchmarks/uncertainty_results.md)
+                # the real Titan X applications fall inside far less often than the level says
+                # (tests/benchmarks/uncertainty_results.md)
                 warnings.warn(f"{name}: the intervals' model discrepancy comes from the fitted benchmarks left out "
                               "one at a time (the fit had no held-out workloads); applications that mix units "
                               "can miss by more than these intervals say", stacklevel=2)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,8 @@ import pandas as pd
 
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
-from calib.model.arfunc import FORMS, LOG, ar_transform
+from calib.model.arfunc import FORMS, LOG, log_rate
+from calib.model.thermal import leakage_w
 from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, check_names, in_range
 from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
@@ -63,12 +65,12 @@ def shared_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
             if spec.get("scope") == "sm" and spec.get("ar_function") == LOG and u not in NOT_POOLED]
 
 
-def shared_overlap(fs: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """``r = 1 - U / F`` of the pooled units' AR' values ``fs`` (each clipped to [0, 1]; module
-    docstring) and ``dr / df_u`` for each: 0 where at most one unit is on. Dimensionless."""
-    if not len(fs):
-        return np.zeros(0), []
-    f = np.clip(np.asarray([np.asarray(x, float) for x in fs]), 0.0, 1.0)
+def shared_overlap(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``r = 1 - U / F`` of the pooled units' AR' values ``f`` (pooled units x rows, each clipped to
+    [0, 1]; module docstring) and ``dr / df`` (same shape): 0 where no unit is on. Dimensionless."""
+    f = np.clip(np.asarray(f, float), 0.0, 1.0)
+    if f.ndim != 2 or not len(f):
+        return np.zeros(f.shape[-1] if f.ndim else 0), np.zeros_like(f)
     F = f.sum(axis=0)
     one_minus = 1.0 - f
     U = 1.0 - np.prod(one_minus, axis=0)
@@ -79,74 +81,173 @@ def shared_overlap(fs: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarra
     k = len(f)
     others = np.array([np.prod(np.delete(one_minus, i, axis=0), axis=0) if k > 1 else np.ones_like(F)
                        for i in range(k)])
-    grads = np.where(on, -(others * Fs - U) / Fs ** 2, 0.0)
-    return r, list(grads)
+    return r, np.where(on, -(others * Fs - U) / Fs ** 2, 0.0)
 
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:
     """S(n) of eq. (14)/(16) (``"log"``) or the linear scaling of power-gated GPUs (``"linear"``)."""
-    n = np.asarray(active, dtype=float)
+    return _sm_scale(form, beta, np.asarray(active, dtype=float), total)[0]
+
+
+def _sm_scale(form: str, beta: float, n: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """S(n) and its derivative in beta (0 for the linear scaling)."""
     if form == "log":
         alpha = (10.0 - beta) / total
-        return np.log10(alpha * n + beta)
+        arg = alpha * n + beta
+        return np.log10(arg), (1.0 - n / total) / (arg * math.log(10.0))
     if form == "linear":
-        return n / total
+        return n / total, np.zeros_like(n)
     raise ValueError(f"unknown SM scaling {form!r}")
 
 
-def activation_factors(structure: Mapping[str, Any], values: Mapping[str, float],
-                       act: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """AR' of every unit (dimensionless, eq. 9's transformed access rate): ``{unit: array}``."""
-    out = {}
-    for unit, u in structure["units"].items():
-        ar = act[unit]
-        if u["ar_function"] == LOG:
-            out[unit] = ar_transform(ar, LOG, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
-        else:
-            out[unit] = ar_transform(ar, u["ar_function"])
-    return out
+@dataclass
+class Design:
+    """The rows of a table as the IPP power equations read them, for one structure (forms, scopes, SM
+    scaling, the shared-activation pool): the units stacked (units x rows) and ln(AR) precomputed once,
+    so that :func:`power` and :func:`jacobian` are cheap to call in a fitter's inner loop."""
+
+    n_sm: int
+    sm_scaling: str
+    run: np.ndarray                 # 1.0 on rows that run a kernel, 0.0 on idle rows
+    active_sms: np.ndarray          # active SMs per row
+    units: list[str]                # modelled units, in structure order
+    ar: np.ndarray                  # access rates (units x rows)
+    pos: np.ndarray                 # AR > 0
+    lnar: np.ndarray                # ln AR where AR > 0, else 0
+    mult: np.ndarray                # SMs per unit (1 for chip-level units)
+    is_log: np.ndarray              # the unit has the log access-rate function
+    in_pool: np.ndarray             # the unit is pooled by the shared-activation term
+    offset: np.ndarray              # the leakage rise over the idle temperature (eq. 22), W
 
 
-def runtime_components(structure: Mapping[str, Any], values: Mapping[str, float],
-                       act: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Runtime power of each unit at full SM count (W, chip total), before S(n): ``{unit: array}``;
-    with the shared-activation term, each pooled unit's power net of its share of the overlap."""
+def design(structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running: np.ndarray,
+           active_sms: np.ndarray, temp_c: np.ndarray | None = None, sigma: float | None = None,
+           idle_temp_c: float | None = None) -> Design:
+    """The :class:`Design` of rows given as arrays: access rates per modelled unit, the running mask, the
+    active SMs, and (all three or none) temperature (C), sigma (W/C) and the idle temperature (C)."""
     n_sm = int(structure["sm_count"])
-    fs = activation_factors(structure, values, act)
-    out = {}
-    for unit, u in structure["units"].items():
-        p = values[names.max_power(unit)] * fs[unit]
-        out[unit] = p if u["scope"] == "chip" else n_sm * p
+    run = np.asarray(running, float)
+    units = list(structure["units"])
+    specs = [structure["units"][u] for u in units]
     shared = structure.get(SHARED_KEY)
-    if shared:
-        pool = [u for u in shared["units"] if u in out]
-        r, _ = shared_overlap([fs[u] for u in pool])
-        if pool:
-            keep = 1.0 - values.get(SHARED_PARAM, 0.0) * r
-            for u in pool:
-                out[u] = out[u] * keep
+    pool = set(shared["units"]) if shared else set()
+    ar = np.array([np.broadcast_to(np.asarray(act[u], float), run.shape) for u in units]).reshape(len(units), -1)
+    pos = ar > 0
+    lnar = np.where(pos, np.log(np.where(pos, ar, 1.0)), 0.0)
+    offset = np.zeros_like(run)
+    if temp_c is not None and sigma is not None and idle_temp_c is not None:
+        offset = leakage_w(sigma, temp_c, idle_temp_c)
+    return Design(n_sm, structure.get("sm_scaling", "linear"), run, np.asarray(active_sms, float), units, ar, pos,
+                  lnar, np.array([1.0 if sp["scope"] == "chip" else float(n_sm) for sp in specs]),
+                  np.array([sp["ar_function"] == LOG for sp in specs], bool),
+                  np.array([u in pool for u in units], bool), offset)
+
+
+def table_design(structure: Mapping[str, Any], df: pd.DataFrame, act: Mapping[str, np.ndarray],
+                 sigma: float | None = None, idle_temp_c: float | None = None) -> Design:
+    """The :class:`Design` of a samples table's rows (:func:`launch_facts`), with the leakage term from
+    ``temp_c`` when sigma is given."""
+    running, active = launch_facts(df, act, int(structure["sm_count"]))
+    temp = df["temp_c"].to_numpy(float) if "temp_c" in df.columns and sigma is not None else None
+    return design(structure, act, running, active, temp, sigma, idle_temp_c)
+
+
+def _terms(values: Mapping[str, float], d: Design) -> tuple[np.ndarray, ...]:
+    """AR' of every unit (eq. 9; units x rows), d AR'/d a_unit, the MaxPowers, each unit's power before
+    S(n) (W, chip total) net of the shared activation, the pool's overlap r and dr/df, and the pool's
+    additive power A (W, chip total)."""
+    m = np.array([values[names.max_power(u)] for u in d.units])
+    a = np.array([values[names.ar_log_a(u)] if lg else 0.0 for u, lg in zip(d.units, d.is_log)])
+    raw, draw = log_rate(d.lnar, d.pos, a[:, None], values.get("ar_log_b", 1.0))
+    f = np.where(d.is_log[:, None], raw, d.ar)
+    dfa = np.where(d.is_log[:, None], draw, 0.0)
+    # eqs. (7), (9), (15): MaxPower_u x AR'_u, times the SMs of an SM-level unit
+    unit_w = np.array([values[names.max_power(u)] * k * fu for u, k, fu in zip(d.units, d.mult, f)]).reshape(f.shape)
+    r, dr, pool_w = np.zeros_like(d.run), np.zeros((0, len(d.run))), np.zeros_like(d.run)
+    if d.in_pool.any():
+        r, dr = shared_overlap(f[d.in_pool])
+        pool_w = unit_w[d.in_pool].sum(axis=0)
+        unit_w = unit_w.copy()
+        unit_w[d.in_pool] *= 1.0 - values.get(SHARED_PARAM, 0.0) * r
+    return f, dfa, m, unit_w, r, dr, pool_w
+
+
+def unit_power(values: Mapping[str, float], unit: str, form: str, ar: float) -> tuple[float, dict[str, float]]:
+    """One unit's power at access rate ``ar`` alone (eq. 9: MaxPower x AR', W per SM or per chip; a unit
+    alone draws no shared-activation overlap) for its access-rate function ``form``, and its gradient
+    over the parameters it reads."""
+    x = np.asarray([float(ar)])
+    pos = x > 0
+    if form == LOG:
+        f, dfa = log_rate(np.log(np.where(pos, x, 1.0)), pos, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
+    else:
+        f, dfa = x, None
+    p = values[names.max_power(unit)] * float(f[0])
+    grad = {names.max_power(unit): float(f[0])}
+    if dfa is not None:
+        grad[names.ar_log_a(unit)] = values[names.max_power(unit)] * float(dfa[0])
+    return p, grad
+
+
+def power(values: Mapping[str, float], d: Design) -> np.ndarray:
+    """Board power (W) per row, eqs. (5), (7), (9), (15), (16) and (22):
+    ``idle + run x (activation + S(n) (N Const_SM + sum_u N_u MaxPower_u AR'_u [x (1 - gamma r) for the
+    units of the shared-activation pool])) + sigma dT``."""
+    s, _ = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
+    total = d.n_sm * values.get("const_sm_power_w", 0.0) + _terms(values, d)[3].sum(axis=0)
+    return values["idle_power_w"] + d.run * (values.get("activation_power_w", 0.0) + s * total) + d.offset
+
+
+def jacobian(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
+    """d power / d parameter (W per parameter unit) per row, for every parameter :func:`power` reads."""
+    s, ds = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
+    rs = d.run * s
+    f, dfa, m, unit_w, r, dr, pool_w = _terms(values, d)
+    g = values.get(SHARED_PARAM, 0.0) if d.in_pool.any() else 0.0
+    keep = np.where(d.in_pool[:, None], 1.0 - g * r[None, :], 1.0)
+    dm = rs[None, :] * d.mult[:, None] * f * keep
+    da = rs[None, :] * d.mult[:, None] * m[:, None] * keep * dfa
+    if d.in_pool.any():
+        # the overlap r moves with each pooled unit's AR': d(-g r A)/da_u = -g A dr/df_u df_u/da_u
+        da[d.in_pool] -= rs[None, :] * g * pool_w[None, :] * dr * dfa[d.in_pool]
+    out = {"idle_power_w": np.ones_like(d.run), "activation_power_w": d.run, "const_sm_power_w": rs * d.n_sm}
+    for i, (u, lg) in enumerate(zip(d.units, d.is_log)):
+        out[names.max_power(u)] = dm[i]
+        if lg:
+            out[names.ar_log_a(u)] = da[i]
+    if d.in_pool.any():
+        out[SHARED_PARAM] = -rs * r * pool_w
+    if d.sm_scaling == "log":
+        out["sm_beta"] = d.run * ds * (d.n_sm * values.get("const_sm_power_w", 0.0) + unit_w.sum(axis=0))
     return out
 
 
-def power_from_arrays(structure: Mapping[str, Any], values: Mapping[str, float], act: Mapping[str, np.ndarray],
-                      running: np.ndarray, active_sms: np.ndarray, temp_c: np.ndarray | None = None,
-                      sigma: float | None = None, idle_temp_c: float | None = None) -> np.ndarray:
-    """Board power (W) per row from unit activities and launch facts (see module docstring).
+def components(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
+    """Power per component (W) per row: idle, activation, const_sm and each unit after S(n), a pooled unit
+    net of its share of the shared activation (the terms of :func:`power` without the leakage)."""
+    s, _ = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
+    rs = d.run * s
+    out = {"idle": np.full(len(d.run), values["idle_power_w"]),
+           "activation": d.run * values.get("activation_power_w", 0.0),
+           "const_sm": rs * d.n_sm * values.get("const_sm_power_w", 0.0)}
+    unit_w = _terms(values, d)[3]
+    for i, u in enumerate(d.units):
+        out[u] = rs * unit_w[i]
+    return out
 
-    ``temp_c`` (C), ``sigma`` (W/C) and ``idle_temp_c`` (C) add the static-power rise when all three are given."""
-    n_sm = int(structure["sm_count"])
-    comps = runtime_components(structure, values, act)
-    total = np.zeros_like(np.asarray(running, dtype=float))
-    for v in comps.values():
-        total = total + v
-    total = total + n_sm * values.get("const_sm_power_w", 0.0)
-    s = sm_scale(structure.get("sm_scaling", "linear"), values.get("sm_beta", 1.1), active_sms, n_sm)
-    runtime = values.get("activation_power_w", 0.0) + s * total
-    p = values["idle_power_w"] + np.asarray(running, dtype=float) * runtime
-    if temp_c is not None and sigma is not None and idle_temp_c is not None:
-        dt = np.nan_to_num(np.asarray(temp_c, dtype=float) - idle_temp_c, nan=0.0)
-        p = p + sigma * dt
-    return p
+
+def launch_facts(df: pd.DataFrame, act: Mapping[str, np.ndarray], sm_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(running, active SMs) per row: a row runs a kernel unless it is an idle row (role 'idle', or every
+    activity exactly 0); it uses every SM where ``active_sms`` is missing."""
+    if "role" in df.columns:
+        running = (df["role"].astype(str) != "idle").to_numpy()
+    else:
+        tot = np.zeros(len(df))
+        for a in act.values():
+            tot = tot + np.nan_to_num(a)
+        running = tot > 0
+    active = df["active_sms"].to_numpy(float) if "active_sms" in df.columns else np.full(len(df), sm_count)
+    return running, np.where(np.isnan(active), sm_count, active)
 
 
 def activities(basis: ActivityBasis, units: Sequence[str], df: pd.DataFrame, time_s: np.ndarray | None = None,
@@ -259,38 +360,10 @@ class IppPowerModel:
                 source: str = "<table>") -> np.ndarray:
         """Board power (W) for each row of a samples table."""
         act = activities(self.basis, list(self.structure["units"]), df, time_s, source)
-        running = _running(df, act)
-        n_sm = int(self.structure["sm_count"])
-        active = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), n_sm)
-        active = np.where(np.isnan(active), n_sm, active)
-        temp = df["temp_c"].to_numpy(dtype=float) if use_temperature and "temp_c" in df.columns else None
-        return power_from_arrays(self.structure, self.values, act, running, active, temp, self.sigma, self.idle_temp_c)
+        sigma = self.sigma if use_temperature else None
+        return power(self.values, table_design(self.structure, df, act, sigma, self.idle_temp_c))
 
     def breakdown(self, df: pd.DataFrame) -> pd.DataFrame:
         """Power per component (W) per row: idle, activation, const_sm and each unit, after S(n)."""
         act = activities(self.basis, list(self.structure["units"]), df)
-        running = _running(df, act).astype(float)
-        n_sm = int(self.structure["sm_count"])
-        active = df["active_sms"].to_numpy(dtype=float) if "active_sms" in df.columns else np.full(len(df), n_sm)
-        s = sm_scale(self.structure.get("sm_scaling", "linear"), self.values.get("sm_beta", 1.1), active, n_sm)
-        out = {"idle": np.full(len(df), self.values["idle_power_w"]),
-               "activation": running * self.values.get("activation_power_w", 0.0),
-               "const_sm": running * s * n_sm * self.values.get("const_sm_power_w", 0.0)}
-        for u, p in runtime_components(self.structure, self.values, act).items():
-            out[u] = running * s * p
-        return pd.DataFrame(out, index=df.index)
-
-
-def _running(df: pd.DataFrame, act: Mapping[str, np.ndarray]) -> np.ndarray:
-    """A row runs a kernel unless it is an idle row (role 'idle', or every activity exactly 0)."""
-    if "role" in df.columns:
-        return (df["role"].astype(str) != "idle").to_numpy()
-    tot = np.zeros(len(df))
-    for a in act.values():
-        tot = tot + np.nan_to_num(a)
-    return tot > 0
-
-
-def log_factor(beta: float, n: float, total: int) -> float:
-    """Scalar S(n) for the log form (used in hand checks: S(1) = 0.1451 on GTX280 with beta 1.1)."""
-    return math.log10((10.0 - beta) / total * n + beta)
+        return pd.DataFrame(components(self.values, table_design(self.structure, df, act)), index=df.index)

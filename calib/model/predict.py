@@ -28,6 +28,7 @@ from calib.core.params import ParameterFile, Section
 from calib.core.activity import basis_of, count_columns, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.units import INSTRUCTION_CLASSES, mem_intensity
+from calib.model.registry import off_default_clocks, power_sections
 
 
 def dvfs_power(pf: ParameterFile, section: Section, df: pd.DataFrame) -> np.ndarray:
@@ -54,48 +55,28 @@ def _with_count_activities(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def off_default_clocks(pf: ParameterFile, df: pd.DataFrame) -> np.ndarray:
-    """Rows whose clocks differ from the IPP power section's default clocks (the DVFS model's rows)."""
-    clocks = pf["power"].structure.get("default_clocks") or {}
-    core0, mem0 = clocks.get("core_mhz"), clocks.get("mem_mhz")
-    off = np.zeros(len(df), dtype=bool)
-    if core0 is not None and "core_mhz" in df.columns:
-        off = ~np.isclose(df["core_mhz"].to_numpy(float), core0)
-        if mem0 is not None and "mem_mhz" in df.columns:
-            off |= ~np.isclose(df["mem_mhz"].to_numpy(float), mem0)
-        off &= ~df["core_mhz"].isna().to_numpy()
-    return off
-
-
-def power_sections(pf: ParameterFile, df: pd.DataFrame) -> list[tuple[str, np.ndarray]]:
-    """Which section predicts the power of which rows: ``[(section name, row mask)]`` (module docstring)."""
-    if pf.model_of("power") == "dvfs":
-        return [("power", np.ones(len(df), dtype=bool))]
-    off = off_default_clocks(pf, df) if "dvfs" in pf else np.zeros(len(df), dtype=bool)
-    return [(name, m) for name, m in (("power", ~off), ("dvfs", off)) if m.any()]
-
-
 def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
-    """Predicted board power (W) per row (module docstring)."""
-    power = pf.get("power")
-    if power is None:
+    """Predicted board power (W) per row (module docstring): each row by the section
+    :func:`calib.model.registry.power_sections` says answers it."""
+    ps = power_sections(pf)
+    if not ps:
         # the parameter file is at fault, not the table: callers that know its path name it first
         raise BadInputError(f"the parameter file has no power section; it cannot predict the power of {source}")
-    if power.model == "dvfs":
-        try:
-            return dvfs_power(pf, power, df)
-        except BadInputError as e:  # the DVFS model does not know the table's name
-            raise BadInputError(f"{source}: {e}") from None
-    from calib.model.ipp import IppPowerModel
-
-    pred = IppPowerModel.from_file(pf).predict(df, source=source)
-    off = off_default_clocks(pf, df)
-    if off.any():
-        if "dvfs" in pf:
-            pred = pred.copy()
-            pred[off] = dvfs_power(pf, pf["dvfs"], df[off])
+    pred = np.full(len(df), np.nan)
+    for name, mask in ps.rows(pf, df):
+        if pf[name].model == "dvfs":
+            try:
+                pred[mask] = dvfs_power(pf, pf[name], df[mask] if not mask.all() else df)
+            except BadInputError as e:  # the DVFS model does not know the table's name
+                raise BadInputError(f"{source}: {e}") from None
         else:
-            clocks = power.structure.get("default_clocks") or {}
+            from calib.model.ipp import IppPowerModel
+
+            pred[mask] = IppPowerModel.from_file(pf).predict(df[mask] if not mask.all() else df, source=source)
+    if ps.other_clocks is None and ps.default is not None and pf.model_of(ps.default) == "ipp":
+        off = off_default_clocks(pf, df)
+        if off.any():
+            clocks = pf[ps.default].structure.get("default_clocks") or {}
             warnings.warn(f"{source}: {int(off.sum())} rows are not at the fitted clocks "
                           f"({clocks.get('core_mhz'):g}/{clocks.get('mem_mhz')} MHz) and the parameter file has no "
                           "DVFS section; IPP predictions for them ignore the clock change")
@@ -259,6 +240,8 @@ def kernel_description_table(path: str | Path, fill_counts: bool = True) -> pd.D
         raise BadInputError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise BadInputError(f"{path}: is a directory, expected a kernel description (JSON)") from None
+    except OSError as e:   # unreadable, a loop of symbolic links: bad input, not a failure of the toolkit
+        raise BadInputError(f"{path}: cannot read ({e.strerror or e})") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadInputError(f"{path}: not valid JSON ({e})") from e
     except RecursionError:
@@ -414,7 +397,7 @@ def predict_clock_grid(pf: ParameterFile, df: pd.DataFrame, clocks: str | None, 
     from calib.model import timing as T
 
     has_timing = "timing" in pf
-    power_off_clocks = "power" in pf and (pf.model_of("power") == "dvfs" or "dvfs" in pf)
+    power_off_clocks = power_sections(pf).other_clocks is not None
     if anchor and not has_timing:
         raise BadInputError(f"{source}: --anchor scales measured times; the parameter file has no timing section")
     if not has_timing and not power_off_clocks:

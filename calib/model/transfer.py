@@ -7,7 +7,9 @@ Per direction d (``h2d``, ``d2h``) and host memory m (``pinned``, ``pageable``):
     link power (W)       = energy_<d>_j_per_byte x bandwidth_<d>_pinned_bytes_per_s   (board, above idle,
                                                                                       while a copy streams)
     host energy (J)      = host_power_<m>_w x time_s    (wall power above idle beyond the board's, when the
-                                                         campaign had a wall meter)
+                                                         campaign had a wall meter; else the host CPU
+                                                         package and DRAM's from RAPL,
+                                                         host_rapl_power_<m>_w, when it had RAPL)
 
 The energy per byte is the board's extra energy per byte copied (link, copy engine, GPU memory); the
 link's power while data moves is part of it (a link cannot be active without moving bytes here, so
@@ -32,10 +34,9 @@ import pandas as pd
 from calib.core import names
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
+from calib.core.units import COPY_DIRECTIONS as DIRECTIONS, HOST_MEMORY
 
 MODEL_NAME = "pcie"
-DIRECTIONS = ("h2d", "d2h")
-HOST_MEMORY = ("pinned", "pageable")
 
 
 def validate(section: Section, where: str = "transfer") -> None:
@@ -50,14 +51,16 @@ def validate(section: Section, where: str = "transfer") -> None:
         in_range(section, names.copy_energy_per_byte(d), where, 0.0, 1e-6, "board energy per byte copied")
     in_range(section, "board_idle_power_w", where, 0.0, 1e4, "board power while nothing runs")
     for m in HOST_MEMORY:
-        if names.copy_host_power(m) in section.params:
-            in_range(section, names.copy_host_power(m), where, 0.0, 1e3, "host power while copying")
+        for name in (names.copy_host_power(m), names.copy_host_rapl_power(m)):
+            if name in section.params:
+                in_range(section, name, where, 0.0, 1e3, "host power while copying")
     from calib.model.validation import check_names
 
     check_names(section, where, ["board_idle_power_w"]
                 + [names.copy_bandwidth(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
                 + [names.copy_latency(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
-                + [names.copy_energy_per_byte(d) for d in DIRECTIONS] + [names.copy_host_power(m) for m in HOST_MEMORY])
+                + [names.copy_energy_per_byte(d) for d in DIRECTIONS] + [names.copy_host_power(m) for m in HOST_MEMORY]
+                + [names.copy_host_rapl_power(m) for m in HOST_MEMORY])
 
 
 def _mode(pinned: Any) -> np.ndarray:
@@ -84,9 +87,22 @@ def copy_energy_j(section: Section, nbytes: Any, direction: str, pinned: Any) ->
     modes = _mode(pinned)
     host = np.full(np.shape(t), math.nan)
     for m in HOST_MEMORY:
-        if names.copy_host_power(m) in section.params:
-            host = np.where(modes == m, section.value(names.copy_host_power(m)) * t, host)
+        # the wall's view (PSU losses included) where there was a meter, else RAPL's CPU package and DRAM
+        name = next((n for n in (names.copy_host_power(m), names.copy_host_rapl_power(m)) if n in section.params), None)
+        if name is not None:
+            host = np.where(modes == m, section.value(name) * t, host)
     return board, host
+
+
+def copy_host_rapl_energy_j(section: Section, nbytes: Any, direction: str, pinned: Any) -> np.ndarray:
+    """Host CPU package and DRAM energy above idle of one copy (RAPL), J; NaN when the section has none."""
+    t = copy_time_s(section, np.asarray(nbytes, float), direction, pinned)
+    modes = _mode(pinned)
+    out = np.full(np.shape(t), math.nan)
+    for m in HOST_MEMORY:
+        if names.copy_host_rapl_power(m) in section.params:
+            out = np.where(modes == m, section.value(names.copy_host_rapl_power(m)) * t, out)
+    return out
 
 
 def link_power_w(section: Section, direction: str) -> float:
@@ -135,6 +151,8 @@ def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = Non
         "bytes_h2d": h2d, "bytes_d2h": d2h, "host_memory": np.where(pinned > 0.5, "pinned", "pageable"),
         "copy_h2d_time_s": t_h, "copy_d2h_time_s": t_d, "copy_time_s": tc,
         "copy_energy_j": eb_h + eb_d, "copy_host_energy_j": eh_h + eh_d,
+        "copy_host_cpu_dram_energy_j": (copy_host_rapl_energy_j(sec, h2d, "h2d", pinned)
+                                        + copy_host_rapl_energy_j(sec, d2h, "d2h", pinned)),
         "kernel_time_s": kt, "kernel_energy_j": ke, "copy_compute_ratio": ratio,
         "copy_energy_share": (eb_h + eb_d) / ((eb_h + eb_d) + ke),
         "overlap_time_saving_s": overlap_t, "overlap_energy_saving_j": idle * overlap_t,
@@ -147,7 +165,9 @@ def format_breakdown(r: pd.Series) -> list[str]:
     """Human-readable lines for one row of :func:`copy_breakdown`."""
     lines = [f"copies ({r['host_memory']}): {r['bytes_h2d'] / 1e6:.4g} MB in, {r['bytes_d2h'] / 1e6:.4g} MB out: "
              f"{1e3 * r['copy_time_s']:.4g} ms, {r['copy_energy_j']:.4g} J (board)"
-             + (f" + {r['copy_host_energy_j']:.4g} J (host)" if math.isfinite(r["copy_host_energy_j"]) else "")]
+             + (f" + {r['copy_host_energy_j']:.4g} J (host)" if math.isfinite(r["copy_host_energy_j"]) else "")
+             + (f", host CPU and DRAM {r['copy_host_cpu_dram_energy_j']:.4g} J (RAPL)"
+                if math.isfinite(r.get("copy_host_cpu_dram_energy_j", math.nan)) else "")]
     if math.isfinite(r["kernel_time_s"]):
         lines.append(f"kernel: {1e3 * r['kernel_time_s']:.4g} ms"
                      + (f", {r['kernel_energy_j']:.4g} J" if math.isfinite(r["kernel_energy_j"]) else "")

@@ -235,7 +235,7 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
     whatever access-rate function each file gives the unit (and for a unit whose function changed,
     ``blocked_units``, it is added from the fitter's ``unit_power_at_measured_ar``: its MaxPower is not
     comparable, its power where it was measured is)."""
-    from calib.fit.uncertainty import quantity_label, quantity_value
+    from calib.fit.uncertainty import poorly_determined, quantity_label, quantity_value
 
     entries: list[dict] = []
     for side in (old, new):
@@ -253,9 +253,13 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
             continue
         seen.add(key)
         label = "[" + (q.get("label") or quantity_label(q)) + "]"
-        # a file written before the identifiability entries named their undetermined members left every
-        # member to the combination
-        und = q.get("undetermined", q.get("parameters", []))
+        # a file written before the identifiability entries named their undetermined members: a member
+        # that either file determines on its own (its total error small, e.g. the idle power, a 0.05 weight
+        # in a near-null direction of beta and the activation power) is still tested one by one
+        und = q.get("undetermined")
+        if und is None:
+            und = [n for n in q.get("parameters", [])
+                   if any(n in side.params and poorly_determined(side.params[n]) for side in (old, new))]
         why = f"not determined on its own: the campaign fixes {label} (tested as such)"
         entry = {"parameters": list(und), "label": label, "kind": kind,
                  "unit": "W" if kind == "power_at_ar" else _unit_of(old if all(n in old.params for n in q["parameters"])

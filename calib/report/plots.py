@@ -26,7 +26,8 @@ from calib.core.metrics import mape, pct_errors
 from calib.core.params import ParameterFile, Section
 from calib.fit.ipp import EXCLUDED_ROLES as NOT_TRAINING
 from calib.model.energy import dvfs_section
-from calib.model.arfunc import LOG, ar_transform
+from calib.model.arfunc import LOG
+from calib.model.ipp import components as ipp_components, design as ipp_design
 from calib.core.samples import ACT_PREFIX
 
 #: colours of the sample roles (training, sweeps, held-out, ...), colour-blind safe (Okabe-Ito)
@@ -392,14 +393,10 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
     grid = np.logspace(-4, 0, 200)
     for ax, u in zip(axes, units):
         spec = sec.structure["units"][u]
-        mult = 1.0 if spec["scope"] == "chip" else float(n_sm)
-        if spec["ar_function"] == LOG:
-            f = ar_transform(grid, LOG, vals[names.ar_log_a(u)], vals.get("ar_log_b", 1.0))
-            label = f"log, a = {vals[names.ar_log_a(u)]:.3g}"
-        else:
-            f = ar_transform(grid, spec["ar_function"])
-            label = "linear"
-        ax.plot(grid, mult * vals[names.max_power(u)] * f, color="#D55E00", lw=2, label="fitted")
+        label = f"log, a = {vals[names.ar_log_a(u)]:.3g}" if spec["ar_function"] == LOG else "linear"
+        # the unit's power on all SMs (S(n) = 1) along the grid of access rates: the model's own term
+        d = ipp_design({**sec.structure, "units": {u: spec}}, {u: grid}, np.ones(len(grid)), np.full(len(grid), n_sm))
+        ax.plot(grid, ipp_components(vals, d)[u], color="#D55E00", lw=2, label="fitted")
         if have_data and bd is not None and ACT_PREFIX + u in df.columns:
             ar = df[ACT_PREFIX + u].to_numpy(float)
             on = ar > 0

@@ -54,17 +54,29 @@ def recovery_report(preset: str, pf: ParameterFile, heldout_mape_pct: float | No
                                                    for u in forms_fit if u not in agree}}}
 
 
+#: recovery rows that count something (no percentage: 1 pole found of 2 is not "-50.0 %")
+COUNT_PARAMETERS = ("thermal_network.dominant_poles",)
+
+
+def error_text(row: dict[str, Any]) -> str:
+    """A recovery row's error for people: the relative error (%), or for a count the difference and what
+    it counts ("-1 (1 of 2)")."""
+    if row["parameter"] in COUNT_PARAMETERS and row.get("fitted") is not None:
+        return f"{row['fitted'] - row['truth']:+.0f} ({row['fitted']:.0f} of {row['truth']:.0f})"
+    return "-" if row.get("error_pct") is None else f"{row['error_pct']:+.1f}%"
+
+
 def format_table(rep: dict[str, Any]) -> str:
     """The recovery report as a plain-text table."""
-    lines = [f"{'parameter':34s} {'truth':>11s} {'fitted':>11s} {'+/-':>9s} {'total':>9s} {'error':>9s}"]
+    lines = [f"{'parameter':34s} {'truth':>11s} {'fitted':>11s} {'+/-':>9s} {'total':>9s} {'error':>12s}"]
 
     def f(x: Any, spec: str = ".4g") -> str:
         return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
     for r in rep["parameters"]:
-        err = "-" if r["error_pct"] is None else f"{r['error_pct']:+.1f}%"
+        err = error_text(r)
         lines.append(f"{r['parameter']:34s} {f(r['truth']):>11s} {f(r['fitted']):>11s} {f(r['stderr'], '.2g'):>9s} "
-                     f"{f(r.get('stderr_total'), '.2g'):>9s} {err:>9s}")
+                     f"{f(r.get('stderr_total'), '.2g'):>9s} {err:>12s}")
     a = rep["ar_function_agreement"]
     differs = ", ".join(f"{u} (truth {d['truth']}, fitted {d['fitted']})" for u, d in a["disagree"].items())
     lines.append(f"access-rate function (linear/log) agrees with the physics for {a['agree']} of {a['of']} units"

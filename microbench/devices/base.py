@@ -16,12 +16,18 @@ discovery, opening a device (telemetry, clock control, kernel runner), opening i
 
 from __future__ import annotations
 
+import atexit
+import signal
+import threading
+import time
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from calib.core.activity import warps_per_sm
+from calib.core.errors import DeviceError
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,14 @@ class Device(ABC):
     def idle(self, duration_s: float) -> None:
         """Leave the GPU idle for ``duration_s`` seconds."""
 
+    def attach(self, sensor: Sensor) -> None:
+        """Log ``sensor`` with this device's own (a host RAPL stream, say): it joins :meth:`sensors`."""
+        self.__dict__.setdefault("_attached", []).append(sensor)
+
+    def attached(self) -> list[Sensor]:
+        """The sensors given with :meth:`attach`."""
+        return list(self.__dict__.get("_attached", []))
+
     def run_copy(self, direction: str, nbytes: int, pinned: bool, duration_s: float) -> CopyResult:
         """Repeat one host-device copy (``direction`` ``"h2d"`` or ``"d2h"``, ``nbytes`` bytes, from or
         to pinned or pageable host memory) back to back for ``duration_s`` seconds; sensors keep logging."""
@@ -193,6 +207,177 @@ class Device(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the device (and reset anything it changed, e.g. locked clocks)."""
+
+
+class PolledGpuSensor(Sensor):
+    """A vendor GPU's telemetry stream: one row per ``read()`` from ``gpu.sample()`` (a dict of the
+    stream's columns), stamped at the middle of the poll -- the best host-side estimate of when the values
+    were taken. ``owns``: close the GPU object with the sensor (and when its first probe fails)."""
+
+    def __init__(self, gpu: Any, owns: bool, name: str, clock: Any = None):
+        self.gpu, self._owns, self.name = gpu, owns, name
+        self._clock = clock or (lambda: (time.monotonic(), time.time()))
+        try:
+            self.gpu.capabilities()
+        except BaseException:
+            if owns:
+                self.gpu.close()
+            raise
+
+    def capabilities(self) -> dict[str, Any]:
+        return self.gpu.capabilities()
+
+    def read(self) -> list[Row]:
+        t0m, t0w = self._clock()
+        values = self.gpu.sample()
+        t1m, t1w = self._clock()
+        return [Row((t0m + t1m) / 2, (t0w + t1w) / 2, values)]
+
+    def close(self) -> None:
+        if self._owns:
+            self.gpu.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Real GPUs: clocks reset however the process ends, and what every vendor's device does the same way
+# ------------------------------------------------------------------------------------------------
+
+#: GPUs with held clocks (objects with ``reset_clocks()`` and ``where``), reset at exit
+CLOCKS_HELD: set[Any] = set()
+_HANDLERS_INSTALLED = False
+
+
+def reset_all_held_clocks() -> None:
+    """Reset the clocks of every GPU in :data:`CLOCKS_HELD` (at exit: report failures, keep going)."""
+    for gpu in list(CLOCKS_HELD):
+        try:
+            gpu.reset_clocks()
+        except Exception as e:  # noqa: BLE001 - at exit: report, keep going
+            warnings.warn(f"{gpu.where}: could not reset locked clocks at exit: {e}", RuntimeWarning, stacklevel=1)
+
+
+def install_clock_reset_handlers() -> None:
+    """Make sure held clocks are reset however the process ends (short of SIGKILL).
+
+    Registers an ``atexit`` hook, and -- from the main thread, when SIGTERM still has its default
+    action -- turns SIGTERM into ``SystemExit`` so ``finally`` blocks and ``atexit`` run. Ctrl-C
+    raises ``KeyboardInterrupt``, which unwinds through the GPUs' ``close`` / ``atexit`` too.
+    """
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(reset_all_held_clocks)
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        def _on_term(signum: int, frame: Any) -> None:
+            raise SystemExit(128 + signum)
+        signal.signal(signal.SIGTERM, _on_term)
+
+
+class VendorGpu:
+    """What a vendor library's GPU object (``NvmlGpu``, ``AmdGpu``) does the same way: :meth:`close` resets
+    held clocks and then releases the library once, and it is a context manager. Subclasses set ``_open``
+    and define ``reset_clocks`` and ``_shutdown`` (the library's release, its errors already typed)."""
+
+    _open: bool
+
+    def reset_clocks(self) -> None:
+        raise NotImplementedError
+
+    def _shutdown(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Reset held clocks and release the library (once; a failing release is not an error)."""
+        if not self._open:
+            return
+        try:
+            self.reset_clocks()
+        finally:
+            self._open = False
+            try:
+                self._shutdown()
+            except DeviceError:
+                pass
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class RealGpu(Device):
+    """What a real GPU of any vendor does the same way: wall-clock time, kernels through a runner
+    prepared once per shape, sleeping idle, clocks and temperature through the vendor's GPU object
+    (``self.gpu``: ``lock_clocks``, ``clocks_mhz``, ``temperature_c``, ``reset_clocks``, ``close``), and
+    a close that releases everything. Subclasses set ``gpu``, ``_runner`` (None: :meth:`_new_runner`
+    on first use), ``_owns_runner``, ``_analyzer`` and ``_prepared``."""
+
+    virtual = False
+    gpu: Any
+    _runner: Any
+    _owns_runner: bool
+    _analyzer: Sensor | None
+    _prepared: dict[Any, Any]
+
+    def _new_runner(self) -> Any:
+        """The vendor's kernel runner (DeviceError naming what to install when it cannot run kernels)."""
+        raise NotImplementedError
+
+    def clock(self) -> tuple[float, float]:
+        return time.monotonic(), time.time()
+
+    def _get_runner(self) -> Any:
+        if self._runner is None:
+            self._runner = self._new_runner()
+        return self._runner
+
+    def run(self, workload: Workload, duration_s: float) -> RunResult:
+        """Launch the workload's kernel back to back for ``duration_s`` s (prepared once per shape)."""
+        runner = self._get_runner()
+        key = (workload.kernel or workload.name, tuple(sorted(dict(workload.params).items())), workload.launch)
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepared = runner.prepare(workload.kernel or workload.name, dict(workload.params), workload.launch)
+            self._prepared[key] = prepared
+        return runner.run_for(prepared, duration_s)
+
+    def idle(self, duration_s: float) -> None:
+        time.sleep(max(0.0, duration_s))
+
+    def set_clocks(self, core_mhz: float | None, mem_mhz: float | None) -> None:
+        """Lock core/memory clocks (MHz) for a DVFS point; ``None`` resets that domain. Needs root."""
+        self.gpu.lock_clocks(core_mhz, mem_mhz)
+
+    def clocks(self) -> tuple[float, float]:
+        return self.gpu.clocks_mhz()
+
+    def temperature_c(self) -> float | None:
+        return self.gpu.temperature_c()
+
+    def close(self) -> None:
+        """Reset held clocks, release the runner, the analyzer and the library (errors: first one re-raised)."""
+        first: BaseException | None = None
+        for fn in (self.gpu.reset_clocks,
+                   (lambda: self._runner.close()) if (self._runner is not None and self._owns_runner) else None,
+                   (lambda: self._analyzer.close()) if self._analyzer is not None else None,
+                   self.gpu.close):
+            if fn is None:
+                continue
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - release everything, report the first failure
+                first = first or e
+        if first is not None:
+            raise first
+
+    def __enter__(self) -> "RealGpu":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 class Backend(ABC):

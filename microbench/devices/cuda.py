@@ -15,12 +15,11 @@ clock locking per DVFS point.
 
 from __future__ import annotations
 
-import time
 import warnings
 from typing import Any
 
 from calib.core.errors import DeviceError, DeviceNotFoundError
-from microbench.devices.base import Backend, CopyResult, Device, DeviceInfo, RunResult, Sensor, Workload
+from microbench.devices.base import Backend, CopyResult, DeviceInfo, RealGpu, Sensor
 from microbench.devices.nvml import NvmlGpu, NvmlSensor
 
 
@@ -61,7 +60,7 @@ def pci_bus_id(props: dict[str, Any]) -> str:
     return f"{int(props['pciDomainID']):08X}:{int(props['pciBusID']):02X}:{int(props['pciDeviceID']):02X}.0"
 
 
-class CudaDevice(Device):
+class CudaDevice(RealGpu):
     """GPU ``cuda:<index>``.
 
     Parameters
@@ -74,8 +73,6 @@ class CudaDevice(Device):
         a kernel runner with ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)`` and
         ``close()``; default: ``microbench.kernels.runner.KernelRunner(index)``, created on first use.
     """
-
-    virtual = False
 
     def __init__(self, index: int, *, analyzer: Sensor | None = None, runner: Any = None):
         self.index = int(index)
@@ -129,32 +126,17 @@ class CudaDevice(Device):
                    **{k: ident[k] for k in ("power_limit_w", "shutdown_temp_c") if ident.get(k) is not None}},
         )
 
-    # -- Device interface ---------------------------------------------------------------------
+    # -- Device interface (the rest is RealGpu's) --------------------------------------------
     def sensors(self) -> list[Sensor]:
-        return [self._nvml] + ([self._analyzer] if self._analyzer is not None else [])
+        return [self._nvml] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
-    def clock(self) -> tuple[float, float]:
-        return time.monotonic(), time.time()
-
-    def _get_runner(self) -> Any:
-        if self._runner is None:
-            try:
-                from microbench.kernels.runner import KernelRunner
-            except ImportError as e:
-                raise DeviceError(f"cuda:{self.index}: running kernels needs CuPy and the kernel runner ({e}); "
-                                  "install with: pip install 'gpu-calib[gpu]'") from e
-            self._runner = KernelRunner(self.index)
-        return self._runner
-
-    def run(self, workload: Workload, duration_s: float) -> RunResult:
-        """Launch the workload's kernel back to back for ``duration_s`` s (prepared once per shape)."""
-        runner = self._get_runner()
-        key = (workload.kernel or workload.name, tuple(sorted(dict(workload.params).items())), workload.launch)
-        prepared = self._prepared.get(key)
-        if prepared is None:
-            prepared = runner.prepare(workload.kernel or workload.name, dict(workload.params), workload.launch)
-            self._prepared[key] = prepared
-        return runner.run_for(prepared, duration_s)
+    def _new_runner(self) -> Any:
+        try:
+            from microbench.kernels.runner import KernelRunner
+        except ImportError as e:
+            raise DeviceError(f"cuda:{self.index}: running kernels needs CuPy and the kernel runner ({e}); "
+                              "install with: pip install 'gpu-calib[gpu]'") from e
+        return KernelRunner(self.index)
 
     #: host-device copies are timed with CuPy (microbench.kernels.copies)
     can_copy = True
@@ -173,41 +155,6 @@ class CudaDevice(Device):
             prep = self._copies.prepare(direction, int(nbytes), bool(pinned))
             self._copy_prep[key] = prep
         return self._copies.run_for(prep, duration_s)
-
-    def idle(self, duration_s: float) -> None:
-        time.sleep(max(0.0, duration_s))
-
-    def set_clocks(self, core_mhz: float | None, mem_mhz: float | None) -> None:
-        """Lock SM/memory clocks (MHz) for a DVFS point; ``None`` resets that domain. Needs root."""
-        self.gpu.lock_clocks(core_mhz, mem_mhz)
-
-    def clocks(self) -> tuple[float, float]:
-        return self.gpu.clocks_mhz()
-
-    def temperature_c(self) -> float | None:
-        return self.gpu.temperature_c()
-
-    def close(self) -> None:
-        """Reset locked clocks, release the runner, the analyzer and NVML (errors: first one re-raised)."""
-        first: BaseException | None = None
-        for fn in (self.gpu.reset_clocks,
-                   (lambda: self._runner.close()) if (self._runner is not None and self._owns_runner) else None,
-                   (lambda: self._analyzer.close()) if self._analyzer is not None else None,
-                   self.gpu.close):
-            if fn is None:
-                continue
-            try:
-                fn()
-            except Exception as e:  # noqa: BLE001 - release everything, report the first failure
-                first = first or e
-        if first is not None:
-            raise first
-
-    def __enter__(self) -> "CudaDevice":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 class CudaBackend(Backend):

@@ -43,10 +43,8 @@ this module's logger (``calib -vv``), traces the call: function name, arguments,
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import logging
-import signal
 import threading
 import time
 import warnings
@@ -64,7 +62,13 @@ from calib.core.errors import (
     DeviceNotFoundError,
     DeviceNotSupportedError,
 )
-from microbench.devices.base import Row, Sensor
+from microbench.devices.base import (
+    CLOCKS_HELD,
+    PolledGpuSensor,
+    VendorGpu,
+    install_clock_reset_handlers,
+    reset_all_held_clocks,
+)
 from microbench.logger import TransientSensorError
 
 SENSOR_COLUMNS: tuple[str, ...] = (
@@ -207,7 +211,7 @@ def _field_value(fv: Any) -> float | int:
 # One GPU
 # ------------------------------------------------------------------------------------------------
 
-class NvmlGpu:
+class NvmlGpu(VendorGpu):
     """One NVIDIA GPU through NVML: identity, probed capabilities, one-shot samples, clock control.
 
     Open by NVML ``index`` or by ``pci_bus_id`` (preferred when the CUDA index is known: NVML orders
@@ -561,66 +565,24 @@ class NvmlGpu:
             if errors:
                 raise errors[0]
 
-    def close(self) -> None:
-        """Reset locked clocks and release NVML."""
-        if not self._open:
-            return
-        try:
-            self.reset_clocks()
-        finally:
-            self._open = False
-            try:
-                _nvml("nvmlShutdown", pynvml.nvmlShutdown)
-            except DeviceError:
-                pass
-
-    def __enter__(self) -> "NvmlGpu":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def _shutdown(self) -> None:
+        _nvml("nvmlShutdown", pynvml.nvmlShutdown)
 
 
 # ------------------------------------------------------------------------------------------------
 # Clock reset at exit / Ctrl-C / SIGTERM
 # ------------------------------------------------------------------------------------------------
 
-_LOCKED: set[NvmlGpu] = set()
-_HANDLERS_INSTALLED = False
-
-
-def _reset_all_locked() -> None:
-    for gpu in list(_LOCKED):
-        try:
-            gpu.reset_clocks()
-        except Exception as e:  # noqa: BLE001 - at exit: report, keep going
-            warnings.warn(f"{gpu.where}: could not reset locked clocks at exit: {e}", RuntimeWarning, stacklevel=1)
-
-
-def install_clock_reset_handlers() -> None:
-    """Make sure locked clocks are reset however the process ends (short of SIGKILL).
-
-    Registers an ``atexit`` hook, and -- from the main thread, when SIGTERM still has its default
-    action -- turns SIGTERM into ``SystemExit`` so ``finally`` blocks and ``atexit`` run. Ctrl-C
-    raises ``KeyboardInterrupt``, which unwinds through :meth:`NvmlGpu.close` / ``atexit`` too.
-    """
-    global _HANDLERS_INSTALLED
-    if _HANDLERS_INSTALLED:
-        return
-    _HANDLERS_INSTALLED = True
-    atexit.register(_reset_all_locked)
-    if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-        def _on_term(signum: int, frame: Any) -> None:
-            raise SystemExit(128 + signum)
-        signal.signal(signal.SIGTERM, _on_term)
+#: the GPUs with locked clocks and their reset at exit, shared by every vendor (microbench.devices.base)
+_LOCKED = CLOCKS_HELD
+_reset_all_locked = reset_all_held_clocks
 
 
 # ------------------------------------------------------------------------------------------------
 # Sensor
 # ------------------------------------------------------------------------------------------------
 
-class NvmlSensor(Sensor):
+class NvmlSensor(PolledGpuSensor):
     """The NVML stream of one GPU (columns: :data:`SENSOR_COLUMNS`); one row per ``read()``.
 
     Its rate is the logger's polling rate. Below 20 Hz polling is cheap; NVML's own values update at
@@ -633,25 +595,9 @@ class NvmlSensor(Sensor):
 
     def __init__(self, gpu: NvmlGpu | int, name: str | None = None,
                  clock: Callable[[], tuple[float, float]] | None = None):
-        self._owns = not isinstance(gpu, NvmlGpu)
-        self.gpu = NvmlGpu(int(gpu)) if self._owns else gpu  # type: ignore[arg-type]
-        self.name = name or f"nvml{self.gpu.index}"
-        self._clock = clock or (lambda: (time.monotonic(), time.time()))
-        self.gpu.capabilities()
-
-    def capabilities(self) -> dict[str, Any]:
-        return self.gpu.capabilities()
-
-    def read(self) -> list[Row]:
-        t0m, t0w = self._clock()
-        values = self.gpu.sample()
-        t1m, t1w = self._clock()
-        # host stamp = middle of the poll: the best host-side estimate of when the values were taken
-        return [Row((t0m + t1m) / 2, (t0w + t1w) / 2, values)]
-
-    def close(self) -> None:
-        if self._owns:
-            self.gpu.close()
+        owns = not isinstance(gpu, NvmlGpu)
+        g = NvmlGpu(int(gpu)) if owns else gpu
+        super().__init__(g, owns, name or f"nvml{g.index}", clock)  # type: ignore[union-attr]
 
 
 # ------------------------------------------------------------------------------------------------

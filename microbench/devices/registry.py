@@ -22,6 +22,7 @@ from microbench.devices.base import Backend, Device
 BACKENDS: dict[str, str] = {
     "sim": "microbench.devices.sim.device:BACKEND",
     "cuda": "microbench.devices.cuda:BACKEND",
+    "rocm": "microbench.devices.amd:BACKEND",
 }
 
 #: the device of ``calib run`` when no real GPU is found

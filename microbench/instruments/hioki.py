@@ -11,7 +11,8 @@ independent working scripts, GX20_PW3335.py and hioki3334; facts in
 - **error values** are not readings: +-999.99E+9 over-range, +-888.88E+9 scaling error, +-777.77E+9
   no data. A reply carrying one is dropped and counted (``stats.instrument_errors``, by kind in
   ``stats.error_values``).
-- **confirmation codes** (``:RS232:ANSW ON``, replies ending in ``;000``) are documented for the
+- **confirmation codes** (``:RS232:ANSW ON``, replies ending in ``;000``; a reply that is only a code
+  is taken as ``000`` or ``;000``, both readings of the manuals' "replies like ;000") are documented for the
   3332/3334/PW3336/7; on the PW3335 the command may be a compatibility dummy. Setup never depends on
   them: after ``:HEAD OFF`` it waits ``confirm_timeout_s`` for a code; with none it checks every
   setting with ``:ERR?`` (``0`` = no error) instead (``*IDN?`` comes first: a query is always
@@ -50,6 +51,9 @@ ERROR_VALUES = {999.99e9: "over-range", 888.88e9: "scaling error", 777.77e9: "no
 
 _NUM = r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?"
 _CODE = re.compile(r"^(?P<payload>.*?)[;,]?(?P<code>\d{3})$")
+#: a reply that is only a confirmation code: ``000`` or ``;000`` (the manuals' "replies like ;000" read
+#: either way; a ``,`` where the meter separates items with commas)
+_CODE_ONLY = re.compile(r"[;,]?(?P<code>\d{3})")
 _ITEM = re.compile(r"^(?P<head>[A-Za-z]+\s+)?(?P<num>\S+)$")
 
 
@@ -120,15 +124,24 @@ class HiokiPW3335(SerialAnalyzer):
             return m.group("payload"), m.group("code")
         return t, None
 
+    @staticmethod
+    def _code_only(reply: bytes) -> str | None:
+        """The 3-digit code of a reply that is only a confirmation code (``000``, ``;000``), else None."""
+        m = _CODE_ONLY.fullmatch(reply.decode("ascii", "replace").strip())
+        return m.group("code") if m else None
+
     def _setting(self, name: str, **params: Any) -> None:
         """Send one setting; refused (code or ``:ERR?``) -> InstrumentError naming it."""
         text = self.tell(name, **params)
         if self.codes:
             reply = self.read_frame(1.0)
-            code = reply.decode("ascii", "replace").strip() if reply is not None else None
+            if reply is None:
+                raise InstrumentError(f"hioki on {self.port_path}: {text!r} answered no confirmation code within 1 s")
+            code = self._code_only(reply)
             if code != "000":
                 raise InstrumentError(f"hioki on {self.port_path}: {text!r} answered "
-                                      + (f"error code {code!r}" if code else "no confirmation code within 1 s"))
+                                      + (f"error code {code!r}" if code else
+                                         f"{reply.decode('ascii', 'replace').strip()!r}, not a confirmation code"))
             return
         self._check_error(text)
 
@@ -146,10 +159,11 @@ class HiokiPW3335(SerialAnalyzer):
         text = self.tell("header_off")
         reply = self.read_frame(self.confirm_timeout_s)
         if reply is not None:
-            code = reply.decode("ascii", "replace").strip()
-            if not re.fullmatch(r"\d{3}", code):
-                raise InstrumentError(f"hioki on {self.port_path}: {text!r} answered {code!r}, neither a confirmation "
-                                      "code nor silence (wrong protocol?)")
+            code = self._code_only(reply)
+            if code is None:
+                raise InstrumentError(f"hioki on {self.port_path}: {text!r} answered "
+                                      f"{reply.decode('ascii', 'replace').strip()!r}, neither a confirmation "
+                                      "code (000 or ;000) nor silence (wrong protocol?)")
             if code != "000":
                 raise InstrumentError(f"hioki on {self.port_path}: {text!r} answered error code {code!r}")
         self.identity, _ = self._split_code(self.ask("identity"))  # silence here: nothing is listening

@@ -608,6 +608,74 @@ KERNELS = {name: replace(spec, prologue={k: float(v) for k, v in PROLOGUES[name]
                          hot_ops=HOT_OPS.get(name, ()))
            for name, spec in KERNELS.items()}
 
+# -- AMD (python -m microbench verify --arch gfx90a,gfx942,gfx1100) ------------------------------
+
+_GFX9_LOAD, _GFX11_LOAD = ("global_load_dword",), ("global_load_b32",)
+#: AMDGCN instructions of each kernel's stressed unit per ISA family (mnemonics without the encoding
+#: suffix; microbench.amdgcn.generation: gfx9 = GCN5/CDNA1-2, gfx940 = CDNA3, gfx11 = RDNA3). The
+#: verify share counts them (a packed v_pk_*_f32 twice), and the hot loop must hold unroll x the body's
+#: count of the stressed unit of them (memory instructions of AMD_COUNT_DWORDS kernels by dwords).
+AMD_HOT_OPS: dict[str, dict[str, tuple[str, ...]]] = {
+    "fp32_fma": {"gfx9": ("v_pk_fma_f32", "v_fma_f32", "v_fmac_f32"),
+                 "gfx11": ("v_fma_f32", "v_fmac_f32", "v_fmaak_f32", "v_fmamk_f32")},
+    # v_mad_f32 / v_mac_f32: gfx9's unfused multiply-add (a multiply and an add, counted twice)
+    "fp32_addmul": {"gfx9": ("v_pk_mul_f32", "v_pk_add_f32", "v_mul_f32", "v_add_f32", "v_mad_f32", "v_mac_f32"),
+                    "gfx11": ("v_mul_f32", "v_add_f32")},
+    "fp64_fma": {"gfx9": ("v_fma_f64",), "gfx11": ("v_fma_f64",)},
+    # one multiply per mad: v_mul_lo_u32 (+ a v_add_u32) on gfx9, v_mad_u64_u32 on gfx11
+    "int_mad": {"gfx9": ("v_mul_lo_u32", "v_mad_u32_u24", "v_mad_u64_u32"),
+                "gfx11": ("v_mad_u64_u32", "v_mul_lo_u32", "v_mad_u32_u24")},
+    "alu_logic": {"gfx9": ("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32"),
+                  "gfx11": ("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32")},
+    "sfu": {"gfx9": ("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32"),
+            "gfx11": ("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32")},
+    "reg_mov": {"gfx9": ("v_not_b32", "v_and_b32", "v_xor_b32"), "gfx11": ("v_not_b32", "v_and_b32", "v_xor_b32")},
+    "ctrl": {"gfx9": ("s_nop",), "gfx11": ("s_nop",)},
+    "shared": {"gfx9": ("ds_read_b32", "ds_write_b32"), "gfx11": ("ds_load_b32", "ds_store_b32")},
+    "const": {"gfx9": ("s_load_dword", "s_load_dwordx2", "s_load_dwordx4", "s_load_dwordx8", "s_load_dwordx16"),
+              "gfx11": ("s_load_b32", "s_load_b64", "s_load_b128", "s_load_b256", "s_load_b512")},
+    "tex": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+    "l1": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+    "l2": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+    "dram": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+    "local": {"gfx9": ("buffer_load_dword", "buffer_store_dword", "buffer_load_dwordx2", "buffer_store_dwordx2",
+                       "buffer_load_dwordx4", "buffer_store_dwordx4", "scratch_load_dword", "scratch_store_dword",
+                       "scratch_load_dwordx2", "scratch_store_dwordx2", "scratch_load_dwordx4",
+                       "scratch_store_dwordx4"),
+              "gfx11": ("scratch_load_b32", "scratch_store_b32", "scratch_load_b64", "scratch_store_b64",
+                        "scratch_load_b128", "scratch_store_b128")},
+    "fma_intensity": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+    "bw_stream": {"gfx9": ("global_load_dwordx4",), "gfx11": ("global_load_b128",)},
+    "tensor": {"gfx9": ("v_mfma_f32_16x16x16f16", "v_mfma_f32_16x16x16_f16"), "gfx11": ("v_wmma_f32_16x16x16_f16",)},
+    "pchase_l1": {"gfx9": ("global_load_dwordx2",), "gfx11": ("global_load_b64",)},
+    "pchase_l2": {"gfx9": ("global_load_dwordx2",), "gfx11": ("global_load_b64",)},
+    "pchase_dram": {"gfx9": ("global_load_dwordx2",), "gfx11": ("global_load_b64",)},
+    "pchase_shared": {"gfx9": ("ds_read_b32",), "gfx11": ("ds_load_b32",)},
+    "departure_delay": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+}
+#: kernels whose per-thread words the AMD compiler merges into wide accesses (scratch_load_dwordx4,
+#: s_load_dwordx16): their unit count is in dwords, one per 4-byte access of the source
+AMD_COUNT_DWORDS: frozenset[str] = frozenset({"const", "local"})
+_OFFSET_WHY = ("global_load's immediate offset is 13-bit signed (+-4 KiB), so a trip's window needs 64-bit base "
+               "adds (v_add_co_u32 + v_addc_co_u32) that PTX's [reg+imm32] addressing does not")
+#: per ISA family, (smallest hot-loop share, why) where the AMD ISA needs more than the unit's own
+#: instructions (the kernel's min_share otherwise)
+AMD_MIN_SHARE: dict[str, dict[str, tuple[float, str]]] = {
+    "int_mad": {"gfx9": (0.45, "gfx9 has no 32-bit integer multiply-add: v_mul_lo_u32 then v_add_u32 per mad")},
+    "const": {"gfx9": (0.45, "a gfx9 VALU instruction reads one SGPR (one constant-bus read): the second scalar "
+                             "operand of each FMA is first copied to a VGPR (v_mov_b32)")},
+    "tex": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
+    "l1": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
+    "l2": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
+    "dram": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
+    "bw_stream": {"gfx9": (0.25, _OFFSET_WHY), "gfx11": (0.25, _OFFSET_WHY)},
+}
+#: parameters verify compiles for AMD targets instead of verify_params, and why
+AMD_VERIFY_PARAMS: dict[str, tuple[dict[str, Any], str]] = {
+    "l1": ({"unroll": 8}, "a wave64 window at unroll 16 is 32 KiB, twice the 16 KiB working set and MI250X's L1"),
+    "tex": ({"unroll": 8}, "a wave64 window at unroll 16 is 32 KiB, twice the 16 KiB working set and MI250X's L1"),
+}
+
 
 def _reg_validate(p: Mapping[str, Any]) -> None:
     lr = p["live_regs"]
@@ -641,6 +709,22 @@ def _intensity_validate(p: Mapping[str, Any]) -> None:
     if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= 1024:
         raise BadInputError(f"fma_intensity: k must be an integer in [0, 1024], not {k!r}")
     _check_footprint(lambda q: _window_bytes(q, q["ilp"]))(p)
+
+
+def wave_window_error(spec: KernelSpec, params: Mapping[str, Any], wave: int) -> str | None:
+    """Why the window a ``wave``-lane wave (AMD wave64) reads per trip exceeds the working set, or None.
+
+    The kernels' validation checks the window of 32-lane warps; a window grows with the lanes (a
+    line is 4 x lanes bytes), so the same validation on a working set scaled by 32 / wave is the
+    check for the wave.
+    """
+    if wave <= 32 or not spec.footprint_rule or "footprint_bytes" not in params:
+        return None
+    try:
+        spec.params(**{**params, "footprint_bytes": int(params["footprint_bytes"]) * 32 // wave})
+    except BadInputError as e:
+        return f"wave{wave}: the per-trip window exceeds the working set ({e})"
+    return None
 
 
 def get(name: str) -> KernelSpec:

@@ -12,8 +12,8 @@
 
 #define MB_STREAM_SETUP(window)                                                              \
     const unsigned long long mask = foot_bytes - 1ull;                                       \
-    const unsigned long long gwarp = MB_GTID / 32u;                                          \
-    const unsigned long long step = ((unsigned long long)(MB_NTHREADS / 32u) * (window)) & mask; \
+    const unsigned long long gwarp = MB_GTID / MB_WAVE;                                          \
+    const unsigned long long step = ((unsigned long long)(MB_NTHREADS / MB_WAVE) * (window)) & mask; \
     unsigned long long off = (gwarp * (window)) & mask;
 
 // Two loads per FMA, acc <- a*b + acc: two of every three body instructions are loads.
@@ -30,7 +30,7 @@ template <int OP> struct PairBody {
 template <int OP> __device__ __forceinline__ void load_pairs(MB_PARAMS)
 {
     MB_STREAM_SETUP(2ull * UNROLL * ILP * MB_LINE)
-    const float* base = data + (threadIdx.x % 32u);
+    const float* base = data + (threadIdx.x % MB_WAVE);
     float acc[ILP];
 #pragma unroll
     for (int j = 0; j < ILP; ++j) acc[j] = fb * j;
@@ -73,7 +73,7 @@ struct IntensityBody {
 extern "C" __global__ void fma_intensity(MB_PARAMS)
 {
     MB_STREAM_SETUP(1ull * UNROLL * ILP * MB_LINE)
-    const float* base = data + (threadIdx.x % 32u);
+    const float* base = data + (threadIdx.x % MB_WAVE);
     float acc[ILP];
 #pragma unroll
     for (int j = 0; j < ILP; ++j) acc[j] = fb * j;
@@ -91,32 +91,59 @@ extern "C" __global__ void fma_intensity(MB_PARAMS)
 
 // Streaming bandwidth: 16-byte vector loads (ld.global.cg.v4.f32, 512 bytes per warp request),
 // each consumed by two FMAs.
+#if defined(MB_AMDGCN)
+// AMD: the two FMAs as one two-lane FMA on (x, y) * (z, w) into a pair of accumulators, which is
+// one v_pk_fma_f32 on the loaded registers on gfx90a/gfx942 (the pairing x*y, z*w of the CUDA body
+// makes the compiler pack FMAs of different chains and shuffle registers with v_mov for it).
+struct VecBody {
+    const float* p;
+    mb_float2* acc;
+    template <int K> __device__ __forceinline__ void at()
+    {
+        const mb_float4 v = MbLoad<MB_CG>::template at4<K * 4 * MB_LINE>(p);
+        acc[K % ILP] = __builtin_elementwise_fma(v.xy, v.zw, acc[K % ILP]);
+    }
+};
+#else
 struct VecBody {
     const float* p;
     float* acc;
     template <int K> __device__ __forceinline__ void at()
     {
-        const float4 v = MbLoad<MB_CG>::template at4<K * 4 * MB_LINE>(p);
+        const mb_float4 v = MbLoad<MB_CG>::template at4<K * 4 * MB_LINE>(p);
         acc[K % ILP] = fmaf(v.x, v.y, acc[K % ILP]);
         acc[K % ILP] = fmaf(v.z, v.w, acc[K % ILP]);
     }
 };
+#endif
 
 extern "C" __global__ void bw_stream(MB_PARAMS)
 {
     MB_STREAM_SETUP(4ull * UNROLL * ILP * MB_LINE)
-    const float* base = data + 4u * (threadIdx.x % 32u);
+    const float* base = data + 4u * (threadIdx.x % MB_WAVE);
+#if defined(MB_AMDGCN)
+    mb_float2 acc[ILP];
+#pragma unroll
+    for (int j = 0; j < ILP; ++j) acc[j] = (mb_float2){fb * j, fb * j};
+#else
     float acc[ILP];
 #pragma unroll
     for (int j = 0; j < ILP; ++j) acc[j] = fb * j;
+#endif
 #pragma unroll 1
     for (int i = 0; i < iters; ++i) {
         VecBody body = {(const float*)((const char*)base + off), acc};
         StaticFor<UNROLL * ILP>::run(body);
         off = (off + step) & mask;
     }
+#if defined(MB_AMDGCN)
+    float s = acc[0].x + acc[0].y;
+#pragma unroll
+    for (int j = 1; j < ILP; ++j) s += acc[j].x + acc[j].y;
+#else
     float s = acc[0];
 #pragma unroll
     for (int j = 1; j < ILP; ++j) s += acc[j];
+#endif
     MB_SINK(s);
 }

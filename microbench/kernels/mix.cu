@@ -17,7 +17,19 @@
 // them). Loaded values are consumed in pairs within a step by one FMA each (acc <- a*b + acc; an
 // odd one out by an add), so loads add fp instructions; the catalog's count model includes them.
 // MIX_LANE_STRIDE = 32 makes the l2/global loads uncoalesced (every lane its own 128-byte line).
+// AMD: a warp is a wave (MB_WAVE lanes, a line 4 x MB_WAVE bytes); sfu is v_cos_f32 / v_sin_f32
+// (arguments in revolutions: x stays in [-1, 1] all the same) and alu's rotate is v_alignbit_b32.
 #include "common.cuh"
+
+#if defined(MB_AMDGCN)
+#define MIX_COS(x) __builtin_amdgcn_cosf(x)
+#define MIX_SIN(x) __builtin_amdgcn_sinf(x)
+#define MIX_ROTL(x, s) (((x) << ((s) & 31u)) | ((x) >> ((32u - (s)) & 31u)))
+#else
+#define MIX_COS(x) __cosf(x)
+#define MIX_SIN(x) __sinf(x)
+#define MIX_ROTL(x, s) __funnelshift_l((x), (x), (s))
+#endif
 
 #ifndef MIX_FP
 #define MIX_FP 0
@@ -102,7 +114,7 @@ template <int N, int START> struct ConstStep {
 struct MixBody {
     float xf[ILP]; double xd[ILP]; unsigned xi[ILP]; float xs[ILP]; unsigned xa[ILP];
     float c; double cd; unsigned a, b, s, m;
-    volatile float* sh;
+    MB_SH_PTR sh;
     const float* ps; const float* pl2; const float* pg; const float* pc;
     float acc_tex, acc_l1, acc_l2, acc_g, acc_c;
     float sh_v;
@@ -117,13 +129,13 @@ struct MixBody {
         for (int g = MIX_LO(MIX_INT, U); g < MIX_LO(MIX_INT, U + 1); ++g) xi[g % ILP] = xi[g % ILP] * a + b;
 #pragma unroll
         for (int g = MIX_LO(MIX_SFU, U); g < MIX_LO(MIX_SFU, U + 1); ++g)
-            xs[g % ILP] = ((g / ILP) % 2 == 0) ? __cosf(xs[g % ILP]) : __sinf(xs[g % ILP]);
+            xs[g % ILP] = ((g / ILP) % 2 == 0) ? MIX_COS(xs[g % ILP]) : MIX_SIN(xs[g % ILP]);
 #pragma unroll
         for (int g = MIX_LO(MIX_ALU, U); g < MIX_LO(MIX_ALU, U + 1); ++g)
-            xa[g % ILP] = ((g / ILP) % 2 == 0) ? __funnelshift_l(xa[g % ILP], xa[g % ILP], s) : (xa[g % ILP] ^ m);
+            xa[g % ILP] = ((g / ILP) % 2 == 0) ? MIX_ROTL(xa[g % ILP], s) : (xa[g % ILP] ^ m);
 #pragma unroll
         for (int g = MIX_LO(MIX_SHARED, U); g < MIX_LO(MIX_SHARED, U + 1); ++g) {
-            if (g % 2 == 0) sh_v = sh[0]; else sh[32] = sh_v;
+            if (g % 2 == 0) sh_v = MB_SH_LD(sh); else MB_SH_ST(sh + MB_WAVE, sh_v);
         }
         if (MIX_CNT(MIX_CONST, U) > 0) {
             ConstStep<MIX_CNT(MIX_CONST, U), MIX_LO(MIX_CONST, U)> st = {pc, &acc_c, 0.f};
@@ -150,10 +162,10 @@ struct MixBody {
 
 extern "C" __global__ void app_mix(MB_PARAMS)
 {
-    __shared__ float sbuf[64];
-    const unsigned lane = threadIdx.x % 32u;
-    const unsigned long long gwarp = MB_GTID / 32u;
-    const unsigned long long nwarps = MB_NTHREADS / 32u;
+    __shared__ float sbuf[2 * MB_WAVE];
+    const unsigned lane = threadIdx.x % MB_WAVE;
+    const unsigned long long gwarp = MB_GTID / MB_WAVE;
+    const unsigned long long nwarps = MB_NTHREADS / MB_WAVE;
     // per-trip windows (bytes) of the l2 and global regions, and where each warp starts
     const unsigned long long win_l2 = (unsigned long long)MIX_L2 * MIX_LANE_STRIDE * MB_LINE;
     const unsigned long long win_g = (unsigned long long)MIX_GLOBAL * MIX_LANE_STRIDE * MB_LINE;
@@ -166,7 +178,7 @@ extern "C" __global__ void app_mix(MB_PARAMS)
     unsigned cbase = 0;
     const float* base = data + lane * MIX_LANE_STRIDE;
     const float* base_s = data + lane;
-    if (MIX_SHARED > 0) { sbuf[lane] = fb; sbuf[32 + lane] = fb; }
+    if (MIX_SHARED > 0) { sbuf[lane] = fb; sbuf[MB_WAVE + lane] = fb; }
 
     MixBody body;
 #pragma unroll
@@ -176,7 +188,7 @@ extern "C" __global__ void app_mix(MB_PARAMS)
         body.xa[j] = ((unsigned)MB_GTID + j) * 2654435761u + 1u;
     }
     body.c = fa; body.cd = (double)fa; body.a = ia; body.b = ib; body.s = ia & 31u; body.m = ib | 1u;
-    body.sh = sbuf + lane;
+    body.sh = (MB_SH_PTR)(sbuf + lane);
     body.acc_tex = body.acc_l1 = body.acc_l2 = body.acc_g = body.acc_c = fb;
     body.sh_v = fb;
 #pragma unroll 1

@@ -20,6 +20,13 @@ Active SMs: a launch on fewer SMs than the device has must use one block per SM
 dynamic shared memory, so no SM can hold two blocks and every block lands on its own SM.
 
 CuPy is imported lazily (:func:`import_cupy`), so this module imports without it.
+
+AMD GPUs run the same kernels through CuPy for ROCm (``pip install cupy-rocm-7-0``, the ``gpu-rocm``
+extra): ``cupy.cuda.runtime.is_hip`` is true, RawModule compiles the CUDA-dialect source with hiprtc
+(the kernels' AMDGCN branch; no PTX asm, no jitify), the architecture is ``gcnArchName`` of
+``getDeviceProperties`` (``gfx90a:sramecc+:xnack-`` -> ``gfx90a``) and the wave size its ``warpSize``.
+A block must then be whole waves, and the memory kernels' per-trip window (4 x wave bytes per line)
+must fit their working set. Peak rates are tabulated for NVIDIA GPUs only.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from calib.core.errors import BadInputError, DeviceError
+from microbench.amdgcn import has_matrix_cores
 from microbench.devices.base import Launch, RunResult
 from microbench.kernels import catalog, peaks
 from microbench.kernels.catalog import KernelSpec
@@ -50,7 +58,7 @@ def import_cupy() -> Any:
         import cupy
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise DeviceError("running kernels on a GPU needs CuPy: pip install cupy-cuda12x "
-                          "(or the package matching your CUDA driver)") from e
+                          "(or the package matching your CUDA driver; cupy-rocm-7-0 for AMD GPUs)") from e
     return cupy
 
 
@@ -125,15 +133,28 @@ class KernelRunner:
         self._cp = cp
         self._clock = clock
         self.device_index = int(device_index)
+        rt = cp.cuda.runtime
+        self.is_hip = bool(getattr(rt, "is_hip", False))
         try:
             self.device = cp.cuda.Device(self.device_index)
             self.device.use()
-            cc = str(self.device.compute_capability)
+            if self.is_hip:
+                props = rt.getDeviceProperties(self.device_index)
+            else:
+                cc = str(self.device.compute_capability)
         except Exception as e:  # CuPy raises its own CUDARuntimeError types
             raise DeviceError(f"cuda:{device_index}: cannot open the device ({e})") from e
-        self.cc = int(cc)
-        self.arch = f"sm_{self.cc}"
-        rt = cp.cuda.runtime
+        if self.is_hip:
+            # hipDeviceProp_t: the target with its features ("gfx90a:sramecc+:xnack-") and the wave size;
+            # CuPy's compute_capability on HIP is a number derived from it, not an sm_ architecture
+            name = props["gcnArchName"]
+            self.arch = (name.decode() if isinstance(name, bytes) else str(name)).split(":")[0].strip().lower()
+            self.cc = 0
+            self.wave_size = int(props["warpSize"])
+        else:
+            self.cc = int(cc)
+            self.arch = f"sm_{self.cc}"
+            self.wave_size = 32
 
         def attr(name: str) -> int:
             return int(rt.deviceGetAttribute(getattr(rt, f"cudaDevAttr{name}"), self.device_index))
@@ -144,7 +165,10 @@ class KernelRunner:
         self.bus_bits = attr("GlobalMemoryBusWidth")
         self.l2_bytes = attr("L2CacheSize")
         self.smem_per_sm = attr("MaxSharedMemoryPerMultiprocessor")
-        self.smem_per_block_optin = attr("MaxSharedMemoryPerBlockOptin")
+        if self.is_hip:  # CuPy for ROCm has no cudaDevAttrMaxSharedMemoryPerBlockOptin
+            self.smem_per_block_optin = int(props.get("sharedMemPerBlockOptin") or props["sharedMemPerBlock"])
+        else:
+            self.smem_per_block_optin = attr("MaxSharedMemoryPerBlockOptin")
         self.stream = cp.cuda.Stream(non_blocking=True)
         self._modules: dict[tuple[str, tuple[tuple[str, int], ...]], Any] = {}
         # read-only inputs are shared by every prepared kernel that needs the same data (a campaign
@@ -154,6 +178,9 @@ class KernelRunner:
 
     # -- device facts ------------------------------------------------------------------------
     def rates(self, sm_clock_hz: float | None = None) -> peaks.DeviceRates:
+        if self.is_hip:
+            raise DeviceError(f"cuda:{self.device_index} is an AMD GPU ({self.arch}): peak rates are tabulated "
+                              f"for NVIDIA GPUs only")
         return peaks.DeviceRates(self.cc, self.sm_count, sm_clock_hz or self.sm_clock_hz, self.mem_clock_hz,
                                  self.bus_bits)
 
@@ -176,7 +203,14 @@ class KernelRunner:
         spec = catalog.get(kernel_name)
         p = spec.params(**dict(params))
         self._check_launch(spec, launch)
-        if self.cc < int(spec.min_arch.split("_")[1]):
+        if self.is_hip:
+            if spec.name == "tensor" and not has_matrix_cores(self.arch):
+                raise BadInputError(f"tensor needs matrix instructions (CDNA v_mfma or RDNA3 v_wmma); "
+                                    f"cuda:{self.device_index} is {self.arch}")
+            problem = catalog.wave_window_error(spec, p, self.wave_size)
+            if problem:
+                raise BadInputError(f"{kernel_name} on {self.arch}: {problem}")
+        elif self.cc < int(spec.min_arch.split("_")[1]):
             raise BadInputError(f"{kernel_name} needs {spec.min_arch}; cuda:{self.device_index} is {self.arch}")
         mod = self.module(spec, p)
         fn = mod.get_function(spec.entry)
@@ -204,8 +238,9 @@ class KernelRunner:
             if (launch.blocks, tpb) != (1, 1):
                 raise BadInputError(f"{spec.name} runs as one thread: use Launch(1, 1, 1)")
             return
-        if tpb < 32 or tpb > 1024 or tpb % 32:
-            raise BadInputError(f"{spec.name}: threads_per_block must be a multiple of 32 in [32, 1024], not {tpb}")
+        w = self.wave_size
+        if tpb < w or tpb > 1024 or tpb % w:
+            raise BadInputError(f"{spec.name}: threads_per_block must be a multiple of {w} in [{w}, 1024], not {tpb}")
         if not 1 <= launch.active_sms <= self.sm_count:
             raise BadInputError(f"active_sms must be in [1, {self.sm_count}], not {launch.active_sms}")
         if launch.active_sms < self.sm_count and launch.blocks != launch.active_sms:
@@ -373,9 +408,10 @@ class KernelRunner:
         prep = self.prepare("departure_delay", dict(params or {}), launch)
         self.time_launches(prep, 1)
         rec = prep.buffers["out"].view(self._cp.uint64).get()
-        w = prep.total_warps
+        # one record per wave: blocks x threads / wave size (32-lane warps on NVIDIA)
+        w = prep.launch.blocks * prep.launch.threads_per_block // self.wave_size
         t0, t1 = rec[0:2 * w:2].astype(np.int64), rec[1:2 * w:2].astype(np.int64)
-        trans = prep.params["reqs"] * (32 if prep.params["lane_stride"] == 32 else 1)
+        trans = prep.params["reqs"] * (self.wave_size if prep.params["lane_stride"] == 32 else 1)
         return departure_delay_fit((t1 - t0).astype(float), trans)
 
     def measure_throughput(self, kernel_name: str, params: Mapping[str, Any] | None = None,
@@ -395,7 +431,8 @@ class KernelRunner:
         res = self.run_for(prep, duration_s)
         if kernel_name == "idle":
             return {"rate": 1.0 / res.kernel_time_s, "unit": "launch/s", "peak": None, "percent_of_peak": None}
-        rate = peaks.achieved(kernel_name, prep.per_warp, prep.total_warps, 1, res.kernel_time_s, self.rates())
+        rate = None if self.is_hip else peaks.achieved(kernel_name, prep.per_warp, prep.total_warps, 1,
+                                                       res.kernel_time_s, self.rates())
         if rate is None:
             total = sum(prep.per_warp.values()) * prep.total_warps / res.kernel_time_s
             return {"rate": total, "unit": "warp-inst/s", "peak": None, "percent_of_peak": None}

@@ -1,4 +1,5 @@
-// Shared memory: volatile loads and stores (ld/st.volatile.shared) that the compiler must keep.
+// Shared memory: volatile loads and stores (ld/st.volatile.shared) that the compiler must keep
+// (on AMD: LDS ds_read/ds_write, see MB_SH_LD in common.cuh; 32 banks of 4 bytes there too).
 // Lane l of a warp uses word l*CONFLICT_WAYS of each row of 32*CONFLICT_WAYS words, so
 // CONFLICT_WAYS = 1 is conflict-free and CONFLICT_WAYS = n gives an n-way bank conflict
 // (32 banks of 4 bytes). Each step: ILP loads, then ILP stores of the loaded values one row up.
@@ -14,20 +15,20 @@
 extern "C" __global__ void shared_rw(MB_PARAMS)
 {
     __shared__ float sbuf[(ILP + 1) * SH_ROW];
-    volatile float* s = sbuf + (threadIdx.x % 32) * CONFLICT_WAYS;
+    MB_SH_PTR s = (MB_SH_PTR)(sbuf + (threadIdx.x % 32) * CONFLICT_WAYS);
     // every thread writes the words it will use (all warps write the same value: no race matters)
 #pragma unroll
-    for (int j = 0; j <= ILP; ++j) s[j * SH_ROW] = fb;
+    for (int j = 0; j <= ILP; ++j) MB_SH_ST(s + j * SH_ROW, fb);
 #pragma unroll 1
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             float v[ILP];
 #pragma unroll
-            for (int j = 0; j < ILP; ++j) v[j] = s[j * SH_ROW];
+            for (int j = 0; j < ILP; ++j) v[j] = MB_SH_LD(s + j * SH_ROW);
 #pragma unroll
-            for (int j = 0; j < ILP; ++j) s[(j + 1) * SH_ROW] = v[j];
+            for (int j = 0; j < ILP; ++j) MB_SH_ST(s + (j + 1) * SH_ROW, v[j]);
         }
     }
-    MB_SINK(s[0]);
+    MB_SINK(MB_SH_LD(s));
 }

@@ -684,7 +684,9 @@ class HiokiEmulator(PtyEmulator):
     page shows). Headers are on at power-on (``U +110.14E+0;I +0.0000E+0;P +000.00E+0``) until
     ``:HEAD OFF``. ``answer_codes``: False (PW3335: ``:RS232:ANSW`` is a compatibility dummy, nothing
     is confirmed) or True (3334/PW3336-like: after ``:RS232:ANSW ON`` every message is answered with a
-    3-digit code, ``000`` = executed, appended to a query's reply). Errors are kept for ``:ERR?``
+    3-digit code, ``000`` = executed, appended to a query's reply). ``code_prefix``: what precedes the
+    code of a reply without data, ``""`` (``000``) or ``";"`` (``;000``: the other reading of the manuals'
+    "replies like ;000"; shared/reference/instrument-protocol-facts.md). Errors are kept for ``:ERR?``
     (``0`` = none; 1 = command error, 2 = execution/parameter error). The "error" fault sends an
     error value (``error_value``: over-range +999.99E+9 by default) instead of a reading.
     Each ``:MEAS?`` reply is a new frame (the instrument's 200 ms data update is not modelled).
@@ -695,11 +697,14 @@ class HiokiEmulator(PtyEmulator):
     CURR_RANGES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20)
 
     def __init__(self, link: str | os.PathLike | None = None, frame_period_s: float = 0.2, separator: str = ";",
-                 answer_codes: bool = False):
+                 answer_codes: bool = False, code_prefix: str = ""):
         if separator not in (";", ","):
             raise ValueError("separator must be ';' or ','")
+        if code_prefix not in ("", ";"):
+            raise ValueError("code_prefix must be '' or ';'")
         self.separator = separator
         self.answer_codes = answer_codes
+        self.code_prefix = code_prefix
         self.error_value = HIOKI_ERROR_VALUES["over-range"]
         self.on_reset()
         super().__init__(link, frame_period_s)
@@ -754,7 +759,8 @@ class HiokiEmulator(PtyEmulator):
         if code:
             self.err = code
         if self.answ:
-            self.send(((payload + ";") if payload is not None else "").encode() + f"{code:03d}".encode() + b"\r\n")
+            self.send(((payload + ";") if payload is not None else self.code_prefix).encode() + f"{code:03d}".encode()
+                      + b"\r\n")
         elif payload is not None:
             self.send(payload.encode() + b"\r\n")
 

@@ -1,8 +1,11 @@
 """A stand-in profiler: nvprof and Nsight Compute CSV exports of kernels run on the virtual GPU.
 
 What a user brings to ``calib import nvprof|ncu FILE --kernels``: application kernels profiled at one
-or several (core, memory) clock pairs, one launch per row (nvprof ``--print-gpu-trace --csv`` with
-``--metrics``/``--system-profiling on``) or per ID (ncu ``--csv`` details page). The counts are those
+or several (core, memory) clock pairs. The files have the shapes the real tools write -- header lines,
+quoting, units rows, units inside values, binary byte multiples in nvprof, decimal ones in ncu -- taken
+from transcripts of nvprof 11.8 and ncu 2022.3 themselves (``tests/data/profilers/README.md``), not from
+the importers: nvprof's ``--print-gpu-trace`` (durations, no metrics), its metrics trace and summary
+(metrics, no durations: nvprof replays kernels to count), ncu's details page and raw page (both). The counts are those
 the kernel executes (per-warp counts x warps, as the profiler's counters sum them over the grid), the
 time is the virtual GPU's measured kernel time (its event-timer noise included) and the clocks are what
 the card ran at: the virtual GPU has no clock droop, so this double applies one -- requested core clocks
@@ -14,8 +17,6 @@ Nothing here is read by a fitter; it only writes files in the profilers' layouts
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,103 +201,260 @@ def _counters(launch: Launched) -> dict[str, float]:
     resident = max(1, min(launch.max_blocks_per_sm, launch.max_warps_per_sm // wpb))
     m["achieved_occupancy"] = min(per_sm, resident) * wpb / launch.max_warps_per_sm
     cycles = launch.time_s * launch.core_mhz * 1e6
-    m["executed_ipc"] = tot * warps / min(launch.sm_count, k.blocks) / cycles
-    m["sm_activity"] = 100.0 * min(launch.sm_count, k.blocks) / launch.sm_count
+    m["ipc"] = tot * warps / min(launch.sm_count, k.blocks) / cycles
+    m["sm_efficiency"] = 100.0 * min(launch.sm_count, k.blocks) / launch.sm_count
+    m["global_hit_rate"] = 100.0 * l1 / ld if ld else 0.0
+    m["gld_throughput"] = ld * spr * 32.0 * warps / launch.time_s  # B/s: 32-byte sectors
+    dram_b = (glob * spr * 32.0 * warps) / launch.time_s
+    m["dram_utilization"] = float(min(10, round(10 * dram_b / 336.5e9)))  # a level 0..10 of the board's 336.5 GB/s
     return m
 
 
-NVPROF_METRICS = ("inst_executed", "inst_fp_32", "inst_fp_64", "inst_integer", "inst_bit_convert", "inst_misc",
-                  "inst_control", "flop_count_sp_special", "gld_transactions", "gst_transactions",
-                  "gld_transactions_per_request", "gst_transactions_per_request", "shared_load_transactions",
-                  "shared_store_transactions", "shared_load_transactions_per_request",
-                  "shared_store_transactions_per_request", "dram_read_transactions", "dram_write_transactions",
-                  "l2_read_transactions", "l2_write_transactions", "l2_tex_read_transactions",
-                  "tex_cache_transactions", "achieved_occupancy", "executed_ipc", "sm_activity")
+#: metrics of the nvprof exports, with nvprof's value kind (CUPTI 11.8 CUpti_MetricValueKind: "u" uint64,
+#: "d" double, "p" percent, "t" throughput in B/s, "l" utilization level) and its Metric Description
+#: (cuptiMetricGetAttribute(SHORT_DESCRIPTION), libcupti 11.8, compute capability 5.x-7.x)
+NVPROF_METRICS: dict[str, tuple[str, str]] = {
+    "inst_executed": ("u", "Instructions Executed"), "inst_fp_32": ("u", "FP Instructions(Single)"),
+    "inst_fp_64": ("u", "FP Instructions(Double)"), "inst_integer": ("u", "Integer Instructions"),
+    "inst_bit_convert": ("u", "Bit-Convert Instructions"), "inst_misc": ("u", "Misc Instructions"),
+    "inst_control": ("u", "Control-Flow Instructions"), "flop_count_sp_special": ("u", "Floating Point Operations(Single Precision Special)"),
+    "gld_transactions": ("u", "Global Load Transactions"), "gst_transactions": ("u", "Global Store Transactions"),
+    "gld_transactions_per_request": ("d", "Global Load Transactions Per Request"),
+    "gst_transactions_per_request": ("d", "Global Store Transactions Per Request"),
+    "shared_load_transactions": ("u", "Shared Load Transactions"), "shared_store_transactions": ("u", "Shared Store Transactions"),
+    "shared_load_transactions_per_request": ("d", "Shared Memory Load Transactions Per Request"),
+    "shared_store_transactions_per_request": ("d", "Shared Memory Store Transactions Per Request"),
+    "dram_read_transactions": ("u", "Device Memory Read Transactions"),
+    "dram_write_transactions": ("u", "Device Memory Write Transactions"),
+    "l2_read_transactions": ("u", "L2 Read Transactions"), "l2_write_transactions": ("u", "L2 Write Transactions"),
+    "l2_tex_read_transactions": ("u", "L2 Transactions (Texture Reads)"),
+    "tex_cache_transactions": ("u", "Unified Cache Transactions"), "achieved_occupancy": ("d", "Achieved Occupancy"),
+    "ipc": ("d", "Executed IPC"), "sm_efficiency": ("p", "Multiprocessor Activity"),
+    "global_hit_rate": ("p", "Global Hit Rate in unified l1/tex"), "gld_throughput": ("t", "Global Load Throughput"),
+    "dram_utilization": ("l", "Device Memory Utilization"),
+}
+#: nvprof 11.8's unit tables (strings of the binary): binary byte multiples, time from ns to s
+_NVPROF_THROUGHPUT = (("GB/s", 2.0**30), ("MB/s", 2.0**20), ("KB/s", 2.0**10), ("B/s", 1.0))
+_NVPROF_TIME = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+_LEVELS = ("Idle", "Low", "Low", "Low", "Mid", "Mid", "Mid", "High", "High", "High", "Max")
 
 
-def _fmt(v: float) -> str:
-    if float(v).is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return f"{v:.6g}"
+def _scale(value: float, table: tuple[tuple[str, float], ...]) -> tuple[str, float]:
+    """The largest unit of ``table`` in which ``value`` is at least 1 (the smallest for 0)."""
+    for unit, f in table:
+        if abs(value) >= f:
+            return unit, f
+    return table[-1]
 
 
-def nvprof_trace_csv(launches: Sequence[Launched], device_name: str, pid: int = 4711) -> str:
-    """``nvprof --print-gpu-trace --csv --system-profiling on --metrics ...`` output: banner lines,
-    a header, a units row, one row per launch (duration in us, clocks in MHz)."""
-    buf = io.StringIO()
-    buf.write(f"==={pid}== NVPROF is profiling process {pid}, command: ./app\n")
-    buf.write(f"==={pid}== Profiling application: ./app\n")
-    buf.write(f"==={pid}== Profiling result:\n")
-    head = ["Start", "Duration", "Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z",
-            "Registers Per Thread", "SM Clock", "Memory Clock", "Device", "Context", "Stream", "Name",
-            *NVPROF_METRICS]
-    units = ["s", "us", "", "", "", "", "", "", "", "MHz", "MHz", "", "", "", "", *([""] * len(NVPROF_METRICS))]
-    w = csv.writer(buf, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
-    w.writerow(head)
-    w.writerow(units)
-    t = 1.25
+def _nvprof_field(kind: str, v: float, unit_factor: float | None = None, unit: str = "") -> str:
+    """One nvprof value as it prints it: uint64 plain, doubles with 6 decimals, a level ``"High (8)"``;
+    a percentage or throughput with its unit inside (summary) or bare in its column's unit (trace)."""
+    if kind == "u":
+        return str(int(round(v)))
+    if kind == "l":
+        return f'"{_LEVELS[int(v)]} ({int(v)})"'
+    if kind == "t":
+        if unit_factor is None:  # summary: each value in its own unit
+            unit, unit_factor = _scale(v, _NVPROF_THROUGHPUT)
+            return f"{v / unit_factor:.6f}{unit}"
+        return f"{v / unit_factor:.6f}"
+    if kind == "p" and unit_factor is None:
+        return f"{v:.6f}%"
+    return f"{v:.6f}"
+
+
+def _banner(pid: int) -> str:
+    return (f"=={pid}== NVPROF is profiling process {pid}, command: ./app\n"
+            f"=={pid}== Profiling application: ./app\n=={pid}== Profiling result:\n")
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def nvprof_gpu_trace_csv(launches: Sequence[Launched], device_name: str, pid: int = 4711) -> str:
+    """``nvprof --print-gpu-trace --csv ./app`` (no metrics), as nvprof 11.8 writes it
+    (tests/data/profilers/nvprof_11.8_gpu_trace.csv): banner, quoted header, an unquoted units row (one
+    time unit per column), numbers unquoted, text quoted, one row per launch in launch order."""
+    head = ["Start", "Duration", "Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z", "Registers Per Thread",
+            "Static SMem", "Dynamic SMem", "Device", "Context", "Stream", "Name", "Correlation_ID"]
+    starts, t = [], 0.0
     for la in launches:
+        starts.append(t)
+        t += la.time_s + 5e-6
+    tunit, tf = _scale(max([la.time_s for la in launches] + [starts[-1] if starts else 0.0]), _NVPROF_TIME)
+    lines = [_banner(pid) + ",".join(_q(h) for h in head), f"{tunit},{tunit},,,,,,,,B,B,,,,,"]
+    for i, (la, t0) in enumerate(zip(launches, starts), start=1):
         k = la.kernel
-        m = _counters(la)
-        row = [f"{t:.6f}", f"{la.time_s * 1e6:.3f}", k.blocks, 1, 1, k.threads_per_block, 1, 1, 32,
-               f"{la.core_mhz:.0f}", f"{la.mem_mhz:.0f}", f"{device_name} (0)", 1, 7, f"{k.name}(float*, int)",
-               *[_fmt(m[x]) for x in NVPROF_METRICS]]
-        w.writerow(row)
-        t += la.time_s + 1e-5
-    return buf.getvalue()
+        lines.append(f"{t0 / tf:.6f},{la.time_s / tf:.6f},{k.blocks},1,1,{k.threads_per_block},1,1,32,0,0,"
+                     f"{_q(device_name + ' (0)')},\"1\",\"7\",{_q(k.name + '(float*, int)')},{i}")
+    return "\n".join(lines) + "\n"
 
 
-NCU_METRICS = (
-    ("launch__grid_size", ""), ("launch__block_size", ""), ("smsp__inst_executed.sum", "inst"),
-    ("smsp__inst_executed_pipe_fma.sum", "inst"), ("smsp__inst_executed_pipe_alu.sum", "inst"),
-    ("smsp__inst_executed_pipe_xu.sum", "inst"), ("smsp__inst_executed_pipe_fp64.sum", "inst"),
-    ("smsp__inst_executed_op_global_ld.sum", "inst"), ("smsp__inst_executed_op_global_st.sum", "inst"),
-    ("smsp__inst_executed_op_shared_ld.sum", "inst"), ("l1tex__t_sector_hit_rate.pct", "%"),
-    ("lts__t_sector_hit_rate.pct", "%"), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector"),
-    ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "request"),
-    ("sm__warps_active.avg.per_cycle_active", "warp"), ("gpu__time_duration.sum", "usecond"),
-    ("sm__cycles_elapsed.avg.per_second", "cycle/nsecond"), ("dram__cycles_elapsed.avg.per_second", "cycle/nsecond"),
-)
+def nvprof_metrics_trace_csv(launches: Sequence[Launched], device_name: str, pid: int = 4711) -> str:
+    """``nvprof --print-gpu-trace --csv --metrics ...`` as nvprof 11.8 writes it
+    (tests/data/profilers/nvprof_11.8_metrics_trace.csv): no Start/Duration/Grid columns (the kernels are
+    replayed for the counters), a units row (``%``, ``GB/s``: one unit per column), values bare."""
+    names = list(NVPROF_METRICS)
+    vals = [_counters(la) for la in launches]
+    units, factors = [], []
+    for m in names:
+        kind = NVPROF_METRICS[m][0]
+        if kind == "t":
+            u, f = _scale(max(v[m] for v in vals), _NVPROF_THROUGHPUT)
+        else:
+            u, f = ("%" if kind == "p" else ""), 1.0
+        units.append(u)
+        factors.append(f)
+    lines = [_banner(pid) + ",".join(_q(h) for h in ["Device", "Context", "Stream", "Kernel", "Correlation_ID", *names]),
+             ",,,,," + ",".join(units)]
+    for i, (la, v) in enumerate(zip(launches, vals), start=1):
+        fields = [_nvprof_field(NVPROF_METRICS[m][0], v[m], f) for m, f in zip(names, factors)]
+        lines.append(f"{_q(device_name + ' (0)')},\"1\",\"7\",{_q(la.kernel.name + '(float*, int)')},{i}," + ",".join(fields))
+    return "\n".join(lines) + "\n"
 
 
-def ncu_details_csv(launches: Sequence[Launched], device: str = "0", cc: str = "5.2") -> str:
-    """``ncu --csv --metrics ...`` (details page): one line per (launch ID, metric)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    w.writerow(["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-                "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"])
+def nvprof_metrics_summary_csv(launches: Sequence[Launched], device_name: str, pid: int = 4711) -> str:
+    """``nvprof --csv --metrics ...`` (summary) as nvprof 11.8 writes it
+    (tests/data/profilers/nvprof_11.8_metrics_summary.csv): one row per kernel and metric, Min/Max/Avg over
+    the kernel's invocations with the unit inside each value (``50.000000%``, ``715.780258MB/s``,
+    ``148.250824GB/s``: throughputs in binary multiples, chosen value by value)."""
+    by_kernel: dict[str, list[dict[str, float]]] = {}
+    for la in launches:
+        by_kernel.setdefault(la.kernel.name + "(float*, int)", []).append(_counters(la))
+    lines = [f"=={pid}== NVPROF is profiling process {pid}, command: ./app",
+             f"=={pid}== Profiling application: ./app", f"=={pid}== Profiling result:", f"=={pid}== Metric result:",
+             '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max","Avg"']
+    for name, runs in by_kernel.items():
+        for m, (kind, desc) in NVPROF_METRICS.items():
+            xs = [r[m] for r in runs]
+            if kind == "l":
+                stats = (min(xs), max(xs), float(int(sum(xs) / len(xs))))  # nvprof's Avg level is whole
+            else:
+                stats = (min(xs), max(xs), sum(xs) / len(xs))
+            lines.append(f"{_q(device_name + ' (0)')},{_q(name)},{len(xs)},{_q(m)},{_q(desc)},"
+                         + ",".join(_nvprof_field(kind, x) for x in stats))
+    return "\n".join(lines) + "\n"
+
+
+def _ncu_values(la: Launched) -> dict[str, float]:
+    k = la.kernel
+    pw = k.per_warp
+    warps = k.blocks * math.ceil(k.threads_per_block / 32)
+    m = _counters(la)
+    glob, l2, l1 = pw.get("global", 0.0), pw.get("l2", 0.0), pw.get("l1", 0.0)
+    gmem = glob + l2 + l1
+    spr = SECTORS_PER_REQUEST_COAL if k.coalesced else SECTORS_PER_REQUEST_UNCOAL
+    st = glob * k.store_share
+    ld = gmem - st
+    st, ld = round(st * warps) / warps, round(ld * warps) / warps  # whole requests over the grid, as _counters
+    return {
+        "launch__grid_size": k.blocks, "launch__block_size": k.threads_per_block,
+        "smsp__inst_executed.sum": m["inst_executed"],
+        "smsp__inst_executed_pipe_fma.sum": pw.get("fp", 0.0) * warps,
+        "smsp__inst_executed_pipe_alu.sum": (pw.get("int", 0.0) + pw.get("alu", 0.0)) * warps,
+        "smsp__inst_executed_pipe_xu.sum": pw.get("sfu", 0.0) * warps,
+        "smsp__inst_executed_pipe_fp64.sum": pw.get("dp", 0.0) * warps,
+        "smsp__inst_executed_op_global_ld.sum": ld * warps,
+        "smsp__inst_executed_op_global_st.sum": st * warps,
+        "smsp__inst_executed_op_shared_ld.sum": pw.get("shared", 0.0) * warps,
+        "l1tex__t_sector_hit_rate.pct": 100.0 * l1 / gmem if gmem else 0.0,
+        "lts__t_sector_hit_rate.pct": 100.0 * l2 / (glob + l2) if glob + l2 else 0.0,
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": ld * spr * warps,
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": ld * warps,
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum.pct_of_peak_sustained_elapsed": 2.5,
+        "sm__warps_active.avg.pct_of_peak_sustained_active": 100.0 * m["achieved_occupancy"],
+        "sm__warps_active.avg.per_cycle_active": m["achieved_occupancy"] * la.max_warps_per_sm,
+        "gpu__time_duration.sum": la.time_s,
+        "sm__cycles_elapsed.avg.per_second": la.core_mhz * 1e6,
+        "gpc__cycles_elapsed.avg.per_second": la.core_mhz * 1e6,
+        "dram__cycles_elapsed.avg.per_second": la.mem_mhz * 1e6,
+        "dram__bytes.sum.per_second": m["gld_throughput"],
+    }
+
+
+#: ncu's unit of each metric of the stand-in (as ncu 2022.3 prints them, tests/data/profilers/ncu_2022.3_*)
+_NCU_UNITS = {"launch__grid_size": "", "launch__block_size": "", "l1tex__t_sector_hit_rate.pct": "%",
+              "lts__t_sector_hit_rate.pct": "%", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "sector",
+              "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "request",
+              "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum.pct_of_peak_sustained_elapsed": "%",
+              "sm__warps_active.avg.pct_of_peak_sustained_active": "%", "sm__warps_active.avg.per_cycle_active": "warp"}
+
+
+def _ncu_scaled(metric: str, v: float) -> tuple[str, float]:
+    """(unit, value) as ncu prints the metric: times and clocks scaled (``usecond``, ``cycle/nsecond``),
+    throughputs in decimal byte multiples, counts in ``inst``."""
+    if metric == "gpu__time_duration.sum":
+        for unit, f in (("second", 1.0), ("msecond", 1e-3), ("usecond", 1e-6), ("nsecond", 1e-9)):
+            if v >= f:
+                return unit, v / f
+        return "nsecond", v / 1e-9
+    if metric.endswith("cycles_elapsed.avg.per_second"):
+        return ("cycle/nsecond", v / 1e9) if v >= 1e9 else ("cycle/usecond", v / 1e6)
+    if metric.endswith("bytes.sum.per_second"):
+        for unit, f in (("Tbyte/second", 1e12), ("Gbyte/second", 1e9), ("Mbyte/second", 1e6), ("Kbyte/second", 1e3)):
+            if v >= f:
+                return unit, v / f
+        return "byte/second", v
+    return _NCU_UNITS.get(metric, "inst"), v
+
+
+def _ncu_number(v: float, decimals: int) -> str:
+    return str(int(v)) if float(v).is_integer() and decimals == 2 else f"{v:.{decimals}f}"
+
+
+_NCU_HEAD = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream"]
+
+
+def _ncu_launch_fields(i: int, la: Launched) -> list[str]:
+    return [str(i), "812", "app", "127.0.0.1", la.kernel.name + "(float *, int)", "2022-May-10 20:02:12", "1", "7"]
+
+
+def ncu_details_csv(launches: Sequence[Launched]) -> str:
+    """``ncu --csv --metrics ...`` (details page) as ncu 2022.3 writes it: columns of
+    tests/data/profilers/ncu_2022.3_details_*.csv, every field quoted, the metrics in section "Command line
+    profiler metrics" (a string of the ncu 2022.3 binary) with their names; a metric row ends after its
+    value (``...,"Metric Value",``: the three Rule columns left out); values with 2 decimals, counts whole."""
+    out = [",".join(_q(h) for h in _NCU_HEAD + ["Section Name", "Metric Name", "Metric Unit", "Metric Value",
+                                                   "Rule Name", "Rule Type", "Rule Description"])]
     for i, la in enumerate(launches):
-        k = la.kernel
-        pw = k.per_warp
-        warps = k.blocks * math.ceil(k.threads_per_block / 32)
-        m = _counters(la)
-        glob, l2, l1 = pw.get("global", 0.0), pw.get("l2", 0.0), pw.get("l1", 0.0)
-        gmem = glob + l2 + l1
-        spr = SECTORS_PER_REQUEST_COAL if k.coalesced else SECTORS_PER_REQUEST_UNCOAL
-        st = glob * k.store_share
-        ld = gmem - st
-        vals = {
-            "launch__grid_size": k.blocks, "launch__block_size": k.threads_per_block,
-            "smsp__inst_executed.sum": m["inst_executed"],
-            "smsp__inst_executed_pipe_fma.sum": pw.get("fp", 0.0) * warps,
-            "smsp__inst_executed_pipe_alu.sum": (pw.get("int", 0.0) + pw.get("alu", 0.0)) * warps,
-            "smsp__inst_executed_pipe_xu.sum": pw.get("sfu", 0.0) * warps,
-            "smsp__inst_executed_pipe_fp64.sum": pw.get("dp", 0.0) * warps,
-            "smsp__inst_executed_op_global_ld.sum": ld * warps,
-            "smsp__inst_executed_op_global_st.sum": st * warps,
-            "smsp__inst_executed_op_shared_ld.sum": pw.get("shared", 0.0) * warps,
-            "l1tex__t_sector_hit_rate.pct": 100.0 * l1 / gmem if gmem else 0.0,
-            "lts__t_sector_hit_rate.pct": 100.0 * l2 / (glob + l2) if glob + l2 else 0.0,
-            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": ld * spr * warps,
-            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": ld * warps,
-            "sm__warps_active.avg.per_cycle_active": m["achieved_occupancy"] * la.max_warps_per_sm,
-            "gpu__time_duration.sum": la.time_s * 1e6,
-            "sm__cycles_elapsed.avg.per_second": la.core_mhz / 1e3,
-            "dram__cycles_elapsed.avg.per_second": la.mem_mhz / 1e3,
-        }
-        for metric, unit in NCU_METRICS:
-            v = vals[metric]
-            w.writerow([str(i), "812", "app", "127.0.0.1", k.name, "1", "7", f"({k.threads_per_block}, 1, 1)",
-                        f"({k.blocks}, 1, 1)", device, cc, "Command line profiler metrics", metric, unit,
-                        f"{v:,.4f}" if not float(v).is_integer() else f"{int(v):,}"])
-    return buf.getvalue()
+        for metric, v in _ncu_values(la).items():
+            if metric in ("gpc__cycles_elapsed.avg.per_second", "dram__bytes.sum.per_second",
+                          "sm__warps_active.avg.pct_of_peak_sustained_active",
+                          "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum.pct_of_peak_sustained_elapsed"):
+                continue  # not asked for with --metrics
+            unit, x = _ncu_scaled(metric, v)
+            out.append(",".join(_q(f) for f in _ncu_launch_fields(i, la) + ["Command line profiler metrics", metric,
+                                                                            unit, _ncu_number(x, 2)]) + ",")
+    return "\n".join(out) + "\n"
+
+
+def ncu_raw_csv(launches: Sequence[Launched], device_name: str) -> str:
+    """``ncu --csv --page raw`` as ncu 2022.3 writes it (tests/data/profilers/ncu_2022.3_raw_*.csv): one row
+    per launch, metric columns in name order, a units row of quoted fields under the header (one unit per
+    column, scaled to the column's largest value), values with 6 decimals (launch sizes whole), the board's
+    name and SM count among the metrics."""
+    vals = [_ncu_values(la) for la in launches]
+    metrics = sorted(set(vals[0]) | {"device__attribute_display_name", "device__attribute_multiprocessor_count"})
+    units, cols = [], []
+    for m in metrics:
+        if m == "device__attribute_display_name":
+            units.append("")
+            cols.append([device_name] * len(launches))
+        elif m == "device__attribute_multiprocessor_count":
+            units.append("")
+            cols.append([str(la.sm_count) for la in launches])
+        elif m.startswith("launch__"):
+            units.append("")
+            cols.append([str(int(v[m])) for v in vals])
+        else:
+            top = max(v[m] for v in vals)
+            unit, x = _ncu_scaled(m, top)
+            f = top / x if x else 1.0
+            units.append(unit)
+            cols.append([f"{v[m] / f:.6f}" for v in vals])
+    lines = [",".join(_q(h) for h in _NCU_HEAD + metrics), ",".join(_q(u) for u in [""] * len(_NCU_HEAD) + units)]
+    for i, la in enumerate(launches):
+        lines.append(",".join(_q(x) for x in _ncu_launch_fields(i, la) + [c[i] for c in cols]))
+    return "\n".join(lines) + "\n"

@@ -4,8 +4,15 @@ Run from the repository root::
 
     .venv/bin/python tests/benchmarks/bench_dvfs.py [--rows 1000000] [--repeat 5] [--alternating]
 
-One core: BLAS threads are limited to 1 before numpy is imported (the fit's trust-region steps use an
-SVD; prediction is pure element-wise numpy and single-threaded anyway). Target: >= 1e6 predicted rows/s.
+One core: BLAS threads are limited to 1 before numpy is imported (the machine is shared, and threaded
+BLAS on a loaded machine measures the load; prediction is element-wise numpy anyway). Targets: the
+Titan X table fit under 1 s, >= 1e6 predicted rows/s.
+
+The fit is timed as ``calib fit micro.csv -o t.json`` fits the imported table (issue 28's figure:
+:func:`calib.fit.pipeline.fit_table`, reading the table, the DVFS fit with its uncertainty, the checks;
+before issue 28 about 4 s wall on this loaded machine, 0.9-1.4 s CPU; gpmTOOL's own fit 31.4 s), in CPU
+time of the process and wall time (which includes waiting for the CPU). Its parameters are compared
+with ``titanx_fit_reference.json``, the same fit at commit 1a6b24f (before issue 28).
 
 Data: J. Guerreiro, A. Ilic, N. Roma, P. Tomas, HPCA 2018 / IEEE TPDS 2019 (gpmTOOL measurements,
 ../shared/data/guerreiro-gtxtitanx, BSD-3-Clause with citation clause).
@@ -30,11 +37,41 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from calib.core.samples import write_samples  # noqa: E402
 from calib.fit.dvfs import DvfsPowerFitter  # noqa: E402
+from calib.fit.pipeline import fit_table  # noqa: E402
 from calib.importers.gpmtool import read as read_gpmtool  # noqa: E402
 from calib.model.dvfs import compile_section, evaluate, predict_power, rows_from_table  # noqa: E402
 
 TABLE = ROOT.parent / "shared" / "data" / "guerreiro-gtxtitanx" / "tpds2019_micro_named_gtxtitanx.csv"
+REFERENCE = Path(__file__).with_name("titanx_fit_reference.json")
+
+
+def time_table_fit(df, repeat: int) -> tuple[float, float, object]:  # noqa: ANN001 - a samples table
+    """(median CPU s, median wall s, the fitted power section) of ``calib fit`` on the imported table."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        micro = Path(tmp) / "micro.csv"
+        write_samples(df, micro)
+        wall, cpu = [], []
+        for _ in range(repeat):
+            w0, c0 = time.perf_counter(), time.process_time()
+            out = fit_table(micro)
+            wall.append(time.perf_counter() - w0)
+            cpu.append(time.process_time() - c0)
+    return statistics.median(cpu), statistics.median(wall), out.params["power"]
+
+
+def against_reference(sec) -> str:  # noqa: ANN001 - a Section
+    """The largest parameter difference to :data:`REFERENCE`, in its standard errors and relative."""
+    import json
+
+    ref = json.loads(REFERENCE.read_text())
+    z = max((abs(sec.value(n) - r["value"]) / r["stderr"], n) for n, r in ref["parameters"].items() if r["stderr"])
+    rel = max((abs(sec.value(n) - r["value"]) / max(abs(r["value"]), 1e-300), n) for n, r in ref["parameters"].items())
+    return (f"largest |difference| {z[0]:.2g} standard errors ({z[1]}), largest relative {rel[0]:.2g} ({rel[1]}); "
+            f"training MAPE {sec.stats['mape_pct']:.4f} % (reference {ref['mape_pct']:.4f} %)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fit, joint (median of {args.repeat})    : {statistics.median(fit_times):8.3f} s   "
           f"(min {min(fit_times):.3f}, max {max(fit_times):.3f}; {sec.stats['nfev']} evaluations, "
           f"{len(sec.params)} parameters, training MAPE {sec.stats['mape_pct']:.2f} %)")
+    cpu, wall, tsec = time_table_fit(df, args.repeat)
+    print(f"calib fit on the table (fit_table, median of {args.repeat}): {cpu:.3f} s CPU, {wall:.3f} s wall "
+          f"(target < 1 s); parameters against {REFERENCE.name}: {against_reference(tsec)}")
     if args.alternating:
         t0 = time.perf_counter()
         alt = DvfsPowerFitter(method="alternating").fit(df).section_
@@ -90,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"predict_power, {args.rows:.0e} rows : {t * 1e3:8.1f} ms  -> {args.rows / t / 1e6:5.2f} M rows/s "
           f"(DataFrame in, W out; target >= 1 M rows/s)")
     print(f"  of which the model arrays : {tc * 1e3:8.1f} ms  -> {args.rows / tc / 1e6:5.2f} M rows/s")
-    return 0 if args.rows / t >= 1e6 else 1
+    return 0 if args.rows / t >= 1e6 and cpu < 1.0 else 1
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def main() -> None:
     from calib.core.metrics import errors
     from calib.fit.thermal_network import ThermalNetworkFitter
     from calib.model.thermal_network import FosterNetwork, predict_trace, steady_state
-    from calib.segment import session_samples, thermal_steps
+    from calib.segment import IdleBaseline, SessionData, session_samples, thermal_steps
     from calib.core.session import read_session
     from microbench.thermal_truth import network_truth
     from thermal_support import kernel_sequence, settled
@@ -90,8 +90,9 @@ def main() -> None:
         idle = df[df["role"] == "idle"]
         steps = thermal_steps(sess)
         it, ip = float(idle["temp_c"].mean()), float(idle["power_w"].mean())
-        one = ThermalNetworkFitter(poles=1).fit(steps, it, ip).network_
-        two = ThermalNetworkFitter(poles=2).fit(steps, it, ip).network_
+        data = SessionData(df, idle=IdleBaseline(it, None, ip, None), thermal_steps=steps)
+        one = ThermalNetworkFitter(poles=1).fit(data).network_
+        two = ThermalNetworkFitter(poles=2).fit(data).network_
         print(f"- forced 2-pole fit: taus {', '.join(f'{x:.2f}' for x in two.tau_s)} s; forced 1-pole: {one.tau_s[0]:.2f} s")
         lk = sec.structure["leakage"]
         loop = sec.structure["loop"]

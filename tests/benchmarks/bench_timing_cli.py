@@ -3,13 +3,14 @@
     .venv/bin/python tests/benchmarks/bench_timing_cli.py [--train 15] [--heldout 15] [--seed 1] [--keep DIR]
 
 On the virtual Titan X (sim:titanx): application-like kernels (microbench.testing.profiler_export) are
-profiled by the stand-in profiler as nvprof trace exports -- the training kernels at 5 core x 4 memory
+profiled by the stand-in profiler as ncu raw-page exports (``ncu --csv --page raw``: one file with the
+measured clocks and the board's SM count) -- the training kernels at 5 core x 4 memory
 clock pairs, the held-out kernels once at the highest pair (the profile a user has) and, for scoring
 only, at all 20 pairs. Then only the verbs:
 
-    calib import nvprof train.csv --kernels --sm-count 24 -o train_k.csv
+    calib import ncu train.csv --kernels -o train_k.csv
     calib fit train_k.csv --timing -o P.json
-    calib import nvprof heldout_top.csv --kernels --sm-count 24 -o held_k.csv
+    calib import ncu heldout_top.csv --kernels -o held_k.csv
     calib predict P.json held_k.csv --clocks all --anchor -o pred.csv
 
 and the predicted times are compared with the held-out kernels' measured times at every pair, next to
@@ -61,17 +62,17 @@ def main() -> int:
     pairs = PE.grid_pairs(PRESET)
     train = PE.app_kernels(a.train, a.seed, SMS, prefix="tr")
     held = PE.app_kernels(a.heldout, a.seed + 1000, SMS, prefix="ho")
-    (d / "train.csv").write_text(PE.nvprof_trace_csv(PE.profile(train, PRESET, pairs, seed=a.seed), BOARD))
-    (d / "heldout_top.csv").write_text(PE.nvprof_trace_csv(PE.profile(held, PRESET, [max(pairs)], seed=a.seed + 1), BOARD))
-    (d / "heldout_all.csv").write_text(PE.nvprof_trace_csv(PE.profile(held, PRESET, pairs, seed=a.seed + 2), BOARD))
+    (d / "train.csv").write_text(PE.ncu_raw_csv(PE.profile(train, PRESET, pairs, seed=a.seed), BOARD))
+    (d / "heldout_top.csv").write_text(PE.ncu_raw_csv(PE.profile(held, PRESET, [max(pairs)], seed=a.seed + 1), BOARD))
+    (d / "heldout_all.csv").write_text(PE.ncu_raw_csv(PE.profile(held, PRESET, pairs, seed=a.seed + 2), BOARD))
 
-    print(run("import", "nvprof", str(d / "train.csv"), "--kernels", "--sm-count", str(SMS), "-o", str(d / "train_k.csv")).strip())
+    print(run("import", "ncu", str(d / "train.csv"), "--kernels", "-o", str(d / "train_k.csv")).strip())
     t0, c0 = time.monotonic(), time.process_time()
     fit_out = run("fit", str(d / "train_k.csv"), "--timing", "-o", str(d / "P.json"))
     fit_s, fit_cpu_s = time.monotonic() - t0, time.process_time() - c0
     print(fit_out.strip())
-    print(run("import", "nvprof", str(d / "heldout_top.csv"), "--kernels", "--sm-count", str(SMS), "-o", str(d / "held_k.csv")).strip())
-    print(run("import", "nvprof", str(d / "heldout_all.csv"), "--kernels", "--sm-count", str(SMS), "-o", str(d / "truth_k.csv")).strip())
+    print(run("import", "ncu", str(d / "heldout_top.csv"), "--kernels", "-o", str(d / "held_k.csv")).strip())
+    print(run("import", "ncu", str(d / "heldout_all.csv"), "--kernels", "-o", str(d / "truth_k.csv")).strip())
     print(run("predict", str(d / "P.json"), str(d / "held_k.csv"), "--clocks", "all", "--anchor", "-o", str(d / "pred.csv")).strip())
 
     pred = pd.read_csv(d / "pred.csv")

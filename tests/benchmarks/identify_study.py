@@ -48,20 +48,17 @@ def cached_inputs(session: Path, cache: Path):  # noqa: ANN201 - (samples DataFr
     import pandas as pd
 
     from calib.core.session import read_session
-    from calib.segment import session_samples, thermal_steps
+    from calib.segment import session_data
 
     cache.mkdir(parents=True, exist_ok=True)
     s_path, c_path = cache / "samples.pkl", cache / "correction.json"
     sess = read_session(session)
-    if not s_path.exists():
-        session_samples(sess).to_pickle(s_path)
-    if not c_path.exists():
+    if not s_path.exists() or not c_path.exists():
         from calib.fit.thermal import ThermalFitter
 
-        df = pd.read_pickle(s_path)
-        idle = df[df["role"] == "idle"]
-        it = float(np.nanmean(idle["temp_c"].to_numpy(float)))
-        th = ThermalFitter().fit(thermal_steps(sess), it, 0.3, float(idle["power_w"].mean()))
+        data = session_data(sess)
+        data.samples.to_pickle(s_path)
+        th = ThermalFitter().fit(data)
         c_path.write_text(json.dumps({"sigma_w_per_c": th.section_.value("sigma_w_per_c"),
                                       "idle_temp_c": th.section_.value("idle_temp_c")}))
     return pd.read_pickle(s_path), sess.manifest["device"], json.loads(c_path.read_text())

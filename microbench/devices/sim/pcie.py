@@ -114,7 +114,8 @@ def truth(link: PcieLink, preset: Any = None) -> dict[str, Any]:
     which for a pageable copy includes the staging pipeline's fill); per direction, the board energy
     above idle per byte (the slope of the copy's board energy in size, link power while the DMA runs
     included). With the ``preset`` (its idle power and wall meter), per host memory the wall power
-    above idle beyond the board's while a large copy streams (PSU losses included)."""
+    above idle beyond the board's while a large copy streams (PSU losses included), and where the preset's
+    host has RAPL the CPU package and DRAM power above idle it shows (``host_rapl_power_<m>_w``)."""
     out: dict[str, Any] = {}
     big, bigger = 256.0 * float(1 << 20), 512.0 * float(1 << 20)
     for d in DIRECTIONS:
@@ -138,4 +139,13 @@ def truth(link: PcieLink, preset: Any = None) -> dict[str, Any]:
                 on, off = pb + db + ph + dh, pb + ph
                 vals.append(on / eff(on) - off / eff(off) - db)
             out[f"host_power_{mode}_w"] = sum(vals) / len(vals)
+        h = preset.host_rapl
+        if h is not None:  # what RAPL sees of it: the launch work's package share, the copy's package + DRAM
+            for mode, pinned in (("pinned", True), ("pageable", False)):
+                vals = []
+                for d in DIRECTIONS:
+                    extra = copy_power(link, copy(link, big, d, pinned))[1]
+                    seen = h.copy_package_share + (1.0 - h.copy_package_share) * (h.dram_idle_w is not None)
+                    vals.append(h.busy_share * preset.power.host_busy_w + seen * extra)
+                out[f"host_rapl_power_{mode}_w"] = sum(vals) / len(vals)
     return out

@@ -138,8 +138,9 @@ class Load:
 
 
 #: SM execution pipes whose activation power partly overlaps (register file and fetch/decode/schedule are
-#: busy with every instruction and stay additive)
-PIPES = frozenset({"fp", "dp", "int", "sfu", "tensor", "alu", "shared", "const", "tex", "l1"})
+#: busy with every instruction and stay additive); the AMD names are the CU's (calib.core.arch.AMD_UNITS)
+PIPES = frozenset({"fp", "dp", "int", "sfu", "tensor", "alu", "shared", "const", "tex", "l1",
+                   "valu_fp32", "valu_fp64", "valu_int", "valu_trans", "matrix", "salu", "lds"})
 
 
 def sm_scale(form: str, beta: float, active: int, total: int) -> float:
@@ -181,7 +182,7 @@ def load_for(pp: PowerPhysics, ar: Mapping[str, float], active_sms: int, sm_coun
     if pp.issue_w:
         issue = pp.issue_w * min(1.0, sum(ar.get(n, 0.0) for n in PIPES)) ** pp.issue_exp
         per_sm += issue
-        detail["issue"] = issue * sm_count
+        detail["issue_stage"] = issue * sm_count
     scale = sm_scale(pp.sm_scaling, pp.sm_beta, active_sms, sm_count)
     core = pp.activation_w + scale * (sm_count * per_sm + chip_core)
     if pp.sm_scaling == "gated":  # idle SMs: partly clock-gated, they keep a share of their constant power

@@ -33,7 +33,7 @@ from calib.core.errors import DeviceNotFoundError
 from microbench.devices.base import DeviceInfo
 from microbench.devices.sim.physics import DvfsPhysics, PowerPhysics, ThermalPhysics, UnitPhysics
 from microbench.devices.sim.pcie import PcieLink
-from microbench.devices.sim.sensors import SensorModel
+from microbench.devices.sim.sensors import HostRapl, SensorModel
 from microbench.devices.sim.timing import TimingPhysics
 
 #: weight of the saturating part of a "Spec.Linear" unit's power curve
@@ -59,10 +59,25 @@ class Preset:
     l1_bytes: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     pcie: PcieLink | None = None     # host link (microbench.devices.sim.pcie); None: copies not simulated
+    #: an AMD GPU's LLVM target (``gfx90a``): its facts (calib.core.arch.amd_facts) go into the device
+    #: information, its units are the CU's (AMD_UNITS), and the GPU's stream is an amdsmi one; None: NVIDIA
+    target: str | None = None
+    #: the host's CPU sockets as RAPL shows them (a ``rapl`` stream); None: no RAPL stream (NVIDIA presets)
+    host_rapl: HostRapl | None = None
 
     @property
     def units(self) -> tuple[str, ...]:
         return tuple(self.power.units)
+
+    @property
+    def unit_classes(self) -> dict[str, tuple[str, ...]] | None:
+        """Instruction classes each unit counts, for a GPU family whose units are not IPP's (None: IPP's)."""
+        if self.target is None:
+            return None
+        from calib.core.arch import amd_facts
+
+        classes = amd_facts(self.target).units.classes
+        return {u: tuple(classes[u]) for u in self.units}
 
     def supported_clocks(self) -> dict[str, list[float]]:
         if self.dvfs is None:
@@ -70,17 +85,23 @@ class Preset:
         return {"core_mhz": list(self.dvfs.core_mhz), "mem_mhz": list(self.dvfs.mem_mhz)}
 
     def device_info(self) -> DeviceInfo:
+        extra = {"units": list(self.units), "chip_units": [u for u, p in self.power.units.items() if p.chip],
+                 "mem_domain_units": [u for u, p in self.power.units.items() if p.domain == "mem"],
+                 "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes, "preset": self.name,
+                 "max_warps_per_sm": self.timing.max_warps_per_sm,
+                 "max_blocks_per_sm": self.timing.max_blocks_per_sm,
+                 **{k: self.extra[k] for k in ("slowdown_temp_c", "power_limit_w", "compute_capability",
+                                               "memory_bus_bits") if k in self.extra}}
+        if self.target is not None:  # an AMD GPU: the target's facts, the preset's own units and caches
+            from calib.core.arch import amd_facts
+
+            extra = {**amd_facts(self.target).device_fields(), **extra,
+                     "unit_classes": {u: list(c) for u, c in (self.unit_classes or {}).items()}}
         return DeviceInfo(
             name=f"virtual {self.description}", uuid=f"SIM-{self.name}", sm_count=self.sm_count,
             default_core_mhz=self.default_core_mhz, default_mem_mhz=self.default_mem_mhz,
             warp_issue_per_cycle=self.timing.warp_issue_per_cycle, supported_clocks=self.supported_clocks(),
-            driver_version="virtual", cuda_version=None,
-            extra={"units": list(self.units), "chip_units": [u for u, p in self.power.units.items() if p.chip],
-                   "mem_domain_units": [u for u, p in self.power.units.items() if p.domain == "mem"],
-                   "l1_bytes": self.l1_bytes, "l2_bytes": self.l2_bytes, "preset": self.name,
-                   "max_warps_per_sm": self.timing.max_warps_per_sm,
-                   "max_blocks_per_sm": self.timing.max_blocks_per_sm,
-                   **{k: self.extra[k] for k in ("slowdown_temp_c", "power_limit_w") if k in self.extra}},
+            driver_version="virtual", cuda_version=None, extra=extra,
         )
 
     def v_core_rel(self, core_mhz: float) -> float:
@@ -344,8 +365,257 @@ def _nonadditive(base: Preset, name: str, description: str) -> Preset:
 GTX580_NONADD = _nonadditive(GTX580, "gtx580_nonadd", "GeForce GTX 580, power departing from the model's form")
 TITANX_NONADD = _nonadditive(TITANX, "titanx_nonadd", "GeForce GTX Titan X, power departing from the model's form")
 
+# ------------------------------------------------------------------------------------------------
+# GPUs of today and how NVML samples their power (issue 31): A100 and H100, whose power reading covers
+# 25 ms of every 100 ms (Yang, Adamek, Armour, "Part-time Power Measurements: nvidia-smi's Lack of
+# Attention", arXiv 2312.02741 / SC24), and an A10 (GA102: Ampere other than GA100), whose
+# nvmlDeviceGetPowerUsage is a 1 s average (NVML documentation, see ../shared/reference/
+# measurement-notes.md section 3.2). Identity, SM counts, clocks, memory bus and power limits are NVIDIA's
+# published figures; per-unit powers, thermal and fan figures are plausible values for the size of each
+# chip. How each energy counter integrates is a modelling choice (the notes do not establish it for any
+# GPU; `calib selftest` measures it): the virtual A100's counter adds its part-time samples, the virtual
+# H100's and A10's integrate all of the time. The sampling truths are in microbench/sampling_truth.py.
+# ------------------------------------------------------------------------------------------------
+
+def _dc_thermal(g_sink_fan: float, c_sink: float) -> ThermalPhysics:
+    """A passively cooled data-centre module in a server's air stream (fans of the chassis, whose speed
+    follows the GPU temperature here; their power is counted on the board to keep the fan sweep)."""
+    return ThermalPhysics(
+        t_room_c=25.0, c_die_j_per_c=60.0, c_sink_j_per_c=c_sink, c_case_j_per_c=4000.0,
+        g_die_sink_w_per_c=160.0, g_sink_case0_w_per_c=6.0, g_sink_case_fan_w_per_c=g_sink_fan,
+        g_case_room_w_per_c=60.0, fan_min=0.3, fan_t0_c=40.0, fan_gain_per_c=0.025, fan_slew_per_s=0.08,
+        r_io_c_per_w=0.02, mem_heat_to_sink=0.3, recirculation=0.05)
+
+
+def _sm8x_units(scale: float, tensor: bool = True) -> dict[str, UnitPhysics]:
+    units = {
+        "fp": _u(0.9 * scale, True), "dp": _u(1.2 * scale, True), "int": _u(0.8 * scale, True),
+        "sfu": _u(0.5 * scale, False), "alu": _u(0.45 * scale, False), "reg": _u(0.4 * scale, True),
+        "fds": _u(0.3 * scale, True), "shared": _u(0.6 * scale, False), "const": _u(0.2 * scale, True),
+        "tex": _u(0.4 * scale, True), "l1": _u(0.55 * scale, True),
+    }
+    if tensor:
+        units["tensor"] = _u(1.6 * scale, True)
+    return units
+
+
+A100 = Preset(
+    name="a100",
+    description="NVIDIA A100-SXM4-40GB (GA100), power sampled 25 ms of every 100 ms",
+    sources=("NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs, 1410 MHz boost, 5120-bit HBM2 "
+             "at 1215 MHz (1555 GB/s), 40 MB L2, 400 W; CUDA C++ Programming Guide throughput table (cc 8.0)",
+             "Yang, Adamek, Armour, arXiv 2312.02741 / SC24: A100 power covers 25 % of the runtime"),
+    sm_count=108, default_core_mhz=1410.0, default_mem_mhz=1215.0,
+    power=PowerPhysics(
+        units={**_sm8x_units(1.0), "l2": _u(38.0, True, chip=True),
+               "global": _u(75.0, True, domain="mem", chip=True), "local": _u(75.0, True, domain="mem", chip=True)},
+        p_const_w=22.0, idle_core_w=14.0, idle_mem_w=12.0,
+        leak_ref_w=12.0, leak_ref_c=35.0, leak_k_per_c=0.02, leak_v_exp=3.0,
+        const_sm_w=0.35, activation_w=14.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=8.0, host_idle_w=180.0, host_busy_w=40.0, overlap=0.15,
+    ),
+    thermal=_dc_thermal(22.0, 1200.0),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=4.0, max_warps_per_sm=64, max_blocks_per_sm=32,
+        throughput={"fp": 2.0, "int": 2.0, "alu": 2.0, "ctrl": 4.0, "sfu": 0.5, "dp": 1.0, "tensor": 0.5,
+                    "shared": 1.0, "const": 1.0, "tex": 1.0, "l1": 1.0, "l2": 1.0, "global": 1.0, "local": 1.0},
+        latency={"fp": 4, "int": 4, "alu": 4, "ctrl": 6, "sfu": 14, "dp": 8, "tensor": 16, "const": 8, "tex": 80},
+        dram_lat_a=300.0, dram_lat_b=180.0, dram_bytes_per_mem_cycle=1280.0, l2_bytes_per_cycle=4096.0,
+        l2_lat=200.0, l1_lat=33.0, shared_lat=23.0, max_outstanding_per_sm=96.0,
+    ),
+    dvfs=DvfsPhysics((1005.0, 1110.0, 1215.0, 1305.0, 1410.0), (0.80, 0.84, 0.89, 0.94, 1.0), (1215.0,), (1.0,)),
+    l1_bytes=192 * 1024, l2_bytes=40 * 1024 * 1024,
+    sensors=SensorModel(nvml_power_window_s=0.025, nvml_phase_s=0.0371, nvml_counter_window_s=0.025,
+                        psu_rated_w=2000.0),
+    extra={"power_limit_w": 400.0, "compute_capability": "8.0", "memory_bus_bits": 5120},
+)
+
+H100 = Preset(
+    name="h100",
+    description="NVIDIA H100 SXM5 80GB (GH100), power sampled 25 ms of every 100 ms",
+    sources=("NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs, 1980 MHz max, 5120-bit HBM3 at "
+             "2619 MHz (3.35 TB/s), 50 MB L2, 700 W; CUDA C++ Programming Guide throughput table (cc 9.0)",
+             "Yang, Adamek, Armour, arXiv 2312.02741 / SC24: H100 power covers 25 % of the runtime"),
+    sm_count=132, default_core_mhz=1980.0, default_mem_mhz=2619.0,
+    power=PowerPhysics(
+        units={**_sm8x_units(1.5), "l2": _u(60.0, True, chip=True),
+               "global": _u(120.0, True, domain="mem", chip=True), "local": _u(120.0, True, domain="mem", chip=True)},
+        p_const_w=30.0, idle_core_w=20.0, idle_mem_w=18.0,
+        leak_ref_w=18.0, leak_ref_c=35.0, leak_k_per_c=0.02, leak_v_exp=3.0,
+        const_sm_w=0.45, activation_w=20.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=10.0, host_idle_w=220.0, host_busy_w=45.0, overlap=0.15,
+    ),
+    thermal=_dc_thermal(30.0, 1600.0),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=4.0, max_warps_per_sm=64, max_blocks_per_sm=32,
+        # mma.sync reaches well below the wgmma peak on H100 (kernels/README.md)
+        throughput={"fp": 4.0, "int": 2.0, "alu": 2.0, "ctrl": 4.0, "sfu": 0.5, "dp": 2.0, "tensor": 0.6,
+                    "shared": 1.0, "const": 1.0, "tex": 1.0, "l1": 1.0, "l2": 1.0, "global": 1.0, "local": 1.0},
+        latency={"fp": 4, "int": 4, "alu": 4, "ctrl": 6, "sfu": 14, "dp": 8, "tensor": 16, "const": 8, "tex": 80},
+        dram_lat_a=420.0, dram_lat_b=220.0, dram_bytes_per_mem_cycle=1280.0, l2_bytes_per_cycle=6144.0,
+        l2_lat=260.0, l1_lat=32.0, shared_lat=23.0, max_outstanding_per_sm=128.0,
+    ),
+    dvfs=DvfsPhysics((1215.0, 1410.0, 1605.0, 1755.0, 1980.0), (0.78, 0.83, 0.89, 0.94, 1.0), (2619.0,), (1.0,)),
+    l1_bytes=256 * 1024, l2_bytes=50 * 1024 * 1024,
+    sensors=SensorModel(nvml_power_window_s=0.025, nvml_phase_s=0.0613, nvml_counter_window_s=None,
+                        psu_rated_w=3000.0),
+    extra={"power_limit_w": 700.0, "compute_capability": "9.0", "memory_bus_bits": 5120},
+)
+
+A10 = Preset(
+    name="a10",
+    description="NVIDIA A10 (GA102), power reading a 1 s average",
+    sources=("NVIDIA A10 datasheet: 72 SMs, 1695 MHz boost, 384-bit GDDR6 at 12.5 Gb/s (600 GB/s), 6 MB L2, "
+             "150 W; CUDA C++ Programming Guide throughput table (cc 8.6)",
+             "NVML nvmlDeviceGetPowerUsage: a 1 s average on Ampere (except GA100) and newer"),
+    sm_count=72, default_core_mhz=1695.0, default_mem_mhz=6251.0,
+    power=PowerPhysics(
+        units={**_sm8x_units(0.45), "l2": _u(10.0, True, chip=True),
+               "global": _u(32.0, True, domain="mem", chip=True), "local": _u(32.0, True, domain="mem", chip=True)},
+        p_const_w=8.0, idle_core_w=6.0, idle_mem_w=6.0,
+        leak_ref_w=5.0, leak_ref_c=35.0, leak_k_per_c=0.02, leak_v_exp=3.0,
+        const_sm_w=0.15, activation_w=6.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=4.0, host_idle_w=150.0, host_busy_w=35.0, overlap=0.15,
+    ),
+    thermal=replace(_dc_thermal(10.0, 500.0), g_die_sink_w_per_c=60.0, g_sink_case0_w_per_c=3.0,
+                    c_die_j_per_c=30.0),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=4.0, max_warps_per_sm=48, max_blocks_per_sm=16,
+        throughput={"fp": 4.0, "int": 2.0, "alu": 2.0, "ctrl": 4.0, "sfu": 0.5, "dp": 1.0 / 16, "tensor": 0.25,
+                    "shared": 1.0, "const": 1.0, "tex": 1.0, "l1": 1.0, "l2": 1.0, "global": 1.0, "local": 1.0},
+        latency={"fp": 4, "int": 4, "alu": 4, "ctrl": 6, "sfu": 14, "dp": 40, "tensor": 16, "const": 8, "tex": 80},
+        dram_lat_a=420.0, dram_lat_b=160.0, dram_bytes_per_mem_cycle=96.0, l2_bytes_per_cycle=2048.0,
+        l2_lat=200.0, l1_lat=33.0, shared_lat=23.0, max_outstanding_per_sm=64.0,
+    ),
+    dvfs=DvfsPhysics((1110.0, 1305.0, 1500.0, 1695.0), (0.82, 0.88, 0.94, 1.0), (6251.0,), (1.0,)),
+    l1_bytes=128 * 1024, l2_bytes=6 * 1024 * 1024,
+    sensors=SensorModel(nvml_power_window_s=1.0, nvml_phase_s=0.0529, nvml_counter_window_s=None,
+                        psu_rated_w=1200.0),
+    extra={"power_limit_w": 150.0, "compute_capability": "8.6", "memory_bus_bits": 384},
+)
+
+
+
+# ------------------------------------------------------------------------------------------------
+# AMD Instinct (issue 32): one GCD of an MI250X and a whole MI300X, wave64, with the CU's units
+# (calib.core.arch.AMD_UNITS). Figures in 32-thread warps as the models count (calib.core.arch): a CU issues
+# one wave64 VALU instruction per cycle = 2 warp instructions, holds 4 SIMDs x 8 waves = 64 warps.
+# Sources: AMD CDNA2 and CDNA3 white papers and product briefs (CU counts, clocks, HBM, caches, FP64 at the
+# FP32 vector rate on CDNA2/3, 500/560 W and 750 W board power), LLVM AMDGPU docs (wave64, waves per SIMD),
+# amd-smi's MI250X reading conventions (package power on the even GCD, memory clock 1600 MHz) and MI300X's
+# (memory clock 1300 MHz, 5.3 TB/s). Power per unit and the thermal figures are plausible values for an
+# air-cooled OAM in a server, not measurements: the OAM has no fan of its own (chassis fans, driven by the
+# BMC from the GPU's temperature, are not in its power), and amdsmi has no fan reading.
+# mi250x has the standard physics of the NVIDIA presets (saturating unit curves, overlapping activation,
+# a three-node thermal network with a temperature-driven fan, leakage exponential in temperature); its GPU
+# stream is the package's, as amdsmi reports it on the even GCD (the idle sibling GCD is in the constant and
+# memory terms). mi300x departs from the fitted models' form as the *_nonadd presets do:
+# - the pipes' saturating parts follow an exponential approach, the HBM's a Michaelis-Menten curve
+#   (the 256 MB Infinity Cache absorbs part of a busy kernel's traffic), a shared instruction arbiter per CU
+#   grows as the 0.4th power of the pipes' summed access rate (non-additive), CUs without work stay 30 %
+#   powered (partial clock gating), leakage grows as the cube of the core voltage.
+# ------------------------------------------------------------------------------------------------
+
+_MI250X_CORE = (800.0, 1000.0, 1200.0, 1400.0, 1600.0, 1700.0)
+_MI250X_CORE_V = (0.75, 0.78, 0.83, 0.89, 0.96, 1.00)
+_MI300X_CORE = (1000.0, 1300.0, 1500.0, 1700.0, 1900.0, 2100.0)
+_MI300X_CORE_V = (0.70, 0.74, 0.79, 0.85, 0.92, 1.00)
+
+#: per-class throughput of a CDNA CU in 32-thread warp instructions per cycle: VALU one wave64 per cycle
+#: (FP64 at the FP32 rate), transcendentals a quarter, LDS 128 B/clk, vector L1 64 (CDNA2) or 128 B/clk (CDNA3)
+_CDNA_THROUGHPUT = {"fp": 2.0, "int": 2.0, "alu": 2.0, "ctrl": 2.0, "sfu": 0.5, "dp": 2.0, "tensor": 0.25,
+                    "shared": 1.0, "const": 1.0, "tex": 0.5, "l1": 0.5, "l2": 0.5, "global": 0.5, "local": 0.5}
+_CDNA_LATENCY = {"fp": 8, "int": 8, "alu": 8, "ctrl": 4, "sfu": 16, "dp": 8, "tensor": 32, "const": 24, "tex": 130}
+
+MI250X = Preset(
+    name="mi250x",
+    description="AMD Instinct MI250X, one GCD (CDNA2 gfx90a)",
+    sources=("AMD CDNA2 white paper and MI250X product brief: 110 CUs per GCD, 1700 MHz peak engine clock, "
+             "64 GB HBM2e at 1.6 TB/s per GCD, 8 MB L2 per GCD, 16 KB L1 and 64 KB LDS per CU, 500/560 W OAM",
+             "LLVM AMDGPU usage: gfx90a wave64, 8 waves per SIMD, 4 SIMDs per CU"),
+    sm_count=110, default_core_mhz=1700.0, default_mem_mhz=1600.0,
+    power=PowerPhysics(
+        units={
+            "valu_fp32": _u(0.75, True), "valu_fp64": _u(0.95, True), "valu_int": _u(0.55, True),
+            "valu_trans": _u(0.45, False), "matrix": _u(1.4, True), "salu": _u(0.15, False),
+            "issue": _u(0.3, True), "lds": _u(0.5, False), "l1": _u(0.45, True),
+            "l2": _u(28.0, True, chip=True), "hbm": _u(65.0, True, domain="mem", chip=True),
+        },
+        # the package's stream: the idle sibling GCD's share is in the constant and memory terms
+        p_const_w=38.0, idle_core_w=22.0, idle_mem_w=12.0,
+        leak_ref_w=18.0, leak_ref_c=40.0, leak_k_per_c=0.017, leak_v_exp=2.5,
+        const_sm_w=0.28, activation_w=20.0, sm_scaling="linear", sm_beta=1.1,
+        fan_max_w=0.0, host_idle_w=180.0, host_busy_w=45.0, overlap=0.15,
+    ),
+    thermal=ThermalPhysics(
+        t_room_c=25.0, c_die_j_per_c=80.0, c_sink_j_per_c=1000.0, c_case_j_per_c=4000.0,
+        g_die_sink_w_per_c=11.0, g_sink_case0_w_per_c=3.0, g_sink_case_fan_w_per_c=22.0,
+        g_case_room_w_per_c=45.0, fan_min=0.45, fan_t0_c=55.0, fan_gain_per_c=0.015, fan_slew_per_s=0.03,
+        r_io_c_per_w=0.05, mem_heat_to_sink=0.4, recirculation=0.05,
+    ),
+    timing=TimingPhysics(
+        warp_issue_per_cycle=2.0, max_warps_per_sm=64, max_blocks_per_sm=32,
+        throughput=_CDNA_THROUGHPUT, latency=_CDNA_LATENCY,
+        dram_lat_a=280.0, dram_lat_b=420.0, dram_bytes_per_mem_cycle=1024.0, l2_bytes_per_cycle=4096.0,
+        l2_lat=240.0, l1_lat=116.0, shared_lat=64.0, max_outstanding_per_sm=64.0, launch_overhead_s=6e-6,
+        dram_efficiency=0.85, warp_size=64,
+    ),
+    sensors=SensorModel(psu_rated_w=3000.0),
+    dvfs=DvfsPhysics(_MI250X_CORE, _MI250X_CORE_V, (1600.0,), (1.2,)),
+    l1_bytes=16 * 1024, l2_bytes=8 * 1024 * 1024,
+    # the OAM's power cap (air-cooled 500 W, liquid 560 W) and the hotspot's throttle temperature
+    extra={"power_limit_w": 560.0, "slowdown_temp_c": 100.0},
+    pcie=PcieLink(raw_bytes_per_s=31.5e9, latency_s={"h2d": 9e-6, "d2h": 10e-6}),  # PCIe 4.0 x16
+    target="gfx90a",
+    # one AMD EPYC host socket: RAPL shows its package (and core), no DRAM zone; 2^-16 J counter units
+    host_rapl=HostRapl(packages=1, package_idle_w=70.0, dram_idle_w=None, busy_share=0.78, copy_package_share=0.6,
+                       unit_uj=1e6 / 2 ** 16),
+)
+
+_MI300X_UNITS = {
+    "valu_fp32": _u(0.42, True), "valu_fp64": _u(0.55, True), "valu_int": _u(0.32, True),
+    "valu_trans": _u(0.30, False), "matrix": _u(1.05, True), "salu": _u(0.08, False),
+    "issue": _u(0.18, True), "lds": _u(0.30, False), "l1": _u(0.28, True),
+    "l2": _u(40.0, True, chip=True), "hbm": _u(120.0, True, domain="mem", chip=True),
+}
+
+MI300X = Preset(
+    name="mi300x",
+    description="AMD Instinct MI300X (CDNA3 gfx942)",
+    sources=("AMD CDNA3 white paper and MI300X data sheet: 304 CUs (8 XCDs), 2100 MHz peak engine clock, 192 GB "
+             "HBM3 at 5.3 TB/s, 4 MB L2 per XCD, 256 MB Infinity Cache, 32 KB L1 and 64 KB LDS per CU, 750 W OAM",
+             "LLVM AMDGPU usage: gfx942 wave64, 8 waves per SIMD, 4 SIMDs per CU"),
+    sm_count=304, default_core_mhz=2100.0, default_mem_mhz=1300.0,
+    power=PowerPhysics(
+        units={u: (replace(up, curve="mm", k=0.02) if up.chip else replace(up, curve="exp", k=0.08) if up.w else up)
+               for u, up in _MI300X_UNITS.items()},
+        p_const_w=55.0, idle_core_w=42.0, idle_mem_w=28.0,
+        leak_ref_w=25.0, leak_ref_c=40.0, leak_k_per_c=0.02, leak_v_exp=3.0,
+        const_sm_w=0.2, activation_w=35.0, sm_scaling="gated", sm_beta=1.1, idle_sm_fraction=0.3,
+        issue_w=0.3, issue_exp=0.4,
+        fan_max_w=0.0, host_idle_w=250.0, host_busy_w=60.0, overlap=0.5,
+    ),
+    # a bigger package on a bigger heatsink in more airflow than the MI250X's
+    thermal=replace(MI250X.thermal, c_die_j_per_c=120.0, c_sink_j_per_c=1400.0, c_case_j_per_c=5000.0,
+                    g_die_sink_w_per_c=20.0, g_sink_case0_w_per_c=4.0, g_sink_case_fan_w_per_c=32.0,
+                    g_case_room_w_per_c=60.0, fan_min=0.5, fan_t0_c=50.0, r_io_c_per_w=0.04),
+    # CDNA3: twice the matrix and L1 rates of CDNA2, 8 XCDs' L2, HBM3 behind the Infinity Cache (longer latency)
+    timing=replace(MI250X.timing, throughput={**_CDNA_THROUGHPUT, "tensor": 0.5, "l1": 1.0, "l2": 1.0},
+                   latency={**_CDNA_LATENCY, "tensor": 24}, dram_lat_a=330.0, dram_lat_b=570.0,
+                   dram_bytes_per_mem_cycle=4096.0, l2_bytes_per_cycle=16384.0, l2_lat=230.0, l1_lat=120.0,
+                   dram_efficiency=0.8),
+    sensors=SensorModel(psu_rated_w=3000.0),
+    dvfs=DvfsPhysics(_MI300X_CORE, _MI300X_CORE_V, (1300.0,), (1.1,)),
+    l1_bytes=32 * 1024, l2_bytes=32 * 1024 * 1024,
+    extra={"power_limit_w": 750.0, "slowdown_temp_c": 100.0},
+    pcie=PcieLink(raw_bytes_per_s=63.0e9, latency_s={"h2d": 8e-6, "d2h": 9e-6}),  # PCIe 5.0 x16
+    target="gfx942",
+    # two Intel Xeon host sockets: RAPL shows each package and its DRAM
+    host_rapl=HostRapl(packages=2, package_idle_w=55.0, dram_idle_w=12.0, busy_share=0.83, copy_package_share=0.55),
+)
+
 PRESETS: dict[str, Preset] = {p.name: p for p in (GTX280, GTX580, TITANX, GTX280_1POLE, GTX280_2POLE, GTX280_RUNAWAY,
-                                                  GTX580_NONADD, TITANX_NONADD)}
+                                                  GTX580_NONADD, TITANX_NONADD, A100, H100, A10, MI250X, MI300X)}
 
 
 def get_preset(name: str) -> Preset:

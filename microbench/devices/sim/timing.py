@@ -71,6 +71,9 @@ class TimingPhysics:
     tlb_miss_cycles: float = 260.0             # page walk, core cycles
     chase_trip_cycles: float = 2.0             # branch bubble per loop trip a dependent chase cannot hide
     kernel_fixed_cycles: float = 200.0         # prologue, clock reads, final store of a latency kernel
+    #: threads the hardware schedules together (64: an AMD wave64); figures above are per 32-thread warp
+    #: (calib.core.arch), and a block occupies whole hardware warps
+    warp_size: int = 32
 
     def uncoal_issue(self) -> float:
         """Coalescer replay per uncoalesced transaction, core cycles."""
@@ -79,6 +82,11 @@ class TimingPhysics:
     def dram_latency_cycles(self, core_mhz: float, mem_mhz: float, default_ratio: float) -> float:
         """DRAM round-trip latency in core cycles at (core_mhz, mem_mhz)."""
         return self.dram_lat_a * (core_mhz / mem_mhz) / default_ratio + self.dram_lat_b
+
+
+def occupied_warps(threads_per_block: int, warp_size: int = 32) -> int:
+    """32-thread warps a block occupies: whole hardware warps (a 32-thread block takes a wave64, i.e. two)."""
+    return -(-int(threads_per_block) // warp_size) * (warp_size // 32)
 
 
 def _softmax(vals: list[float], p: float) -> float:
@@ -105,7 +113,7 @@ def kernel_time_s(tp: TimingPhysics, per_warp: Mapping[str, float], launch: Laun
     if kind == "departure":
         return _departure_cycles(tp, per_warp, launch, traits, core_mhz, mem_mhz, default_core_mhz,
                                  default_mem_mhz) / (core_mhz * 1e6) + tp.launch_overhead_s
-    warps_per_block = -(-launch.threads_per_block // 32)
+    warps_per_block = occupied_warps(launch.threads_per_block, tp.warp_size)
     blocks_per_sm = launch.blocks / launch.active_sms
     resident_blocks = max(1, min(tp.max_blocks_per_sm, tp.max_warps_per_sm // warps_per_block))
     rounds = math.ceil(blocks_per_sm / resident_blocks - 1e-9)
@@ -139,7 +147,9 @@ def kernel_time_s(tp: TimingPhysics, per_warp: Mapping[str, float], launch: Laun
     if dram_acc:
         # transactions per warp request: 1 line when coalesced, one sector per lane when not, or
         # several lines for wide vector loads (trait tx_per_access, bw_stream)
-        tx = float(traits.get("tx_per_access", 1.0 if coalesced else tp.uncoalesced_transactions))
+        # (a kernel's own trait bytes_per_access: wide coalesced requests move several lines)
+        wide = max(1.0, float(traits.get("bytes_per_access", 128.0)) / 128.0)
+        tx = float(traits.get("tx_per_access", wide if coalesced else tp.uncoalesced_transactions))
         tx_bytes = 128.0 if coalesced else tp.sector_bytes
         bytes_round = n_res * dram_acc * tx * tx_bytes
         bw_core_cycle = tp.dram_bytes_per_mem_cycle * tp.dram_efficiency * (mem_mhz / core_mhz)
@@ -242,7 +252,7 @@ def _departure_cycles(tp: TimingPhysics, per_warp: Mapping[str, float], launch: 
     coalesced = int(traits.get("lane_stride", 1)) == 1
     iters = max(1.0, float(traits.get("iters", 1)))
     tx = 1.0 if coalesced else tp.uncoalesced_transactions
-    warps_per_block = -(-launch.threads_per_block // 32)
+    warps_per_block = occupied_warps(launch.threads_per_block, tp.warp_size)
     blocks_per_sm = launch.blocks / launch.active_sms
     resident_blocks = max(1, min(tp.max_blocks_per_sm, tp.max_warps_per_sm // warps_per_block))
     rounds = math.ceil(blocks_per_sm / resident_blocks - 1e-9)

@@ -1,0 +1,87 @@
+"""The rule by which a fit's recovery of the virtual GPU's ground truth is judged (tests/test_recovery.py,
+tests/test_ipp_fit.py): every parameter that has a truth is asserted, with a tolerance derived from the
+uncertainty the parameter file states for it, never a blanket percentage.
+
+- A parameter published with a total standard error: ``|fitted - truth| <= K x stderr_total``, K = 4.
+  Honest Gaussian error bars exceed 4 of themselves with probability 6e-5, so over the ~130 parameters of
+  the three presets a failure means the stated error is too small or the fit is broken, not bad luck.
+- A parameter the file declares not separately determined (a member of a combination in
+  ``fit.<section>.identifiability``): the combination is asserted the same way whenever every member has
+  a truth, ``|sum_i w_i (fitted_i - truth_i)| <= K x stderr_total(combination)``; a member the file
+  still publishes with its own total standard error is asserted by the first rule too. A parameter with a
+  truth that the file publishes without any stated uncertainty, and outside every combination, fails.
+- ``thermal_network.dominant_poles`` (a count, no error bar): a physical bound, 1 <= fitted <= truth (the
+  campaign's steps cannot show more poles than the network has; slow poles its steps cannot separate
+  merge into one).
+
+:func:`judge` returns one row per assertion with ``k`` = |error| / stated uncertainty, so that a test can
+report them all and the loose ones (k far below 1: the stated error much wider than the error it
+describes) can be listed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+K = 4.0
+COUNT_ROWS = ("thermal_network.dominant_poles",)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    what: str                 # "section.param" or "[combination]"
+    error: float              # fitted - truth
+    allowed: float            # K x stated total standard error (or the bound's half-width)
+    ok: bool
+    rule: str
+
+    @property
+    def k(self) -> float:
+        return abs(self.error) / (self.allowed / K) if self.allowed else math.inf
+
+
+def judge(rows: Iterable[Mapping[str, Any]], combinations: Mapping[str, list[Mapping[str, Any]]]) -> list[Verdict]:
+    """Verdicts for recovery ``rows`` (``parameter`` "section.name", ``truth``, ``fitted``, ``stderr_total``:
+    a recovery report's rows) and the file's ``combinations`` per section (its identifiability entries)."""
+    rows = list(rows)
+    truth = {r["parameter"]: r for r in rows}
+    member_of: dict[str, list[Mapping[str, Any]]] = {}
+    out: list[Verdict] = []
+    for sec, combos in combinations.items():
+        for cb in combos:
+            keys = [f"{sec}.{n}" for n in cb["parameters"]]
+            for key in keys:
+                member_of.setdefault(key, []).append(cb)
+            if all(k in truth and truth[k]["fitted"] is not None for k in keys):
+                err = sum(w * (truth[f"{sec}.{n}"]["fitted"] - truth[f"{sec}.{n}"]["truth"])
+                          for n, w in cb["weights"].items())
+                allowed = K * float(cb["stderr_total"])
+                label = f"{sec}.[" + " + ".join(f"{w:.3g} {n}" for n, w in cb["weights"].items()) + "]"
+                out.append(Verdict(label, err, allowed, abs(err) <= allowed, "combination within K stderr_total"))
+    for r in rows:
+        key = r["parameter"]
+        if key in COUNT_ROWS:
+            fitted, t = r["fitted"], r["truth"]
+            out.append(Verdict(key, (fitted or 0) - t, t, fitted is not None and 1 <= fitted <= t,
+                               "count: 1 <= fitted <= truth"))
+            continue
+        se = r.get("stderr_total")
+        if r["fitted"] is not None and se:
+            err = r["fitted"] - r["truth"]
+            out.append(Verdict(key, err, K * se, abs(err) <= K * se, "within K stderr_total"))
+        elif key not in member_of:
+            out.append(Verdict(key, math.nan, 0.0, False,
+                               "has a truth but neither a stated uncertainty nor a combination"))
+    return out
+
+
+def combinations_of(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """The identifiability entries of a parameter file (JSON document), by section."""
+    return {sec: list(st.get("identifiability") or []) for sec, st in (doc.get("fit") or {}).items()}
+
+
+def failures(verdicts: Iterable[Verdict]) -> list[str]:
+    return [f"{v.what}: error {v.error:+.4g}, allowed {v.allowed:.4g} ({v.rule})" for v in verdicts if not v.ok]
