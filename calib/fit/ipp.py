@@ -340,10 +340,11 @@ class IppPowerFitter(Estimator):
         """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-group
         jackknife over the benchmark groups (:func:`calib.fit.uncertainty.row_groups`; idle rows always
         kept), the workload discrepancy propagated through the fit, for a unit with the log access-rate
-        function measured only below AR = 1 the extrapolation of its MaxPower to AR = 1 (a concave power
-        curve lies between the fitted log curve and its tangent at the highest measured access rate, so
-        half that gap at AR = 1 is taken as one standard error, along the direction of (MaxPower, slope)
-        that leaves the power at the highest measured rate unchanged), and the structures the search
+        function measured only below AR = 1 the extrapolation of its MaxPower to AR = 1 (the gap at AR = 1
+        between the fitted log curve and the power law through its value and elasticity at the highest
+        measured access rate, times :attr:`EXTRAPOLATION_SE`, is one standard error, along the direction
+        of (MaxPower, slope) that leaves the power at the highest measured rate unchanged), the split of
+        units the campaign does not separate (:meth:`_split_profile`), and the structures the search
         fitted, averaged by their evidence (:meth:`_structure_average`). Also sets ``stderr_total`` of
         the fitted parameters."""
         res = self.result_
@@ -388,7 +389,7 @@ class IppPowerFitter(Estimator):
                 v = np.zeros(len(free))
                 v[free.index(names.max_power(u))] = 1.0
                 v[free.index(names.ar_log_a(u))] = -level / (m * math.log(x))
-                form += (0.5 * gap) ** 2 * np.outer(v, v)
+                form += (self.EXTRAPOLATION_SE * gap) ** 2 * np.outer(v, v)
         # other structures that fit nearly as well once the discrepancy is counted
         s2 = float(self.result_.redchi) + tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else \
             float(self.result_.redchi)
@@ -407,6 +408,12 @@ class IppPowerFitter(Estimator):
 
     #: fewest held-out workloads whose residuals set the discrepancy scale (else leave-one-workload-out)
     MIN_HELDOUT_WORKLOADS = MIN_HELDOUT_WORKLOADS
+    #: one standard error of an extrapolated MaxPower, as a fraction of the gap between the log and the
+    #: power-law curves through its highest measured access rate (:meth:`_total_covariance`): the whole
+    #: gap, not half of it (the power law is one concave curve among many through the same point, not
+    #: the farthest): with half, gtx280's DRAM MaxPower, measured up to AR 0.22, was 47.1 +/- 1.2 W on a
+    #: 52 W truth (4.2 total standard errors)
+    EXTRAPOLATION_SE = 1.0
 
     def _discrepancy_scale(self, vals: Mapping[str, float], oog: np.ndarray, dyn: np.ndarray,
                            wl: np.ndarray) -> tuple[float, str, int]:
@@ -481,8 +488,12 @@ class IppPowerFitter(Estimator):
         each member's share of the fitted sum held at the points 1/6, 1/2, 5/6 of a two-unit split (for
         more units, the centroid and the points 2/3 of the way to each vertex), every other parameter
         free; the mean of ``d d^T`` over the points (``d`` the parameters' shift from the fit) is the
-        term. Other units that ride with the pair (the DRAM or DP kernels, whose REG/FDS activities are
-        low and on the log curves' steep part) move with the split and get their share of it."""
+        term, on the members' own parameters (MaxPower and log slope) only. The other units move with a
+        forced split too (tex, const and L1 by 0.5 W on gtx580, ten times their errors: the median
+        |error| / stderr_total of the power section was 0.24 there and 0.18 on titanx); those shifts are
+        what an extreme split forces on rows the riders' own benchmarks measure, which those rows reject,
+        so they are not an uncertainty of the riders (their jackknife, discrepancy and structure terms
+        are). With the members only: median 0.53 (gtx580), 0.49 (titanx) on the reference tables."""
         k = len(free)
         out = np.zeros((k, k))
         act, running = self._data[0], self._data[1]
@@ -512,6 +523,8 @@ class IppPowerFitter(Estimator):
                 # which is what cannot be trusted here (weighted by it, the REG/FDS totals shrank until
                 # their truths were 3-7 total stderr away on every preset)
                 D = np.array(ds)
+                own = np.array([any(n in (names.max_power(u), names.ar_log_a(u)) for u in g) for n in free])
+                D = D * own
                 out += D.T @ D / len(ds)
         return out
 
