@@ -279,12 +279,16 @@ class Campaign:
             rec["complete"] = True
             writer.update_manifest(**{DESIGN_FIELD: rounds})
         finally:
-            if self._logger is not None:
-                self._logger.stop()
-            else:
-                self._drain()
-            writer.close()
+            self._stop(writer)
         return rec
+
+    def _stop(self, writer: Any) -> None:
+        """Stop the logger (or drain the samples it would have taken) and close the session writer."""
+        if self._logger is not None:
+            self._logger.stop()
+        else:
+            self._drain()
+        writer.close()
 
     def update_design_record(self, session_dir: Path, k: int, **fields: Any) -> None:
         """Add ``fields`` to design round ``k``'s record in the manifest (e.g. the standard errors the
@@ -365,11 +369,7 @@ class Campaign:
             writer.mark("campaign_done")
             log.info("campaign %r complete: %s", self.campaign, session_dir)
         finally:
-            if self._logger is not None:
-                self._logger.stop()
-            else:
-                self._drain()
-            writer.close()
+            self._stop(writer)
         return session_dir
 
     @staticmethod

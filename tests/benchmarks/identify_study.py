@@ -33,14 +33,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
 
-
-def seeds_of(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
-    return out
+from make_seed_sessions import seeds_of  # noqa: E402
 
 
 def cached_inputs(session: Path, cache: Path):  # noqa: ANN201 - (samples DataFrame, manifest device, correction)
