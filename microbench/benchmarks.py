@@ -25,8 +25,9 @@ from microbench.kernels import catalog
 from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
 from microbench.timing_plan import timing_benchmarks
 
-__all__ = ["CAMPAIGNS", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_WORKLOADS", "UNIT_KERNELS", "Benchmark",
-           "CampaignSpec", "dvfs_benchmarks", "dvfs_grid", "place_memory", "plan", "thermal_benchmarks"]
+__all__ = ["CAMPAIGNS", "DESIGN_ILP", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_WORKLOADS", "UNIT_KERNELS", "Benchmark",
+           "CampaignSpec", "design_benchmark", "dvfs_benchmarks", "dvfs_grid", "place_memory", "plan",
+           "thermal_benchmarks"]
 
 #: kernel used to stress each power unit (first = main), and extra variants run once
 UNIT_KERNELS: dict[str, tuple[str, ...]] = {
@@ -74,6 +75,20 @@ HELDOUT_MIXES: dict[str, dict[str, Any]] = {
     "app_histogram": {"int": 6, "alu": 6, "shared": 2, "global": 0.5, "const": 1, "ilp": 2},
     "app_conv": {"fp": 9, "const": 9, "int": 3, "alu": 2, "tex": 2, "global": 0.5, "ilp": 3},
 }
+
+
+#: independent chains per class of a design kernel (enough to issue at full rate at 32 warps per SM)
+DESIGN_ILP = 4
+
+
+def design_benchmark(entry: Mapping[str, Any], max_warps: int = 64) -> Benchmark:
+    """A design kernel (``calib run --design``, :mod:`calib.fit.design`) from its manifest entry
+    ``{"name", "mix": {class: per-step count}, "warps_per_sm"}``: the ``mix`` kernel with those counts,
+    a training workload (role ``unit``) that stresses several units (``mixed``)."""
+    w = min(int(entry["warps_per_sm"]), max_warps)
+    params = {"ilp": int(entry.get("ilp", DESIGN_ILP)), **{c: float(v) for c, v in dict(entry["mix"]).items()}}
+    return Benchmark(name=str(entry["name"]), kernel="mix", role="unit", stresses="mixed", kind="app_mix",
+                     params=params, warps_per_sm=w, blocks_per_sm=max(1, w // 8))
 
 
 def _mix_params(mix: Mapping[str, Any]) -> dict[str, Any]:

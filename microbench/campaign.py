@@ -32,7 +32,7 @@ from calib import __version__
 from calib.core.atomic import atomic_write_json
 from calib.core.errors import BadInputError
 from calib.core.session import MANIFEST_NAME, SessionWriter, read_session
-from microbench.benchmarks import plan, thermal_benchmarks
+from microbench.benchmarks import design_benchmark, plan, thermal_benchmarks
 from microbench.devices.base import Device
 from microbench.protocol import ThermalProtocol, run_trial, wait_for_temperature
 from microbench.spec import Benchmark, CampaignSpec
@@ -40,6 +40,8 @@ from microbench.spec import Benchmark, CampaignSpec
 log = logging.getLogger(__name__)
 
 STATE_NAME = "campaign_state.json"
+#: manifest field of the design rounds (``calib run --design adaptive``): a list of round records
+DESIGN_FIELD = "design"
 #: polling period of real sensors during a campaign, s (NVML updates about every 100 ms)
 LOG_PERIOD_S = 0.1
 #: virtual sensors are drained into the session every this many seconds of a temperature wait
@@ -195,6 +197,110 @@ class Campaign:
             **({"transfer_plan": [t.describe() for t in self.transfers]} if self.transfers else {}),
         }
 
+    # -- design rounds --------------------------------------------------------------------------
+    def design_steps(self, rounds: list[dict]) -> list[Step]:
+        """The steps of the design rounds recorded in a manifest (``rounds``: its ``design`` list), in
+        order, numbered after the campaign's own steps: each round's kernels with the campaign's repeats."""
+        bench_s = self.spec.warmup_s + self.spec.window_s
+        out: list[Step] = []
+        max_w = int(self.device.info.extra.get("max_warps_per_sm", 32))
+        for rec in rounds:
+            for r in range(self.spec.repeats):
+                for entry in rec.get("kernels", []):
+                    b = design_benchmark(entry, max_w)
+                    self._by_name.setdefault(b.name, b)
+                    out.append(Step(len(self.steps) + len(out), "bench", b.name, r,
+                                    expected_s=bench_s + expected_cooldown_s(self.spec, bench_s)))
+        return out
+
+    def design_round_s(self, kernels: list[dict]) -> float:
+        """Expected device time (s) of a design round of ``kernels`` (manifest entries)."""
+        bench_s = self.spec.warmup_s + self.spec.window_s
+        return len(kernels) * self.spec.repeats * (bench_s + expected_cooldown_s(self.spec, bench_s))
+
+    def run_design_round(self, session_dir: Path, record: dict) -> dict:
+        """Run (or finish) one design round on a complete session: ``record`` is ``{"round": k,
+        "kernels": [manifest entries], ...}`` (the design's choice and why). A new round is added to the
+        manifest (its kernels to the plan, the record to ``design``) before anything runs, so a killed
+        round is resumed from the manifest by running it again with the same record. Returns the record
+        as stored (``complete``: true once every step ran)."""
+        session_dir = Path(session_dir)
+        sess = read_session(session_dir)
+        man = sess.manifest
+        if not sess.is_complete():
+            raise BadInputError(f"{session_dir}: the campaign is not complete; design rounds follow a complete campaign")
+        check_session_matches(session_dir, man, self.device, self.campaign, self.seed, complete=True)
+        rounds = [dict(r) for r in man.get(DESIGN_FIELD) or []]
+        known = {int(r["round"]): i for i, r in enumerate(rounds)}
+        k = int(record["round"])
+        new = k not in known
+        if new:
+            rounds.append(dict(record, complete=False))
+        rec = rounds[known.get(k, len(rounds) - 1)]
+        steps = self.design_steps(rounds)
+        mine = {b["name"] for b in rec.get("kernels", [])}
+        markers = sess.markers()
+        done = {m["info"].get("step") for _, m in markers.iterrows() if m["event"] == "workload_done"}
+        last_t = float(markers["t_mono_s"].max()) if len(markers) else 0.0
+        if self.device.virtual and self.device.clock()[0] < last_t:  # a new process: continue from the state
+            state = self._load_state(session_dir)
+            if state and state.get("device"):
+                self.device.restore(state["device"], last_t + 1.0)
+            self.idle_temp_c = (state or {}).get("idle_temp_c")
+        elif not hasattr(self, "idle_temp_c"):
+            self.idle_temp_c = (self._load_state(session_dir) or {}).get("idle_temp_c")
+        writer = SessionWriter.resume(session_dir, clock=self.device.clock, note=f"design round {k}")
+        self.writer = writer
+        self._logger = None
+        if not self.device.virtual:
+            from microbench.logger import SensorLogger
+
+            self._logger = SensorLogger(writer, self.device.sensors(), period_s=LOG_PERIOD_S).start()
+        try:
+            if new:
+                max_w = int(self.device.info.extra.get("max_warps_per_sm", 32))
+                info = self.device.info
+                plan_entries = list(man.get("plan") or [])
+                have = {p.get("name") for p in plan_entries}
+                plan_entries += [design_benchmark(e, max_w).describe(info) for e in rec.get("kernels", [])
+                                 if e["name"] not in have]
+                writer.update_manifest(plan=plan_entries, **{DESIGN_FIELD: rounds})
+            writer.mark("segment_start", t=self.device.clock(), resumed=True)
+            for step in steps:
+                if step.name not in mine or step.id in done:
+                    continue
+                if self.on_step:
+                    self.on_step(step, 0.0)
+                log.info("design round %d: %s repeat %d (about %.0f s)", k, step.name, step.repeat, step.expected_s)
+                self._run_step(step)
+                self._drain()
+                self._save_state(session_dir, step.id)
+                writer.mark("workload_done", step.name, step.repeat, step=step.id)
+            rec["complete"] = True
+            writer.update_manifest(**{DESIGN_FIELD: rounds})
+        finally:
+            self._stop(writer)
+        return rec
+
+    def _stop(self, writer: Any) -> None:
+        """Stop the logger (or drain the samples it would have taken) and close the session writer."""
+        if self._logger is not None:
+            self._logger.stop()
+        else:
+            self._drain()
+        writer.close()
+
+    def update_design_record(self, session_dir: Path, k: int, **fields: Any) -> None:
+        """Add ``fields`` to design round ``k``'s record in the manifest (e.g. the standard errors the
+        refit after it gave)."""
+        sess = read_session(session_dir)
+        rounds = [dict(r) for r in sess.manifest.get(DESIGN_FIELD) or []]
+        for r in rounds:
+            if int(r["round"]) == int(k):
+                r.update(fields)
+        man = dict(sess.manifest, **{DESIGN_FIELD: rounds})
+        atomic_write_json(Path(session_dir) / MANIFEST_NAME, man)
+
     # -- running ---------------------------------------------------------------------------------
     def run(self, session_dir: Path) -> Path:
         """Run (or resume) the campaign into ``session_dir``; returns it."""
@@ -263,11 +369,7 @@ class Campaign:
             writer.mark("campaign_done")
             log.info("campaign %r complete: %s", self.campaign, session_dir)
         finally:
-            if self._logger is not None:
-                self._logger.stop()
-            else:
-                self._drain()
-            writer.close()
+            self._stop(writer)
         return session_dir
 
     @staticmethod

@@ -165,3 +165,54 @@ def test_vectorised_counts_match_unit_counts():
         for u in ("fp", "int", "reg", "fds", "global"):
             assert arr.get(u, np.zeros(3))[i] == ref[u]
     assert list(mem_intensity_array(df)) == [mem_intensity(r) for r in rows]
+
+
+# -- shared activation (calib.model.ipp module docstring) ------------------------------------------
+
+def _shared_doc(gamma: float = 0.2) -> ParameterFile:
+    """Table 8 with the shared-activation term over the SM units with the log function (FP, INT, TEX,
+    CONST; not REG/FDS, not the chip-level memory): share ``gamma``."""
+    doc = _table8_doc().to_dict()
+    doc["power"]["shared_activation"] = {"units": ["fp", "int", "const", "tex"]}
+    doc["power"]["parameters"]["shared_activation_frac"] = {"value": gamma, "unit": "1"}
+    return ParameterFile.from_dict(doc, check=False)
+
+
+def test_shared_activation_by_hand():
+    """Two pooled units together draw sum P_u (1 - gamma (1 - U/F)), U = 1 - (1-f1)(1-f2), F = f1 + f2;
+    a unit alone draws its own MaxPower x AR' (so MaxPower stays the unit's own power at AR = 1), and a
+    unit outside the pool (REG) is untouched. Catches a term that discounts a lone unit (the MaxPowers
+    would then absorb it) or that is missing from the model the files are read with."""
+    m = IppPowerModel.from_file(_shared_doc(0.2))
+    base = 83.0 + 30 * 0.813
+    f_fp, f_int = ar_transform(0.5, LOG), ar_transform(0.25, LOG)
+    p_fp, p_int = 30 * 0.2 * f_fp, 30 * 0.25 * f_int
+    alone = float(m.predict(_row(fp=0.5))[0])
+    assert alone == pytest.approx(base + p_fp, rel=1e-12)
+    u = 1 - (1 - f_fp) * (1 - f_int)
+    r = 1 - u / (f_fp + f_int)
+    both = float(m.predict(_row(fp=0.5, int=0.25))[0])
+    assert both == pytest.approx(base + (p_fp + p_int) * (1 - 0.2 * r), rel=1e-12)
+    # by hand: f_fp = 1.001375 + 0.1365 ln 0.5 = 0.906759, f_int = 1.001375 + 0.1365 ln 0.25 = 0.812144,
+    # U = 1 - 0.093241 x 0.187856 = 0.982484, F = 1.718903, r = 1 - U/F = 0.428424
+    assert r == pytest.approx(0.428424, abs=1e-5)
+    reg = float(m.predict(_row(fp=0.5, int=0.25, reg=0.75))[0])
+    assert reg - both == pytest.approx(30 * 0.3 * ar_transform(0.75, LOG), rel=1e-12)
+
+
+def test_files_without_shared_activation_predict_as_before():
+    """A file written before the term (no ``shared_activation`` in its structure) predicts the additive
+    IPP sum, and a share of 0 equals it; the term cannot be switched on by a parameter alone."""
+    add = IppPowerModel.from_file(_table8_doc())
+    rows = pd.concat([_row(fp=0.5, int=0.25, tex=0.3), _row(fp=0.9, const=0.4)], ignore_index=True)
+    p_add = add.predict(rows)
+    f = {u: ar_transform(a, LOG) for u, a in (("fp", 0.5), ("int", 0.25), ("tex", 0.3))}
+    assert p_add[0] == pytest.approx(83.0 + 30 * (0.813 + 0.2 * f["fp"] + 0.25 * f["int"] + 0.9 * f["tex"]), rel=1e-12)
+    assert IppPowerModel.from_file(_shared_doc(0.0)).predict(rows) == pytest.approx(p_add, rel=1e-12)
+    assert np.all(IppPowerModel.from_file(_shared_doc(0.3)).predict(rows) < p_add)
+    from calib.core.errors import SchemaError
+
+    doc = _table8_doc().to_dict()
+    doc["power"]["parameters"]["shared_activation_frac"] = {"value": 0.2, "unit": "1"}
+    with pytest.raises(SchemaError, match="shared_activation_frac without the structure's shared_activation"):
+        IppPowerModel.from_file(ParameterFile.from_dict(doc, check=False))

@@ -190,7 +190,7 @@ def test_unmutated_files_still_valid_and_predict(ipp_file, dvfs_file, tmp_path):
         pfile.write_text(json.dumps(doc))
         code, out, err = _main("validate", pfile)
         assert code == 0, err
-        assert f"{pfile}: valid (schema 1.1" in out
+        assert f"{pfile}: valid (schema 1.2" in out  # 1.2: the shared-activation term (issue 29)
         code, _, err = _main("predict", pfile, table, "-o", tmp_path / f"{name}.csv", "-q")
         assert code == 0, err
 

@@ -116,7 +116,7 @@ def test_calib_validate_cli(tmp_path, cli):
     p = tmp_path / "p.json"
     _pf().save(p)
     code, out, err = cli("validate", p)
-    assert code == 0 and "valid (schema 1.1, device GPU, sections power, 3 parameters)" in out
+    assert code == 0 and "valid (schema 1.2, device GPU, sections power, 3 parameters)" in out
     doc = json.loads(p.read_text())
     doc["schema_version"] = "2.0"
     p.write_text(json.dumps(doc))

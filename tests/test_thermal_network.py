@@ -104,7 +104,8 @@ def test_recovery_report_lists_the_network_truth(two_pole):
     assert rows["thermal_network.dominant_poles"]["truth"] == 2.0 and rows["thermal_network.dominant_poles"]["fitted"] == 2.0
     slow = [r for r in rows.values() if r["parameter"].startswith("thermal_network.tau") and abs(r["truth"] - 129.2) < 0.1]
     assert len(slow) == 1 and abs(slow[0]["fitted"] / 129.2 - 1.0) < 0.10
-    assert slow[0]["stderr_total"] > slow[0]["stderr"] > 0
+    # the one rule (calib.fit.uncertainty.total_stderr): max(statistical, jackknife) plus form terms
+    assert slow[0]["stderr_total"] >= slow[0]["stderr"] > 0
 
 
 def test_unseen_kernel_sequence_rmse_below_one_degree(two_pole, tmp_path, cli):

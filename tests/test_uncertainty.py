@@ -15,6 +15,8 @@ import pytest
 from calib.core.params import Covariance
 from calib.fit.uncertainty import determined_combinations, format_combination, group_jackknife, refit_jackknife
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def test_linearised_group_jackknife_equals_refits_for_a_linear_model():
     """For least squares linear in its parameters the one-step jackknife is exact: it must equal the
@@ -230,3 +232,33 @@ def test_envelope_covariance_reaches_each_alternative_once():
     assert np.linalg.eigvalsh(mixed).min() >= -1e-12
     assert np.sqrt(np.diag(mixed)) == pytest.approx([1.0, 2.0, 0.5])
     assert envelope_covariance([], 2) == pytest.approx(np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("preset", ["gtx580", "titanx"])
+def test_power_stderr_total_is_calibrated_both_ways_on_a_recorded_campaign(preset):
+    """Issue 29: the total standard errors of the power section describe its errors, neither too small nor
+    too wide. On the recorded standard campaign of the preset (fitted/sim-<preset>.samples.csv, refitted
+    with the settings its file records), every parameter with a ground truth (microbench.truth, read here
+    only): the truth within 2 stderr_total for at least 90 % of them, and the median |fitted - truth| /
+    stderr_total between 0.45 and 0.9 (0.67 for honest Gaussian errors). Before issue 29 the median was
+    0.18 (gtx580) and 0.08 (titanx) on these fits, and every stderr_total x2 or x4 failed no test; now x2
+    halves the median below 0.45 and x0.5 doubles it above 0.9 (both checked with
+    tests/benchmarks/mutate.py: I1-stderr-total-x2, I7-stderr-total-half). gtx280 is not asserted: its
+    errors are too small (median 1.3: the shared-activation term is off there by BIC and the pipes absorb
+    the overlap; tests/benchmarks/identify_results.md)."""
+    import warnings
+
+    from calib.fit.ipp import IppPowerFitter
+    from microbench.truth import ground_truth
+
+    doc = json.loads((ROOT / "fitted" / f"sim-{preset}.json").read_text())
+    df = pd.read_csv(ROOT / "fitted" / f"sim-{preset}.samples.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sec = IppPowerFitter(**doc["fit"]["power"]["settings"]).fit(df).section_
+    truth = ground_truth(preset)
+    z = np.array([abs(p.value - truth[f"power.{n}"]["value"]) / p.stderr_total
+                  for n, p in sec.params.items() if f"power.{n}" in truth and p.vary])
+    assert len(z) >= 16
+    assert np.mean(z <= 2.0) >= 0.90, sorted(z)
+    assert 0.45 <= float(np.median(z)) <= 0.9, sorted(z)

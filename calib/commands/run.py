@@ -13,7 +13,15 @@ DESCRIPTION = (
     "session of the same device, campaign and seed).")
 
 
-EPILOG = "example:\n  calib run --device sim:gtx580 --campaign quick --name gtx580-quick"
+EPILOG = ("examples:\n  calib run --device sim:gtx580 --campaign quick --name gtx580-quick\n"
+          "  calib run --device sim:titanx --design adaptive --target 5 --budget 1800")
+
+#: design kernels chosen per round, and rounds at most (``--design adaptive``)
+DESIGN_KERNELS_PER_ROUND = 6
+DESIGN_MAX_ROUNDS = 8
+#: a round must lower some target's relative total error by this share, else the design stops: the total
+#: holds model-form terms (extrapolation, the REG/FDS split) that more kernels do not shrink
+DESIGN_MIN_GAIN = 0.1
 
 #: longest session name: the longest file named after it, ``fitted/<name>.recovery.json`` written through a
 #: temporary ``.<name>.recovery.json.XXXXXXXX.tmp``, must stay within a file system's 255-byte names
@@ -31,6 +39,18 @@ def _session_name(text: str) -> str:
         raise argparse.ArgumentTypeError(f"invalid session name ({len(text)} characters): at most "
                                          f"{MAX_SESSION_NAME} (its files' names must fit the file system's 255)")
     return text
+
+
+def _positive(kind: str):  # noqa: ANN202 - an argparse type
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {kind} {text!r}: expected a number > 0") from None
+        if not v > 0 or v != v or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"invalid {kind} {text!r}: expected a number > 0")
+        return v
+    return parse
 
 
 def _seed(text: str) -> int:
@@ -56,6 +76,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept-poor-fit", action="store_true",
                    help="write the parameter file even when the fit's error is absurd (the session is kept either way)")
     p.add_argument("--new", action="store_true", help="start a new session even if an incomplete one could be resumed (with --name: the name must not exist)")
+    p.add_argument("--design", choices=["none", "adaptive"], default="none",
+                   help="adaptive: after the campaign, fit, choose mix kernels that most reduce the uncertainty of the "
+                        "least-determined power parameters (calib.fit.design), run them, refit, and repeat until "
+                        "every MaxPower meets --target or --budget is spent; the manifest records every round")
+    p.add_argument("--target", type=_positive("target"), default=5.0, metavar="PCT",
+                   help="--design adaptive: relative total standard error (%%) each MaxPower should reach (default 5)")
+    p.add_argument("--budget", type=_positive("budget"), default=1800.0, metavar="S",
+                   help="--design adaptive: device time (s) the design rounds may add (default 1800)")
 
 
 def _check_writable(path, what: str) -> None:
@@ -139,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
             camp.on_step = lambda step, done_s: prog.set(done_s, step.name)
             camp.run(session)
             prog.close()
+        if getattr(args, "design", "none") == "adaptive":
+            _design_rounds(args, session, device, say)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -149,6 +179,87 @@ def run(args: argparse.Namespace) -> int:
         return _fit_and_write(args, session, fitted, device)
     finally:
         lock.release()
+
+
+def _target_errors(pf) -> dict[str, dict[str, float]]:  # noqa: ANN001 - a ParameterFile
+    """Per MaxPower (and constant power) of the IPP section: stderr, stderr_total and the total relative %."""
+    out = {}
+    sec = pf.get("power")
+    if sec is None or sec.model != "ipp":
+        return out
+    for n, p in sec.params.items():
+        if p.vary and (n.startswith("max_power_") or n in ("const_sm_power_w", "activation_power_w")):
+            se = p.stderr_total or p.stderr
+            out[n] = {"value": p.value, "stderr": p.stderr, "stderr_total": p.stderr_total,
+                      "rel_total_pct": 100.0 * se / abs(p.value) if se is not None and p.value else None}
+    return out
+
+
+def _improved(before: dict, after: dict, targets: list[str]) -> bool:
+    """Whether some target's relative total error fell by :data:`DESIGN_MIN_GAIN` of itself."""
+    for n in targets:
+        b, a = (before.get(n) or {}).get("rel_total_pct"), (after.get(n) or {}).get("rel_total_pct")
+        if b is not None and a is not None and a < (1.0 - DESIGN_MIN_GAIN) * b:
+            return True
+    return False
+
+
+def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # noqa: ANN001
+    """``--design adaptive`` (module docstring of :mod:`calib.fit.design`): fit, choose, run, refit, until
+    every target is met, the budget is spent or no candidate helps; a killed round is finished first."""
+    import warnings
+
+    from calib.core.session import read_session
+    from calib.fit.design import design_round
+    from calib.fit.pipeline import fit_session, refit_power
+    from microbench.campaign import DESIGN_FIELD, Campaign
+
+    camp = Campaign(device, args.campaign, args.seed)
+    rounds = list(read_session(session).manifest.get(DESIGN_FIELD) or [])
+    spent = sum(float(r.get("expected_s", 0.0)) for r in rounds)
+    if rounds and not rounds[-1].get("complete"):
+        say(f"design round {rounds[-1]['round']}: finishing the kernels a killed run left")
+        camp.run_design_round(session, rounds[-1])
+    k = 1 + max((int(r["round"]) for r in rounds), default=0)
+    out = None
+    for _ in range(DESIGN_MAX_ROUNDS):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # the first fit is the whole session's; a round adds power benchmarks only, so after it only
+            # the power section is refitted (the thermal and timing sections it reads are unchanged)
+            out = fit_session(session) if out is None else refit_power(out.params, session)
+        errs = _target_errors(out.params)
+        if k > 1:
+            camp.update_design_record(session, k - 1, after=errs)
+            prev = read_session(session).manifest[DESIGN_FIELD][-1]
+            if not _improved(prev.get("before") or {}, errs, prev.get("above_target") or []):
+                say(f"design: round {k - 1} lowered no MaxPower's relative total error by {100 * DESIGN_MIN_GAIN:g} % "
+                    "or more (what is left is model form, not noise); no further round")
+                return
+        plan_names = {p.get("name") for p in read_session(session).manifest.get("plan") or []}
+        st = design_round(out.params, device.info, out.samples, args.target, DESIGN_KERNELS_PER_ROUND,
+                          repeats=camp.spec.repeats, exclude=plan_names)
+        if not st.above_target:
+            say(f"design: every MaxPower within {args.target:g} % (total standard error); no further round")
+            return
+        kernels = [c.entry() for c in st.chosen]
+        while kernels and spent + camp.design_round_s(kernels) > args.budget:
+            kernels.pop()
+        if not kernels:
+            say(f"design: stopped, {'no candidate kernel lowers the uncertainty' if not st.chosen else 'budget spent'} "
+                f"({spent:.0f} of {args.budget:g} s); above the target: {', '.join(st.above_target)}")
+            return
+        cost = camp.design_round_s(kernels)
+        say(f"design round {k}: {len(kernels)} kernels ({cost:.0f} s): " + ", ".join(e["name"] for e in kernels))
+        chosen = {e["name"] for e in kernels}
+        rec = {"round": k, "target_pct": args.target, "kernels": kernels, "expected_s": cost,
+               "above_target": st.above_target, "before": errs,
+               "predicted_rel_total_pct": {n: v for n, v in st.rel_se_predicted_pct.items()
+                                           if len(chosen) == len(st.chosen)}}
+        camp.run_design_round(session, rec)
+        spent += cost
+        k += 1
+    say(f"design: {DESIGN_MAX_ROUNDS} rounds run; stopped")
 
 
 def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  # noqa: ANN001

@@ -8,7 +8,9 @@ errors live in ``fit.<section>.stderr`` so that a section is exactly what the mo
 schema 1.1, ``fit.<section>`` may also hold the ``covariance`` of the fitted parameters (``names`` and
 ``matrix``) and the fitter's ``settings`` (its constructor arguments: a refit is
 ``Fitter(**settings).fit(rows)``); and ``stderr_total``/``covariance_total``, the uncertainty including
-model discrepancy (:mod:`calib.fit.uncertainty`).
+model discrepancy (:mod:`calib.fit.uncertainty`). Schema 1.2 adds the IPP section's optional
+``shared_activation`` term (files without it predict as before) and, in ``fit.power.identifiability``,
+the quantities published where a parameter is not determined on its own (``kind``, ``undetermined``).
 
 In memory a file is a :class:`ParameterFile`: ``device`` and ``provenance`` (plain mappings),
 ``sections`` (name -> :class:`Section`), each section a model name, its structure, its
@@ -38,7 +40,7 @@ from calib import __version__
 from calib.core.atomic import atomic_write_text
 from calib.core.errors import SchemaError
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 SUPPORTED_MAJOR = 1
 #: sections in file order; a file may carry other sections after these (newer toolkits)
 SECTIONS = ("power", "thermal", "dvfs", "timing", "transfer", "thermal_network")

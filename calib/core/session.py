@@ -537,6 +537,18 @@ def _check_manifest_fields(man: dict, mpath: Path) -> None:
     camp = man.get("campaign")
     if camp is not None and not isinstance(camp, dict):
         raise bad("campaign", camp, "an object or null")
+    design = man.get("design")  # rounds of `calib run --design adaptive`
+    if design is not None:
+        if not isinstance(design, list):
+            raise bad("design", design, "a list of design rounds")
+        for i, r in enumerate(design):
+            if not isinstance(r, dict) or isinstance(r.get("round"), bool) or not isinstance(r.get("round"), int):
+                raise bad(f"design[{i}]", r, "an object with an integer 'round'")
+            kernels = r.get("kernels", [])
+            if not isinstance(kernels, list) or not all(
+                    isinstance(k, dict) and isinstance(k.get("name"), str) and isinstance(k.get("mix"), dict)
+                    and _is_number(k.get("warps_per_sm")) for k in kernels):
+                raise bad(f"design[{i}].kernels", kernels, "a list of {name, mix, warps_per_sm} objects")
 
 
 def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:

@@ -193,6 +193,22 @@ def solve(resid: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, lo: np.ndar
     return least_squares(resid, x0, jac=jac, **kw)
 
 
+def solve_linear(X: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """Bounded linear least squares ``min |X b - y|^2`` over ``lo <= b <= hi`` (scipy's ``lsq_linear``,
+    BVLS, on unit-norm columns): the exact solve of a model's linear parameters for its others (a
+    fitter's starting point). None when it fails or is not finite."""
+    from scipy.optimize import lsq_linear
+
+    scale = np.linalg.norm(X, axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    try:
+        sol = lsq_linear(X / scale, y, bounds=(np.asarray(lo, float) * scale, np.asarray(hi, float) * scale),
+                         method="bvls")
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+    return sol.x / scale if np.all(np.isfinite(sol.x)) else None
+
+
 class _Compressed:
     """A least-squares problem ``min |r(x)|^2`` written with n + 1 residuals: ``(z, rho)`` with ``F^T F =
     J^T J``, ``F^T z = J^T r`` and ``|z|^2 + rho^2 = |r|^2`` (``F``, n x n, from the eigen-decomposition of the

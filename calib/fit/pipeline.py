@@ -23,7 +23,7 @@ from calib.core.params import ParameterFile, Section
 from calib.fit.crossval import check_folds, cross_validate
 from calib.fit.ipp import IppPowerFitter
 from calib.core.samples import act_units, read_samples, table_info
-from calib.segment import session_data
+from calib.segment import DeviceFacts, session_data
 from calib.core.session import MANIFEST_NAME, file_sha256, read_session
 from calib.core.units import CHIP_UNITS
 
@@ -116,14 +116,8 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         pf["thermal_network"] = ThermalNetworkFitter().fit(data).section_
         correction = {"sigma_w_per_c": pf["thermal"].value("sigma_w_per_c"),
                       "idle_temp_c": pf["thermal"].value("idle_temp_c")}
-    mem_u = mem_units
-    if mem_u is None and dev.mem_domain_units is not None:  # the device's list may name units this campaign did not run
-        mem_u = set(dev.mem_domain_units) & set(act_units(df))
     stage("power")
-    ipp = IppPowerFitter(mem_units=mem_u, sm_count=dev.sm_count, chip_units=list(dev.chip_units),
-                         warp_issue_per_cycle=dev.raw.get("warp_issue_per_cycle"),
-                         default_clocks={k: dev.raw["clocks"].get(k) for k in ("core_mhz", "mem_mhz")},
-                         temperature_correction=correction).fit(data)
+    ipp = session_power_fitter(dev, df, correction, mem_units).fit(data)
     pf["power"] = ipp.section_
     _system_baseline(pf, df[df["role"] == "idle"], sess)
     if "thermal_network" in pf and "idle_power_w" in pf["thermal_network"] and "idle_power_w" in pf["power"]:
@@ -141,7 +135,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
 
         # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
         opts = {"ar_threshold": None, **(dvfs_options or {})}
-        pf["dvfs"] = DvfsPowerFitter(mem_units=mem_u, temperature_correction=correction, **opts).fit(data).section_
+        pf["dvfs"] = DvfsPowerFitter(mem_units=ipp.mem_units, temperature_correction=correction, **opts).fit(data).section_
     from calib.fit.timing import SessionTimingFitter
 
     stage("timing")
@@ -163,6 +157,37 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     stage("")
     check_fit_quality(pf, str(path), accept_poor_fit)
     return out
+
+
+def session_power_fitter(dev: DeviceFacts, df: pd.DataFrame, correction: dict | None,
+                         mem_units: set[str] | None = None) -> IppPowerFitter:
+    """The IPP power fitter of a session (unfitted): the device's SM count, chip and memory-domain units
+    (those of them this campaign ran, from ``df``), issue rate and default clocks, the thermal fit's
+    temperature ``correction``."""
+    mem_u = mem_units
+    if mem_u is None and dev.mem_domain_units is not None:  # the device's list may name units this campaign did not run
+        mem_u = set(dev.mem_domain_units) & set(act_units(df))
+    return IppPowerFitter(mem_units=mem_u, sm_count=dev.sm_count, chip_units=list(dev.chip_units),
+                          warp_issue_per_cycle=dev.raw.get("warp_issue_per_cycle"),
+                          default_clocks={k: dev.raw["clocks"].get(k) for k in ("core_mhz", "mem_mhz")},
+                          temperature_correction=correction)
+
+
+def refit_power(pf: ParameterFile, path: str | os.PathLike) -> FitOutcome:
+    """``pf`` (a fit of the session at ``path``) with its IPP power section refitted on the session's
+    samples as they are now (a design round added kernels; the thermal and timing sections, fitted on
+    steps the round did not change, are kept)."""
+    import copy
+
+    data = session_data(read_session(Path(path)))
+    th = pf.get("thermal")
+    correction = ({"sigma_w_per_c": th.value("sigma_w_per_c"), "idle_temp_c": th.value("idle_temp_c")}
+                  if th is not None else None)
+    ipp = session_power_fitter(data.device, data.samples, correction).fit(data)
+    out = copy.deepcopy(pf)
+    out["power"] = ipp.section_
+    annotate(out)
+    return FitOutcome(out, data.samples, list(ipp.warnings_))
 
 
 def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:

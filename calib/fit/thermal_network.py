@@ -63,7 +63,7 @@ from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Estimator, number, optional, options
 from calib.fit.core import fit_lsq
 from calib.fit.thermal import fan_power
-from calib.fit.uncertainty import ar1_inflation
+from calib.fit.uncertainty import ar1_inflation, total_stderr
 from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
                                          cauer_of, runaway_power_w, steady_state)
 from calib.model.thermal import rc_decay
@@ -869,26 +869,28 @@ class ThermalNetworkFitter(Estimator):
         warns += [f"{chosen}-pole fit: {m}" for m in f.warnings if not m.startswith(("p0_", "dev"))
                   and "p0_" not in m and "dev" not in m]
         params, cov = self._foster_params(f, rec)
-        # stderr_total: statistical plus the jackknife over steps
+        # stderr_total by the one rule (calib.fit.uncertainty.total_stderr): the larger of the statistical
+        # standard error and the jackknife over steps, plus the spread across model forms -- the same poles
+        # in the fit with one more pole
+        se_jack: list[float | None] = [None] * len(params)
         if chosen in loo:
             reps = loo[chosen]
             m = len(reps)
-            for j, p in enumerate(params):
+            for j in range(len(params)):
                 vals = np.array([_foster_vector(rp, chosen)[j] for rp in reps])
-                se_j = math.sqrt((m - 1) / m * float(np.sum((vals - vals.mean()) ** 2)))
-                p.stderr_total = math.sqrt((p.stderr or 0.0) ** 2 + se_j ** 2)
+                se_jack[j] = math.sqrt((m - 1) / m * float(np.sum((vals - vals.mean()) ** 2)))
         else:
             warns.append("fewer than 3 thermal steps: no jackknife over steps, stderr_total not given")
-        # spread across model forms: the same poles in the fit with one more pole, in quadrature
+        shift: list[float] = [0.0] * len(params)
         alt = fits.get(chosen + 1)
         if alt is not None and sound(chosen + 1):
             for i in range(chosen):
                 j = int(np.argmin(np.abs(np.log(alt.tau / f.tau[i]))))
-                for p, d in ((params[i], alt.r[j] - f.r[i]), (params[chosen + i], alt.tau[j] - f.tau[i])):
-                    p.stderr_total = math.sqrt((p.stderr_total or p.stderr or 0.0) ** 2 + d ** 2)
-            p = params[2 * chosen]
-            p.stderr_total = math.sqrt((p.stderr_total or p.stderr or 0.0) ** 2
-                                       + (alt.values["r_direct"] - f.values["r_direct"]) ** 2)
+                shift[i], shift[chosen + i] = alt.r[j] - f.r[i], alt.tau[j] - f.tau[i]
+            shift[2 * chosen] = alt.values["r_direct"] - f.values["r_direct"]
+        if chosen in loo or any(shift):
+            for j, p in enumerate(params):
+                p.stderr_total = total_stderr(p.stderr, se_jack[j], [shift[j]])
         for p in params:
             if p.stderr_total is None:
                 p.stderr_total = p.stderr

@@ -50,7 +50,7 @@ import pandas as pd
 from calib.core.activity import DEFAULT_WARP_ISSUE_PER_CYCLE
 from calib.core.errors import BadInputError
 from calib.core.metrics import errors, mape, pct_errors
-from calib.fit.uncertainty import prediction_stats
+from calib.fit.uncertainty import prediction_stats, total_stderr
 from calib.fit.core import fit_lsq
 from calib.model import timing as T
 from calib.core.params import Covariance, Param, Section
@@ -583,7 +583,7 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
         d = pred_stats["discrepancy_rel"]
         for p in params.values():
             if p.vary:
-                p.stderr_total = math.hypot(p.stderr or 0.0, d * abs(p.value))
+                p.stderr_total = total_stderr(p.stderr or 0.0, None, [d * abs(p.value)])
     held = rows[rows["role"] == HELDOUT] if "role" in rows.columns else rows.iloc[:0]
     if len(held):
         with warnings.catch_warnings():

@@ -79,6 +79,7 @@ from calib.core.samples import CNT_PREFIX
 from calib.core.units import clock_levels, nearest_level
 from calib.fit.base import Constraint, Estimator, number, optional, options
 from calib.fit.core import fit_lsq
+from calib.fit.uncertainty import total_stderr
 from calib.model import timing as T
 
 log = logging.getLogger(__name__)
@@ -513,7 +514,7 @@ class TimingFitter(Estimator):
             jk = self._jackknife(df, dev, form, res.params)
             for n, se in jk.items():
                 p = params[n]
-                params[n] = dataclasses.replace(p, stderr_total=float(max(se, p.stderr or 0.0)))
+                params[n] = dataclasses.replace(p, stderr_total=total_stderr(p.stderr, se))
         fplan = self._plan(df, dev)
         y = df["time_s"].to_numpy(float)
         if fplan is not None:

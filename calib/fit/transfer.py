@@ -42,6 +42,7 @@ from calib.core.errors import BadInputError, FitError
 from calib.core.params import Param, Section
 from calib.fit.base import Estimator, number
 from calib.fit.core import fit_lsq
+from calib.fit.uncertainty import total_stderr
 from calib.model.transfer import DIRECTIONS, HOST_MEMORY, MODEL_NAME
 from calib.segment import SessionData
 
@@ -237,8 +238,7 @@ class TransferFitter(Estimator):
             stat = p.stderr
             p = Param(**{**p.__dict__})
             p.stderr = stat
-            base = max(x for x in (stat, jk) if x is not None) if (stat is not None or jk is not None) else None
-            p.stderr_total = math.hypot(base, forms.get(k, 0.0)) if base is not None else None
+            p.stderr_total = total_stderr(stat, jk, [forms.get(k, 0.0)])
             params.append(p)
         idle = table["ref_power_w"].to_numpy(float)
         pid = _param("board_idle_power_w", float(idle.mean()), "W", "board power in the idle windows before the copies")

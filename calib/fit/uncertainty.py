@@ -27,19 +27,25 @@ that:
   unit, the other active-SM scaling) that fit as well once the discrepancy is counted: half of each
   one's parameter shift is one standard error along its direction.
 
-The total covariance is the larger of the two in the positive-semidefinite sense it is built from:
-``stat + extra`` where ``extra`` is the jackknife covariance minus the statistical one, clipped at 0 on
-the diagonal, plus the form term; so ``stderr_total >= stderr`` always. How well this covers the truth
-is measured on the virtual GPUs (tests/benchmarks/uncertainty_study.py; tests/test_uncertainty.py).
+**One rule for every section** (IPP, DVFS, thermal, thermal network, transfer, timing): the total is the
+larger of the statistical and the jackknife covariance (in the positive-semidefinite sense,
+:func:`total_covariance`; per parameter, :func:`total_stderr`) plus the model-form and discrepancy terms,
+which are independent of the noise and add. So ``stderr_total >= stderr`` always, and two estimates of
+one spread (statistical and jackknife) are never added to each other. Readers (the report, ``calib
+diff``, the intervals, the bundle check) take a parameter's total from :func:`total_se`. How well this
+covers the truth, and that it is not wider than the errors it describes, is measured on the virtual
+GPUs (tests/benchmarks/identify_study.py; tests/test_uncertainty.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from calib.core import names
 from calib.core.metrics import ar1_inflation  # noqa: F401 - its home is calib.core.metrics
 from calib.core.params import Covariance, Param
 from calib.model.intervals import prediction_stats  # noqa: F401 - the fitters' import of the one definition
@@ -117,14 +123,17 @@ def refit_jackknife(refit, groups: np.ndarray, names: Sequence[str], keep: Seque
     return (G - 1) / G * (Dc.T @ Dc)
 
 
-def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var: Sequence[float] | None = None
+def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var: Sequence | None = None
                      ) -> np.ndarray | None:
-    """The smallest covariance at least as large as both ``stat`` and ``jack`` along every direction
-    built from them: ``stat + (jack - stat)+``, where ``(.)+`` keeps the positive eigenvalues of the
-    difference (Loewner order: ``out - stat`` and ``out - jack`` are both positive semidefinite), plus the
-    form variances on the diagonal; None without a statistical covariance. Mixing the two matrices
-    element by element (the larger variance's correlations) was not a covariance: it had negative
-    eigenvalues, and the combinations read from it (:func:`determined_combinations`) were noise."""
+    """THE rule for the total covariance of every section (module docstring): the smallest covariance
+    at least as large as both the statistical one and the jackknife's along every direction built from
+    them, ``stat + (jack - stat)+`` (``(.)+`` keeps the positive eigenvalues of the difference: Loewner
+    order, ``out - stat`` and ``out - jack`` are both positive semidefinite), plus the model-form and
+    discrepancy terms ``form_var`` (each a covariance matrix, or a vector of variances for the diagonal),
+    which are independent of the noise and add. None without a statistical covariance. Mixing the two
+    matrices element by element (the larger variance's correlations) was not a covariance: it had
+    negative eigenvalues, and the combinations read from it (:func:`determined_combinations`) were
+    noise. :func:`total_stderr` is the same rule for a section that keeps only standard errors."""
     if stat is None:
         return None
     s = np.array(stat.matrix, float)
@@ -138,8 +147,28 @@ def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var:
         out = s0 + (v * np.clip(w, 0.0, None)) @ v.T
         out[bad] = np.nan
     if form_var is not None:
-        out = out + np.diag(np.asarray(form_var, float))
+        terms = [form_var] if np.ndim(form_var) == 1 and len(form_var) and np.isscalar(form_var[0]) else form_var
+        for t in terms:
+            t = np.asarray(t, float)
+            out = out + (np.diag(t) if t.ndim == 1 else np.nan_to_num(t))
     return out
+
+
+def total_stderr(stat: float | None, jack: float | None = None, form: Sequence[float] = ()) -> float | None:
+    """The rule of :func:`total_covariance` for one parameter's standard errors: ``sqrt(max(stat, jack)^2
+    + sum form_i^2)``, the larger of the statistical and the jackknife standard error (two estimates
+    of the same run-to-run spread, the jackknife's also holding what the model misses between groups),
+    with the independent model-form terms added in quadrature. None when neither standard error is known."""
+    base = [x for x in (stat, jack) if x is not None and math.isfinite(x)]
+    if not base:
+        return None
+    return math.sqrt(max(base) ** 2 + sum(float(f) ** 2 for f in form if f is not None and math.isfinite(f)))
+
+
+def total_se(p) -> float | None:  # noqa: ANN001 - a calib.core.params.Param
+    """The total standard error a reader uses for a parameter: ``stderr_total``, else (a file without
+    one) the statistical ``stderr``."""
+    return p.stderr_total if p.stderr_total is not None else p.stderr
 
 
 def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.ndarray | None) -> None:
@@ -265,15 +294,162 @@ def format_combination(weights: dict[str, float]) -> str:
     return " ".join(parts)
 
 
+#: activities correlated at least this much over a campaign's training rows: the campaign does not
+#: separate those units (the register file and fetch/decode/schedule, active with every instruction:
+#: 0.89-0.97 on the virtual presets; every other pair below 0.8); only the split the assumed access-rate
+#: curves impose tells them apart, and on every virtual preset that split is 35-60 % off while the sum
+#: is within 10 %
+COLLINEAR_ACTIVITY = 0.85
+#: a MaxPower is an extrapolation the campaign does not determine when its relative total standard error
+#: is more than this many times that of the unit's power at its highest measured access rate (the
+#: quantity the data do fix) and above :data:`UNDETERMINED_REL`
+EXTRAPOLATION_RATIO = 3.0
+UNDETERMINED_REL = 0.1
+
+
+def collinear_units(act: dict[str, np.ndarray], limit: float = COLLINEAR_ACTIVITY) -> list[list[str]]:
+    """Groups of units whose activities (access rates over the same rows) correlate at least ``limit``
+    (pairs joined into groups)."""
+    us = [u for u, a in act.items() if np.nanstd(a) > 0]
+    parent = {u: u for u in us}
+
+    def find(u: str) -> str:
+        while parent[u] != u:
+            u = parent[u]
+        return u
+
+    for i, a in enumerate(us):
+        for b in us[i + 1:]:
+            c = np.corrcoef(act[a], act[b])[0, 1]
+            if np.isfinite(c) and c >= limit:
+                parent[find(b)] = find(a)
+    groups: dict[str, list[str]] = {}
+    for u in us:
+        groups.setdefault(find(u), []).append(u)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def power_at_ar(form: str, values: Mapping[str, float], unit: str, ar: float) -> tuple[float, dict[str, float]]:
+    """A unit's IPP power at access rate ``ar`` (MaxPower x AR', W per SM or per chip) for its access-rate
+    function ``form`` and parameter ``values``, and its gradient over those parameters."""
+    from calib.model.ipp import unit_power
+
+    return unit_power(values, unit, form, ar)
+
+
+def quantity_value(section, q: dict) -> tuple[float, float | None, float | None] | None:  # noqa: ANN001
+    """A determined quantity ``q`` of ``identifiability`` evaluated on ``section`` (its own file's or
+    another's, e.g. the other side of ``calib diff``): (value, statistical, total standard error), or
+    None when the section lacks what it needs. ``power_at_ar``: the unit's power at the quantity's access
+    rate (delta method); a combination: ``sum_i w_i p_i``."""
+    if q.get("kind") == "power_at_ar":
+        u = q["unit"]
+        st = section.structure.get("units") if isinstance(section.structure.get("units"), dict) else None
+        if not st or u not in st or names.max_power(u) not in section.params:
+            return None
+        value, grad = power_at_ar(st[u]["ar_function"], section.values(), u, float(q["ar"]))
+    else:
+        grad = dict(q["weights"])
+        if any(n not in section.params for n in grad):
+            return None
+        value = float(sum(x * section.value(n) for n, x in grad.items()))
+
+    def se(cov) -> float | None:  # noqa: ANN001
+        if cov is None or any(n not in cov.names for n in grad):
+            return None
+        m = cov.sub(list(grad))
+        if not np.all(np.isfinite(m)):
+            return None
+        v = np.array(list(grad.values()))
+        return float(np.sqrt(max(v @ m @ v, 0.0)))
+
+    return value, se(section.covariance), se(section.covariance_total)
+
+
+def _collinear_quantities(section) -> list[dict]:  # noqa: ANN001
+    """The sums of the MaxPowers of units the campaign does not separate (``stats["collinear_units"]``)."""
+    out = []
+    for group in section.stats.get("collinear_units") or []:
+        w = {names.max_power(u): 1.0 for u in group if names.max_power(u) in section.params}
+        if len(w) < 2:
+            continue
+        q = {"kind": "combination", "parameters": list(w), "weights": w,
+             "reason": f"activities of {', '.join(group)} correlated >= {COLLINEAR_ACTIVITY:g} over the campaign",
+             "undetermined": list(w) + [names.ar_log_a(u) for u in group if names.ar_log_a(u) in section.params]}
+        v = quantity_value(section, q)
+        if v is not None and v[1] is not None:
+            q.update(value=v[0], stderr=v[1], stderr_total=v[2] if v[2] is not None else v[1])
+            out.append(q)
+    return out
+
+
+def _extrapolated_quantities(section, skip: set[str]) -> list[dict]:  # noqa: ANN001
+    """Units whose MaxPower the campaign does not determine: its relative total standard error is above
+    :data:`UNDETERMINED_REL` and :data:`EXTRAPOLATION_RATIO` times that of the unit's power at the highest
+    measured access rate (the fitter's ``unit_power_at_measured_ar``): that power instead."""
+    out = []
+    for q in section.stats.get("unit_power_at_measured_ar") or []:
+        u = q["unit"]
+        n = names.max_power(u)
+        if n in skip or n not in section.params or not q.get("value"):
+            continue
+        p = section.params[n]
+        se_m = p.stderr_total if p.stderr_total is not None else p.stderr
+        if se_m is None or not p.value:
+            continue
+        rel_m = se_m / abs(p.value)
+        rel_q = (q["stderr_total"] if q.get("stderr_total") is not None else q["stderr"]) / abs(q["value"])
+        if rel_m > UNDETERMINED_REL and rel_m > EXTRAPOLATION_RATIO * rel_q:
+            und = [n] + ([names.ar_log_a(u)] if names.ar_log_a(u) in section.params else [])
+            _, grad = power_at_ar(section.structure["units"][u]["ar_function"], section.values(), u, q["ar"])
+            out.append(dict(q, undetermined=und, weights=grad, parameters=list(grad),
+                            reason=f"{u} measured only up to AR {q['ar']:.3g}: its MaxPower (AR = 1) is an "
+                                   f"extrapolation (+/- {100 * rel_m:.0f} %); its power at AR {q['ar']:.3g} is "
+                                   f"measured (+/- {100 * rel_q:.1f} %)"))
+    return out
+
+
+def poorly_determined(p) -> bool:  # noqa: ANN001 - a Param
+    """A parameter the file does not determine on its own: no total standard error, a value of 0, a total
+    relative error above :data:`UNDETERMINED_REL`, or on a bound."""
+    se = total_se(p)
+    return se is None or not p.value or se / abs(p.value) > UNDETERMINED_REL or bool(p.at_bound())
+
+
+def quantity_label(q: dict) -> str:
+    """``max_power_reg_w + max_power_fds_w`` or ``power of dp at AR 0.031``."""
+    if q.get("kind") == "power_at_ar":
+        return f"power of {q['unit']} at AR {q['ar']:.3g}"
+    return format_combination(q["weights"])
+
+
 def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.params.Section
-    """Put the section's determined combinations (:func:`determined_combinations` of its statistical
-    covariance) into its statistics as ``identifiability`` (nothing when every fitted parameter is
-    determined on its own)."""
+    """Put what the campaign determines where it does not determine the parameters one by one into the
+    section's statistics as ``identifiability`` (nothing when every fitted parameter is determined):
+    combinations along the near-null directions of the statistical covariance
+    (:func:`determined_combinations`); for an IPP section also the sum of the MaxPowers of units whose
+    activities the campaign does not separate (:func:`collinear_units`, recorded by the fitter as
+    ``collinear_units``), and the power at the highest measured access rate of units whose MaxPower is
+    an extrapolation (:func:`_extrapolated_quantities`). Each entry names its ``undetermined``
+    parameters: the report and ``calib diff`` show the quantity, not those."""
     if section.covariance is None:
         return
     values = section.values()
     total = {n: p.stderr_total for n, p in section.params.items() if p.stderr_total is not None}
     combos = determined_combinations(section.covariance, values, total)
+    for c in combos:
+        c.setdefault("kind", "combination")
+        # a member whose own total error is small is determined (its marginal standard error already
+        # holds the correlation): only the poorly determined members are left to the combination
+        c.setdefault("undetermined", [n for n in c["parameters"] if poorly_determined(section.params[n])])
+    if section.model == "ipp":
+        extra = _collinear_quantities(section)
+        covered = {n for q in extra for n in q["undetermined"]}
+        extra += _extrapolated_quantities(section, covered)
+        combos = [c for c in combos if not set(c["parameters"]) <= {n for q in extra for n in q["undetermined"]}] + extra
+    combos = [c for c in combos if c["undetermined"] or c["kind"] != "combination" or c.get("reason")]
+    for c in combos:
+        c["label"] = quantity_label(c)
     if combos:
         section.stats["identifiability"] = combos
     else:

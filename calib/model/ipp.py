@@ -13,6 +13,21 @@ AR' is the identity or the clamped logarithm ``max(0, a_unit ln AR + b)`` per un
 :mod:`calib.model.arfunc`). Chip-level units (L2, global and local memory) are not multiplied by the
 number of SMs. ``Activation`` is the Fermi-style constant power of any running kernel (0 on GT200, where
 it is part of Const_SM). Everything is vectorised over rows.
+
+**Shared activation** (optional, ``structure["shared_activation"]``; files without it predict as
+before): the SM pipes whose power saturates with activity (log access-rate function: a unit leaving
+idle costs most of its power) share part of that activation -- operand collectors, dispatch, the
+clock tree that feeds them -- so units that run together draw less than the sum of their parts. A
+share ``gamma`` (``shared_activation_frac``) of each pooled unit's power belongs to a stage that is on
+when *any* of them is on. With independent activities, the stage is on a share
+``U = 1 - prod_u (1 - f_u)`` of the time, where additive IPP counts ``F = sum_u f_u`` (``f_u``: the
+units' AR'); so the pooled power is
+
+    sum_u P_u x (1 - gamma x (1 - U / F)),        P_u = MaxPower_u x f_u  (x Num_SMs)
+
+A unit alone gives U = F: its power is its own MaxPower x AR', so each MaxPower stays the unit's own
+power at AR = 1 and the term changes only mixes. The register file and fetch/decode/schedule (active with
+every instruction: they are the issue stage itself) and chip-level units are not pooled.
 """
 
 from __future__ import annotations
@@ -34,8 +49,39 @@ from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX
 
+#: structure key of the shared-activation term (module docstring) and its parameter
+SHARED_KEY = "shared_activation"
+SHARED_PARAM = "shared_activation_frac"
+#: units never pooled: active with every instruction (the issue stage itself)
+NOT_POOLED = frozenset({"reg", "fds"})
 #: the model's parameters besides each unit's max_power_<unit>_w and ar_log_a_<unit> (calib.core.names)
-PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_b", "sm_beta")
+PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_b", "sm_beta", SHARED_PARAM)
+
+
+def shared_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The units the shared-activation term pools (module docstring): SM-scope units with the log
+    access-rate function, except the register file and fetch/decode/schedule."""
+    return [u for u, spec in units.items()
+            if spec.get("scope") == "sm" and spec.get("ar_function") == LOG and u not in NOT_POOLED]
+
+
+def shared_overlap(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``r = 1 - U / F`` of the pooled units' AR' values ``f`` (pooled units x rows, each clipped to
+    [0, 1]; module docstring) and ``dr / df`` (same shape): 0 where no unit is on. Dimensionless."""
+    f = np.clip(np.asarray(f, float), 0.0, 1.0)
+    if f.ndim != 2 or not len(f):
+        return np.zeros(f.shape[-1] if f.ndim else 0), np.zeros_like(f)
+    F = f.sum(axis=0)
+    one_minus = 1.0 - f
+    U = 1.0 - np.prod(one_minus, axis=0)
+    on = F > 1e-12
+    Fs = np.where(on, F, 1.0)
+    r = np.where(on, 1.0 - U / Fs, 0.0)
+    # dU/df_i is the product over the other units, taken directly (f_i may be 1)
+    k = len(f)
+    others = np.array([np.prod(np.delete(one_minus, i, axis=0), axis=0) if k > 1 else np.ones_like(F)
+                       for i in range(k)])
+    return r, np.where(on, -(others * Fs - U) / Fs ** 2, 0.0)
 
 
 def sm_scale(form: str, beta: float, active: np.ndarray, total: int) -> np.ndarray:
@@ -57,14 +103,20 @@ def _sm_scale(form: str, beta: float, n: np.ndarray, total: int) -> tuple[np.nda
 @dataclass
 class Design:
     """The rows of a table as the IPP power equations read them, for one structure (forms, scopes, SM
-    scaling): ln(AR) precomputed once, so that :func:`power` and :func:`jacobian` are cheap to call in a
-    fitter's inner loop."""
+    scaling, the shared-activation pool): the units stacked (units x rows) and ln(AR) precomputed once,
+    so that :func:`power` and :func:`jacobian` are cheap to call in a fitter's inner loop."""
 
     n_sm: int
     sm_scaling: str
     run: np.ndarray                 # 1.0 on rows that run a kernel, 0.0 on idle rows
     active_sms: np.ndarray          # active SMs per row
-    units: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray, float]]  # (unit, form, AR, AR > 0, ln AR, SMs)
+    units: list[str]                # modelled units, in structure order
+    ar: np.ndarray                  # access rates (units x rows)
+    pos: np.ndarray                 # AR > 0
+    lnar: np.ndarray                # ln AR where AR > 0, else 0
+    mult: np.ndarray                # SMs per unit (1 for chip-level units)
+    is_log: np.ndarray              # the unit has the log access-rate function
+    in_pool: np.ndarray             # the unit is pooled by the shared-activation term
     offset: np.ndarray              # the leakage rise over the idle temperature (eq. 22), W
 
 
@@ -75,16 +127,20 @@ def design(structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running:
     active SMs, and (all three or none) temperature (C), sigma (W/C) and the idle temperature (C)."""
     n_sm = int(structure["sm_count"])
     run = np.asarray(running, float)
-    units = []
-    for u, spec in structure["units"].items():
-        ar = np.asarray(act[u], float)
-        pos = ar > 0
-        lnar = np.where(pos, np.log(np.where(pos, ar, 1.0)), 0.0)
-        units.append((u, spec["ar_function"], ar, pos, lnar, 1.0 if spec["scope"] == "chip" else float(n_sm)))
+    units = list(structure["units"])
+    specs = [structure["units"][u] for u in units]
+    shared = structure.get(SHARED_KEY)
+    pool = set(shared["units"]) if shared else set()
+    ar = np.array([np.broadcast_to(np.asarray(act[u], float), run.shape) for u in units]).reshape(len(units), run.size)  # a file may have no units
+    pos = ar > 0
+    lnar = np.where(pos, np.log(np.where(pos, ar, 1.0)), 0.0)
     offset = np.zeros_like(run)
     if temp_c is not None and sigma is not None and idle_temp_c is not None:
         offset = leakage_w(sigma, temp_c, idle_temp_c)
-    return Design(n_sm, structure.get("sm_scaling", "linear"), run, np.asarray(active_sms, float), units, offset)
+    return Design(n_sm, structure.get("sm_scaling", "linear"), run, np.asarray(active_sms, float), units, ar, pos,
+                  lnar, np.array([1.0 if sp["scope"] == "chip" else float(n_sm) for sp in specs]),
+                  np.array([sp["ar_function"] == LOG for sp in specs], bool),
+                  np.array([u in pool for u in units], bool), offset)
 
 
 def table_design(structure: Mapping[str, Any], df: pd.DataFrame, act: Mapping[str, np.ndarray],
@@ -96,21 +152,49 @@ def table_design(structure: Mapping[str, Any], df: pd.DataFrame, act: Mapping[st
     return design(structure, act, running, active, temp, sigma, idle_temp_c)
 
 
-def _rate(values: Mapping[str, float], unit: str, form: str, ar: np.ndarray, pos: np.ndarray,
-          lnar: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """AR' of a unit (eq. 9) and its derivative in the unit's log slope (None for the linear form)."""
+def _terms(values: Mapping[str, float], d: Design) -> tuple[np.ndarray, ...]:
+    """AR' of every unit (eq. 9; units x rows), d AR'/d a_unit, the MaxPowers, each unit's power before
+    S(n) (W, chip total) net of the shared activation, the pool's overlap r and dr/df, and the pool's
+    additive power A (W, chip total)."""
+    m = np.array([values[names.max_power(u)] for u in d.units])
+    a = np.array([values[names.ar_log_a(u)] if lg else 0.0 for u, lg in zip(d.units, d.is_log)])
+    raw, draw = log_rate(d.lnar, d.pos, a[:, None], values.get("ar_log_b", 1.0))
+    f = np.where(d.is_log[:, None], raw, d.ar)
+    dfa = np.where(d.is_log[:, None], draw, 0.0)
+    # eqs. (7), (9), (15): MaxPower_u x AR'_u, times the SMs of an SM-level unit
+    unit_w = np.array([values[names.max_power(u)] * k * fu for u, k, fu in zip(d.units, d.mult, f)]).reshape(f.shape)
+    r, dr, pool_w = np.zeros_like(d.run), np.zeros((0, len(d.run))), np.zeros_like(d.run)
+    if d.in_pool.any():
+        r, dr = shared_overlap(f[d.in_pool])
+        pool_w = unit_w[d.in_pool].sum(axis=0)
+        unit_w = unit_w.copy()
+        unit_w[d.in_pool] *= 1.0 - values.get(SHARED_PARAM, 0.0) * r
+    return f, dfa, m, unit_w, r, dr, pool_w
+
+
+def unit_power(values: Mapping[str, float], unit: str, form: str, ar: float) -> tuple[float, dict[str, float]]:
+    """One unit's power at access rate ``ar`` alone (eq. 9: MaxPower x AR', W per SM or per chip; a unit
+    alone draws no shared-activation overlap) for its access-rate function ``form``, and its gradient
+    over the parameters it reads."""
+    x = np.asarray([float(ar)])
+    pos = x > 0
     if form == LOG:
-        return log_rate(lnar, pos, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
-    return ar, None
+        f, dfa = log_rate(np.log(np.where(pos, x, 1.0)), pos, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
+    else:
+        f, dfa = x, None
+    p = values[names.max_power(unit)] * float(f[0])
+    grad = {names.max_power(unit): float(f[0])}
+    if dfa is not None:
+        grad[names.ar_log_a(unit)] = values[names.max_power(unit)] * float(dfa[0])
+    return p, grad
 
 
 def power(values: Mapping[str, float], d: Design) -> np.ndarray:
     """Board power (W) per row, eqs. (5), (7), (9), (15), (16) and (22):
-    ``idle + run x (activation + S(n) (N Const_SM + sum_u N_u MaxPower_u AR'_u)) + sigma dT``."""
+    ``idle + run x (activation + S(n) (N Const_SM + sum_u N_u MaxPower_u AR'_u [x (1 - gamma r) for the
+    units of the shared-activation pool])) + sigma dT``."""
     s, _ = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
-    total = d.n_sm * values.get("const_sm_power_w", 0.0)
-    for u, form, ar, pos, lnar, mult in d.units:
-        total = total + mult * values[names.max_power(u)] * _rate(values, u, form, ar, pos, lnar)[0]
+    total = d.n_sm * values.get("const_sm_power_w", 0.0) + _terms(values, d)[3].sum(axis=0)
     return values["idle_power_w"] + d.run * (values.get("activation_power_w", 0.0) + s * total) + d.offset
 
 
@@ -118,30 +202,37 @@ def jacobian(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
     """d power / d parameter (W per parameter unit) per row, for every parameter :func:`power` reads."""
     s, ds = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
     rs = d.run * s
+    f, dfa, m, unit_w, r, dr, pool_w = _terms(values, d)
+    g = values.get(SHARED_PARAM, 0.0) if d.in_pool.any() else 0.0
+    keep = np.where(d.in_pool[:, None], 1.0 - g * r[None, :], 1.0)
+    dm = rs[None, :] * d.mult[:, None] * f * keep
+    da = rs[None, :] * d.mult[:, None] * m[:, None] * keep * dfa
+    if d.in_pool.any():
+        # the overlap r moves with each pooled unit's AR': d(-g r A)/da_u = -g A dr/df_u df_u/da_u
+        da[d.in_pool] -= rs[None, :] * g * pool_w[None, :] * dr * dfa[d.in_pool]
     out = {"idle_power_w": np.ones_like(d.run), "activation_power_w": d.run, "const_sm_power_w": rs * d.n_sm}
-    total = d.n_sm * values.get("const_sm_power_w", 0.0)
-    for u, form, ar, pos, lnar, mult in d.units:
-        f, dfa = _rate(values, u, form, ar, pos, lnar)
-        m = values[names.max_power(u)]
-        out[names.max_power(u)] = rs * mult * f
-        if dfa is not None:
-            out[names.ar_log_a(u)] = rs * mult * m * dfa
-        total = total + mult * m * f
+    for i, (u, lg) in enumerate(zip(d.units, d.is_log)):
+        out[names.max_power(u)] = dm[i]
+        if lg:
+            out[names.ar_log_a(u)] = da[i]
+    if d.in_pool.any():
+        out[SHARED_PARAM] = -rs * r * pool_w
     if d.sm_scaling == "log":
-        out["sm_beta"] = d.run * ds * total
+        out["sm_beta"] = d.run * ds * (d.n_sm * values.get("const_sm_power_w", 0.0) + unit_w.sum(axis=0))
     return out
 
 
 def components(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
-    """Power per component (W) per row: idle, activation, const_sm and each unit after S(n) (the terms of
-    :func:`power` without the leakage)."""
+    """Power per component (W) per row: idle, activation, const_sm and each unit after S(n), a pooled unit
+    net of its share of the shared activation (the terms of :func:`power` without the leakage)."""
     s, _ = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
     rs = d.run * s
     out = {"idle": np.full(len(d.run), values["idle_power_w"]),
            "activation": d.run * values.get("activation_power_w", 0.0),
            "const_sm": rs * d.n_sm * values.get("const_sm_power_w", 0.0)}
-    for u, form, ar, pos, lnar, mult in d.units:
-        out[u] = rs * mult * values[names.max_power(u)] * _rate(values, u, form, ar, pos, lnar)[0]
+    unit_w = _terms(values, d)[3]
+    for i, u in enumerate(d.units):
+        out[u] = rs * unit_w[i]
     return out
 
 
@@ -251,6 +342,18 @@ class IppPowerModel:
         clocks = st.get("default_clocks")
         if clocks is not None and not isinstance(clocks, dict):
             raise SchemaError(f"{where}.default_clocks: expected an object (core_mhz, mem_mhz)")
+        shared = st.get(SHARED_KEY)
+        if shared is not None:
+            pool = shared.get("units") if isinstance(shared, dict) else None
+            if not isinstance(pool, list) or not all(isinstance(u, str) and u in units for u in pool):
+                raise SchemaError(f"{where}.{SHARED_KEY}: expected {{\"units\": [...]}} naming modelled units, "
+                                  f"got {shared!r}")
+            if SHARED_PARAM not in sec:
+                raise SchemaError(f"{where}.parameters: {SHARED_PARAM} missing (the section has the shared-activation term)")
+            in_range(sec, SHARED_PARAM, where, 0.0, 1.0, "the share of a pooled unit's power that the shared stage "
+                     "draws is a fraction")
+        elif SHARED_PARAM in sec:
+            raise SchemaError(f"{where}.parameters: {SHARED_PARAM} without the structure's {SHARED_KEY} (which units share it?)")
         check_names(sec, where, PARAMETERS + tuple(n for u in units for n in (names.max_power(u), names.ar_log_a(u))))
 
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,

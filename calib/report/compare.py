@@ -220,33 +220,62 @@ def _se(p: Any, total: bool) -> float | None:
     ``stderr_total`` where the file has one; None for an exact (fixed, hand-entered) value."""
     if not (p.vary or p.stderr):
         return None
-    return (p.stderr_total or p.stderr) if total else p.stderr
+    from calib.fit.uncertainty import total_se
+
+    return total_se(p) if total else p.stderr
 
 
-def _combinations(sec: str, old: Section, new: Section, total: bool = False) -> list[tuple[dict, str]]:
-    """The determined combinations of either file (``stats["identifiability"]``, calib.fit.uncertainty)
-    with the reason their members are not tested one by one. A combination both files state over the
-    same parameters is tested: its value in each file with that file's weights evaluated on both sides
-    would mix two scales, so the old file's weights are used for both (and the new file's stderr of
-    that combination from its covariance)."""
-    from calib.fit.uncertainty import format_combination
+def _quantities(sec: str, old: Section, new: Section, total: bool = False,
+                blocked_units: set[str] = frozenset()) -> list[tuple[dict, str]]:
+    """The determined quantities of either file (``stats["identifiability"]``, :mod:`calib.fit.uncertainty`)
+    with the reason their undetermined members are not tested one by one, each evaluated on both files
+    by :func:`calib.fit.uncertainty.quantity_value` with the old file's definition (its weights, its
+    access rate), so both sides measure the same thing. A unit's power at an access rate is the same
+    physical power whatever access-rate function each file gives the unit (for a unit whose function
+    changed, ``blocked_units``, it is added from the fitter's ``unit_power_at_measured_ar``: its MaxPower
+    is not comparable, its power where it was measured is); it is tested with the statistical standard
+    errors when the structures agree and with the total ones when they differ (``total``)."""
+    from calib.fit.uncertainty import poorly_determined, quantity_label, quantity_value
 
-    out = []
+    entries: list[dict] = []
     for side in (old, new):
-        for cb in side.stats.get("identifiability") or []:
-            if any(cb["parameters"] == o["parameters"] for o, _ in out):
-                continue
-            label = "[" + format_combination(cb["weights"]) + "]"
-            why = f"not separately determined: the campaign fixes only {label} (tested as a combination)"
-            entry = {"parameters": list(cb["parameters"]), "label": label, "weights": cb["weights"],
-                     "unit": _unit_of(side, cb["parameters"])}
-            w = cb["weights"]
-            if all(n in old.params and n in new.params for n in w):
-                entry["old"] = {"value": sum(x * old[n].value for n, x in w.items()),
-                                "stderr": _comb_se(old, w, total), "dof": None if total else _comb_dof(old, w)}
-                entry["new"] = {"value": sum(x * new[n].value for n, x in w.items()),
-                                "stderr": _comb_se(new, w, total), "dof": None if total else _comb_dof(new, w)}
-            out.append((entry, why))
+        entries += [dict(q) for q in side.stats.get("identifiability") or []]
+    for side in (old, new):
+        for q in side.stats.get("unit_power_at_measured_ar") or []:
+            if q.get("unit") in blocked_units:
+                entries.append(dict(q, undetermined=[]))
+    out = []
+    seen: set[str] = set()
+    for q in entries:
+        kind = q.get("kind", "combination")
+        key = f"{kind}:{q.get('unit')}" if kind == "power_at_ar" else f"{kind}:{sorted(q.get('parameters', []))}"
+        if key in seen:
+            continue
+        seen.add(key)
+        label = "[" + (q.get("label") or quantity_label(q)) + "]"
+        # a file written before the identifiability entries named their undetermined members: a member
+        # that either file determines on its own (its total error small, e.g. the idle power, a 0.05 weight
+        # in a near-null direction of beta and the activation power) is still tested one by one
+        und = q.get("undetermined")
+        if und is None:
+            und = [n for n in q.get("parameters", [])
+                   if any(n in side.params and poorly_determined(side.params[n]) for side in (old, new))]
+        why = f"not determined on its own: the campaign fixes {label} (tested as such)"
+        entry = {"parameters": list(und), "label": label, "kind": kind,
+                 "unit": "W" if kind == "power_at_ar" else _unit_of(old if all(n in old.params for n in q["parameters"])
+                                                                   else new, q["parameters"])}
+        # a unit's power where it was measured is the same physical power whatever the forms; but with another
+        # structure its estimate moves by more than the statistical error (sfu at AR 0.25: z 6 between two
+        # quick gtx280 seeds whose forms differ), so the totals then, as for the parameters
+        stat_only = kind == "power_at_ar" and not total
+        vo, vn = quantity_value(old, q), quantity_value(new, q)
+        if vo is not None and vn is not None:
+            pick = (lambda v: v[1]) if (stat_only or not total) else (lambda v: v[2] if v[2] is not None else v[1])
+            w = q.get("weights") or {}
+            entry["old"] = {"value": vo[0], "stderr": pick(vo), "dof": None if total and not stat_only else _comb_dof(old, w)}
+            entry["new"] = {"value": vn[0], "stderr": pick(vn), "dof": None if total and not stat_only else _comb_dof(new, w)}
+            entry["stat_only"] = stat_only
+        out.append((entry, why))
     return out
 
 
@@ -265,20 +294,6 @@ def _comb_dof(sec: Section, w: dict[str, float]) -> float | None:
     """Degrees of freedom of a combination's standard error: the fewest of its members' (conservative)."""
     ds = [d for d in (_dof(sec, n) for n in w) if d is not None]
     return min(ds) if ds else None
-
-
-def _comb_se(sec: Section, w: dict[str, float], total: bool = False) -> float | None:
-    """Statistical (``total``: total) standard error of sum w_i p_i from the section's covariance (None
-    without one)."""
-    cov = (sec.covariance_total or sec.covariance) if total else sec.covariance
-    if cov is None or any(n not in cov.names for n in w):
-        return None
-    names_ = list(w)
-    v = np.array([w[n] for n in names_])
-    m = cov.sub(names_)
-    if not np.all(np.isfinite(m)):
-        return None
-    return float(math.sqrt(max(v @ m @ v, 0.0)))
 
 
 def _test(ch: ParamChange, dof_old: float | None, dof_new: float | None) -> None:
@@ -317,10 +332,11 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
         st, blocked = _structure_changes(sec, old[sec], new[sec])
         c.structure += st
         # the forms differ: the estimates are conditional on different models (module docstring)
-        total = any(f.endswith((".ar_function", ".sm_scaling")) for f, _o, _n in st)
+        total = any(f.endswith((".ar_function", ".sm_scaling")) or ".shared_activation" in f for f, _o, _n in st)
         why_total = "model structure changed: tested with the total standard errors" if total else ""
         po, pn = old[sec].params, new[sec].params
-        combos = _combinations(sec, old[sec], new[sec], total)
+        blocked_units = {f.split(".")[-2] for f, _o, _n in st if f.endswith(".ar_function")}
+        combos = _quantities(sec, old[sec], new[sec], total, blocked_units)
         undetermined = {n: why for cb, why in combos for n in cb["parameters"]}
         for name in po:
             if name not in pn:
@@ -366,7 +382,7 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
                 continue
             ch = ParamChange(sec, cb["label"], cb["unit"], cb["old"]["value"], cb["new"]["value"],
                              cb["old"]["stderr"], cb["new"]["stderr"],
-                             reason="combination the campaign determines" + (f"; {why_total}" if total else ""))
+                             reason="quantity the campaign determines" + (f"; {why_total}" if total and not cb.get("stat_only") else ""))
             if ch.se_old and ch.se_new:
                 _test(ch, cb["old"].get("dof"), cb["new"].get("dof"))
             else:

@@ -1,0 +1,135 @@
+"""Adaptive campaign design (issue 29): the criterion, the design rounds in a session, `calib run --design`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+from calib.fit.design import Candidate, candidates, choose
+
+
+def test_choose_picks_the_kernel_that_separates_two_tied_parameters():
+    """Two parameters measured almost only through their sum (rows [1, 1], one row [1, 0.9]): a kernel
+    that measures their difference ([1, -1]) is worth more than one more of the sum ([2, 2]), and the
+    covariance after it is the Sherman-Morrison update by hand. Catches a criterion that ranks by the
+    predicted signal (the [2, 2] row is larger) instead of by the variance it removes."""
+    J0 = np.array([[1.0, 1.0]] * 10 + [[1.0, 0.9]])
+    s2 = 0.01
+    C = np.linalg.inv(J0.T @ J0) * s2
+    cand = np.array([[2.0, 2.0], [1.0, -1.0]])
+    picked, after = choose(C, np.array([1.0, 1.0]), cand, s2, targets=[0, 1], k=1)
+    assert picked == [1]
+    j = cand[1]
+    expected = C - np.outer(C @ j, C @ j) / (s2 + j @ C @ j)
+    assert after == pytest.approx(expected, rel=1e-12)
+    # the difference is now measured: both variances fall by more than 100x
+    assert np.all(np.diag(after) < np.diag(C) / 100)
+
+
+def test_choose_stops_when_every_target_is_met():
+    """A target already within ``target_pct`` does not count, so nothing is chosen for it."""
+    C = np.diag([1e-6, 1e-6])
+    picked, after = choose(C, np.array([1.0, 1.0]), np.eye(2), 1.0, targets=[0, 1], k=3, target_pct=5.0)
+    assert picked == [] and np.array_equal(after, C)
+
+
+def test_candidates_are_real_mix_kernels_of_the_units_present():
+    """Every candidate is a mix of the classes the GPU has (no L1 mix on a GPU without L1), at most two
+    classes, at the campaign's occupancies; its entry builds the mix kernel with those per-step counts."""
+    from microbench.benchmarks import design_benchmark
+    from microbench.devices.sim.presets import get_preset
+
+    info = get_preset("gtx280").device_info()
+    cs = candidates(info.extra["units"], max_warps=32)
+    assert cs and all(set(c.mix) <= set(info.extra["units"]) and len(c.mix) <= 2 for c in cs)
+    assert not any("l1" in c.mix for c in cs)
+    c = Candidate({"fp": 3.0, "sfu": 1.0}, 32)
+    b = design_benchmark(c.entry())
+    assert (b.kernel, b.role, b.stresses, b.warps_per_sm) == ("mix", "unit", "mixed", 32)
+    pw = b.workload(info).per_warp
+    assert pw["sfu"] == pytest.approx(1024 * 4 * 1.0) and pw["fp"] >= 1024 * 4 * 3.0
+
+
+@pytest.fixture
+def session_copy(quick_run, tmp_path):
+    """The shared quick gtx280 campaign copied (a design round writes into its session)."""
+    shutil.copytree(quick_run / "logs", tmp_path / "logs")
+    shutil.copytree(quick_run / "fitted", tmp_path / "fitted")
+    return tmp_path
+
+
+def test_a_design_round_is_recorded_run_and_resumed(session_copy):
+    """A round appends its kernels to the manifest's plan and its record to ``design`` before anything
+    runs, runs every repeat, and its rows are training rows of the samples table; running the same
+    record again (a resumed, already finished round) runs nothing. Catches a round whose kernels the
+    samples layer cannot find (not in the plan) or that is run twice."""
+    from calib.core.session import read_session
+    from calib.segment import session_samples
+    from microbench.campaign import Campaign
+    from microbench.devices import open_device
+
+    sess_dir = session_copy / "logs" / "q"
+    kernels = [Candidate({"fp": 1.0, "sfu": 1.0}, 8).entry(), Candidate({"int": 3.0, "shared": 1.0}, 8).entry()]
+    dev = open_device("sim:gtx280", seed=0)
+    try:
+        camp = Campaign(dev, "quick", 0)
+        rec = camp.run_design_round(sess_dir, {"round": 1, "kernels": kernels})
+    finally:
+        dev.close()
+    assert rec["complete"] is True
+    man = read_session(sess_dir).manifest
+    assert [r["round"] for r in man["design"]] == [1] and man["design"][0]["complete"] is True
+    plan = {p["name"]: p for p in man["plan"]}
+    assert all(k["name"] in plan and plan[k["name"]]["role"] == "unit" for k in kernels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = session_samples(read_session(sess_dir))
+    rows = df[df["workload"].isin([k["name"] for k in kernels])]
+    assert sorted(rows["workload"].value_counts().to_dict().items()) == sorted((k["name"], 1) for k in kernels)
+    assert (rows["role"] == "unit").all() and (rows["act_sfu"] > 0).any() and (rows["act_shared"] > 0).any()
+    n_markers = len(read_session(sess_dir).markers())
+    dev = open_device("sim:gtx280", seed=0)
+    try:
+        again = Campaign(dev, "quick", 0).run_design_round(sess_dir, {"round": 1, "kernels": kernels})
+    finally:
+        dev.close()
+    assert again["complete"] is True
+    markers = read_session(sess_dir).markers()
+    done = markers[markers["event"] == "workload_done"]
+    assert done["workload"].isin([k["name"] for k in kernels]).sum() == 2  # one repeat each, not two
+    assert len(markers) - n_markers <= 2  # a new segment's start (and nothing run)
+
+
+def test_calib_run_design_adaptive_records_each_round(session_copy, cli):
+    """`calib run --design adaptive` on a complete session: every round's kernels, the MaxPowers above
+    the target before it and their errors after it are in the manifest, and the budget bounds the added
+    device time. Catches a loop that runs kernels without recording why, or past its budget."""
+    cwd = os.getcwd()
+    os.chdir(session_copy)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code, out, err = cli("run", "--campaign", "quick", "--name", "q", "--device", "sim:gtx280",
+                                 "--design", "adaptive", "--target", "1", "--budget", "120")
+    finally:
+        os.chdir(cwd)
+    assert code == 0, out + err
+    man = json.loads((session_copy / "logs" / "q" / "manifest.json").read_text())
+    rounds = man.get("design") or []
+    assert rounds, out
+    assert sum(r["expected_s"] for r in rounds) <= 120
+    for r in rounds:
+        assert r["complete"] and r["kernels"] and r["above_target"]
+        assert set(r["before"]) >= set(r["above_target"])
+        assert "after" in r and set(r["after"]) >= set(r["above_target"])
+    assert "design round 1:" in out
+
+
+def test_run_refuses_a_bad_design_target(cli):
+    code, out, err = cli("run", "--design", "adaptive", "--target", "-3")
+    assert code == 2 and "invalid target '-3': expected a number > 0" in err
