@@ -45,6 +45,17 @@ class Mutation:
     new: str
     tests: tuple[str, ...]
     what: str
+    #: the same bug written against other versions of the code, (file, old, new): the first text of
+    #: ``(file, old, new)`` and ``alt`` that occurs exactly once in a tree is the one applied there (the
+    #: before/after table runs the list against the tree before the tests were written too)
+    alt: tuple[tuple[str, str, str], ...] = ()
+
+    def resolve(self, root: Path) -> tuple[str, str, str] | None:
+        """The (file, old, new) of this bug that applies to the tree at ``root``, or None."""
+        for f, old, new in ((self.file, self.old, self.new), *self.alt):
+            if (root / f).is_file() and (root / f).read_text().count(old) == 1:
+                return f, old, new
+        return None
 
 
 M = Mutation
@@ -87,24 +98,37 @@ MUTATIONS: list[Mutation] = [
       ("tests/test_ipp_fit.py", RECOVERY), "IPP fit without its temperature correction"),
     # -- models ------------------------------------------------------------------------------------
     M("M01-ipp-sm-scale-sign", "sign", "calib/model/ipp.py",
-      "alpha = (10.0 - beta) / total\n        return np.log10(alpha * n + beta)",
-      "alpha = (10.0 + beta) / total\n        return np.log10(alpha * n + beta)",
-      ("tests/test_ipp_equations.py",), "IPP S(n): alpha = (10 + beta) / N"),
+      "alpha = (10.0 - beta) / total\n        arg = alpha * n + beta",
+      "alpha = (10.0 + beta) / total\n        arg = alpha * n + beta",
+      ("tests/test_ipp_equations.py",), "IPP S(n): alpha = (10 + beta) / N",
+      alt=(("calib/model/ipp.py", "alpha = (10.0 - beta) / total\n        return np.log10(alpha * n + beta)",
+            "alpha = (10.0 + beta) / total\n        return np.log10(alpha * n + beta)"),)),
     M("M02-ipp-const-sm-per-chip", "dropped term", "calib/model/ipp.py",
-      'total = total + n_sm * values.get("const_sm_power_w", 0.0)',
-      'total = total + values.get("const_sm_power_w", 0.0)',
-      ("tests/test_ipp_equations.py",), "IPP Const_SM counted once, not per SM"),
+      'd.n_sm)\n    total = d.n_sm * values.get("const_sm_power_w", 0.0)\n    for u, form, ar, pos, lnar, mult in d.units:\n'
+      '        total = total + mult',
+      'd.n_sm)\n    total = values.get("const_sm_power_w", 0.0)\n    for u, form, ar, pos, lnar, mult in d.units:\n'
+      '        total = total + mult',
+      ("tests/test_ipp_equations.py",), "IPP Const_SM counted once, not per SM",
+      alt=(("calib/model/ipp.py", 'total = total + n_sm * values.get("const_sm_power_w", 0.0)',
+            'total = total + values.get("const_sm_power_w", 0.0)'),)),
     M("M03-arfunc-no-clamp", "dropped term", "calib/model/arfunc.py",
-      "return np.where(x > 0, np.maximum(y, 0.0), 0.0)", "return np.where(x > 0, y, 0.0)",
-      ("tests/test_ipp_equations.py",), "log access-rate function not clamped at 0"),
+      "on = positive & (raw > 0)", "on = positive",
+      ("tests/test_ipp_equations.py",), "log access-rate function not clamped at 0",
+      alt=(("calib/model/arfunc.py", "return np.where(x > 0, np.maximum(y, 0.0), 0.0)",
+            "return np.where(x > 0, y, 0.0)"),)),
     M("M04-thermal-lambda-sign", "sign", "calib/model/thermal.py",
-      "return self.mu * np.asarray(runtime_power_w, float) + self.lam + self.rho",
-      "return self.mu * np.asarray(runtime_power_w, float) - self.lam + self.rho",
-      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "Max_temp with -lambda"),
+      'np.asarray(runtime_power_w, float) + values.get("lambda_c", 0.0)',
+      'np.asarray(runtime_power_w, float) - values.get("lambda_c", 0.0)',
+      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "Max_temp with -lambda",
+      alt=(("calib/model/thermal.py", "return self.mu * np.asarray(runtime_power_w, float) + self.lam + self.rho",
+            "return self.mu * np.asarray(runtime_power_w, float) - self.lam + self.rho"),)),
     M("M05-thermal-decay-tau", "swapped constant", "calib/model/thermal.py",
-      "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_decay_s)",
-      "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_rise_s)",
-      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "temperature decay with RC_Rise"),
+      "return self.idle_temp_c + gamma * rc_decay(t_s, self.rc_decay_s)",
+      "return self.idle_temp_c + gamma * rc_decay(t_s, self.rc_rise_s)",
+      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "temperature decay with RC_Rise",
+      alt=(("calib/model/thermal.py",
+            "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_decay_s)",
+            "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_rise_s)"),)),
     M("M06-mwp-mem-l-uncoal-off-by-one", "off-by-one", "calib/model/mwp_cwp.py",
       "mem_l_uncoal = mem_ld + (per_mw - 1.0) * hw.departure_del_uncoal_cycles",
       "mem_l_uncoal = mem_ld + per_mw * hw.departure_del_uncoal_cycles",
@@ -123,12 +147,16 @@ MUTATIONS: list[Mutation] = [
       "few_long = c * (aw - 1.0) + (c + lat) * o", "few_long = c * aw + (c + lat) * o",
       ("tests/test_wangchu.py",), "Wang & Chu few-warps-long case with Aw instead of Aw - 1"),
     M("M11-dvfs-static-mem-v2", "unit", "calib/model/dvfs.py",
-      'out += k["static_mem_w"] * vm\n', 'out += k["static_mem_w"] * vm * vm\n',
-      ("tests/test_dvfs_fit.py",), "DVFS memory static power ~ Vm^2 instead of Vm"),
-    M("M12-dvfs-leak-sign", "sign", "calib/model/dvfs.py",
-      'out += k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc',
-      'out += k["leak_core_w_per_c"] * (c.temp_ref_c - r.temp) * vc',
-      ("tests/test_dvfs_fit.py",), "DVFS leakage slope sign"),
+      '"static_mem_w": lambda: vm,', '"static_mem_w": lambda: vm * vm,',
+      ("tests/test_dvfs_fit.py",), "DVFS memory static power ~ Vm^2 instead of Vm",
+      alt=(("calib/model/dvfs.py", 'out += k["static_mem_w"] * vm\n', 'out += k["static_mem_w"] * vm * vm\n'),)),
+    M("M12-dvfs-leak-sign", "sign", "calib/model/thermal.py",
+      "np.nan_to_num(np.asarray(temp_c, dtype=float) - idle_temp_c, nan=0.0)",
+      "np.nan_to_num(idle_temp_c - np.asarray(temp_c, dtype=float), nan=0.0)",
+      ("tests/test_dvfs_fit.py", "tests/test_ipp_equations.py", "tests/test_thermal_fit.py"),
+      "leakage (eq. 22) with the temperature rise's sign flipped",
+      alt=(("calib/model/dvfs.py", 'out += k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc',
+            'out += k["leak_core_w_per_c"] * (c.temp_ref_c - r.temp) * vc'),)),
     M("M13-foster-zoh-gain", "dropped term", "calib/model/thermal_network.py",
       "b = r[i] * (1.0 - a[i])", "b = r[i]",
       ("tests/test_thermal_network.py",), "Foster zero-order hold without its (1 - a) gain"),
@@ -172,16 +200,19 @@ MUTATIONS: list[Mutation] = [
       'amps = [byn[f"t0_{k}"].value + byn[f"amp_{k}"].value if kind == "rise"',
       ("tests/test_thermal_fit.py", "tests/test_diff_stderr_sources.py", RECOVERY),
       "Max_temp's delta as the absolute temperature, not the rise above idle (thesis erratum)"),
-    M("M23-ar1-inflation-half", "dropped term", "calib/fit/uncertainty.py",
+    M("M23-ar1-inflation-half", "dropped term", "calib/core/metrics.py",
       "return (1.0 + rho) / (1.0 - rho)", "return 1.0 / (1.0 - rho)",
-      ("tests/test_uncertainty.py",), "AR(1) variance inflation without its (1 + rho)"),
+      ("tests/test_uncertainty.py", "tests/test_metrics.py"), "AR(1) variance inflation without its (1 + rho)",
+      alt=(("calib/fit/uncertainty.py", "return (1.0 + rho) / (1.0 - rho)", "return 1.0 / (1.0 - rho)"),)),
     M("M24-lsq-bic-penalty", "constant", "calib/fit/core.py",
       "bic = n * math.log(max(chisqr, 1e-300) / n) + k * math.log(n)",
       "bic = n * math.log(max(chisqr, 1e-300) / n) + 2 * k",
       ("tests/test_fit_core.py", "tests/test_ipp_fit.py"), "BIC with AIC's penalty"),
     M("M25-lsq-cov-no-redchi", "dropped term", "calib/fit/core.py",
-      "cov = cov_s / np.outer(scale, scale) * redchi", "cov = cov_s / np.outer(scale, scale)",
-      ("tests/test_fit_core.py",), "least-squares covariance not scaled by the reduced chi-square"),
+      "hermitian=True) / np.outer(scale, scale) * redchi", "hermitian=True) / np.outer(scale, scale)",
+      ("tests/test_fit_core.py",), "least-squares covariance not scaled by the reduced chi-square",
+      alt=(("calib/fit/core.py", "cov = cov_s / np.outer(scale, scale) * redchi",
+            "cov = cov_s / np.outer(scale, scale)"),)),
     M("M26-ipp-heldout-clock-filter", "dropped term", "calib/fit/ipp.py",
       "held = self._at_default_clocks(held).reset_index(drop=True)", "held = held.reset_index(drop=True)",
       ("tests/test_ipp_fit.py",), "IPP discrepancy from held-out rows at every clock pair"),
@@ -212,6 +243,16 @@ MUTATIONS: list[Mutation] = [
       'heat_t=hr["t_mono_s"].to_numpy(dtype=float) - h.t0, heat_temp_c',
       'heat_t=hr["t_mono_s"].to_numpy(dtype=float) - h.t0 - 1.0, heat_temp_c',
       ("tests/test_samples_table.py", "tests/test_segment.py"), "thermal step time origin one second late"),
+    M("M39-window-no-edges", "dropped term", "calib/windows.py",
+      "grid = np.concatenate([[t0_s], tp[inside], [t1_s]])", "grid = tp[inside]",
+      ("tests/test_windows.py",), "integrated window energy without the pieces from the edges to the first/last reading"),
+    M("M40-window-disagreement-denominator", "swapped field", "calib/windows.py",
+      "dis = 100.0 * (integ_j - counter_j) / counter_j", "dis = 100.0 * (integ_j - counter_j) / integ_j",
+      ("tests/test_windows.py", "tests/test_samples_table.py"), "counter/integral disagreement relative to the integral"),
+    M("M41-run-energy-counter-mj", "unit", "calib/windows.py",
+      "tu, cu = t[first], cum[first] / 1000.0", "tu, cu = t[first], cum[first] / 1024.0",
+      ("tests/test_windows.py", "tests/test_power_sampling.py"),
+      "part-time sampling: a run's counter energy mJ -> J by 1024 (code added after 1a6b24f)"),
     # -- importers -----------------------------------------------------------------------------------
     M("M34-ncu-percent", "unit", "calib/importers/ncu.py",
       "    return v / 100.0\n", "    return v / 10.0\n",
@@ -229,8 +270,9 @@ MUTATIONS: list[Mutation] = [
       '    df["ref_core_mhz"] = defaults[0]\n    if n_dom == 2:\n        df["ref_mem_mhz"] = defaults[0]',
       ("tests/test_import_formats.py",), "gpmTOOL reference memory clock read from the core field"),
     M("M38-ncu-kernel-occupancy", "unit", "calib/importers/ncu_kernel.py",
-      '/ (100.0 if "%" in unit else 1.0)', '/ (10.0 if "%" in unit else 1.0)',
-      ("tests/test_timing_ncu_kernel.py",), "achieved occupancy percent / 10"),
+      'v("sm__warps_active") / (100.0 if pct else 1.0)', 'v("sm__warps_active") / (10.0 if pct else 1.0)',
+      ("tests/test_timing_ncu_kernel.py",), "achieved occupancy percent / 10",
+      alt=(("calib/importers/ncu_kernel.py", '/ (100.0 if "%" in unit else 1.0)', '/ (10.0 if "%" in unit else 1.0)'),)),
 ]
 
 
@@ -248,8 +290,9 @@ def make_scratch(root: Path) -> Path:
         dst = tree / f
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / f, dst)
-    if (root.parent / "shared").exists():
-        (base / "shared").symlink_to(root.parent / "shared")
+    shared = next((p for p in (root.parent / "shared", ROOT.parent / "shared") if p.exists()), None)
+    if shared is not None:  # a scratch worktree of an older commit (``--root``) reads this repository's
+        (base / "shared").symlink_to(shared)
     return tree
 
 
@@ -270,12 +313,8 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[str
 
 
 def check(root: Path, muts: list[Mutation]) -> list[str]:
-    bad = []
-    for m in muts:
-        n = (root / m.file).read_text().count(m.old)
-        if n != 1:
-            bad.append(f"{m.id}: 'old' found {n} times in {m.file}")
-    return bad
+    return [f"{m.id}: no text of this bug occurs exactly once ({m.file}" + "".join(f", {f}" for f, _, _ in m.alt)
+            + ")" for m in muts if m.resolve(root) is None]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,18 +358,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         for m in muts:
-            path = tree / m.file
-            orig = path.read_text()
-            if orig.count(m.old) != 1:
+            hit = m.resolve(tree)
+            if hit is None:
                 rows.append((m, "stale", 0.0, "mutation text not found"))
                 continue
+            path, old, new = tree / hit[0], hit[1], hit[2]
+            orig = path.read_text()
             if a.baseline:
                 st, _, tail = run_tests(tree, m.tests, a.timeout)
                 if st != "pass":
                     rows.append((m, "broken", 0.0, tail))
                     print(f"{m.id:34s} BROKEN selection (fails unmutated): {tail}", flush=True)
                     continue
-            path.write_text(orig.replace(m.old, m.new))
+            path.write_text(orig.replace(old, new))
             try:
                 st, secs, tail = run_tests(tree, m.tests, a.timeout)
             finally:
