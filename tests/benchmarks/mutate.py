@@ -308,7 +308,9 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[str
         r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - t0, ""
-    tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-3:])
+    text = (r.stdout + r.stderr).strip()
+    failed = [ln.split()[1] for ln in text.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
+    tail = failed[0] if failed else "\n".join(text.splitlines()[-3:])  # the killing test, else the last lines
     return ("pass" if r.returncode == 0 else "fail"), time.monotonic() - t0, tail
 
 
@@ -323,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", action="store_true", help="run each selection unmutated first")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per selection (default 3600)")
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--json", help="also write the rows (id, verdict, seconds, killing test) to this JSON file")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
     ap.add_argument("--check", action="store_true", help="check that every mutation applies, and exit")
     ap.add_argument("--root", default=str(ROOT), help="the tree to mutate (default: this repository)")
@@ -377,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                 path.write_text(orig)
             verdict = {"fail": "killed", "timeout": "timeout", "pass": "SURVIVED"}.get(st, st)
             rows.append((m, verdict, secs, tail))
-            print(f"{m.id:34s} {verdict:16s} {secs:6.1f} s  {m.what}", flush=True)
+            print(f"{m.id:34s} {verdict:16s} {secs:6.1f} s  {m.what}"
+                  + (f"  [{tail}]" if verdict == "killed" else ""), flush=True)
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
     killed = sum(1 for r in rows if r[1].startswith("killed"))
@@ -389,6 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if a.markdown:
         Path(a.markdown).write_text("\n".join(lines) + "\n")
+    if a.json:
+        import json
+
+        Path(a.json).write_text(json.dumps([{"id": m.id, "file": m.file, "what": m.what, "verdict": v,
+                                             "seconds": round(secs, 1), "killed_by": tail if v == "killed" else None}
+                                            for m, v, secs, tail in rows], indent=1) + "\n")
     return 0 if all(r[1].startswith("killed") for r in rows) else 1
 
 
