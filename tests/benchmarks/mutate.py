@@ -319,6 +319,21 @@ def check(root: Path, muts: list[Mutation]) -> list[str]:
             + ")" for m in muts if m.resolve(root) is None]
 
 
+def combine(before: list[dict], after: list[dict]) -> list[str]:
+    """Markdown rows: each mutation of the list with its verdict on the tree before the tests (``before``,
+    rows of ``--json``) and now (``after``), and the test that kills it now."""
+    b = {r["id"]: r for r in before}
+    a = {r["id"]: r for r in after}
+    word = {"killed": "killed", "SURVIVED": "**survived**", "stale": "n/a (code not there)", "timeout": "timeout"}
+    out = ["| id | module | bug | before | after | killing test (after) |", "|---|---|---|---|---|---|"]
+    for m in MUTATIONS:
+        rb, ra = b.get(m.id), a.get(m.id)
+        out.append(f"| {m.id} | `{m.file}` | {m.what} | {word.get(rb['verdict'], rb['verdict']) if rb else 'not run'} "
+                   f"| {word.get(ra['verdict'], ra['verdict']) if ra else 'not run'} "
+                   f"| {('`' + ra['killed_by'] + '`') if ra and ra.get('killed_by') else ''} |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="comma-separated mutation ids (prefixes allowed)")
@@ -327,11 +342,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", help="also write the table to this file")
     ap.add_argument("--json", help="also write the rows (id, verdict, seconds, killing test) to this JSON file")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="print the before/after table of --json files (before first, then after; several of each "
+                         "as BEFORE.json,BEFORE2.json AFTER.json) and exit")
     ap.add_argument("--check", action="store_true", help="check that every mutation applies, and exit")
     ap.add_argument("--root", default=str(ROOT), help="the tree to mutate (default: this repository)")
     ap.add_argument("--tests", help="comma-separated test selection replacing every mutation's own (while writing "
                                     "a test for a survivor)")
     a = ap.parse_args(argv)
+    if a.combine:
+        import json
+
+        def load(arg: str) -> list[dict]:
+            return [r for f in arg.split(",") for r in json.loads(Path(f).read_text())]
+
+        print("\n".join(combine(load(a.combine[0]), load(a.combine[1]) if len(a.combine) > 1 else [])))
+        return 0
     root = Path(a.root).resolve()
     muts = MUTATIONS
     if a.only:
