@@ -167,7 +167,7 @@ MUTATIONS: list[Mutation] = [
     M("M15-predict-energy-x1.1", "constant", "calib/model/predict.py",
       'out["energy_j_pred"] = predict_power(pf, df.assign(time_s=time_pred), source) * time_pred',
       'out["energy_j_pred"] = 1.1 * predict_power(pf, df.assign(time_s=time_pred), source) * time_pred',
-      ("tests/test_timing_cli.py", "tests/test_optimize_cli.py", "tests/test_cli_spine.py"),
+      ("tests/test_timing_model.py", "tests/test_timing_cli.py", "tests/test_optimize_cli.py"),
       "predicted energy x1.1"),
     M("M16-predict-maxtemp-with-leakage", "dropped term", "calib/model/predict.py",
       "cold = IppPowerModel.from_file(pf).predict(filled, use_temperature=False, source=source)\n        rt = ",
