@@ -18,6 +18,7 @@ from recovery_rule import COUNT_ROWS, KNOWN_FAILURES, KNOWN_FORM_FAILURES, combi
 
 PRESETS = ("gtx280", "gtx580", "titanx", "mi250x", "mi300x")
 FITTED = Path(__file__).resolve().parents[1] / "fitted"
+RUNS: dict[str, Path] = {}   # each run's directory (its samples table)
 
 
 def _run(tmp_path_factory, preset: str, campaign: str = "standard") -> tuple[dict, dict]:
@@ -30,6 +31,7 @@ def _run(tmp_path_factory, preset: str, campaign: str = "standard") -> tuple[dic
         assert main(["run", "--quiet", "--campaign", campaign, "--name", "s", "--device", f"sim:{preset}"]) == 0
     finally:
         os.chdir(cwd)
+    RUNS[preset if campaign == "standard" else f"{preset}-{campaign}"] = d
     return (json.loads((d / "fitted" / "s.recovery.json").read_text()),
             json.loads((d / "fitted" / "s.json").read_text()))
 
@@ -37,13 +39,13 @@ def _run(tmp_path_factory, preset: str, campaign: str = "standard") -> tuple[dic
 @pytest.fixture(scope="module", params=PRESETS)
 def standard(request, tmp_path_factory):
     rep, doc = _run(tmp_path_factory, request.param)
-    return request.param, rep, doc
+    return request.param, rep, doc, RUNS[request.param]
 
 
 def test_every_parameter_with_a_truth_is_recovered_within_its_stated_uncertainty(standard):
     """Before: 8 of the 38 rows of gtx280 asserted (none of gtx580's or titanx's), with tolerances of
     2-25 %. Now every row with a truth has a verdict, and the failures are exactly the known ones."""
-    preset, rep, doc = standard
+    preset, rep, doc, _ = standard
     rows = [r for r in rep["parameters"] if r["truth"] is not None]
     verdicts = judge(rows, combinations_of(doc))
     judged = {v.what for v in verdicts}
@@ -75,16 +77,30 @@ def test_committed_reference_fit_recovers_within_its_stated_uncertainty(preset):
 
 
 def test_heldout_power_mape(standard):
-    preset, rep, _ = standard
+    preset, rep, _, _ = standard
     assert rep["heldout_rows"] == {"gtx280": 16, "gtx580": 16, "titanx": 176, "mi250x": 48, "mi300x": 48}[preset]
     assert rep["heldout_mape_pct"] <= 3.0
+
+
+def test_the_discrepancy_is_scaled_by_the_heldout_workloads_at_the_default_clocks(standard):
+    """The IPP fit covers the default clock pair; its discrepancy (tau) is read from the campaign's held-out
+    workloads there. Counted by hand from the samples table: the held-out workloads at the file's default
+    clocks (8 of the 168 on the DVFS presets, whose held-out mixes also run at 20 other pairs). With the
+    clock filter dropped the fit scaled its uncertainty by the held-out rows at every pair (mutation M26)."""
+    import pandas as pd
+
+    preset, _, doc, run = standard
+    s = pd.read_csv(run / "fitted" / "s.samples.csv")
+    clk = doc["device"]["clocks"]
+    held = s[(s["role"] == "heldout") & (s["core_mhz"] == clk["core_mhz"]) & (s["mem_mhz"] == clk["mem_mhz"])]
+    assert doc["fit"]["power"]["discrepancy"]["n_workloads"] == held["workload"].nunique() >= 3
 
 
 def test_access_rate_forms_follow_the_physics(standard):
     """Each unit's access-rate function (linear or log) is the one its physics resembles, or the data cannot
     tell: the units whose form differs, flipped to the physics' forms, make a structure the file lists among
     its form alternatives (those within chi-square of the chosen one, which its total errors include)."""
-    preset, rep, doc = standard
+    preset, rep, doc, _ = standard
     flips = {f"{u} {d['truth']}" for u, d in rep["ar_function_agreement"]["disagree"].items()}
     alts = [set(a.split(" + ")) for a in doc["fit"]["power"].get("discrepancy", {}).get("form_alternatives", [])]
     assert (not flips or flips in alts) == (preset not in KNOWN_FORM_FAILURES), (flips, alts)

@@ -215,7 +215,9 @@ MUTATIONS: list[Mutation] = [
             "cov = cov_s / np.outer(scale, scale)"),)),
     M("M26-ipp-heldout-clock-filter", "dropped term", "calib/fit/ipp.py",
       "held = self._at_default_clocks(held).reset_index(drop=True)", "held = held.reset_index(drop=True)",
-      ("tests/test_ipp_fit.py",), "IPP discrepancy from held-out rows at every clock pair"),
+      ("tests/test_ipp_fit.py",
+       "tests/test_recovery.py::test_the_discrepancy_is_scaled_by_the_heldout_workloads_at_the_default_clocks"),
+      "IPP discrepancy from held-out rows at every clock pair"),
     # -- windows, segment --------------------------------------------------------------------------
     M("M27-window-counter-mj", "unit", "calib/windows.py",
       "return float(np.interp(t1_s, self.t_s, self.cum_mj) - np.interp(t0_s, self.t_s, self.cum_mj)) / 1000.0",
