@@ -116,3 +116,26 @@ def test_gtx580_quick_campaign_recovers_within_its_stated_uncertainty(tmp_path_f
     assert len([v for v in verdicts if v.what.startswith("power.max_power_")]) >= 10
     assert failures(verdicts) == []
     assert all(v.what not in COUNT_ROWS or v.ok for v in verdicts)
+
+
+def test_the_rule_by_hand():
+    """The rule on rows made by hand: 3.9 stated total errors off passes, 4.1 fails; a parameter with a
+    truth but no stated error and no combination fails; a term zero by design and not published passes,
+    but a published-nowhere parameter whose truth is not zero (a dropped fan on a card with one) fails; a
+    combination is judged by its own stated error, and the pole count by 1 <= fitted <= truth."""
+    rows = [
+        {"parameter": "power.a", "truth": 10.0, "fitted": 10.39, "stderr_total": 0.1},
+        {"parameter": "power.b", "truth": 10.0, "fitted": 10.41, "stderr_total": 0.1},
+        {"parameter": "power.c", "truth": 1.0, "fitted": 1.0, "stderr_total": None},
+        {"parameter": "thermal.fan_max_power_w", "truth": 0.0, "fitted": None, "stderr_total": None,
+         "truth_from": "design"},
+        {"parameter": "thermal.fan2", "truth": 4.0, "fitted": None, "stderr_total": None, "truth_from": "design"},
+        {"parameter": "thermal.mu", "truth": 0.1, "fitted": 0.3, "stderr_total": None},
+        {"parameter": "thermal.lam", "truth": 5.0, "fitted": -5.0, "stderr_total": None},
+        {"parameter": "thermal_network.dominant_poles", "truth": 2, "fitted": 3, "stderr_total": None},
+    ]
+    combos = {"thermal": [{"parameters": ["mu", "lam"], "weights": {"mu": 1.0, "lam": 0.02}, "stderr_total": 0.001}]}
+    ok = {v.what: v.ok for v in judge(rows, combos)}
+    # the combination: 1 x 0.2 + 0.02 x (-10) = 0 (exactly determined), so it passes at any stated error
+    assert ok == {"power.a": True, "power.b": False, "power.c": False, "thermal.fan_max_power_w": True,
+                  "thermal.fan2": False, "thermal.[1 mu + 0.02 lam]": True, "thermal_network.dominant_poles": False}
