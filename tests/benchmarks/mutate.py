@@ -172,7 +172,7 @@ MUTATIONS: list[Mutation] = [
     M("M16-predict-maxtemp-with-leakage", "dropped term", "calib/model/predict.py",
       "cold = IppPowerModel.from_file(pf).predict(filled, use_temperature=False, source=source)\n        rt = ",
       "cold = IppPowerModel.from_file(pf).predict(filled, use_temperature=True, source=source)\n        rt = ",
-      ("tests/test_ipp_equations.py", "tests/test_cli_spine.py", "tests/test_spine_edges.py"),
+      ("tests/test_reference_params.py", "tests/test_ipp_equations.py", "tests/test_cli_spine.py"),
       "Max_temp from the power with the leakage rise (eq. 19 takes the cold runtime power)"),
     M("M17-interval-quantile-level", "constant", "calib/model/intervals.py",
       'return {"discrepancy_rel": float(np.sqrt(np.mean(e ** 2))),',
