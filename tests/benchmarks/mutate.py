@@ -330,7 +330,7 @@ def combine(before: list[dict], after: list[dict]) -> list[str]:
     out = ["| id | module | bug | before | after | killing test (after) |", "|---|---|---|---|---|---|"]
     for m in MUTATIONS:
         rb, ra = b.get(m.id), a.get(m.id)
-        out.append(f"| {m.id} | `{m.file}` | {m.what} | {word.get(rb['verdict'], rb['verdict']) if rb else 'not run'} "
+        out.append(f"| {m.id} | `{m.file}` | {m.what.replace('|', chr(92) + '|')} | {word.get(rb['verdict'], rb['verdict']) if rb else 'not run'} "
                    f"| {word.get(ra['verdict'], ra['verdict']) if ra else 'not run'} "
                    f"| {('`' + ra['killed_by'] + '`') if ra and ra.get('killed_by') else ''} |")
     return out
@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     killed = sum(1 for r in rows if r[1].startswith("killed"))
     lines = ["| mutation | kind | file | what | result | s |", "|---|---|---|---|---|---|"]
     for m, verdict, secs, _ in rows:
-        lines.append(f"| {m.id} | {m.kind} | `{m.file}` | {m.what} | {verdict} | {secs:.0f} |")
+        lines.append(f"| {m.id} | {m.kind} | `{m.file}` | {m.what.replace('|', chr(92) + '|')} | {verdict} | {secs:.0f} |")
     lines.append(f"\n{killed} of {len(rows)} killed; survivors: "
                  + (", ".join(m.id for m, v, _, _ in rows if v == "SURVIVED") or "none"))
     print("\n".join(lines))
