@@ -235,3 +235,15 @@ def test_default_pair_snaps_onto_its_measured_level():
     doc.device["clocks"]["core_mhz"] = 1020.0                              # 2 %: another level, kept apart
     t = E.clock_table(doc, _kernel(100.0, 400.0))
     assert len(t) == 7 and t.loc[t["default"], "core_mhz"].iloc[0] == 1020.0
+
+
+def test_power_gated_power_is_the_full_chips_share_of_the_active_sms():
+    """Power gating switches the idle SMs off: n of N SMs draw n/N of the all-SM power (IPP sec. 6.4). The
+    savings test is blind to the divisor (a ratio of two counts, N - 1 cancels): with ``/ (n_sm - 1)``
+    the 30-SM row drew 30/29 of the chip's own power and every row 3.4 % too much."""
+    t = E.sm_sweep(gtx280_doc(), dotp_like()).set_index("active_sms")
+    p_all = t.loc[30, "power_w"]
+    assert t.loc[30, "powergated_power_w"] == pytest.approx(p_all, rel=1e-12)
+    for n in (1, 10, 15, 21):
+        assert t.loc[n, "powergated_power_w"] == pytest.approx(p_all * n / 30, rel=1e-12)
+        assert t.loc[n, "powergated_energy_j"] == pytest.approx(p_all * n / 30 * t.loc[n, "time_s"], rel=1e-12)

@@ -124,6 +124,18 @@ def test_dcgm_dmon_groups_by_clocks_and_skips_idle():
     assert {"act_fp", "act_dp", "act_hp", "act_tensor", "act_dram", "act_sm", "act_smocc"} <= set(df.columns)
 
 
+def test_dcgm_power_std_is_the_sample_standard_deviation():
+    """power_std_w of a group is the sample standard deviation (ddof 1) of its POWER readings, by hand: the
+    busy 1410 MHz samples 250 and 254 W give sqrt(((250-252)^2 + (254-252)^2) / 1) = 2.828 W (ddof 0: 2.0),
+    the 1005 MHz pair 200 and 204 W the same; with the idle 62 W sample kept, 62/250/254 give 110.3 W."""
+    busy = import_table("dcgm", DATA / "import_dcgm_dmon.txt", workload="train", skip_idle=True)
+    assert list(busy.power_std_w) == [pytest.approx(8 ** 0.5, rel=1e-12), pytest.approx(8 ** 0.5, rel=1e-12)]
+    every = import_table("dcgm", DATA / "import_dcgm_dmon.txt", workload="train")
+    m = (62 + 250 + 254) / 3
+    assert every.power_std_w.iloc[0] == pytest.approx((((62 - m) ** 2 + (250 - m) ** 2 + (254 - m) ** 2) / 2) ** 0.5,
+                                                      rel=1e-12)
+
+
 def test_dcgm_csv_and_unknown_field(tmp_path):
     df = import_table("dcgm", DATA / "import_dcgm.csv")
     assert list(df.workload) == ["stream", "gemm"]

@@ -152,6 +152,18 @@ def test_access_rate_from_counts_eq10():
     assert a["fp"][0] == pytest.approx(1000 * 8 / (32000 / 4))
 
 
+def test_access_rate_from_counts_eq10_below_saturation():
+    """The same kernel 4x slower: AR = 1000 x 8 / (128000 cycles x 0.25) = 0.25 by hand. The test above sits
+    at AR = 1, the clip's bound, so Exec_cycles with MHz taken as kHz (1000x too few cycles, AR 1000 clipped
+    to 1) passed it; here it gives 1 instead of 0.25, and a 1.1x clock error 0.227."""
+    from calib.core.activity import ActivityBasis, table_access_rates
+
+    basis = ActivityBasis(("fp",), sm_count=30, warp_issue_per_cycle=0.25)
+    df = pd.DataFrame({"cnt_fp": [1000.0], "threads_per_block": [256.0], "blocks": [30.0], "active_sms": [30.0],
+                       "core_mhz": [1000.0], "time_s": [128000 / 1e9]})
+    assert table_access_rates(basis, df)["fp"][0] == pytest.approx(0.25, rel=1e-12)
+
+
 def test_vectorised_counts_match_unit_counts():
     from calib.core.activity import count_columns
     from calib.model.predict import mem_intensity_array

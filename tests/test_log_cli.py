@@ -106,6 +106,83 @@ def test_sigterm_is_a_clean_stop_with_summary(tmp_path):
     assert man["device"]["kind"] == "analyzer"
 
 
+def _wait_text(path: Path, text: str, timeout_s: float = 30.0) -> None:
+    end = time.monotonic() + timeout_s
+    while text not in (path.read_text() if path.exists() else ""):
+        assert time.monotonic() < end, f"{text!r} not in {path} after {timeout_s} s: {path.read_text()!r}"
+        time.sleep(0.05)
+
+
+def _log_through_an_outage(tmp_path: Path, replug: bool) -> tuple[int, str, str, Path, Path]:
+    """`calib log` of a CSV meter whose cable is pulled after 12 rows (and plugged back when ``replug``, then
+    10 more rows), stopped by SIGTERM once the reader has seen it: (status, stdout, stderr, link, session).
+    Each step waits on the reader's own log lines and the rows on disk, not on a sleep."""
+    link, sess, err = tmp_path / "meter.tty", tmp_path / "s", tmp_path / "err.txt"
+    cmd = [str(CALIB)] if CALIB.exists() else [sys.executable, "-m", "calib"]
+    with CsvEmulator(link, frame_period_s=0.02) as emu:
+        p = subprocess.Popen(cmd + ["log", "--serial", str(link), "--protocol", "csv", "--columns", "power_w,voltage_v",
+                                    "-o", str(sess)], stdout=subprocess.PIPE, stderr=err.open("w"), text=True, cwd=ROOT)
+        try:
+            _wait_rows(sess / "csv.csv", 12)
+            emu.unplug()
+            _wait_text(err, "connection lost")
+            if replug:
+                emu.replug()
+                _wait_text(err, "reconnected after")
+                _wait_rows(sess / "csv.csv", (sess / "csv.csv").read_text().count("\n") + 10)
+            p.send_signal(signal.SIGTERM)
+            out, _ = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    return p.returncode, out, err.read_text(), link, sess
+
+
+def test_an_instrument_that_disappears_for_good_is_named_and_the_log_fails(tmp_path):
+    """Issue 27, finding 7: the analyzer's cable pulled for good, then SIGTERM: the log exited 0 with its
+    usual summary, nowhere saying that its last seconds have no reading. Now: exit 1, one ERROR naming the
+    stream, its port, when the connection was lost and how long the segment ran without it; the rows read
+    before are kept on disk (all of them before the loss)."""
+    import re
+
+    rc, out, text, link, sess = _log_through_an_outage(tmp_path, replug=False)
+    assert rc == 1, text
+    m = re.search(rf"^ERROR: csv on {re.escape(str(link))}: connection lost ([\d.]+) s into the ([\d.]+) s segment "
+                  rf"and not back when the log stopped \(no readings for its last ([\d.]+) s\); "
+                  rf"{re.escape(str(sess))} keeps every sample read before$", text, re.M)
+    assert m, text
+    lost, total, last = map(float, m.groups())
+    assert 0 < lost <= total and abs(total - lost - last) <= 0.11  # (each printed to 0.1 s)
+    assert "Traceback" not in text and "(stopped by signal)" in out
+    seg = json.loads((sess / "manifest.json").read_text())["log_segments"][0]
+    a = seg["streams"]["csv"]["analyzer"]
+    df = read_session(sess).stream("csv")
+    assert a["lost_t_mono_s"] is not None and a["reconnects"] == 0 and len(df) == seg["streams"]["csv"]["rows"] >= 12
+    assert float(df["t_mono_s"].max()) <= a["lost_t_mono_s"]
+
+
+def test_an_outage_the_instrument_recovers_from_is_named(tmp_path):
+    """Issue 27, finding 7: a cable pulled and plugged back: the log reconnected and said nothing of the
+    seconds without readings in its summary. Now a WARNING names the outage (its length, when it began and
+    ended into the segment), the exit status stays 0 and the rows on disk show the same gap."""
+    import re
+
+    rc, _, text, link, sess = _log_through_an_outage(tmp_path, replug=True)
+    assert rc == 0, text
+    seg = json.loads((sess / "manifest.json").read_text())["log_segments"][0]
+    a = seg["streams"]["csv"]["analyzer"]
+    assert a["reconnects"] == 1 and a["lost_t_mono_s"] is None
+    g = a["gaps"][0]
+    m = re.search(rf"^WARNING: csv on {re.escape(str(link))}: no readings for ([\d.]+) s: connection lost ([\d.]+) s "
+                  r"into the segment, back at ([\d.]+) s$", text, re.M)
+    assert m, text
+    length, t_lost, t_back = map(float, m.groups())
+    assert length == round(g["back_t_mono_s"] - g["lost_t_mono_s"], 2) and abs(t_back - t_lost - length) <= 0.11
+    t = read_session(sess).stream("csv")["t_mono_s"].to_numpy()
+    assert ((t <= g["lost_t_mono_s"]) | (t >= g["back_t_mono_s"])).all()   # no row inside the outage
+    assert (t < g["lost_t_mono_s"]).sum() >= 12 and (t > g["back_t_mono_s"]).sum() >= 1
+
+
 @pytest.mark.parametrize("argv,message", [
     (["log", "-o", "X"], "ERROR: nothing to log: give --nvml INDEX, --device DEV, --rapl and/or --serial PORT --protocol NAME"),
     (["log", "--serial", "/dev/null", "-o", "X"], "ERROR: --serial needs --protocol (one of csv, hioki, powersensor3"),

@@ -101,3 +101,19 @@ def test_fitted_readme_documents_every_file():
     text = (FITTED / "README.md").read_text()
     for p in REFERENCE + SIM:
         assert p.name in text, p.name
+
+
+def test_gtx280_reference_max_temp_takes_the_cold_runtime_power():
+    """Eq. 19: Max_temp = Idle_temp + mu x Runtime_power + lambda + rho x MemAccess_intensity, with the
+    runtime power *without* the leakage's sigma x dT (the leakage follows the temperature, not the other way
+    round). The pure-FP kernel's 54.43125 W by hand: 57 + 0.12 x 54.43125 + 5.5 = 69.03175 C whatever the
+    row's measured temperature; computed from the leakage-corrected power, a row measured at 90 C read
+    +0.12 x 10/22 x 33 = 1.8 C hotter (mutation M16)."""
+    from calib.model.predict import predict_table
+
+    doc = P.load(FITTED / "reference" / "gtx280-ipp2010.json")
+    units = list(doc["power"].structure["units"])
+    fp = {"fp": 1.0, "reg": 1.0, "fds": 1.0}
+    df = pd.DataFrame([_row(units, fp, 30), _row(units, fp, 30)]).assign(temp_c=[57.0, 90.0])
+    out = predict_table(doc, df)
+    assert list(out["temp_c_pred"]) == [pytest.approx(57 + 0.12 * 54.43125 + 5.5, abs=1e-9)] * 2

@@ -97,6 +97,17 @@ def test_ncu_export_and_kernel_description_round_trip(tmp_path):
     assert df["uncoal_frac"].iloc[0] == 0.0 and df["cnt_l1"].iloc[0] == pytest.approx(0.5 * g)
 
 
+def test_ncu_occupancy_given_as_a_percentage(tmp_path):
+    """ncu may give the active warps only as sm__warps_active.avg.pct_of_peak_sustained_active (%): 62.5 % of
+    the 64 resident warps = 40 warps, 5 blocks of 8 warps per SM by hand, as the warps-per-cycle form gives
+    above. The percentage divided by 10 instead of 100 made it 50 blocks."""
+    f = tmp_path / "ncu.csv"
+    f.write_text(NCU.replace('"sm__warps_active.avg.per_cycle_active","warp","40"',
+                             '"sm__warps_active.avg.pct_of_peak_sustained_active","%","62.5"'))
+    (k,) = read_profile(f, max_warps_per_sm=64)
+    assert k["launch"]["active_blocks_per_sm"] == pytest.approx(5.0, rel=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore:.*not used for kernel descriptions")
 def test_bad_exports(tmp_path, capsys):
     f = tmp_path / "nv.csv"

@@ -54,6 +54,19 @@ def test_window_energy_reports_disagreement_when_power_reading_is_biased():
     assert w.disagreement_pct == pytest.approx(10.0, abs=1.5)
 
 
+def test_disagreement_is_relative_to_the_counter():
+    """disagreement_pct = 100 (integrated - counter) / counter: the counter is the reference the integral
+    is judged against. A power reading 25 % high on a counter that agrees exactly gives +25 % by hand;
+    relative to the integral it would read +20 % (the test above allows +/-1.5 points around 10 %, where
+    the two definitions differ by 0.9)."""
+    t = np.arange(0.0, 6.0, 0.05)
+    df = pd.DataFrame({"t_mono_s": t, "power_w": np.full(len(t), 250.0),
+                       "energy_mj": 5e6 + 200.0 * t * 1000.0})   # the counter: 200 W exactly, updated every row
+    w = window_energy(df, 1.0, 5.0)
+    assert w.counter_j == pytest.approx(800.0, rel=1e-12) and w.integrated_j == pytest.approx(1000.0, rel=1e-12)
+    assert w.disagreement_pct == pytest.approx(25.0, rel=1e-9)
+
+
 def test_window_energy_across_counter_reset():
     df = _stream(lambda t: 150.0, reset_at=3.0)
     assert (np.diff(df["energy_mj"]) < 0).sum() == 1

@@ -279,7 +279,7 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
         if show:
             sys.stderr.write("\n")
         stats = logger.stop()
-        empty = _summarize(writer, sensors, stats, args, interrupted or stop.is_set())
+        empty, lost = _summarize(writer, sensors, stats, args, interrupted or stop.is_set())
     finally:
         if on_main_thread:
             signal.signal(signal.SIGTERM, old_term)
@@ -296,15 +296,22 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
     if empty:  # the rows logged so far stay in the session; the status says the log is unusable
         raise BadInputError(f"{out}: no samples recorded from {', '.join(empty)}; check --protocol, --baud "
                             "and the cable (see the rejected/instrument error counts above)")
+    if lost:  # an instrument that vanished and never came back: the session ends in a gap (rows kept)
+        from calib.core.errors import DeviceLostError
+
+        raise DeviceLostError("; ".join(lost) + f"; {out} keeps every sample read before")
     if interrupted:
         sys.stderr.write(f"interrupted (Ctrl-C): {out} keeps every sample read so far\n")
         return 130  # the toolkit's Ctrl-C status (calib.cli.EXIT_INTERRUPTED)
     return 0
 
 
-def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Namespace, stopped: bool) -> list[str]:
+def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Namespace,
+               stopped: bool) -> tuple[list[str], list[str]]:
     """Print the segment summary (and store it in the manifest); returns the streams that recorded no
-    row, after a loud warning for every analyzer that rejected frames."""
+    row and the outages still open when the log stopped (an analyzer whose connection was lost and never
+    came back), after a loud warning for every analyzer that rejected frames and every outage it
+    recovered from (from when to when, in seconds into the segment)."""
     import warnings
 
     from calib.core.session import read_session
@@ -369,7 +376,9 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
                 line += (f"; energy counter {en['counter_j']:.3f} J vs integrated power {en['integrated_j']:.3f} J"
                          + (f" ({en['disagreement_pct']:+.2f} %)" if en["disagreement_pct"] is not None else ""))
         print(line)
-    empty = []
+    empty, lost = [], []
+    t0, t1 = stats.started_mono_s, stats.stopped_mono_s
+    ports = {s.name: getattr(s, "port_path", "") for s in sensors}
     for name, e in summary["streams"].items():
         a = e.get("analyzer") or {}
         if e["rows"] == 0:
@@ -378,4 +387,12 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
             share = a["rejected"] / max(1, a["rejected"] + e["rows"])
             warnings.warn(f"{name}: {a['rejected']} frames rejected ({100 * share:.0f} % of frames), {e['rows']} "
                           "rows recorded: wrong --protocol, --baud or --columns, or a noisy line?")
-    return empty
+        for g in a.get("gaps") or []:
+            warnings.warn(f"{name} on {ports[name]}: no readings for {g['back_t_mono_s'] - g['lost_t_mono_s']:.2f} s: "
+                          f"connection lost {g['lost_t_mono_s'] - t0:.1f} s into the segment, back at "
+                          f"{g['back_t_mono_s'] - t0:.1f} s")
+        if a.get("lost_t_mono_s") is not None:
+            lost.append(f"{name} on {ports[name]}: connection lost {a['lost_t_mono_s'] - t0:.1f} s into the "
+                        f"{t1 - t0:.1f} s segment and not back when the log stopped (no readings for its last "
+                        f"{t1 - a['lost_t_mono_s']:.1f} s)")
+    return empty, lost

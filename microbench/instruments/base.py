@@ -86,6 +86,9 @@ class AnalyzerStats:
     timeouts: int = 0
     reconnects: int = 0
     gaps: list[dict[str, float]] = field(default_factory=list)
+    #: monotonic time (s) at which the connection was lost, while it is still lost (None when connected):
+    #: an outage that has not ended has no entry in ``gaps`` yet, and the log must still name it
+    lost_t_mono_s: float | None = None
     last_reject: str = ""
     #: error values the instrument sent instead of readings, by kind (e.g. ``{"over-range": 2}``)
     error_values: dict[str, int] = field(default_factory=dict)
@@ -660,6 +663,7 @@ class SerialAnalyzer(Sensor):
 
     def _reconnect(self, cause: BaseException) -> None:
         t_lost_m, t_lost_w = self._clock()
+        self.stats.lost_t_mono_s = t_lost_m
         self._close_port()
         log.warning("analyzer %s on %s: connection lost (%s); reconnecting", self.name, self.port_path, cause)
         backoff = 0.05
@@ -676,6 +680,7 @@ class SerialAnalyzer(Sensor):
             log.warning("analyzer %s on %s: reconnected after %.2f s (configuration re-sent)", self.name,
                         self.port_path, t_back_m - t_lost_m)
             self.stats.reconnects += 1
+            self.stats.lost_t_mono_s = None
             self.stats.gaps.append({"lost_t_mono_s": t_lost_m, "back_t_mono_s": t_back_m,
                                     "lost_t_wall_s": t_lost_w, "back_t_wall_s": t_back_w})
             self._resync = True

@@ -45,6 +45,17 @@ class Mutation:
     new: str
     tests: tuple[str, ...]
     what: str
+    #: the same bug written against other versions of the code, (file, old, new): the first text of
+    #: ``(file, old, new)`` and ``alt`` that occurs exactly once in a tree is the one applied there (the
+    #: before/after table runs the list against the tree before the tests were written too)
+    alt: tuple[tuple[str, str, str], ...] = ()
+
+    def resolve(self, root: Path) -> tuple[str, str, str] | None:
+        """The (file, old, new) of this bug that applies to the tree at ``root``, or None."""
+        for f, old, new in ((self.file, self.old, self.new), *self.alt):
+            if (root / f).is_file() and (root / f).read_text().count(old) == 1:
+                return f, old, new
+        return None
 
 
 M = Mutation
@@ -84,7 +95,7 @@ MUTATIONS: list[Mutation] = [
     M("I7-atomic-temp-left", "clean-up", "calib/core/atomic.py",
       "    except BaseException:\n        _unlink_quietly(tmp)\n        raise\n\n\nclass _NamedWrites",
       "    except BaseException:\n        raise\n\n\nclass _NamedWrites",
-      ("tests/test_safe_outputs.py", "tests/test_cli_outputs.py", "tests/test_atomic.py"),
+      ("tests/test_atomic.py", "tests/test_safe_outputs.py", "tests/test_cli_outputs.py"),
       "atomic writer leaves its temporary file on an exception that is not an OSError"),
     M("I8-ipp-no-temp-correction", "dropped term", "calib/fit/ipp.py",
       'temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None',
@@ -94,22 +105,33 @@ MUTATIONS: list[Mutation] = [
     M("M01-ipp-sm-scale-sign", "sign", "calib/model/ipp.py",
       "alpha = (10.0 - beta) / total\n        arg = alpha * n + beta",
       "alpha = (10.0 + beta) / total\n        arg = alpha * n + beta",
-      ("tests/test_ipp_equations.py",), "IPP S(n): alpha = (10 + beta) / N"),
+      ("tests/test_ipp_equations.py",), "IPP S(n): alpha = (10 + beta) / N",
+      alt=(("calib/model/ipp.py", "alpha = (10.0 - beta) / total\n        return np.log10(alpha * n + beta)",
+            "alpha = (10.0 + beta) / total\n        return np.log10(alpha * n + beta)"),)),
     M("M02-ipp-const-sm-per-chip", "dropped term", "calib/model/ipp.py",
       'total = d.n_sm * values.get("const_sm_power_w", 0.0) + _terms(values, d)[3].sum(axis=0)',
       'total = values.get("const_sm_power_w", 0.0) + _terms(values, d)[3].sum(axis=0)',
-      ("tests/test_ipp_equations.py",), "IPP Const_SM counted once, not per SM"),
+      ("tests/test_ipp_equations.py",), "IPP Const_SM counted once, not per SM",
+      alt=(("calib/model/ipp.py", 'total = total + n_sm * values.get("const_sm_power_w", 0.0)',
+            'total = total + values.get("const_sm_power_w", 0.0)'),)),
     M("M03-arfunc-no-clamp", "dropped term", "calib/model/arfunc.py",
-      "return np.where(x > 0, np.maximum(y, 0.0), 0.0)", "return np.where(x > 0, y, 0.0)",
-      ("tests/test_ipp_equations.py",), "log access-rate function not clamped at 0"),
+      "on = positive & (raw > 0)", "on = positive",
+      ("tests/test_ipp_equations.py",), "log access-rate function not clamped at 0",
+      alt=(("calib/model/arfunc.py", "return np.where(x > 0, np.maximum(y, 0.0), 0.0)",
+            "return np.where(x > 0, y, 0.0)"),)),
     M("M04-thermal-lambda-sign", "sign", "calib/model/thermal.py",
-      "return self.mu * np.asarray(runtime_power_w, float) + self.lam + self.rho",
-      "return self.mu * np.asarray(runtime_power_w, float) - self.lam + self.rho",
-      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "Max_temp with -lambda"),
+      'np.asarray(runtime_power_w, float) + values.get("lambda_c", 0.0)',
+      'np.asarray(runtime_power_w, float) - values.get("lambda_c", 0.0)',
+      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "Max_temp with -lambda",
+      alt=(("calib/model/thermal.py", "return self.mu * np.asarray(runtime_power_w, float) + self.lam + self.rho",
+            "return self.mu * np.asarray(runtime_power_w, float) - self.lam + self.rho"),)),
     M("M05-thermal-decay-tau", "swapped constant", "calib/model/thermal.py",
-      "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_decay_s)",
-      "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_rise_s)",
-      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "temperature decay with RC_Rise"),
+      "return self.idle_temp_c + gamma * rc_decay(t_s, self.rc_decay_s)",
+      "return self.idle_temp_c + gamma * rc_decay(t_s, self.rc_rise_s)",
+      ("tests/test_ipp_equations.py", "tests/test_reference_params.py"), "temperature decay with RC_Rise",
+      alt=(("calib/model/thermal.py",
+            "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_decay_s)",
+            "return self.idle_temp_c + gamma * np.exp(-np.asarray(t_s, float) / self.rc_rise_s)"),)),
     M("M06-mwp-mem-l-uncoal-off-by-one", "off-by-one", "calib/model/mwp_cwp.py",
       "mem_l_uncoal = mem_ld + (per_mw - 1.0) * hw.departure_del_uncoal_cycles",
       "mem_l_uncoal = mem_ld + per_mw * hw.departure_del_uncoal_cycles",
@@ -128,12 +150,16 @@ MUTATIONS: list[Mutation] = [
       "few_long = c * (aw - 1.0) + (c + lat) * o", "few_long = c * aw + (c + lat) * o",
       ("tests/test_wangchu.py",), "Wang & Chu few-warps-long case with Aw instead of Aw - 1"),
     M("M11-dvfs-static-mem-v2", "unit", "calib/model/dvfs.py",
-      'out += k["static_mem_w"] * vm\n', 'out += k["static_mem_w"] * vm * vm\n',
-      ("tests/test_dvfs_fit.py",), "DVFS memory static power ~ Vm^2 instead of Vm"),
-    M("M12-dvfs-leak-sign", "sign", "calib/model/dvfs.py",
-      'out += k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc',
-      'out += k["leak_core_w_per_c"] * (c.temp_ref_c - r.temp) * vc',
-      ("tests/test_dvfs_fit.py",), "DVFS leakage slope sign"),
+      '"static_mem_w": lambda: vm,', '"static_mem_w": lambda: vm * vm,',
+      ("tests/test_dvfs_fit.py",), "DVFS memory static power ~ Vm^2 instead of Vm",
+      alt=(("calib/model/dvfs.py", 'out += k["static_mem_w"] * vm\n', 'out += k["static_mem_w"] * vm * vm\n'),)),
+    M("M12-dvfs-leak-sign", "sign", "calib/model/thermal.py",
+      "np.nan_to_num(np.asarray(temp_c, dtype=float) - idle_temp_c, nan=0.0)",
+      "np.nan_to_num(idle_temp_c - np.asarray(temp_c, dtype=float), nan=0.0)",
+      ("tests/test_dvfs_fit.py", "tests/test_ipp_equations.py", "tests/test_thermal_fit.py"),
+      "leakage (eq. 22) with the temperature rise's sign flipped",
+      alt=(("calib/model/dvfs.py", 'out += k["leak_core_w_per_c"] * (r.temp - c.temp_ref_c) * vc',
+            'out += k["leak_core_w_per_c"] * (c.temp_ref_c - r.temp) * vc'),)),
     M("M13-foster-zoh-gain", "dropped term", "calib/model/thermal_network.py",
       "b = r[i] * (1.0 - a[i])", "b = r[i]",
       ("tests/test_thermal_network.py",), "Foster zero-order hold without its (1 - a) gain"),
@@ -144,17 +170,18 @@ MUTATIONS: list[Mutation] = [
     M("M15-predict-energy-x1.1", "constant", "calib/model/predict.py",
       'out["energy_j_pred"] = predict_power(pf, df.assign(time_s=time_pred), source) * time_pred',
       'out["energy_j_pred"] = 1.1 * predict_power(pf, df.assign(time_s=time_pred), source) * time_pred',
-      ("tests/test_timing_cli.py", "tests/test_optimize_cli.py", "tests/test_cli_spine.py"),
+      ("tests/test_timing_model.py", "tests/test_timing_cli.py", "tests/test_optimize_cli.py"),
       "predicted energy x1.1"),
     M("M16-predict-maxtemp-with-leakage", "dropped term", "calib/model/predict.py",
       "cold = IppPowerModel.from_file(pf).predict(filled, use_temperature=False, source=source)\n        rt = ",
       "cold = IppPowerModel.from_file(pf).predict(filled, use_temperature=True, source=source)\n        rt = ",
-      ("tests/test_cli_spine.py", "tests/test_ipp_equations.py", "tests/test_spine_edges.py"),
+      ("tests/test_reference_params.py", "tests/test_ipp_equations.py", "tests/test_cli_spine.py"),
       "Max_temp from the power with the leakage rise (eq. 19 takes the cold runtime power)"),
     M("M17-interval-quantile-level", "constant", "calib/model/intervals.py",
       'return {"discrepancy_rel": float(np.sqrt(np.mean(e ** 2))),',
       'return {"discrepancy_rel": float(np.mean(np.abs(e))),',
-      ("tests/test_validate_model.py", "tests/test_uncertainty.py"), "discrepancy as mean |e| instead of RMS"),
+      ("tests/test_metrics.py", "tests/test_validate_model.py", "tests/test_uncertainty.py"),
+      "discrepancy as mean |e| instead of RMS"),
     M("M18-activity-issue-rate", "unit", "calib/core/activity.py",
       "cycles = np.asarray(time_s, float) * np.asarray(core_mhz, float) * 1e6",
       "cycles = np.asarray(time_s, float) * np.asarray(core_mhz, float) * 1e3",
@@ -162,7 +189,8 @@ MUTATIONS: list[Mutation] = [
     M("M19-metrics-mape-signed", "sign", "calib/core/metrics.py",
       "return float(np.mean(np.abs(e))) if len(e) else math.nan",
       "return float(np.mean(e)) if len(e) else math.nan",
-      ("tests/test_validate_model.py", "tests/test_crossval.py"), "MAPE without the absolute value"),
+      ("tests/test_metrics.py", "tests/test_validate_model.py", "tests/test_crossval.py"),
+      "MAPE without the absolute value"),
     # -- fits ----------------------------------------------------------------------------------------
     M("M20-thermal-cold-power-no-idle", "dropped term", "calib/fit/thermal.py",
       "p_rt.append(float(np.mean(s.heat_power_w[sel])) - idle_power_w if sel.any() else math.nan)",
@@ -177,19 +205,24 @@ MUTATIONS: list[Mutation] = [
       'amps = [byn[f"t0_{k}"].value + byn[f"amp_{k}"].value if kind == "rise"',
       ("tests/test_thermal_fit.py", "tests/test_diff_stderr_sources.py", RECOVERY),
       "Max_temp's delta as the absolute temperature, not the rise above idle (thesis erratum)"),
-    M("M23-ar1-inflation-half", "dropped term", "calib/fit/uncertainty.py",
+    M("M23-ar1-inflation-half", "dropped term", "calib/core/metrics.py",
       "return (1.0 + rho) / (1.0 - rho)", "return 1.0 / (1.0 - rho)",
-      ("tests/test_uncertainty.py",), "AR(1) variance inflation without its (1 + rho)"),
+      ("tests/test_uncertainty.py", "tests/test_metrics.py"), "AR(1) variance inflation without its (1 + rho)",
+      alt=(("calib/fit/uncertainty.py", "return (1.0 + rho) / (1.0 - rho)", "return 1.0 / (1.0 - rho)"),)),
     M("M24-lsq-bic-penalty", "constant", "calib/fit/core.py",
       "bic = n * math.log(max(chisqr, 1e-300) / n) + k * math.log(n)",
       "bic = n * math.log(max(chisqr, 1e-300) / n) + 2 * k",
       ("tests/test_fit_core.py", "tests/test_ipp_fit.py"), "BIC with AIC's penalty"),
     M("M25-lsq-cov-no-redchi", "dropped term", "calib/fit/core.py",
-      "cov = cov_s / np.outer(scale, scale) * redchi", "cov = cov_s / np.outer(scale, scale)",
-      ("tests/test_fit_core.py",), "least-squares covariance not scaled by the reduced chi-square"),
+      "hermitian=True) / np.outer(scale, scale) * redchi", "hermitian=True) / np.outer(scale, scale)",
+      ("tests/test_fit_core.py",), "least-squares covariance not scaled by the reduced chi-square",
+      alt=(("calib/fit/core.py", "cov = cov_s / np.outer(scale, scale) * redchi",
+            "cov = cov_s / np.outer(scale, scale)"),)),
     M("M26-ipp-heldout-clock-filter", "dropped term", "calib/fit/ipp.py",
       "held = self._at_default_clocks(held).reset_index(drop=True)", "held = held.reset_index(drop=True)",
-      ("tests/test_ipp_fit.py",), "IPP discrepancy from held-out rows at every clock pair"),
+      ("tests/test_ipp_fit.py",
+       "tests/test_recovery.py::test_the_discrepancy_is_scaled_by_the_heldout_workloads_at_the_default_clocks"),
+      "IPP discrepancy from held-out rows at every clock pair"),
     # -- windows, segment --------------------------------------------------------------------------
     M("M27-window-counter-mj", "unit", "calib/windows.py",
       "return float(np.interp(t1_s, self.t_s, self.cum_mj) - np.interp(t0_s, self.t_s, self.cum_mj)) / 1000.0",
@@ -201,22 +234,32 @@ MUTATIONS: list[Mutation] = [
     M("M29-segment-settle-ignored", "dropped term", "calib/segment.py",
       "sel = ((df[\"segment\"].to_numpy() == w.segment) & (t > w.t0 + settle_s + _EDGE_EPS_S)",
       "sel = ((df[\"segment\"].to_numpy() == w.segment) & (t > w.t0 + _EDGE_EPS_S)",
-      ("tests/test_samples_table.py", "tests/test_segment.py"), "measurement windows keep their settling readings"),
+      ("tests/test_segment.py", "tests/test_samples_table.py"), "measurement windows keep their settling readings"),
     M("M30-segment-power-std-ddof", "off-by-one", "calib/segment.py",
       '"power_std_w": float(p.std(ddof=1)) if len(p) > 1 else math.nan',
       '"power_std_w": float(p.std(ddof=0)) if len(p) > 1 else math.nan',
-      ("tests/test_samples_table.py", "tests/test_segment.py"), "power_std_w with ddof 0"),
+      ("tests/test_segment.py", "tests/test_samples_table.py"), "power_std_w with ddof 0"),
     M("M31-segment-energy-per-launch", "dropped term", "calib/segment.py",
       '"energy_j": rec["energy_counter_j"] / launches if launches > 0 else math.nan,',
       '"energy_j": rec["energy_counter_j"] if launches > 0 else math.nan,',
-      ("tests/test_samples_table.py", "tests/test_segment.py"), "energy_j of the window, not per launch"),
+      ("tests/test_segment.py", "tests/test_spine_edges.py"), "energy_j of the window, not per launch"),
     M("M32-segment-idle-settle", "off-by-one", "calib/segment.py",
       "rw = _window_rows(pdf, w, settle_s + 1.0)", "rw = _window_rows(pdf, w, settle_s)",
-      ("tests/test_samples_table.py", "tests/test_segment.py"), "idle windows without their extra settling second"),
+      ("tests/test_segment.py", "tests/test_samples_table.py"), "idle windows without their extra settling second"),
     M("M33-segment-heat-t-origin", "off-by-one", "calib/segment.py",
       'heat_t=hr["t_mono_s"].to_numpy(dtype=float) - h.t0, heat_temp_c',
       'heat_t=hr["t_mono_s"].to_numpy(dtype=float) - h.t0 - 1.0, heat_temp_c',
-      ("tests/test_samples_table.py", "tests/test_segment.py"), "thermal step time origin one second late"),
+      ("tests/test_segment.py", "tests/test_samples_table.py"), "thermal step time origin one second late"),
+    M("M39-window-no-edges", "dropped term", "calib/windows.py",
+      "grid = np.concatenate([[t0_s], tp[inside], [t1_s]])", "grid = tp[inside]",
+      ("tests/test_windows.py",), "integrated window energy without the pieces from the edges to the first/last reading"),
+    M("M40-window-disagreement-denominator", "swapped field", "calib/windows.py",
+      "dis = 100.0 * (integ_j - counter_j) / counter_j", "dis = 100.0 * (integ_j - counter_j) / integ_j",
+      ("tests/test_windows.py", "tests/test_samples_table.py"), "counter/integral disagreement relative to the integral"),
+    M("M41-run-energy-counter-mj", "unit", "calib/windows.py",
+      "tu, cu = t[first], cum[first] / 1000.0", "tu, cu = t[first], cum[first] / 1024.0",
+      ("tests/test_windows.py", "tests/test_power_sampling.py"),
+      "part-time sampling: a run's counter energy mJ -> J by 1024 (code added after 1a6b24f)"),
     # -- importers -----------------------------------------------------------------------------------
     M("M34-ncu-percent", "unit", "calib/importers/ncu.py",
       "    return v / 100.0\n", "    return v / 10.0\n",
@@ -234,8 +277,9 @@ MUTATIONS: list[Mutation] = [
       '    df["ref_core_mhz"] = defaults[0]\n    if n_dom == 2:\n        df["ref_mem_mhz"] = defaults[0]',
       ("tests/test_import_formats.py",), "gpmTOOL reference memory clock read from the core field"),
     M("M38-ncu-kernel-occupancy", "unit", "calib/importers/ncu_kernel.py",
-      '/ (100.0 if "%" in unit else 1.0)', '/ (10.0 if "%" in unit else 1.0)',
-      ("tests/test_timing_ncu_kernel.py",), "achieved occupancy percent / 10"),
+      'v("sm__warps_active") / (100.0 if pct else 1.0)', 'v("sm__warps_active") / (10.0 if pct else 1.0)',
+      ("tests/test_timing_ncu_kernel.py",), "achieved occupancy percent / 10",
+      alt=(("calib/importers/ncu_kernel.py", '/ (100.0 if "%" in unit else 1.0)', '/ (10.0 if "%" in unit else 1.0)'),)),
 ]
 
 
@@ -253,8 +297,9 @@ def make_scratch(root: Path) -> Path:
         dst = tree / f
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / f, dst)
-    if (root.parent / "shared").exists():
-        (base / "shared").symlink_to(root.parent / "shared")
+    shared = next((p for p in (root.parent / "shared", ROOT.parent / "shared") if p.exists()), None)
+    if shared is not None:  # a scratch worktree of an older commit (``--root``) reads this repository's
+        (base / "shared").symlink_to(shared)
     return tree
 
 
@@ -270,17 +315,30 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout_s: float) -> tuple[str
         r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - t0, ""
-    tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-3:])
+    text = (r.stdout + r.stderr).strip()
+    failed = [ln.split()[1] for ln in text.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
+    tail = failed[0] if failed else "\n".join(text.splitlines()[-3:])  # the killing test, else the last lines
     return ("pass" if r.returncode == 0 else "fail"), time.monotonic() - t0, tail
 
 
 def check(root: Path, muts: list[Mutation]) -> list[str]:
-    bad = []
-    for m in muts:
-        n = (root / m.file).read_text().count(m.old)
-        if n != 1:
-            bad.append(f"{m.id}: 'old' found {n} times in {m.file}")
-    return bad
+    return [f"{m.id}: no text of this bug occurs exactly once ({m.file}" + "".join(f", {f}" for f, _, _ in m.alt)
+            + ")" for m in muts if m.resolve(root) is None]
+
+
+def combine(before: list[dict], after: list[dict]) -> list[str]:
+    """Markdown rows: each mutation of the list with its verdict on the tree before the tests (``before``,
+    rows of ``--json``) and now (``after``), and the test that kills it now."""
+    b = {r["id"]: r for r in before}
+    a = {r["id"]: r for r in after}
+    word = {"killed": "killed", "SURVIVED": "**survived**", "stale": "n/a (code not there)", "timeout": "timeout"}
+    out = ["| id | module | bug | before | after | killing test (after) |", "|---|---|---|---|---|---|"]
+    for m in MUTATIONS:
+        rb, ra = b.get(m.id), a.get(m.id)
+        out.append(f"| {m.id} | `{m.file}` | {m.what.replace('|', chr(92) + '|')} | {word.get(rb['verdict'], rb['verdict']) if rb else 'not run'} "
+                   f"| {word.get(ra['verdict'], ra['verdict']) if ra else 'not run'} "
+                   f"| {('`' + ra['killed_by'] + '`') if ra and ra.get('killed_by') else ''} |")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,12 +347,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", action="store_true", help="run each selection unmutated first")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per selection (default 3600)")
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--json", help="also write the rows (id, verdict, seconds, killing test) to this JSON file")
     ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="print the before/after table of --json files (before first, then after; several of each "
+                         "as BEFORE.json,BEFORE2.json AFTER.json) and exit")
     ap.add_argument("--check", action="store_true", help="check that every mutation applies, and exit")
     ap.add_argument("--root", default=str(ROOT), help="the tree to mutate (default: this repository)")
     ap.add_argument("--tests", help="comma-separated test selection replacing every mutation's own (while writing "
                                     "a test for a survivor)")
     a = ap.parse_args(argv)
+    if a.combine:
+        import json
+
+        def load(arg: str) -> list[dict]:
+            return [r for f in arg.split(",") for r in json.loads(Path(f).read_text())]
+
+        print("\n".join(combine(load(a.combine[0]), load(a.combine[1]) if len(a.combine) > 1 else [])))
+        return 0
     root = Path(a.root).resolve()
     muts = MUTATIONS
     if a.only:
@@ -317,43 +387,51 @@ def main(argv: list[str] | None = None) -> int:
         print(f"all {len(muts)} mutations apply")
         return 0
     try:
-        os.nice(10)
+        os.nice(max(0, 10 - os.nice(0)))  # niceness 10 (not 10 more: under `nice -n 10` that made it 19, starved)
     except OSError:
         pass
     tree = make_scratch(root)
     rows = []
     try:
         for m in muts:
-            path = tree / m.file
-            orig = path.read_text()
-            if orig.count(m.old) != 1:
+            hit = m.resolve(tree)
+            if hit is None:
                 rows.append((m, "stale", 0.0, "mutation text not found"))
                 continue
+            path, old, new = tree / hit[0], hit[1], hit[2]
+            orig = path.read_text()
             if a.baseline:
                 st, _, tail = run_tests(tree, m.tests, a.timeout)
                 if st != "pass":
                     rows.append((m, "broken", 0.0, tail))
                     print(f"{m.id:34s} BROKEN selection (fails unmutated): {tail}", flush=True)
                     continue
-            path.write_text(orig.replace(m.old, m.new))
+            path.write_text(orig.replace(old, new))
             try:
                 st, secs, tail = run_tests(tree, m.tests, a.timeout)
             finally:
                 path.write_text(orig)
             verdict = {"fail": "killed", "timeout": "timeout", "pass": "SURVIVED"}.get(st, st)
             rows.append((m, verdict, secs, tail))
-            print(f"{m.id:34s} {verdict:16s} {secs:6.1f} s  {m.what}", flush=True)
+            print(f"{m.id:34s} {verdict:16s} {secs:6.1f} s  {m.what}"
+                  + (f"  [{tail}]" if verdict == "killed" else ""), flush=True)
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
     killed = sum(1 for r in rows if r[1].startswith("killed"))
     lines = ["| mutation | kind | file | what | result | s |", "|---|---|---|---|---|---|"]
     for m, verdict, secs, _ in rows:
-        lines.append(f"| {m.id} | {m.kind} | `{m.file}` | {m.what} | {verdict} | {secs:.0f} |")
+        lines.append(f"| {m.id} | {m.kind} | `{m.file}` | {m.what.replace('|', chr(92) + '|')} | {verdict} | {secs:.0f} |")
     lines.append(f"\n{killed} of {len(rows)} killed; survivors: "
                  + (", ".join(m.id for m, v, _, _ in rows if v == "SURVIVED") or "none"))
     print("\n".join(lines))
     if a.markdown:
         Path(a.markdown).write_text("\n".join(lines) + "\n")
+    if a.json:
+        import json
+
+        Path(a.json).write_text(json.dumps([{"id": m.id, "file": m.file, "what": m.what, "verdict": v,
+                                             "seconds": round(secs, 1), "killed_by": tail if v == "killed" else None}
+                                            for m, v, secs, tail in rows], indent=1) + "\n")
     return 0 if all(r[1].startswith("killed") for r in rows) else 1
 
 
