@@ -384,6 +384,9 @@ class ThermalStep:
     cool_power_w: np.ndarray | None = None    # board power while cooling, W (thermal network fit)
     cool_fan_pct: np.ndarray | None = None
     heat_s: float | None = None               # length of the heating phase (heat start to cool start), s
+    heat_t0_s: float | None = None            # session time of the heat start (monotonic clock), s: steps
+    segment: int | None = None                # run back to back in one segment are one record for the
+                                              # thermal network
 
 
 def thermal_steps(session: Session, power: str | None = None) -> list[ThermalStep]:
@@ -413,7 +416,8 @@ def thermal_steps(session: Session, power: str | None = None) -> list[ThermalSte
             heat_power_w=hr["power_w"].to_numpy(dtype=float), heat_fan_pct=fan,
             cool_t=cr["t_mono_s"].to_numpy(dtype=float) - c.t0, cool_temp_c=cr["temp_c"].to_numpy(dtype=float),
             start_temp_c=float(before["temp_c"].mean()) if len(before) else float(hr["temp_c"].iloc[0]),
-            cool_power_w=cr["power_w"].to_numpy(dtype=float), cool_fan_pct=cfan, heat_s=c.t0 - h.t0))
+            cool_power_w=cr["power_w"].to_numpy(dtype=float), cool_fan_pct=cfan, heat_s=c.t0 - h.t0,
+            heat_t0_s=float(h.t0), segment=int(h.segment)))
     return out
 
 

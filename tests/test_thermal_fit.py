@@ -25,7 +25,7 @@ FAN_W = 40.0
 def fitted(tmp_path_factory):
     from calib.core.session import read_session
     from calib.fit.thermal import SIGMA_SKIP_S, ThermalFitter
-    from calib.segment import fan_sweep, power_stream, thermal_steps
+    from calib.segment import IdleBaseline, SessionData, fan_sweep, power_stream, thermal_steps
     from microbench.campaign import Campaign, build_steps
     from microbench.devices.sim.device import VirtualGPU
     from microbench.devices.sim.presets import get_preset
@@ -47,7 +47,9 @@ def fitted(tmp_path_factory):
     idle = readings[(readings["t_mono_s"] > base_w.min() + 1.3) & (readings["t_mono_s"] <= base_w.max())]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = ThermalFitter().fit(steps, float(idle["temp_c"].mean()), 0.3, float(idle["power_w"].mean()), fan)
+        data = SessionData(idle=IdleBaseline(float(idle["temp_c"].mean()), 0.3, float(idle["power_w"].mean()), None),
+                           thermal_steps=steps, fan=fan)
+        fit = ThermalFitter().fit(data)
     drift_c = np.concatenate([s.heat_temp_c[s.heat_t >= SIGMA_SKIP_S] for s in steps])
     return {"fit": fit, "params": {p.name: p for p in fit.params_}, "preset": preset, "dev": dev, "steps": steps,
             "drift_c": drift_c}

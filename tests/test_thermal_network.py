@@ -5,7 +5,6 @@ analytic cases, HotSpot files, and bad input."""
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import numpy as np
@@ -15,20 +14,7 @@ import pytest
 from calib.core.errors import BadInputError
 from calib.model import floorplan as F
 from calib.model.thermal_network import (FosterNetwork, Leakage, foster_to_cauer, predict_trace, steady_state)
-
-
-def _campaign(tmp_path_factory, preset: str):
-    from calib.cli import main
-    from calib.core import params as P
-
-    d = tmp_path_factory.mktemp(preset)
-    cwd = os.getcwd()
-    os.chdir(d)
-    try:
-        assert main(["run", "--quiet", "--campaign", "quick", "--name", "q", "--device", f"sim:{preset}"]) == 0
-    finally:
-        os.chdir(cwd)
-    return d, P.load(d / "fitted" / "q.json")
+from thermal_support import quick_campaign as _campaign
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +27,30 @@ def one_pole(tmp_path_factory):
     return _campaign(tmp_path_factory, "gtx280_1pole")
 
 
+def _slow(sec):
+    """Indices (1-based) of the fitted poles the grid resolves: a node-form ladder may carry the die as a
+    pole faster than the truth's grid (microbench.thermal_truth.GRID_S), which the truth counts in its
+    direct term."""
+    from microbench.thermal_truth import GRID_S
+
+    return [i for i in range(1, sec.structure["poles"] + 1) if sec.value(f"tau{i}_s") >= GRID_S]
+
+
 def _matched(sec, truth):
-    """(fitted Param, truth value) for every pole's tau and r (nearest dominant truth pole) and r_direct."""
+    """(fitted Param, truth value) for every resolved pole's tau and r (nearest dominant truth pole)."""
     out = []
-    for i in range(1, sec.structure["poles"] + 1):
+    for i in _slow(sec):
         tau = sec[f"tau{i}_s"]
         j = int(np.argmin([abs(math.log(tau.value / d["tau_s"])) for d in truth["dominant"]]))
         out += [(tau, truth["dominant"][j]["tau_s"]), (sec[f"r{i}_c_per_w"], truth["dominant"][j]["r_c_per_w"])]
-    out.append((sec["r_direct_c_per_w"], truth["r_direct_c_per_w"]))
     return out
+
+
+def _direct_c_per_w(sec):
+    """The fitted direct term: r_direct plus the poles faster than the truth's grid (the die node)."""
+    slow = _slow(sec)
+    return sec.value("r_direct_c_per_w") + sum(sec.value(f"r{i}_c_per_w") for i in range(1, sec.structure["poles"] + 1)
+                                               if i not in slow)
 
 
 def test_two_pole_preset_recovers_both_time_constants(two_pole):
@@ -58,10 +59,12 @@ def test_two_pole_preset_recovers_both_time_constants(two_pole):
     _, pf = two_pole
     sec = pf["thermal_network"]
     truth = network_truth("gtx280_2pole")
-    assert len(truth["dominant"]) == 2 and sec.structure["poles"] == 2
-    for i, d in enumerate(truth["dominant"], 1):
+    slow = _slow(sec)
+    assert len(truth["dominant"]) == 2 and len(slow) == 2 and sec.structure["dominant_poles"] == 2
+    for i, d in zip(slow, truth["dominant"]):
         assert abs(sec.value(f"tau{i}_s") - d["tau_s"]) <= 0.10 * d["tau_s"]
         assert abs(sec.value(f"r{i}_c_per_w") - d["r_c_per_w"]) <= 0.10 * d["r_c_per_w"]
+    assert abs(_direct_c_per_w(sec) - truth["r_direct_c_per_w"]) <= 0.10 * truth["r_direct_c_per_w"]
     rmse = sec.structure["selection"]["rmse_c"]
     assert rmse["2"] < 0.5 * rmse["1"]  # the 2-pole step response is much closer than the 1-pole one
     assert sec.structure["selection"]["cv_rmse_c"]["2"] < sec.structure["selection"]["cv_rmse_c"]["1"]
@@ -86,8 +89,9 @@ def test_one_dominant_pole_is_chosen(one_pole):
     _, pf = one_pole
     sec = pf["thermal_network"]
     truth = network_truth("gtx280_1pole")
-    assert len(truth["dominant"]) == 1 and sec.structure["poles"] == 1
-    assert abs(sec.value("tau1_s") / truth["dominant"][0]["tau_s"] - 1.0) < 0.10
+    slow = _slow(sec)
+    assert len(truth["dominant"]) == 1 and len(slow) == 1 and sec.structure["dominant_poles"] == 1
+    assert abs(sec.value(f"tau{slow[0]}_s") / truth["dominant"][0]["tau_s"] - 1.0) < 0.10
     assert not sec.structure["loop"]["runaway"]
 
 
@@ -98,8 +102,9 @@ def test_recovery_report_lists_the_network_truth(two_pole):
     rep = json.loads((d / "fitted" / "q.recovery.json").read_text())
     rows = {r["parameter"]: r for r in rep["parameters"]}
     assert rows["thermal_network.dominant_poles"]["truth"] == 2.0 and rows["thermal_network.dominant_poles"]["fitted"] == 2.0
-    assert abs(rows["thermal_network.tau2_s"]["truth"] - 129.2) < 0.1
-    assert rows["thermal_network.tau2_s"]["stderr_total"] > rows["thermal_network.tau2_s"]["stderr"] > 0
+    slow = [r for r in rows.values() if r["parameter"].startswith("thermal_network.tau") and abs(r["truth"] - 129.2) < 0.1]
+    assert len(slow) == 1 and abs(slow[0]["fitted"] / 129.2 - 1.0) < 0.10
+    assert slow[0]["stderr_total"] > slow[0]["stderr"] > 0
 
 
 def test_unseen_kernel_sequence_rmse_below_one_degree(two_pole, tmp_path, cli):
@@ -330,3 +335,29 @@ def test_kernel_sequence_table_gets_temperatures(two_pole, tmp_path, cli):
     k.drop(columns=["temp_c"]).to_csv(tmp_path / "bad.csv", index=False)
     code, _, err = cli("predict", d / "fitted" / "q.json", tmp_path / "bad.csv", "-o", tmp_path / "o2.csv")
     assert code == 2 and "row 2: starts at 100 s, before row 1's kernel ends (150 s)" in err
+
+
+# -- the virtual GPU's temperature sensor -----------------------------------------------------------------------
+
+def test_temperature_readings_depend_on_the_noise_seed():
+    """Issue 27 finding 3: the virtual GPU rounded its true sensor temperature with no noise, so every
+    --seed logged byte-identical temperatures (rc_rise_s, rc_decay_s, idle_temp_c bit-identical over seeds;
+    seed-pair figures for the thermal parameters were one draw repeated), and a steady reading sat on the
+    rounded degree (titanx idle: 40 for a true 40.26 C). Now: the same seed gives the same readings, two
+    seeds differ in many readings, and two minutes of idle readings average to the true sensor temperature
+    (the simulator's own state) within 0.12 C on each seed (the dither's bias is ~0.05 C at sigma 0.3 C)."""
+    from microbench.devices.sim.device import VirtualGPU
+    from microbench.devices.sim.presets import get_preset
+
+    def readings(seed: int) -> tuple[np.ndarray, float]:
+        d = VirtualGPU(get_preset("titanx"), seed=seed)
+        d.idle(120.0)
+        blocks = d.sensors()[0].read_blocks()
+        return np.concatenate([b[2]["temp_c"] for b in blocks]), d._sensor_temp()
+
+    a, true_c = readings(3)
+    b, _ = readings(4)
+    assert np.array_equal(a, readings(3)[0])
+    assert len(a) == len(b) == 1200 and np.mean(a != b) > 0.1
+    for r in (a, b):
+        assert abs(r.mean() - true_c) < 0.12, (r.mean(), true_c)

@@ -196,7 +196,7 @@ def test_session_fit_with_a_heldout_table_scores_the_campaigns_mixes_and_the_tab
     apps.to_csv(tmp_path / "apps.csv", index=False)
     code, out, err = cli("fit", session, "-o", tmp_path / "alone.json", "-q")
     assert code == 0, err
-    code, out, err = cli("fit", session, "--heldout", tmp_path / "apps.csv", "-o", tmp_path / "p.json", "-q")
+    code, out, err = cli("fit", session, "--heldout", tmp_path / "apps.csv", "-o", tmp_path / "p.json")  # not -q: the message is what this test reads
     assert code == 0, err
     n = len(own)
     assert f"apps.csv, {2 * n} rows): power MAPE" in out, out

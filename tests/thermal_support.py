@@ -4,6 +4,8 @@ settled states). They drive the device like a user's own logging would and never
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 
@@ -13,13 +15,14 @@ from microbench.devices.sim.presets import get_preset
 
 
 def nvml_rows(dev: VirtualGPU) -> pd.DataFrame:
-    """Every NVML reading the device produced since the last call (time_s, power_w, temp_c)."""
+    """Every NVML reading the device produced since the last call (time_s, power_w, temp_c, fan_pct)."""
     blocks = dev.sensors()[0].read_blocks()
     if not blocks:
-        return pd.DataFrame({"time_s": [], "power_w": [], "temp_c": []})
+        return pd.DataFrame({"time_s": [], "power_w": [], "temp_c": [], "fan_pct": []})
     return pd.DataFrame({"time_s": np.concatenate([b[0] for b in blocks]),
                          "power_w": np.concatenate([b[2]["power_w"] for b in blocks]).astype(float),
-                         "temp_c": np.concatenate([b[2]["temp_c"] for b in blocks]).astype(float)})
+                         "temp_c": np.concatenate([b[2]["temp_c"] for b in blocks]).astype(float),
+                         "fan_pct": np.concatenate([b[2]["fan_pct"] for b in blocks]).astype(float)})
 
 
 def kernel_sequence(preset: str, minutes: float = 20.0, seed: int = 7) -> pd.DataFrame:
@@ -63,3 +66,18 @@ def settled(preset: str, workload_index: int, seconds: float = 1500.0) -> dict[s
     last = df[rel >= seconds - 60.0]
     return {"idle_power_w": float(idle["power_w"].mean()), "cold_power_w": float(cold),
             "temp_c": float(last["temp_c"].mean()), "power_w": float(last["power_w"].mean())}
+
+
+def quick_campaign(tmp_path_factory, preset: str):
+    """`calib run --campaign quick` on ``sim:<preset>`` in a fresh directory: (directory, parameter file)."""
+    from calib.cli import main
+    from calib.core import params as P
+
+    d = tmp_path_factory.mktemp(preset)
+    cwd = os.getcwd()
+    os.chdir(d)
+    try:
+        assert main(["run", "--quiet", "--campaign", "quick", "--name", "q", "--device", f"sim:{preset}"]) == 0
+    finally:
+        os.chdir(cwd)
+    return d, P.load(d / "fitted" / "q.json")

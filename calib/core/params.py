@@ -446,7 +446,7 @@ UNIT_BOUNDS: dict[str, tuple[float, float]] = {
 #: the unit a parameter name's suffix promises (longest suffix first), so a bound cannot be dodged by a
 #: wrong unit
 SUFFIX_UNITS = (("_w_per_c", "W/C"), ("_c_per_w", "C/W"), ("_mem_cycles", "mem cycles"), ("_cycles", "cycles"),
-                ("_temp_c", "C"), ("_bytes_per_s", "B/s"), ("_j_per_byte", "J/B"), ("_w", "W"), ("_s", "s"))
+                ("_temp_c", "C"), ("_bytes_per_s", "B/s"), ("_pct_per_s", "%/s"), ("_j_per_byte", "J/B"), ("_w", "W"), ("_s", "s"))
 #: absolute temperatures (degC) must lie in (0, 125]: see the temp_c definition of the schema
 ABS_TEMP_LOW_C, ABS_TEMP_HIGH_C = 0.0, 125.0
 

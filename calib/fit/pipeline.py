@@ -102,8 +102,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     if data.idle is None:
         raise BadInputError(f"{path}: the session has no idle window; cannot fit idle power")
     if cv:  # before any fit: an impossible --cv must not cost the fit
-        clk = dev.get("clocks", {})
-        check_folds(IppPowerFitter(default_clocks={"core_mhz": clk.get("core_mhz"), "mem_mhz": clk.get("mem_mhz")}
+        check_folds(IppPowerFitter(default_clocks={"core_mhz": dev.core_mhz, "mem_mhz": dev.mem_mhz}
                                    ).training_rows(df), cv)
     correction = None
     if data.thermal_steps:

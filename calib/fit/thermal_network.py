@@ -1,38 +1,47 @@
 """Fitting the thermal network (:mod:`calib.model.thermal_network`) to the campaign's heat/cool steps.
 
-Data: each thermal step (heating to near steady state, then cooling) is binned on a uniform grid of
-``bin_s`` seconds (mean board power per bin, held over it; mean sensor temperature per bin, compared with
-the model at the bin's middle). The input is the *measured* board power above idle, so the leakage that
-grows during heating is part of the input and the network is the passive path from power to sensor.
+Data: the thermal steps (heating, then cooling) on a uniform grid of ``bin_s`` seconds, chained into one
+record where they ran back to back (the campaign's settle between steps is a few tens of seconds of idle,
+its power and fan duty held from the previous bin): mean board power and fan duty per bin, held over it;
+whether a kernel runs, and whether it moves memory (its per-warp counts). The input is the *measured*
+board power, so the leakage that grows during heating is part of it; the fan's own power (cube law, from
+the idle fan sweep) is taken off: it does not heat the die.
 
-Fit: for 1, 2 and 3 poles, bounded least squares (:func:`calib.fit.core.fit_lsq`) of the pole
-resistances and time constants, a direct term (poles faster than a bin) and, per step, the power the
-card was in equilibrium with before the step (the campaign's settle-to-idle leaves a little heat in the
-slow parts), started from a non-negative least-squares time-constant spectrum. The number of poles is
-chosen by leave-one-step-out cross-validation (each held-out step predicted from its pre-step
-temperature, no fit to it): the fewest poles whose held-out RMSE is within ``cv_tolerance`` of the best;
-or by BIC (``selection="bic"``, and always when there are fewer than 3 steps).
+Model (node form): a Cauer ladder of n = 1-3 nodes (die side first; link resistances R_i, capacities C_i)
+to an effective ambient, one link's conductance moving with the fan duty (g_fan per unit duty around
+the reference duty, the duty at the end of the reference step's heating), the die power into node 1, a
+direct term r_direct x die power (poles faster than the grid: the die itself), host heat ``busy_w`` into
+the outer node while a kernel runs (the host that launches it warms the intake air), and a sensor rise
+``hot_c`` while a kernel with memory traffic runs (the memory interface next to the sensor). Each record
+starts in equilibrium with a fitted power, plus a free offset of each outer node. Exact zero-order-hold
+updates (:func:`_ladder_response`). The Foster poles at the reference duty (the eigen-decomposition of the
+ladder) are the section's parameters; the model rebuilds the ladder from them (Cauer, unique).
 
-Observations: for an integer sensor (every reading a whole degree, as NVML's), the times at which the
-reading changes (the temperature crossed a half degree between two readings); a stuck reading says only
-which degree the temperature is in, and fitting plateaus would bias the time constants. Otherwise the bin
-means. A shared offset corrects the idle temperature (integer readings of a steady sensor do not average
-to it). Poles that fit at the grid's lower bound (two bins) are the die's own fast dynamics, which the
-direct term stands for: a pole count that needs one is not a candidate.
+Fit: bounded least squares (:func:`calib.fit.core.fit_lsq`) for every pole count and every fan link; per
+pole count the link with the lowest BIC. Starts: the Cauer ladder of a non-negative least-squares
+time-constant spectrum, and the fit with one node fewer plus a slow outer node. The number of poles is
+chosen by leave-one-step-out cross-validation (each step's readings left out, its power still driving the
+record, and predicted): the fewest poles whose held-out RMSE is within ``cv_tolerance`` of the best; or by
+BIC (``selection="bic"``, and always when there are fewer than 3 steps). A pole count is not a candidate
+when a pole is faster than two bins (the die, which the direct term stands for), carries less than
+:data:`MIN_POLE_SHARE` of the resistance, or is slower than ten times the record.
 
-Uncertainties: ``stderr`` from the fit's covariance, scaled for the residuals' lag-1 autocorrelation
-(sensor quantization and model error are not white noise); ``stderr_total`` adds, in quadrature, the
-jackknife over thermal steps of the chosen network (the leave-one-step-out fits: how much the values
-depend on which operating points the campaign ran) and the spread across model forms (the change of each
-pole in the fit with one more pole).
+Observations: integer readings of a noisy sensor flicker between neighbouring degrees, and their bin means
+are unbiased; a clean integer sensor (readings change only when the temperature crosses a half degree)
+gives the crossing times instead, since its plateaus would bias the time constants. Otherwise bin means.
+
+Uncertainties: ``stderr`` by the delta method from the ladder's covariance, scaled for the residuals'
+lag-1 autocorrelation; ``stderr_total`` adds, in quadrature, the jackknife over thermal steps of the chosen
+network (the leave-one-step-out fits) and the spread across model forms (each pole in the fit with one
+more pole).
 
 Leakage: static power above idle against the rise above idle, from the heating phases (each step with its
 own runtime power) and the cooling phases (kernel off: the power above idle is leakage, plus the fan),
 linear (IPP's sigma) and exponential; the exponential form is selected when its BIC is lower by more than
 ``leak_bic_margin``.
 
-Fan: when the fan duty at the end of heating differs between steps by at least 10 points, the steps'
-total resistance is regressed as a conductance linear in the duty (structure ``fan``).
+Fan controller: the logged duty against the sensor temperature over the record, a line from the lowest
+duty with a slew limit (:func:`_fit_controller`), so that a prediction without a fan log follows the fan.
 """
 
 from __future__ import annotations
@@ -196,112 +205,421 @@ def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tup
     return np.array(r)[order], np.array(tau)[order], rd
 
 
+#: duty resolution of the fit's exact updates (1 %: NVML logs whole percent)
+FIT_DUTY_STEPS = 100
+#: longest gap (s) between two thermal steps of one segment that still chains them into one record (the
+#: gap's power and duty are held from the previous step's last bin); a longer gap starts a new record
+MAX_GAP_S = 300.0
+#: a pole count whose fit has a pole with less than this share of the total resistance (or a time
+#: constant beyond TAU_MAX_S) has a pole the data do not ask for: not a candidate
+MIN_POLE_SHARE = 0.02
+
+
 @dataclass
-class PoleFit:
-    """A fitted network of one pole count."""
+class _Record:
+    """The thermal steps on one uniform grid of ``width`` s, chained where they ran back to back (the
+    campaign's settle between steps is a few tens of seconds of idle): the slow nodes carry their heat
+    from one step into the next instead of a free start per step."""
+
+    width: float
+    power_w: np.ndarray            # board power per bin, W (held over the bin)
+    duty: np.ndarray               # fan duty per bin, 0..1 (0 where none is logged)
+    busy: np.ndarray               # 1 while a kernel runs
+    mem: np.ndarray                # 1 while a kernel with memory traffic runs
+    starts: np.ndarray             # first bin of each chained record (each has a free initial state)
+    steps: list[tuple[int, int, int]]   # per step: first bin, first cooling bin, end (exclusive)
+    obs_bin: np.ndarray            # bin of each observation
+    obs_frac: np.ndarray           # its position within the bin (0..1)
+    obs_y: np.ndarray              # observed sensor temperature, C
+    obs_step: np.ndarray           # step of each observation
+    temp_bin: np.ndarray           # mean sensor reading per bin (NaN in gaps), C
+    has_fan: bool
+    observations: str
+    obs_mean: bool                 # the observations are bin means (else instants within their bins)
+
+
+def _dithered(series: Sequence[np.ndarray]) -> bool:
+    """Whether integer readings flicker between neighbouring degrees (sensor noise before the rounding):
+    then the bin means are unbiased observations. A clean integer sensor changes its reading only when the
+    temperature crosses a half degree, and the crossings are the observations."""
+    changes = blips = 0
+    for y in series:
+        y = np.asarray(y, dtype=float)
+        y = y[np.isfinite(y)]
+        if len(y) < 3:
+            continue
+        changes += int(np.sum(np.diff(y) != 0))
+        blips += int(np.sum((y[1:-1] != y[:-2]) & (y[2:] == y[:-2])))
+    return changes > 0 and blips > 0.1 * changes
+
+
+def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Record:
+    """Bin the steps (module docstring) and chain those that ran back to back in one segment."""
+    from calib.core.units import mem_intensity
+
+    dith = quantized and _dithered([np.concatenate([s.heat_temp_c, s.cool_temp_c]) for s in steps])
+    crossings = quantized and not dith
+    chain = all(s.heat_t0_s is not None for s in steps)
+    order = sorted(range(len(steps)), key=lambda k: steps[k].heat_t0_s) if chain else list(range(len(steps)))
+    pw, du, bz, mm, tb, starts, spans = [], [], [], [], [], [], [None] * len(steps)
+    ob, of, oy, os_ = [], [], [], []
+    n_bins, prev_end_t, prev_seg = 0, None, None
+    has_fan = False
+    for k in order:
+        s = steps[k]
+        t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
+        temp = np.concatenate([s.heat_temp_c, s.cool_temp_c]).astype(float)
+        p = np.concatenate([s.heat_power_w, s.cool_power_w]).astype(float)
+        hf = s.heat_fan_pct if s.heat_fan_pct is not None else np.full(len(s.heat_t), np.nan)
+        cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
+        f = np.concatenate([hf, cf]).astype(float) / 100.0
+        n = int(math.ceil(t.max() / width))
+        p_bin = pd.Series(_bin(t, p, n, width)).ffill().bfill().to_numpy()
+        f_bin = _bin(t, f, n, width)
+        has_fan = has_fan or bool(np.isfinite(f_bin).any())
+        f_bin = pd.Series(f_bin).ffill().bfill().fillna(0.0).to_numpy()
+        gap = None
+        if chain and prev_end_t is not None and s.segment == prev_seg:
+            gap = s.heat_t0_s - prev_end_t
+        if gap is not None and -width < gap <= MAX_GAP_S and n_bins:
+            g = max(0, int(round(gap / width)))
+            pw.append(np.full(g, pw[-1][-1]))
+            du.append(np.full(g, du[-1][-1]))
+            bz.append(np.zeros(g))
+            mm.append(np.zeros(g))
+            tb.append(np.full(g, np.nan))
+            n_bins += g
+        else:
+            starts.append(n_bins)
+        mid = (np.arange(n) + 0.5) * width
+        busy = (mid < s.heat_s).astype(float)
+        mem = busy * float(mem_intensity(s.per_warp) > 0)
+        pw.append(p_bin)
+        du.append(f_bin)
+        bz.append(busy)
+        mm.append(mem)
+        tb.append(_bin(t, temp, n, width))
+        heat_bins = int(round(s.heat_s / width))
+        spans[k] = (n_bins, n_bins + heat_bins, n_bins + n)
+        ok = np.isfinite(temp)
+        if crossings:
+            tt, yy = t[ok], temp[ok]
+            ch = np.flatnonzero(np.diff(yy) != 0) + 1
+            ot, oyv = 0.5 * (tt[ch] + tt[ch - 1]), 0.5 * (yy[ch] + yy[ch - 1])
+        else:
+            th = _bin(t, temp, n, width)
+            keep = np.isfinite(th)
+            ot, oyv = mid[keep], th[keep]
+        pos = np.clip(ot / width, 0.0, n - 1e-9)
+        ob.append(n_bins + np.floor(pos).astype(int))
+        of.append(pos - np.floor(pos))
+        oy.append(oyv)
+        os_.append(np.full(len(ot), k))
+        n_bins += n
+        prev_end_t = (s.heat_t0_s + n * width) if chain else None
+        prev_seg = s.segment
+    how = ("crossings of half-degree levels (integer sensor)" if crossings else
+           "bin means (integer sensor with noise: the readings flicker)" if dith else "bin means")
+    return _Record(width, np.concatenate(pw), np.concatenate(du), np.concatenate(bz), np.concatenate(mm),
+                   np.array(starts, dtype=int), spans, np.concatenate(ob), np.concatenate(of), np.concatenate(oy),
+                   np.concatenate(os_), np.concatenate(tb), has_fan, how, not crossings)
+
+
+def _ladder_response(rec: _Record, r_link: np.ndarray, c_node: np.ndarray, g_fan: np.ndarray, link: int,
+                     duty_ref: float, die_w: np.ndarray, busy_w: np.ndarray, init: Any,
+                     max_exp: float = 200.0) -> tuple[np.ndarray, np.ndarray]:
+    """Die-node temperature above ambient at every bin edge (B x (N + 1)) and its mean over every bin
+    (B x N; the exact mean of the exponentials, not of the edges: the die's own pole settles within a
+    bin) for B ladders at once (link
+    resistances ``r_link`` and capacities ``c_node``, B x n; the fan link's conductance change per unit
+    duty ``g_fan``, B) driven by ``die_w`` (N) into node 1 and ``busy_w`` (B) x busy into node n.
+    ``init(j, g_start)`` gives the B x n state at the start of record j (g_start: B x n x n conductances).
+
+    Exact zero-order hold: over a run of bins at one duty the ladder is time-invariant, so in its modes
+    (the symmetric form C^-1/2 G C^-1/2 is diagonalised) each run is a geometric sum done with one
+    cumulative sum, chunked so that no power of the decay overflows."""
+    from calib.model.thermal_network import MIN_LINK_G, ladder_conductance, link_vector
+
+    b_sz, n = r_link.shape
+    q = np.round(rec.duty * FIT_DUTY_STEPS).astype(int)
+    uniq, inv = np.unique(q, return_inverse=True)
+    duty_u = uniq / FIT_DUTY_STEPS
+    g = ladder_conductance(r_link)
+    e = link_vector(n, link)
+    g_link = 1.0 / r_link[:, link - 1]
+    dg = np.maximum(g_fan[:, None] * (duty_u[None, :] - duty_ref), MIN_LINK_G - g_link[:, None])
+    gd = g[:, None] + dg[..., None, None] * np.outer(e, e)
+    d = 1.0 / np.sqrt(c_node)
+    lam, u = np.linalg.eigh(d[:, None, :, None] * gd * d[:, None, None, :])
+    lam = np.maximum(lam, 1e-12)
+    a1 = u[..., 0, :] * d[:, None, 0:1]
+    an = u[..., n - 1, :] * d[:, None, n - 1:n]
+    big_n = len(inv)
+    out = np.empty((b_sz, big_n + 1))
+    means = np.empty((b_sz, big_n))
+    brk = np.flatnonzero(np.diff(inv) != 0) + 1
+    bounds = np.unique(np.concatenate([[0], brk, rec.starts, [big_n]])).astype(int)
+    start_of = {int(s): j for j, s in enumerate(rec.starts)}
+    h = rec.width
+    x = np.zeros((b_sz, n))
+    busy = rec.busy
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if a in start_of:
+            x = init(start_of[a], gd[:, inv[a]])
+        k = inv[a]
+        lm, uk = lam[:, k], u[:, k]
+        coef = (-np.expm1(-lm * h) / lm)[..., None]
+        # bin mean of a mode from its edges: m = f z0 + (1 - f) z_inf, z_inf = (z1 - e z0) / (1 - e)
+        e_h = rc_decay(h, 1.0 / lm)[..., None]
+        f_h = (-np.expm1(-lm * h) / (lm * h))[..., None]
+        step = max(1, int(max_exp / (float(lm.max()) * h)))
+        for a0 in range(a, b, step):
+            b0 = min(b, a0 + step)
+            # a mode faster than h / max_exp is gone within a bin: its decay capped at exp(-max_exp) per bin
+            # (an error of e^-200) so that the running quotient w / dec cannot divide by an underflow
+            dec = rc_decay(h * np.arange(b0 - a0 + 1), 1.0 / np.minimum(lm, max_exp / h)[..., None])
+            w = coef * (a1[:, k][..., None] * die_w[None, None, a0:b0]
+                        + an[:, k][..., None] * (busy_w[:, None, None] * busy[None, None, a0:b0]))
+            z0 = np.einsum("bkn,bk->bn", uk, x / d)
+            z = dec * np.concatenate([z0[..., None], z0[..., None] + np.cumsum(w / dec[..., 1:], axis=-1)], axis=-1)
+            out[:, a0:b0 + 1] = d[:, 0:1] * np.einsum("bk,bkl->bl", uk[:, 0, :], z)
+            zm = f_h * z[..., :-1] + (1.0 - f_h) * (z[..., 1:] - e_h * z[..., :-1]) / (1.0 - e_h)
+            means[:, a0:b0] = d[:, 0:1] * np.einsum("bk,bkl->bl", uk[:, 0, :], zm)
+            x = d * np.einsum("bik,bk->bi", uk, z[..., -1])
+    return out, means
+
+
+@dataclass
+class LadderFit:
+    """A fitted ladder of one pole count and fan link (values of the internal parameters, the Foster
+    poles at the reference duty, fit statistics)."""
 
     n: int
-    r: np.ndarray
-    tau: np.ndarray
-    rd: float
-    p0: np.ndarray
-    params: list[Param]
-    cov: np.ndarray | None     # of (r_1..r_n, tau_1..tau_n, r_direct), autocorrelation-scaled
+    link: int
+    values: dict[str, float]
+    result: Any                    # calib.fit.core.LsqResult
+    tau: np.ndarray                # Foster time constants at the reference duty, fastest first, s
+    r: np.ndarray                  # their resistances, C/W
     rmse_c: float
     bic: float
-    n_points: int
     warnings: list[str]
-    resid: list[np.ndarray]
-    offset: float = 0.0        # fitted correction of the idle temperature, C
+    resid: np.ndarray
 
 
-def _fit_poles(data: Sequence[_StepData], n: int, width: float, start: tuple | None = None) -> PoleFit:
-    """Fit an n-pole network to steps ``data`` (module docstring)."""
-    if start is None:
-        r0, t0, rd0 = _spectrum_init(data, n, width)
-    else:
-        r0, t0, rd0 = start
-    rt0 = float(r0.sum() + rd0) or 0.1
-    ps = [Param(names.foster_r(i + 1), float(np.clip(r0[i], 1e-5, R_MAX * 0.99)), "C/W", 0.0, R_MAX)
-          for i in range(n)]
-    ps += [Param(names.foster_tau(i + 1), float(np.clip(t0[i], 2.2 * width, TAU_MAX_S * 0.99)), "s", 2.0 * width,
-                 TAU_MAX_S) for i in range(n)]
-    ps.append(Param(names.R_DIRECT, float(np.clip(rd0, 1e-5, R_MAX * 0.99)), "C/W", 0.0, R_MAX))
-    # the idle temperature from integer readings of a steady sensor is off by up to half a degree (the
-    # rounding does not average out): a shared offset, else a slow pole would mimic it
-    ps.append(Param("offset_c", 0.0, "C", -3.0, 3.0))
-    ps += [Param(f"p0_{k}", float(np.clip(d.pre_theta_c / rt0, -900, 900)) if math.isfinite(d.pre_theta_c) else 0.0,
-                 "W", -1000.0, 1000.0) for k, d in enumerate(data)]
-    y = np.concatenate([d.obs_theta for d in data])
-    sizes = [len(d.obs_t) for d in data]
+class _LadderProblem:
+    """The node-form model of the record (module docstring) for one pole count and fan link: parameters,
+    their starts, and the sensor temperature at the observations for B parameter sets at once."""
 
-    def model(v: dict[str, float]) -> np.ndarray:
-        r = np.array([v[names.foster_r(i + 1)] for i in range(n)])
-        tau = np.array([v[names.foster_tau(i + 1)] for i in range(n)])
-        return np.concatenate([_predict_step(d, r, tau, v[names.R_DIRECT], v[f"p0_{k}"], width)
-                               for k, d in enumerate(data)]) + v["offset_c"]
+    def __init__(self, rec: _Record, n: int, link: int, duty_ref: float, fan_w: float, use_fan: bool):
+        self.rec, self.n, self.link, self.duty_ref, self.use_fan = rec, n, link, duty_ref, use_fan
+        self.die_w = rec.power_w - fan_w * rec.duty ** 3
+        self.n_rec = len(rec.starts)
 
-    def jac(v: dict[str, float]) -> dict[str, np.ndarray]:
-        # linear in r, r_direct, the offset and the initial powers; a one-pole finite difference for each tau
-        out: dict[str, list[np.ndarray]] = {p.name: [] for p in ps}
-        for k, d in enumerate(data):
-            p0 = v[f"p0_{k}"]
-            m = len(d.obs_t)
-            dp0 = np.zeros(m)
-            for i in range(n):
-                ri, ti = v[names.foster_r(i + 1)], v[names.foster_tau(i + 1)]
-                psi = _unit_at(d, ti, p0, width, d.obs_t)
-                h = 1e-5 * ti
-                dpsi = (_unit_at(d, ti + h, p0, width, d.obs_t) - psi) / h
-                out[names.foster_r(i + 1)].append(psi)
-                out[names.foster_tau(i + 1)].append(ri * dpsi)
-                dp0 = dp0 + ri * rc_decay(d.obs_t, ti)
-            out[names.R_DIRECT].append(_direct(d, width, d.obs_t))
-            out["offset_c"].append(np.ones(m))
-            for j in range(len(data)):
-                out[f"p0_{j}"].append(dp0 if j == k else np.zeros(m))
-        return {nm: np.concatenate(a) for nm, a in out.items()}
+    def names(self) -> list[str]:
+        n = self.n
+        out = [f"R{i}" for i in range(1, n + 1)] + [f"C{i}" for i in range(1, n + 1)]
+        out += ["r_direct", "ambient", "g_fan", "busy_w", "hot_c"]
+        for j in range(self.n_rec):
+            out += [f"p0_{j}"] + [f"dev{j}_{i}" for i in range(2, n + 1)]
+        return out
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = fit_lsq(model, ps, y, jac=jac)
-    byn = res.by_name()
-    r = np.array([byn[names.foster_r(i + 1)].value for i in range(n)])
-    tau = np.array([byn[names.foster_tau(i + 1)].value for i in range(n)])
-    rd = byn[names.R_DIRECT].value
-    p0 = np.array([byn[f"p0_{k}"].value for k in range(len(data))])
-    resid_all = res.yhat - res.y
-    parts, off = [], 0
-    for m_ in sizes:
-        parts.append(resid_all[off:off + m_])
-        off += m_
-    # residuals are not white (quantized sensor, model error): scale the covariance for their lag-1
-    # autocorrelation (effective number of independent points)
-    infl = ar1_inflation(parts)
-    order = np.argsort(tau)
-    net_names = [names.foster_r(i + 1) for i in range(n)] + [names.foster_tau(i + 1) for i in range(n)] + [names.R_DIRECT]
-    cov = None
-    if res.covar is not None:
-        full = res.covariance()
-        idx_old = [full.index(names.foster_r(i + 1)) for i in order] + [full.index(names.foster_tau(i + 1)) for i in order] \
-            + [full.index(names.R_DIRECT)]
-        cov = full.matrix[np.ix_(idx_old, idx_old)] * infl
-    r, tau = r[order], tau[order]
-    params = []
-    for j, nm in enumerate(net_names):
-        val = r[j] if j < n else (tau[j - n] if j < 2 * n else rd)
-        se = math.sqrt(cov[j, j]) if cov is not None and np.isfinite(cov[j, j]) and cov[j, j] >= 0 else None
-        src = byn[nm]
-        params.append(Param(nm, float(val), src.unit, src.min, src.max, True, None, se))
-    m = errors(res.y, res.yhat)
-    return PoleFit(n, r, tau, rd, p0, params, cov, m.rmse, res.bic, len(y), list(res.warnings), parts,
-                   byn["offset_c"].value)
+    def params(self, start: dict[str, float], frozen: Sequence[str] = ()) -> list[Param]:
+        n = self.n
+        ps = [Param(f"R{i}", float(np.clip(start[f"R{i}"], 2e-5, 0.99 * R_MAX)), "C/W", 1e-5, R_MAX)
+              for i in range(1, n + 1)]
+        ps += [Param(f"C{i}", float(np.clip(start[f"C{i}"], 0.1, 1e7)), "J/C", 1e-2, 1e8) for i in range(1, n + 1)]
+        ps += [Param("r_direct", float(start.get("r_direct", 0.01)), "C/W", 0.0, R_MAX),
+               Param("ambient", float(start["ambient"]), "C", -60.0, 150.0),
+               Param("g_fan", float(start.get("g_fan", 5.0)) if self.use_fan else 0.0, "W/C", 0.0, 1000.0,
+                     vary=self.use_fan),
+               Param("busy_w", max(0.0, float(start.get("busy_w", 0.0))), "W", 0.0, 1e4),
+               Param("hot_c", float(start.get("hot_c", 0.0)), "C", -30.0, 30.0,
+                     vary=bool(np.any(self.rec.mem > 0) and np.any((self.rec.busy > 0) & (self.rec.mem == 0))))]
+        for j in range(self.n_rec):
+            ps.append(Param(f"p0_{j}", float(start.get(f"p0_{j}", self.die_w[self.rec.starts[j]])), "W", -1e4, 1e4))
+            ps += [Param(f"dev{j}_{i}", float(start.get(f"dev{j}_{i}", 0.0)), "C", -100.0, 100.0) for i in range(2, n + 1)]
+        for p in ps:
+            if p.name in frozen:
+                p.vary = False
+        return ps
+
+    def initial_state_names(self, step: int) -> list[str]:
+        """The initial-state parameters of the records that begin with thermal step ``step`` (held at their
+        full-fit values when the step's readings are left out: nothing else determines them)."""
+        first = self.rec.steps[step][0]
+        out = []
+        for j, b in enumerate(self.rec.starts):
+            if b == first:
+                out += [f"p0_{j}"] + [f"dev{j}_{i}" for i in range(2, self.n + 1)]
+        return out
+
+    def sensor(self, v: dict[str, Any], mask: np.ndarray | None = None) -> np.ndarray:
+        """Sensor temperature (C) at the observations (``mask``: a subset), for parameter values that may
+        be arrays of shape (B, 1): returns (B, M), or (M,) for scalars."""
+        arr = {k: np.atleast_1d(np.asarray(x, dtype=float)).ravel() for k, x in v.items()}
+        b_sz = max(len(a) for a in arr.values())
+
+        def col(k: str) -> np.ndarray:
+            return np.broadcast_to(arr[k], (b_sz,))
+
+        n, rec = self.n, self.rec
+        r = np.stack([col(f"R{i}") for i in range(1, n + 1)], axis=1)
+        c = np.stack([col(f"C{i}") for i in range(1, n + 1)], axis=1)
+        e1 = np.zeros(n)
+        e1[0] = 1.0
+
+        def init(j: int, g_start: np.ndarray) -> np.ndarray:
+            x = np.linalg.solve(g_start, (col(f"p0_{j}")[:, None] * e1)[..., None])[..., 0]
+            for i in range(2, n + 1):
+                x[:, i - 1] += col(f"dev{j}_{i}")
+            return x
+
+        t1, t1_mean = _ladder_response(rec, r, c, col("g_fan"), self.link, self.duty_ref, self.die_w, col("busy_w"),
+                                       init)
+        ob = rec.obs_bin if mask is None else rec.obs_bin[mask]
+        fr = rec.obs_frac if mask is None else rec.obs_frac[mask]
+        node = (t1_mean[:, ob] if rec.obs_mean else t1[:, ob] + fr[None, :] * (t1[:, ob + 1] - t1[:, ob]))
+        out = (col("ambient")[:, None] + col("r_direct")[:, None] * self.die_w[None, ob]
+               + col("hot_c")[:, None] * rec.mem[None, ob] + node)
+        scalar = all(np.ndim(x) == 0 for x in v.values())
+        return out[0] if scalar else out
+
+    def fit(self, start: dict[str, float], mask: np.ndarray | None = None, max_nfev: int | None = None,
+            frozen: Sequence[str] = ()) -> LadderFit:
+        rec = self.rec
+        sel = np.ones(len(rec.obs_y), bool) if mask is None else mask
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = fit_lsq(lambda v: self.sensor(v, sel), self.params(start, frozen), rec.obs_y[sel], vectorized=True,
+                          max_nfev=max_nfev)
+        v = {p.name: p.value for p in res.params}
+        tau, r = ladder_poles(v, self.n)
+        return LadderFit(self.n, self.link, v, res, tau, r, res.rmse, res.bic, list(res.warnings), res.yhat - res.y)
 
 
-def _predict_heldout(d: _StepData, f: PoleFit, width: float) -> np.ndarray:
-    rt = float(f.r.sum() + f.rd)
-    p0 = (d.pre_theta_c - f.offset) / rt if math.isfinite(d.pre_theta_c) and rt > 0 else 0.0
-    return f.offset + _predict_step(d, f.r, f.tau, f.rd, p0, width)
+def ladder_poles(v: dict[str, float], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Foster poles (s, C/W; fastest first) at the reference duty of fitted ladder values ``v``."""
+    from calib.model.thermal_network import ladder_foster
+
+    return ladder_foster([v[f"R{i}"] for i in range(1, n + 1)], [v[f"C{i}"] for i in range(1, n + 1)])
+
+
+def _ladder_start(n: int, spectrum: tuple | None) -> dict[str, float]:
+    """Start of an n-node ladder from scratch: the Cauer ladder of the Foster spectrum's n poles when it has
+    one, else a default ladder (poles of some tens, hundreds and a thousand seconds)."""
+    from calib.model.thermal_network import foster_to_cauer
+
+    rs = cs = None
+    if spectrum is not None:
+        r, tau = spectrum
+        try:
+            rs, cs = foster_to_cauer(r, tau)
+            if len(rs) != n or not all(np.isfinite(rs + cs)) or min(rs + cs) <= 0:
+                rs = cs = None
+        except (ZeroDivisionError, FloatingPointError, ValueError):
+            rs = cs = None
+    if rs is None:
+        rs = list(np.geomspace(0.1, 0.02, n))
+        cs = list(np.geomspace(300.0, 30000.0, n))
+    return {**{f"R{i + 1}": float(rs[i]) for i in range(n)}, **{f"C{i + 1}": float(cs[i]) for i in range(n)}}
+
+
+def _start_outer(prev: LadderFit) -> dict[str, float]:
+    """The (n-1)-node fit with a slow outer node added (its last link split: the data may ask for a slower
+    part behind it, the case air)."""
+    m = prev.n
+    st = dict(prev.values)
+    st[f"R{m}"] = 0.8 * prev.values[f"R{m}"]
+    st[f"R{m + 1}"] = 0.25 * prev.values[f"R{m}"]
+    st[f"C{m + 1}"] = 20.0 * prev.values[f"C{m}"]
+    for j in range(len([k for k in st if k.startswith("p0_")])):
+        st[f"dev{j}_{m + 1}"] = 0.0
+    return st
+
+
+def _start_die(prev: LadderFit) -> dict[str, float]:
+    """The (n-1)-node fit with a fast die node put in front of it, taken from its direct term (the die's
+    own pole, a fraction of a second on air-cooled cards, resolved by the bins right after each power
+    step)."""
+    m = prev.n
+    v = prev.values
+    st = {k: val for k, val in v.items() if not k.startswith(("R", "C", "dev"))}
+    rd = max(v["r_direct"], 1e-3)
+    st["R1"], st["C1"], st["r_direct"] = 0.7 * rd, 0.4 / (0.7 * rd), 0.3 * rd
+    for i in range(1, m + 1):
+        st[f"R{i + 1}"], st[f"C{i + 1}"] = v[f"R{i}"], v[f"C{i}"]
+    for j in range(len([k for k in v if k.startswith("p0_")])):
+        for i in range(2, m + 1):
+            st[f"dev{j}_{i + 1}"] = v.get(f"dev{j}_{i}", 0.0)
+        st[f"dev{j}_2"] = 0.0
+    return st
+
+
+def _dominant(f: LadderFit, width: float) -> int:
+    """Poles of a ladder fit that the grid resolves (two bins or slower): the fastest may be the die, which
+    the direct term stands for where the data cannot resolve it."""
+    return int(np.sum(f.tau >= 2.0 * width))
+
+
+def _follow(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndarray, h: float) -> np.ndarray:
+    """Duty (K x N) a controller gives for K parameter sets ``x`` (K x 4: floor, t0, gain, slew per s) along
+    the input temperature ``inp`` (N bins of ``h`` s), restarting from the logged ``duty`` where ``first``."""
+    lo, t0, gain, slew = (np.asarray(c, dtype=float) for c in np.atleast_2d(x).T)
+    lim = slew * h
+    out = np.empty((len(lo), len(inp)))
+    d = np.zeros(len(lo))
+    for j in range(len(inp)):
+        if first[j]:
+            d = np.full(len(lo), duty[j])
+        out[:, j] = d
+        want = np.minimum(1.0, np.maximum(lo, lo + gain * (inp[j] - t0)))
+        d = d + np.clip(want - d, -lim, lim)
+    return out
+
+
+def _fit_controller(rec: _Record, hot_c: float) -> tuple[Any, dict[str, Any]]:
+    """The fan controller (:class:`calib.model.thermal_network.FanController`) from the logged duty against
+    the sensor temperature of the thermal record: a line from the lowest duty above a temperature, slew
+    limited, fitted by least squares of the duty it gives from each record's first logged duty (a grid of
+    start temperatures and gains, then refined: the clip and the slew make the misfit piecewise). The
+    controller's input is the sensor reading, or the reading without the memory hot spot (the die
+    temperature next to it), whichever follows the log better. A duty that never rose above its floor gives
+    a fan held at its floor (the curve above the temperatures the campaign reached is unknown)."""
+    from scipy.optimize import least_squares
+
+    from calib.model.thermal_network import FanController
+
+    h = rec.width
+    temp = pd.Series(rec.temp_bin).interpolate(limit_direction="both").to_numpy()
+    duty = rec.duty
+    floor = float(np.percentile(duty, 5))
+    info: dict[str, Any] = {"n_bins": int(len(duty)), "floor_pct": 100.0 * floor}
+    up = duty > floor + 0.02
+    if up.sum() < 5 or np.ptp(temp[up]) < 1.0:
+        info["model"] = (f"the duty stayed at its floor ({100 * floor:.0f} %) up to {float(np.nanmax(temp)):.0f} C: no "
+                         "curve above it is known; the fan is held at its floor")
+        return FanController(floor, float(np.nanmax(temp)), 0.0, 1.0, math.inf), info
+    seg = np.searchsorted(rec.starts, np.arange(len(duty)), side="right") - 1
+    first = np.r_[True, seg[1:] != seg[:-1]]
+    slew0 = max(float(np.percentile(np.abs(np.diff(duty)), 99.5)) / h, 2e-3)
+    t_grid = np.linspace(float(np.min(temp)), float(np.max(temp)), 41)
+    g_grid = np.geomspace(2e-3, 0.5, 31)
+    tt, gg = np.meshgrid(t_grid, g_grid)
+    grid = np.column_stack([np.full(tt.size, floor), tt.ravel(), gg.ravel(), np.full(tt.size, slew0)])
+    best = None
+    for label, inp in (("sensor", temp), ("sensor without the memory hot spot", temp - hot_c * rec.mem)):
+        sse = np.sum((_follow(grid, inp, duty, first, h) - duty) ** 2, axis=1)
+        x0 = grid[int(np.argmin(sse))]
+        sol = least_squares(lambda x: _follow(x, inp, duty, first, h)[0] - duty, x0,
+                            bounds=([0.0, -50.0, 0.0, 1e-4], [1.0, 200.0, 2.0, 1.0]), diff_step=1e-3)
+        rmse = float(np.sqrt(np.mean(sol.fun ** 2)))
+        if best is None or rmse < best[0]:
+            best = (rmse, label, sol.x)
+    rmse, label, (lo, t0, gain, slew) = best
+    info.update({"input": label, "rmse_pct": 100.0 * rmse,
+                 "model": "duty = min(100 %, max(fan_min_pct, fan_min_pct + fan_gain_pct_per_c (T - fan_t0_c))), "
+                          "reached at most fan_slew_pct_per_s"})
+    return FanController(float(lo), float(t0), float(gain), 1.0, float(slew), label != "sensor"), info
 
 
 def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
@@ -390,14 +708,14 @@ def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
 
 class ThermalNetworkFitter(Estimator):
     """Fits the ``thermal_network`` section (module docstring); an estimator (:mod:`calib.fit.base`).
-    Fitted state: ``fits_`` (pole count -> :class:`PoleFit`), ``cv_`` (pole count -> held-out RMSE, C),
-    ``poles_``, ``network_``, ``warnings_``, ``section_``.
+    Fitted state: ``fits_`` (pole count -> :class:`LadderFit`, the best fan link), ``cv_`` (pole count ->
+    held-out RMSE, C), ``loo_``, ``poles_``, ``network_``, ``record_``, ``warnings_``, ``section_``.
 
     Settings: ``max_poles`` (1-3), ``poles`` (force a pole count; None: select), ``selection`` ("cv" or
     "bic"), ``cv_tolerance`` (relative held-out RMSE within which fewer poles are preferred), ``bin_s``
     (fit grid, s), ``leakage`` ("auto", "linear", "exponential", "none"), ``leak_skip_s`` (seconds of
     heating left out of the leakage fit), ``leak_bic_margin``, ``slowdown_temp_c`` (None: the device's, else
-    95 C).
+    95 C), ``fan`` ("auto": the fan in the model when the logged duty moved by at least 2 points; "none").
     """
 
     constraints = {
@@ -410,11 +728,12 @@ class ThermalNetworkFitter(Estimator):
         "leak_skip_s": number(0.0),
         "leak_bic_margin": number(0.0),
         "slowdown_temp_c": optional(number(0.0, 150.0, lo_open=True)),
+        "fan": options("auto", "none"),
     }
 
     def __init__(self, *, max_poles: int = MAX_POLES, poles: int | None = None, selection: str = "cv",
                  cv_tolerance: float = 0.05, bin_s: float = 1.0, leakage: str = "auto", leak_skip_s: float = 8.0,
-                 leak_bic_margin: float = 10.0, slowdown_temp_c: float | None = None):
+                 leak_bic_margin: float = 10.0, slowdown_temp_c: float | None = None, fan: str = "auto"):
         self.max_poles = max_poles
         self.poles = poles
         self.selection = selection
@@ -424,6 +743,7 @@ class ThermalNetworkFitter(Estimator):
         self.leak_skip_s = leak_skip_s
         self.leak_bic_margin = leak_bic_margin
         self.slowdown_temp_c = slowdown_temp_c
+        self.fan = fan
 
     def fit(self, data: SessionData) -> "ThermalNetworkFitter":
         """Fit to a session's thermal steps, idle baseline, fan sweep, device slowdown temperature and
@@ -440,6 +760,9 @@ class ThermalNetworkFitter(Estimator):
         """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W; its standard
         error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
         fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""
+        from calib.model.thermal_network import (CONTROLLER_PARAMS, NODE_AMBIENT, NODE_BUSY_HEAT, NODE_FAN_G,
+                                                 NODE_FORM, NODE_HOT_SPOT, FanCooling)
+
         self._validate_settings()
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal network")
@@ -448,80 +771,158 @@ class ThermalNetworkFitter(Estimator):
         temps = temps[np.isfinite(temps)]
         quantized = bool(len(temps)) and bool(np.all(temps == np.round(temps)))
         data = [_prepare(s, idle_temp_c, idle_power_w, w, quantized) for s in steps]
+        rec = _record(steps, w, quantized)
         warns: list[str] = []
+        fan_w = fan_power(fan, idle_temp_c)
+        fan_pw = 0.0 if fan_w is None or not rec.has_fan else float(fan_w.value)
+        use_fan = self.fan == "auto" and rec.has_fan and float(np.ptp(rec.duty)) >= 0.02
+        # the reference duty: where the reference (first) step's heating ended; the idle duty: where the
+        # steps' cooling ended
+        s0 = rec.steps[0]
+        duty_ref = float(np.mean(rec.duty[max(s0[0], s0[1] - int(round(30.0 / w))):s0[1]])) if rec.has_fan else 0.0
+        idle_duty = float(np.median([rec.duty[b - 1] for _, _, b in rec.steps])) if rec.has_fan else 0.0
         n_max = int(self.max_poles if self.poles is None else self.poles)
         counts = [int(self.poles)] if self.poles is not None else list(range(1, n_max + 1))
-        fits: dict[int, PoleFit] = {}
-        for n in counts:
-            fits[n] = _fit_poles(data, n, w)
-            log.info("thermal network: %d pole(s): RMSE %.3f C, BIC %.1f", n, fits[n].rmse_c, fits[n].bic)
-        # leave-one-step-out fits: cross-validation of the pole count and jackknife of the chosen network
-        loo: dict[int, list[PoleFit]] = {}
+        problems: dict[int, _LadderProblem] = {}
+        fits: dict[int, LadderFit] = {}
+        prev: LadderFit | None = None
+        for n in range(1, max(counts) + 1):
+            cands: list[tuple[dict[str, float], int]] = []
+            if prev is None:
+                try:
+                    r0, t0, _ = _spectrum_init(data, n, w)
+                    spectrum = (r0, t0)
+                except (ValueError, np.linalg.LinAlgError):
+                    spectrum = None
+                st = _ladder_start(n, spectrum)
+                rs = sum(st[f"R{i}"] for i in range(1, n + 1))
+                die0 = rec.power_w - fan_pw * rec.duty ** 3
+                st["ambient"] = float(np.min(rec.obs_y)) - rs * float(np.min(die0))
+                cands.append((st, 1))
+            else:
+                if prev.tau.min() >= 2.0 * w:  # a die node in front, unless the ladder has one already
+                    cands.append((_start_die(prev), min(prev.link + 1, n) if use_fan else 1))
+                cands.append((_start_outer(prev), prev.link))
+            best = None
+            for st, link in cands:
+                prob = _LadderProblem(rec, n, link, duty_ref, fan_pw, use_fan)
+                try:
+                    f = prob.fit(st)
+                except FitError:
+                    continue
+                if best is None or f.bic < best[0].bic:
+                    best = (f, prob)
+            if best is None:
+                raise FitError(f"the thermal network with {n} pole(s) could not be fitted to the thermal steps")
+            fits[n], problems[n] = best
+            prev = fits[n]
+            log.info("thermal network: %d node(s), fan link %d: RMSE %.3f C, BIC %.1f, poles %s", n, fits[n].link,
+                     fits[n].rmse_c, fits[n].bic, ", ".join(f"{a:.1f} s/{b:.4f}" for a, b in zip(fits[n].tau, fits[n].r)))
+        fits = {n: fits[n] for n in counts}
+        # a ladder whose fastest pole is slower than two bins, or is the die's (faster), and whose other poles
+        # each carry a share of the resistance and are not slower than ten times the record, is a candidate
+        lo = 2.0 * w
+        span = float(len(rec.duty)) * w
+
+        def sound(n: int) -> bool:
+            f = fits[n]
+            slow = f.tau[f.tau >= lo]
+            return len(slow) >= 1 and (f.tau < lo).sum() <= 1 and slow.max() < 10.0 * span \
+                and (len(slow) == 1 or f.r[f.tau >= lo].min() >= MIN_POLE_SHARE * float(f.r.sum()))
+
+        ok_counts = [n for n in counts if sound(n)] or counts[:1]
+        # leave-one-step-out: each step's readings left out of the fit (its power still drives the record)
+        # and predicted; cross-validation of the pole count and jackknife of the chosen network
+        loo: dict[int, list[LadderFit]] = {}
         cv: dict[int, float] = {}
-        if len(data) >= 3:
-            for n in counts:
+        if len(steps) >= 3:
+            for n in ok_counts:
                 errs, reps = [], []
-                for k in range(len(data)):
-                    rest = [d for j, d in enumerate(data) if j != k]
-                    f = _fit_poles(rest, n, w, start=(fits[n].r, fits[n].tau, fits[n].rd))
+                for k in range(len(steps)):
+                    out = rec.obs_step == k
+                    f = problems[n].fit(fits[n].values, mask=~out, frozen=problems[n].initial_state_names(k))
                     reps.append(f)
-                    pred = _predict_heldout(data[k], f, w)
-                    errs.append(pred - data[k].obs_theta)
+                    errs.append(problems[n].sensor(f.values, out) - rec.obs_y[out])
                 loo[n] = reps
                 cv[n] = float(np.sqrt(np.mean(np.concatenate(errs) ** 2)))
                 log.info("thermal network: %d pole(s): held-out RMSE %.3f C", n, cv[n])
-        # a pole at the grid's lower bound is the data asking for a pole faster than the grid resolves (the
-        # die itself), which the direct term stands for: such a count is not a candidate
-        lo = 2.0 * w * 1.01
-        ok_counts = [n for n in counts if n == 1 or fits[n].tau.min() > lo] or counts
         if self.poles is not None:
             chosen, how = int(self.poles), "given"
         elif self.selection == "cv" and cv:
-            best = min(cv[n] for n in ok_counts)
-            chosen = min(n for n in ok_counts if cv[n] <= best * (1.0 + self.cv_tolerance))
+            # per count of resolved poles the ladder (with or without the die node) that predicts best; then
+            # the fewest resolved poles within cv_tolerance of the best
+            by_dom: dict[int, int] = {}
+            for n in ok_counts:
+                m = _dominant(fits[n], w)
+                if m not in by_dom or cv[n] < cv[by_dom[m]]:
+                    by_dom[m] = n
+            best_cv = min(cv[n] for n in by_dom.values())
+            chosen = by_dom[min(m for m, n in by_dom.items() if cv[n] <= best_cv * (1.0 + self.cv_tolerance))]
             how = "cross-validation over thermal steps"
         else:
             bics = {n: fits[n].bic for n in ok_counts}
             chosen, how = min(bics, key=bics.get), "BIC"
             if self.selection == "cv":
-                warns.append(f"only {len(data)} thermal steps: pole count chosen by BIC, not cross-validation")
+                warns.append(f"only {len(steps)} thermal steps: pole count chosen by BIC, not cross-validation")
         f = fits[chosen]
-        warns += [f"{chosen}-pole fit: {m}" for m in f.warnings if not m.startswith("p0_")]
-        params = list(f.params)
+        prob = problems[chosen]
+        warns += [f"{chosen}-pole fit: {m}" for m in f.warnings if not m.startswith(("p0_", "dev"))
+                  and "p0_" not in m and "dev" not in m]
+        params, cov = self._foster_params(f, rec)
         # stderr_total: statistical plus the jackknife over steps
         if chosen in loo:
             reps = loo[chosen]
             m = len(reps)
             for j, p in enumerate(params):
-                vals = np.array([(rp.r.tolist() + rp.tau.tolist() + [rp.rd])[j] for rp in reps])
+                vals = np.array([_foster_vector(rp, chosen)[j] for rp in reps])
                 se_j = math.sqrt((m - 1) / m * float(np.sum((vals - vals.mean()) ** 2)))
                 p.stderr_total = math.sqrt((p.stderr or 0.0) ** 2 + se_j ** 2)
         else:
             warns.append("fewer than 3 thermal steps: no jackknife over steps, stderr_total not given")
-        # spread across model forms: the same poles in the fit with one more pole (which may take up the
-        # fast die dynamics the direct term stands for), in quadrature
+        # spread across model forms: the same poles in the fit with one more pole, in quadrature
         alt = fits.get(chosen + 1)
-        if alt is not None:
+        if alt is not None and sound(chosen + 1):
             for i in range(chosen):
                 j = int(np.argmin(np.abs(np.log(alt.tau / f.tau[i]))))
                 for p, d in ((params[i], alt.r[j] - f.r[i]), (params[chosen + i], alt.tau[j] - f.tau[i])):
                     p.stderr_total = math.sqrt((p.stderr_total or p.stderr or 0.0) ** 2 + d ** 2)
             p = params[2 * chosen]
-            p.stderr_total = math.sqrt((p.stderr_total or p.stderr or 0.0) ** 2 + (alt.rd - f.rd) ** 2)
+            p.stderr_total = math.sqrt((p.stderr_total or p.stderr or 0.0) ** 2
+                                       + (alt.values["r_direct"] - f.values["r_direct"]) ** 2)
         for p in params:
-            p.description = {"r": "Foster pole resistance", "t": "Foster pole time constant"}.get(p.name[0], "")
-            if p.name == names.R_DIRECT:
-                p.description = "resistance of the poles faster than the fit grid (the die itself), direct term"
-        cov_names = [p.name for p in params]
-        cov = Covariance(tuple(cov_names), f.cov) if f.cov is not None else None
+            if p.stderr_total is None:
+                p.stderr_total = p.stderr
+        cov_obj = Covariance(tuple(p.name for p in params), cov) if cov is not None else None
         params.insert(0, Param("idle_temp_c", float(idle_temp_c), "C", 0.0, 125.0, True, stderr=idle_temp_se,
                                stderr_total=idle_temp_se, description="idle temperature the rises are measured from"))
         params.insert(1, Param("idle_power_w", float(idle_power_w), "W", 0.0, 10000.0, False, stderr=idle_power_se,
                                stderr_total=idle_power_se,
                                description="idle board power the network's input is measured from (measured mean, "
                                            "not fitted: its standard error is the mean's)"))
+        # the node form's own parameters: effective ambient, fan link, host heat, hot spot
+        byn = f.result.by_name()
+        node_desc = {"ambient": (NODE_AMBIENT, "C", "effective ambient of the ladder (room air plus the host's idle heat)"),
+                     "g_fan": (NODE_FAN_G, "W/C", "conductance of the fan link per unit duty (0..1) around the "
+                                                  "reference duty"),
+                     "busy_w": (NODE_BUSY_HEAT, "W", "heat into the outermost node while a kernel runs (the host "
+                                                     "launching it warms the intake air)"),
+                     "hot_c": (NODE_HOT_SPOT, "C", "sensor rise while a kernel with memory traffic runs (the memory "
+                                                   "interface next to the sensor)")}
+        jack = {}
+        if chosen in loo:
+            for k in node_desc:
+                vals = np.array([rp.values[k] for rp in loo[chosen]])
+                jack[k] = math.sqrt((len(vals) - 1) / len(vals) * float(np.sum((vals - vals.mean()) ** 2)))
+        for k, (nm, unit, desc) in node_desc.items():
+            src = byn[k]
+            if k == "g_fan" and not use_fan:
+                continue
+            if k == "hot_c" and not src.vary:
+                continue
+            se = src.stderr * math.sqrt(self._infl) if src.stderr is not None else None
+            params.append(Param(nm, float(src.value), unit, src.min, src.max, True, None, se, desc,
+                                stderr_total=math.hypot(se or 0.0, jack.get(k, 0.0))))
         # leakage
-        fan_w = fan_power(fan, idle_temp_c)
         lk = _leak_fit(data, self.leak_skip_s, None if fan_w is None else fan_w.value,
                        None if fan_w is None else fan_w.stderr)
         form = self.leakage
@@ -548,16 +949,35 @@ class ThermalNetworkFitter(Estimator):
             leak = Leakage("exponential", amp_w=a.value, k_per_c=k.value)
         if lk["span_c"] < 3:
             warns.append(f"temperature moved only {lk['span_c']:.0f} C in the thermal steps: leakage poorly determined")
+        # the fan controller
+        controller, ctl_info = (None, {"model": "no fan duty logged"}) if not rec.has_fan else \
+            _fit_controller(rec, f.values["hot_c"])
+        if controller is not None:
+            for nm, val, unit, desc in (
+                    ("fan_min_pct", 100.0 * controller.min_duty, "%", "fan controller: lowest duty"),
+                    ("fan_max_pct", 100.0 * controller.max_duty, "%", "fan controller: highest duty (assumed 100 %)"),
+                    ("fan_t0_c", controller.t0_c, "C", "fan controller: temperature above which the duty rises"),
+                    ("fan_gain_pct_per_c", 100.0 * controller.gain_per_c, "%/C", "fan controller: duty per degree"),
+                    ("fan_slew_pct_per_s", 100.0 * min(controller.slew_per_s, 100.0), "%/s",
+                     "fan controller: fastest change of the duty")):
+                params.append(Param(nm, float(val), unit, vary=nm != "fan_max_pct", description=desc))
         slow = self.slowdown_temp_c or device_slowdown_c or DEFAULT_SLOWDOWN_C
-        net = FosterNetwork(tuple(f.r), tuple(f.tau), f.rd, float(idle_temp_c), float(idle_power_w), leak, float(slow))
+        busy_thr = self._busy_threshold(steps, idle_power_w)
+        fan_model = FanCooling(f.link, f.values["g_fan"], duty_ref, idle_duty, fan_pw) if use_fan else None
+        net = FosterNetwork(tuple(f.r), tuple(f.tau), f.values["r_direct"], float(idle_temp_c), float(idle_power_w),
+                            leak, float(slow), ambient_c=f.values["ambient"], fan=fan_model,
+                            controller=controller if use_fan else None, busy_heat_w=f.values["busy_w"],
+                            hot_spot_c=f.values["hot_c"], busy_threshold_w=busy_thr)
         # loop gain and runaway at each step's cold runtime power (mean power of seconds 1-4 of heating)
+        from calib.core.units import mem_intensity
+
         loops = []
         for s in steps:
             sel = (s.heat_t >= 1.0) & (s.heat_t <= 4.0)
             run = float(np.mean(s.heat_power_w[sel])) - idle_power_w if sel.any() else math.nan
             if not math.isfinite(run):
                 continue
-            ss = steady_state(net, run)
+            ss = steady_state(net, run, mem=float(mem_intensity(s.per_warp) > 0))
             loops.append({"workload": s.workload, "run_power_w": run, "steady_temp_c": ss.temp_c,
                           "steady_power_w": ss.power_w, "loop_gain": ss.loop_gain, "runaway": ss.runaway})
         rp = runaway_power_w(net)
@@ -567,18 +987,32 @@ class ThermalNetworkFitter(Estimator):
             warns.append(f"thermal runaway: no steady state below the slowdown temperature {slow:g} C for {names_} "
                          "(leakage feedback)")
         gains = [x["loop_gain"] for x in loops if x["loop_gain"] is not None]
-        # ambient: the sensor's when the log has one, else what the network implies for the idle state
-        amb_src = "sensor" if ambient_temp_c is not None else "inferred (idle temperature - R_total x idle power)"
-        amb = ambient_temp_c if ambient_temp_c is not None else idle_temp_c - net.r_total_c_per_w * idle_power_w
-        fan_struct = self._fan_resistance(data, f, w)
+        amb_src = "sensor" if ambient_temp_c is not None else "fitted (the ladder's ambient node)"
+        amb = ambient_temp_c if ambient_temp_c is not None else f.values["ambient"]
+        fan_struct: dict[str, Any] = {"duty_ref_pct": 100.0 * duty_ref, "idle_duty_pct": 100.0 * idle_duty,
+                                      "fan_power_w": fan_pw}
+        if use_fan:
+            fan_struct.update({"link": int(f.link), "model": "conductance of ladder link `link` = its value at "
+                               "duty_ref_pct + fan_g_w_per_c x (duty - duty_ref) (duties 0..1); the poles are "
+                               "those at duty_ref_pct; fan_power_w x duty^3 is board power that does not heat the die"})
+        else:
+            fan_struct["model"] = ("fan duty not logged" if not rec.has_fan else
+                                   "the fan duty did not move in the thermal steps: R(fan) not identified")
+        fan_struct["controller"] = {**ctl_info, **({"without_hot_spot": controller.without_hot_spot}
+                                                   if controller is not None else {})}
         structure = {
             "poles": int(chosen),
-            "equations": "theta = r_direct dP + sum_i x_i, tau_i dx_i/dt = r_i dP - x_i (rises above idle_temp_c "
-                         "for board power above idle_power_w); calib/model/thermal_network.py",
+            "dominant_poles": _dominant(f, w),
+            "form": NODE_FORM,
+            "equations": "Cauer ladder of the poles (die node first), link `fan.link` following the fan duty; "
+                         "sensor = ambient_temp_c + die node + r_direct_c_per_w x die power + hot_spot_c while a "
+                         "kernel with memory traffic runs; die power = board power - fan power; busy_heat_w into "
+                         "the outer node while a kernel runs; calib/model/thermal_network.py",
             "selection": {"method": how, "cv_rmse_c": {str(n): v for n, v in cv.items()},
                           "candidates": [int(n) for n in ok_counts],
                           "rmse_c": {str(n): fits[n].rmse_c for n in counts},
-                          "bic": {str(n): fits[n].bic for n in counts}, "cv_tolerance": self.cv_tolerance},
+                          "bic": {str(n): fits[n].bic for n in counts},
+                          "fan_link": {str(n): int(fits[n].link) for n in counts}, "cv_tolerance": self.cv_tolerance},
             "cauer": cauer_of(net),
             "leakage": leak_struct,
             "slowdown_temp_c": float(slow),
@@ -586,47 +1020,70 @@ class ThermalNetworkFitter(Estimator):
                      "runaway_run_power_w": rp, "steps": loops},
             "ambient_temp_c": float(amb), "ambient_source": amb_src,
             "fan": fan_struct,
+            "busy_threshold_w": busy_thr,
             "bin_s": w,
-            "observations": "crossings of half-degree levels (integer sensor)" if quantized else "bin means",
-            "steps": [{"workload": d.workload, "pre_step_power_w": float(p0), "fan_end_pct": _num(d.fan_end_pct)}
-                      for d, p0 in zip(data, f.p0)],
+            "observations": rec.observations,
+            "steps": [{"workload": d.workload, "fan_end_pct": _num(d.fan_end_pct)} for d in data],
         }
-        stats = {"n_samples": int(f.n_points), "rmse_c": f.rmse_c, "mape_pct": None, "r2": None,
+        stats = {"n_samples": int(len(rec.obs_y)), "rmse_c": f.rmse_c, "mape_pct": None, "r2": None,
                  "n_steps": len(data), "cv_rmse_c": cv.get(chosen)}
         if warns:
             stats["warnings"] = warns
         self.fits_, self.cv_, self.loo_, self.poles_, self.network_ = fits, cv, loo, chosen, net
-        self.data_ = data
+        self.data_, self.record_, self.controller_info_ = data, rec, ctl_info
         self.warnings_ = warns
         for m in warns:
             warnings.warn(m)
-        full_cov = None
-        if cov is not None:
-            full_cov = Covariance.from_blocks(params, [cov])
+        full_cov = Covariance.from_blocks(params, [cov_obj]) if cov_obj is not None else None
         self.section_ = Section(MODEL_NAME, params, structure, stats, full_cov, self.settings())
         return self
 
+    def _foster_params(self, f: LadderFit, rec: _Record) -> tuple[list[Param], np.ndarray | None]:
+        """The Foster poles at the reference duty and the direct term as parameters, their covariance by the
+        delta method from the ladder's (R_i, C_i, r_direct) covariance, scaled for the residuals' lag-1
+        autocorrelation (quantized sensor, model error: the residuals are not white)."""
+        n = f.n
+        parts = [f.resid[rec.obs_step == k] for k in np.unique(rec.obs_step)]
+        self._infl = ar1_inflation(parts)
+        inner = [f"R{i}" for i in range(1, n + 1)] + [f"C{i}" for i in range(1, n + 1)] + ["r_direct"]
+        base = _foster_vector(f, n)
+        jac = np.zeros((2 * n + 1, len(inner)))
+        for j, nm in enumerate(inner):
+            h = 1e-6 * max(abs(f.values[nm]), 1e-6)
+            v = dict(f.values)
+            v[nm] += h
+            jac[:, j] = (_foster_vector(LadderFit(n, f.link, v, None, *ladder_poles(v, n), 0, 0, [], None), n) - base) / h
+        cov = None
+        fc = f.result.covariance()
+        if fc is not None and all(nm in fc.names for nm in inner):
+            idx = [fc.names.index(nm) for nm in inner]
+            cov = jac @ fc.matrix[np.ix_(idx, idx)] @ jac.T * self._infl
+        out_names = [names.foster_r(i) for i in range(1, n + 1)] + [names.foster_tau(i) for i in range(1, n + 1)] \
+            + [names.R_DIRECT]
+        units = ["C/W"] * n + ["s"] * n + ["C/W"]
+        params = []
+        for j, nm in enumerate(out_names):
+            se = math.sqrt(cov[j, j]) if cov is not None and np.isfinite(cov[j, j]) and cov[j, j] >= 0 else None
+            desc = ("Foster pole resistance at the reference fan duty" if nm.startswith("r") and nm != names.R_DIRECT
+                    else "Foster pole time constant at the reference fan duty" if nm.startswith("tau")
+                    else "resistance of the poles faster than the fit grid (the die itself), direct term")
+            params.append(Param(nm, float(base[j]), units[j], 0.0, TAU_MAX_S if units[j] == "s" else R_MAX, True, None,
+                                se, desc))
+        return params, cov
+
     @staticmethod
-    def _fan_resistance(data: Sequence[_StepData], f: PoleFit, width: float) -> dict[str, Any]:
-        """Total resistance per step (the chosen network scaled to the step) against the fan duty at the
-        end of heating; a conductance linear in duty when the duty varied."""
-        duty = np.array([d.fan_end_pct for d in data])
-        rts = []
-        for d, p0 in zip(data, f.p0):
-            m = _predict_step(d, f.r, f.tau, f.rd, p0, width)
-            scale = float(np.dot(m, d.obs_theta - f.offset) / max(np.dot(m, m), 1e-12))
-            rts.append(scale * float(f.r.sum() + f.rd))
-        out: dict[str, Any] = {"duty_pct": [_num(x) for x in duty], "r_total_c_per_w": rts}
-        ok = np.isfinite(duty)
-        if ok.sum() >= 2 and np.ptp(duty[ok]) >= 10.0:
-            g = 1.0 / np.array(rts)[ok]
-            a = np.column_stack([np.ones(ok.sum()), duty[ok] / 100.0])
-            coef, *_ = np.linalg.lstsq(a, g, rcond=None)
-            out.update({"g0_w_per_c": float(coef[0]), "g_fan_w_per_c": float(coef[1]),
-                        "model": "1 / R_total = g0_w_per_c + g_fan_w_per_c x duty (0..1)"})
-        else:
-            out["model"] = "fan duty did not vary between thermal steps: R(fan) not identified"
-        return out
+    def _busy_threshold(steps: Sequence[ThermalStep], idle_power_w: float) -> float:
+        """Power above idle (W) above which a row of a power trace counts as a running kernel: a quarter of
+        the lightest thermal step's runtime power (a warm card idles a few watts above its cold idle)."""
+        runs = [float(np.median(s.heat_power_w)) - idle_power_w for s in steps if len(s.heat_power_w)]
+        runs = [r for r in runs if math.isfinite(r) and r > 0]
+        return 0.25 * min(runs) if runs else 10.0
+
+
+def _foster_vector(f: LadderFit, n: int) -> np.ndarray:
+    """(r_1..r_n, tau_1..tau_n, r_direct) of a ladder fit at the reference duty."""
+    tau, r = ladder_poles(f.values, n)
+    return np.concatenate([r, tau, [f.values["r_direct"]]])
 
 
 def _num(x: float) -> float | None:

@@ -48,6 +48,14 @@ LEAK_FORMS = ("none", "linear", "exponential")
 #: slowdown temperature used when neither the device nor the user gives one (typical NVIDIA slowdown
 #: thresholds are 90-100 C)
 DEFAULT_SLOWDOWN_C = 95.0
+#: ``structure.form`` of a network fitted in node form (the ladder with the fan, host heat and hot spot)
+NODE_FORM = "ladder"
+#: node-form parameters: effective ambient (C), the fan link's conductance per unit duty (W/C), host heat
+#: into the outermost node while a kernel runs (W), the sensor's rise while a kernel with memory traffic
+#: runs (C)
+NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT = "ambient_temp_c", "fan_g_w_per_c", "busy_heat_w", "hot_spot_c"
+#: the fan controller's parameters (duties in % as the NVML log has them)
+CONTROLLER_PARAMS = ("fan_min_pct", "fan_max_pct", "fan_t0_c", "fan_gain_pct_per_c", "fan_slew_pct_per_s")
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,62 @@ class Leakage:
 
 
 @dataclass(frozen=True)
+class FanCooling:
+    """The fan in the network: the conductance of ladder link ``link`` (1..n of the Cauer ladder of the
+    poles, junction first; :func:`ladder_matrices`) is its value at duty ``duty_ref`` plus
+    ``g_w_per_c`` x (duty - ``duty_ref``) (duties 0..1), so the Foster poles (r_i, tau_i) are those at
+    ``duty_ref``; ``idle_duty`` is the duty of the idle state a trace starts from. The fan's own power
+    (``fan_power_w`` at 100 %, cube law) is board power that does not heat the die."""
+
+    link: int
+    g_w_per_c: float
+    duty_ref: float
+    idle_duty: float
+    fan_power_w: float = 0.0
+
+    def fan_w(self, duty: np.ndarray | float) -> np.ndarray | float:
+        """The fan's power (W) at ``duty`` (0..1): fan affinity (cube law)."""
+        return self.fan_power_w * np.asarray(duty, dtype=float) ** 3
+
+
+@dataclass(frozen=True)
+class FanController:
+    """The card's fan controller: the duty (0..1) it aims at for a sensor temperature (C) rises linearly
+    from ``min_duty`` above ``t0_c`` at ``gain_per_c`` up to ``max_duty``; the duty moves towards it at
+    most ``slew_per_s`` per second."""
+
+    min_duty: float
+    t0_c: float
+    gain_per_c: float
+    max_duty: float = 1.0
+    slew_per_s: float = math.inf
+    #: the temperature it follows is the sensor's without the memory hot spot (the die next to it)
+    without_hot_spot: bool = False
+
+    def target(self, temp_c: np.ndarray | float) -> np.ndarray | float:
+        """Duty (0..1) the controller aims at for sensor temperature ``temp_c`` (C)."""
+        return np.clip(self.min_duty + self.gain_per_c * (np.asarray(temp_c, dtype=float) - self.t0_c),
+                       self.min_duty, self.max_duty)
+
+    def step(self, duty: float, temp_c: float, dt_s: float) -> float:
+        """The duty ``dt_s`` seconds later for a sensor at ``temp_c`` (slew-limited)."""
+        want = float(self.target(temp_c))
+        lim = self.slew_per_s * dt_s
+        return duty + min(max(want - duty, -lim), lim)
+
+    def follow(self, time_s: np.ndarray, temp_c: np.ndarray, duty0: float) -> np.ndarray:
+        """Duty (0..1) at each time for a sensor temperature series, starting at ``duty0``."""
+        t = np.asarray(time_s, dtype=float)
+        out = np.empty(len(t))
+        d = float(duty0)
+        for k in range(len(t)):
+            out[k] = d
+            if k + 1 < len(t):
+                d = self.step(d, float(temp_c[k]), float(t[k + 1] - t[k]))
+        return out
+
+
+@dataclass(frozen=True)
 class FosterNetwork:
     """Foster network (module docstring): resistances (C/W) and time constants (s) of the poles, fastest
     first, plus the direct term; rises above ``idle_temp_c`` for board power above ``idle_power_w``."""
@@ -88,6 +152,22 @@ class FosterNetwork:
     idle_power_w: float = 0.0
     leakage: Leakage = field(default_factory=Leakage)
     slowdown_temp_c: float = DEFAULT_SLOWDOWN_C
+    #: the network in node form (a fitted ladder, issue 30): the sensor reads ``ambient_c`` + the die
+    #: node's rise + r_direct x die power + ``hot_spot_c`` while a kernel with memory traffic runs; the
+    #: fan (None: a fan that does not move, or no duty logged), its controller, and host heat
+    #: ``busy_heat_w`` put into the outermost node while a kernel runs (a row of a power trace counts as
+    #: running above ``busy_threshold_w`` over idle power). None: the Foster form of older files.
+    ambient_c: float | None = None
+    fan: FanCooling | None = None
+    controller: FanController | None = None
+    busy_heat_w: float = 0.0
+    hot_spot_c: float = 0.0
+    busy_threshold_w: float = 0.0
+
+    @property
+    def node_form(self) -> bool:
+        """Whether temperatures come from the ladder in node form (files fitted with the fan model)."""
+        return self.ambient_c is not None
 
     @property
     def poles(self) -> int:
@@ -105,10 +185,25 @@ class FosterNetwork:
         lk = sec.structure.get("leakage", {}).get("form", "none")
         leak = Leakage(lk, sec.value(names.LEAK_SIGMA, 0.0), sec.value(names.LEAK_EXP_AMP, 0.0),
                        sec.value(names.LEAK_EXP_K, 0.0))
+        node: dict[str, Any] = {}
+        st = sec.structure
+        if st.get("form") == NODE_FORM:
+            fan = st.get("fan", {})
+            if NODE_FAN_G in sec and fan.get("link"):
+                node["fan"] = FanCooling(int(fan["link"]), sec.value(NODE_FAN_G), float(fan["duty_ref_pct"]) / 100.0,
+                                         float(fan["idle_duty_pct"]) / 100.0, float(fan.get("fan_power_w", 0.0)))
+            if all(nm in sec for nm in CONTROLLER_PARAMS):
+                node["controller"] = FanController(
+                    sec.value("fan_min_pct") / 100.0, sec.value("fan_t0_c"), sec.value("fan_gain_pct_per_c") / 100.0,
+                    sec.value("fan_max_pct") / 100.0, sec.value("fan_slew_pct_per_s") / 100.0,
+                    bool(fan.get("controller", {}).get("without_hot_spot", False)))
+            node.update(ambient_c=sec.value(NODE_AMBIENT), busy_heat_w=sec.value(NODE_BUSY_HEAT, 0.0),
+                        hot_spot_c=sec.value(NODE_HOT_SPOT, 0.0),
+                        busy_threshold_w=float(st.get("busy_threshold_w", 0.0)))
         return cls(tuple(sec.value(names.foster_r(i)) for i in range(1, n + 1)),
                    tuple(sec.value(names.foster_tau(i)) for i in range(1, n + 1)),
                    sec.value(names.R_DIRECT, 0.0), sec.value("idle_temp_c"), sec.value("idle_power_w"), leak,
-                   float(sec.structure.get("slowdown_temp_c", DEFAULT_SLOWDOWN_C)))
+                   float(sec.structure.get("slowdown_temp_c", DEFAULT_SLOWDOWN_C)), **node)
 
     # -- responses -------------------------------------------------------------------------------
     def step_rise_c(self, t_s: np.ndarray, dp_w: float) -> np.ndarray:
@@ -124,15 +219,22 @@ class FosterNetwork:
         last value applies at the last instant only). The temperature at ``time_s[k]`` includes the
         direct term of ``power_w[k]``. ``x0``: pole states (C) at the first time; default 0 (the card
         at idle equilibrium). No leakage feedback: measured power already contains the leakage."""
+        if self.node_form:
+            return simulate_nodes(self, time_s, power_w)[0]
         t, p = _check_trace(time_s, power_w)
         x = simulate_states(np.asarray(self.r_c_per_w), np.asarray(self.tau_s), t, p - self.idle_power_w, x0)
         return self.idle_temp_c + self.r_direct_c_per_w * (p - self.idle_power_w) + x.sum(axis=1)
 
     def simulate_cold(self, time_s: np.ndarray, cold_power_w: np.ndarray,
-                      x0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      x0: np.ndarray | None = None, mem: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Temperature (C) and board power (W) at each time for a trace of *cold* power (the power each
         interval would draw at the idle temperature), stepping the leakage feedback: the leakage of an
-        interval follows the temperature at its start. Returns (temperature, power)."""
+        interval follows the temperature at its start. Returns (temperature, power). In node form
+        (:func:`simulate_nodes`) the fan follows its controller and ``mem`` weighs the hot spot per row."""
+        if self.node_form:
+            busy = (np.asarray(cold_power_w, dtype=float) - self.idle_power_w > self.busy_threshold_w).astype(float)
+            temp, power, _ = simulate_nodes(self, time_s, cold_power_w, busy=busy, mem=mem, cold=True)
+            return temp, power
         t, pc = _check_trace(time_s, cold_power_w)
         r, tau = np.asarray(self.r_c_per_w), np.asarray(self.tau_s)
         x = np.zeros(len(r)) if x0 is None else np.asarray(x0, dtype=float).copy()
@@ -154,6 +256,105 @@ class FosterNetwork:
             a = np.exp(-dts[k] / tau)
             x = a * x + r * (1.0 - a) * dp
         return temp, power
+
+
+class _Ladder:
+    """The node form of a network (module docstring of :class:`FosterNetwork`'s node fields): its ladder,
+    the fan link, and cached exact updates per (duty, step length)."""
+
+    def __init__(self, net: FosterNetwork):
+        self.net = net
+        self.c, self.g, rl = ladder_matrices(net.r_c_per_w, net.tau_s)
+        self.n = len(self.c)
+        fan = net.fan
+        self.link = fan.link if fan is not None and fan.link <= self.n else 1
+        self.e = link_vector(self.n, self.link)
+        self.g_link = 1.0 / rl[self.link - 1]
+        self._cache: dict[tuple[int, float], tuple[np.ndarray, np.ndarray]] = {}
+
+    def dg(self, duty: float) -> float:
+        fan = self.net.fan
+        return 0.0 if fan is None else max(fan.g_w_per_c * (duty - fan.duty_ref), MIN_LINK_G - self.g_link)
+
+    def g_at(self, duty: float) -> np.ndarray:
+        return self.g + self.dg(duty) * np.outer(self.e, self.e)
+
+    def update(self, duty: float, h_s: float) -> tuple[np.ndarray, np.ndarray]:
+        key = (int(round(duty * DUTY_STEPS)) if self.net.fan is not None else 0, round(float(h_s), 9))
+        if key not in self._cache:
+            self._cache[key] = zoh_tables(self.c, self.g, self.e, self.g_link,
+                                          np.array(self.dg(key[0] / DUTY_STEPS)), key[1])
+        return self._cache[key]
+
+    def heat(self, die_w: float, busy: float) -> np.ndarray:
+        q = np.zeros(self.n)
+        q[0] = die_w
+        q[-1] += self.net.busy_heat_w * busy
+        return q
+
+    def steady(self, duty: float, die_w: float, busy: float) -> np.ndarray:
+        return np.linalg.solve(self.g_at(duty), self.heat(die_w, busy))
+
+
+#: duty resolution of the node form's cached updates (1/2000: 0.05 %)
+DUTY_STEPS = 2000
+
+
+def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any = None, busy: Any = None,
+                   mem: Any = None, cold: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Temperature (C), board power (W) and fan duty (0..1) at each time of a power trace, in node form.
+
+    ``power_w[k]`` (board power, or with ``cold`` the power each interval would draw at the idle
+    temperature: the leakage feedback ``L(theta)`` and the fan's change of power are added, the leakage
+    following the temperature at the interval's start) is held from ``time_s[k]`` to ``time_s[k+1]``.
+    ``duty``: the logged fan duty (0..1) per row; None: the fitted controller turns the predicted sensor
+    temperature into the duty. ``busy``: 1 where a kernel runs (None: the rows more than
+    ``busy_threshold_w`` above idle power). ``mem``: the weight (0..1) of the memory hot spot per row (1: a
+    kernel with memory traffic runs); None: ``busy`` / 2 (a trace of power alone does not say whether its
+    kernels move memory). Starts from the idle state (idle power at the idle duty, in equilibrium)."""
+    t, p = _check_trace(time_s, power_w)
+    lad = _Ladder(net)
+    fan, ctl = net.fan, net.controller
+    n_rows = len(t)
+    if busy is None:
+        bz = (p - net.idle_power_w > net.busy_threshold_w).astype(float)
+    else:
+        bz = np.asarray(busy, dtype=float)
+    mw = 0.5 * bz if mem is None else np.asarray(mem, dtype=float)
+    logged = None if duty is None or fan is None else np.clip(np.asarray(duty, dtype=float), 0.0, 1.0)
+    d = fan.idle_duty if fan is not None else 0.0
+    if logged is not None:
+        d = float(logged[0])
+    fan_idle_w = 0.0 if fan is None else float(fan.fan_w(fan.idle_duty))
+    x = lad.steady(fan.idle_duty if fan is not None else 0.0, net.idle_power_w - fan_idle_w, 0.0)
+    dts = np.diff(t, append=t[-1])
+    amb, rd, hot, t_idle = float(net.ambient_c), net.r_direct_c_per_w, net.hot_spot_c, net.idle_temp_c
+    temp, board, duty_out = np.empty(n_rows), np.empty(n_rows), np.empty(n_rows)
+    for k in range(n_rows):
+        if logged is not None:
+            d = float(logged[k])
+        fan_w = 0.0 if fan is None else float(fan.fan_w(d))
+        base = amb + hot * mw[k] + x[0]
+        if cold:
+            extra = p[k] + fan_w - fan_idle_w
+            theta = base + rd * (extra - fan_w) - t_idle
+            for _ in range(30):  # the direct term answers at once: theta = f(L(theta)), a contraction
+                new = base + rd * (extra + float(net.leakage.power_w(theta)) - fan_w) - t_idle
+                if abs(new - theta) < 1e-9:
+                    break
+                theta = new
+            pb = extra + float(net.leakage.power_w(theta))
+        else:
+            pb = p[k]
+        die_w = pb - fan_w
+        temp[k] = base + rd * die_w
+        board[k], duty_out[k] = pb, d
+        if k + 1 < n_rows:
+            phi, gam = lad.update(d, dts[k])
+            x = phi @ x + gam @ lad.heat(die_w, bz[k])
+            if logged is None and fan is not None and ctl is not None:
+                d = ctl.step(d, temp[k] - (hot * mw[k] if ctl.without_hot_spot else 0.0), dts[k])
+    return temp, board, duty_out
 
 
 def network_ambient_c(sec: Section, net: FosterNetwork | None = None) -> float:
@@ -221,6 +422,80 @@ def simulate_states(r: np.ndarray, tau: np.ndarray, time_s: np.ndarray, dp_w: np
     return out
 
 
+# -- the network in node form, with the fan ---------------------------------------------------------------------
+
+def ladder_matrices(r_c_per_w: Any, tau_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(C, G, R) of the Cauer ladder with the impedance of the Foster poles (:func:`foster_to_cauer`): node
+    heat capacities (J/C, junction first), the conductance matrix (W/C) and the link resistances (C/W);
+    link i joins node i to node i + 1, the last link joins the last node to ambient."""
+    rs, cs = foster_to_cauer(r_c_per_w, tau_s)
+    return np.asarray(cs, dtype=float), ladder_conductance(rs), np.asarray(rs, dtype=float)
+
+
+def ladder_conductance(r_link_c_per_w: Any) -> np.ndarray:
+    """Conductance matrix (W/C, n x n, or ... x n x n for stacked ladders) of ladders with link
+    resistances ``r_link_c_per_w`` (C/W, shape ... x n): link i joins node i to node i + 1, the last link
+    the last node to ambient."""
+    r = np.asarray(r_link_c_per_w, dtype=float)
+    n = r.shape[-1]
+    gl = 1.0 / r
+    g = np.zeros(r.shape + (n,))
+    for i in range(n):
+        g[..., i, i] += gl[..., i]
+        if i + 1 < n:
+            g[..., i, i + 1] -= gl[..., i]
+            g[..., i + 1, i] -= gl[..., i]
+            g[..., i + 1, i + 1] += gl[..., i]
+    return g
+
+
+def ladder_foster(r_link_c_per_w: Any, c_j_per_c: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Foster poles (time constants s, resistances C/W, fastest first) of a Cauer ladder: the die node's
+    response to heat put into it (the inverse of :func:`foster_to_cauer`, always well defined)."""
+    c = np.asarray(c_j_per_c, dtype=float)
+    s = 1.0 / np.sqrt(c)
+    g = ladder_conductance(r_link_c_per_w)
+    lam, u = np.linalg.eigh(s[:, None] * g * s[None, :])
+    r = (s[0] * u[0]) ** 2 / lam
+    order = np.argsort(1.0 / lam)
+    return (1.0 / lam)[order], r[order]
+
+
+def link_vector(n: int, link: int) -> np.ndarray:
+    """Incidence vector of ladder link ``link`` (1..n): a conductance change dg of that link changes G by
+    dg e e^T."""
+    e = np.zeros(n)
+    e[link - 1] = 1.0
+    if link < n:
+        e[link] = -1.0
+    return e
+
+
+#: smallest conductance a fan-dependent link may reach (W/C): a duty far below the fitted range must not
+#: cut the card off from ambient
+MIN_LINK_G = 1e-3
+
+
+def zoh_tables(c: np.ndarray, g_ref: np.ndarray, e: np.ndarray, g_link_ref: float, dg: np.ndarray, h_s: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact zero-order-hold update of the node network dT/dt = C^-1 (q - G T) over ``h_s`` seconds, for
+    each change ``dg`` (W/C, any shape S) of the conductance of the link with incidence vector ``e``
+    (conductance ``g_link_ref`` in ``g_ref``; it stays at least :data:`MIN_LINK_G`): (Phi, Gam) of shape
+    S + (n, n) with T(t + h) = Phi T(t) + Gam q (q: heat into each node, W, held over the step). G is
+    symmetric and C diagonal, so the symmetric form C^-1/2 G C^-1/2 is diagonalised (real, positive
+    eigenvalues)."""
+    dg = np.maximum(np.asarray(dg, dtype=float), MIN_LINK_G - g_link_ref)
+    g = g_ref + dg[..., None, None] * np.outer(e, e)
+    s = 1.0 / np.sqrt(c)
+    sym = s[:, None] * g * s[None, :]
+    lam, u = np.linalg.eigh(sym)
+    lam = np.maximum(lam, 1e-12)
+    decay = np.exp(-lam * h_s)
+    phi = np.einsum("...ik,...k,...jk->...ij", u, decay, u) * (s[:, None] / s[None, :])
+    gam = np.einsum("...ik,...k,...jk->...ij", u, -np.expm1(-lam * h_s) / lam, u) * (s[:, None] * s[None, :])
+    return phi, gam
+
+
 # -- leakage fixed point ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -234,17 +509,35 @@ class SteadyState:
     runaway: bool
 
 
-def steady_state(net: FosterNetwork, run_w: float) -> SteadyState:
+def steady_state(net: FosterNetwork, run_w: float, mem: float = 0.0) -> SteadyState:
     """Steady temperature and power of a kernel whose board power at the idle temperature is
     ``idle_power_w + run_w`` (W), with the leakage feedback (module docstring): the first fixed point of
-    theta = R_total (run_w + L(theta)) below the slowdown temperature, else runaway."""
+    theta = R_total (run_w + L(theta)) below the slowdown temperature, else runaway. In node form the
+    fan's controller sets the duty (and so the ladder and the fan's power) at each temperature, the host
+    heats the outer node (a kernel runs) and ``mem`` (0..1) weighs the memory hot spot."""
     from scipy.optimize import brentq
 
     rt = net.r_total_c_per_w
     th_max = net.slowdown_temp_c - net.idle_temp_c
+    if net.node_form:
+        lad = _Ladder(net)
+        fan, ctl = net.fan, net.controller
+        fan_idle_w = 0.0 if fan is None else float(fan.fan_w(fan.idle_duty))
 
-    def f(th: np.ndarray | float) -> np.ndarray:
-        return rt * (run_w + net.leakage.power_w(th)) - np.asarray(th, dtype=float)
+        def rise(th: float) -> tuple[float, float]:
+            sensed = net.idle_temp_c + th - (net.hot_spot_c * mem if ctl is not None and ctl.without_hot_spot else 0.0)
+            d = 0.0 if fan is None else (float(ctl.target(sensed)) if ctl is not None else fan.duty_ref)
+            fan_w = 0.0 if fan is None else float(fan.fan_w(d))
+            pb = net.idle_power_w + run_w + float(net.leakage.power_w(th)) + fan_w - fan_idle_w
+            x = lad.steady(d, pb - fan_w, 1.0)
+            return (float(net.ambient_c) + net.r_direct_c_per_w * (pb - fan_w) + net.hot_spot_c * mem + x[0]
+                    - net.idle_temp_c), pb
+
+        def f(th: np.ndarray | float) -> np.ndarray:
+            return np.vectorize(lambda v: rise(float(v))[0] - float(v))(th)
+    else:
+        def f(th: np.ndarray | float) -> np.ndarray:
+            return rt * (run_w + net.leakage.power_w(th)) - np.asarray(th, dtype=float)
 
     if th_max <= 0:
         return SteadyState(run_w, None, None, None, True)
@@ -257,6 +550,10 @@ def steady_state(net: FosterNetwork, run_w: float) -> SteadyState:
         return SteadyState(run_w, None, None, None, True)
     j = int(sign[0])
     th = grid[j] if vals[j] == 0 else float(brentq(f, grid[j], grid[j + 1], xtol=1e-10))
+    if net.node_form:
+        h = 1e-4
+        gain = float((f(th + h) - f(th - h)) / (2 * h)) + 1.0  # d rise / d theta: the loop gain
+        return SteadyState(run_w, net.idle_temp_c + th, rise(th)[1], gain, False)
     gain = float(rt * net.leakage.slope_w_per_c(th))
     return SteadyState(run_w, net.idle_temp_c + th, net.idle_power_w + run_w + float(net.leakage.power_w(th)),
                        gain, False)
@@ -375,9 +672,24 @@ def validate(sec: Section, where: str = SECTION) -> None:
         raise SchemaError(f"{where}.slowdown_temp_c: {sd!r} is not a temperature in (0, 150] C")
     from calib.model.validation import check_names
 
+    if st.get("form", NODE_FORM) != NODE_FORM:
+        raise SchemaError(f"{where}.form: {st.get('form')!r} is not {NODE_FORM!r} (or absent: the Foster form)")
+    if st.get("form") == NODE_FORM:
+        if NODE_AMBIENT not in sec:
+            raise SchemaError(f"{where}.parameters: {NODE_AMBIENT} missing (form {NODE_FORM!r})")
+        fan = st.get("fan", {})
+        if NODE_FAN_G in sec:
+            link = fan.get("link") if isinstance(fan, Mapping) else None
+            if isinstance(link, bool) or not isinstance(link, int) or not 1 <= link <= n:
+                raise SchemaError(f"{where}.fan.link: {link!r} is not a ladder link from 1 to {n}")
+            for key in ("duty_ref_pct", "idle_duty_pct"):
+                v = fan.get(key)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 100:
+                    raise SchemaError(f"{where}.fan.{key}: {v!r} is not a duty in [0, 100] %")
     check_names(sec, where, ("idle_temp_c", "idle_power_w", names.R_DIRECT, names.LEAK_SIGMA, names.LEAK_EXP_AMP,
-                             names.LEAK_EXP_K) + tuple(nm for i in range(1, n + 1)
-                                                       for nm in (names.foster_r(i), names.foster_tau(i))))
+                             names.LEAK_EXP_K, NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT)
+                + CONTROLLER_PARAMS + tuple(nm for i in range(1, n + 1)
+                                            for nm in (names.foster_r(i), names.foster_tau(i))))
 
 
 def dry_run(sec: Section) -> np.ndarray:
@@ -393,6 +705,8 @@ def dry_run(sec: Section) -> np.ndarray:
 
 #: the columns of a power trace: time (s) and board power (W); optional ambient (intake air) temperature (C)
 TRACE_TIME, TRACE_POWER, TRACE_AMBIENT = "time_s", "power_w", "ambient_c"
+#: a trace's logged fan duty (%, NVML nvmlDeviceGetFanSpeed), used instead of the fitted controller
+TRACE_FAN = "fan_pct"
 
 
 def read_power_trace(path: Any) -> "pd.DataFrame":
@@ -412,12 +726,17 @@ def read_power_trace(path: Any) -> "pd.DataFrame":
     for col in (TRACE_TIME, TRACE_POWER):
         if col not in df.columns:
             raise BadInputError(f"{path}: column '{col}' missing (a power trace has time_s and power_w)")
-    for col in [c for c in (TRACE_TIME, TRACE_POWER, TRACE_AMBIENT) if c in df.columns]:
+    for col in [c for c in (TRACE_TIME, TRACE_POWER, TRACE_AMBIENT, TRACE_FAN) if c in df.columns]:
         v = pd.to_numeric(df[col], errors="coerce")
         bad = np.flatnonzero(v.isna().to_numpy())
         if len(bad):
             raise BadInputError(f"{path}: row {bad[0] + 1}: column '{col}': {df[col].iloc[bad[0]]!r} is not a number")
         df[col] = v.astype(float)
+    if TRACE_FAN in df.columns:
+        bad = np.flatnonzero(~df[TRACE_FAN].between(0.0, 100.0).to_numpy())
+        if len(bad):
+            raise BadInputError(f"{path}: row {bad[0] + 1}: column '{TRACE_FAN}': {float(df[TRACE_FAN].iloc[bad[0]])!r} is "
+                                "not a fan duty in [0, 100] %")
     _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), str(path))
     return df
 
@@ -426,9 +745,14 @@ def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
                   ambient_ref_c: float | None = None) -> np.ndarray:
     """Temperature (C) at each row of a measured power trace (``time_s``, ``power_w``): the network's
     exact update from idle equilibrium; a row's ``ambient_c`` shifts it by its difference from the
-    ambient the network was fitted at (``ambient_ref_c``)."""
+    ambient the network was fitted at (``ambient_ref_c``). A network in node form with a fan follows the
+    trace's ``fan_pct`` (%) where the trace has it, else its fitted controller."""
     t, p = _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), source)
-    temp = net.simulate(t, p)
+    if net.node_form:
+        duty = df[TRACE_FAN].to_numpy(dtype=float) / 100.0 if TRACE_FAN in df.columns else None
+        temp = simulate_nodes(net, t, p, duty=duty)[0]
+    else:
+        temp = net.simulate(t, p)
     if TRACE_AMBIENT in df.columns and ambient_ref_c is not None:
         temp = temp + (df[TRACE_AMBIENT].to_numpy(dtype=float) - ambient_ref_c)
     return temp

@@ -747,6 +747,61 @@ def fig_floorplan(ctx: Context) -> tuple[Figure, str]:
     return fig, cap
 
 
+def fig_fan(ctx: Context) -> tuple[Figure, str]:
+    """The fitted fan controller (duty % against sensor temperature, with the logged duty of the thermal
+    steps) and the network's temperature along each thermal step predicted from its power alone (the fan
+    from the controller) against the readings (issue 30). Returns (figure, caption)."""
+    sec = ctx.params.get("thermal_network")
+    if sec is None:
+        raise Skip("the parameter file has no thermal_network section")
+    from calib.core.units import mem_intensity
+    from calib.model.thermal_network import FosterNetwork, simulate_nodes
+
+    net = FosterNetwork.from_section(sec)
+    if not net.node_form:
+        raise Skip("the thermal network was fitted without the fan model (Foster form)")
+    steps = ctx.thermal_steps()
+    if not steps:
+        raise Skip("no thermal steps in the session (the session directory was not found)")
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
+    temps = np.concatenate([np.concatenate([s.heat_temp_c, s.cool_temp_c]) for s in steps]).astype(float)
+    if net.controller is not None:
+        grid = np.linspace(np.nanmin(temps) - 2.0, np.nanmax(temps) + 2.0, 200)
+        ax.plot(grid, 100.0 * net.controller.target(grid), color="#D55E00", lw=2, label="fitted controller")
+    for s in steps:
+        if s.heat_fan_pct is not None:
+            ax.plot(s.heat_temp_c, s.heat_fan_pct, ".", ms=2, alpha=0.3, color="#0072B2")
+    ax.set_xlabel("sensor temperature, degC")
+    ax.set_ylabel("fan duty, %")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("fan controller" if net.controller is not None else "fan duty (no controller fitted)", fontsize=9)
+    t_off = 0.0
+    for k, s in enumerate(steps):
+        t = np.concatenate([s.heat_t, s.cool_t + (s.heat_s or 0.0)])
+        p = np.concatenate([s.heat_power_w, s.cool_power_w if s.cool_power_w is not None else []])
+        y = np.concatenate([s.heat_temp_c, s.cool_temp_c])
+        if len(p) != len(t) or len(t) < 2:
+            continue
+        busy = (t < (s.heat_s or 0.0)).astype(float)  # the step's kernel and whether it moves memory are known
+        mem = busy * float(mem_intensity(s.per_warp) > 0)
+        pred = simulate_nodes(net, t, p, busy=busy, mem=mem)[0] + (s.start_temp_c - net.idle_temp_c)
+        ax2.plot(t_off + t, y, color="0.6", lw=0.8, label="readings" if k == 0 else None)
+        ax2.plot(t_off + t, pred, color="#D55E00", lw=1.2, label="predicted from power" if k == 0 else None)
+        t_off += float(t[-1]) + 30.0
+    ax2.set_xlabel("time, s (thermal steps back to back)")
+    ax2.set_ylabel("temperature, degC")
+    ax2.grid(alpha=0.3)
+    ax2.legend(fontsize=7)
+    ax2.set_title("thermal steps: the network from power alone", fontsize=9)
+    cap = ("Left: the fan duty the fitted controller aims at against the sensor temperature (line; slew "
+           f"{sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s) and the logged duty while heating (dots). "
+           "Right: each thermal step's temperature predicted from its logged power (and whether its kernel moves "
+           "memory: the hot spot), the fan following the controller, started from the step's pre-step temperature, against the readings.")
+    return fig, cap
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     key: str
@@ -761,6 +816,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("ar-functions", "Access-rate functions", fig_ar_functions),
     FigureSpec("thermal", "Temperature steps", fig_thermal),
     FigureSpec("floorplan", "Floorplan heat map and thermal network", fig_floorplan),
+    FigureSpec("fan", "Fan controller and thermal steps predicted from power", fig_fan),
     FigureSpec("active-sms", "Active SMs and perf/W", fig_active_sms),
     FigureSpec("dvfs", "DVFS voltage curves", fig_dvfs),
     FigureSpec("residuals", "Residuals", fig_residuals),

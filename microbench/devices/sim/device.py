@@ -332,12 +332,15 @@ class VirtualGPU(Device):
         elif nv_t:
             k = len(nv_t)
             noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(k, 2))
+            # the temperature sensor's noise from a stream of its own (the power and timing draws stay those
+            # of older toolkits for the same seed)
+            temp_noise = np.random.default_rng([self.seed, self._calls, 1]).normal(0.0, sm.nvml_temp_noise_c, k)
             tt = np.array(nv_t)
             self._nvml.push_block(tt, EPOCH_S + tt, {
                 "power_w": np.round(np.array(nv_p) + noise[:, 0], 3),
                 "power_avg_w": np.round(np.array(nv_avg) + 0.3 * noise[:, 1], 3),
                 "energy_mj": (np.array(nv_e) * 1000.0).astype(np.int64),
-                "temp_c": np.rint(nv_temp).astype(np.int64),
+                "temp_c": np.rint(np.array(nv_temp) + temp_noise).astype(np.int64),
                 "sm_mhz": np.full(k, fc), "mem_mhz": np.full(k, fm),
                 "fan_pct": np.rint(100.0 * np.array(nv_fan)).astype(np.int64),
                 "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64),

@@ -5,7 +5,8 @@ They model what real instruments do to the signal (see ../shared/reference/measu
 NVML-like (stream ``nvml0``)
     updates every ``nvml_update_s`` (100 ms): instant power (field POWER_INSTANT) with noise and mW
     resolution, power averaged over the last ``nvml_avg_window_s`` (1 s, like nvmlDeviceGetPowerUsage on
-    Ampere and newer), the total-energy counter in integer mJ, temperature in integer degrees, clocks,
+    Ampere and newer), the total-energy counter in integer mJ, temperature in integer degrees (of the
+    sensor's reading with its own noise, ``nvml_temp_noise_c``), clocks,
     fan duty in integer percent, utilization, and clock-event reasons (GpuIdle when idle).
 
     Part-time sampling (issue 31; presets that set ``nvml_power_window_s``): the true board power is
@@ -47,6 +48,10 @@ class SensorModel:
     nvml_update_s: float = 0.1
     nvml_avg_window_s: float = 1.0
     nvml_power_noise_w: float = 0.5
+    #: white noise of the on-die temperature sensor before NVML rounds it to whole degrees (C, s.d. per
+    #: reading): a steady card's reading flickers between neighbouring degrees, so it differs between noise
+    #: seeds and its mean is not stuck at the rounded value
+    nvml_temp_noise_c: float = 0.3
     wall_interval_s: float = 0.5
     wall_noise_w: float = 0.6
     wall_resolution_w: float = 0.1
