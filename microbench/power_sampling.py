@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from calib.core.atomic import json_safe
 from calib.core.errors import BadInputError, DeviceError
 from microbench.devices.base import Device, Sensor, Workload
 
@@ -114,7 +115,7 @@ class SamplingFacts:
         d = asdict(self)
         d.update(coverage=self.coverage, counter_coverage=self.counter_coverage, part_time=self.part_time,
                  counter_full_time=self.counter_full_time, energy_source=energy_source(self))
-        return _json_safe(d)
+        return json_safe(d)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SamplingFacts":
@@ -127,18 +128,6 @@ class SamplingFacts:
             raise BadInputError(f"power_sampling: field(s) {', '.join(missing)} missing")
         return cls(**{k: v for k, v in d.items() if k in names})
 
-
-def _json_safe(x: Any) -> Any:
-    """Plain JSON values: NaN and infinities (a fit that determined nothing) as None."""
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
 
 
 def energy_source(facts: SamplingFacts) -> str:

@@ -37,10 +37,9 @@ the never-true store (taken).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from calib.core.units import INSTRUCTION_CLASSES
 
 #: memory levels a kernel can declare for its global accesses
 MEM_LEVELS = ("l1", "l2", "dram")
@@ -340,12 +339,3 @@ def counts(instructions: Iterable[Instruction], mem_level: str = "dram") -> dict
             raise ValueError(f"unclassified PTX instruction at line {ins.line}: {ins.text}")
         out[cls] = out.get(cls, 0.0) + 1.0
     return out
-
-
-def add_counts(acc: dict[str, float], part: Mapping[str, float], times: float = 1.0) -> dict[str, float]:
-    """``acc += times * part`` (in place) by class; returns ``acc``."""
-    for k, v in part.items():
-        if k not in INSTRUCTION_CLASSES:
-            raise KeyError(f"unknown instruction class {k!r}")
-        acc[k] = acc.get(k, 0.0) + times * float(v)
-    return acc

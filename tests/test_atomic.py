@@ -36,3 +36,23 @@ def test_a_complete_block_replaces_the_file(tmp_path):
     atomic_write_json(target, {"a": 1})
     assert target.read_text().strip() == '{\n  "a": 1\n}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_json_safe_and_finite_or_none_give_strict_json_values():
+    """The one JSON cleaner (it replaced copies in fleet, selftest, power_sampling and the timing fit): a
+    NaN, an infinity or a numpy scalar left in a document makes ``atomic_write_json`` (allow_nan=False) or
+    ``json.dumps`` fail; expected values written by hand."""
+    import json
+    import math
+    from pathlib import PurePosixPath
+
+    import numpy as np
+
+    from calib.core.atomic import finite_or_none, json_safe
+
+    doc = {1: (np.float64("nan"), np.int64(3), np.bool_(True), None, "a", np.array([1.5, np.inf]), -math.inf,
+               PurePosixPath("/x"))}
+    assert json_safe(doc) == {"1": [None, 3, True, None, "a", [1.5, None], None, "/x"]}
+    assert json.dumps(json_safe(doc), allow_nan=False) == '{"1": [null, 3, true, null, "a", [1.5, null], null, "/x"]}'
+    assert [finite_or_none(x) for x in (2, np.float32(0.5), math.nan, -math.inf, None, "3", np.array([1.0]))] == \
+        [2.0, 0.5, None, None, None, None, None]

@@ -3,6 +3,7 @@ calib.core.arch, a vendor-neutral samples layer, and a new vendor as one module 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import textwrap
@@ -205,3 +206,65 @@ def test_log_device_refuses_a_virtual_or_malformed_spec(capsys, tmp_path):
     assert "ERROR: --device 'sim:gtx280': expected a real GPU, <backend>:<index>" in capsys.readouterr().err
     assert main(["log", "--device", "cuda:x", "-o", str(tmp_path / "b")]) == 2
     assert "ERROR: --device 'cuda:x': the index must be an integer (e.g. cuda:0)" in capsys.readouterr().err
+
+
+_TOY_VIRTUAL = '''
+"""A toy virtual vendor: one module, one registry line. Its one GPU: the GT200 physics cut to 10 SMs."""
+from dataclasses import replace
+
+from calib.core.errors import DeviceNotFoundError
+from microbench.devices.base import Backend
+from microbench.devices.sim.device import VirtualGPU
+from microbench.devices.sim.presets import GTX280, register_preset
+
+MINI = register_preset(replace(GTX280, name="mini280", description="toy GT200 with 10 SMs", sm_count=10))
+
+
+class ToySimBackend(Backend):
+    prefix, vendor, library, virtual = "toysim", "ToySim", "simulation (no library)", True
+
+    def available(self):
+        return True, "always"
+
+    def list_gpus(self):
+        return [{"index": "mini280", "name": MINI.description, "uuid": "TOYSIM-mini280"}]
+
+    def open(self, what, seed=0):
+        if what != "mini280":
+            raise DeviceNotFoundError(f"unknown toysim GPU {what!r}: toysim:mini280")
+        return VirtualGPU(MINI, seed=seed)
+
+
+BACKEND = ToySimBackend()
+'''
+
+
+def test_a_new_virtual_backend_is_one_module_and_one_registry_line_and_runs_a_campaign(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """The closing note's walk for a virtual GPU: the module above plus its registry line, and `calib devices`
+    lists ``toysim:mini280`` and `calib run --device toysim:mini280 --campaign quick` measures, fits and
+    reports recovery. Bugs caught: `calib devices` listed the sim presets only (no other virtual backend),
+    and the run failed at the recovery report ("ERROR: no virtual GPU preset 'mini280'", exit 2) because
+    the ground truth looked presets up by name in a fixed table (``register_preset`` now adds to it)."""
+    from microbench.devices.sim import presets
+
+    monkeypatch.setattr(presets, "PRESETS", dict(presets.PRESETS))   # the registration ends with the test
+    (tmp_path / "toysim_vendor.py").write_text(textwrap.dedent(_TOY_VIRTUAL))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry.BACKENDS, "toysim", "toysim_vendor:BACKEND")   # the one registry line
+    try:
+        assert main(["devices"]) == 0
+        assert "\n  toysim:mini280  toy GT200 with 10 SMs  (ToySim)\n" in capsys.readouterr().out
+        assert main(["run", "--device", "toysim:mini280", "--campaign", "quick", "--name", "mini", "--quiet",
+                     "--logs-dir", str(tmp_path / "logs"), "--fitted-dir", str(tmp_path / "fitted")]) == 0
+    finally:
+        sys.modules.pop("toysim_vendor", None)
+    pf = json.loads((tmp_path / "fitted" / "mini.json").read_text())
+    assert pf["device"]["sm_count"] == 10 and pf["device"]["preset"] == "mini280"   # the toy GPU, not sim:gtx280
+    rec = json.loads((tmp_path / "fitted" / "mini.recovery.json").read_text())
+    assert rec["preset"] == "mini280" and rec["heldout_mape_pct"] < 2.0
+    truth = {r["parameter"]: r for r in rec["parameters"]}
+    fp = truth["power.max_power_fp_w"]   # GTX280's design value, 0.2 W per SM at AR = 1
+    assert fp["truth"] == 0.2 and abs(fp["fitted"] - 0.2) < 3 * fp["stderr_total"]
+    with pytest.raises(ValueError, match="a different virtual GPU preset is already called 'gtx280'"):
+        presets.register_preset(dataclasses.replace(presets.GTX280, sm_count=10))

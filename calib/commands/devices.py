@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from calib.core.errors import DeviceError
-    from microbench.devices.registry import real_backends
+    from microbench.devices.registry import backends, real_backends
     from microbench.devices.sim.presets import PRESETS
 
     for b in real_backends():  # every vendor of the registry (microbench.devices.registry.BACKENDS)
@@ -41,4 +41,7 @@ def run(args: argparse.Namespace) -> int:
         sms = f"{p.sm_count} CUs, wave{p.timing.warp_size}" if p.target else f"{p.sm_count} SMs"
         print(f"  sim:{name:8s} {p.description}: {sms}, {p.default_core_mhz:g}/{p.default_mem_mhz:g} MHz, "
               f"units {', '.join(p.units)}{dvfs}")
+    for b in backends(virtual=True):   # a virtual vendor besides sim: its own specs
+        for g in b.list_gpus() if b.prefix != "sim" else []:
+            print(f"  {b.spec(g.get('index'))}  {g.get('name', '?')}  ({b.vendor})")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 HELP = "calibrate a fleet: submit a Slurm job array, collect a Parquet dataset, analyse, report"
 DESCRIPTION = (
@@ -29,24 +30,20 @@ ANALYZE_STAGES = {"read": 1.5, "analyse": 1.5, "tables": 0.3}
 REPORT_STAGES = {"read": 1.5, "analyse": 15.5, "tables": 0.5, "figures": 2.5, "page": 0.1}
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid count {text!r}: expected an integer >= 1") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"invalid count {v}: expected an integer >= 1")
-    return v
+def _int_at_least(low: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``low``; ``what`` names the value in the message."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}: expected an integer >= {low}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"invalid {what} {v}: expected an integer >= {low}")
+        return v
+    return parse
 
 
-def _nonneg(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid value {text!r}: expected an integer >= 0") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"invalid value {v}: expected an integer >= 0")
-    return v
+_positive, _nonneg = _int_at_least(1, "count"), _int_at_least(0, "value")
 
 
 def _threshold(text: str) -> float:
@@ -234,7 +231,7 @@ def _collect(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from calib.core.atomic import atomic_write_json, check_output_dir
+    from calib.core.atomic import atomic_write_json, check_output_dir, json_safe
     from calib.fleet.analysis import DEFAULT_THRESHOLD, analyze
     from calib.fleet.dataset import require_gpu_files
     from calib.fleet.report import GpusTableWriter, HistogramSink, write_tables
@@ -273,7 +270,7 @@ def _analyze(args: argparse.Namespace) -> int:
         else:
             prog.stage("tables")
             write_tables(an, out)
-        atomic_write_json(out / "analysis.json", _clean(summary))
+        atomic_write_json(out / "analysis.json", json_safe(summary))
     finally:
         prog.close()
     if report:
@@ -289,24 +286,6 @@ def _analyze(args: argparse.Namespace) -> int:
     say(f"tables: {out}/params.csv, {out}/gpus.csv, {out}/outliers.csv, {out}/analysis.json")
     return 0
 
-
-def _clean(x):  # noqa: ANN001, ANN202
-    """JSON-ready copy: numpy scalars -> Python, NaN/inf -> None (the file is strict JSON)."""
-    import math
-
-    import numpy as np
-
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(float(x)) else None
-    return x if x is None or isinstance(x, str) else str(x)
 
 
 def _score(an, pool, summary: dict, out) -> str:  # noqa: ANN001

@@ -171,9 +171,9 @@ class SelfTest:
         return self.results
 
     def write(self) -> None:
-        from calib.core.atomic import atomic_write_json, atomic_write_text
+        from calib.core.atomic import atomic_write_json, atomic_write_text, json_safe
 
-        doc = _clean(self.document())
+        doc = json_safe(self.document())
         atomic_write_json(self.out / "selftest.json", doc)
         atomic_write_text(self.out / "selftest.html", html_page(doc))
 
@@ -460,7 +460,6 @@ class SelfTest:
                        f"{100 * diff / e1:+.3f} %; naive polling off by up to {worst:.1f} %")
 
     def check_clock_lock(self, res: CheckResult) -> None:
-        import os
         import signal
 
         from calib.core.errors import DeviceNoPermissionError
@@ -587,18 +586,6 @@ class SelfTest:
         res.status = "pass" if ok else "fail"
         res.message = f"{index} with {len(figs)} figures" if ok else f"calib report exited with status {code}"
 
-
-def _clean(x: Any) -> Any:
-    """JSON-safe: NaN and infinities as null, numpy scalars as numbers, tuples as lists."""
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 # ------------------------------------------------------------------------------------------------

@@ -23,12 +23,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -382,3 +383,26 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Atomically write ``obj`` as indented JSON with a trailing newline."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n")
+
+
+
+def finite_or_none(x: Any) -> float | None:
+    """A number as a JSON value: a finite number (numpy's too) as float; NaN, infinities and non-numbers as None."""
+    if isinstance(x, (int, float)) or getattr(x, "ndim", None) == 0:
+        v = float(x)
+        return v if math.isfinite(v) else None
+    return None
+
+
+def json_safe(x: Any) -> Any:
+    """A plain-JSON copy of ``x`` (the files are strict JSON): mappings with string keys, tuples and numpy
+    arrays as lists, numpy scalars as Python values, NaN and infinities as None, other objects as ``str``."""
+    if hasattr(x, "tolist") and hasattr(x, "dtype"):   # numpy scalar or array
+        x = x.tolist()
+    if isinstance(x, Mapping):
+        return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    if isinstance(x, float):
+        return finite_or_none(x)
+    return x if x is None or isinstance(x, (str, int)) else str(x)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from calib.core.atomic import finite_or_none
 from calib.core.errors import FitError
 from calib.core.metrics import errors
 from calib.core.params import Covariance, Param
@@ -69,17 +70,14 @@ class LsqResult:
 
     def stats(self, unit: str = "w") -> dict[str, Any]:
         """Statistics for the parameter file's ``fit`` section."""
-        d: dict[str, Any] = {"n_samples": int(self.ndata), f"rmse_{unit}": _finite(self.rmse),
-                             "mape_pct": _finite(self.mape_pct), "r2": _finite(self.r2),
-                             "n_parameters": int(self.nvarys), "aic": _finite(self.aic), "bic": _finite(self.bic),
+        d: dict[str, Any] = {"n_samples": int(self.ndata), f"rmse_{unit}": finite_or_none(self.rmse),
+                             "mape_pct": finite_or_none(self.mape_pct), "r2": finite_or_none(self.r2),
+                             "n_parameters": int(self.nvarys), "aic": finite_or_none(self.aic), "bic": finite_or_none(self.bic),
                              "solver": self.solver_kwargs}
         if self.warnings:
             d["warnings"] = list(self.warnings)
         return d
 
-
-def _finite(x: float) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Param], y: np.ndarray,

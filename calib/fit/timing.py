@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from calib.core.activity import DEFAULT_WARP_ISSUE_PER_CYCLE
+from calib.core.atomic import finite_or_none, json_safe
 from calib.core.errors import BadInputError
 from calib.core.metrics import errors, mape, pct_errors
 from calib.fit.uncertainty import prediction_stats, total_stderr
@@ -58,8 +59,6 @@ from calib.core.samples import CNT_PREFIX
 from calib.fit.base import Estimator
 from calib.segment import SessionData
 
-#: classes whose M_Factor a unit kernel measures (the kernel's stressed class)
-M_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "const", "tex")
 #: bytes per bw_stream warp request (16-byte vector loads), transactions of an uncoalesced request
 BW_STREAM_BYTES = 512.0
 UNCOAL_TX = 32.0
@@ -398,7 +397,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     # M_Factor per class from the unit kernels at their highest occupancy (default clocks)
     unit = df[(df["role"] == "unit") & at_default]
     if issue is not None and len(unit) and "stresses" in unit.columns:
-        for cls in M_CLASSES:
+        for cls in T.M_CLASSES:
             u = unit[unit["stresses"] == cls]
             if not len(u):
                 continue
@@ -555,18 +554,18 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
     sec = _section(params, device, fc0, fm0, best)
     y = check["time_s"].to_numpy(float)
     m = errors(y, pred)
-    stats: dict[str, Any] = {"n_samples": len(y), "rmse_s": _fin(m.rmse), "mape_pct": _fin(m.mape_pct), "r2": _fin(m.r2),
+    stats: dict[str, Any] = {"n_samples": len(y), "rmse_s": finite_or_none(m.rmse), "mape_pct": finite_or_none(m.mape_pct), "r2": finite_or_none(m.r2),
                              "method": method, "checked_on_roles": list(CHECK_ROLES),
                              "structure_choice": {f"{s['predictor']}/{s['comp_form']}"
                                                   + ("/shared_cases" if s["shared_cases"] else "")
                                                   + (f"/rounds_{s['rounds_form']}" if len(rr) and s["predictor"] == "wangchu"
-                                                     else ""): _fin(m)
+                                                     else ""): finite_or_none(m)
                                                   for m, s, _, _ in scores},
-                             "measurements": {k: (_fin(v) if isinstance(v, float) else v) for k, v in checks.items()}}
+                             "measurements": {k: (finite_or_none(v) if isinstance(v, float) else v) for k, v in checks.items()}}
     if len(rr):
         y_r = rr["time_s"].to_numpy(float)
         stats["rounds_check"] = {"rows": list(rr["workload"].astype(str)), "chosen": best.get("rounds_form", "paper"),
-                                 "err_pct": {s["rounds_form"]: [_fin(v) for v in pct_errors(y_r, p_r)]
+                                 "err_pct": {s["rounds_form"]: [finite_or_none(v) for v in pct_errors(y_r, p_r)]
                                              for _, s, _, p_r in scores
                                              if {k: s[k] for k in ("predictor", "comp_form", "shared_cases")}
                                              == {k: best[k] for k in ("predictor", "comp_form", "shared_cases")}}}
@@ -589,13 +588,13 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             hp = T.predict_time(sec, held)
-        stats["heldout_mape_pct"] = _fin(mape(held["time_s"].to_numpy(float), hp))
+        stats["heldout_mape_pct"] = finite_or_none(mape(held["time_s"].to_numpy(float), hp))
         stats["heldout_rows"] = len(held)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             dv = dvfs_check(sec, rows, fc0, fm0)
         if dv is not None:
-            stats["heldout_dvfs"] = _jsonable(dv)
+            stats["heldout_dvfs"] = json_safe(dv)
     if notes:
         stats["warnings"] = list(notes)
     sec.stats = stats
@@ -603,16 +602,6 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
     return sec
 
 
-def _fin(x: Any) -> float | None:
-    return float(x) if x is not None and isinstance(x, (int, float)) and math.isfinite(x) else None
-
-
-def _jsonable(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {k: _jsonable(v) for k, v in d.items()}
-    if isinstance(d, float):
-        return _fin(d)
-    return d
 
 
 def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "auto",
@@ -636,7 +625,7 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
     if multi:
         init.update({"dm_lat_a_cycles": 300.0 / max(1e-9, fc0 / fm0) * 0.5, "dm_lat_b_cycles": 200.0})
     total = _total(rows)
-    for cls in M_CLASSES:  # an M_Factor for every class that dominates some kernel
+    for cls in T.M_CLASSES:  # an M_Factor for every class that dominates some kernel
         if np.any(_cnt(rows, cls) >= 0.3 * total):
             init[f"m_factor_{cls}"] = 1.5
     if np.any(_cnt(rows, "l2") > 0):

@@ -72,9 +72,10 @@ import numpy as np
 import pandas as pd
 
 from calib.core import arch as A
+from calib.core.atomic import finite_or_none
 from calib.core.errors import BadInputError, FitError
 from calib.core.metrics import errors, mape
-from calib.core.params import Covariance, Param, Section
+from calib.core.params import Param, Section
 from calib.core.samples import CNT_PREFIX
 from calib.core.units import clock_levels, nearest_level
 from calib.fit.base import Constraint, Estimator, number, optional, options
@@ -84,8 +85,7 @@ from calib.model import timing as T
 
 log = logging.getLogger(__name__)
 
-#: classes an M_Factor is fitted for when they make up MIN_CLASS_SHARE of some kernel
-M_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "const", "tex")
+#: share of a kernel's instructions that makes a class's M_Factor fitted (classes: T.M_CLASSES)
 MIN_CLASS_SHARE = 0.3
 #: (min, max) per parameter: physical lower bounds (module docstring), generous upper ones
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -252,7 +252,7 @@ class TimingFitter(Estimator):
         multi = len(np.unique(np.round(ratio, 3))) >= 2
         names = ["issue_cycles"]
         total = sum(rows[c].to_numpy(float) for c in rows.columns if c.startswith(CNT_PREFIX))
-        m_cls = [c for c in M_CLASSES if CNT_PREFIX + c in rows.columns
+        m_cls = [c for c in T.M_CLASSES if CNT_PREFIX + c in rows.columns
                  and np.any(rows[CNT_PREFIX + c].to_numpy(float) >= MIN_CLASS_SHARE * total)]
         names += ["dm_lat_a_cycles", "dm_lat_b_cycles"] if multi else ["mem_ld_cycles"]
         names += ["departure_del_coal_cycles", "dram_del_coal_mem_cycles"]
@@ -460,13 +460,13 @@ class TimingFitter(Estimator):
         ok = np.isfinite(pred)
         if self._plan(rows, dev) is not None:
             # held-out kernels scored as calib predict --anchor predicts them (their ILP from their anchor)
-            return {"folds": k, "anchored_mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None,
+            return {"folds": k, "anchored_mape_pct": finite_or_none(mape(y[ok], pred[ok])) if ok.any() else None,
                     "_rel": (pred[ok] - y[ok]) / y[ok], "_kernels": int(rows["workload"][ok].nunique())}
-        out = {"folds": k, "mape_pct": _fin(mape(y[ok], pred[ok])) if ok.any() else None}
+        out = {"folds": k, "mape_pct": finite_or_none(mape(y[ok], pred[ok])) if ok.any() else None}
         anch = self._anchored(rows, pred, dev)
         if anch is not None:
             ok2 = np.isfinite(anch)
-            out["anchored_mape_pct"] = _fin(mape(y[ok2], anch[ok2]))
+            out["anchored_mape_pct"] = finite_or_none(mape(y[ok2], anch[ok2]))
         return out
 
     # -- fit ----------------------------------------------------------------------------------------
@@ -528,7 +528,7 @@ class TimingFitter(Estimator):
         stats: dict[str, Any] = {
             "n_samples": int(len(df)), "n_kernels": int(df["workload"].nunique()),
             "clock_pairs": _n_pairs(df),
-            "rmse_s": _fin(m.rmse), "mape_pct": _fin(m.mape_pct), "r2": _fin(m.r2),
+            "rmse_s": finite_or_none(m.rmse), "mape_pct": finite_or_none(m.mape_pct), "r2": finite_or_none(m.r2),
             "method": method,
             "structure_cv": cv, "structure_cv_score": key, "structure_chosen": chosen,
             "issue_width_from": ("setting" if self.warp_issue_per_cycle else
@@ -536,7 +536,7 @@ class TimingFitter(Estimator):
         }
         if fplan is not None:
             n_r = len(fplan["resid"])
-            stats["anchored_mape_pct"] = _fin(mape(y[:n_r], yhat[:n_r]))
+            stats["anchored_mape_pct"] = finite_or_none(mape(y[:n_r], yhat[:n_r]))
             stats["anchor_clocks"] = [float(v) for v in (self.anchor_clocks or dev["ref"])]
             # each anchored kernel's ILP as the final fit infers it (not written as parameters: a property of the
             # kernel, which calib predict --anchor infers again for every kernel it is given)
@@ -551,7 +551,7 @@ class TimingFitter(Estimator):
             anch = self._anchored(df, yhat, dev)
             if anch is not None:
                 ok = np.isfinite(anch)
-                stats["anchored_mape_pct"] = _fin(mape(df["time_s"].to_numpy(float)[ok], anch[ok]))
+                stats["anchored_mape_pct"] = finite_or_none(mape(df["time_s"].to_numpy(float)[ok], anch[ok]))
         if prediction is not None:
             stats["prediction"] = prediction
         if notes:
@@ -616,7 +616,3 @@ def _n_pairs(df: pd.DataFrame) -> int:
     fc = nearest_level(df["core_mhz"], clock_levels(df["core_mhz"]))
     fm = nearest_level(df["mem_mhz"], clock_levels(df["mem_mhz"]))
     return len(set(zip(fc.tolist(), fm.tolist())))
-
-
-def _fin(x: Any) -> float | None:
-    return float(x) if x is not None and isinstance(x, (int, float)) and math.isfinite(x) else None

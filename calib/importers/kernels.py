@@ -63,14 +63,6 @@ log = logging.getLogger(__name__)
 _Launch = NK.Launch
 
 
-def read_launches(path: str | os.PathLike) -> tuple[str, list[NK.Launch]]:
-    """(flavour, launches) of an nvprof or ncu CSV export (module docstring)."""
-    flavour, _, launches = NK.read_exported(path)
-    if not launches:
-        raise BadInputError(f"{path}: the export has no kernel rows (only a header, or memcpy/API rows)")
-    return flavour, launches
-
-
 def join_trace(launches: list[NK.Launch], layout: str, trace: str | os.PathLike, where: str) -> None:
     """Durations, launch shapes and the device of an ``nvprof --print-gpu-trace --csv`` export ``trace``
     onto the launches of an nvprof metrics export of the same application (``where``). nvprof writes

@@ -470,13 +470,6 @@ def _parse(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tuple[floa
     return flavour, kernels, set().union(*(la.ignored for la in launches))
 
 
-def parse_metrics(path: str | os.PathLike) -> tuple[str, dict[str, dict[str, tuple[float, str]]]]:
-    """(flavour, {kernel: {metric: (mean SI value, dimension)}}) of an nvprof or ncu CSV export (the metrics
-    the mapping reads; an ncu launch shape as ``launch__grid_size``/``launch__block_size``)."""
-    flavour, kernels, _ = _parse(path)
-    return flavour, kernels
-
-
 def _pct(v: tuple[float, str] | None) -> float | None:
     return None if v is None else min(1.0, max(0.0, v[0] / 100.0))
 

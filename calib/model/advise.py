@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calib.core.atomic import finite_or_none
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile
 from calib.core.samples import CNT_PREFIX
@@ -72,8 +73,8 @@ class Effect:
     variant: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "change": self.change, "time_change": _num(self.time_change),
-                "power_change": _num(self.power_change), "energy_change": _num(self.energy_change),
+        return {"action": self.action, "change": self.change, "time_change": finite_or_none(self.time_change),
+                "power_change": finite_or_none(self.power_change), "energy_change": finite_or_none(self.energy_change),
                 "note": self.note, "variant": self.variant}
 
 
@@ -102,12 +103,9 @@ class Advice:
     def to_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "category": self.category, "subcategory": self.subcategory,
                 "diagnosis": self.diagnosis, "suggestion": self.suggestion, "missing": self.missing,
-                "quantities": {k: _num(v) for k, v in self.quantities.items()},
+                "quantities": {k: finite_or_none(v) for k, v in self.quantities.items()},
                 "effects": [e.to_dict() for e in self.effects]}
 
-
-def _num(v: float) -> float | None:
-    return float(v) if v is not None and math.isfinite(v) else None
 
 
 def _given(df: pd.DataFrame, col: str) -> np.ndarray:

@@ -75,6 +75,8 @@ MODEL_NAME = "mwp_cwp_wangchu"
 PREDICTORS = ("mwp_cwp", "wangchu")
 #: per-warp classes that are memory instructions of the timing models (past L1)
 DRAM_CLASSES = ("global", "local")
+#: compute and on-chip classes that have an M_Factor (issue slots per warp instruction)
+M_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "const", "tex")
 LINE_BYTES = 128.0
 #: optional per-row timing inputs (kernel descriptions; see calib.model.predict)
 TIMING_COLUMNS = ("uncoal_frac", "trans_per_uncoal", "ind_mem_insts", "sync_insts", "l2_hit_rate",

@@ -77,13 +77,8 @@ SENSOR_COLUMNS: tuple[str, ...] = (
     "util_gpu_pct", "util_mem_pct", "pstate", "read_s",
 )
 
-#: bit -> name of the clock-event (throttle) reasons (NVML "ClocksEventReasons")
-CLOCK_EVENT_REASONS: dict[int, str] = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
-}
-#: reasons that mean the GPU is not at the requested clock because of power or heat
+#: clock-event (throttle) reasons that mean the GPU is not at the requested clock because of power or heat
+#: (NVML "ClocksEventReasons" bits: sw_power_cap, hw_slowdown, sw/hw thermal slowdown, hw power brake)
 THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 _ARCH_NAMES = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere", 8: "ada",
@@ -624,10 +619,3 @@ def list_gpus() -> list[dict[str, Any]]:
         return out
     finally:
         _nvml("nvmlShutdown", pynvml.nvmlShutdown)
-
-
-def throttle_names(mask: int | None) -> list[str]:
-    """Names of the clock-event reasons set in ``mask``."""
-    if mask is None:
-        return []
-    return [name for bit, name in CLOCK_EVENT_REASONS.items() if int(mask) & bit]

@@ -45,9 +45,10 @@ def backend(prefix: str, spec: str | None = None) -> Backend:
     return getattr(importlib.import_module(module), attr)
 
 
-def real_backends() -> list[Backend]:
-    """The backends of real GPUs whose module imports here (a vendor module that cannot even be
-    imported -- its Python binding missing -- is skipped, and logged at DEBUG level)."""
+def backends(virtual: bool = False) -> list[Backend]:
+    """The backends of real GPUs (``virtual=True``: of virtual ones) whose module imports here (a vendor
+    module that cannot even be imported -- its Python binding missing -- is skipped, and logged at DEBUG
+    level)."""
     out = []
     for prefix in BACKENDS:
         try:
@@ -55,9 +56,14 @@ def real_backends() -> list[Backend]:
         except ImportError as e:
             _log.debug("device backend %s not importable: %s", prefix, e)
             continue
-        if not b.virtual:
+        if b.virtual == virtual:
             out.append(b)
     return out
+
+
+def real_backends() -> list[Backend]:
+    """The backends of real GPUs (:func:`backends`)."""
+    return backends()
 
 
 def open_device(spec: str, seed: int = 0) -> Device:

@@ -156,8 +156,3 @@ def unit_of(base: Any, serial: int) -> Any:
     if key not in _UNITS:
         _UNITS[key] = apply_variation(base, variation(serial))
     return _UNITS[key]
-
-
-def fleet_specs(preset: str, serials: range | list[int]) -> list[str]:
-    """Device specs ``sim:<preset>@<serial>`` of a virtual fleet."""
-    return [f"sim:{unit_name(preset, s)}" for s in serials]

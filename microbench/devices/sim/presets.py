@@ -630,3 +630,12 @@ def get_preset(name: str) -> Preset:
         return PRESETS[name]
     except KeyError:
         raise DeviceNotFoundError(f"no virtual GPU preset {name!r}; presets: {', '.join(PRESETS)}") from None
+
+
+def register_preset(p: Preset) -> Preset:
+    """Make ``p`` known by its name, as a virtual-GPU module of a new backend does with its GPUs: the
+    ground truth of the recovery report (:mod:`microbench.truth`) and ``sim:<name>`` then find it.
+    Registering another preset under a taken name is refused (DeviceNotFoundError would hide it)."""
+    if PRESETS.setdefault(p.name, p) is not p:
+        raise ValueError(f"a different virtual GPU preset is already called {p.name!r}")
+    return p
