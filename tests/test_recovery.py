@@ -73,9 +73,22 @@ def test_committed_reference_fit_recovers_within_its_stated_uncertainty(preset):
     assert [r["parameter"] for r in rows if r["parameter"] not in {v.what for v in verdicts} | members] == []
     assert ({v.what for v in verdicts if not v.ok}
             == set(KNOWN_FAILURES.get(preset, {})) | set(STALE_REFERENCE_FAILURES.get(preset, {}))), failures(verdicts)
-    flips = {f"{u} {d['truth']}" for u, d in rep["ar_function_agreement"]["disagree"].items()}
-    alts = [set(a.split(" + ")) for a in doc["fit"]["power"].get("discrepancy", {}).get("form_alternatives", [])]
+    flips, alts = _forms(rep, doc)
     assert (not flips or flips in alts) == (preset not in KNOWN_FORM_FAILURES), (flips, alts)
+
+
+def _forms(rep: dict, doc: dict) -> tuple[set[str], list[set[str]]]:
+    """The units whose access-rate form differs from the physics', as "unit form" flips, and the file's
+    form alternatives as sets of the same labels. Units the file declares the campaign does not separate
+    (REG and FDS, active with every instruction: it publishes their sum) have no determined form (issue
+    29); alternatives read "sfu linear + shared activation on (weight 0.07)" (the structure average)."""
+    import re
+
+    tied = {u for g in doc["fit"]["power"].get("collinear_units") or [] for u in g}
+    flips = {f"{u} {d['truth']}" for u, d in rep["ar_function_agreement"]["disagree"].items() if u not in tied}
+    alts = [{re.sub(r" \(weight [0-9.]+\)$", "", x) for x in a.split(" + ")}
+            for a in doc["fit"]["power"].get("discrepancy", {}).get("form_alternatives", [])]
+    return flips, [{x for x in a if not x.startswith("shared activation")} for a in alts]
 
 
 def test_heldout_power_mape(standard):
@@ -103,16 +116,7 @@ def test_access_rate_forms_follow_the_physics(standard):
     tell: the units whose form differs, flipped to the physics' forms, make a structure the file lists among
     its form alternatives (those within chi-square of the chosen one, which its total errors include)."""
     preset, rep, doc, _ = standard
-    import re
-
-    # units the file declares the campaign does not separate (REG and FDS, active with every instruction:
-    # it publishes their sum) have no determined form either (issue 29)
-    tied = {u for g in doc["fit"]["power"].get("collinear_units") or [] for u in g}
-    flips = {f"{u} {d['truth']}" for u, d in rep["ar_function_agreement"]["disagree"].items() if u not in tied}
-    # labels read "sfu linear + shared activation on (weight 0.07)" (the structure average's weight)
-    alts = [{re.sub(r" \(weight [0-9.]+\)$", "", x) for x in a.split(" + ")}
-            for a in doc["fit"]["power"].get("discrepancy", {}).get("form_alternatives", [])]
-    alts = [{x for x in a if not x.startswith("shared activation")} for a in alts]
+    flips, alts = _forms(rep, doc)
     assert (not flips or flips in alts) == (preset not in KNOWN_FORM_FAILURES), (flips, alts)
 
 
