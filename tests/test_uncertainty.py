@@ -243,7 +243,7 @@ def test_power_stderr_total_is_calibrated_both_ways_on_a_recorded_campaign(prese
     stderr_total between 0.45 and 0.9 (0.67 for honest Gaussian errors). Before issue 29 the median was
     0.18 (gtx580) and 0.08 (titanx) on these fits, and every stderr_total x2 or x4 failed no test; now x2
     halves the median below 0.45 and x0.5 doubles it above 0.9 (both checked with
-    tests/benchmarks/mutate.py: I1-stderr-total-x2, I7-stderr-total-half). gtx280 is not asserted: its
+    tests/benchmarks/mutate.py: I1-stderr-total-x2, I9-stderr-total-half). gtx280 is not asserted: its
     errors are too small (median 1.3: the shared-activation term is off there by BIC and the pipes absorb
     the overlap; tests/benchmarks/identify_results.md)."""
     import warnings

@@ -72,7 +72,7 @@ MUTATIONS: list[Mutation] = [
       "            out = out + (np.diag(t) if t.ndim == 1 else np.nan_to_num(t))\n    return 4 * out",
       ("tests/test_uncertainty.py", "tests/test_diff_stderr_sources.py", RECOVERY),
       "the total covariance x4 (issue 29 owns the test)"),
-    M("I7-stderr-total-half", "constant", "calib/fit/uncertainty.py",
+    M("I9-stderr-total-half", "constant", "calib/fit/uncertainty.py",
       "p.stderr_total = float(np.sqrt(v)) if np.isfinite(v) and v >= 0 else None",
       "p.stderr_total = float(0.5 * np.sqrt(v)) if np.isfinite(v) and v >= 0 else None",
       ("tests/test_uncertainty.py",),
