@@ -77,8 +77,7 @@ HELDOUT_MIXES: dict[str, dict[str, Any]] = {
 }
 
 
-#: independent chains per class of a design kernel (enough to issue at full rate at 32 warps per SM)
-DESIGN_ILP = 4
+from calib.core.units import DESIGN_ILP  # noqa: E402 - one home (calib.fit.design reads it too)
 
 
 def design_benchmark(entry: Mapping[str, Any], max_warps: int = 64) -> Benchmark:

@@ -144,7 +144,11 @@ def test_fixed_untested_structure_added_and_strict(cli, tmp_path):
     new["power"]["parameters"][f"max_power_{unit}_w"]["value"] *= 3
     path = _save(new, tmp_path / "new.json")
     code, out, _ = cli("diff", SIM280, path)
-    assert code == 0, out  # nothing testable moved; structure changes count only with --strict
+    # the MaxPower is not comparable across the flip, but the unit's power where the campaign measured it is
+    # (issue 29): tripled, it is flagged; the structure change itself counts only with --strict
+    assert code == 3, out
+    assert any(line.strip().startswith(f"**power.[power of {unit} at AR") and "significant:" in line
+               for line in out.splitlines()), out
     assert f"power.units.{unit}.ar_function: log -> linear" in out
     assert f"removed: power.ar_log_a_{unit}" in out
     assert f"not comparable: {unit}'s access-rate function changed (log -> linear)" in out

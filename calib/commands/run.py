@@ -13,8 +13,8 @@ DESCRIPTION = (
     "session of the same device, campaign and seed).")
 
 
-EPILOG = ("examples:\n  calib run --device sim:gtx580 --campaign quick --name gtx580-quick\n"
-          "  calib run --device sim:titanx --design adaptive --target 5 --budget 1800")
+# one example per verb (tests/test_cli_friction.py); the adaptive design's is in --design's help
+EPILOG = "example:\n  calib run --device sim:gtx580 --campaign quick --name gtx580-quick"
 
 #: design kernels chosen per round, and rounds at most (``--design adaptive``)
 DESIGN_KERNELS_PER_ROUND = 6
@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--design", choices=["none", "adaptive"], default="none",
                    help="adaptive: after the campaign, fit, choose mix kernels that most reduce the uncertainty of the "
                         "least-determined power parameters (calib.fit.design), run them, refit, and repeat until "
-                        "every MaxPower meets --target or --budget is spent; the manifest records every round")
+                        "every MaxPower meets --target or --budget is spent; the manifest records every round (e.g. calib run --device sim:titanx --design adaptive --target 5 --budget 1800)")
     p.add_argument("--target", type=_positive("target"), default=5.0, metavar="PCT",
                    help="--design adaptive: relative total standard error (%%) each MaxPower should reach (default 5)")
     p.add_argument("--budget", type=_positive("budget"), default=1800.0, metavar="S",
@@ -212,6 +212,7 @@ def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # n
     from calib.core.session import read_session
     from calib.fit.design import design_round
     from calib.fit.pipeline import fit_session, refit_power
+    from microbench.benchmarks import design_benchmark
     from microbench.campaign import DESIGN_FIELD, Campaign
 
     camp = Campaign(device, args.campaign, args.seed)
@@ -238,7 +239,8 @@ def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # n
                 return
         plan_names = {p.get("name") for p in read_session(session).manifest.get("plan") or []}
         st = design_round(out.params, device.info, out.samples, args.target, DESIGN_KERNELS_PER_ROUND,
-                          repeats=camp.spec.repeats, exclude=plan_names)
+                          repeats=camp.spec.repeats, exclude=plan_names,
+                          workload_of=lambda entry, max_w: design_benchmark(entry, max_w).workload(device.info))
         if not st.above_target:
             say(f"design: every MaxPower within {args.target:g} % (total standard error); no further round")
             return

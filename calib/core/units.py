@@ -20,6 +20,10 @@ from typing import Any
 import numpy as np
 
 #: Instruction classes of a kernel description (per-warp dynamic counts).
+#: independent chains per class of a design kernel (enough to issue at full rate at 32 warps per SM;
+#: the campaign's design kernels are built with it, and calib.fit.design predicts their rows with it)
+DESIGN_ILP = 4
+
 INSTRUCTION_CLASSES: tuple[str, ...] = (
     "fp",      # FP32 add/sub/mul/fma/mad/min/max/abs/neg
     "dp",      # FP64 arithmetic

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,7 @@ from calib.core.activity import basis_of, table_access_rates
 from calib.core.params import ParameterFile, Section
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
 from calib.core.units import unit_counts
-from microbench.benchmarks import DESIGN_ILP, design_benchmark
+from calib.core.units import DESIGN_ILP
 
 #: classes of the mix kernel a design may combine (memory levels beyond L1 are bandwidth-bound: a mix
 #: with them measures the memory, not the pipes)
@@ -102,15 +102,18 @@ class DesignState:
     above_target: list[str] = field(default_factory=list)
 
 
-def candidate_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, measured: pd.DataFrame | None = None
-                   ) -> pd.DataFrame:
+def candidate_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, measured: pd.DataFrame | None = None,
+                   *, workload_of: Callable[[Mapping[str, Any], int], Any]) -> pd.DataFrame:
     """Kernel-description rows of ``cands`` with their predicted access rates (``act_<unit>``): per-warp
     counts from the mix kernel's count model (:class:`microbench.spec.Benchmark`), time from the file's
-    timing model, else from :func:`throughput_time` with the ceilings of ``measured`` (a samples table)."""
+    timing model, else from :func:`throughput_time` with the ceilings of ``measured`` (a samples table).
+    ``workload_of(entry, max_warps)``: the mix kernel's workload of a manifest entry on the device
+    (``microbench.benchmarks.design_benchmark(entry, max_warps).workload(info)``), given by the caller: the
+    fit layer does not import microbench."""
     max_w = int((info.extra or {}).get("max_warps_per_sm", 64))
     rows = []
     for c in cands:
-        w = design_benchmark(c.entry(), max_w).workload(info)
+        w = workload_of(c.entry(), max_w)
         r: dict[str, Any] = {"workload": c.name, "role": "unit", "stresses": "mixed",
                              "threads_per_block": w.launch.threads_per_block, "blocks": w.launch.blocks,
                              "active_sms": w.launch.active_sms, "ilp": float(DESIGN_ILP), "uncoal_frac": 0.0,
@@ -219,7 +222,8 @@ def choose(cov: np.ndarray, values: np.ndarray, J: np.ndarray, noise_var: float,
 
 
 def design_round(pf: ParameterFile, info: Any, measured: pd.DataFrame, target_pct: float, k: int,
-                 repeats: int = 1, exclude: Sequence[str] = ()) -> DesignState:
+                 repeats: int = 1, exclude: Sequence[str] = (), *,
+                 workload_of: Callable[[Mapping[str, Any], int], Any]) -> DesignState:
     """Choose up to ``k`` design kernels for the IPP power section of ``pf`` (module docstring).
 
     Targets: every unit's MaxPower, ``const_sm_power_w`` and ``activation_power_w`` whose relative
@@ -255,7 +259,7 @@ def design_round(pf: ParameterFile, info: Any, measured: pd.DataFrame, target_pc
     cands = [c for c in candidates(units, max_warps=max_w) if c.name not in set(exclude)]
     if not cands:
         return state
-    rows = candidate_rows(pf, cands, info, measured)
+    rows = candidate_rows(pf, cands, info, measured, workload_of=workload_of)
     J = jacobian_rows(sec, rows, free)
     rmse = sec.stats.get("rmse_w")
     noise = float(rmse) ** 2 if rmse else 1.0
