@@ -530,6 +530,8 @@ class IdleBaseline:
     temp_se_c: float
     power_w: float
     power_se_w: float | None
+    host_power_w: float | None = None      # host CPU package + DRAM (RAPL), where the session logged it
+    host_power_se_w: float | None = None
 
 
 def idle_baseline(samples: pd.DataFrame) -> IdleBaseline | None:
@@ -546,7 +548,9 @@ def idle_baseline(samples: pd.DataFrame) -> IdleBaseline | None:
     ip = idle["power_w"].to_numpy(float)
     ip_se = (float(np.std(ip, ddof=1) / math.sqrt(len(ip)) * math.sqrt(ar1_inflation([ip - ip.mean()])))
              if len(ip) > 1 else None)
-    return IdleBaseline(float(np.nanmean(temp)), temp_se, float(ip.mean()), ip_se)
+    h = idle["host_power_w"].dropna().to_numpy(float) if "host_power_w" in idle.columns else np.array([])
+    host = (float(h.mean()), float(h.std(ddof=1) / math.sqrt(len(h)))) if len(h) >= 2 else (None, None)
+    return IdleBaseline(float(np.nanmean(temp)), temp_se, float(ip.mean()), ip_se, *host)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from calib.core.params import ParameterFile, Section
 from calib.fit.crossval import check_folds, cross_validate
 from calib.fit.ipp import IppPowerFitter
 from calib.core.samples import act_units, read_samples, table_info
-from calib.segment import DeviceFacts, session_data
+from calib.segment import DeviceFacts, IdleBaseline, session_data
 from calib.core.session import MANIFEST_NAME, file_sha256, read_session
 from calib.core.units import CHIP_UNITS
 
@@ -57,18 +57,18 @@ FIT_STAGES = {"samples": 0.17, "thermal": 0.08, "thermal network": 0.21, "power"
 TABLE_STAGES = {"samples": 0.05, "power": 0.95}
 
 
-def _system_baseline(pf: ParameterFile, idle: pd.DataFrame, sess: Any) -> None:
+def _system_baseline(pf: ParameterFile, idle: IdleBaseline, sess: Any) -> None:
     """The host beside the board's idle power, where the session logged RAPL: the idle windows' mean host
-    CPU package + DRAM power (``fit.power.host_idle_power_w``, its standard error, and which zones)."""
-    h = idle["host_power_w"].dropna().to_numpy(float) if "host_power_w" in idle.columns else np.array([])
-    if len(h) < 2:
+    CPU package + DRAM power (``fit.power.host_idle_power_w``, its standard error, and which zones), as the
+    samples stage measured it (:func:`calib.segment.idle_baseline`)."""
+    if idle.host_power_w is None:
         return
     from calib.segment import host_stream
 
     entry = next((s for s in sess.manifest.get("sensors", []) if s.get("name") == host_stream(sess)), {})
     st = pf["power"].stats
-    st["host_idle_power_w"] = float(h.mean())
-    st["host_idle_power_se_w"] = float(h.std(ddof=1) / math.sqrt(len(h)))
+    st["host_idle_power_w"] = idle.host_power_w
+    st["host_idle_power_se_w"] = idle.host_power_se_w
     st["host_idle_power_source"] = "RAPL " + str((entry.get("capabilities") or {}).get("host_power") or entry.get("name"))
 
 
@@ -119,7 +119,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     stage("power")
     ipp = session_power_fitter(dev, df, correction, mem_units).fit(data)
     pf["power"] = ipp.section_
-    _system_baseline(pf, df[df["role"] == "idle"], sess)
+    _system_baseline(pf, data.idle, sess)
     if "thermal_network" in pf and "idle_power_w" in pf["thermal_network"] and "idle_power_w" in pf["power"]:
         # the network's reference is the board's idle power: between two campaigns it moves at least as
         # much as the power fit says its idle power does (the idle windows' own scatter is a few
