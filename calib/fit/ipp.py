@@ -48,7 +48,9 @@ from calib.fit.uncertainty import (
     apply_total,
     collinear_units,
     discrepancy_covariance,
+    evidence_log_weight,
     group_jackknife,
+    model_average_covariance,
     refit_jackknife,
     repeat_groups,
     prediction_stats,
@@ -440,45 +442,25 @@ class IppPowerFitter(Estimator):
         """Covariance of the structure uncertainty and the labels of the structures that carry weight.
 
         Every structure the search fitted (:attr:`_seen`: access-rate functions, SM scaling, shared
-        activation) is weighted by its evidence relative to the chosen one, ``exp(-(chi2_k - chi2_0) /
-        (2 s2) - (p_k - p_0) ln(n) / 2)`` (BIC with the residual variance ``s2`` that counts the model's
-        discrepancy), and the covariance is the weighted second moment of the shifts of the parameters
-        from the chosen solution, ``sum_k w_k d_k d_k^T`` (Buckland, Burnham & Augustin 1997, model
-        averaging's between-model term). A structure that fits much worse weighs nothing; one as good
-        as the chosen weighs as much, and half of it goes into the variance. Parameters a structure lacks
-        (a linear unit's slope) count as unchanged."""
+        activation) is weighted by its evidence relative to the chosen one at the residual variance
+        ``s2`` that counts the model's discrepancy (:func:`calib.fit.uncertainty.evidence_log_weight`),
+        and the covariance is model averaging's between-structure term
+        (:func:`calib.fit.uncertainty.model_average_covariance`). Parameters a structure lacks (a linear
+        unit's slope) count as unchanged."""
         k = len(free)
         self._weights: list[tuple[_Struct, LsqResult, float]] = []
         if s2 <= 0 or not self._seen:
             return np.zeros((k, k)), []
         best = self.result_
-        p0 = best.nvarys
-        logw = []
+        alts = [(st, r) for st, r in self._seen.items() if st != self.struct_]
         shifts = []
-        labels = []
-        for st, r in self._seen.items():
-            if st == self.struct_:
-                continue
+        for _, r in alts:
             got = {p.name: p.value for p in r.params}
-            d = np.array([got.get(nm, vals[nm]) - vals[nm] for nm in free])
-            lw = -(r.chisqr - best.chisqr) / (2.0 * s2) - (r.nvarys - p0) * math.log(max(n, 2)) / 2.0
-            logw.append(lw)
-            shifts.append(d)
-            labels.append(self._label(st))
-        if not logw:
-            return np.zeros((k, k)), []
-        lw = np.array(logw)
-        # the chosen structure itself (shift 0) has log-weight 0
-        m = max(0.0, float(lw.max()))
-        # normalised with the chosen structure's weight (log-weight 0) in the sum
-        w = np.exp(lw - m)
-        w = w / (w.sum() + np.exp(0.0 - m))
-        D = np.array(shifts)
-        cov = (D * w[:, None]).T @ D
-        order = np.argsort(-w)
-        kept = [f"{labels[i]} (weight {w[i]:.2f})" for i in order if w[i] >= 0.01]
-        self._weights = [(st, r, wi) for (st, r), wi in zip(((st, r) for st, r in self._seen.items()
-                                                              if st != self.struct_), w)]
+            shifts.append(np.array([got.get(nm, vals[nm]) - vals[nm] for nm in free]))
+        logw = [evidence_log_weight(r.chisqr, r.nvarys, best.chisqr, best.nvarys, s2, n) for _, r in alts]
+        cov, w = model_average_covariance(shifts, logw, k)
+        self._weights = [(st, r, float(wi)) for (st, r), wi in zip(alts, w)]
+        kept = [f"{self._label(alts[i][0])} (weight {w[i]:.2f})" for i in np.argsort(-w) if w[i] >= 0.01]
         return cov, kept
 
     def _split_profile(self, free: list[str], vals: Mapping[str, float]) -> np.ndarray:

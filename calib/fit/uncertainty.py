@@ -23,9 +23,12 @@ that:
   them, else the training workloads left out one at a time (:func:`workload_rms`). The jackknife alone
   cannot see this where one benchmark fixes one parameter: the fit absorbs that benchmark's error;
 - **model-form** terms: where a parameter is an extrapolation beyond the data (e.g. the IPP MaxPower of a
-  unit measured only at low access rates), and alternative forms (another access-rate function for one
-  unit, the other active-SM scaling) that fit as well once the discrepancy is counted: half of each
-  one's parameter shift is one standard error along its direction.
+  unit measured only at low access rates), and the **structure** uncertainty: the alternative
+  structures a fitter's search compared (another access-rate function for one unit, the other
+  active-SM scaling, the shared-activation term on or off) averaged by their evidence, Bayesian model
+  averaging's between-model variance ``sum_j w_j d_j d_j^T`` (:func:`model_average_covariance`, with
+  the weights of :func:`evidence_log_weight`): a structure as probable as the chosen one puts half its
+  shift squared into the variance, one the data reject nothing.
 
 **One rule for every section** (IPP, DVFS, thermal, thermal network, transfer, timing): the total is the
 larger of the statistical and the jackknife covariance (in the positive-semidefinite sense,
@@ -512,3 +515,34 @@ def envelope_covariance(shifts: Sequence[np.ndarray], k: int) -> np.ndarray:
     r = s * np.outer(scale, scale)
     env = np.max(np.abs(d), axis=0)
     return r * np.outer(env, env)
+
+
+def evidence_log_weight(chisqr: float, nvarys: int, chisqr_0: float, nvarys_0: int, s2: float, n: int) -> float:
+    """Log evidence of an alternative model structure relative to the chosen one, BIC's approximation
+    (Schwarz 1978) at a given residual variance: ``-(chi2 - chi2_0) / (2 s2) - (p - p_0) ln(n) / 2``.
+    ``s2`` is the residual variance that counts the model's discrepancy (the fit's reduced chi-square
+    plus the workload discrepancy): at the reduced chi-square alone a structure that fits the noise
+    slightly better would take all the weight although the model's own misfit is several times larger.
+    ``chisqr`` in W^2 (sum of squared residuals), ``s2`` in W^2, ``n`` rows."""
+    return -(chisqr - chisqr_0) / (2.0 * s2) - (nvarys - nvarys_0) * math.log(max(n, 2)) / 2.0
+
+
+def model_average_covariance(shifts: Sequence[np.ndarray], log_weights: Sequence[float], k: int
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """Between-structure term of Bayesian model averaging (the structure uncertainty of the total
+    covariance, module docstring): the alternative structures' parameter shifts from the chosen
+    solution ``d_j`` (each of length ``k``), weighted by their posterior probabilities ``w_j = exp(l_j)
+    / (1 + sum_i exp(l_i))`` (``l_j`` the log evidence relative to the chosen structure, whose own log
+    weight 0 and shift 0 are in the sum: :func:`evidence_log_weight`), give ``sum_j w_j d_j d_j^T``
+    (Buckland, Burnham & Augustin 1997; Hoeting et al. 1999, eq. 2: the variance of the averaged
+    estimate around the chosen one). A structure the data reject weighs nothing, one as good as the
+    chosen weighs as much (and half of its shift squared enters the variance of a two-structure
+    choice). Returns (covariance k x k, weights w_j); no alternatives: zeros."""
+    if not len(shifts):
+        return np.zeros((k, k)), np.zeros(0)
+    lw = np.asarray(log_weights, float)
+    m = max(0.0, float(lw.max()))
+    w = np.exp(lw - m)
+    w = w / (w.sum() + math.exp(-m))
+    D = np.asarray(shifts, float).reshape(len(shifts), k)
+    return (D * w[:, None]).T @ D, w
