@@ -126,7 +126,10 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     if jac is not None:
         def jac_x(x: np.ndarray) -> np.ndarray:
             d = jac(values(x))
-            return np.column_stack([np.broadcast_to(d[nm], y.shape) for nm in names]) * w[:, None]
+            J = np.empty((len(y), len(names)))
+            for i, nm in enumerate(names):  # a constant column may come as a scalar
+                J[:, i] = d[nm]
+            return J * w[:, None]
 
         kwargs["jac"] = jac_x
     elif vectorized:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,10 +77,13 @@ def shared_overlap(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     on = F > 1e-12
     Fs = np.where(on, F, 1.0)
     r = np.where(on, 1.0 - U / Fs, 0.0)
-    # dU/df_i is the product over the other units, taken directly (f_i may be 1)
-    k = len(f)
-    others = np.array([np.prod(np.delete(one_minus, i, axis=0), axis=0) if k > 1 else np.ones_like(F)
-                       for i in range(k)])
+    # dU/df_i is the product over the other units, taken directly (f_i may be 1): row i gets the units
+    # before i multiplied in order, then each unit after i in order -- the same products, rounding
+    # included, as multiplying the k - 1 others in turn, in k - 1 array operations, not k deletions
+    others = np.ones_like(f)
+    others[1:] = np.cumprod(one_minus[:-1], axis=0)
+    for j in range(1, len(f)):
+        others[:j] *= one_minus[j]
     return r, np.where(on, -(others * Fs - U) / Fs ** 2, 0.0)
 
 
@@ -118,6 +121,8 @@ class Design:
     is_log: np.ndarray              # the unit has the log access-rate function
     in_pool: np.ndarray             # the unit is pooled by the shared-activation term
     offset: np.ndarray              # the leakage rise over the idle temperature (eq. 22), W
+    #: the last :func:`_terms` (the values it read, its arrays; never modified by a reader)
+    last_terms: tuple | None = field(default=None, repr=False, compare=False)
 
 
 def design(structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running: np.ndarray,
@@ -158,11 +163,22 @@ def _terms(values: Mapping[str, float], d: Design) -> tuple[np.ndarray, ...]:
     additive power A (W, chip total)."""
     m = np.array([values[names.max_power(u)] for u in d.units])
     a = np.array([values[names.ar_log_a(u)] if lg else 0.0 for u, lg in zip(d.units, d.is_log)])
+    # a fitter asks for the power and then the Jacobian at the same values: the terms are made once
+    key = (m.tobytes(), a.tobytes(), values.get("ar_log_b", 1.0), values.get(SHARED_PARAM, 0.0))
+    if d.last_terms is not None and d.last_terms[0] == key:
+        return d.last_terms[1]
+    out = _make_terms(values, d, m, a)
+    d.last_terms = (key, out)
+    return out
+
+
+def _make_terms(values: Mapping[str, float], d: Design, m: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_terms` computed (``m``, ``a``: the units' MaxPowers and log slopes)."""
     raw, draw = log_rate(d.lnar, d.pos, a[:, None], values.get("ar_log_b", 1.0))
     f = np.where(d.is_log[:, None], raw, d.ar)
     dfa = np.where(d.is_log[:, None], draw, 0.0)
     # eqs. (7), (9), (15): MaxPower_u x AR'_u, times the SMs of an SM-level unit
-    unit_w = np.array([values[names.max_power(u)] * k * fu for u, k, fu in zip(d.units, d.mult, f)]).reshape(f.shape)
+    unit_w = (m * d.mult)[:, None] * f
     r, dr, pool_w = np.zeros_like(d.run), np.zeros((0, len(d.run))), np.zeros_like(d.run)
     if d.in_pool.any():
         r, dr = shared_overlap(f[d.in_pool])
