@@ -478,14 +478,10 @@ ROUNDS_FORMS = ("paper", "overlap")
 def _section(params: Mapping[str, Param], device: Mapping[str, Any], fc0: float, fm0: float,
              structure: Mapping[str, Any]) -> Section:
     """A timing section of ``params`` with the model structure ``structure`` (predictor, forms)."""
-    return Section(T.MODEL_NAME, dict(params), {
-        "predictor": structure["predictor"], "comp_form": structure["comp_form"], "case2_form": "fixed",
-        "shared_cases": bool(structure["shared_cases"]), "rounds_form": structure.get("rounds_form", "paper"),
-        "mem_l_coal": "thesis", "n_pw_form": "fixed",
-        "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(device.get("sm_count", 1)),
-        "max_warps_per_sm": float(device.get("max_warps_per_sm", 32)),
-        "max_blocks_per_sm": float(device.get("max_blocks_per_sm", 32)),
-        "uncoal_per_mw": UNCOAL_TX, "uncoal_tx_bytes": 32.0})
+    return Section(T.MODEL_NAME, dict(params), T.structure(
+        structure["predictor"], structure["comp_form"], fc0, fm0, device.get("sm_count", 1),
+        device.get("max_warps_per_sm", 32), device.get("max_blocks_per_sm", 32),
+        shared_cases=bool(structure["shared_cases"]), rounds_form=structure.get("rounds_form", "paper")))
 
 
 def _kernel_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -646,10 +642,7 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
     st = {"predictor": choice, "comp_form": "max", "shared_cases": False}
 
     def model(vals: dict[str, float]) -> np.ndarray:
-        v = dict(vals)
-        if multi:
-            v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
-        ps = {n: Param(n, x, unit(n), -math.inf, math.inf) for n, x in v.items()}
+        ps = {n: Param(n, x, unit(n), -math.inf, math.inf) for n, x in T.with_ref_latency(vals, fc0, fm0).items()}
         sec = _section(ps, device, fc0, fm0, st)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -658,8 +651,8 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
     res = fit_lsq(model, plist, y)
     params = {p.name: p for p in res.params}
     if multi:
-        a, b = params["dm_lat_a_cycles"].value, params["dm_lat_b_cycles"].value
-        params["mem_ld_cycles"] = Param("mem_ld_cycles", a * fc0 / fm0 + b, "cycles", 1e-9, 1e6, False)
+        ld = T.with_ref_latency({n: p.value for n, p in params.items()}, fc0, fm0)["mem_ld_cycles"]
+        params["mem_ld_cycles"] = Param("mem_ld_cycles", float(ld), "cycles", 1e-9, 1e6, False)
     for p in params.values():
         p.description = p.description or "least-squares fit to measured kernel times"
     return _assemble(params, df, device, fc0, fm0, list(res.warnings), {"log_time_rmse": res.rmse},

@@ -280,13 +280,9 @@ class TimingFitter(Estimator):
 
     # -- model ---------------------------------------------------------------------------------------
     def _structure(self, dev: Mapping[str, Any], form: Mapping[str, Any]) -> dict[str, Any]:
-        fc0, fm0 = dev["ref"]
-        return {"predictor": form["predictor"], "comp_form": form["comp_form"], "case2_form": "fixed", "case3_form": "once",
-                "departure_scale": "round_trip", "bandwidth_form": "roofline",
-                "shared_cases": False, "mem_l_coal": "thesis", "n_pw_form": "fixed",
-                "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(dev["sm_count"]),
-                "max_warps_per_sm": float(dev["max_warps_per_sm"]),
-                "max_blocks_per_sm": float(dev["max_blocks_per_sm"]), "uncoal_per_mw": 32.0, "uncoal_tx_bytes": 32.0}
+        return T.structure(form["predictor"], form["comp_form"], *dev["ref"], dev["sm_count"], dev["max_warps_per_sm"],
+                           dev["max_blocks_per_sm"], case3_form="once", departure_scale="round_trip",
+                           bandwidth_form="roofline", shared_cases=False)
 
     def _plan(self, rows: pd.DataFrame, dev: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
         """Which rows are fitted and how, or None for plain (unanchored) log-time residuals at every row.
@@ -330,8 +326,6 @@ class TimingFitter(Estimator):
             warnings.simplefilter("ignore")
             ts0 = T.compile_section(sec)
             x = T.inputs_from_table(ts0, rows)
-        multi = "dm_lat_a_cycles" in sec.params
-        fc0, fm0 = dev["ref"]
         if plan is not None:
             y = rows["time_s"].to_numpy(float)
             anchor, anchor_of, resid = plan["anchor"], plan["anchor_of"], plan["resid"]
@@ -343,14 +337,8 @@ class TimingFitter(Estimator):
             k_ev = anchor_of[ev]
             n_r = len(resid)
 
-        def values_of(values: Mapping[str, float]) -> dict[str, float]:
-            v = dict(values)
-            if multi:
-                v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
-            return v
-
         def f(values: Mapping[str, float]) -> np.ndarray:
-            ts = dataclasses.replace(ts0, values=values_of(values))
+            ts = dataclasses.replace(ts0, values=T.with_ref_latency(values, *dev["ref"]))
             with np.errstate(all="ignore"):
                 if plan is None:
                     return np.log(np.maximum(T.time_from_inputs(ts, x), 1e-30))
@@ -603,9 +591,7 @@ def _with_mem_ld(params: Sequence[Param], dev: Mapping[str, Any]) -> list[Param]
     ps = list(params)
     names = {p.name for p in ps}
     if "dm_lat_a_cycles" in names and "mem_ld_cycles" not in names:
-        v = {p.name: p.value for p in ps}
-        fc0, fm0 = dev["ref"]
-        ld = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
+        ld = T.with_ref_latency({p.name: p.value for p in ps}, *dev["ref"])["mem_ld_cycles"]
         ps.append(Param("mem_ld_cycles", float(ld), "cycles", 1e-9, 1e6, False, None, None,
                         "DRAM round trip at the reference clocks (= a fc/fm + b)"))
     return ps
