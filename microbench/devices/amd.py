@@ -613,12 +613,7 @@ class AmdSmiSensor(PolledGpuSensor):
 
     kind = "amdsmi"
     columns = SENSOR_COLUMNS
-
-    def __init__(self, gpu: AmdGpu | int, name: str | None = None,
-                 clock: Callable[[], tuple[float, float]] | None = None):
-        owns = not isinstance(gpu, AmdGpu)
-        g = AmdGpu(int(gpu)) if owns else gpu
-        super().__init__(g, owns, name or f"amdsmi{g.index}", clock)  # type: ignore[union-attr]
+    gpu_class = AmdGpu
 
 
 def hip_properties(index: int) -> dict[str, Any] | None:
@@ -722,6 +717,8 @@ class AmdBackend(Backend):
     prefix = "rocm"
     vendor = "AMD"
     library = "amdsmi"
+    device_class = RocmDevice
+    sensor_class = AmdSmiSensor
 
     def available(self) -> tuple[bool, str]:
         return amdsmi_available()
@@ -752,16 +749,6 @@ class AmdBackend(Backend):
         finally:
             with contextlib.suppress(DeviceError):
                 _smi(lib, "amdsmi_shut_down", lib.amdsmi_shut_down)
-
-    def open(self, what: str, seed: int = 0) -> RocmDevice:
-        try:
-            index = int(what)
-        except ValueError:
-            raise DeviceNotFoundError(f"device rocm:{what}: expected rocm:<index>, e.g. rocm:0") from None
-        return RocmDevice(index)
-
-    def sensor(self, index: int) -> Sensor:
-        return AmdSmiSensor(int(index))
 
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """What each AMD GPU can measure, its power scope, faults found, clock control."""

@@ -164,6 +164,8 @@ class CudaBackend(Backend):
     prefix = "cuda"
     vendor = "NVIDIA"
     library = "NVML (nvidia-ml-py)"
+    device_class = CudaDevice
+    sensor_class = NvmlSensor
 
     def available(self) -> tuple[bool, str]:
         from microbench.devices.nvml import nvml_available
@@ -174,16 +176,6 @@ class CudaBackend(Backend):
         from microbench.devices.nvml import list_gpus
 
         return list_gpus()
-
-    def open(self, what: str, seed: int = 0) -> CudaDevice:
-        try:
-            index = int(what)
-        except ValueError:
-            raise DeviceNotFoundError(f"device cuda:{what}: expected cuda:<index>, e.g. cuda:0") from None
-        return CudaDevice(index)
-
-    def sensor(self, index: int) -> Sensor:
-        return NvmlSensor(int(index))
 
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """NVML's view of every GPU: fields supported and their sources, clocks, clock-locking permission."""

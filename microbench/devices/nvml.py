@@ -587,12 +587,7 @@ class NvmlSensor(PolledGpuSensor):
 
     kind = "nvml"
     columns = SENSOR_COLUMNS
-
-    def __init__(self, gpu: NvmlGpu | int, name: str | None = None,
-                 clock: Callable[[], tuple[float, float]] | None = None):
-        owns = not isinstance(gpu, NvmlGpu)
-        g = NvmlGpu(int(gpu)) if owns else gpu
-        super().__init__(g, owns, name or f"nvml{g.index}", clock)  # type: ignore[union-attr]
+    gpu_class = NvmlGpu
 
 
 # ------------------------------------------------------------------------------------------------
