@@ -100,6 +100,7 @@ from microbench.devices.base import (
     Sensor,
     VendorGpu,
     install_clock_reset_handlers,
+    runtime_properties,
 )
 
 SENSOR_COLUMNS: tuple[str, ...] = (
@@ -619,20 +620,7 @@ class AmdSmiSensor(PolledGpuSensor):
 def hip_properties(index: int) -> dict[str, Any] | None:
     """HIP device properties of ``index`` through CuPy built for ROCm (``cupy-rocm-7-0``), or None when
     CuPy is missing or is the CUDA build."""
-    try:
-        from cupy.cuda import runtime
-    except ImportError:
-        return None
-    if not getattr(runtime, "is_hip", False):
-        return None
-    try:
-        n = runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - HIP errors come in many types
-        raise DeviceError(f"rocm:{index}: HIP is not usable ({e})") from e
-    if not 0 <= index < n:
-        raise DeviceNotFoundError(f"rocm:{index} not found: HIP sees {n} GPU(s)")
-    p = runtime.getDeviceProperties(index)
-    return {k.decode() if isinstance(k, bytes) else k: v for k, v in p.items()}
+    return runtime_properties(index, "rocm", hip=True)
 
 
 class RocmDevice(RealGpu):

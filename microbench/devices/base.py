@@ -282,6 +282,28 @@ def install_clock_reset_handlers() -> None:
         signal.signal(signal.SIGTERM, _on_term)
 
 
+def runtime_properties(index: int, prefix: str, hip: bool = False) -> dict[str, Any] | None:
+    """Device properties of GPU ``index`` through CuPy's runtime (``cupy.cuda.runtime``), or None when
+    CuPy is not installed (or, with ``hip``, is not the ROCm build). ``prefix`` (``cuda``, ``rocm``)
+    names the GPU in messages; DeviceError when the runtime does not work, DeviceNotFoundError for an
+    index it does not have."""
+    try:
+        from cupy.cuda import runtime
+    except ImportError:
+        return None
+    if hip and not getattr(runtime, "is_hip", False):
+        return None
+    api = "HIP" if hip else "CUDA"
+    try:
+        n = runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - driver errors come in many types
+        raise DeviceError(f"{prefix}:{index}: {api} is not usable ({e})") from e
+    if not 0 <= index < n:
+        raise DeviceNotFoundError(f"{prefix}:{index} not found: {api} sees {n} GPU(s)")
+    p = runtime.getDeviceProperties(index)
+    return {k.decode() if isinstance(k, bytes) else k: v for k, v in p.items()}
+
+
 class VendorGpu:
     """What a vendor library's GPU object (``NvmlGpu``, ``AmdGpu``) does the same way: :meth:`close` resets
     held clocks and then releases the library once, and it is a context manager. Subclasses set ``_open``
