@@ -460,12 +460,10 @@ class TimingFitter(Estimator):
     # -- fit ----------------------------------------------------------------------------------------
     def fit(self, rows: pd.DataFrame, plan: Sequence[Mapping[str, Any]] | None = None, source: str = "") -> "TimingFitter":
         """Fit to the kernel rows of ``rows`` (module docstring). ``plan``: a session manifest's plan
-        (adds each workload's ILP and coalescing, :func:`calib.fit.timing.with_plan_inputs`);
+        (adds each workload's ILP and coalescing, :func:`with_plan_inputs`);
         ``source`` names the table in messages. Returns self."""
         self._validate_settings()
         if plan:
-            from calib.fit.timing import with_plan_inputs
-
             rows = with_plan_inputs(rows, plan)
         where = source or "<table>"
         df = self._rows(rows, where)
@@ -578,6 +576,26 @@ class TimingFitter(Estimator):
         """Time (s) of ``rows`` with the fitted section."""
         self.check_is_fitted()
         return T.predict_time(self.section_, rows)
+
+
+def with_plan_inputs(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> pd.DataFrame:
+    """The samples plus the timing inputs a session's plan declares per workload: ``ilp``
+    (independent chains per thread, from the kernel parameters) and ``uncoal_frac`` (1 for a kernel
+    declared ``coalesced: false``). Columns the table already has are kept."""
+    if not plan:
+        return samples
+    by_name = {p.get("name"): p.get("params", {}) or {} for p in plan}
+    out = samples.copy()
+    names = out["workload"].astype(str)
+    if "ilp" not in out.columns:
+        ilp = [float(by_name.get(n, {}).get("ilp", math.nan)) for n in names]
+        if not all(math.isnan(v) for v in ilp):
+            out["ilp"] = ilp
+    if "uncoal_frac" not in out.columns:
+        unc = [0.0 if by_name.get(n, {}).get("coalesced", True) else 1.0 for n in names]
+        if any(unc):
+            out["uncoal_frac"] = unc
+    return out
 
 
 def _is_latency(name: str) -> bool:
