@@ -80,7 +80,7 @@ from calib.core.samples import CNT_PREFIX
 from calib.core.units import clock_levels, nearest_level
 from calib.fit.base import Constraint, Estimator, number, optional, options
 from calib.fit.core import fit_lsq
-from calib.fit.uncertainty import total_stderr
+from calib.fit.uncertainty import refit_jackknife, total_stderr
 from calib.model import timing as T
 
 log = logging.getLogger(__name__)
@@ -551,26 +551,21 @@ class TimingFitter(Estimator):
 
     def _jackknife(self, df: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
                    final: Sequence[Param]) -> dict[str, float]:
-        """Leave-one-kernel-out standard error of every varied parameter."""
-        kernels = sorted(df["workload"].astype(str).unique())
-        vals: dict[str, list[float]] = {p.name: [] for p in final if p.vary}
-        for kname in kernels:
-            sub = df[df["workload"].astype(str) != kname].reset_index(drop=True)
+        """Leave-one-kernel-out standard error of every varied parameter (refits from ``final``,
+        :func:`calib.fit.uncertainty.refit_jackknife`); {} with fewer than two refits."""
+        names = [p.name for p in final if p.vary]
+
+        def refit(keep: np.ndarray) -> dict[str, float] | None:
+            sub = df[keep].reset_index(drop=True)
             if sub["workload"].nunique() < 2 or len(sub) < 6:
-                continue
+                return None
             try:
-                res = self._fit_form(sub, dev, form, start=final)
+                return {p.name: p.value for p in self._fit_form(sub, dev, form, start=final).params}
             except FitError:
-                continue
-            for p in res.params:
-                if p.name in vals:
-                    vals[p.name].append(p.value)
-        out = {}
-        for n, v in vals.items():
-            if len(v) >= 2:
-                a = np.asarray(v)
-                out[n] = float(math.sqrt((len(a) - 1) / len(a) * np.sum((a - a.mean()) ** 2)))
-        return out
+                return None
+
+        cov = refit_jackknife(refit, df["workload"].astype(str).to_numpy(), names)
+        return {} if cov is None else {n: float(math.sqrt(cov[i, i])) for i, n in enumerate(names)}
 
     def predict(self, rows: pd.DataFrame) -> np.ndarray:
         """Time (s) of ``rows`` with the fitted section."""
