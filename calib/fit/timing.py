@@ -524,15 +524,14 @@ def dvfs_check(section: Section, df: pd.DataFrame, fc0: float, fm0: float) -> di
             "anchored_max_abs_err_pct": errors(y, anchored).max_abs_pct, "per_kernel": per_kernel}
 
 
-def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, Any], fc0: float, fm0: float,
-              notes: list[str], checks: dict[str, Any], method: str,
-              blocks: list[Covariance | None] | None = None, rounds_rows: pd.DataFrame | None = None) -> Section:
-    """The section with the structure (predictor, forms) that times the check rows and the multi-round
-    streams ``rounds_rows`` best (MAPE over both; the streams are the only rows that tell the rounds
-    forms apart when every campaign kernel runs one round), and its statistics."""
+def _assemble(col: _Collector, df: pd.DataFrame, device: Mapping[str, Any], fc0: float, fm0: float) -> Section:
+    """The section of the microbenchmarks' parameters ``col`` with the structure (predictor, forms) that
+    times the check rows and the multi-round streams best (MAPE over both; the streams are the only rows
+    that tell the rounds forms apart when every campaign kernel runs one round), and its statistics."""
+    params, notes, checks = col.params, col.notes, col.checks
     rows = _kernel_rows(df)
     check = rows[rows["role"].isin(CHECK_ROLES)] if "role" in rows.columns else rows
-    rr = _kernel_rows(rounds_rows) if rounds_rows is not None else df.iloc[:0]
+    rr = _kernel_rows(df.loc[col.rounds_index])
     scored = pd.concat([check, rr]) if len(rr) else check
     candidates = [{**st, "rounds_form": rf} for st in STRUCTURES
                   for rf in (ROUNDS_FORMS if len(rr) and st["predictor"] == "wangchu" else ("paper",))]
@@ -550,7 +549,8 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
     y = check["time_s"].to_numpy(float)
     m = errors(y, pred)
     stats: dict[str, Any] = {"n_samples": len(y), "rmse_s": finite_or_none(m.rmse), "mape_pct": finite_or_none(m.mape_pct), "r2": finite_or_none(m.r2),
-                             "method": method, "checked_on_roles": list(CHECK_ROLES),
+                             "method": "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)",
+                             "checked_on_roles": list(CHECK_ROLES),
                              "structure_choice": {f"{s['predictor']}/{s['comp_form']}"
                                                   + ("/shared_cases" if s["shared_cases"] else "")
                                                   + (f"/rounds_{s['rounds_form']}" if len(rr) and s["predictor"] == "wangchu"
@@ -567,7 +567,7 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
     # the discrepancy of time predictions for kernels: the kernels of the campaign were not fitted (the
     # parameters come from the microbenchmarks), so their relative errors are out-of-sample already
     pred_stats = prediction_stats(pct_errors(y, pred) / 100.0, len(check["workload"].unique()) if len(check) else 0)
-    if pred_stats and method.startswith("timing microbenchmarks"):
+    if pred_stats:
         pred_stats["method"] = "RMS of the relative time errors of the campaign's kernel rows (not fitted)"
         stats["prediction"] = pred_stats
         # total uncertainty: each parameter comes from its own microbenchmark, so no jackknife can see how
@@ -578,11 +578,13 @@ def _assemble(params: dict[str, Param], df: pd.DataFrame, device: Mapping[str, A
         for p in params.values():
             if p.vary:
                 p.stderr_total = total_stderr(p.stderr or 0.0, None, [d * abs(p.value)])
+    sec.stats = stats
+    _score_heldout(sec, rows, fc0, fm0)
     if notes:
         stats["warnings"] = list(notes)
-    sec.stats = stats
-    sec.covariance = Covariance.from_blocks(list(params.values()), blocks or ())
-    _score_heldout(sec, rows, fc0, fm0)
+    if col.dof:
+        stats["stderr_dof"] = dict(col.dof)
+    sec.covariance = Covariance.from_blocks(list(params.values()), col.blocks)
     return sec
 
 
@@ -656,12 +658,7 @@ def fit_timing(samples: pd.DataFrame, device: Mapping[str, Any],
         if missing:
             warnings.warn(f"timing microbenchmarks incomplete (no {', '.join(missing)}); timing section not fitted")
             return None
-        sec = _assemble(col.params, df, device, fc0, fm0, col.notes, col.checks,
-                        "timing microbenchmarks (latency chases, departure bursts, stream, issue mix)", col.blocks,
-                        rounds_rows=df.loc[col.rounds_index])
-        if col.dof:
-            sec.stats["stderr_dof"] = dict(col.dof)
-        return sec
+        return _assemble(col, df, device, fc0, fm0)
     rows = _kernel_rows(df)
     if len(rows) >= 12:
         try:
