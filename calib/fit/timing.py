@@ -146,9 +146,11 @@ def _noise_cov(x: np.ndarray, y: np.ndarray, noise: float | None) -> np.ndarray 
     return inv @ (X.T * (noise * np.asarray(y, float)) ** 2) @ X @ inv
 
 
-def _max_se(*ses: float | None) -> float | None:
-    """The largest of the standard errors that are known."""
-    known = [s for s in ses if s is not None and math.isfinite(s)]
+def _mean_se(a: np.ndarray, *floors: float | None) -> float | None:
+    """Standard error of the mean of ``a`` from its scatter (two values or more), floored by ``floors``
+    (the timer noise propagated): the largest of those that are known."""
+    known = [s for s in (float(a.std(ddof=1) / math.sqrt(len(a))) if len(a) > 1 else None, *floors)
+             if s is not None and math.isfinite(s)]
     return max(known) if known else None
 
 
@@ -158,20 +160,11 @@ def _floored_line(x: np.ndarray, y: np.ndarray, noise: float | None
     (scatter) covariance, or :func:`_noise_cov` when that gives the slope a larger variance. Returns
     (s, c, cov, dof): ``dof`` is the line's ``n - 2`` when its own scatter sets the error, None when the
     timer noise does (its degrees of freedom are the session's)."""
-    s, c, _, _, cov = _line(x, y)
+    (s, c), cov = np.polyfit(x, y, 1, cov=True) if len(x) >= 3 else (np.polyfit(x, y, 1), None)
     cov_noise = _noise_cov(x, y, noise)
     if cov is None or (cov_noise is not None and cov_noise[0, 0] > cov[0, 0]):
-        return s, c, cov_noise, None
-    return s, c, cov, len(x) - 2.0
-
-
-def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float | None, float | None, np.ndarray | None]:
-    """Least-squares line y = s x + c: (s, c, se_s, se_c, cov)."""
-    if len(x) >= 3:
-        (s, c), cov = np.polyfit(x, y, 1, cov=True)
-        return float(s), float(c), float(math.sqrt(cov[0, 0])), float(math.sqrt(cov[1, 1])), cov
-    s, c = np.polyfit(x, y, 1)
-    return float(s), float(c), None, None, None
+        return float(s), float(c), cov_noise, None
+    return float(s), float(c), cov, len(x) - 2.0
 
 
 class _Collector:
@@ -385,8 +378,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         b.ovh = float(t.mean())
         # repeats of one workload give a 1-dof scatter estimate that can come out ~0: the pooled timer
         # noise of the session is a floor under it
-        se = _max_se(float(t.std(ddof=1) / math.sqrt(len(t))) if len(t) > 1 else None,
-                     noise * b.ovh / math.sqrt(len(t)) if noise else None)
+        se = _mean_se(t, noise * b.ovh / math.sqrt(len(t)) if noise else None)
         out.put("launch_overhead_s", b.ovh, "s", se, "time of a launch-only kernel", hi=1.0)
     else:
         out.notes.append("no launch-only kernel: launch overhead taken as 0")
@@ -420,7 +412,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
             se_rel = b.rel_se(mv, u)
             if se_rel is not None and se_issue is not None:
                 se_rel = math.hypot(se_rel, mv * se_issue / issue)
-            se = _max_se(float(m.std(ddof=1) / math.sqrt(len(m))) if len(m) > 1 else None, se_rel)
+            se = _mean_se(m, se_rel)
             if not pipe_bound.any():
                 out.notes.append(f"m_factor_{cls}: the {cls} unit kernel is issue bound; M_Factor 1")
                 se = None
@@ -434,8 +426,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
         if (n_l2 > 0).all():
             d = b.cycles(l2) / (l2["warps_per_sm"].to_numpy(float) * n_l2 * l2["active_sms"].to_numpy(float))
             v = float(d.mean())
-            out.put("l2_del_cycles", v, "cycles", _max_se(float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else None,
-                                                           b.rel_se(v, l2)),
+            out.put("l2_del_cycles", v, "cycles", _mean_se(d, b.rel_se(v, l2)),
                     "L2 service time per 128-byte transaction of the chip (L2 kernel at full occupancy)")
     if noise is not None and noise_dof:
         # every standard error above rests on the timer noise (propagated, or as a floor under a line's
