@@ -211,6 +211,7 @@ class _Bench:
     fm0: float
     n_sm: int
     noise: float | None                   # the event timer's relative noise
+    lines: dict[tuple, tuple[pd.DataFrame, np.ndarray]]  # the benchmarks on straight lines (_lines)
     ovh: float = 0.0                      # launch overhead, s
 
     def of_kind(self, kind: str, **want: Any) -> list[Any]:
@@ -258,12 +259,10 @@ def _pchase(b: _Bench) -> None:
                 out.notes.append("the DRAM chase ran at one clock ratio other than the default; Mem_LD is taken there")
         out.put("mem_ld_cycles", mem_ld, "cycles", se_ld, "DRAM round trip of one transaction at the default clocks")
     for level, pname in (("l2", "l2_lat_cycles"), ("l1", "l1_lat_cycles"), ("shared", "sh_lat_cycles")):
-        sel = [i for i, e in zip(tim.index, b.decl)
-               if e["kind"] == "pchase" and e["level"] == level and not e.get("clocks")]  # default clocks
-        if len(sel) < 2:
+        rows, loads = b.lines.get(("pchase", level), (tim.iloc[:0], None))  # chains at the default clocks
+        if len(rows) < 2:
             continue
-        rows = tim.loc[sel]
-        s, _, cov, dof = _floored_line(_cnt(rows, level), b.cycles(rows), noise)
+        s, _, cov, dof = _floored_line(loads, b.cycles(rows), noise)
         if dof is not None:
             out.dof[pname] = dof
         out.put(pname, s, "cycles", None if cov is None else float(math.sqrt(cov[0, 0])),
@@ -273,21 +272,12 @@ def _pchase(b: _Bench) -> None:
 def _departure(b: _Bench) -> None:
     """Departure delays from one-SM bursts (slope of cycles vs transactions per SM); all-SM bursts check
     the DRAM service time."""
-    out, tim = b.out, b.tim
-    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for i, e in zip(tim.index, b.decl):
-        if e["kind"] != "departure":
+    out = b.out
+    for (kind, *key), (rows, n_tx) in b.lines.items():
+        if kind != "departure" or len(rows) < 2:
             continue
-        row = tim.loc[i]
-        tx = 1.0 if e["access"] == "coal" else UNCOAL_TX
-        n_tx = float(row["warps_per_sm"]) * float(e["reqs"]) * tx
-        groups.setdefault((e["access"], e["where"]), []).append(
-            (n_tx, (float(row["time_s"]) - b.ovh) * float(row["core_mhz"]) * 1e6))
-    for (access, where), pts in groups.items():
-        if len(pts) < 2:
-            continue
-        x, y = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
-        s, c, cov, dof = _floored_line(x, y, b.noise)
+        access, where = key
+        s, c, cov, dof = _floored_line(n_tx, b.cycles(rows), b.noise)
         if where == "sm1":
             if dof is not None:
                 out.dof[f"departure_del_{access}_cycles"] = dof
@@ -362,14 +352,15 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     noise, noise_dof = _repeat_noise(df)
     tim = df[df["role"] == "timing"]
     decl = [kinds[n] for n in tim["workload"].astype(str)]
+    lines = _lines(tim, decl)
     if noise is None:
         # nothing repeated: the timer noise from the scatter of the lines that should be straight
-        noise, noise_dof = line_noise_rel(_straight_lines(tim, decl))
+        noise, noise_dof = line_noise_rel([(x, rows["time_s"].to_numpy(float)) for rows, x in lines.values()])
         out.checks["timing_noise_source"] = "straight-line scatter of the bursts and chases (no repeats)"
     out.checks["timing_noise_rel"] = noise
     out.checks["timing_noise_dof"] = noise_dof
     at_default = np.isclose(df["core_mhz"].to_numpy(float), fc0) & np.isclose(df["mem_mhz"].to_numpy(float), fm0)
-    b = _Bench(out, df, tim, decl, fc0, fm0, int(device.get("sm_count", 1)), noise)
+    b = _Bench(out, df, tim, decl, fc0, fm0, int(device.get("sm_count", 1)), noise, lines)
 
     # launch overhead: the launch-only kernel
     idle = df[(df["role"] == "idle_kernel") & at_default]
@@ -438,16 +429,17 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     return out
 
 
-def _straight_lines(tim: pd.DataFrame, decl: list[Mapping[str, Any]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(x, time_s) of every microbenchmark line of :func:`line_noise_rel`: each burst kind (access,
-    where) vs its transactions per SM, each chase level at the default clocks vs its loads."""
+def _lines(tim: pd.DataFrame, decl: list[Mapping[str, Any]]) -> dict[tuple, tuple[pd.DataFrame, np.ndarray]]:
+    """The timing microbenchmarks that lie on straight lines, with their x: each burst kind
+    ``("departure", access, where)`` vs its transactions per SM, each chase level at the default clocks
+    ``("pchase", level)`` vs its loads (not DRAM's, whose line is over fc/fm); values (rows, x)."""
     groups: dict[tuple, list[int]] = {}
     for i, e in zip(tim.index, decl):
         if e["kind"] == "departure":
             groups.setdefault(("departure", e["access"], e["where"]), []).append(i)
         elif e["kind"] == "pchase" and e["level"] != "dram" and not e.get("clocks"):
             groups.setdefault(("pchase", e["level"]), []).append(i)
-    lines = []
+    out = {}
     for key, idx in groups.items():
         rows = tim.loc[idx]
         if key[0] == "departure":
@@ -455,8 +447,8 @@ def _straight_lines(tim: pd.DataFrame, decl: list[Mapping[str, Any]]) -> list[tu
                 * (1.0 if key[1] == "coal" else UNCOAL_TX)
         else:
             x = _cnt(rows, key[1])
-        lines.append((np.asarray(x, float), rows["time_s"].to_numpy(float)))
-    return lines
+        out[key] = (rows, np.asarray(x, float))
+    return out
 
 
 STRUCTURES = [{"predictor": p, "comp_form": c, "shared_cases": s} for p in T.PREDICTORS for c in ("max", "sum")
