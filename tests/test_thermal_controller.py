@@ -91,3 +91,23 @@ def test_report_shows_the_fan_curve_and_the_steps_from_power(gtx580):
     err = np.concatenate([ln_p.get_ydata() - ln_r.get_ydata() for ln_r, ln_p in zip(readings, preds)])
     assert np.sqrt(np.mean(err ** 2)) < 1.0
     assert "controller" in cap
+
+
+def test_calib_report_contains_the_fan_figure(gtx580, tmp_path, cli):
+    """`calib report` on the fitted file (session found beside it) draws the fan figure: the section, its
+    PNG and its caption are in index.html, not a 'skipped' note. Catches the figure dropped from the
+    report's list (calib.report.plots.FIGURES) or skipped for want of the session's thermal steps."""
+    import re
+
+    d, _ = gtx580
+    rc, _, err = cli("report", d / "fitted" / "q.json", "-o", tmp_path / "rep", "-q")
+    assert rc == 0, err
+    page = (tmp_path / "rep" / "index.html").read_text()
+    m = re.search(r'<section id="fig-fan">(.*?)</section>', page, re.S)
+    assert m is not None, "no fan section in the report"
+    sec = m.group(1)
+    assert '<img src="fig/fan.png"' in sec and "Not drawn" not in sec
+    assert "the fan duty the fitted controller aims at against the sensor temperature" in sec
+    assert "against the readings" in sec
+    png = (tmp_path / "rep" / "fig" / "fan.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
