@@ -138,3 +138,33 @@ def thermal_network_recovery_rows(preset: str, pf: ParameterFile) -> list[dict[s
                  "abs_error": float(n_dom - len(dom)),
                  "truth_from": f"poles slower than {GRID_S:g} s with >= {100 * DOMINANT_SHARE:g} % of the resistance"})
     return rows
+
+
+def true_run(preset: str, workload_index: int, seconds: float, *, idle_s: float = 30.0, step_s: float = 5.0,
+             seed: int = 3) -> tuple["pd.DataFrame", "pd.DataFrame"]:
+    """The simulator's run of a trace: a fresh virtual GPU of ``preset`` idles ``idle_s`` seconds, then runs
+    thermal workload ``workload_index`` of the full campaign for ``seconds`` (s). Returns (truth, log):
+    ``truth`` has, every ``step_s`` seconds from the kernel's start, the true sensor temperature
+    ``temp_c`` (the hidden die temperature plus the memory hot spot, not rounded like the NVML reading)
+    and the true board power ``power_w`` (leakage at that temperature included); ``log`` is the NVML log
+    a user would have (``time_s`` from the kernel's start, ``power_w``, ``temp_c``, ``fan_pct``). For
+    checks of transient predictions (leakage feedback): the model reads only the log, never ``truth``."""
+    import pandas as pd
+
+    from microbench.devices.sim.device import VirtualGPU
+
+    dev = VirtualGPU(get_preset(preset), seed=seed)
+    w = thermal_benchmarks(dev.info, "full")[workload_index].workload(dev.info)
+    dev.idle(idle_s)
+    t0 = dev.clock()[0]
+    rows = [(0.0, dev._sensor_temp(), dev.true_power_w())]
+    n = int(round(seconds / step_s))
+    for k in range(n):
+        dev.run(w, step_s)
+        rows.append(((k + 1) * step_s, dev._sensor_temp(), dev.true_power_w()))
+    blocks = dev.sensors()[0].read_blocks()
+    log = pd.DataFrame({"time_s": np.concatenate([b[0] for b in blocks]) - t0,
+                        "power_w": np.concatenate([b[2]["power_w"] for b in blocks]).astype(float),
+                        "temp_c": np.concatenate([b[2]["temp_c"] for b in blocks]).astype(float),
+                        "fan_pct": np.concatenate([b[2]["fan_pct"] for b in blocks]).astype(float)})
+    return pd.DataFrame(rows, columns=["time_s", "temp_c", "power_w"]), log

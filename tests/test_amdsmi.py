@@ -374,7 +374,7 @@ def test_the_registry_opens_rocm_devices(monkeypatch):
     from microbench.devices import registry
 
     F.install(monkeypatch, [F.mi300x()])
-    monkeypatch.setattr(amd, "RocmDevice", lambda index: ("RocmDevice", index))
+    monkeypatch.setattr(amd.BACKEND, "device_class", lambda index: ("RocmDevice", index))
     assert registry.open_device("rocm:0") == ("RocmDevice", 0)
     with pytest.raises(DeviceNotFoundError, match=r"^device rocm:x: expected rocm:<index>, e\.g\. rocm:0$"):
         registry.open_device("rocm:x")

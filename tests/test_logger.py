@@ -97,6 +97,24 @@ def test_nvml_sensor_through_the_logger_with_patched_binding(tmp_path):
     assert abs(we.disagreement_pct) <= 100.0 * 2 * (0.1 + gap) / span
 
 
+def test_per_fan_columns_reach_the_session_stream(tmp_path):
+    """Catches: the per-fan columns of a two-fan board (issue 30) dropped between the sensor and the
+    session's CSV stream (the stream's header comes from the sensor's columns)."""
+    with mock.patch("microbench.devices.nvml.pynvml", autospec=True) as m:
+        install_fake(m, [FakeGpu(fans_pct=[35, 45])])
+        from microbench.devices.nvml import NvmlSensor
+
+        s = NvmlSensor(0)
+        w = _writer(tmp_path, [s])
+        with SensorLogger(w, [s], period_s=0.02) as lg:
+            _wait_for_rows(lg, "nvml0", 5)
+        s.close()
+        w.close()
+    df = read_session(tmp_path / "sess").stream("nvml0")
+    assert len(df) >= 5
+    assert (df["fan0_pct"] == 35).all() and (df["fan1_pct"] == 45).all() and (df["fan_pct"] == 40.0).all()
+
+
 def test_transient_errors_are_counted_and_warned(tmp_path):
     s = ScriptedSensor("a", script=[TransientSensorError("timeout"), DeviceNotSupportedError("gone"), None])
     w = _writer(tmp_path, [s])

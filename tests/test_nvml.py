@@ -353,3 +353,49 @@ def test_signal_resets_clocks_in_a_real_process(sig):
     out, err = p.communicate(timeout=20)
     assert "final None None" in out, err
 
+
+
+# -- fans: one column per fan where the board has several (issue 30) ------------------------------------------
+
+def test_two_fan_board_logs_each_fan_and_their_mean(fake):
+    """Catches: only fan 0 logged on a multi-fan board (nvmlDeviceGetFanSpeed reports fan 0), or fan_pct
+    not the mean of the fans. Expected values are the fake board's duties, averaged by hand."""
+    fake.gpus[0].fans_pct = [40, 61]
+    s = nvml.NvmlSensor(0)
+    assert s.columns == nvml.SENSOR_COLUMNS + ("fan0_pct", "fan1_pct")
+    assert s.describe()["columns"][-2:] == ["fan0_pct", "fan1_pct"]  # the manifest lists them
+    [row] = s.read()
+    assert (row.values["fan0_pct"], row.values["fan1_pct"], row.values["fan_pct"]) == (40, 61, 50.5)
+    assert set(row.values) == set(s.columns)
+    s.close()
+
+
+@pytest.mark.parametrize("count", ["zero", "not_supported"])
+def test_fanless_board_logs_no_fan_and_does_not_fail(fake, count):
+    """Catches: a fanless board (A100/H100: nvmlDeviceGetNumFans gives 0 or NOT_SUPPORTED, the fan speed
+    NOT_SUPPORTED) failing the sensor's start or its polls, or getting fan columns."""
+    g = fake.gpus[0]
+    g.fans_pct = []
+    if count == "not_supported":
+        g.unsupported.add("num_fans")
+    s = nvml.NvmlSensor(0)
+    assert any(c[0] == "num_fans" for c in g.calls)  # the board was asked how many fans it has
+    assert s.columns == nvml.SENSOR_COLUMNS
+    rows = s.read() + s.read()
+    assert all(r.values["fan_pct"] is None for r in rows)
+    assert s.capabilities()["supported"]["fan"] is False and s.capabilities()["fans_logged"] == 0
+    s.close()
+
+
+def test_fan_v2_not_supported_falls_back_to_the_single_reading(fake):
+    """Catches: a driver that refuses nvmlDeviceGetFanSpeed_v2 (NOT_SUPPORTED) losing the fan duty or
+    leaving empty per-fan columns: fan_pct is then nvmlDeviceGetFanSpeed's reading (fan 0)."""
+    g = fake.gpus[0]
+    g.fans_pct = [40, 61]
+    g.fail["fan_v2"] = real_pynvml.NVML_ERROR_NOT_SUPPORTED
+    s = nvml.NvmlSensor(0)
+    assert any(c[0] == "fan_v2" for c in g.calls)  # the per-fan call was tried
+    assert s.columns == nvml.SENSOR_COLUMNS and s.capabilities()["fans_logged"] == 0
+    [row] = s.read()
+    assert row.values["fan_pct"] == 40
+    s.close()

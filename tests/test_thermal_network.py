@@ -5,6 +5,7 @@ analytic cases, HotSpot files, and bad input."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 import warnings
 
 import numpy as np
@@ -153,8 +154,13 @@ def test_leakage_fixed_point_matches_settled_card(one_pole):
         assert abs(ss.power_w - s["power_w"]) <= 0.01 * s["power_w"]
 
 
-def test_runaway_flagged_on_preset_built_to_run_away(tmp_path_factory):
-    _, pf = _campaign(tmp_path_factory, "gtx280_runaway")
+@pytest.fixture(scope="module")
+def runaway(tmp_path_factory):
+    return _campaign(tmp_path_factory, "gtx280_runaway")
+
+
+def test_runaway_flagged_on_preset_built_to_run_away(runaway):
+    _, pf = runaway
     sec = pf["thermal_network"]
     loop = sec.structure["loop"]
     assert loop["runaway"] is True and sec.structure["slowdown_temp_c"] == 95.0
@@ -362,3 +368,61 @@ def test_temperature_readings_depend_on_the_noise_seed():
     assert len(a) == len(b) == 1200 and np.mean(a != b) > 0.1
     for r in (a, b):
         assert abs(r.mean() - true_c) < 0.12, (r.mean(), true_c)
+
+
+# -- leakage feedback stepped in a trace prediction (issue 30) --------------------------------------------------
+
+@pytest.mark.parametrize("workload", [0, 3])  # fp32_fma and sfu thermal workloads: ~133 and ~123 W cold
+def test_cold_power_trace_steps_the_leakage_feedback_against_truth(runaway, workload, tmp_path, cli):
+    """`calib predict --trace --cold-power` on sim:gtx280_runaway (leakage exp(0.035/C), loop gain ~0.3):
+    a 600 s run of a heavy kernel from idle, given only its cold power (the NVML power over its first
+    seconds 1-4), ends within 0.75 C of the simulator's true sensor temperature and its predicted board power
+    within 1.5 % of the true one; the same trace predicted without the feedback (as a measured power)
+    ends more than 2 C low. Catches: the leakage not fed back into the heating power of each step (the
+    prediction then equals the no-feedback one), or fed back with the wrong sign or scale."""
+    from microbench.thermal_truth import true_run
+
+    d, _ = runaway
+    truth, log = true_run("gtx280_runaway", workload, 600.0)  # the model reads `log` only
+    cold_w = float(log[(log["time_s"] >= 1.0) & (log["time_s"] <= 4.0)]["power_w"].mean())
+    t = np.arange(0.0, 601.0)
+    pd.DataFrame({"time_s": t, "power_w": np.full(t.size, cold_w)}).to_csv(tmp_path / "cold.csv", index=False)
+    params = d / "fitted" / "q.json"
+    code, out, err = cli("predict", params, "--trace", tmp_path / "cold.csv", "--cold-power", "-o", tmp_path / "on.csv")
+    assert code == 0, err
+    assert "rows with temp_c_pred and power_w_pred (leakage feedback stepped)" in out
+    code, _, err = cli("predict", params, "--trace", tmp_path / "cold.csv", "-o", tmp_path / "off.csv")
+    assert code == 0, err
+    on, off = pd.read_csv(tmp_path / "on.csv").iloc[-1], pd.read_csv(tmp_path / "off.csv").iloc[-1]
+    true_c, true_w = float(truth["temp_c"].iloc[-1]), float(truth["power_w"].iloc[-1])
+    assert true_c - 65.0 > 12.0 and true_w - cold_w > 8.0  # the run heats, and the leakage adds power
+    assert abs(on["temp_c_pred"] - true_c) <= 0.75, (on["temp_c_pred"], true_c)
+    assert abs(on["power_w_pred"] - true_w) <= 0.015 * true_w, (on["power_w_pred"], true_w)
+    assert true_c - off["temp_c_pred"] > 2.0, (off["temp_c_pred"], true_c)
+    assert "power_w_pred" not in pd.read_csv(tmp_path / "off.csv").columns
+
+
+def test_cold_power_feedback_matches_the_closed_form_one_pole_rise():
+    """One pole (R 0.3 C/W, tau 50 s) and linear leakage sigma 1.0 W/C, cold step of 100 W: the stepped
+    feedback follows theta(t) = R P / (1 - R sigma) x (1 - exp(-t (1 - R sigma) / tau)) (solved by hand from
+    tau dtheta/dt = R (P + sigma theta) - theta), within 0.5 % at 1 s steps (the leakage of a step follows
+    the temperature at its start). Catches: the Foster form's feedback missing or mis-scaled."""
+    from calib.model.thermal_network import trace_prediction
+
+    net = FosterNetwork((0.3,), (50.0,), 0.0, 40.0, 60.0, Leakage("linear", 1.0))
+    t = np.arange(0.0, 401.0)
+    temp, power = trace_prediction(net, pd.DataFrame({"time_s": t, "power_w": np.full(t.size, 160.0)}), cold=True)
+    g = 1.0 - 0.3 * 1.0
+    theta = 0.3 * 100.0 / g * -np.expm1(-t * g / 50.0)
+    assert np.allclose(temp - 40.0, theta, rtol=5e-3, atol=0.02)
+    assert np.allclose(power, 160.0 + 1.0 * (temp - 40.0))  # eq. (22) on the stepped temperature
+    off = trace_prediction(net, pd.DataFrame({"time_s": t, "power_w": np.full(t.size, 160.0)}))[0]
+    assert off[-1] - 40.0 == pytest.approx(0.3 * 100.0 * (1 - math.exp(-400 / 50.0)), rel=1e-6)
+
+
+def test_cold_power_needs_a_trace(tmp_path, cli):
+    fitted = Path(__file__).resolve().parents[1] / "fitted"
+    code, _, err = cli("predict", fitted / "sim-gtx280.json", fitted / "sim-gtx280.samples.csv", "--cold-power",
+                       "-o", tmp_path / "x.csv")
+    assert code == 2
+    assert "calib predict: --cold-power describes the power of a --trace; give --trace POWER.csv" in err

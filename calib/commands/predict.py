@@ -17,6 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "start_s column is a kernel sequence (temperatures from the thermal network)")
     p.add_argument("--trace", metavar="POWER.csv", help="a power trace (time_s, power_w[, ambient_c]) instead: "
                    "temp_c_pred per time step from the thermal network")
+    p.add_argument("--cold-power", action="store_true",
+                   help="with --trace: power_w is what each interval draws at the idle temperature (e.g. the power "
+                        "model's power_w_pred for the kernel), not a measured board power: the leakage the rising "
+                        "temperature adds is stepped in row by row (leakage feedback) and power_w_pred written")
     p.add_argument("-o", "--output", required=True, help="CSV to write: the input rows plus power_w_pred, ...")
     p.add_argument("--clocks", default=None, metavar="all|CORE:MEM,...",
                    help="predict every input kernel at these (core, memory) clock pairs, MHz: 'all' for every pair "
@@ -44,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"--level {args.level}: must be between 0 and 1 (e.g. 0.9)")
     if args.trace is not None:
         return _trace(args)
+    if args.cold_power:
+        raise BadInputError("calib predict: --cold-power describes the power of a --trace; give --trace POWER.csv")
     from calib.core.atomic import atomic_write_text
     from calib.model.predict import kernel_description_table, predict_table
     from calib.core.samples import read_samples
@@ -93,7 +99,7 @@ def _trace(args: argparse.Namespace) -> int:
     from calib.core.atomic import atomic_write_text
     from calib.core.errors import BadInputError
     from calib.model.checks import load_checked
-    from calib.model.thermal_network import SECTION, FosterNetwork, predict_trace, read_power_trace
+    from calib.model.thermal_network import SECTION, FosterNetwork, read_power_trace, trace_prediction
 
     pf = load_checked(args.params)
     if SECTION not in pf:
@@ -103,10 +109,15 @@ def _trace(args: argparse.Namespace) -> int:
     df = read_power_trace(args.trace)
     _check_trace_power(pf.device, df, args.trace)
     out = df.copy()
-    out["temp_c_pred"] = predict_trace(FosterNetwork.from_section(sec), df, args.trace,
-                                       sec.structure.get("ambient_temp_c"))
+    temp, power = trace_prediction(FosterNetwork.from_section(sec), df, args.trace,
+                                   sec.structure.get("ambient_temp_c"), cold=args.cold_power)
+    out["temp_c_pred"] = temp
+    if args.cold_power:  # the board power with the leakage its temperature adds
+        out["power_w_pred"] = power
     atomic_write_text(args.output, out.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     msg = f"{output_name(args.output)}: {len(out)} rows with temp_c_pred"
+    if args.cold_power:
+        msg += " and power_w_pred (leakage feedback stepped)"
     if "temp_c" in out.columns and out["temp_c"].notna().any():
         from calib.core.metrics import errors
 

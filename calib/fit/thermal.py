@@ -31,7 +31,7 @@ from calib.core.metrics import errors
 from calib.fit.core import fit_lsq
 from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Constraint, Estimator, number
-from calib.fit.uncertainty import apply_total, ar1_inflation, total_covariance
+from calib.fit.uncertainty import apply_total, ar1_inflation, refit_jackknife, total_covariance
 from calib.model.thermal import leakage_w, max_temp_rise_c, rc_decay, rc_rise
 from calib.segment import SessionData, ThermalStep
 from calib.core.units import mem_intensity
@@ -226,7 +226,7 @@ class ThermalFitter(Estimator):
         names = list(cov.names)
         steps, fan = data.thermal_steps, data.fan
 
-        def refit(sub_steps: Sequence[ThermalStep], sub_fan: pd.DataFrame | None) -> list[float] | None:
+        def refit(sub_steps: Sequence[ThermalStep], sub_fan: pd.DataFrame | None) -> dict[str, float] | None:
             sub = ThermalFitter(**self.get_params())
             with _w.catch_warnings():
                 _w.simplefilter("ignore")
@@ -234,24 +234,18 @@ class ThermalFitter(Estimator):
                     sub.fit(replace(data, thermal_steps=list(sub_steps), fan=sub_fan), uncertainty=False)
                 except FitError:
                     return None
-            v = {p.name: p.value for p in sub.params_}
-            return [v.get(n, np.nan) for n in names]
+            return {p.name: p.value for p in sub.params_}
 
-        def jackknife(reps: list[list[float] | None]) -> np.ndarray | None:
-            D = np.array([r for r in reps if r is not None], float)
-            if len(D) < 3:
-                return None
-            Dc = np.nan_to_num(D - np.nanmean(D, axis=0))
-            return (len(D) - 1) / len(D) * (Dc.T @ Dc)
-
-        jack = jackknife([refit([s for i, s in enumerate(steps) if i != k], fan)
-                          for k in range(len(steps) if len(steps) >= 3 else 0)])
+        jack = None
+        if len(steps) >= 3:
+            jack = refit_jackknife(lambda keep: refit([s for s, k in zip(steps, keep) if k], fan),
+                                   np.arange(len(steps)), names)
         # the fan sweep is a second set of independent groups (one per duty level): its readings are a
         # time series, and the leakage it removes is read off a sensor that reads whole degrees; the two
         # jackknifes add, the data sets being independent
         if fan is not None and "fan_pct" in fan.columns and fan["fan_pct"].nunique() >= 4:
-            levels = fan["step"] if "step" in fan.columns else fan["fan_pct"]
-            jack_fan = jackknife([refit(steps, fan[levels != lv]) for lv in levels.unique()])
+            levels = (fan["step"] if "step" in fan.columns else fan["fan_pct"]).to_numpy()
+            jack_fan = refit_jackknife(lambda keep: refit(steps, fan[keep]), levels, names)
             if jack_fan is not None:
                 jack = jack_fan if jack is None else jack + jack_fan
         form = getattr(self, "_form_sd", {})

@@ -42,6 +42,11 @@ linear (IPP's sigma) and exponential; the exponential form is selected when its 
 
 Fan controller: the logged duty against the sensor temperature over the record, a line from the lowest
 duty with a slew limit (:func:`_fit_controller`), so that a prediction without a fan log follows the fan.
+Its gain (and with it the temperature the ramp starts at) is determined only where the controller's input
+moves over the ramp by at least :data:`RAMP_SPAN_STEPS` steps of the sensor: a steep thermostat whose
+duty climbs within a degree or two of an integer sensor gives a least-squares slope diluted towards 0
+(errors in the input), so the file then names ``fan_gain_pct_per_c`` and ``fan_t0_c`` undetermined and
+states what the log does fix (the duty the ramp reached, the temperatures it happened at).
 """
 
 from __future__ import annotations
@@ -325,6 +330,12 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
                    np.concatenate(os_), np.concatenate(tb), has_fan, how, not crossings)
 
 
+#: the fan controller's gain is determined when its input spans at least this many sensor steps (P5-P95)
+#: over the bins where the duty is on its ramp: a rounding error uniform over one step (variance step^2 / 12)
+#: dilutes a least-squares slope over a uniform span S by S^2 / (S^2 + step^2), under 10 % from S = 3 steps
+RAMP_SPAN_STEPS = 3.0
+
+
 #: per-bin decay exponent (lambda x bin) above which a mode is treated as following its input within a bin
 FAST_DECAY = 40.0
 
@@ -589,14 +600,16 @@ def _follow(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndarray,
     return out
 
 
-def _fit_controller(rec: _Record, hot_c: float) -> tuple[Any, dict[str, Any]]:
+def _fit_controller(rec: _Record, hot_c: float, step_c: float = 0.0) -> tuple[Any, dict[str, Any]]:
     """The fan controller (:class:`calib.model.thermal_network.FanController`) from the logged duty against
     the sensor temperature of the thermal record: a line from the lowest duty above a temperature, slew
     limited, fitted by least squares of the duty it gives from each record's first logged duty (a grid of
     start temperatures and gains, then refined: the clip and the slew make the misfit piecewise). The
     controller's input is the sensor reading, or the reading without the memory hot spot (the die
     temperature next to it), whichever follows the log better. A duty that never rose above its floor gives
-    a fan held at its floor (the curve above the temperatures the campaign reached is unknown)."""
+    a fan held at its floor (the curve above the temperatures the campaign reached is unknown). ``step_c``:
+    the sensor's resolution (C; 1 for an integer sensor): a ramp narrower than :data:`RAMP_SPAN_STEPS`
+    steps leaves the gain and start temperature undetermined (``info["undetermined"]``)."""
     from scipy.optimize import least_squares
 
     from calib.model.thermal_network import FanController
@@ -631,6 +644,22 @@ def _fit_controller(rec: _Record, hot_c: float) -> tuple[Any, dict[str, Any]]:
     info.update({"input": label, "rmse_pct": 100.0 * rmse,
                  "model": "duty = min(100 %, max(fan_min_pct, fan_min_pct + fan_gain_pct_per_c (T - fan_t0_c))), "
                           "reached at most fan_slew_pct_per_s"})
+    inp = temp if label == "sensor" else temp - hot_c * rec.mem
+    ramp = up & (duty < 0.98)
+    lo_c, hi_c = (float(x) for x in np.percentile(inp[ramp], [5, 95])) if ramp.any() else (math.nan, math.nan)
+    span = hi_c - lo_c
+    info["ramp"] = {"input_p5_c": lo_c, "input_p95_c": hi_c, "duty_max_pct": 100.0 * float(np.max(duty[ramp])),
+                    "sensor_step_c": step_c, "bins": int(ramp.sum())}
+    if step_c > 0 and not span >= RAMP_SPAN_STEPS * step_c:
+        rise = 100.0 * (float(np.max(duty[ramp])) - floor)
+        info["undetermined"] = ["fan_gain_pct_per_c", "fan_t0_c"]
+        info["gain_at_least_pct_per_c"] = rise / max(span, step_c)
+        info["reason"] = (f"the duty rose from {100 * floor:.0f} % to {100 * float(np.max(duty[ramp])):.0f} % while the "
+                          f"controller's input ({label}) stayed within {lo_c:.1f}-{hi_c:.1f} C (P5-P95), under "
+                          f"{RAMP_SPAN_STEPS:g} steps of the {step_c:g} C sensor: the slope is not resolved (the readings' "
+                          f"rounding and noise dilute it towards 0); the gain is at least about {info['gain_at_least_pct_per_c']:.2g} "
+                          f"%/C ({rise:.0f} points within {max(span, step_c):.1f} C); the fitted {100 * gain:.3g} %/C and "
+                          f"fan_t0_c {t0:.1f} C are the best fit to the log, not measured")
     return FanController(float(lo), float(t0), float(gain), 1.0, float(slew), label != "sensor"), info
 
 
@@ -965,7 +994,9 @@ class ThermalNetworkFitter(Estimator):
             warns.append(f"temperature moved only {lk['span_c']:.0f} C in the thermal steps: leakage poorly determined")
         # the fan controller
         controller, ctl_info = (None, {"model": "no fan duty logged"}) if not rec.has_fan else \
-            _fit_controller(rec, f.values["hot_c"])
+            _fit_controller(rec, f.values["hot_c"], 1.0 if quantized else 0.0)
+        if "undetermined" in ctl_info:
+            warns.append(f"fan controller: fan_gain_pct_per_c and fan_t0_c are undetermined: {ctl_info['reason']}")
         if controller is not None:
             for nm, val, unit, desc in (
                     ("fan_min_pct", 100.0 * controller.min_duty, "%", "fan controller: lowest duty"),
@@ -974,6 +1005,8 @@ class ThermalNetworkFitter(Estimator):
                     ("fan_gain_pct_per_c", 100.0 * controller.gain_per_c, "%/C", "fan controller: duty per degree"),
                     ("fan_slew_pct_per_s", 100.0 * min(controller.slew_per_s, 100.0), "%/s",
                      "fan controller: fastest change of the duty")):
+                if nm in ctl_info.get("undetermined", ()):
+                    desc += " (UNDETERMINED by this campaign: see thermal_network.fan.controller.reason)"
                 params.append(Param(nm, float(val), unit, vary=nm != "fan_max_pct", description=desc))
         slow = self.slowdown_temp_c or device_slowdown_c or DEFAULT_SLOWDOWN_C
         busy_thr = self._busy_threshold(steps, idle_power_w)

@@ -80,7 +80,7 @@ from calib.core.samples import CNT_PREFIX
 from calib.core.units import clock_levels, nearest_level
 from calib.fit.base import Constraint, Estimator, number, optional, options
 from calib.fit.core import fit_lsq
-from calib.fit.uncertainty import total_stderr
+from calib.fit.uncertainty import refit_jackknife, total_stderr
 from calib.model import timing as T
 
 log = logging.getLogger(__name__)
@@ -280,13 +280,9 @@ class TimingFitter(Estimator):
 
     # -- model ---------------------------------------------------------------------------------------
     def _structure(self, dev: Mapping[str, Any], form: Mapping[str, Any]) -> dict[str, Any]:
-        fc0, fm0 = dev["ref"]
-        return {"predictor": form["predictor"], "comp_form": form["comp_form"], "case2_form": "fixed", "case3_form": "once",
-                "departure_scale": "round_trip", "bandwidth_form": "roofline",
-                "shared_cases": False, "mem_l_coal": "thesis", "n_pw_form": "fixed",
-                "ref_clocks": {"core_mhz": fc0, "mem_mhz": fm0}, "sm_count": int(dev["sm_count"]),
-                "max_warps_per_sm": float(dev["max_warps_per_sm"]),
-                "max_blocks_per_sm": float(dev["max_blocks_per_sm"]), "uncoal_per_mw": 32.0, "uncoal_tx_bytes": 32.0}
+        return T.structure(form["predictor"], form["comp_form"], *dev["ref"], dev["sm_count"], dev["max_warps_per_sm"],
+                           dev["max_blocks_per_sm"], case3_form="once", departure_scale="round_trip",
+                           bandwidth_form="roofline", shared_cases=False)
 
     def _plan(self, rows: pd.DataFrame, dev: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
         """Which rows are fitted and how, or None for plain (unanchored) log-time residuals at every row.
@@ -330,8 +326,6 @@ class TimingFitter(Estimator):
             warnings.simplefilter("ignore")
             ts0 = T.compile_section(sec)
             x = T.inputs_from_table(ts0, rows)
-        multi = "dm_lat_a_cycles" in sec.params
-        fc0, fm0 = dev["ref"]
         if plan is not None:
             y = rows["time_s"].to_numpy(float)
             anchor, anchor_of, resid = plan["anchor"], plan["anchor_of"], plan["resid"]
@@ -343,14 +337,8 @@ class TimingFitter(Estimator):
             k_ev = anchor_of[ev]
             n_r = len(resid)
 
-        def values_of(values: Mapping[str, float]) -> dict[str, float]:
-            v = dict(values)
-            if multi:
-                v["mem_ld_cycles"] = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
-            return v
-
         def f(values: Mapping[str, float]) -> np.ndarray:
-            ts = dataclasses.replace(ts0, values=values_of(values))
+            ts = dataclasses.replace(ts0, values=T.with_ref_latency(values, *dev["ref"]))
             with np.errstate(all="ignore"):
                 if plan is None:
                     return np.log(np.maximum(T.time_from_inputs(ts, x), 1e-30))
@@ -472,12 +460,10 @@ class TimingFitter(Estimator):
     # -- fit ----------------------------------------------------------------------------------------
     def fit(self, rows: pd.DataFrame, plan: Sequence[Mapping[str, Any]] | None = None, source: str = "") -> "TimingFitter":
         """Fit to the kernel rows of ``rows`` (module docstring). ``plan``: a session manifest's plan
-        (adds each workload's ILP and coalescing, :func:`calib.fit.timing.with_plan_inputs`);
+        (adds each workload's ILP and coalescing, :func:`with_plan_inputs`);
         ``source`` names the table in messages. Returns self."""
         self._validate_settings()
         if plan:
-            from calib.fit.timing import with_plan_inputs
-
             rows = with_plan_inputs(rows, plan)
         where = source or "<table>"
         df = self._rows(rows, where)
@@ -565,31 +551,46 @@ class TimingFitter(Estimator):
 
     def _jackknife(self, df: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
                    final: Sequence[Param]) -> dict[str, float]:
-        """Leave-one-kernel-out standard error of every varied parameter."""
-        kernels = sorted(df["workload"].astype(str).unique())
-        vals: dict[str, list[float]] = {p.name: [] for p in final if p.vary}
-        for kname in kernels:
-            sub = df[df["workload"].astype(str) != kname].reset_index(drop=True)
+        """Leave-one-kernel-out standard error of every varied parameter (refits from ``final``,
+        :func:`calib.fit.uncertainty.refit_jackknife`); {} with fewer than two refits."""
+        names = [p.name for p in final if p.vary]
+
+        def refit(keep: np.ndarray) -> dict[str, float] | None:
+            sub = df[keep].reset_index(drop=True)
             if sub["workload"].nunique() < 2 or len(sub) < 6:
-                continue
+                return None
             try:
-                res = self._fit_form(sub, dev, form, start=final)
+                return {p.name: p.value for p in self._fit_form(sub, dev, form, start=final).params}
             except FitError:
-                continue
-            for p in res.params:
-                if p.name in vals:
-                    vals[p.name].append(p.value)
-        out = {}
-        for n, v in vals.items():
-            if len(v) >= 2:
-                a = np.asarray(v)
-                out[n] = float(math.sqrt((len(a) - 1) / len(a) * np.sum((a - a.mean()) ** 2)))
-        return out
+                return None
+
+        cov = refit_jackknife(refit, df["workload"].astype(str).to_numpy(), names)
+        return {} if cov is None else {n: float(math.sqrt(cov[i, i])) for i, n in enumerate(names)}
 
     def predict(self, rows: pd.DataFrame) -> np.ndarray:
         """Time (s) of ``rows`` with the fitted section."""
         self.check_is_fitted()
         return T.predict_time(self.section_, rows)
+
+
+def with_plan_inputs(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> pd.DataFrame:
+    """The samples plus the timing inputs a session's plan declares per workload: ``ilp``
+    (independent chains per thread, from the kernel parameters) and ``uncoal_frac`` (1 for a kernel
+    declared ``coalesced: false``). Columns the table already has are kept."""
+    if not plan:
+        return samples
+    by_name = {p.get("name"): p.get("params", {}) or {} for p in plan}
+    out = samples.copy()
+    names = out["workload"].astype(str)
+    if "ilp" not in out.columns:
+        ilp = [float(by_name.get(n, {}).get("ilp", math.nan)) for n in names]
+        if not all(math.isnan(v) for v in ilp):
+            out["ilp"] = ilp
+    if "uncoal_frac" not in out.columns:
+        unc = [0.0 if by_name.get(n, {}).get("coalesced", True) else 1.0 for n in names]
+        if any(unc):
+            out["uncoal_frac"] = unc
+    return out
 
 
 def _is_latency(name: str) -> bool:
@@ -603,9 +604,7 @@ def _with_mem_ld(params: Sequence[Param], dev: Mapping[str, Any]) -> list[Param]
     ps = list(params)
     names = {p.name for p in ps}
     if "dm_lat_a_cycles" in names and "mem_ld_cycles" not in names:
-        v = {p.name: p.value for p in ps}
-        fc0, fm0 = dev["ref"]
-        ld = v["dm_lat_a_cycles"] * fc0 / fm0 + v["dm_lat_b_cycles"]
+        ld = T.with_ref_latency({p.name: p.value for p in ps}, *dev["ref"])["mem_ld_cycles"]
         ps.append(Param("mem_ld_cycles", float(ld), "cycles", 1e-9, 1e6, False, None, None,
                         "DRAM round trip at the reference clocks (= a fc/fm + b)"))
     return ps

@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 
 from calib.core.atomic import atomic_write_bytes
 from calib.core.errors import BadInputError, CalibError
+from calib.core.session import file_sha256
 from calib.fleet.layout import dirs
 from calib.fleet.submit import read_task_record
 
@@ -115,14 +116,6 @@ class CollectResult:
 
 # -- reading the fleet directory ------------------------------------------------------------------
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _serial(preset: Any) -> int | None:
     if isinstance(preset, str) and "@" in preset:
         tail = preset.rsplit("@", 1)[1]
@@ -151,7 +144,7 @@ def _read_gpu(param_file: str, task_file: str | None) -> dict[str, Any]:
         "session": str(prov.get("session") or path.stem),
         "driver_version": str(dev.get("driver_version") or "unknown"),
         "campaign_name": str(camp.get("name") or "unknown"),
-        "param_file": str(path), "param_sha256": _sha256(path),
+        "param_file": str(path), "param_sha256": file_sha256(path),
         "toolkit_version": prov.get("toolkit_version"), "toolkit_commit": prov.get("toolkit_commit"),
         "created_utc": prov.get("created_utc"), "job_id": task.get("job_id"),
         "restart_count": task.get("restart_count"),
@@ -402,7 +395,7 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
         seen[key] = name
         old = existing.get(key)
         if old is not None:
-            if old.get("param_sha256") == _sha256(Path(pfile)):
+            if old.get("param_sha256") == file_sha256(pfile):
                 result.already += 1
                 result.statuses.append(SessionStatus(name, "already", "", uuid))
                 continue

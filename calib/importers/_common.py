@@ -23,15 +23,15 @@ def read_lines(path: str | os.PathLike) -> list[str]:
 
 
 def read_text(path: str | os.PathLike) -> tuple[list[str], bool]:
-    """(lines, whether the last line ends with a newline) of a text file, read once.
+    """(lines, whether the last non-blank line is complete) of a text file, read once.
 
-    BadInputError when the file is missing, a directory, unreadable, binary or empty. The newline
-    flag lets a reader tell a file cut mid-line (its last row short) from one that merely lacks a
-    final newline.
+    BadInputError when the file is missing, a directory, unreadable, binary or empty. The flag (the text
+    ends with a newline, or blank lines follow its last line) lets a reader tell a file cut mid-line
+    (its last row short) from one that merely lacks a final newline.
     """
     text = read_text_file(path)[1]
     lines = text.splitlines()
-    return lines, text.endswith(("\n", "\r"))
+    return lines, text.endswith(("\n", "\r")) or bool(lines and not lines[-1].strip())
 
 
 def cut_hint(is_last: bool, ends_with_newline: bool) -> str:

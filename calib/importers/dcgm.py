@@ -160,8 +160,6 @@ def read(path: str | os.PathLike, workload: str | None = None, skip_idle: bool =
     """Read dcgmi dmon output (or its CSV form) into a checked samples table (module docstring)."""
     p = Path(path)
     lines, ends_nl = read_text(p)
-    if lines and not lines[-1].strip():
-        ends_nl = True  # trailing blank lines: the last data line is complete
     first = next(x for x in lines if x.strip())
     is_csv = "," in first and not first.lstrip().startswith("#")
     raw = _parse_csv(lines, p, ends_nl) if is_csv else _parse_dmon(lines, p, ends_nl)

@@ -57,8 +57,6 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     """Read a gpmTOOL measurement file into a checked samples table (module docstring)."""
     p = Path(path)
     lines, ends_nl = read_text(p)
-    if lines and not lines[-1].strip():
-        ends_nl = True  # trailing blank lines: the last data line is complete
     while lines and not lines[-1].strip():
         lines.pop()
     if len(lines) < 5:

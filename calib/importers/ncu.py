@@ -66,8 +66,6 @@ Unmapped metrics are ignored and listed in one warning.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import warnings
 from pathlib import Path
@@ -123,17 +121,6 @@ NCU_METRICS: dict[str, str] = {
     "sm__cycles_active": "sm",
     "sm__warps_active": "occupancy",
 }
-
-
-def _csv_rows(lines: list[str], skip_prefix: str = "==") -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """(header, [(file line, fields)]) of the CSV part of a profiler export."""
-    body = [(i + 1, line) for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith(skip_prefix)]
-    if not body:
-        raise BadInputError("no CSV table found")
-    reader = csv.reader(io.StringIO("\n".join(line for _, line in body)))
-    parsed = list(reader)
-    header = [h.strip() for h in parsed[0]]
-    return header, [(body[i][0], r) for i, r in enumerate(parsed[1:], start=1)]
 
 
 def _pct_value(text: str, where: str, clipped: list[str] | None = None) -> float:
@@ -212,12 +199,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     def short(ln: int, n: int) -> str:
         return f"{p}: line {ln}: {n} fields, expected {len(header)}" + cut_hint(ln == last_line and n < len(header), ends_nl)
 
-    try:
-        header, rows = _csv_rows(lines)
-    except BadInputError as e:
-        raise BadInputError(f"{p}: {e}") from None
-    except csv.Error as e:
-        raise BadInputError(f"{p}: not a readable CSV export ({e})") from None
+    header, rows = NK._table(lines, str(p))
     col = {h: i for i, h in enumerate(header)}
     records: dict[str, dict[str, list[float]]] = {}
     order: list[str] = []

@@ -40,6 +40,7 @@ import numpy as np
 from calib.core import names
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import Section
+from calib.model.thermal import leakage_w
 
 MODEL_NAME = "foster"
 SECTION = "thermal_network"
@@ -69,8 +70,8 @@ class Leakage:
 
     def power_w(self, theta_c: np.ndarray | float) -> np.ndarray:
         th = np.asarray(theta_c, dtype=float)
-        if self.form == "linear":
-            return self.sigma_w_per_c * th
+        if self.form == "linear":  # IPP's eq. (22) on the rise above idle: its one home
+            return np.asarray(leakage_w(self.sigma_w_per_c, th, 0.0), dtype=float)
         if self.form == "exponential":
             return self.amp_w * np.expm1(np.clip(self.k_per_c * th, -50.0, 50.0))
         return np.zeros_like(th)
@@ -746,16 +747,32 @@ def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
     """Temperature (C) at each row of a measured power trace (``time_s``, ``power_w``): the network's
     exact update from idle equilibrium; a row's ``ambient_c`` shifts it by its difference from the
     ambient the network was fitted at (``ambient_ref_c``). A network in node form with a fan follows the
-    trace's ``fan_pct`` (%) where the trace has it, else its fitted controller."""
+    trace's ``fan_pct`` (%) where the trace has it, else its fitted controller. A measured board power
+    already carries the leakage of the temperature it was drawn at, so nothing is fed back; for a trace
+    of cold power see :func:`trace_prediction`."""
+    return trace_prediction(net, df, source, ambient_ref_c)[0]
+
+
+def trace_prediction(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
+                     ambient_ref_c: float | None = None, *, cold: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Temperature (C) and board power (W) at each row of a power trace (:func:`predict_trace`).
+
+    ``cold``: the trace's ``power_w`` is what each interval draws at the idle temperature (a power
+    model's prediction for the kernel, or its first seconds from idle), not a measured board power: the
+    leakage feedback is stepped row by row (the leakage of an interval follows the temperature at its
+    start, :meth:`FosterNetwork.simulate_cold`) and the returned power includes it. An ``ambient_c``
+    column shifts the temperature after that (its own leakage is not fed back)."""
     t, p = _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), source)
     if net.node_form:
         duty = df[TRACE_FAN].to_numpy(dtype=float) / 100.0 if TRACE_FAN in df.columns else None
-        temp = simulate_nodes(net, t, p, duty=duty)[0]
+        temp, power, _ = simulate_nodes(net, t, p, duty=duty, cold=cold)
+    elif cold:
+        temp, power = net.simulate_cold(t, p)
     else:
-        temp = net.simulate(t, p)
+        temp, power = net.simulate(t, p), p
     if TRACE_AMBIENT in df.columns and ambient_ref_c is not None:
         temp = temp + (df[TRACE_AMBIENT].to_numpy(dtype=float) - ambient_ref_c)
-    return temp
+    return temp, power
 
 
 def sequence_temperatures(net: FosterNetwork, start_s: np.ndarray, duration_s: np.ndarray, cold_power_w: np.ndarray,

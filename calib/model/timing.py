@@ -277,6 +277,27 @@ def dram_latency(ts: TimingSection, fc: np.ndarray, fm: np.ndarray) -> np.ndarra
     return np.zeros(np.broadcast(fc, fm).shape) + ts.values["mem_ld_cycles"]
 
 
+def with_ref_latency(values: Mapping[str, Any], ref_core_mhz: float, ref_mem_mhz: float) -> dict[str, Any]:
+    """``values`` with ``mem_ld_cycles`` = the DRAM latency at the reference clocks (Wang & Chu eq. 4) when
+    they give the line ``dm_lat_a_cycles``, ``dm_lat_b_cycles``; a fitter that fits the line keeps Mem_LD,
+    the departure delays' scale, on it. Values may be arrays (parameter sets evaluated at once)."""
+    v = dict(values)
+    if "dm_lat_a_cycles" in v and "dm_lat_b_cycles" in v:
+        v["mem_ld_cycles"] = W.dram_latency_cycles(v["dm_lat_a_cycles"], v["dm_lat_b_cycles"], ref_core_mhz, ref_mem_mhz)
+    return v
+
+
+def structure(predictor: str, comp_form: str, ref_core_mhz: float, ref_mem_mhz: float, sm_count: int,
+              max_warps_per_sm: float, max_blocks_per_sm: float, **forms: Any) -> dict[str, Any]:
+    """A timing section's ``structure`` as the fitters write it: the predictor and Comp_cycles form,
+    ``forms`` (``shared_cases`` and the fitter's other choices), the thesis's fixed forms, the reference
+    clocks (MHz) and the occupancy limits."""
+    return {"predictor": predictor, "comp_form": comp_form, "case2_form": "fixed", **forms, "mem_l_coal": "thesis",
+            "n_pw_form": "fixed", "ref_clocks": {"core_mhz": ref_core_mhz, "mem_mhz": ref_mem_mhz},
+            "sm_count": int(sm_count), "max_warps_per_sm": float(max_warps_per_sm),
+            "max_blocks_per_sm": float(max_blocks_per_sm), "uncoal_per_mw": 32.0, "uncoal_tx_bytes": 32.0}
+
+
 def _scaled_departures(ts: TimingSection, dm_lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = dm_lat / ts.values["mem_ld_cycles"]
     dd_c = ts.values["departure_del_coal_cycles"] * scale

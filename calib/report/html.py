@@ -90,7 +90,7 @@ def classify_warning(w: str) -> str:
     if "bound" in lw:
         return "bound"
     if any(k in lw for k in ("identifiable", "cannot separate", "correlated", "collinear", "separate",
-                             "not identified", "poorly determined", "inflation")):
+                             "not identified", "poorly determined", "undetermined", "inflation")):
         return "ident"
     return "note"
 

@@ -769,9 +769,11 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
     if net.controller is not None:
         grid = np.linspace(np.nanmin(temps) - 2.0, np.nanmax(temps) + 2.0, 200)
         ax.plot(grid, 100.0 * net.controller.target(grid), color="#D55E00", lw=2, label="fitted controller")
-    for s in steps:
-        if s.heat_fan_pct is not None:
-            ax.plot(s.heat_temp_c, s.heat_fan_pct, ".", ms=2, alpha=0.3, color="#0072B2")
+    logged = [(temp, fan) for s in steps  # the logged duty while heating and cooling (the controller acts in both)
+              for temp, fan in ((s.heat_temp_c, s.heat_fan_pct), (s.cool_temp_c, s.cool_fan_pct))
+              if fan is not None and len(fan) == len(temp)]
+    for k, (temp, fan) in enumerate(logged):
+        ax.plot(temp, fan, ".", ms=2, alpha=0.3, color="#0072B2", label="logged duty" if k == 0 else None)
     ax.set_xlabel("sensor temperature, degC")
     ax.set_ylabel("fan duty, %")
     ax.grid(alpha=0.3)
@@ -796,7 +798,7 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
     ax2.legend(fontsize=7)
     ax2.set_title("thermal steps: the network from power alone", fontsize=9)
     cap = ("Left: the fan duty the fitted controller aims at against the sensor temperature (line; slew "
-           f"{sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s) and the logged duty while heating (dots). "
+           f"{sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s) and the logged duty while heating and cooling (dots). "
            "Right: each thermal step's temperature predicted from its logged power (and whether its kernel moves "
            "memory: the hot spot), the fan following the controller, started from the step's pre-step temperature, against the readings.")
     return fig, cap

@@ -100,6 +100,7 @@ from microbench.devices.base import (
     Sensor,
     VendorGpu,
     install_clock_reset_handlers,
+    runtime_properties,
 )
 
 SENSOR_COLUMNS: tuple[str, ...] = (
@@ -613,31 +614,13 @@ class AmdSmiSensor(PolledGpuSensor):
 
     kind = "amdsmi"
     columns = SENSOR_COLUMNS
-
-    def __init__(self, gpu: AmdGpu | int, name: str | None = None,
-                 clock: Callable[[], tuple[float, float]] | None = None):
-        owns = not isinstance(gpu, AmdGpu)
-        g = AmdGpu(int(gpu)) if owns else gpu
-        super().__init__(g, owns, name or f"amdsmi{g.index}", clock)  # type: ignore[union-attr]
+    gpu_class = AmdGpu
 
 
 def hip_properties(index: int) -> dict[str, Any] | None:
     """HIP device properties of ``index`` through CuPy built for ROCm (``cupy-rocm-7-0``), or None when
     CuPy is missing or is the CUDA build."""
-    try:
-        from cupy.cuda import runtime
-    except ImportError:
-        return None
-    if not getattr(runtime, "is_hip", False):
-        return None
-    try:
-        n = runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - HIP errors come in many types
-        raise DeviceError(f"rocm:{index}: HIP is not usable ({e})") from e
-    if not 0 <= index < n:
-        raise DeviceNotFoundError(f"rocm:{index} not found: HIP sees {n} GPU(s)")
-    p = runtime.getDeviceProperties(index)
-    return {k.decode() if isinstance(k, bytes) else k: v for k, v in p.items()}
+    return runtime_properties(index, "rocm", hip=True)
 
 
 class RocmDevice(RealGpu):
@@ -722,6 +705,8 @@ class AmdBackend(Backend):
     prefix = "rocm"
     vendor = "AMD"
     library = "amdsmi"
+    device_class = RocmDevice
+    sensor_class = AmdSmiSensor
 
     def available(self) -> tuple[bool, str]:
         return amdsmi_available()
@@ -752,16 +737,6 @@ class AmdBackend(Backend):
         finally:
             with contextlib.suppress(DeviceError):
                 _smi(lib, "amdsmi_shut_down", lib.amdsmi_shut_down)
-
-    def open(self, what: str, seed: int = 0) -> RocmDevice:
-        try:
-            index = int(what)
-        except ValueError:
-            raise DeviceNotFoundError(f"device rocm:{what}: expected rocm:<index>, e.g. rocm:0") from None
-        return RocmDevice(index)
-
-    def sensor(self, index: int) -> Sensor:
-        return AmdSmiSensor(int(index))
 
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """What each AMD GPU can measure, its power scope, faults found, clock control."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calib.core.activity import warps_per_sm
-from calib.core.errors import DeviceError
+from calib.core.errors import DeviceError, DeviceNotFoundError
 
 
 @dataclass(frozen=True)
@@ -212,10 +212,17 @@ class Device(ABC):
 class PolledGpuSensor(Sensor):
     """A vendor GPU's telemetry stream: one row per ``read()`` from ``gpu.sample()`` (a dict of the
     stream's columns), stamped at the middle of the poll -- the best host-side estimate of when the values
-    were taken. ``owns``: close the GPU object with the sensor (and when its first probe fails)."""
+    were taken. ``gpu``: a ``gpu_class`` object, or an index to open one, which the sensor then owns
+    (closes with itself, and when its first probe fails). ``name``: the stream, default ``<kind><index>``.
+    Subclasses set ``kind``, ``columns`` and ``gpu_class``."""
 
-    def __init__(self, gpu: Any, owns: bool, name: str, clock: Any = None):
-        self.gpu, self._owns, self.name = gpu, owns, name
+    gpu_class: Any
+
+    def __init__(self, gpu: Any, name: str | None = None, clock: Any = None):
+        owns = not isinstance(gpu, self.gpu_class)
+        if owns:
+            gpu = self.gpu_class(int(gpu))
+        self.gpu, self._owns, self.name = gpu, owns, name or f"{self.kind}{gpu.index}"
         self._clock = clock or (lambda: (time.monotonic(), time.time()))
         try:
             self.gpu.capabilities()
@@ -273,6 +280,28 @@ def install_clock_reset_handlers() -> None:
         def _on_term(signum: int, frame: Any) -> None:
             raise SystemExit(128 + signum)
         signal.signal(signal.SIGTERM, _on_term)
+
+
+def runtime_properties(index: int, prefix: str, hip: bool = False) -> dict[str, Any] | None:
+    """Device properties of GPU ``index`` through CuPy's runtime (``cupy.cuda.runtime``), or None when
+    CuPy is not installed (or, with ``hip``, is not the ROCm build). ``prefix`` (``cuda``, ``rocm``)
+    names the GPU in messages; DeviceError when the runtime does not work, DeviceNotFoundError for an
+    index it does not have."""
+    try:
+        from cupy.cuda import runtime
+    except ImportError:
+        return None
+    if hip and not getattr(runtime, "is_hip", False):
+        return None
+    api = "HIP" if hip else "CUDA"
+    try:
+        n = runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - driver errors come in many types
+        raise DeviceError(f"{prefix}:{index}: {api} is not usable ({e})") from e
+    if not 0 <= index < n:
+        raise DeviceNotFoundError(f"{prefix}:{index} not found: {api} sees {n} GPU(s)")
+    p = runtime.getDeviceProperties(index)
+    return {k.decode() if isinstance(k, bytes) else k: v for k, v in p.items()}
 
 
 class VendorGpu:
@@ -402,13 +431,25 @@ class Backend(ABC):
         """The GPUs it sees, each a dict with at least ``index``, ``name``, ``uuid`` (``[]`` when the
         library or driver is absent)."""
 
-    @abstractmethod
+    #: a real GPU's Device class, opened by index (``<prefix>:<index>``), and its sensor's class
+    device_class: Any = None
+    sensor_class: Any = None
+
     def open(self, what: str, seed: int = 0) -> Device:
-        """The device ``<prefix>:<what>`` (DeviceNotFoundError for a malformed or unknown ``what``)."""
+        """The device ``<prefix>:<what>`` (DeviceNotFoundError for a malformed or unknown ``what``): by
+        default ``device_class(index)``; a backend opened by another name (a preset) overrides it."""
+        try:
+            index = int(what)
+        except ValueError:
+            raise DeviceNotFoundError(f"device {self.prefix}:{what}: expected {self.prefix}:<index>, "
+                                      f"e.g. {self.prefix}:0") from None
+        return self.device_class(index)
 
     def sensor(self, index: int) -> Sensor:
         """The telemetry stream of GPU ``index`` alone (``calib log``), without a kernel runner."""
-        raise NotImplementedError(f"{self.prefix}: no standalone sensor")
+        if self.sensor_class is None:
+            raise NotImplementedError(f"{self.prefix}: no standalone sensor")
+        return self.sensor_class(int(index))
 
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """What each GPU can measure (``calib doctor``): ``available``, ``message``, ``gpus`` (each with

@@ -18,8 +18,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from calib.core.errors import DeviceError, DeviceNotFoundError
-from microbench.devices.base import Backend, CopyResult, DeviceInfo, RealGpu, Sensor
+from calib.core.errors import DeviceError
+from microbench.devices.base import Backend, CopyResult, DeviceInfo, RealGpu, Sensor, runtime_properties
 from microbench.devices.nvml import NvmlGpu, NvmlSensor
 
 
@@ -40,19 +40,7 @@ def _arch_fields(props: dict[str, Any] | None, name: str) -> tuple[float, dict[s
 
 def cuda_properties(index: int) -> dict[str, Any] | None:
     """CUDA device properties of device ``index`` via CuPy, or None when CuPy is not installed."""
-    try:
-        import cupy  # noqa: F401
-        from cupy.cuda import runtime
-    except ImportError:
-        return None
-    try:
-        n = runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - CUDA driver errors come in many types
-        raise DeviceError(f"cuda:{index}: CUDA is not usable ({e})") from e
-    if not 0 <= index < n:
-        raise DeviceNotFoundError(f"cuda:{index} not found: CUDA sees {n} GPU(s)")
-    p = runtime.getDeviceProperties(index)
-    return {k.decode() if isinstance(k, bytes) else k: v for k, v in p.items()}
+    return runtime_properties(index, "cuda")
 
 
 def pci_bus_id(props: dict[str, Any]) -> str:
@@ -164,6 +152,8 @@ class CudaBackend(Backend):
     prefix = "cuda"
     vendor = "NVIDIA"
     library = "NVML (nvidia-ml-py)"
+    device_class = CudaDevice
+    sensor_class = NvmlSensor
 
     def available(self) -> tuple[bool, str]:
         from microbench.devices.nvml import nvml_available
@@ -174,16 +164,6 @@ class CudaBackend(Backend):
         from microbench.devices.nvml import list_gpus
 
         return list_gpus()
-
-    def open(self, what: str, seed: int = 0) -> CudaDevice:
-        try:
-            index = int(what)
-        except ValueError:
-            raise DeviceNotFoundError(f"device cuda:{what}: expected cuda:<index>, e.g. cuda:0") from None
-        return CudaDevice(index)
-
-    def sensor(self, index: int) -> Sensor:
-        return NvmlSensor(int(index))
 
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """NVML's view of every GPU: fields supported and their sources, clocks, clock-locking permission."""

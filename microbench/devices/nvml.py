@@ -30,7 +30,9 @@ The sensor's stream columns (one row per poll; NVML units converted here, once):
 ``mem_temp_c``         memory (HBM) temperature, °C (field 82; empty on GDDR boards)
 ``sm_mhz``, ``mem_mhz`` current SM and memory clocks, MHz
 ``clock_event_reasons`` clock-event (throttle) reason bit mask (``nvmlDeviceGetCurrentClocksEventReasons``)
-``fan_pct``            fan speed, % of maximum
+``fan_pct``            fan speed, % of maximum (the mean of the fans on a board with several)
+``fan<i>_pct``         fan i's speed, % (``nvmlDeviceGetFanSpeed_v2``), on boards with two or more fans only:
+                       ``fan0_pct``, ``fan1_pct``, ... (``NvmlGpu.columns``; fanless boards log no fan)
 ``util_gpu_pct``, ``util_mem_pct``  GPU and memory-controller utilization, %
 ``pstate``             performance state (0 = P0 = maximum performance)
 ``read_s``             host time spent in this poll, s
@@ -301,6 +303,31 @@ class NvmlGpu(VendorGpu):
             return False, str(err)
         return True, "ok"
 
+    def _probe_fans(self) -> int:
+        """How many fans to log one by one (0 unless the board has two or more and the per-fan call works).
+
+        ``nvmlDeviceGetNumFans`` is NOT_SUPPORTED (or 0) on fanless boards (A100, H100, passively cooled
+        cards); older drivers lack ``nvmlDeviceGetFanSpeed_v2`` (FUNCTION_NOT_FOUND) or refuse it
+        (NOT_SUPPORTED): then ``fan_pct`` stays the single ``nvmlDeviceGetFanSpeed`` reading.
+        """
+        try:
+            n = int(_nvml(f"{self.where}: fan count", pynvml.nvmlDeviceGetNumFans, self.handle))
+        except (DeviceNotSupportedError, DeviceNoPermissionError):
+            return 0
+        if n < 2:
+            return 0
+        for i in range(n):
+            ok, _ = self._probe_one(f"fan {i}", pynvml.nvmlDeviceGetFanSpeed_v2, self.handle, i)
+            if not ok:
+                return 0
+        return n
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """This GPU's stream columns: :data:`SENSOR_COLUMNS`, then ``fan<i>_pct`` per fan (boards with several)."""
+        n = self.capabilities()["fans_logged"]
+        return SENSOR_COLUMNS + tuple(f"fan{i}_pct" for i in range(n))
+
     def capabilities(self) -> dict[str, Any]:
         """Probe once (then cached) what this GPU can report; recorded in the session manifest."""
         if self._caps is not None:
@@ -345,6 +372,7 @@ class NvmlGpu(VendorGpu):
             supported[key], notes[key] = self._probe_one(key, *call)
         self._fields = [(k, fields[k]) for k in ("power_instant", "power_average", "energy_field", "mem_temp")
                         if supported[k]]
+        fans_logged = self._probe_fans()
         if supported["power_instant"]:
             src = "field NVML_FI_DEV_POWER_INSTANT (instantaneous)"
         elif supported["power_usage"]:
@@ -365,6 +393,7 @@ class NvmlGpu(VendorGpu):
             "power_w_source": src,
             "energy_mj_source": esrc,
             "power_scope": scope,
+            "fans_logged": fans_logged,
             "binding": f"nvidia-ml-py (pynvml module {getattr(pynvml, '__file__', '?')})",
         }
         if src is None:
@@ -391,7 +420,7 @@ class NvmlGpu(VendorGpu):
         sup = caps["supported"]
         h = self.handle
         t0 = time.perf_counter()
-        v: dict[str, Any] = dict.fromkeys(SENSOR_COLUMNS)
+        v: dict[str, Any] = dict.fromkeys(self.columns)
         if self._fields:
             fvs = _nvml(f"{self.where}: field values", pynvml.nvmlDeviceGetFieldValues, h,
                         [fid for _, fid in self._fields])
@@ -436,7 +465,17 @@ class NvmlGpu(VendorGpu):
         if sup["clock_event_reasons"]:
             v["clock_event_reasons"] = self._optional("clock_event_reasons",
                                                       pynvml.nvmlDeviceGetCurrentClocksEventReasons, h)
-        if sup["fan"]:
+        per_fan = [self._optional(f"fan{i}", pynvml.nvmlDeviceGetFanSpeed_v2, h, i)
+                   for i in range(caps["fans_logged"])]
+        for i, duty in enumerate(per_fan):
+            v[f"fan{i}_pct"] = duty
+        read = [float(d) for d in per_fan if d is not None]
+        if read:
+            # nvmlDeviceGetFanSpeed reports fan 0 only; the sink's cooling (the thermal network's fan link,
+            # calib.model.thermal_network) comes from the airflow of all the fans, so the one-number duty
+            # of a multi-fan board is their mean (equal to each when the driver runs them together)
+            v["fan_pct"] = float(np.mean(read))
+        elif sup["fan"]:
             v["fan_pct"] = self._optional("fan", pynvml.nvmlDeviceGetFanSpeed, h)
         if sup["utilization"]:
             u = self._optional("utilization", pynvml.nvmlDeviceGetUtilizationRates, h)
@@ -587,12 +626,12 @@ class NvmlSensor(PolledGpuSensor):
 
     kind = "nvml"
     columns = SENSOR_COLUMNS
+    gpu_class = NvmlGpu
 
     def __init__(self, gpu: NvmlGpu | int, name: str | None = None,
                  clock: Callable[[], tuple[float, float]] | None = None):
-        owns = not isinstance(gpu, NvmlGpu)
-        g = NvmlGpu(int(gpu)) if owns else gpu
-        super().__init__(g, owns, name or f"nvml{g.index}", clock)  # type: ignore[union-attr]
+        super().__init__(gpu, name, clock)
+        self.columns = self.gpu.columns  # the per-fan columns depend on the board (probed once)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -39,7 +39,6 @@ from microbench.instruments.base import (
     InstrumentError,
     InstrumentErrorReply,
     SerialAnalyzer,
-    TextFramer,
     strict_discrete_set,
 )
 
@@ -102,9 +101,6 @@ class HiokiPW3335(SerialAnalyzer):
         self.confirm_timeout_s = confirm_timeout_s
         self.codes: bool | None = None  # does the meter send confirmation codes? (learned at setup)
         super().__init__(port, name, **kw)
-
-    def make_framer(self) -> TextFramer:
-        return TextFramer(b"\n")
 
     def no_reply_hint(self) -> str:
         return "wrong port or baud rate (9600), or not a null-modem cable?"

@@ -44,7 +44,6 @@ from microbench.instruments.base import (
     FrameError,
     InstrumentError,
     SerialAnalyzer,
-    TextFramer,
     parse_numbers,
     strict_discrete_set,
 )
@@ -149,9 +148,6 @@ class YokogawaWT310(SerialAnalyzer):
                              "offered; 50MS only on WT300E models)")
         self.update_rate = names[s]
         return s
-
-    def make_framer(self) -> TextFramer:
-        return TextFramer(b"\n")
 
     def no_reply_hint(self) -> str:
         return "wrong port, baud rate or cable? the WT needs a null-modem cable, 9600 8N1"

@@ -117,14 +117,9 @@ def peak(kind: str, dev: DeviceRates) -> float | None:
     if kind in ("fp2", "dp2"):
         lanes = _lookup(LANES_PER_SM_CLK[kind[:-1]], cc)
         return 2.0 * lanes * sms * f if lanes else None
-    if kind == "tensor":
-        v = _lookup(TENSOR_FLOP_PER_SM_CLK, cc)
-        return v * sms * f if v else None
-    if kind == "shared":
-        v = _lookup(SHARED_BYTES_PER_SM_CLK, cc)
-        return v * sms * f if v else None
-    if kind == "l1":
-        v = _lookup(L1_BYTES_PER_SM_CLK, cc)
+    per_sm = {"tensor": TENSOR_FLOP_PER_SM_CLK, "shared": SHARED_BYTES_PER_SM_CLK, "l1": L1_BYTES_PER_SM_CLK}
+    if kind in per_sm:
+        v = _lookup(per_sm[kind], cc)
         return v * sms * f if v else None
     if kind == "l2":
         v = _lookup(L2_BYTES_PER_CLK, cc)

@@ -234,15 +234,19 @@ class PtyEmulator:
     def error_reply(self) -> bytes:
         raise NotImplementedError
 
+    def commands(self, data: bytes, end: bytes = b"\n") -> list[bytes]:
+        """The commands completed by ``data`` (bytes from the driver, buffered until ``end``), ``end`` included."""
+        self._rx += data
+        out = []
+        while (idx := self._rx.find(end)) >= 0:
+            out.append(bytes(self._rx[: idx + len(end)]))
+            del self._rx[: idx + len(end)]
+        return out
+
     def on_bytes(self, data: bytes) -> None:
         """Commands from the driver (default: CR LF / LF terminated lines, see :meth:`on_command`)."""
-        self._rx += data
-        while True:
-            idx = self._rx.find(b"\n")
-            if idx < 0:
-                break
-            line = bytes(self._rx[:idx]).rstrip(b"\r")
-            del self._rx[: idx + 1]
+        for cmd in self.commands(data):
+            line = cmd[:-1].rstrip(b"\r")
             self.config_log.append(line)
             self.on_command(line)
 
@@ -361,13 +365,7 @@ class WattsUpEmulator(PtyEmulator):
         super().__init__(link, frame_period_s)
 
     def on_bytes(self, data: bytes) -> None:
-        self._rx += data
-        while True:
-            idx = self._rx.find(b";")
-            if idx < 0:
-                break
-            cmd = bytes(self._rx[: idx + 1]).strip()
-            del self._rx[: idx + 1]
+        for cmd in (c.strip() for c in self.commands(data, b";")):
             self.config_log.append(cmd)
             fields = cmd.rstrip(b";").split(b",")
             if fields[:4] == [b"#L", b"W", b"3", b"E"] and len(fields) >= 6:

@@ -24,7 +24,8 @@ import pynvml as real
 
 #: names of the fake's queries, as used in ``FakeGpu.unsupported`` and ``FakeGpu.fail``
 QUERIES = ("power_instant", "power_average", "energy_field", "mem_temp", "power_usage", "energy_counter",
-           "temperature", "sm_clock", "mem_clock", "clock_event_reasons", "fan", "utilization", "pstate")
+           "temperature", "sm_clock", "mem_clock", "clock_event_reasons", "fan", "num_fans", "fan_v2", "utilization",
+           "pstate")
 
 _FIELD_KEYS = {real.NVML_FI_DEV_POWER_INSTANT: "power_instant", real.NVML_FI_DEV_POWER_AVERAGE: "power_average",
                real.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: "energy_field", real.NVML_FI_DEV_MEMORY_TEMP: "mem_temp"}
@@ -45,6 +46,9 @@ class FakeGpu:
     mem_mhz: int = 1215
     reasons: int = 0
     fan_pct: int = 30
+    #: per-fan duties, % (``nvmlDeviceGetNumFans``, ``nvmlDeviceGetFanSpeed_v2``); None: one fan at ``fan_pct``;
+    #: ``[]``: a fanless board (A100, H100): the fan count is 0 and ``nvmlDeviceGetFanSpeed`` NOT_SUPPORTED
+    fans_pct: list[int] | None = None
     pstate: int = 0
     counter_period_s: float = 0.1
     energy0_mj: int = 123_456_789
@@ -226,7 +230,28 @@ def install_fake(mod: Any, gpus: list[FakeGpu] | None = None) -> FakeNvml:
     m.nvmlDeviceGetTemperatureV.side_effect = q("temperature", lambda h: int(h.temp_c))
     m.nvmlDeviceGetClockInfo.side_effect = clock_info
     m.nvmlDeviceGetCurrentClocksEventReasons.side_effect = q("clock_event_reasons", lambda h: h.reasons)
-    m.nvmlDeviceGetFanSpeed.side_effect = q("fan", lambda h: h.fan_pct)
+    def fan_list(h: FakeGpu) -> list[int]:
+        return [h.fan_pct] if h.fans_pct is None else list(h.fans_pct)
+
+    def fan_speed(h: FakeGpu) -> int:  # NVML's single-fan call reports fan 0
+        fake._check(h, "fan")
+        fans = fan_list(h)
+        if not fans:
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        return fans[0]
+
+    def fan_speed_v2(h: FakeGpu, fan: int) -> int:
+        fake._check(h, "fan_v2")
+        fans = fan_list(h)
+        if not fans:
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        if not 0 <= fan < len(fans):
+            raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+        return fans[fan]
+
+    m.nvmlDeviceGetFanSpeed.side_effect = fan_speed
+    m.nvmlDeviceGetFanSpeed_v2.side_effect = fan_speed_v2
+    m.nvmlDeviceGetNumFans.side_effect = q("num_fans", lambda h: len(fan_list(h)))
     m.nvmlDeviceGetUtilizationRates.side_effect = q("utilization", lambda h: _Util(97, 12))
     m.nvmlDeviceGetPerformanceState.side_effect = q("pstate", lambda h: h.pstate)
     m.nvmlDeviceGetSupportedMemoryClocks.side_effect = lambda h: sorted(h.supported)
