@@ -540,9 +540,8 @@ def model_average_covariance(shifts: Sequence[np.ndarray], log_weights: Sequence
     choice). Returns (covariance k x k, weights w_j); no alternatives: zeros."""
     if not len(shifts):
         return np.zeros((k, k)), np.zeros(0)
-    lw = np.asarray(log_weights, float)
-    m = max(0.0, float(lw.max()))
-    w = np.exp(lw - m)
-    w = w / (w.sum() + math.exp(-m))
+    lw = np.concatenate([[0.0], np.asarray(log_weights, float)])  # the chosen structure first
+    w = np.exp(lw - lw.max())
+    w = (w / w.sum())[1:]
     D = np.asarray(shifts, float).reshape(len(shifts), k)
     return (D * w[:, None]).T @ D, w
