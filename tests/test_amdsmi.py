@@ -150,7 +150,11 @@ def test_counter_cross_check_passes_on_a_working_counter(mi300x):
 
 def test_calib_log_on_the_fake_logs_power_and_energy_within_half_a_percent(monkeypatch, tmp_path, capsys):
     """The must-show: `calib log --device rocm:0` over the fake; mean logged power against the fake's
-    power at the logged instants, and the counter's energy against the exact integral, both within 0.5 %."""
+    power at the logged instants, and the counter's energy against the exact integral, both within 0.5 %.
+    The integral runs between the counter's own timestamps (``energy_timestamp_s``, the library's clock of
+    each reading), not the logger's row stamps: on a loaded machine the read lags its row stamp by a
+    varying few ms (1206.3 J against 1199.7 J, +0.55 %, under two CPU burners), which is the test's timing,
+    not the counter's error."""
     fake = F.install(monkeypatch, [F.mi300x(power_fn=lambda t: 420.0 + 180.0 * math.sin(2 * math.pi * t / 1.7))])
     g = fake.FAKE.gpus[0]
     sess = tmp_path / "log"
@@ -163,7 +167,7 @@ def test_calib_log_on_the_fake_logs_power_and_energy_within_half_a_percent(monke
     truth_p = [g.power_fn(t) for t in df["t_wall_s"]]
     p_err = (df["power_w"].mean() - sum(truth_p) / len(truth_p)) / (sum(truth_p) / len(truth_p))
     e_log = (df["energy_mj"].iloc[-1] - df["energy_mj"].iloc[0]) / 1000.0
-    t0, t1 = df["t_wall_s"].iloc[0], df["t_wall_s"].iloc[-1]
+    t0, t1 = df["energy_timestamp_s"].iloc[0], df["energy_timestamp_s"].iloc[-1]
     e_true = g.energy_j(t1) - g.energy_j(t0)
     assert abs(p_err) < 0.005, p_err
     assert e_log == pytest.approx(e_true, rel=0.005)

@@ -58,7 +58,8 @@ def amdsmi_log(seconds: float) -> None:
         truth_p = [g.power_fn(t) for t in df["t_wall_s"]]
         mp = sum(truth_p) / len(truth_p)
         e = (df["energy_mj"].iloc[-1] - df["energy_mj"].iloc[0]) / 1000
-        et = g.energy_j(df["t_wall_s"].iloc[-1]) - g.energy_j(df["t_wall_s"].iloc[0])
+        ts = df["energy_timestamp_s"]  # the counter's own clock: the row stamp lags the read under load
+        et = g.energy_j(ts.iloc[-1]) - g.energy_j(ts.iloc[0])
         print(f"1. calib log --device rocm:0 (exit {code}), {len(df)} rows over {seconds:g} s on the fake MI300X:")
         print(f"   mean power logged {df['power_w'].mean():.2f} W, truth at the same instants {mp:.2f} W: "
               f"{100 * (df['power_w'].mean() / mp - 1):+.3f} %")
