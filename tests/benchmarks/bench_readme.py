@@ -33,11 +33,13 @@ CALIB = Path(sys.executable).with_name("calib")
 DATA = ROOT.parent / "shared" / "data" / "guerreiro-gtxtitanx"
 
 
-def timed(args: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall s, CPU s) of ``calib ARGS`` run to completion in ``cwd``; raises if it fails."""
+def timed(args: list[str], cwd: Path, command: tuple[str, ...] = (str(CALIB),),
+          env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall s, CPU s) of ``calib ARGS`` (``command`` + ARGS, in ``env``) run to completion in ``cwd``;
+    raises if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    r = subprocess.run([str(CALIB), *args], cwd=cwd, capture_output=True, text=True)
+    r = subprocess.run([*command, *args], cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:

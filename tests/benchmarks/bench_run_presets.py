@@ -19,29 +19,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_readme import timed  # noqa: E402
 
 
-def timed(args: list[str], cwd: Path, code: Path | None = None) -> tuple[float, float]:
+def timed_calib(args: list[str], cwd: Path, code: Path | None = None) -> tuple[float, float]:
     """(wall s, CPU s) of ``python -m calib ARGS`` in ``cwd``, with the package from ``code`` when given."""
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = str(code)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "calib", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        raise SystemExit(f"calib {' '.join(args)} failed ({r.returncode}): {r.stderr[-2000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return timed(args, cwd, (sys.executable, "-m", "calib"), env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                                "--budget", f"{a.design_budget:g}"], None))
             for label, args, code in cases:
                 load = os.getloadavg()[0]
-                wall, cpu = timed(args, d, code)
+                wall, cpu = timed_calib(args, d, code)
                 rows.append((p, label, wall, cpu, load))
                 print(f"{p:14s} {label:44s} wall {wall:7.1f} s  CPU {cpu:6.1f} s  (load {load:.1f})", flush=True)
     if a.out:
