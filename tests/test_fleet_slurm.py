@@ -109,8 +109,12 @@ def test_a_requeued_task_resumes_its_session(slurm, tmp_path, capsys):
     # Slurm holds a requeued job back (BeginTime); let it start at once
     subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"], check=False, capture_output=True)
     record = root / "tasks" / "rq-00000.json"
-    _wait(job, until=lambda: json.loads(record.read_text()).get("state") in ("done", "failed")
-          and json.loads(record.read_text()).get("restart_count", 0) >= 1)
+
+    def restarted_and_ended() -> bool:
+        r = json.loads(record.read_text())
+        return r.get("state") in ("done", "failed") and r.get("restart_count", 0) >= 1
+
+    _wait(job, until=restarted_and_ended)
     rec = json.loads(record.read_text())
     assert (rec["state"], rec["restart_count"]) == ("done", 1)
     assert rec["gpu_slot"] == ""               # a virtual fleet asks Slurm for no GPU by default
