@@ -90,6 +90,28 @@ def test_host_stamp_offset_over_a_real_pty(tmp_path):
     t = [r.t_wall_s for r in rows]
     p = [r.values["power_w"] for r in rows]
     est = lag_vs_pattern(edges_wall, t, p, max_lag_s=0.05, step_s=0.0005)
-    assert est.correlation > 0.9
+    # the shape is intact up to what the host stamps allow: an edge falling in a gap between two reads
+    # (a frame every 5 ms idle; tens of ms when the reader is descheduled on a loaded machine) is seen
+    # up to that gap late. 0.9 fixed by hand failed at 0.78 under two CPU burners with the lag right.
+    allowed = _correlation_the_stamps_allow(edges_wall, t, est.lag_s, step_s=0.0005)
+    assert est.correlation >= allowed - 0.02, (est, allowed)
     # host stamps come after the emulator produced the value: 0 .. a few ms on an idle machine
     assert -0.003 <= est.lag_s < 0.02, est
+
+
+def _correlation_the_stamps_allow(edges, t, lag_s, step_s):
+    """Correlation of the commanded pattern with itself seen through these host stamps: each edge (moved
+    by the lag) shows late by the whole gap between the two stamps around it. A lower bound for a stream
+    whose values are right and whose stamps come in the order the values were made."""
+    t = np.sort(np.asarray(t, dtype=float))
+    grid = np.arange(t[0], t[-1], step_s)
+    truth = pattern_signal(edges, grid - lag_s)
+    seen = truth.copy()
+    for edge in (e + lag_s for pair in edges for e in pair):
+        i = int(np.searchsorted(t, edge))
+        if 0 < i < t.size:
+            late = (grid >= edge) & (grid < edge + t[i] - t[i - 1])
+            seen[late] = 1.0 - seen[late]
+    a = (truth - truth.mean()) / truth.std()
+    b = (seen - seen.mean()) / seen.std()
+    return float(np.mean(a * b))
