@@ -50,18 +50,7 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
 
 #: failures of a committed reference fit that the current code no longer makes: the file predates a change
 #: (regenerate it, then remove the entry)
-STALE_REFERENCE_FAILURES: dict[str, dict[str, str]] = {
-    # the live standard run recovers these since issue 29's second shared-term start and structure averaging
-    # (CI 2026-11-25 under two CPU burners); fitted/sim-mi250x.json was not refitted after them
-    "mi250x": {
-        f"power.max_power_{u}_w":
-            "1.0-1.5 x the allowed 4 total stderr off: the fit takes SALU and VALU_TRANS log where the physics is "
-            "linear, and that two-flip structure is not among the file's form alternatives (only 'valu_trans "
-            "linear' and 'salu linear' one at a time), so the stated total error does not include the shift "
-            "the true forms make (issue 29)"
-        for u in ("valu_fp32", "valu_int", "l1")
-    },
-}
+STALE_REFERENCE_FAILURES: dict[str, dict[str, str]] = {}
 
 #: presets whose access-rate forms differ from the physics' in a structure the file does not list among its
 #: form alternatives (tests/test_recovery.py::test_access_rate_forms_follow_the_physics), with the cause
