@@ -315,3 +315,69 @@ def test_structure_uncertainty_covers_a_unit_whose_access_rate_function_the_data
     assert f.forms_["sfu"] == "log"
     assert abs(sfu.value - truth["power.max_power_sfu_w"]["value"]) <= 2.0 * sfu.stderr_total
     assert any(a.startswith("sfu linear") for a in f.discrepancy_["form_alternatives"])
+
+
+def _saturating_dram_table() -> tuple[pd.DataFrame, object]:
+    """A small campaign whose DRAM benchmark reaches AR 0.025 only, while the DRAM's power (the virtual
+    GPU's own unit physics, a Michaelis-Menten curve with k = 0.05: nearly straight up to AR 0.025, then
+    saturating) is 45 W at AR = 1: an FP sweep (clamped-log physics), an empty kernel, idle rows, 0.2 %
+    noise; 24 SMs."""
+    from microbench.devices.sim.physics import UnitPhysics
+
+    rng = np.random.default_rng(3)
+    fp = UnitPhysics(2.0, w=0.5)
+    dram = UnitPhysics(45.0, w=1.0, chip=True, domain="mem", curve="mm", k=0.05)
+    n_sm, idle = 24, 70.0
+    rows = [dict(role="idle", workload="idle", stresses="", act_fp=0.0, act_global=0.0, power_w=idle)] * 2
+    rows += [dict(role="idle_kernel", workload="empty", stresses="", act_fp=0.0, act_global=0.0,
+                  power_w=idle + 10 + n_sm * 0.8)] * 2
+    for w in (1, 2, 4, 8, 16, 32):
+        for _ in range(2):
+            a, g = 0.9 * w / 32, 0.025 * w / 32
+            rows.append(dict(role="unit", workload=f"fp/w{w}", stresses="fp", act_fp=a, act_global=0.0,
+                             power_w=idle + 10 + n_sm * (0.8 + fp.power(a))))
+            rows.append(dict(role="unit", workload=f"dram/w{w}", stresses="global", act_fp=0.0, act_global=g,
+                             power_w=idle + 10 + n_sm * 0.8 + dram.power(g)))
+    df = pd.DataFrame(rows)
+    df["power_w"] = df["power_w"] * (1 + 0.002 * rng.standard_normal(len(df)))
+    df["active_sms"] = n_sm
+    return df, dram
+
+
+def _fit_linear_dram(df: pd.DataFrame):  # noqa: ANN202 - the fitted power section
+    from calib.fit.ipp import IppPowerFitter
+    from calib.fit.uncertainty import annotate_identifiability
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sec = IppPowerFitter(sm_count=24, ar_forms={"fp": "log", "global": "linear"}, chip_units=["global"],
+                             mem_units=["global"], shared_activation="off", sm_scaling="linear").fit(df).section_
+    annotate_identifiability(sec)
+    return sec
+
+
+def test_a_linear_units_maxpower_beyond_its_measured_access_rates_is_an_extrapolation(monkeypatch):
+    """Issue 29: the MaxPower (AR = 1) of a unit with the linear access-rate function measured only up to
+    AR 0.025 is a straight line continued 40 times beyond the data; stderr_total must hold that, as it
+    does for the log form. Before, the model-form term covered log units only: on the non-additive Titan X
+    the DRAM, L2 and DP MaxPowers (linear, measured up to AR 0.025-0.04) were 8-20 times their truths at
+    17-39 % stderr_total, and were not named undetermined. Here (truth from the virtual GPU's unit physics,
+    a saturating curve nearly straight in the measured range): the fitted MaxPower is about 14 times the
+    truth, 3.2 total standard errors away without the term (checked below with the term switched off),
+    1.0 with it; and the file names the MaxPower undetermined and publishes the DRAM's power at AR 0.025
+    instead, which is within 2 of its own total standard errors of the physics' value there."""
+    from calib.fit.ipp import IppPowerFitter
+
+    df, dram = _saturating_dram_table()
+    sec = _fit_linear_dram(df)
+    p = sec.params["max_power_global_w"]
+    assert p.value > 5 * dram.max_power_w  # the straight line's extrapolation is far off: the case in point
+    assert abs(p.value - dram.max_power_w) <= 2.0 * p.stderr_total, (p.value, p.stderr_total)
+    q = [q for q in sec.stats["identifiability"] if "max_power_global_w" in q.get("undetermined", [])]
+    assert len(q) == 1 and q[0]["kind"] == "power_at_ar" and q[0]["ar"] == pytest.approx(0.025)
+    assert abs(q[0]["value"] - dram.power(q[0]["ar"])) <= 2.0 * q[0]["stderr_total"]
+    # the same fit without the linear form's extrapolation term misses the truth and publishes the MaxPower
+    monkeypatch.setattr(IppPowerFitter, "LINEAR_EXTRAPOLATION", False)
+    old = _fit_linear_dram(df).params["max_power_global_w"]
+    assert old.value == pytest.approx(p.value)
+    assert abs(old.value - dram.max_power_w) > 2.0 * old.stderr_total
