@@ -403,17 +403,18 @@ class AmdGpu(VendorGpu):
                                         f"({res:.6g} uJ) / 1000")
             if sup["power"] and self.energy_check_s > 0:
                 self._check_counter(e1, res, caps)
-        for k, what, fn, args in (
-            ("temp_hotspot", "hotspot temperature", lib.amdsmi_get_temp_metric,
-             (h, lib.AmdSmiTemperatureType.HOTSPOT, lib.AmdSmiTemperatureMetric.CURRENT)),
-            ("temp_edge", "edge temperature", lib.amdsmi_get_temp_metric,
-             (h, lib.AmdSmiTemperatureType.EDGE, lib.AmdSmiTemperatureMetric.CURRENT)),
-            ("temp_vram", "VRAM temperature", lib.amdsmi_get_temp_metric,
-             (h, lib.AmdSmiTemperatureType.VRAM, lib.AmdSmiTemperatureMetric.CURRENT)),
-            ("gfx_clock", "GFX clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.GFX)),
-            ("mem_clock", "memory clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.MEM)),
-            ("activity", "activity", lib.amdsmi_get_gpu_activity, (h,)),
-        ):
+        self._calls = {
+            "temp_hotspot": ("hotspot temperature", lib.amdsmi_get_temp_metric,
+                             (h, lib.AmdSmiTemperatureType.HOTSPOT, lib.AmdSmiTemperatureMetric.CURRENT)),
+            "temp_edge": ("edge temperature", lib.amdsmi_get_temp_metric,
+                          (h, lib.AmdSmiTemperatureType.EDGE, lib.AmdSmiTemperatureMetric.CURRENT)),
+            "temp_vram": ("VRAM temperature", lib.amdsmi_get_temp_metric,
+                          (h, lib.AmdSmiTemperatureType.VRAM, lib.AmdSmiTemperatureMetric.CURRENT)),
+            "gfx_clock": ("GFX clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.GFX)),
+            "mem_clock": ("memory clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.MEM)),
+            "activity": ("activity", lib.amdsmi_get_gpu_activity, (h,)),
+        }
+        for k, (what, fn, args) in self._calls.items():
             v, how = self._try(fn, what, *args)
             sup[k] = v is not None
             if v is None:
@@ -461,7 +462,7 @@ class AmdGpu(VendorGpu):
         """
         caps = self.capabilities()
         sup = caps["supported"]
-        lib, h = self.lib, self.handle
+        lib = self.lib
         t0 = time.perf_counter()
         v: dict[str, Any] = dict.fromkeys(SENSOR_COLUMNS)
         if sup["power"]:
@@ -475,22 +476,18 @@ class AmdGpu(VendorGpu):
                 mj = float(e[self._energy_key]) * float(e["counter_resolution"]) / 1000.0
                 v["energy_mj"], v["energy_reset"] = mj, self._energy_reset(mj)
                 v["energy_timestamp_s"] = float(e["timestamp"]) / 1e9
-        temps = {}
-        for key, typ in (("temp_hotspot", lib.AmdSmiTemperatureType.HOTSPOT), ("temp_edge", lib.AmdSmiTemperatureType.EDGE),
-                         ("temp_vram", lib.AmdSmiTemperatureType.VRAM)):
+        got = {}
+        for key, (what, fn, args) in self._calls.items():
             if sup[key]:
-                temps[key] = _num(self._optional(key, lib.amdsmi_get_temp_metric, h, typ,
-                                                 lib.AmdSmiTemperatureMetric.CURRENT, what=key.replace("_", " ")))
-        v["temp_c"] = temps.get("temp_hotspot") if temps.get("temp_hotspot") is not None else temps.get("temp_edge")
-        v["edge_temp_c"], v["mem_temp_c"] = temps.get("temp_edge"), temps.get("temp_vram")
-        for col, key, typ in (("sm_mhz", "gfx_clock", lib.AmdSmiClkType.GFX), ("mem_mhz", "mem_clock", lib.AmdSmiClkType.MEM)):
-            if sup[key]:
-                c = self._optional(key, lib.amdsmi_get_clock_info, h, typ, what=key.replace("_", " "))
-                v[col] = None if c is None else _num(c.get("clk"))
-        if sup["activity"]:
-            a = self._optional("activity", lib.amdsmi_get_gpu_activity, h)
-            if a is not None:
-                v["util_gpu_pct"], v["util_mem_pct"] = _num(a.get("gfx_activity")), _num(a.get("umc_activity"))
+                got[key] = self._optional(key, fn, *args, what=what)
+        temps = {k: _num(got.get(k)) for k in ("temp_hotspot", "temp_edge", "temp_vram")}
+        v["temp_c"] = temps["temp_hotspot"] if temps["temp_hotspot"] is not None else temps["temp_edge"]
+        v["edge_temp_c"], v["mem_temp_c"] = temps["temp_edge"], temps["temp_vram"]
+        for col, key in (("sm_mhz", "gfx_clock"), ("mem_mhz", "mem_clock")):
+            v[col] = None if got.get(key) is None else _num(got[key].get("clk"))
+        a = got.get("activity")
+        if a is not None:
+            v["util_gpu_pct"], v["util_mem_pct"] = _num(a.get("gfx_activity")), _num(a.get("umc_activity"))
         v["read_s"] = time.perf_counter() - t0
         return v
 

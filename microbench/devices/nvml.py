@@ -345,7 +345,7 @@ class NvmlGpu(VendorGpu):
                 scope = "NVML_POWER_SCOPE_MODULE"
                 warnings.warn(f"{self.where}: GPU-scope power is not available; logging MODULE-scope power "
                               "(whole superchip: CPU + GPU + memory)", RuntimeWarning, stacklevel=2)
-        calls = {
+        self._calls = calls = {
             "power_usage": (pynvml.nvmlDeviceGetPowerUsage, h),
             "energy_counter": (pynvml.nvmlDeviceGetTotalEnergyConsumption, h),
             "temperature": (pynvml.nvmlDeviceGetTemperatureV, h, pynvml.NVML_TEMPERATURE_GPU),
@@ -423,21 +423,16 @@ class NvmlGpu(VendorGpu):
                 elif key == "mem_temp":
                     v["mem_temp_c"] = float(x)
         if v["power_w"] is None and sup["power_usage"]:
-            mw = self._optional("power_usage", pynvml.nvmlDeviceGetPowerUsage, h)
+            mw = self._optional("power_usage", *self._calls["power_usage"])
             v["power_w"] = None if mw is None else mw / 1000.0
         if v["energy_mj"] is None and sup["energy_counter"] and not sup["energy_field"]:
-            v["energy_mj"] = self._optional("energy_counter", pynvml.nvmlDeviceGetTotalEnergyConsumption, h)
+            v["energy_mj"] = self._optional("energy_counter", *self._calls["energy_counter"])
         if v["energy_mj"] is not None:
             v["energy_reset"] = self._energy_reset(int(v["energy_mj"]))
-        if sup["temperature"]:
-            v["temp_c"] = self._optional("temperature", pynvml.nvmlDeviceGetTemperatureV, h, pynvml.NVML_TEMPERATURE_GPU)
-        if sup["sm_clock"]:
-            v["sm_mhz"] = self._optional("sm_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
-        if sup["mem_clock"]:
-            v["mem_mhz"] = self._optional("mem_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM)
-        if sup["clock_event_reasons"]:
-            v["clock_event_reasons"] = self._optional("clock_event_reasons",
-                                                      pynvml.nvmlDeviceGetCurrentClocksEventReasons, h)
+        for col, key in (("temp_c", "temperature"), ("sm_mhz", "sm_clock"), ("mem_mhz", "mem_clock"),
+                         ("clock_event_reasons", "clock_event_reasons"), ("pstate", "pstate")):
+            if sup[key]:
+                v[col] = self._optional(key, *self._calls[key])
         per_fan = [self._optional(f"fan{i}", pynvml.nvmlDeviceGetFanSpeed_v2, h, i)
                    for i in range(caps["fans_logged"])]
         for i, duty in enumerate(per_fan):
@@ -449,13 +444,11 @@ class NvmlGpu(VendorGpu):
             # of a multi-fan board is their mean (equal to each when the driver runs them together)
             v["fan_pct"] = float(np.mean(read))
         elif sup["fan"]:
-            v["fan_pct"] = self._optional("fan", pynvml.nvmlDeviceGetFanSpeed, h)
+            v["fan_pct"] = self._optional("fan", *self._calls["fan"])
         if sup["utilization"]:
-            u = self._optional("utilization", pynvml.nvmlDeviceGetUtilizationRates, h)
+            u = self._optional("utilization", *self._calls["utilization"])
             if u is not None:
                 v["util_gpu_pct"], v["util_mem_pct"] = u.gpu, u.memory
-        if sup["pstate"]:
-            v["pstate"] = self._optional("pstate", pynvml.nvmlDeviceGetPerformanceState, h)
         v["read_s"] = time.perf_counter() - t0
         return v
 
