@@ -196,8 +196,8 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     last_line = max((k for k, x in enumerate(lines, start=1) if x.strip()), default=0)
     clipped: list[str] = []
 
-    def short(ln: int, n: int) -> str:
-        return f"{p}: line {ln}: {n} fields, expected {len(header)}" + cut_hint(ln == last_line and n < len(header), ends_nl)
+    def fields(ln: int, r: list[str]) -> list[str]:
+        return NK._fields(p, header, ln, r, cut_hint(ln == last_line and len(r) < len(header), ends_nl))
 
     header, rows = NK._table(lines, str(p))
     col = {h: i for i, h in enumerate(header)}
@@ -231,8 +231,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                                 f"found {', '.join(header[:8])})")
         prio = list(NVPROF_METRICS)
         for ln, r in rows:
-            if len(r) != len(header):
-                raise BadInputError(short(ln, len(r)))
+            r = fields(ln, r)
             metric = r[col["Metric Name"]].strip()
             unit = NVPROF_METRICS.get(metric)
             if unit is None:
@@ -252,10 +251,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
         counts: dict[str, tuple[int, str, str]] = {}
         pct_bases: set[str] = set()
         for ln, r in rows:
-            if len(r) < len(header) and "Rule Name" in col and len(r) > col["Metric Value"]:
-                r = r + [""] * (len(header) - len(r))  # ncu ends a metric row after its value (no rule fields)
-            if len(r) != len(header):
-                raise BadInputError(short(ln, len(r)))
+            r = fields(ln, r)   # a metric row ended after its value (no rule fields) is padded
             label = r[col["Metric Name"]].strip()
             if not label:
                 continue  # a rule's row (Rule Name, Rule Type, Rule Description), no metric
@@ -293,8 +289,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     # unmapped metrics, and count or rate rollups of mapped ones (a raw page has every rollup)
     ignored = {h for h in header if "__" in h and (h.split(".")[0] not in NCU_METRICS or not pct_rollup(h))}
     for ln, r in data_rows:
-        if len(r) != len(header):
-            raise BadInputError(short(ln, len(r)))
+        r = fields(ln, r)
         for h, unit in mapped:
             take(r[col[kcol]].strip(), h, unit, _pct_value(r[col[h]], f"{p}: line {ln}, metric {h}", clipped), prio)
     _warn_clipped(str(p), clipped)
