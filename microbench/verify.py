@@ -49,7 +49,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from calib.core.errors import BadInputError
 from microbench import amdgcn, ptx
 from microbench.kernels import catalog
 from microbench.kernels.catalog import KernelSpec

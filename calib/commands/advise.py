@@ -58,11 +58,10 @@ def format_advice(adv) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_output_file
 
     if args.output is not None:
-        check_output_file(args.output, "-o")
-        check_not_input(args.output, args.params, args.kernels, what="-o")
+        check_output_file(args.output, "-o", (args.params, args.kernels))
     import json
 
     from calib.core.atomic import atomic_write_text

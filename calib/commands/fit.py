@@ -47,10 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_output_file
 
-    check_output_file(args.output, "parameter file")
-    check_not_input(args.output, args.source, args.heldout, what="parameter file")
+    check_output_file(args.output, "parameter file", (args.source, args.heldout))
     from calib.core.errors import BadInputError
     from calib.fit.pipeline import fit_source
     from calib.report_text import fit_summary

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+
+from calib.commands.run import int_at_least
 
 HELP = "calibrate a fleet: submit a Slurm job array, collect a Parquet dataset, analyse, report"
 DESCRIPTION = (
@@ -30,20 +31,7 @@ ANALYZE_STAGES = {"read": 1.5, "analyse": 1.5, "tables": 0.3}
 REPORT_STAGES = {"read": 1.5, "analyse": 15.5, "tables": 0.5, "figures": 2.5, "page": 0.1}
 
 
-def _int_at_least(low: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``low``; ``what`` names the value in the message."""
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}: expected an integer >= {low}") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"invalid {what} {v}: expected an integer >= {low}")
-        return v
-    return parse
-
-
-_positive, _nonneg = _int_at_least(1, "count"), _int_at_least(0, "value")
+_positive, _nonneg = int_at_least(1, "count"), int_at_least(0, "value")
 
 
 def _threshold(text: str) -> float:

@@ -75,10 +75,9 @@ def _join_power(df, path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_output_file
 
-    check_output_file(args.output, "samples table")
-    check_not_input(args.output, args.file, args.power, getattr(args, "trace", None), what="samples table")
+    check_output_file(args.output, "samples table", (args.file, args.power, getattr(args, "trace", None)))
     from calib.importers import import_table
     from calib.core.samples import check_samples, table_info, write_samples
 

@@ -146,12 +146,11 @@ def _fmt_table(t) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_output_file
 
     for out, what in ((args.output, "-o"), (args.sms_output, "--sms-output")):
         if out is not None:
-            check_output_file(out, what)
-            check_not_input(out, args.params, args.kernel, what=what)
+            check_output_file(out, what, (args.params, args.kernel))
     import math
     import sys
 

@@ -36,14 +36,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_output_file
 
     from calib.core.errors import BadInputError
 
     if (args.input is None) == (args.trace is None):
         raise BadInputError("calib predict: give a samples table / kernel description, or --trace POWER.csv (one of them)")
-    check_output_file(args.output)
-    check_not_input(args.output, args.params, args.input or args.trace)
+    check_output_file(args.output, not_in=(args.params, args.input or args.trace))
     if not 0.0 < args.level < 1.0:
         raise BadInputError(f"--level {args.level}: must be between 0 and 1 (e.g. 0.9)")
     if args.trace is not None:

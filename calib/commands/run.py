@@ -53,14 +53,20 @@ def _positive(kind: str):  # noqa: ANN202 - an argparse type
     return parse
 
 
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: expected an integer >= 0") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"invalid seed {v}: expected an integer >= 0")
-    return v
+def int_at_least(low: int, what: str):  # noqa: ANN201 - an argparse type
+    """An argparse type: an integer >= ``low``; ``what`` names the value in the message."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}: expected an integer >= {low}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"invalid {what} {v}: expected an integer >= {low}")
+        return v
+    return parse
+
+
+_seed = int_at_least(0, "seed")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -18,10 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_output_file
 
-    check_output_file(args.output)
-    check_not_input(args.output, args.session)  # never write into the session (its streams are the data)
+    check_output_file(args.output, not_in=(args.session,))  # never write into the session (its streams are the data)
     from calib.core.samples import write_samples
     from calib.segment import session_samples
     from calib.core.session import read_session

@@ -82,6 +82,11 @@ class CheckResult:
     figures: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
+    def verdict(self, problems: list[str], passed: Callable[[], str]) -> None:
+        """Fail with the ``problems`` found (joined), or pass with the message ``passed()`` (made only then:
+        its figures may not exist otherwise)."""
+        self.status, self.message = ("fail", "; ".join(problems)) if problems else ("pass", passed())
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="sim:<preset> or cuda:<index> (default: the first real GPU, "
@@ -334,12 +339,8 @@ class SelfTest:
             problems.append(f"a gap of {gaps.max() * 1000:.0f} ms between updates ({u * 1000:.0f} ms period)")
         if not dev.virtual and polls < 4.0 / u:
             problems.append(f"polled {polls:.0f}/s, under 4 per update period ({4.0 / u:.0f}/s)")
-        if problems:
-            res.message = "; ".join(problems)
-            return
-        res.status = "pass"
-        res.message = (f"{tc.size} of {span / u:.0f} updates seen ({1 / u:.1f} Hz), max gap {gaps.max() * 1000:.0f} ms"
-                       + ("" if dev.virtual else f", {polls:.0f} polls/s"))
+        res.verdict(problems, lambda: f"{tc.size} of {span / u:.0f} updates seen ({1 / u:.1f} Hz), max gap "
+                    f"{gaps.max() * 1000:.0f} ms" + ("" if dev.virtual else f", {polls:.0f} polls/s"))
 
     def check_power_sampling(self, res: CheckResult) -> None:
         from microbench.power_sampling import characterise
@@ -356,13 +357,9 @@ class SelfTest:
         if f.fit_residual_rel > 0.05:
             problems.append(f"the boxcar leaves {100 * f.fit_residual_rel:.1f} % of the step unexplained: the reading "
                             "is not a boxcar average")
-        if problems:
-            res.message = "; ".join(problems)
-            return
         from calib.commands.doctor import sampling_lines
 
-        res.status = "pass"
-        res.message = " | ".join(sampling_lines(d))
+        res.verdict(problems, lambda: " | ".join(sampling_lines(d)))
 
     def check_energy_counter(self, res: CheckResult) -> None:
         from calib.windows import window_energy
@@ -532,11 +529,8 @@ class SelfTest:
             problems.append(f"still at the locked {after:g} MHz after Ctrl-C")
         elif dev.virtual and abs(after - default) > 1.0:
             problems.append(f"{after:g} MHz after Ctrl-C, default {default:g}")
-        if problems:
-            res.message = "; ".join(problems)
-            return
-        res.status = "pass"
-        res.message = f"locked {target:g} MHz, read back {applied:g}; after Ctrl-C {after:g} MHz (default {default:g})"
+        res.verdict(problems, lambda: f"locked {target:g} MHz, read back {applied:g}; after Ctrl-C {after:g} MHz "
+                                      f"(default {default:g})")
 
     def check_campaign(self, res: CheckResult) -> None:
         from calib.core.params import load

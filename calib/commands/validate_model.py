@@ -87,12 +87,11 @@ def plot(path, y, yhat, workloads, title: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
+    from calib.core.atomic import check_output_file
 
     for out, what in ((args.table, "--table"), (args.plot, "--plot")):
         if out is not None:
-            check_output_file(out, what)
-            check_not_input(out, args.params, args.test, what=what)
+            check_output_file(out, what, (args.params, args.test))
     from pathlib import Path
 
     import numpy as np

@@ -211,12 +211,6 @@ class UnitSet:
         if missing:
             raise ValueError(f"units {missing} have no instruction classes")
 
-    def subset(self, units: tuple[str, ...] | list[str]) -> "UnitSet":
-        """The same family with only ``units`` (in their order), e.g. a GPU without tensor cores."""
-        keep = tuple(units)
-        return UnitSet(keep, {u: self.classes[u] for u in keep}, tuple(u for u in self.chip_units if u in keep),
-                       tuple(u for u in self.mem_units if u in keep))
-
     def device_fields(self) -> dict[str, Any]:
         """The device entries of a manifest (and parameter file) that carry this unit set. The mapping
         ``unit_classes`` is written only where it is not IPP's (files of NVIDIA GPUs do not change)."""

@@ -128,14 +128,17 @@ def check_writable(path: str | os.PathLike, what: str = "output", shown: str | N
     os.unlink(tmp)
 
 
-def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
+def check_output_file(path: str | os.PathLike, what: str = "output",
+                      not_in: tuple[str | os.PathLike | None, ...] = ()) -> Path:
     """Refuse (BadInputError) an output path that must not be written (:func:`output_target`: a
-    directory, a device node, a /proc path, a parent that is a file) or whose directory does not accept
-    a new file (a read-only mount, permissions: :func:`check_writable`); call it before long work so that
-    a typo does not cost the work. Returns the path as given."""
+    directory, a device node, a /proc path, a parent that is a file), whose directory does not accept
+    a new file (a read-only mount, permissions: :func:`check_writable`) or that is one of the inputs
+    ``not_in`` (:func:`check_not_input`); call it before long work so that a typo does not cost the
+    work. Returns the path as given."""
     t = output_target(path, what)
     if t.kind == "file" and t.target is not None:   # the atomic writer's temporary file goes beside it
         check_writable(t.target.parent, what, shown=str(path))
+    check_not_input(path, *not_in, what=what)
     return Path(path)
 
 

@@ -60,6 +60,10 @@ def either(*cs: Constraint) -> Constraint:
     return Constraint(lambda v: any(c(v) for c in cs), " or ".join(c.accepts for c in cs))
 
 
+#: a (core_mhz, mem_mhz) pair of positive clocks (reference and anchor clocks of the fitters)
+CLOCK_PAIR = Constraint(lambda v: len(v) == 2 and all(float(x) > 0 for x in v), "a (core_mhz, mem_mhz) pair")
+
+
 def names_of(what: str = "names") -> Constraint:
     """A collection of strings (list, tuple or set)."""
     return Constraint(lambda v: isinstance(v, (list, tuple, set, frozenset)) and all(isinstance(x, str) for x in v),

@@ -71,7 +71,7 @@ from calib.core.metrics import errors
 from calib.core.params import Covariance, Param, Section
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import in_memory_domain
-from calib.fit.base import Constraint, Estimator, either, mapping_of, names_of, number, optional, options
+from calib.fit.base import CLOCK_PAIR, Estimator, either, mapping_of, names_of, number, optional, options
 from calib.fit.core import covariance, solve
 from calib.fit.uncertainty import (
     IDLE_GROUP,
@@ -383,10 +383,6 @@ def training_rows(df: pd.DataFrame, temperature_correction: Mapping[str, float] 
     return data, None
 
 
-def _pair(v: Any) -> bool:
-    return len(v) == 2 and all(float(x) > 0 for x in v)
-
-
 class DvfsPowerFitter(Estimator):
     """Fits the DVFS power model (module docstring) to a samples table with several clock
     configurations; an estimator (:mod:`calib.fit.base`): ``DvfsPowerFitter(**settings).fit(df)``
@@ -413,11 +409,11 @@ class DvfsPowerFitter(Estimator):
         "ar_form": options(*FORMS),
         "ar_forms": optional(mapping_of(options(*FORMS), "units")),
         "method": options("joint", "alternating"),
-        "activity_clocks": either(options("auto", "off"), Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
+        "activity_clocks": either(options("auto", "off"), CLOCK_PAIR),
         "weighting": options(*WEIGHTINGS),
         "fit_log_a": options(True, False),
         "active_terms": options(True, False),
-        "ref_clocks": optional(Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
+        "ref_clocks": optional(CLOCK_PAIR),
         "ar_threshold": optional(number(0.0, 0.5)),
         "max_nfev": optional(number(1, 1e9, integer=True)),
         "core_voltage": options(*CORE_VOLTAGES),

@@ -78,7 +78,7 @@ from calib.core.metrics import errors, mape
 from calib.core.params import Param, Section
 from calib.core.samples import CNT_PREFIX
 from calib.core.units import clock_levels, nearest_level
-from calib.fit.base import Constraint, Estimator, number, optional, options
+from calib.fit.base import CLOCK_PAIR, Estimator, number, optional, options
 from calib.fit.core import fit_lsq
 from calib.fit.uncertainty import refit_jackknife, total_stderr
 from calib.model import timing as T
@@ -120,10 +120,6 @@ DESCRIPTIONS = {
 FORMS = tuple({"predictor": p, "comp_form": c} for p in T.PREDICTORS for c in ("max", "sum"))
 
 
-def _pair(v: Any) -> bool:
-    return len(v) == 2 and all(float(x) > 0 for x in v)
-
-
 def form_name(form: Mapping[str, Any]) -> str:
     return f"{form['predictor']}/{form['comp_form']}"
 
@@ -160,9 +156,9 @@ class TimingFitter(Estimator):
         "sm_count": optional(number(1, 1024, integer=True)),
         "max_warps_per_sm": optional(number(1, 4096)),
         "max_blocks_per_sm": optional(number(1, 4096)),
-        "ref_clocks": optional(Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
+        "ref_clocks": optional(CLOCK_PAIR),
         "anchored": options(True, False),
-        "anchor_clocks": optional(Constraint(_pair, "a (core_mhz, mem_mhz) pair")),
+        "anchor_clocks": optional(CLOCK_PAIR),
         "anchor_match": options(True, False),
     }
 

@@ -76,7 +76,7 @@ import pandas as pd
 from calib.core.errors import BadInputError
 from calib.importers import ncu_kernel as NK
 from calib.importers import units as U
-from calib.importers._common import OVERSHOOT_PCT, cut_hint, read_text
+from calib.importers._common import OVERSHOOT_PCT, cut_hint, read_text, to_float
 from calib.core.samples import check_samples
 
 DESCRIPTION = "nvprof --csv / ncu --csv metric exports (utilizations; power joined separately)"
@@ -125,13 +125,7 @@ NCU_METRICS: dict[str, str] = {
 
 def _pct_value(text: str, where: str, clipped: list[str] | None = None) -> float:
     """A percentage field -> fraction in [0, 1] (refused outside [0, 100 + OVERSHOOT_PCT] %)."""
-    t = text.strip().rstrip("%").replace(",", "").strip()
-    try:
-        v = float(t)
-    except ValueError:
-        raise BadInputError(f"{where}: {text!r} is not a number") from None
-    if not np.isfinite(v):
-        raise BadInputError(f"{where}: {text.strip()!r} is not a finite number")
+    v = to_float(text, where, thousands=True, percent=True, finite=True)
     if v < 0.0 or v > 100.0 + OVERSHOOT_PCT:
         raise BadInputError(f"{where}: {v:g} % outside [0, 100] % (a utilization; up to "
                             f"{100 + OVERSHOOT_PCT:g} % is taken as profiler overshoot)")
@@ -153,14 +147,11 @@ def _nvprof_value(text: str, where: str, clipped: list[str] | None = None) -> fl
     raise BadInputError(f"{where}: {text.strip()!r} is neither a utilization level like 'Mid (5)' nor a percentage")
 
 
-def _warn_clipped(source: str, clipped: list[str]) -> None:
+def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source: str, ignored: set[str],
+            shadowed: dict[str, str], clipped: list[str]) -> pd.DataFrame:
     if clipped:
         warnings.warn(f"{source}: {len(clipped)} value(s) above 100 % (at most {100 + OVERSHOOT_PCT:g} %) clipped to "
                       f"100 % (profiler overshoot; first: {clipped[0].removeprefix(source + ': ')})", stacklevel=3)
-
-
-def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source: str, ignored: set[str],
-            shadowed: dict[str, str]) -> pd.DataFrame:
     if ignored:
         warnings.warn(f"{source}: {len(ignored)} metric(s) with no unit mapping ignored: "
                       + ", ".join(sorted(ignored)[:8]) + (" ..." if len(ignored) > 8 else ""), stacklevel=3)
@@ -196,8 +187,8 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     last_line = max((k for k, x in enumerate(lines, start=1) if x.strip()), default=0)
     clipped: list[str] = []
 
-    def short(ln: int, n: int) -> str:
-        return f"{p}: line {ln}: {n} fields, expected {len(header)}" + cut_hint(ln == last_line and n < len(header), ends_nl)
+    def fields(ln: int, r: list[str]) -> list[str]:
+        return NK._fields(p, header, ln, r, cut_hint(ln == last_line and len(r) < len(header), ends_nl))
 
     header, rows = NK._table(lines, str(p))
     col = {h: i for i, h in enumerate(header)}
@@ -231,8 +222,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                                 f"found {', '.join(header[:8])})")
         prio = list(NVPROF_METRICS)
         for ln, r in rows:
-            if len(r) != len(header):
-                raise BadInputError(short(ln, len(r)))
+            r = fields(ln, r)
             metric = r[col["Metric Name"]].strip()
             unit = NVPROF_METRICS.get(metric)
             if unit is None:
@@ -240,8 +230,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                 continue
             v = _nvprof_value(r[col["Avg"]], f"{p}: line {ln}, metric {metric}", clipped)
             take(r[col["Kernel"]].strip(), metric, unit, v, prio)
-        _warn_clipped(str(p), clipped)
-        return _finish(records, order, str(p), ignored, shadowed)
+        return _finish(records, order, str(p), ignored, shadowed, clipped)
     if flavour != "ncu":
         raise BadInputError(f"unknown profiler export flavour {flavour!r}")
     prio = list(NCU_METRICS)
@@ -252,10 +241,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
         counts: dict[str, tuple[int, str, str]] = {}
         pct_bases: set[str] = set()
         for ln, r in rows:
-            if len(r) < len(header) and "Rule Name" in col and len(r) > col["Metric Value"]:
-                r = r + [""] * (len(header) - len(r))  # ncu ends a metric row after its value (no rule fields)
-            if len(r) != len(header):
-                raise BadInputError(short(ln, len(r)))
+            r = fields(ln, r)   # a metric row ended after its value (no rule fields) is padded
             label = r[col["Metric Name"]].strip()
             if not label:
                 continue  # a rule's row (Rule Name, Rule Type, Rule Description), no metric
@@ -276,8 +262,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                 raise BadInputError(f"{p}: line {ln}: metric {metric} is in {munit or 'no unit'!r}, not a percentage; "
                                     "export its .avg.pct_of_peak_sustained_active (or _elapsed) rollup")
             ignored.add(metric)  # a count/rate rollup beside the percentage
-        _warn_clipped(str(p), clipped)
-        return _finish(records, order, str(p), ignored, shadowed)
+        return _finish(records, order, str(p), ignored, shadowed, clipped)
     # --page raw: metrics are columns, the first data row holds the units
     if not rows:
         raise BadInputError(f"{p}: no data rows")
@@ -293,10 +278,8 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
     # unmapped metrics, and count or rate rollups of mapped ones (a raw page has every rollup)
     ignored = {h for h in header if "__" in h and (h.split(".")[0] not in NCU_METRICS or not pct_rollup(h))}
     for ln, r in data_rows:
-        if len(r) != len(header):
-            raise BadInputError(short(ln, len(r)))
+        r = fields(ln, r)
         for h, unit in mapped:
             take(r[col[kcol]].strip(), h, unit, _pct_value(r[col[h]], f"{p}: line {ln}, metric {h}", clipped), prio)
-    _warn_clipped(str(p), clipped)
-    return _finish(records, order, str(p), ignored, shadowed)
+    return _finish(records, order, str(p), ignored, shadowed, clipped)
 

@@ -260,14 +260,15 @@ def _base(metric: str) -> str:
     return metric.split(".")[0]
 
 
-def _fields(p: Path, header: list[str], ln: int, r: list[str]) -> list[str]:
-    """A row's fields, checked against the header. ncu's details page ends a metric row after its value
-    (``...,"Metric Value",`` -- the Rule Name/Type/Description columns left out): such rows are padded."""
+def _fields(p: Path, header: list[str], ln: int, r: list[str], hint: str = "") -> list[str]:
+    """A row's fields, checked against the header (``hint`` ends the message of a wrong count). ncu's
+    details page ends a metric row after its value (``...,"Metric Value",`` -- the Rule Name/Type/Description
+    columns left out): such rows are padded."""
     n = len(header)
     if len(r) < n and "Rule Name" in header and len(r) > header.index("Metric Value"):
         return r + [""] * (n - len(r))
     if len(r) != n:
-        raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {n}")
+        raise BadInputError(f"{p}: line {ln}: {len(r)} fields, expected {n}{hint}")
     return r
 
 

@@ -245,11 +245,8 @@ class AmdGpu(VendorGpu):
             self.name = str(asic.get("market_name") or "AMD GPU")
             self.asic = asic
             self.uuid = str(self._call(lib.amdsmi_get_gpu_device_uuid, "UUID", self.handle))
-            self._caps: dict[str, Any] | None = None
             self._power_handle = self.handle
-            self._prev_energy_mj: float | None = None
-            self.energy_resets = 0
-            self.runtime_not_supported: dict[str, int] = {}
+            self._start_counts()
         except BaseException:
             self._call(lib.amdsmi_shut_down, "amdsmi_shut_down")
             self._open = False
@@ -323,14 +320,6 @@ class AmdGpu(VendorGpu):
         return out
 
     # -- capabilities ----------------------------------------------------------------------------
-    def _try(self, fn: Callable[..., Any], what: str, *args: Any) -> tuple[Any, str]:
-        try:
-            return self._call(fn, what, *args), "ok"
-        except DeviceNotSupportedError:
-            return None, "not supported"
-        except DeviceNoPermissionError:
-            return None, "no permission"
-
     def _power_field(self, info: dict[str, Any]) -> str | None:
         for key in ("current_socket_power", "socket_power", "average_socket_power"):
             if _num(info.get(key)) is not None:
@@ -414,17 +403,18 @@ class AmdGpu(VendorGpu):
                                         f"({res:.6g} uJ) / 1000")
             if sup["power"] and self.energy_check_s > 0:
                 self._check_counter(e1, res, caps)
-        for k, what, fn, args in (
-            ("temp_hotspot", "hotspot temperature", lib.amdsmi_get_temp_metric,
-             (h, lib.AmdSmiTemperatureType.HOTSPOT, lib.AmdSmiTemperatureMetric.CURRENT)),
-            ("temp_edge", "edge temperature", lib.amdsmi_get_temp_metric,
-             (h, lib.AmdSmiTemperatureType.EDGE, lib.AmdSmiTemperatureMetric.CURRENT)),
-            ("temp_vram", "VRAM temperature", lib.amdsmi_get_temp_metric,
-             (h, lib.AmdSmiTemperatureType.VRAM, lib.AmdSmiTemperatureMetric.CURRENT)),
-            ("gfx_clock", "GFX clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.GFX)),
-            ("mem_clock", "memory clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.MEM)),
-            ("activity", "activity", lib.amdsmi_get_gpu_activity, (h,)),
-        ):
+        self._calls = {
+            "temp_hotspot": ("hotspot temperature", lib.amdsmi_get_temp_metric,
+                             (h, lib.AmdSmiTemperatureType.HOTSPOT, lib.AmdSmiTemperatureMetric.CURRENT)),
+            "temp_edge": ("edge temperature", lib.amdsmi_get_temp_metric,
+                          (h, lib.AmdSmiTemperatureType.EDGE, lib.AmdSmiTemperatureMetric.CURRENT)),
+            "temp_vram": ("VRAM temperature", lib.amdsmi_get_temp_metric,
+                          (h, lib.AmdSmiTemperatureType.VRAM, lib.AmdSmiTemperatureMetric.CURRENT)),
+            "gfx_clock": ("GFX clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.GFX)),
+            "mem_clock": ("memory clock", lib.amdsmi_get_clock_info, (h, lib.AmdSmiClkType.MEM)),
+            "activity": ("activity", lib.amdsmi_get_gpu_activity, (h,)),
+        }
+        for k, (what, fn, args) in self._calls.items():
             v, how = self._try(fn, what, *args)
             sup[k] = v is not None
             if v is None:
@@ -464,14 +454,6 @@ class AmdGpu(VendorGpu):
             warnings.warn(f"{self.where}: {caps['faults']['energy_counter']}", RuntimeWarning, stacklevel=3)
 
     # -- sampling --------------------------------------------------------------------------------
-    def _optional(self, key: str, fn: Callable[..., Any], what: str, *args: Any) -> Any:
-        """A query supported at probe time; NotSupported mid-run gives None and is counted."""
-        try:
-            return self._call(fn, what, *args)
-        except DeviceNotSupportedError:
-            self.runtime_not_supported[key] = self.runtime_not_supported.get(key, 0) + 1
-            return None
-
     def sample(self) -> dict[str, Any]:
         """One poll of everything supported, keyed by :data:`SENSOR_COLUMNS` (SI units).
 
@@ -480,43 +462,32 @@ class AmdGpu(VendorGpu):
         """
         caps = self.capabilities()
         sup = caps["supported"]
-        lib, h = self.lib, self.handle
+        lib = self.lib
         t0 = time.perf_counter()
         v: dict[str, Any] = dict.fromkeys(SENSOR_COLUMNS)
         if sup["power"]:
-            info = self._optional("power", lib.amdsmi_get_power_info, "power info", self._power_handle)
+            info = self._optional("power", lib.amdsmi_get_power_info, self._power_handle, what="power info")
             if info is not None:
                 v["power_w"] = _num(info.get(self._power_key))
                 v["power_avg_w"] = _num(info.get("average_socket_power"))
         if sup["energy_counter"]:
-            e = self._optional("energy_counter", lib.amdsmi_get_energy_count, "energy counter", self._power_handle)
+            e = self._optional("energy_counter", lib.amdsmi_get_energy_count, self._power_handle, what="energy counter")
             if e is not None:
                 mj = float(e[self._energy_key]) * float(e["counter_resolution"]) / 1000.0
-                reset = self._prev_energy_mj is not None and mj < self._prev_energy_mj
-                if reset:
-                    self.energy_resets += 1
-                    warnings.warn(f"{self.where}: energy counter went backwards ({self._prev_energy_mj:.1f} -> "
-                                  f"{mj:.1f} mJ): driver reload or reset; windows spanning it are unwrapped "
-                                  "(calib.windows)", RuntimeWarning, stacklevel=2)
-                v["energy_mj"], v["energy_reset"] = mj, int(reset)
+                v["energy_mj"], v["energy_reset"] = mj, self._energy_reset(mj)
                 v["energy_timestamp_s"] = float(e["timestamp"]) / 1e9
-                self._prev_energy_mj = mj
-        temps = {}
-        for key, typ in (("temp_hotspot", lib.AmdSmiTemperatureType.HOTSPOT), ("temp_edge", lib.AmdSmiTemperatureType.EDGE),
-                         ("temp_vram", lib.AmdSmiTemperatureType.VRAM)):
+        got = {}
+        for key, (what, fn, args) in self._calls.items():
             if sup[key]:
-                temps[key] = _num(self._optional(key, lib.amdsmi_get_temp_metric, key.replace("_", " "), h, typ,
-                                                 lib.AmdSmiTemperatureMetric.CURRENT))
-        v["temp_c"] = temps.get("temp_hotspot") if temps.get("temp_hotspot") is not None else temps.get("temp_edge")
-        v["edge_temp_c"], v["mem_temp_c"] = temps.get("temp_edge"), temps.get("temp_vram")
-        for col, key, typ in (("sm_mhz", "gfx_clock", lib.AmdSmiClkType.GFX), ("mem_mhz", "mem_clock", lib.AmdSmiClkType.MEM)):
-            if sup[key]:
-                c = self._optional(key, lib.amdsmi_get_clock_info, key.replace("_", " "), h, typ)
-                v[col] = None if c is None else _num(c.get("clk"))
-        if sup["activity"]:
-            a = self._optional("activity", lib.amdsmi_get_gpu_activity, "activity", h)
-            if a is not None:
-                v["util_gpu_pct"], v["util_mem_pct"] = _num(a.get("gfx_activity")), _num(a.get("umc_activity"))
+                got[key] = self._optional(key, fn, *args, what=what)
+        temps = {k: _num(got.get(k)) for k in ("temp_hotspot", "temp_edge", "temp_vram")}
+        v["temp_c"] = temps["temp_hotspot"] if temps["temp_hotspot"] is not None else temps["temp_edge"]
+        v["edge_temp_c"], v["mem_temp_c"] = temps["temp_edge"], temps["temp_vram"]
+        for col, key in (("sm_mhz", "gfx_clock"), ("mem_mhz", "mem_clock")):
+            v[col] = None if got.get(key) is None else _num(got[key].get("clk"))
+        a = got.get("activity")
+        if a is not None:
+            v["util_gpu_pct"], v["util_mem_pct"] = _num(a.get("gfx_activity")), _num(a.get("umc_activity"))
         v["read_s"] = time.perf_counter() - t0
         return v
 

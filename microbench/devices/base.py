@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calib.core.activity import warps_per_sm
-from calib.core.errors import DeviceError, DeviceNotFoundError
+from calib.core.errors import DeviceError, DeviceNoPermissionError, DeviceNotFoundError, DeviceNotSupportedError
 
 
 @dataclass(frozen=True)
@@ -310,6 +310,46 @@ class VendorGpu:
     and define ``reset_clocks`` and ``_shutdown`` (the library's release, its errors already typed)."""
 
     _open: bool
+    where: str
+
+    def _call(self, fn: Any, what: str, *args: Any) -> Any:
+        """``fn(*args)`` through the vendor library's boundary, its errors typed, messages naming this GPU."""
+        raise NotImplementedError
+
+    def _start_counts(self) -> None:
+        """No capabilities probed yet; no energy-counter reset and no query refused mid-run so far."""
+        self._caps: dict[str, Any] | None = None
+        self._prev_energy_mj: float | None = None
+        self.energy_resets = 0
+        self.runtime_not_supported: dict[str, int] = {}
+
+    def _try(self, fn: Any, what: str, *args: Any) -> tuple[Any, str]:
+        """Probe one query: ``(value, "ok")``, or ``(None, "not supported" | "no permission")``."""
+        try:
+            return self._call(fn, what, *args), "ok"
+        except DeviceNotSupportedError:
+            return None, "not supported"
+        except DeviceNoPermissionError:
+            return None, "no permission"
+
+    def _optional(self, key: str, fn: Any, *args: Any, what: str | None = None) -> Any:
+        """A query supported at probe time (``what`` in messages, default ``key``); NotSupported mid-run
+        gives None and is counted under ``key``."""
+        try:
+            return self._call(fn, what or key, *args)
+        except DeviceNotSupportedError:
+            self.runtime_not_supported[key] = self.runtime_not_supported.get(key, 0) + 1
+            return None
+
+    def _energy_reset(self, mj: float) -> int:
+        """1 when the energy counter went backwards since the last sample (counted and warned), else 0."""
+        prev, self._prev_energy_mj = self._prev_energy_mj, mj
+        if prev is None or mj >= prev:
+            return 0
+        self.energy_resets += 1
+        warnings.warn(f"{self.where}: energy counter went backwards ({prev:.1f} -> {mj:.1f} mJ): driver reload, "
+                      "reset or wrap; windows spanning it are unwrapped (calib.windows)", RuntimeWarning, stacklevel=3)
+        return 1
 
     def reset_clocks(self) -> None:
         raise NotImplementedError

@@ -235,11 +235,8 @@ class NvmlGpu(VendorGpu):
             self.index = index if index is not None else -1
             self.name = _str(_nvml("GPU name", pynvml.nvmlDeviceGetName, self.handle))
             self.uuid = _str(_nvml("GPU UUID", pynvml.nvmlDeviceGetUUID, self.handle))
-            self._caps: dict[str, Any] | None = None
             self._fields: list[tuple[str, Any]] = []
-            self._prev_energy_mj: int | None = None
-            self.energy_resets = 0
-            self.runtime_not_supported: dict[str, int] = {}
+            self._start_counts()
         except BaseException:
             _nvml("nvmlShutdown", pynvml.nvmlShutdown)
             self._open = False
@@ -249,6 +246,9 @@ class NvmlGpu(VendorGpu):
     def where(self) -> str:
         """How messages name this GPU."""
         return f"GPU {self.index} ({self.name})" if self.index >= 0 else f"GPU {self.name}"
+
+    def _call(self, fn: Callable[..., Any], what: str, *args: Any) -> Any:
+        return _nvml(f"{self.where}: {what}", fn, *args)
 
     # -- identity --------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
@@ -278,22 +278,11 @@ class NvmlGpu(VendorGpu):
         return out
 
     # -- capabilities ------------------------------------------------------------------------------
-    def _probe_one(self, what: str, fn: Callable[..., Any], *args: Any) -> tuple[bool, str]:
-        try:
-            _nvml(f"{self.where}: {what}", fn, *args)
-            return True, "ok"
-        except DeviceNotSupportedError:
-            return False, "not supported"
-        except DeviceNoPermissionError:
-            return False, "no permission"
-
     def _probe_field(self, fid: Any) -> tuple[bool, str]:
-        try:
-            fv = _nvml(f"{self.where}: field {fid}", pynvml.nvmlDeviceGetFieldValues, self.handle, [fid])[0]
-        except DeviceNotSupportedError:
-            return False, "not supported"
-        except DeviceNoPermissionError:
-            return False, "no permission"
+        fvs, how = self._try(pynvml.nvmlDeviceGetFieldValues, f"field {fid}", self.handle, [fid])
+        if fvs is None:
+            return False, how
+        fv = fvs[0]
         if fv.nvmlReturn != pynvml.NVML_SUCCESS:  # the call succeeds while the field itself fails
             err = map_nvml_error(pynvml.NVMLError(fv.nvmlReturn), f"field {fid}")
             if isinstance(err, DeviceNotSupportedError):
@@ -317,8 +306,7 @@ class NvmlGpu(VendorGpu):
         if n < 2:
             return 0
         for i in range(n):
-            ok, _ = self._probe_one(f"fan {i}", pynvml.nvmlDeviceGetFanSpeed_v2, self.handle, i)
-            if not ok:
+            if self._try(pynvml.nvmlDeviceGetFanSpeed_v2, f"fan {i}", self.handle, i)[1] != "ok":
                 return 0
         return n
 
@@ -357,7 +345,7 @@ class NvmlGpu(VendorGpu):
                 scope = "NVML_POWER_SCOPE_MODULE"
                 warnings.warn(f"{self.where}: GPU-scope power is not available; logging MODULE-scope power "
                               "(whole superchip: CPU + GPU + memory)", RuntimeWarning, stacklevel=2)
-        calls = {
+        self._calls = calls = {
             "power_usage": (pynvml.nvmlDeviceGetPowerUsage, h),
             "energy_counter": (pynvml.nvmlDeviceGetTotalEnergyConsumption, h),
             "temperature": (pynvml.nvmlDeviceGetTemperatureV, h, pynvml.NVML_TEMPERATURE_GPU),
@@ -368,8 +356,9 @@ class NvmlGpu(VendorGpu):
             "utilization": (pynvml.nvmlDeviceGetUtilizationRates, h),
             "pstate": (pynvml.nvmlDeviceGetPerformanceState, h),
         }
-        for key, call in calls.items():
-            supported[key], notes[key] = self._probe_one(key, *call)
+        for key, (fn, *args) in calls.items():
+            notes[key] = self._try(fn, key, *args)[1]
+            supported[key] = notes[key] == "ok"
         self._fields = [(k, fields[k]) for k in ("power_instant", "power_average", "energy_field", "mem_temp")
                         if supported[k]]
         fans_logged = self._probe_fans()
@@ -402,14 +391,6 @@ class NvmlGpu(VendorGpu):
         return self._caps
 
     # -- sampling --------------------------------------------------------------------------------
-    def _optional(self, key: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """A query that was supported at probe time; NotSupported mid-run gives None and is counted."""
-        try:
-            return _nvml(f"{self.where}: {key}", fn, *args)
-        except DeviceNotSupportedError:
-            self.runtime_not_supported[key] = self.runtime_not_supported.get(key, 0) + 1
-            return None
-
     def sample(self) -> dict[str, Any]:
         """One poll of everything supported, as a dict keyed by :data:`SENSOR_COLUMNS` (SI units).
 
@@ -442,29 +423,16 @@ class NvmlGpu(VendorGpu):
                 elif key == "mem_temp":
                     v["mem_temp_c"] = float(x)
         if v["power_w"] is None and sup["power_usage"]:
-            mw = self._optional("power_usage", pynvml.nvmlDeviceGetPowerUsage, h)
+            mw = self._optional("power_usage", *self._calls["power_usage"])
             v["power_w"] = None if mw is None else mw / 1000.0
         if v["energy_mj"] is None and sup["energy_counter"] and not sup["energy_field"]:
-            v["energy_mj"] = self._optional("energy_counter", pynvml.nvmlDeviceGetTotalEnergyConsumption, h)
+            v["energy_mj"] = self._optional("energy_counter", *self._calls["energy_counter"])
         if v["energy_mj"] is not None:
-            e = int(v["energy_mj"])
-            reset = self._prev_energy_mj is not None and e < self._prev_energy_mj
-            if reset:
-                self.energy_resets += 1
-                warnings.warn(f"{self.where}: energy counter went backwards ({self._prev_energy_mj} -> {e} mJ): "
-                              "driver reload or wrap; windows spanning it are unwrapped (calib.windows)",
-                              RuntimeWarning, stacklevel=2)
-            v["energy_reset"] = int(reset)
-            self._prev_energy_mj = e
-        if sup["temperature"]:
-            v["temp_c"] = self._optional("temperature", pynvml.nvmlDeviceGetTemperatureV, h, pynvml.NVML_TEMPERATURE_GPU)
-        if sup["sm_clock"]:
-            v["sm_mhz"] = self._optional("sm_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_SM)
-        if sup["mem_clock"]:
-            v["mem_mhz"] = self._optional("mem_clock", pynvml.nvmlDeviceGetClockInfo, h, pynvml.NVML_CLOCK_MEM)
-        if sup["clock_event_reasons"]:
-            v["clock_event_reasons"] = self._optional("clock_event_reasons",
-                                                      pynvml.nvmlDeviceGetCurrentClocksEventReasons, h)
+            v["energy_reset"] = self._energy_reset(int(v["energy_mj"]))
+        for col, key in (("temp_c", "temperature"), ("sm_mhz", "sm_clock"), ("mem_mhz", "mem_clock"),
+                         ("clock_event_reasons", "clock_event_reasons"), ("pstate", "pstate")):
+            if sup[key]:
+                v[col] = self._optional(key, *self._calls[key])
         per_fan = [self._optional(f"fan{i}", pynvml.nvmlDeviceGetFanSpeed_v2, h, i)
                    for i in range(caps["fans_logged"])]
         for i, duty in enumerate(per_fan):
@@ -476,13 +444,11 @@ class NvmlGpu(VendorGpu):
             # of a multi-fan board is their mean (equal to each when the driver runs them together)
             v["fan_pct"] = float(np.mean(read))
         elif sup["fan"]:
-            v["fan_pct"] = self._optional("fan", pynvml.nvmlDeviceGetFanSpeed, h)
+            v["fan_pct"] = self._optional("fan", *self._calls["fan"])
         if sup["utilization"]:
-            u = self._optional("utilization", pynvml.nvmlDeviceGetUtilizationRates, h)
+            u = self._optional("utilization", *self._calls["utilization"])
             if u is not None:
                 v["util_gpu_pct"], v["util_mem_pct"] = u.gpu, u.memory
-        if sup["pstate"]:
-            v["pstate"] = self._optional("pstate", pynvml.nvmlDeviceGetPerformanceState, h)
         v["read_s"] = time.perf_counter() - t0
         return v
 

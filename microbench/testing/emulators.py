@@ -806,10 +806,6 @@ class SensorRecord:
             raise ValueError("type and pair name hold at most 15 characters (NUL-terminated in 16 bytes)")
         return struct.pack("<16s16sffB", t, n, self.vref_v, self.sensitivity, int(self.in_use))
 
-    @property
-    def is_current(self) -> bool:
-        return self.type.upper().startswith("MLX")
-
 
 def default_eeprom() -> list[SensorRecord]:
     """Two pairs in use (MLX10 and MLX20 current sensors at the documented vrefs 1.636 V and 1.62247 V,
