@@ -1,5 +1,7 @@
 """Fitting the IPP temperature model (paper 004, Sec. 3.6-3.7) to thermal-step traces.
 
+- ``idle_temp_c``: Idle_temp, the cold state the steps start from and the rises are measured from: the
+  coldest idle window (:func:`cold_idle`), not the mean of all (the last follows the thermal steps);
 - ``rc_rise_s`` / ``rc_decay_s``: eq. (17)/(18), one time constant shared by all steps, each step with
   its own start level and amplitude (bounded least squares on the sensor temperature);
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: eq. (19), the steady rise ``delta`` of each step against its
