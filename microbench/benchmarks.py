@@ -94,6 +94,18 @@ def _mix_params(mix: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in mix.items() if k != "ctrl"}
 
 
+#: The thermal steps' lengths are set by the slowest pole a card's cooler can have, not by any preset:
+#: a board cooler's heatsink is 0.3-1 kg of aluminium and copper (about 150-900 J/C) behind a sink-to-air
+#: resistance of 0.1-0.25 C/W at a low fan duty, so its time constant is up to about
+#: :data:`THERMAL_TAU_MAX_S` (1 kg of aluminium at 0.22 C/W); IPP's GTX 280 levelled off after ~600 s
+#: (hong-thesis-2012-notes.md, sec. 2.4), the same order. Identifying a pole takes a step of 4-5 of its
+#: time constants (hassan-thesis-2015-notes.md, sec. 6.4.1: "at least 5 tau_max"): the standard campaign
+#: heats 4.5 tau_max (1.1 % of the slowest pole's rise left: a fit that stops at 1.5 tau_max, the old 300 s,
+#: sees 22 % missing and puts the slow pole 11-20 % fast) and cools 3 tau_max (the settle-to-idle wait
+#: before the next step finishes the cooling); the full campaign 6 and 4.5 tau_max. The quick campaign's
+#: 200 s steps identify poles up to about 50 s only.
+THERMAL_TAU_MAX_S = 200.0
+
 CAMPAIGNS: dict[str, CampaignSpec] = {
     "quick": CampaignSpec(name="quick", warps_levels=(1, 4, 16, 64), fma_k=(0, 4, 32, 256), sm_points=5, repeats=1,
                           warmup_s=1.5, window_s=4.0, cooldown_band_c=3.0, cooldown_max_s=40.0, idle_s=30.0,
@@ -102,12 +114,14 @@ CAMPAIGNS: dict[str, CampaignSpec] = {
     "standard": CampaignSpec(name="standard", warps_levels=(1, 2, 4, 8, 16, 32, 64),
                              fma_k=(0, 1, 2, 4, 8, 16, 32, 64, 256), sm_points=10, repeats=2, warmup_s=2.0,
                              window_s=6.0, cooldown_band_c=2.0, cooldown_max_s=90.0, idle_s=60.0, thermal_steps=5,
-                             heat_s=300.0, cool_s=420.0, fan_levels=(0.3, 0.45, 0.6, 0.8, 1.0), fan_step_s=5.0,
+                             heat_s=4.5 * THERMAL_TAU_MAX_S, cool_s=3.0 * THERMAL_TAU_MAX_S,
+                             fan_levels=(0.3, 0.45, 0.6, 0.8, 1.0), fan_step_s=5.0,
                              dvfs_points=5),
     "full": CampaignSpec(name="full", warps_levels=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
                          fma_k=(0, 1, 2, 4, 8, 16, 32, 64, 128, 256), sm_points=16, repeats=3, warmup_s=3.0,
                          window_s=10.0, cooldown_band_c=1.5, cooldown_max_s=150.0, idle_s=120.0, thermal_steps=6,
-                         heat_s=480.0, cool_s=600.0, fan_levels=(0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+                         heat_s=6.0 * THERMAL_TAU_MAX_S, cool_s=4.5 * THERMAL_TAU_MAX_S,
+                         fan_levels=(0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
                          fan_step_s=6.0, dvfs_points=8),
 }
 

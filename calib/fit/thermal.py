@@ -1,5 +1,7 @@
 """Fitting the IPP temperature model (paper 004, Sec. 3.6-3.7) to thermal-step traces.
 
+- ``idle_temp_c``: Idle_temp, the cold state the steps start from and the rises are measured from: the
+  coldest idle window (:func:`cold_idle`), not the mean of all (the last follows the thermal steps);
 - ``rc_rise_s`` / ``rc_decay_s``: eq. (17)/(18), one time constant shared by all steps, each step with
   its own start level and amplitude (bounded least squares on the sensor temperature);
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: eq. (19), the steady rise ``delta`` of each step against its
@@ -59,6 +61,25 @@ def fan_power(fan: pd.DataFrame | None, idle_temp_c: float, leak_slope_w_per_c: 
     return fan_w
 
 
+def cold_idle(data: SessionData) -> tuple[float, float, float]:
+    """(temperature C, its standard error C, board power W) of the card idling at rest: IPP's Idle_temp, "the
+    typical GPU cold state temperature" its steps start from and the rises of eq. (19) are measured from.
+
+    The coldest idle window of the samples table: idle windows differ by the heat earlier load left in the
+    heatsink, which only warms them (the campaign's last idle window follows the thermal steps: 1.2-2.0 C
+    above its first on the committed sim-gtx280/580/titanx fits, which put every rise, hence lambda, that
+    much low). The session's idle baseline (the mean of all idle windows) without a table."""
+    s = data.samples
+    if {"role", "temp_c", "power_w"} <= set(s.columns):
+        idle = s[(s["role"] == "idle") & np.isfinite(s["temp_c"]) & np.isfinite(s["power_w"])]
+        if len(idle):
+            # one window of a steady card: its mean's error is the whole-degree reading's quantization (the
+            # floor of calib.segment.idle_baseline), not the spread between windows that the heat left behind
+            row = idle.loc[idle["temp_c"].idxmin()]
+            return float(row["temp_c"]), 1.0 / math.sqrt(12.0), float(row["power_w"])
+    return data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w
+
+
 class ThermalFitter(Estimator):
     """Fits the thermal section; an estimator (:mod:`calib.fit.base`). Fitted state: ``params_``,
     ``stats_``, ``warnings_``, ``section_``.
@@ -85,13 +106,13 @@ class ThermalFitter(Estimator):
         if data.idle is None:
             raise FitError("no idle window; cannot fit the thermal model")
         steps, fan = data.thermal_steps, data.fan
-        idle_temp_c, idle_temp_se, idle_power_w = data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w
+        idle_temp_c, idle_temp_se, idle_power_w = cold_idle(data)
         blocks = []
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal model")
         warns: list[str] = []
         params: list[Param] = [Param("idle_temp_c", float(idle_temp_c), "C", -50.0, 150.0, True, stderr=idle_temp_se,
-                                     description="idle temperature (mean of the idle baseline)")]
+                                     description="cold-state idle temperature (the coldest idle window)")]
         n_pts = 0
         # RC rise and decay
         rise = self._pooled(steps, "rise", idle_temp_c)
