@@ -8,6 +8,7 @@ These tests use only the driver API that predates the fix (``open_analyzer``, ``
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 import numpy as np
@@ -165,9 +166,10 @@ def test_powersensor3_reads_its_calibration_and_starts_without_sentinel_errors(t
     assert wire == b"XR" + b"s" * 8 + b"SX"
 
 
-def test_powersensor3_tracks_whole_wraps_lost_in_the_device_queue(tmp_path):
+def test_powersensor3_tracks_whole_wraps_lost_in_the_device_queue(tmp_path, caplog):
     # 250 frames of 512 us = 128 ms = 125 whole wraps of the 10-bit timestamp: invisible in the stream
-    with PowerSensor3Emulator(tmp_path / "ps3.tty", frame_us=512, burst=20) as emu:
+    with PowerSensor3Emulator(tmp_path / "ps3.tty", frame_us=512, burst=20) as emu, \
+            caplog.at_level(logging.WARNING, logger="microbench.instruments"):
         drv = open_analyzer(str(emu.link), "powersensor3", average_frames=10)
         drv.start()
         try:
@@ -183,7 +185,13 @@ def test_powersensor3_tracks_whole_wraps_lost_in_the_device_queue(tmp_path):
     before, after = lag[(t > t_drop - 0.3) & (t < t_drop)], lag[t > t_drop + 0.6]
     # device time stays on host time: the lag (transport + USB burst) does not jump by the 128 ms lost
     assert len(after) > 20 and abs(np.median(after) - np.median(before)) < 0.01, (np.median(before), np.median(after))
-    assert drv.stats.clock_slips == 1
+    # the 125 wraps are found once, whole. A host reading every chunk late for a whole 250 ms window (the
+    # emulator and the reader both descheduled on a loaded machine) looks the same as a few wraps lost and may
+    # add a slip of a few ms (seen: 3 wraps under two CPU burners), never one of the 128 ms dropped
+    wraps = [int(w) for w in re.findall(r"(\d+) whole timestamp wraps lost", caplog.text)]
+    assert drv.stats.clock_slips == len(wraps), caplog.text
+    big = [w for w in wraps if w > 10]
+    assert len(big) == 1 and abs(big[0] - 125) <= 3, wraps   # 3 wraps: host lag under load, as above
 
 
 # -- Yokogawa WT310 --------------------------------------------------------------------------------
