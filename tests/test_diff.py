@@ -62,8 +62,8 @@ def test_one_parameter_moved_by_ten_standard_errors_is_flagged_alone(cli, tmp_pa
     new["power"]["parameters"]["max_power_tex_w"]["value"] += 10 * se
     # a move of half a standard error elsewhere is noise (a parameter the campaign determines on its own:
     # members of a tied group are tested only as their combination)
-    assert "max_power_shared_w" not in _tied(old)
-    new["power"]["parameters"]["max_power_shared_w"]["value"] += 0.5 * _se(old, "max_power_shared_w")
+    assert "max_power_int_w" not in _tied(old)
+    new["power"]["parameters"]["max_power_int_w"]["value"] += 0.5 * _se(old, "max_power_int_w")
     code, out, err = cli("diff", SIM280, _save(new, tmp_path / "new.json"), "--json", tmp_path / "d.json")
     assert code == 3, out + err
     js = json.loads((tmp_path / "d.json").read_text())
@@ -73,7 +73,7 @@ def test_one_parameter_moved_by_ten_standard_errors_is_flagged_alone(cli, tmp_pa
     # both files carry the same standard error: z = 10 se / sqrt(2) se
     assert tex["z"] == pytest.approx(10 / math.sqrt(2), rel=1e-9)
     assert tex["change"] == pytest.approx(10 * se, rel=1e-9)
-    intp = next(p for p in js["parameters"] if p["parameter"] == "power.max_power_shared_w")
+    intp = next(p for p in js["parameters"] if p["parameter"] == "power.max_power_int_w")
     assert intp["verdict"] == "not significant" and intp["z"] == pytest.approx(0.5 / math.sqrt(2), rel=1e-9)
     assert "**power.max_power_tex_w" in out
     assert "two-sided z-test" in out and "Holm" in out
