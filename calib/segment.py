@@ -534,6 +534,10 @@ class IdleBaseline:
     host_power_se_w: float | None = None
 
 
+#: standard error (C) of a steady whole-degree temperature reading: its quantization, which does not average out
+READING_QUANTIZATION_SE_C = 1.0 / math.sqrt(12.0)
+
+
 def idle_baseline(samples: pd.DataFrame) -> IdleBaseline | None:
     """The baseline of the idle rows of a samples table (None without idle rows). The sensor reads whole
     degrees: its quantization (1/sqrt(12) C) does not average out when the temperature is steady, so it
@@ -544,7 +548,7 @@ def idle_baseline(samples: pd.DataFrame) -> IdleBaseline | None:
         return None
     temp = idle["temp_c"].to_numpy(float) if "temp_c" in idle.columns else np.array([np.nan])
     temp_se = max(float(np.nanstd(temp, ddof=1) / math.sqrt(len(temp))) if len(temp) > 1 else 0.0,
-                  1.0 / math.sqrt(12.0))
+                  READING_QUANTIZATION_SE_C)
     ip = idle["power_w"].to_numpy(float)
     ip_se = (float(np.std(ip, ddof=1) / math.sqrt(len(ip)) * math.sqrt(ar1_inflation([ip - ip.mean()])))
              if len(ip) > 1 else None)

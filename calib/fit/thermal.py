@@ -35,7 +35,7 @@ from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Constraint, Estimator, number
 from calib.fit.uncertainty import apply_total, ar1_inflation, refit_jackknife, total_covariance
 from calib.model.thermal import leakage_w, max_temp_rise_c, rc_decay, rc_rise
-from calib.segment import SessionData, ThermalStep
+from calib.segment import READING_QUANTIZATION_SE_C, SessionData, ThermalStep
 from calib.core.units import mem_intensity
 
 COLD_WINDOW_S = (1.0, 4.0)     # heating-phase window for the "cold" runtime power
@@ -74,9 +74,9 @@ def cold_idle(data: SessionData) -> tuple[float, float, float]:
         idle = s[(s["role"] == "idle") & np.isfinite(s["temp_c"]) & np.isfinite(s["power_w"])]
         if len(idle):
             # one window of a steady card: its mean's error is the whole-degree reading's quantization (the
-            # floor of calib.segment.idle_baseline), not the spread between windows that the heat left behind
+            # floor of calib.segment.idle_baseline too), not the spread between windows that the heat left behind
             row = idle.loc[idle["temp_c"].idxmin()]
-            return float(row["temp_c"]), 1.0 / math.sqrt(12.0), float(row["power_w"])
+            return float(row["temp_c"]), READING_QUANTIZATION_SE_C, float(row["power_w"])
     return data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w
 
 
