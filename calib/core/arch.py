@@ -4,34 +4,13 @@ size, the resident warps, and the power model's units of each GPU family (NVIDIA
 Every device backend of the device layer takes its architecture facts from here
 (:func:`nvidia_facts`, :func:`amd_facts`), so the unit list and the issue rate of a real GPU have one home.
 
-NVIDIA: one table, by compute capability (``major.minor``), with the chips that have it. ``warp_issue_per_cycle``
+NVIDIA: one table, :data:`_TABLE`, by compute capability (``major.minor``), with the chips that have it. ``warp_issue_per_cycle``
 is the warp instructions an SM issues per core cycle: one per warp scheduler from Kepler on (Kepler's
 dual dispatch needs two independent instructions of one warp, which the timing model's ILP input
 covers, not the issue width); Fermi GF100/GF110's two schedulers each need two cycles per warp
 instruction on 16-lane pipes; GT200's SM issues one warp instruction every 4 cycles on 8 lanes.
 Within Pascal the width differs by chip: GP100 (6.0) has two schedulers per SM, GP102/GP104/GP106/GP107
 (6.1) and GP10B (6.2) four.
-
-=======  ==========================================  ==========  =====================  ================
- CC       chips                                       schedulers  warp instr. per cycle  max warps per SM
-=======  ==========================================  ==========  =====================  ================
- 1.3      GT200                                       1           0.25                   32
- 2.0      GF100, GF110                                2           1                      48
- 2.1      GF104, GF106, GF108, GF114, GF116           2           2                      48
- 3.0-3.7  GK104, GK106, GK107, GK110, GK110B, GK210   4           4                      64
- 5.x      GM107, GM108, GM200, GM204, GM206, GM20B    4           4                      64
- 6.0      GP100                                       2           2                      64
- 6.1      GP102, GP104, GP106, GP107, GP108           4           4                      64
- 6.2      GP10B                                       4           4                      64
- 7.0/7.2  GV100, GV10B                                4           4                      64
- 7.5      TU102, TU104, TU106, TU116, TU117           4           4                      32
- 8.0      GA100                                       4           4                      64
- 8.6/8.7  GA102, GA103, GA104, GA106, GA107, GA10B     4           4                      48
- 8.9      AD102, AD103, AD104, AD106, AD107           4           4                      48
- 9.0      GH100                                       4           4                      64
- 10.0     GB100, GB102                                4           4                      64
- 12.0     GB202, GB203, GB205, GB206, GB207           4           4                      48
-=======  ==========================================  ==========  =====================  ================
 
 Products are found by name (``GeForce GTX 1080 Ti`` -> GP102) through :data:`PRODUCTS`, a short list of
 common boards; anything else needs the chip or the compute capability given explicitly.
@@ -41,15 +20,6 @@ documentation, "Processors" and "Wavefront size"; AMD's CDNA, CDNA2 and CDNA3 wh
 instruction-set manuals; RDNA3 ISA manual). A CDNA compute unit (CU) has 4 SIMD16 vector units, each
 finishing one wave64 VALU instruction every 4 cycles, so the CU issues one wave64 VALU instruction per
 cycle; an RDNA3 CU has 2 SIMD32 units, one wave32 instruction per cycle each.
-
-=========  ======  ==================================  ====  =====================  ===================
- target     family  products                            wave  waves per SIMD x SIMDs  LDS / vector L1
-=========  ======  ==================================  ====  =====================  ===================
- gfx908     CDNA    MI100                               64    10 x 4                 64 KiB / 16 KiB
- gfx90a     CDNA2   MI210, MI250, MI250X                64    8 x 4                  64 KiB / 16 KiB
- gfx942     CDNA3   MI300A, MI300X, MI325X              64    8 x 4                  64 KiB / 32 KiB
- gfx1100    RDNA3   Radeon RX 7900 XTX/XT, PRO W7900    32    16 x 2                 64 KiB / 32 KiB
-=========  ======  ==================================  ====  =====================  ===================
 
 **Warps in the models are 32 threads on every vendor** (IPP eq. 12 counts threads / 32). Per-warp
 instruction counts are per-thread counts of a SIMT kernel, so they are the same per wave64; a wave64
@@ -61,30 +31,8 @@ threads on a wave64 GPU still occupies a whole wave.
 
 Units of the power model (:class:`UnitSet`): NVIDIA GPUs have the IPP units
 (:data:`calib.core.units.POWER_UNITS`, one per instruction class plus the register file ``reg`` and
-fetch/decode/schedule ``fds``). AMD GPUs are named by what the hardware has (:data:`AMD_UNITS`):
-
-==============  =================================  ==============================================
- unit            instruction classes it counts      hardware
-==============  =================================  ==============================================
- ``valu_fp32``   ``fp``                             VALU, FP32 (v_fma_f32, v_pk_fma_f32)
- ``valu_fp64``   ``dp``                             VALU, FP64 (v_fma_f64)
- ``valu_int``    ``int``, ``alu``                   VALU, integer/logic/move/convert
- ``valu_trans``  ``sfu``                            VALU transcendentals (v_exp/v_log/v_rcp/v_sqrt/v_sin)
- ``matrix``      ``tensor``                         matrix cores (v_mfma_* on CDNA, v_wmma_* on RDNA3)
- ``salu``        ``ctrl``, ``const``                scalar unit: branches, loop counters, s_load to the
-                                                    scalar cache
- ``lds``         ``shared``                         local data share
- ``l1``          ``l1``, ``tex``                    vector L1 data cache (texture path included)
- ``l2``          ``l2``                             L2 (chip)
- ``hbm``         ``global``, ``local``              HBM through the memory channels (chip, memory clock)
- ``issue``       every class                        instruction buffer, arbitration and issue of the CU
-                                                    (the sequencer), busy with every instruction
-==============  =================================  ==============================================
-
-``issue`` plays IPP's ``fds``: its access rate is the sum of the others' (as IPP's ``reg`` is on NVIDIA),
-so only its curvature separates it; with a saturating access-rate function it is what lets the additive
-model follow pipes whose activation overlaps when they run together (without it, the virtual MI250X's
-held-out mixes were over-predicted by 3-5 %). The VGPR traffic is part of each VALU unit's energy.
+fetch/decode/schedule ``fds``). AMD GPUs are named by what the hardware has (:data:`AMD_UNITS`; the
+hardware behind each unit: calib/ARCHITECTURE.md, "AMD power-model units"). ``issue`` plays IPP's ``fds``.
 """
 
 from __future__ import annotations

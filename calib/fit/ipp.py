@@ -599,13 +599,6 @@ class IppPowerFitter(Estimator):
         spec = {u: {"scope": "chip" if u in self._chip else "sm", "ar_function": f} for u, f in forms.items()}
         return _Struct(tuple((u, forms[u]) for u in self.units_), smf, bool(shared and shared_pool(spec)))
 
-    def _struct_of(self, res: LsqResult) -> "_Struct":
-        """The structure a result was fitted with (read from the structures fitted so far)."""
-        for st, r in self._seen.items():
-            if r is res:
-                return st
-        raise KeyError("result not from this fitter")  # pragma: no cover - every fit goes through _fit
-
     def _fits_from(self, st: "_Struct", starts: Sequence[Mapping[str, float] | None]) -> list[LsqResult]:
         """The structure fitted from each starting point (None: the default start); starts whose fit
         fails are left out."""

@@ -499,24 +499,6 @@ def discrepancy_covariance(J: np.ndarray, shift: np.ndarray, groups: Sequence, k
     return cov
 
 
-def envelope_covariance(shifts: Sequence[np.ndarray], k: int) -> np.ndarray:
-    """Covariance (k x k) that reaches each of several alternative parameter shifts: ``D R D`` with
-    ``D = diag(max_j |shift_j|)`` per parameter and ``R`` the correlation matrix of ``sum_j shift_j
-    shift_j^T``. Its standard error is the largest shift of each parameter (no shift counted once per
-    alternative that repeats it), and its correlations follow the shifts, so combinations that every
-    alternative leaves unchanged stay determined. One shift gives ``shift shift^T`` exactly. Positive
-    semidefinite (a congruence of a correlation matrix). No shifts: zeros."""
-    if not len(shifts):
-        return np.zeros((k, k))
-    d = np.asarray(shifts, float).reshape(len(shifts), k)
-    s = d.T @ d
-    sd = np.sqrt(np.clip(np.diag(s), 0.0, None))
-    scale = np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0), 0.0)
-    r = s * np.outer(scale, scale)
-    env = np.max(np.abs(d), axis=0)
-    return r * np.outer(env, env)
-
-
 def evidence_log_weight(chisqr: float, nvarys: int, chisqr_0: float, nvarys_0: int, s2: float, n: int) -> float:
     """Log evidence of an alternative model structure relative to the chosen one, BIC's approximation
     (Schwarz 1978) at a given residual variance: ``-(chi2 - chi2_0) / (2 s2) - (p - p_0) ln(n) / 2``.

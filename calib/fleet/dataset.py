@@ -57,7 +57,6 @@ from calib.fleet.submit import read_task_record
 
 log = logging.getLogger(__name__)
 
-PARTITIONS = ("chip", "driver", "campaign")
 #: key of the per-file Parquet metadata that identifies the GPU in it (read without reading the rows)
 META_KEY = b"calib.fleet"
 
@@ -74,12 +73,12 @@ SCHEMA = pa.schema([
 ])
 
 
+REFERENCE_KERNEL = "reference_kernel.json"
+
+
 def reference_kernel_path() -> Path:
     """The reference workload (a kernel description) every GPU's model is asked to predict."""
-    return Path(str(resources.files("calib.fleet").joinpath("reference_kernel.json")))
-
-
-REFERENCE_KERNEL = "reference_kernel.json"
+    return Path(str(resources.files("calib.fleet").joinpath(REFERENCE_KERNEL)))
 
 
 def slug(text: str) -> str:

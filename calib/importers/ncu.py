@@ -7,23 +7,7 @@ columns. ``calib import`` can join power and clocks from another CSV (``--power`
 **nvprof** (``nvprof --csv --metrics m1,m2,... app``): lines starting with ``==`` are skipped; the
 table has ``Kernel``, ``Metric Name`` and ``Avg`` columns (``Min``/``Max`` ignored). Utilization
 metrics are printed as levels ``"Idle (0)"`` .. ``"Max (10)"`` and become level / 10; values with
-``%`` become value / 100. Mapping (metric -> unit):
-
-===================================  ==========
-single_precision_fu_utilization      fp
-double_precision_fu_utilization      dp
-half_precision_fu_utilization        hp
-special_fu_utilization               sfu
-tensor_precision_fu_utilization      tensor
-tensor_int_fu_utilization            tensor_int
-cf_fu_utilization                    cf
-ldst_fu_utilization                  ldst
-tex_fu_utilization                   tex
-l2_utilization                       l2
-shared_utilization                   shared
-dram_utilization                     dram
-issue_slot_utilization (%)           issue
-===================================  ==========
+``%`` become value / 100. Mapping (metric -> unit): :data:`NVPROF_METRICS`.
 
 nvprof has no integer-unit utilization metric (``inst_integer`` is a count), so there is no ``int``
 unit from nvprof; gpmTOOL's INT column came from its own CUPTI event arithmetic.
@@ -33,33 +17,8 @@ unit from nvprof; gpmTOOL's INT column came from its own CUPTI event arithmetic.
 one column per metric, units in the second row). Only percentages are accepted (``%`` unit, the
 ``.avg.pct_of_peak_sustained_active``/``_elapsed`` rollups), value / 100. Mapping by metric base name
 (the part before the first ``.``); when several metrics map to one unit, the earlier one in this list
-wins and the others are reported:
-
-===============================================  ==========
-sm__pipe_fma_cycles_active                       fp
-sm__inst_executed_pipe_fma                       fp
-sm__pipe_fp64_cycles_active                      dp
-sm__inst_executed_pipe_fp64                      dp
-sm__pipe_fp16_cycles_active                      hp
-sm__inst_executed_pipe_fp16                      hp
-sm__pipe_alu_cycles_active                       int
-sm__inst_executed_pipe_alu                       int
-sm__pipe_xu_cycles_active                        sfu
-sm__inst_executed_pipe_xu                        sfu
-sm__pipe_tensor_cycles_active                    tensor
-sm__pipe_tensor_op_hmma_cycles_active            tensor
-sm__inst_executed_pipe_cbu                       cf
-sm__inst_executed_pipe_lsu                       ldst
-sm__inst_executed_pipe_tex                       tex
-l1tex__data_pipe_lsu_wavefronts_mem_shared       shared
-l1tex__throughput                                l1
-lts__t_sectors                                   l2
-lts__throughput                                  l2
-dram__throughput                                 dram
-gpu__dram_throughput                             dram (ncu's "DRAM Throughput" label)
-sm__cycles_active                                sm
-sm__warps_active                                 occupancy
-===============================================  ==========
+wins and the others are reported: :data:`NCU_METRICS` (``gpu__dram_throughput`` is ncu's "DRAM
+Throughput" label).
 
 Unmapped metrics are ignored and listed in one warning.
 """

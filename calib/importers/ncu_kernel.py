@@ -18,65 +18,7 @@ Mapping. Per-warp count of a class = warp-level instructions of the class / warp
 warps = blocks x ceil(threads per block / 32) (``launch__grid_size``, ``launch__block_size``, or the
 ``blocks`` and ``threads_per_block`` arguments when the export has no launch metrics).
 
-=====================================================  ==============================================
-nvprof metric                                          use
-=====================================================  ==============================================
-inst_executed                                          warp instructions of the kernel (total)
-inst_executed_global_loads / _global_stores            global memory instructions (warp level)
-inst_executed_local_loads / _local_stores              ``local``
-inst_executed_shared_loads / _shared_stores            ``shared``
-inst_executed_tex_ops                                  ``tex``
-inst_fp_32, inst_fp_64, inst_integer, inst_bit_convert,  thread-level counts; their shares split the
-inst_control, inst_misc,                               non-memory warp instructions into ``fp``,
-inst_inter_thread_communication                        ``dp``, ``int``, ``alu`` (bit_convert, misc,
-                                                       shuffles), ``ctrl``
-flop_count_sp_special                                  thread-level SFU operations: ``sfu`` = / 32,
-                                                       taken out of ``fp``
-global_hit_rate (%)                                    share of global loads served by L1 (``l1``)
-l2_tex_read_hit_rate / l2_l1_read_hit_rate (%)         L2 hit rate: the rest of the global accesses
-                                                       split into ``l2`` (hits) and ``global`` (DRAM)
-gld_transactions / gld_transactions_per_request,       global memory instructions when the
-  gst_transactions / gst_transactions_per_request      inst_executed_global_* metrics are absent
-  (local_*, shared_load/store_* likewise)              (requests = transactions / per request)
-dram_read/write_transactions, l2_read/write_transactions  L2 hit rate = 1 - DRAM sectors / L2 sectors
-  (l2_tex_read_transactions when l2_read is absent)    when no hit-rate metric is exported
-l2_tex_read_transactions / gld_transactions            L1 hit rate of loads = 1 - their ratio when
-                                                       global_hit_rate is absent
-gld_transactions_per_request                           coalescing (32-byte sectors per request, below)
-tex_cache_transactions, executed_ipc, sm_activity      not used (unified-cache reads include global
-                                                       loads; the rest follow from time)
-achieved_occupancy                                     active warps per SM / ``max_warps_per_sm``
-Duration (trace, units row), SM Clock / Memory Clock   ``time_s``, ``core_mhz``, ``mem_mhz`` per launch
-  (--system-profiling on), Grid X/Y/Z, Block X/Y/Z     launch shape (calib.importers.kernels)
-=====================================================  ==============================================
-
-=====================================================  ==============================================
-ncu metric                                             use
-=====================================================  ==============================================
-launch__grid_size, launch__block_size                  blocks, threads per block
-smsp__inst_executed.sum (or sm__inst_executed.sum)     warp instructions (total)
-smsp__inst_executed_pipe_fma (or fmaheavy + fmalite),  ``fp``
-  _pipe_fp16
-smsp__inst_executed_pipe_fp64                          ``dp``
-smsp__inst_executed_pipe_alu                           ``int`` (ncu's ALU pipe runs integer and logic
-                                                       instructions; they are one class here)
-smsp__inst_executed_pipe_xu                            ``sfu``
-smsp__inst_executed_pipe_tensor*                       ``tensor``
-smsp__inst_executed_pipe_cbu, _pipe_adu                ``ctrl``
-smsp__inst_executed_pipe_uniform                       ``alu``
-smsp__inst_executed_pipe_tex                           ``tex``
-smsp__inst_executed_op_global_ld / _st                 global memory instructions
-smsp__inst_executed_op_local_ld / _st                  ``local``
-smsp__inst_executed_op_shared_ld / _st                 ``shared``
-l1tex__t_sector_hit_rate.pct                           L1 hit rate of global loads (``l1``)
-lts__t_sector_hit_rate.pct                             L2 hit rate (``l2`` vs ``global``)
-l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum /       sectors per global load request (coalescing)
-  l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
-sm__warps_active.avg.per_cycle_active                  achieved active warps per SM
-gpu__time_duration.sum                                 ``time_s``
-sm__cycles_elapsed.avg.per_second                      ``core_mhz``
-dram__cycles_elapsed.avg.per_second                    ``mem_mhz`` (the DRAM command clock)
-=====================================================  ==============================================
+Which metric gives what (nvprof and ncu): ``calib/importers/README.md``.
 
 Coalescing: a warp request of 4-byte words that is coalesced touches one 128-byte line = 4 sectors
 of 32 bytes; fully uncoalesced it touches 32 sectors. With ``s`` sectors per request the model's
@@ -128,11 +70,6 @@ NCU_PIPES = {"smsp__inst_executed_pipe_fma": "fp", "smsp__inst_executed_pipe_fp1
 NCU_OPS = {"smsp__inst_executed_op_global_ld": "gmem", "smsp__inst_executed_op_global_st": "gmem",
            "smsp__inst_executed_op_local_ld": "local", "smsp__inst_executed_op_local_st": "local",
            "smsp__inst_executed_op_shared_ld": "shared", "smsp__inst_executed_op_shared_st": "shared"}
-NCU_OTHER = ("launch__grid_size", "launch__block_size", "smsp__inst_executed", "sm__inst_executed",
-             "smsp__inst_executed_pipe_fmaheavy", "smsp__inst_executed_pipe_fmalite",
-             "l1tex__t_sector_hit_rate", "lts__t_sector_hit_rate", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld",
-             "l1tex__t_requests_pipe_lsu_mem_global_op_ld", "sm__warps_active", "gpu__time_duration",
-             "sm__cycles_elapsed", "dram__cycles_elapsed")
 SECTORS_COALESCED, SECTORS_UNCOALESCED = 4.0, 32.0
 
 #: ncu 2022.3 details-page labels -> metric names, keyed by (Section Name, label): the default ``ncu --csv``

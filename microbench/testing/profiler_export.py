@@ -32,7 +32,6 @@ from microbench.devices.sim.timing import kernel_time_s
 #: instruction metric that isolates them (the importer's mapping table says where they would go)
 #: kernel shapes of :func:`app_kernels`, in turn
 SHAPES = ("compute", "memory", "cache", "mixed", "uncoal")
-APP_CLASSES = ("fp", "int", "alu", "sfu", "dp", "shared", "global", "l2", "l1")
 SECTORS_PER_REQUEST_COAL, SECTORS_PER_REQUEST_UNCOAL = 4.0, 32.0
 
 
