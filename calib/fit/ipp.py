@@ -121,11 +121,8 @@ class IppPowerFitter(Estimator):
         ``"auto"`` (default: the term for the activation the saturating SM pipes share,
         :mod:`calib.model.ipp`, on or off by BIC, searched with the access-rate functions and the SM
         scaling as one more flip), ``"on"`` (its share fitted, 0 included) or ``"off"`` (the additive IPP
-        model). BIC, not cross-validation: it is the criterion the forms and the SM scaling are chosen
-        by (one structure comparison, consistent), and it costs one fit per structure where a
-        leave-one-workload-out CV costs one per workload (40-90 per campaign: far over the power fit's
-        10 s budget). BIC keeps the term on sim:gtx580 and titanx (by 30-60) and leaves it off on
-        gtx280 (by 3.5: its hidden overlap, 0.15, comes out 0.06-0.10 +/- 0.09 when forced on).
+        model). BIC, not cross-validation: the criterion of the other structure choices, and one fit per
+        structure instead of one per workload (figures: tests/benchmarks/code_figures.md).
     """
 
     constraints = {
@@ -365,7 +362,6 @@ class IppPowerFitter(Estimator):
         r = pred - y
         # delete-a-workload: a whole stressed unit's benchmarks left out leaves its MaxPower to the few
         # kernels where the unit runs beside others, and the linearised step then swings without bound
-        # (gtx580: fp, const, tex and L1 at 0.82 W on a 1 W truth, with the shared activation)
         oog = np.empty(len(y))
         wl = workload_groups(data)
         jack, n_wl = group_jackknife(J, r, wl, keep=[IDLE_GROUP], out_of_group=oog)
@@ -385,10 +381,8 @@ class IppPowerFitter(Estimator):
                     # a linear unit measured only up to x: its MaxPower is P(x) / x, a straight line
                     # continued beyond the data. The other curve through the same measurements is the
                     # saturating one the model also has, the log with the line's value and slope at x
-                    # (elasticity 1: a = 1 / (1 - ln x)), whose power at AR = 1 is m x (1 - ln x):
-                    # the gap is 12 % of m at x = 0.5, 40 % at 0.25, 88 % at 0.025. Without it the
-                    # non-additive Titan X's DRAM, L2 and DP MaxPowers (linear, measured to AR 0.025-0.04)
-                    # were 8-20 times their truths at 17-39 % stderr_total, 2-6 standard errors away
+                    # (elasticity 1: a = 1 / (1 - ln x)), whose power at AR = 1 is m x (1 - ln x)
+                    # (figures: tests/benchmarks/code_figures.md)
                     gap = m * (1.0 - x * (1.0 - math.log(x)))
                     i = free.index(names.max_power(u))
                     form[i, i] += (self.EXTRAPOLATION_SE * gap) ** 2
@@ -398,9 +392,7 @@ class IppPowerFitter(Estimator):
             if level > 0.0 and m > 0.0:
                 # another saturating curve through the same measurements: the power law AR^e with the log
                 # curve's value and elasticity e at x; its value at AR = 1 differs from the log's by
-                # m ((1 + a ln x) x^-e - 1), about m (a ln x)^2 / 2 (tex at x = 0.25: 3 %; DRAM at
-                # 0.025: 25 %). The tangent at x (the old bound, m a ((1 - x)/x + ln x)) was 22 % and
-                # 240 % there, ten times the errors of the virtual GPUs' extrapolated MaxPowers
+                # m ((1 + a ln x) x^-e - 1), about m (a ln x)^2 / 2 (figures: tests/benchmarks/code_figures.md)
                 e = a / level
                 gap = m * (level * x ** (-e) - 1.0)
                 # along the direction that keeps the unit's power at its highest measured rate: MaxPower
@@ -430,11 +422,10 @@ class IppPowerFitter(Estimator):
     #: one standard error of an extrapolated MaxPower, as a fraction of the gap between the log and the
     #: power-law curves through its highest measured access rate (:meth:`_total_covariance`): the whole
     #: gap, not half of it (the power law is one concave curve among many through the same point, not
-    #: the farthest): with half, gtx280's DRAM MaxPower, measured up to AR 0.22, was 47.1 +/- 1.2 W on a
-    #: 52 W truth (4.2 total standard errors)
+    #: the farthest; figures: tests/benchmarks/code_figures.md)
     EXTRAPOLATION_SE = 1.0
-    #: the extrapolation term for units with the linear access-rate function too (off: the term of
-    #: the log form only, as before; for the tests that show what it changes)
+    #: the extrapolation term for units with the linear access-rate function too (off: for the tests
+    #: that show what it changes)
     LINEAR_EXTRAPOLATION = True
 
     def _discrepancy_scale(self, vals: Mapping[str, float], oog: np.ndarray, dyn: np.ndarray,
@@ -490,12 +481,9 @@ class IppPowerFitter(Estimator):
         each member's share of the fitted sum held at the points 1/6, 1/2, 5/6 of a two-unit split (for
         more units, the centroid and the points 2/3 of the way to each vertex), every other parameter
         free; the mean of ``d d^T`` over the points (``d`` the parameters' shift from the fit) is the
-        term, on the members' own parameters (MaxPower and log slope) only. The other units move with a
-        forced split too (tex, const and L1 by 0.5 W on gtx580, ten times their errors: the median
-        |error| / stderr_total of the power section was 0.24 there and 0.18 on titanx); those shifts are
-        what an extreme split forces on rows the riders' own benchmarks measure, which those rows reject,
-        so they are not an uncertainty of the riders (their jackknife, discrepancy and structure terms
-        are). With the members only: median 0.53 (gtx580), 0.49 (titanx) on the reference tables."""
+        term, on the members' own parameters (MaxPower and log slope) only: the other units' shifts under
+        a forced split are what rows their own benchmarks measure reject, not their uncertainty (figures:
+        tests/benchmarks/code_figures.md)."""
         k = len(free)
         out = np.zeros((k, k))
         act, running = self._data[0], self._data[1]
@@ -677,8 +665,7 @@ class IppPowerFitter(Estimator):
 
         A fit is a function of (structure, start) alone, so each one is made once per :meth:`fit` and
         repeats are read back (:attr:`_memo`): the search's last restarts are the final structure's
-        multi-start, and its cold passes fit the same flips from the default start again (gtx580_nonadd
-        seed 3: 52 fits of which 17 repeats; the results are the same objects, so nothing changes)."""
+        multi-start, and its cold passes fit the same flips from the default start again."""
         key = (st, None if start is None else tuple(sorted(start.items())))
         hit = self._memo.get(key)
         if hit is not None:
@@ -762,12 +749,8 @@ class IppPowerFitter(Estimator):
         :attr:`OTHER_SHARED_DBIC` of it): the first-stage fit with the other setting (all access-rate
         functions at their starting forms) searched again with the term held, and the full search
         continued from there when it beats ``res`` by BIC. One search from the all-log start stays in
-        the term's first basin: on the GTX Titan X microbenchmarks (tests/benchmarks/
-        identify_titanx_apps.py) it kept the term off although the best structure with it on was 7.8
-        lower; started from the searched structure with the term flipped (warm or cold) the second
-        search did not find it either. Also puts the best structure of the other setting into the
-        structure average (:meth:`_structure_average`). Costs one more search where it runs (the
-        non-additive presets, where the term is decided by 100-400, never run it)."""
+        the term's first basin (figures: tests/benchmarks/code_figures.md). Also puts the best structure of the other setting
+        into the structure average (:meth:`_structure_average`). Costs one more search where it runs."""
         if self.shared_activation != "auto":
             return st, res
         flipped = st.flip(SHARED_FLIP, self)
@@ -793,8 +776,7 @@ class IppPowerFitter(Estimator):
         """The greedy search (:meth:`_select`), its result restarted from the default and the random
         starts, and the search continued from a better optimum when a restart found one. The greedy
         trials are warm-started from the current solution, which is cheap but keeps the search in one
-        basin: on two of twenty titanx seeds it ended in a structure whose BIC was 70-90 worse than the
-        usual one's, and `calib diff` called those calibrations different."""
+        basin (figures: tests/benchmarks/code_figures.md)."""
         if not self._flips():
             return st, res
         for _ in range(self.MAX_SEARCH_ROUNDS):
@@ -814,9 +796,9 @@ class IppPowerFitter(Estimator):
         (:attr:`FLIPS_FITTED_PER_PASS`) warm-started from the current solution, takes the best, then
         tries the other flips that helped on their own, best first, each on top of what was taken. A
         pass that finds no better flip is repeated cold, each flip fitted from the default start and the
-        random starts (:meth:`_random_starts`; the linear parameters solved for each): a flip that needs the other units' parameters to move far (ALU against REG/FDS, which
-        every instruction touches) looks worse from the warm start than it is; on 2 of 20 titanx seeds
-        the warm-only search stopped 60 BIC above the usual structure."""
+        random starts (:meth:`_random_starts`; the linear parameters solved for each): a flip that needs
+        the other units' parameters to move far (ALU against REG/FDS, which every instruction touches)
+        looks worse from the warm start than it is."""
         warm = True
         while True:
             start = {p.name: p.value for p in res.params} if warm else None

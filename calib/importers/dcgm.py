@@ -6,23 +6,8 @@ line starting with ``ID`` or ``Id`` (both spellings are in circulation; no dcgmi
 ``N/A`` values are tolerated), or a CSV with the same short field names as column headers (optional
 ``workload`` and ``entity`` columns).
 
-Field mapping (DCGM field id, short name -> samples-table column):
-
-=====================  ==========  ===================================================
-1007 FP32A             act_fp      fraction of cycles the FP32 pipes are active
-1006 FP64A             act_dp      FP64 pipes
-1008 FP16A             act_hp      FP16 pipes
-1004 TENSO             act_tensor  tensor pipes (also TENDF 1015 -> act_tensor_dp,
-                                   TENSH 1014 -> act_tensor_hmma, TENSI 1013 -> act_tensor_imma)
-1005 DRAMA             act_dram    fraction of cycles the device memory interface is busy
-1002 SMACT             act_sm      fraction of time at least one warp is resident on an SM
-1003 SMOCC             act_smocc   resident warps / maximum (occupancy)
-1001 GRACT             act_gr      graphics/compute engine active
-155  POWER             power_w     W
-100  SMCLK             core_mhz    MHz
-101  MMCLK             mem_mhz     MHz
-150  TMPTR (or GTEMP)  temp_c      degC
-=====================  ==========  ===================================================
+Field mapping (short name -> samples-table column): :data:`FIELDS`; the field ids to ask ``dcgmi dmon -e``
+for are in ``calib/importers/README.md``.
 
 dmon prints a time series; the importer averages the samples of each (entity, SMCLK, MMCLK)
 combination into one row (``n_power`` = samples averaged, ``power_std_w`` = their standard

@@ -11,19 +11,8 @@ the toolkit is confined to this module and goes through one boundary (:func:`_sm
 - serialises every call with one lock: the library is not thread-safe before ROCm 7.2, and the logger
   polls from its own thread while the campaign sets clocks;
 - maps ``AmdSmiLibraryException`` status codes (``amdsmi_wrapper.AMDSMI_STATUS_*``) to the toolkit's
-  typed errors, once (:func:`map_amdsmi_error`):
-
-=========================================================  =============================================
-amdsmi status                                              raised as
-=========================================================  =============================================
-NOT_SUPPORTED, NOT_YET_IMPLEMENTED, SETTING_UNAVAILABLE,   :class:`calib.core.errors.DeviceNotSupportedError`
-FILE_NOT_FOUND
-NO_PERM                                                    :class:`calib.core.errors.DeviceNoPermissionError`
-NOT_FOUND, DRM_ERROR, AMDGPU_RESTART_ERR, IO               :class:`calib.core.errors.DeviceLostError`
-RETRY, TIMEOUT, BUSY, INTERRUPT, NO_DATA                   :class:`calib.core.errors.TransientSensorError`
-NOT_INIT, INIT_ERROR, DRIVER_NOT_LOADED, FAIL_LOAD_MODULE  :class:`calib.core.errors.DeviceLibraryError`
-anything else                                              :class:`calib.core.errors.DeviceError`
-=========================================================  =============================================
+  typed errors, once (:func:`map_amdsmi_error`; the status groups are :data:`_GROUPS`: not supported,
+  no permission, lost, transient, library; anything else is a :class:`calib.core.errors.DeviceError`).
 
 The sensor's stream (``amdsmi<N>``; one row per poll; units converted here, once):
 

@@ -1,17 +1,7 @@
 """Serial power analyzers: one small class per protocol, on a common reader (:mod:`.base`).
 
-=================  ==============================================  =====================
-protocol name      class                                           kind
-=================  ==============================================  =====================
-``wt310``          :class:`.yokogawa.YokogawaWT310`                polled SCPI
-``wt210``          :class:`.yokogawa.YokogawaWT210`                polled SCPI
-``hioki``          :class:`.hioki.HiokiPW3335`                     polled (``;`` or ``,`` items)
-``wattsup``        :class:`.wattsup.WattsUpPro`                    streaming records
-``powersensor3``   :class:`.powersensor3.PowerSensor3`             streaming binary words
-``csv``            :class:`.csvline.CsvLineSource`                 streaming CSV lines
-=================  ==============================================  =====================
-
-See ``README.md`` in this directory for the protocols, the columns and stream alignment.
+The protocol names and their classes are :data:`PROTOCOLS`. See ``README.md`` in this directory for the
+protocols, the columns and stream alignment.
 """
 
 from __future__ import annotations
