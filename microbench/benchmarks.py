@@ -100,8 +100,7 @@ def _mix_params(mix: Mapping[str, Any]) -> dict[str, Any]:
 #: :data:`THERMAL_TAU_MAX_S` (1 kg of aluminium at 0.22 C/W); IPP's GTX 280 levelled off after ~600 s
 #: (hong-thesis-2012-notes.md, sec. 2.4), the same order. Identifying a pole takes a step of 4-5 of its
 #: time constants (hassan-thesis-2015-notes.md, sec. 6.4.1: "at least 5 tau_max"): the standard campaign
-#: heats 4.5 tau_max (1.1 % of the slowest pole's rise left: a fit that stops at 1.5 tau_max, the old 300 s,
-#: sees 22 % missing and puts the slow pole 11-20 % fast) and cools 3 tau_max (the settle-to-idle wait
+#: heats 4.5 tau_max (1.1 % of the slowest pole's rise left) and cools 3 tau_max (the settle-to-idle wait
 #: before the next step finishes the cooling); the full campaign 6 and 4.5 tau_max. The quick campaign's
 #: 200 s steps identify poles up to about 50 s only.
 THERMAL_TAU_MAX_S = 200.0

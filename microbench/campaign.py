@@ -500,7 +500,7 @@ class Campaign:
             if step.index and self.steps[step.index - 1].kind == "thermal":
                 # the copies' energy is their power above an idle window beside them: after a long heat the
                 # heatsink still cools for minutes, and a reading merely back in the idle band drifts
-                # between the two windows (d2h energy +3.9 % after the 900 s steps)
+                # between the two windows
                 self._settle_to_idle()
             else:
                 self._cooldown()

@@ -137,7 +137,7 @@ def _noise_cov(x: np.ndarray, y: np.ndarray, noise: float | None) -> np.ndarray 
     """Covariance of a least-squares line's (slope, intercept) when each y carries the timer's relative
     noise alone: (X'X)^-1 X' diag((noise y)^2) X (X'X)^-1. A floor under the scatter estimate of a line
     through a few points (2-5 bursts or clock pairs: one to three degrees of freedom, which can come out
-    ~0 -- the DRAM chase line's own scatter gave a slope error half its seed-to-seed spread)."""
+    ~0)."""
     x = np.asarray(x, float)
     if noise is None or len(x) < 2 or len(np.unique(x)) < 2:
         return None
@@ -592,10 +592,8 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
 
     The table fitter (:class:`calib.fit.timing_table.TimingFitter`: bounded least squares on log time from
     fixed starts, physical bounds) with the device's SM count and occupancy limits, its default clocks as
-    the reference, the issue width fitted (as before this fit was the table fitter's: on the virtual Titan
-    X's kernel rows it times its own rows to 0.7 % and the held-out ones to 22 %, where a fixed width gave
-    3.1 % and 67 %), plain (unanchored) residuals and no jackknife. ``predictor`` ``"auto"``: Wang & Chu when the rows span several
-    clock ratios (the DRAM latency is then ``a fc/fm + b``), else MWP/CWP. Held-out rows are scored as in
+    the reference, the issue width fitted (figures: tests/benchmarks/code_figures.md), plain (unanchored) residuals and no
+    jackknife. ``predictor`` ``"auto"``: Wang & Chu when the rows span several clock ratios (the DRAM latency is then ``a fc/fm + b``), else MWP/CWP. Held-out rows are scored as in
     :func:`fit_timing`. BadInputError with fewer than 6 kernel rows of 2 kernels.
     """
     rows = _kernel_rows(df)

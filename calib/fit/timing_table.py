@@ -101,7 +101,7 @@ STARTS = (0.35, 0.6, 0.85)
 #: the anchored stage starts from the plain fit's result with its latencies times each of these: the plain
 #: fit takes every profiler kernel at ILP 1, so its latencies come out short (a kernel with more
 #: independent chains looks like one with shorter latencies), and from there alone the anchored fit can
-#: stop in a local minimum (bench seed 1, mwp_cwp/max: chi-square 0.1198 from there, 0.1153 with these starts)
+#: stop in a local minimum (figures: tests/benchmarks/code_figures.md)
 LATENCY_SCALES = (1.0, 1.5, 2.0)
 UNITS = {"dram_del_coal_mem_cycles": "mem cycles", "launch_overhead_s": "s"}
 DESCRIPTIONS = {
@@ -355,8 +355,7 @@ class TimingFitter(Estimator):
         :data:`STARTS`. Anchored (:meth:`_plan`) without a ``start``: two stages -- the plain fit of log time
         (every kernel at its table ILP, 1 for profiler rows) from the starts, then the anchored fit from its
         result and from it with the latencies times :data:`LATENCY_SCALES` (from the fixed starts alone the
-        anchored fit stalls where the model is too fast for every ILP: seed 1 of the bench, 9.9 % training
-        MAPE against 1.1 % from the plain fit's parameters).
+        anchored fit stalls where the model is too fast for every ILP).
         Returns the :class:`calib.fit.core.LsqResult`."""
         base = self._params(rows, dev)
         plan = self._plan(rows, dev) if anchored else None

@@ -133,10 +133,9 @@ def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var:
     them, ``stat + (jack - stat)+`` (``(.)+`` keeps the positive eigenvalues of the difference: Loewner
     order, ``out - stat`` and ``out - jack`` are both positive semidefinite), plus the model-form and
     discrepancy terms ``form_var`` (each a covariance matrix, or a vector of variances for the diagonal),
-    which are independent of the noise and add. None without a statistical covariance. Mixing the two
-    matrices element by element (the larger variance's correlations) was not a covariance: it had
-    negative eigenvalues, and the combinations read from it (:func:`determined_combinations`) were
-    noise. :func:`total_stderr` is the same rule for a section that keeps only standard errors."""
+    which are independent of the noise and add. None without a statistical covariance (an element-wise
+    mix of the two is not a covariance). :func:`total_stderr` is the same rule for a section that keeps
+    only standard errors."""
     if stat is None:
         return None
     s = np.array(stat.matrix, float)
@@ -298,10 +297,8 @@ def format_combination(weights: dict[str, float]) -> str:
 
 
 #: activities correlated at least this much over a campaign's training rows: the campaign does not
-#: separate those units (the register file and fetch/decode/schedule, active with every instruction:
-#: 0.89-0.97 on the virtual presets; every other pair below 0.8); only the split the assumed access-rate
-#: curves impose tells them apart, and on every virtual preset that split is 35-60 % off while the sum
-#: is within 10 %
+#: separate those units (the register file and fetch/decode/schedule, active with every instruction);
+#: only the split the assumed access-rate curves impose tells them apart (figures: tests/benchmarks/code_figures.md)
 COLLINEAR_ACTIVITY = 0.85
 #: a MaxPower is an extrapolation the campaign does not determine when its relative total standard error
 #: is more than this many times that of the unit's power at its highest measured access rate (the

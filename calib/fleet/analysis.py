@@ -72,8 +72,7 @@ RESULT_COLUMNS = ["key", "z", "outlier_param", "screened", "shrinkage", "pooled_
 #: the per-GPU summary (:attr:`FleetAnalysis.per_gpu`)
 PER_GPU_COLUMNS = ["gpu_uuid", "chip", "serial", "node", "gpu_slot", "session", "campaign_name", "max_abs_z"]
 #: rows of the dataset held in memory at once while :func:`analyze` re-sorts it by parameter (about 100
-#: GPUs' worth, ~1 MB, whatever the fleet's size; measured: 50,000 rows cost ~45 MiB of peak RSS at 1,000 GPUs,
-#: 5,000 rows ~2 MiB and no more time)
+#: GPUs' worth, ~1 MB, whatever the fleet's size; figures: tests/benchmarks/code_figures.md)
 SPILL_ROWS = 5_000
 
 
@@ -154,9 +153,7 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
     mad_sd = MAD_TO_SD * float(np.median(np.abs(y - med)))
     med_s = float(np.median(s[has_s])) if has_s.any() else 0.0
     scale = max(mad_sd, rel_floor * abs(med))
-    # z against the GPUs measured the same way: a campaign's own bias (seen: host power from the wall
-    # meter differs by 10 % between the quick and standard campaigns on identical hosts) is not a GPU's
-    # defect. Campaigns with fewer than min_outlier_gpus GPUs are compared with the whole fleet.
+    # z against the GPUs measured the same way: a campaign's own bias is not a GPU's defect. Campaigns with fewer than min_outlier_gpus GPUs are compared with the whole fleet.
     camp = sub["campaign_name"].astype(str).to_numpy()
     center, spread = np.full_like(y, med), np.full_like(y, scale)
     big = _big_campaigns(camp, min_outlier_gpus)

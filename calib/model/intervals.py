@@ -133,8 +133,7 @@ def small_sample_factor(n_groups: int | None, level: float = DEFAULT_LEVEL) -> f
     ``n_groups`` workloads rather than known: a workload's miss is mostly its own (its rows at different
     clocks move together), so the scale has about n - 1 degrees of freedom and the Student prediction
     interval for one more draw, ``t(n-1) * s * sqrt(1 + 1/n)``, replaces ``z * s``. 1 without a count
-    (or with fewer than 2 workloads, where nothing better is known); 1.22 for a campaign's 8 held-out
-    mixes, 1.14 for 12 measured applications, 1.01 for 100 benchmarks."""
+    (or with fewer than 2 workloads, where nothing better is known)."""
     if not n_groups or n_groups < 2:
         return 1.0
     p = 0.5 + level / 2.0

@@ -30,8 +30,7 @@ Quantities (cycles are SM-clock cycles; counts are per warp, which the thesis al
 Errata fixed (hong-thesis-2012-notes.md sec. 6): ``#Repw`` is ``#Rep``; cases are tried in the order
 1, 2, 3; Case 2's printed test also sends ``Comp_cycles > Mem_cycles`` to Case 2, which makes a
 compute-heavy kernel with many memory instructions take ``Mem_cycles x N/MWP + Comp_p x (MWP - 1)``
--- far less than the ``Comp_cycles x N`` its SM must issue (e.g. -96 % for an FMA-intensity kernel with
-256 FMAs per load on the virtual GTX 280) -- so by default that clause is dropped (such kernels have
+-- far less than the ``Comp_cycles x N`` its SM must issue -- so by default that clause is dropped (such kernels have
 CWP < 2 <= MWP and fall to Case 3); ``case2_form="printed"`` keeps it; ``Mem_L_Coal`` has both
 printed forms (``mem_l_coal="thesis"`` default, ``"isca09"``); Comp_cycles sums ``Issue_cycles x
 M_Factor`` per instruction class (``comp_form="sum"``) -- ``comp_form="max"`` instead takes the
@@ -42,10 +41,9 @@ independent and divides by zero when all are, so the default (``n_pw_form="fixed
 reproduces the text's example, ``N x Mem / (Mem - Ind)`` (each warp keeps Mem/(Mem - Ind) requests in
 flight), capped at ``N x Mem`` when every request is independent; ``"literal"`` keeps the print with
 the same guard. N_pw replaces N only inside the MWP computation (as the thesis says). ``case3_form="once"`` (not the
-thesis; default ``"thesis"``) exposes Case 3's Mem_L once per kernel instead of once per #Rep: with a
-physical DRAM latency (~270 core cycles at the top pair, ~1000 at a fifth of the memory clock) the
-printed form makes a compute-bound kernel of four block rounds ~8 % slower at the low memory clock,
-where the virtual Titan X measures 1.00x (the timing table fit uses ``"once"``).
+thesis; default ``"thesis"``) exposes Case 3's Mem_L once per kernel instead of once per #Rep, which a
+compute-bound kernel of several block rounds shows at a low memory clock (the timing table fit uses
+``"once"``; figures: tests/benchmarks/code_figures.md).
 
 Extension for cached GPUs (Wang & Chu eq. 5a in MWP form): ``dram_fraction`` (1 - L2 hit rate)
 scales the bytes a warp's request takes from DRAM in BW_per_warp, and the caller passes the
@@ -54,8 +52,7 @@ AMAT-weighted latency as ``mem_ld``.
 Bandwidth as a roofline (``bandwidth_form="roofline"``; default ``"thesis"``, eqs. 5-6 only): the thesis
 bounds the bandwidth only through MWP, so a kernel whose MWP exceeds its CWP is "compute bound" (Case 3)
 and pays no bandwidth at all -- with independent loads (N_pw > N) a streaming kernel of 16 warps per SM
-lands there, and is then predicted to follow its latency chain instead of the memory clock (the virtual
-Titan X measures 4.9x at a fifth of the memory clock, Case 3 with the chain gave 3.9x). With "roofline":
+lands there, and is then predicted to follow its latency chain instead of the memory clock. With "roofline":
 (a) the L2 hits are bounded by the L2's bandwidth the way the DRAM bytes are by eq. (6),
 ``MWP_peak_L2 = L2_Bandwidth / (BW_per_warp_L2 x #ActiveSM)`` (``BW_per_warp_L2`` counts the
 ``l2_fraction``, the L2 hit rate, of a request's bytes; ``l2_bandwidth_bytes_per_s``, None: unbounded),

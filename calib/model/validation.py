@@ -48,14 +48,9 @@ def check_names(sec: Section, where: str, known: Iterable[str] = (), patterns: I
 #: fit-quality gate: a section whose training error passes one of these limits is not a calibration of
 #: anything (the data or the model are wrong), and `calib fit`/`calib run` refuse to write it unless
 #: --accept-poor-fit; `calib validate` refuses a file that records one. Section name -> {statistic:
-#: limit}; "r2" is a lower limit, the others upper limits. Worst good fits measured by
-#: tests/benchmarks/fit_quality_study.py (every virtual preset, quick campaign, and the standard campaign of
-#: gtx280/gtx580/titanx; the four real gpmTOOL tables in ../shared/data fitted as samples tables):
-#: power MAPE 2.94 % (real Titan Xp; virtual: at most 1.24 %), R^2 >= 0.987; dvfs 0.83 %, 0.997; thermal
-#: RMSE 0.47 C, R^2 >= 0.982; thermal network RMSE 1.0 C; timing MAPE 9.2 %. The limits sit 5-10x beyond
-#: those (1 - R^2: 10x). The issue's corrupted campaign (windows reading 99,999 W) fits with MAPE 656-3958 %,
-#: R^2 0.25. The transfer section is not gated: its MAPE is 50-91 % on good fits (relative errors of the
-#: smallest copies, where the fixed latency dominates), so a MAPE limit would not separate anything.
+#: limit}; "r2" is a lower limit, the others upper limits. The limits sit 5-10x beyond the worst good fits
+#: of tests/benchmarks/fit_quality_study.py (figures: tests/benchmarks/code_figures.md); the transfer section is not gated (the
+#: fixed latency of the smallest copies dominates its MAPE on good fits).
 FIT_LIMITS: dict[str, dict[str, float]] = {
     "power": {"mape_pct": 25.0, "r2": 0.8},
     "dvfs": {"mape_pct": 25.0, "r2": 0.8},

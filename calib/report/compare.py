@@ -27,8 +27,7 @@ on structure that differs between the files (e.g. the MaxPower of a unit whose a
 changed from linear to log) is reported as "not comparable" rather than tested. The section's other
 parameters are still tested, but with their total standard errors (``stderr_total``, which include the
 fit's model-form alternatives and its discrepancy) instead of the statistical ones: the other units'
-MaxPower values absorb the flipped unit's power (on sim:gtx580, two noise seeds whose fits chose ALU/FDS
-linear vs log differ in four other MaxPower values by 5-8 statistical stderr, under 1 total stderr).
+MaxPower values absorb the flipped unit's power (figures: tests/benchmarks/code_figures.md).
 
 Exit-status policy of ``calib diff`` (documented in its --help): 3 when a parameter present in both
 files moved significantly, or a model section exists in only one file; 0 otherwise. Device identity
@@ -265,8 +264,8 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
                  "unit": "W" if kind == "power_at_ar" else _unit_of(old if all(n in old.params for n in q["parameters"])
                                                                    else new, q["parameters"])}
         # a unit's power where it was measured is the same physical power whatever the forms; but with another
-        # structure its estimate moves by more than the statistical error (sfu at AR 0.25: z 6 between two
-        # quick gtx280 seeds whose forms differ), so the totals then, as for the parameters
+        # structure its estimate moves by more than the statistical error, so the totals then, as for the
+        # parameters
         stat_only = kind == "power_at_ar" and not total
         vo, vn = quantity_value(old, q), quantity_value(new, q)
         if vo is not None and vn is not None:
