@@ -35,19 +35,9 @@ class FitError(BadInputError):
 class DeviceError(CalibError):
     """A device or sensor failed.
 
-    Every vendor backend of the device layer maps its library's errors to these
-    classes at one boundary, so that nothing above the device layer handles a vendor's exception types:
-
-    ================================  ==========================================================
-    class                             meaning
-    ================================  ==========================================================
-    :class:`DeviceLibraryError`       the vendor library or driver is absent or cannot be loaded
-    :class:`DeviceNotSupportedError`  this device or driver does not support the query or command
-    :class:`DeviceNoPermissionError`  the command needs privileges the current user does not have
-    :class:`DeviceLostError`          the device fell off the bus or stopped answering
-    :class:`TransientSensorError`     a read failed in a way the next read may not (busy, retry)
-    :class:`DeviceNotFoundError`      the device the user named does not exist (bad input)
-    ================================  ==========================================================
+    Every vendor backend of the device layer maps its library's errors to the subclasses below (each
+    says what it means) at one boundary, so that nothing above the device layer handles a vendor's
+    exception types.
     """
 
 
