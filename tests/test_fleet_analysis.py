@@ -160,12 +160,15 @@ def test_streamed_analysis_equals_the_in_memory_one(tmp_path, monkeypatch):
     gives the in-memory analysis' results: every row of gpus.csv byte for byte, the parameter table, the
     outliers, the notes and the per-GPU summary; also when the re-sorting chunk holds only a few GPUs."""
     import calib.fleet.analysis as A
-    from calib.fleet.dataset import read_dataset
+    import pyarrow.dataset as pads
+
     from calib.fleet.report import GpusTableWriter
 
     ds = tmp_path / "ds"
     _write_fleet(ds)
-    mem = A.analyze_frame(read_dataset(ds, columns=A.COLUMNS))
+    # the in-memory route: the whole dataset read at once (as `pd.read_parquet(FLEET)` would)
+    frame = pads.dataset(ds, format="parquet", partitioning="hive").to_table(columns=A.COLUMNS).to_pandas()
+    mem = A.analyze_frame(frame)
     assert set(mem.outlier_gpus()["gpu_uuid"]) == {"GPU-007", "GPU-020"}   # the synthetic fleet is a real test
     assert {"power.max_power_fp_w[ipp/ar=linear]", "power.max_power_fp_w[ipp/ar=log]"} <= set(mem.params["key"])
     assert mem.notes == ["synthetic-x: timing.rare_cycles on 2 GPU(s) only; not analysed"]

@@ -447,15 +447,3 @@ def require_gpu_files(fleet: str | Path) -> list[Path]:
     if not files:
         raise BadInputError(f"{fleet}: the dataset holds no GPU yet")
     return files
-
-
-def read_dataset(fleet: str | Path, columns: list[str] | None = None):
-    """The dataset as a pandas DataFrame (partition columns included). Every file is checked first
-    (:func:`scan_dataset`), so a corrupt file is named instead of failing deep inside the reader."""
-    import pyarrow.dataset as ds
-
-    fleet = Path(fleet)
-    require_gpu_files(fleet)
-    scan_dataset(fleet)
-    dset = ds.dataset(fleet, format="parquet", partitioning="hive")
-    return dset.to_table(columns=columns).to_pandas()
