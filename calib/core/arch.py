@@ -4,8 +4,8 @@ size, the resident warps, and the power model's units of each GPU family (NVIDIA
 Every device backend of the device layer takes its architecture facts from here
 (:func:`nvidia_facts`, :func:`amd_facts`), so the unit list and the issue rate of a real GPU have one home.
 
-NVIDIA: one table, :data:`_TABLE`, by compute capability (``major.minor``), with the chips that have it. ``warp_issue_per_cycle``
-is the warp instructions an SM issues per core cycle: one per warp scheduler from Kepler on (Kepler's
+NVIDIA: one table, :data:`_TABLE`, by compute capability (``major.minor``), with the chips that have
+it. ``warp_issue_per_cycle`` is the warp instructions an SM issues per core cycle: one per warp scheduler from Kepler on (Kepler's
 dual dispatch needs two independent instructions of one warp, which the timing model's ILP input
 covers, not the issue width); Fermi GF100/GF110's two schedulers each need two cycles per warp
 instruction on 16-lane pipes; GT200's SM issues one warp instruction every 4 cycles on 8 lanes.

@@ -749,8 +749,9 @@ class IppPowerFitter(Estimator):
         :attr:`OTHER_SHARED_DBIC` of it): the first-stage fit with the other setting (all access-rate
         functions at their starting forms) searched again with the term held, and the full search
         continued from there when it beats ``res`` by BIC. One search from the all-log start stays in
-        the term's first basin (figures: tests/benchmarks/code_figures.md). Also puts the best structure of the other setting
-        into the structure average (:meth:`_structure_average`). Costs one more search where it runs."""
+        the term's first basin (figures: tests/benchmarks/code_figures.md). Also puts the best structure
+        of the other setting into the structure average (:meth:`_structure_average`). Costs one more
+        search where it runs."""
         if self.shared_activation != "auto":
             return st, res
         flipped = st.flip(SHARED_FLIP, self)

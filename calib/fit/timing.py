@@ -592,8 +592,9 @@ def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "aut
 
     The table fitter (:class:`calib.fit.timing_table.TimingFitter`: bounded least squares on log time from
     fixed starts, physical bounds) with the device's SM count and occupancy limits, its default clocks as
-    the reference, the issue width fitted (figures: tests/benchmarks/code_figures.md), plain (unanchored) residuals and no
-    jackknife. ``predictor`` ``"auto"``: Wang & Chu when the rows span several clock ratios (the DRAM latency is then ``a fc/fm + b``), else MWP/CWP. Held-out rows are scored as in
+    the reference, the issue width fitted (figures: tests/benchmarks/code_figures.md), plain (unanchored)
+    residuals and no jackknife. ``predictor`` ``"auto"``: Wang & Chu when the rows span several clock
+    ratios (the DRAM latency is then ``a fc/fm + b``), else MWP/CWP. Held-out rows are scored as in
     :func:`fit_timing`. BadInputError with fewer than 6 kernel rows of 2 kernels.
     """
     rows = _kernel_rows(df)

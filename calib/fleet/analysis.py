@@ -153,7 +153,8 @@ def _one_parameter(sub: pd.DataFrame, threshold: float, rel_floor: float,
     mad_sd = MAD_TO_SD * float(np.median(np.abs(y - med)))
     med_s = float(np.median(s[has_s])) if has_s.any() else 0.0
     scale = max(mad_sd, rel_floor * abs(med))
-    # z against the GPUs measured the same way: a campaign's own bias is not a GPU's defect. Campaigns with fewer than min_outlier_gpus GPUs are compared with the whole fleet.
+    # z against the GPUs measured the same way: a campaign's own bias is not a GPU's defect. Campaigns
+    # with fewer than min_outlier_gpus GPUs are compared with the whole fleet.
     camp = sub["campaign_name"].astype(str).to_numpy()
     center, spread = np.full_like(y, med), np.full_like(y, scale)
     big = _big_campaigns(camp, min_outlier_gpus)

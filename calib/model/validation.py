@@ -49,8 +49,8 @@ def check_names(sec: Section, where: str, known: Iterable[str] = (), patterns: I
 #: anything (the data or the model are wrong), and `calib fit`/`calib run` refuse to write it unless
 #: --accept-poor-fit; `calib validate` refuses a file that records one. Section name -> {statistic:
 #: limit}; "r2" is a lower limit, the others upper limits. The limits sit 5-10x beyond the worst good fits
-#: of tests/benchmarks/fit_quality_study.py (figures: tests/benchmarks/code_figures.md); the transfer section is not gated (the
-#: fixed latency of the smallest copies dominates its MAPE on good fits).
+#: of tests/benchmarks/fit_quality_study.py (figures: tests/benchmarks/code_figures.md); the transfer
+#: section is not gated (the fixed latency of the smallest copies dominates its MAPE on good fits).
 FIT_LIMITS: dict[str, dict[str, float]] = {
     "power": {"mape_pct": 25.0, "r2": 0.8},
     "dvfs": {"mape_pct": 25.0, "r2": 0.8},
