@@ -146,3 +146,29 @@ def test_older_on_off_hot_spot_with_and_without_util():
                         hot_spot_busy_weight=0.6)
     assert new.hot_spot_weights([0.0, 25.0, 100.0]).tolist() == [0.0, 0.5, 1.0]
     assert new.hot_spot_weights(None, [0.0, 1.0]).tolist() == [0.0, 0.6]
+
+
+def test_logs_without_util_mem_pct_keep_the_on_off_hot_spot(quick_run):
+    """A session whose log has no util_mem_pct (older toolkits, backends without it): the fit falls back to
+    the on/off hot spot from the workloads' per-warp counts, states so, and writes no exponent; its value
+    lies between the two memory steps' true rises (4.61 and 5.62 C on gtx280), within 0.3 C."""
+    import dataclasses
+    import warnings
+
+    from calib.core.session import read_session
+    from calib.fit.thermal_network import ThermalNetworkFitter
+    from calib.segment import IdleBaseline, SessionData, session_samples, thermal_steps
+
+    sess = read_session(quick_run / "logs" / "q")
+    df = session_samples(sess)
+    idle = df[df["role"] == "idle"]
+    steps = thermal_steps(sess)
+    assert all(s.heat_util_mem_pct is not None for s in steps)
+    old = [dataclasses.replace(s, heat_util_mem_pct=None, cool_util_mem_pct=None) for s in steps]
+    base = IdleBaseline(float(idle["temp_c"].mean()), None, float(idle["power_w"].mean()), None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sec = ThermalNetworkFitter(poles=1).fit(SessionData(df, idle=base, thermal_steps=old)).section_
+    assert sec.structure["hot_spot"]["weight"] == "memory kernel running"
+    assert "hot_spot_util_exp" not in sec and sec.structure["hot_spot"]["busy_weight"] == 0.5
+    assert 4.61 - 0.3 <= sec.value("hot_spot_c") <= 5.62 + 0.3
