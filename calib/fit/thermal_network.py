@@ -465,10 +465,12 @@ class _LadderProblem:
         self.rec, self.n, self.link, self.duty_ref, self.use_fan = rec, n, link, duty_ref, use_fan
         self.die_w = rec.power_w - fan_w * rec.duty ** 3
         self.n_rec = len(rec.starts)
-        # the utilization's exponent is fitted when the steps' kernels load the memory to different degrees
-        # (at least two levels HOT_EXP_MIN_RATIO apart); else the hot spot is linear in the utilization
+        # the hot spot is fitted when some kernel runs without memory traffic; its utilization exponent when
+        # also the steps' kernels load the memory to different degrees (at least two levels HOT_EXP_MIN_RATIO
+        # apart), else the hot spot is linear in the utilization
+        self.hot_free = bool(np.any(rec.mem > 0) and np.any((rec.busy > 0) & (rec.mem == 0)))
         lv = np.sort(rec.step_utils()[rec.step_utils() > 0.02]) if rec.util_logged else np.array([])
-        self.hot_exp_free = bool(len(lv) >= 2 and lv[-1] >= HOT_EXP_MIN_RATIO * lv[0])
+        self.hot_exp_free = self.hot_free and bool(len(lv) >= 2 and lv[-1] >= HOT_EXP_MIN_RATIO * lv[0])
 
     def names(self) -> list[str]:
         n = self.n
@@ -488,8 +490,7 @@ class _LadderProblem:
                Param("g_fan", float(start.get("g_fan", 5.0)) if self.use_fan else 0.0, "W/C", 0.0, 1000.0,
                      vary=self.use_fan),
                Param("busy_w", max(0.0, float(start.get("busy_w", 0.0))), "W", 0.0, 1e4),
-               Param("hot_c", float(start.get("hot_c", 0.0)), "C", -30.0, 30.0,
-                     vary=bool(np.any(self.rec.mem > 0) and np.any((self.rec.busy > 0) & (self.rec.mem == 0)))),
+               Param("hot_c", float(start.get("hot_c", 0.0)), "C", -30.0, 30.0, vary=self.hot_free),
                Param("hot_exp", float(start.get("hot_exp", 0.5)) if self.hot_exp_free else 1.0, "", 0.05, 2.0,
                      vary=self.hot_exp_free)]
         for j in range(self.n_rec):
