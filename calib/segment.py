@@ -387,6 +387,8 @@ class ThermalStep:
     heat_t0_s: float | None = None            # session time of the heat start (monotonic clock), s: steps
     segment: int | None = None                # run back to back in one segment are one record for the
                                               # thermal network
+    heat_util_mem_pct: np.ndarray | None = None   # memory utilization (%, NVML util_mem_pct) where logged
+    cool_util_mem_pct: np.ndarray | None = None
 
 
 def thermal_steps(session: Session, power: str | None = None) -> list[ThermalStep]:
@@ -410,6 +412,7 @@ def thermal_steps(session: Session, power: str | None = None) -> list[ThermalSte
             continue
         fan = hr["fan_pct"].to_numpy(dtype=float) if "fan_pct" in hr.columns else np.full(len(hr), np.nan)
         cfan = cr["fan_pct"].to_numpy(dtype=float) if "fan_pct" in cr.columns else np.full(len(cr), np.nan)
+        util = "util_mem_pct" in pdf.columns and bool(pdf["util_mem_pct"].notna().any())
         out.append(ThermalStep(
             workload=c.workload, per_warp=dict(plan.get(c.workload, {}).get("per_warp", {})),
             heat_t=hr["t_mono_s"].to_numpy(dtype=float) - h.t0, heat_temp_c=hr["temp_c"].to_numpy(dtype=float),
@@ -417,7 +420,9 @@ def thermal_steps(session: Session, power: str | None = None) -> list[ThermalSte
             cool_t=cr["t_mono_s"].to_numpy(dtype=float) - c.t0, cool_temp_c=cr["temp_c"].to_numpy(dtype=float),
             start_temp_c=float(before["temp_c"].mean()) if len(before) else float(hr["temp_c"].iloc[0]),
             cool_power_w=cr["power_w"].to_numpy(dtype=float), cool_fan_pct=cfan, heat_s=c.t0 - h.t0,
-            heat_t0_s=float(h.t0), segment=int(h.segment)))
+            heat_t0_s=float(h.t0), segment=int(h.segment),
+            heat_util_mem_pct=hr["util_mem_pct"].to_numpy(dtype=float) if util else None,
+            cool_util_mem_pct=cr["util_mem_pct"].to_numpy(dtype=float) if util else None))
     return out
 
 

@@ -18,8 +18,10 @@ from microbench.devices.sim.presets import PRESETS
 
 
 @pytest.mark.parametrize("name, cus, target, columns", [
-    ("mi250x", 110, "gfx90a", ["power_w", "power_avg_w", "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct"]),
-    ("mi300x", 304, "gfx942", ["power_w", "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct"]),
+    ("mi250x", 110, "gfx90a", ["power_w", "power_avg_w", "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct",
+                "util_mem_pct"]),
+    ("mi300x", 304, "gfx942", ["power_w", "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct",
+                "util_mem_pct"]),
 ])
 def test_amd_presets_carry_the_target_facts(name, cus, target, columns):
     dev = open_device(f"sim:{name}")

@@ -15,8 +15,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", help="parameter file (JSON)")
     p.add_argument("input", nargs="?", help="samples table (CSV) or kernel description (JSON); a table with a "
                    "start_s column is a kernel sequence (temperatures from the thermal network)")
-    p.add_argument("--trace", metavar="POWER.csv", help="a power trace (time_s, power_w[, ambient_c]) instead: "
-                   "temp_c_pred per time step from the thermal network")
+    p.add_argument("--trace", metavar="POWER.csv", help="a power trace (time_s, power_w[, ambient_c, fan_pct, "
+                   "util_mem_pct]) instead: temp_c_pred per time step from the thermal network (fan_pct: the logged "
+                   "fan duty, else the fitted controller; util_mem_pct: the logged memory utilization, which weighs "
+                   "the memory hot spot)")
     p.add_argument("--cold-power", action="store_true",
                    help="with --trace: power_w is what each interval draws at the idle temperature (e.g. the power "
                         "model's power_w_pred for the kernel), not a measured board power: the leakage the rising "

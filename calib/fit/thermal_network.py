@@ -3,7 +3,8 @@
 Data: the thermal steps (heating, then cooling) on a uniform grid of ``bin_s`` seconds, chained into one
 record where they ran back to back (the campaign's settle between steps is a few tens of seconds of idle,
 its power and fan duty held from the previous bin): mean board power and fan duty per bin, held over it;
-whether a kernel runs, and whether it moves memory (its per-warp counts). The input is the *measured*
+whether a kernel runs, and its memory utilization (the log's ``util_mem_pct`` per bin; logs without it:
+whether the kernel moves memory at all, from its per-warp counts). The input is the *measured*
 board power, so the leakage that grows during heating is part of it; the fan's own power (cube law, from
 the idle fan sweep) is taken off: it does not heat the die.
 
@@ -12,7 +13,10 @@ to an effective ambient, one link's conductance moving with the fan duty (g_fan 
 the reference duty, the duty at the end of the reference step's heating), the die power into node 1, a
 direct term r_direct x die power (poles faster than the grid: the die itself), host heat ``busy_w`` into
 the outer node while a kernel runs (the host that launches it warms the intake air), and a sensor rise
-``hot_c`` while a kernel with memory traffic runs (the memory interface next to the sensor). Each record
+``hot_c`` x u ^ ``hot_exp`` at memory utilization u (0..1; the memory interface next to the sensor heats
+with its traffic; ``hot_c`` is the rise at 100 %; the exponent is fitted when the steps' kernels load the
+memory to different degrees, else 1), or ``hot_c`` while a kernel with memory traffic runs where the log has
+no utilization (older sessions). Each record
 starts in equilibrium with a fitted power, plus a free offset of each outer node. Exact zero-order-hold
 updates (:func:`_ladder_response`). The Foster poles at the reference duty (the eigen-decomposition of the
 ladder) are the section's parameters; the model rebuilds the ladder from them (Cauer, unique).
@@ -215,6 +219,8 @@ FIT_DUTY_STEPS = 100
 #: longest gap (s) between two thermal steps of one segment that still chains them into one record (the
 #: gap's power and duty are held from the previous step's last bin); a longer gap starts a new record
 MAX_GAP_S = 300.0
+#: the hot spot's utilization exponent is fitted when the steps' memory utilizations span at least this ratio
+HOT_EXP_MIN_RATIO = 1.1
 #: a pole count whose fit has a pole with less than this share of the total resistance (or a time
 #: constant beyond TAU_MAX_S) has a pole the data do not ask for: not a candidate
 MIN_POLE_SHARE = 0.02
@@ -230,7 +236,9 @@ class _Record:
     power_w: np.ndarray            # board power per bin, W (held over the bin)
     duty: np.ndarray               # fan duty per bin, 0..1 (0 where none is logged)
     busy: np.ndarray               # 1 while a kernel runs
-    mem: np.ndarray                # 1 while a kernel with memory traffic runs
+    mem: np.ndarray                # memory utilization per bin (0..1, the log's util_mem_pct / 100) where
+                                   # every step logs it (``util_logged``), else 1 while a kernel with memory
+                                   # traffic runs
     starts: np.ndarray             # first bin of each chained record (each has a free initial state)
     steps: list[tuple[int, int, int]]   # per step: first bin, first cooling bin, end (exclusive)
     obs_bin: np.ndarray            # bin of each observation
@@ -241,6 +249,19 @@ class _Record:
     has_fan: bool
     observations: str
     obs_mean: bool                 # the observations are bin means (else instants within their bins)
+    util_logged: bool = False      # ``mem`` is the logged memory utilization
+
+    def hot_weight(self, exponent: Any) -> np.ndarray:
+        """The memory hot spot's weight per bin (B x N for B exponents; :func:`calib.model.thermal_network.
+        hot_spot_weight`): ``mem`` ^ exponent where the utilization is logged, else ``mem`` (on/off)."""
+        from calib.model.thermal_network import hot_spot_weight
+
+        e = np.atleast_1d(np.asarray(exponent, dtype=float))[:, None]
+        return hot_spot_weight(self.mem[None, :], e) if self.util_logged else np.broadcast_to(self.mem, (len(e), len(self.mem)))
+
+    def step_utils(self) -> np.ndarray:
+        """Mean memory utilization (0..1) of each step's kernel over its heating bins (0 without one)."""
+        return np.array([float(np.mean(self.mem[a:b])) if b > a else 0.0 for a, b, _ in self.steps])
 
 
 def _dithered(series: Sequence[np.ndarray]) -> bool:
@@ -263,6 +284,9 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
     from calib.core.units import mem_intensity
 
     dith = quantized and _dithered([np.concatenate([s.heat_temp_c, s.cool_temp_c]) for s in steps])
+    # the hot spot by the logged memory utilization where every step has it (else on/off from the counts)
+    util = all(s.heat_util_mem_pct is not None and s.cool_util_mem_pct is not None
+               and np.isfinite(s.heat_util_mem_pct).any() for s in steps)
     crossings = quantized and not dith
     chain = all(s.heat_t0_s is not None for s in steps)
     order = sorted(range(len(steps)), key=lambda k: steps[k].heat_t0_s) if chain else list(range(len(steps)))
@@ -298,7 +322,11 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
             starts.append(n_bins)
         mid = (np.arange(n) + 0.5) * width
         busy = (mid < s.heat_s).astype(float)
-        mem = busy * float(mem_intensity(s.per_warp) > 0)
+        if util:  # mean utilization over each bin (the readings' own period), gaps held
+            u = np.concatenate([s.heat_util_mem_pct, s.cool_util_mem_pct]).astype(float) / 100.0
+            mem = np.clip(pd.Series(_bin(t, u, n, width)).ffill().bfill().fillna(0.0).to_numpy(), 0.0, 1.0)
+        else:
+            mem = busy * float(mem_intensity(s.per_warp) > 0)
         pw.append(p_bin)
         du.append(f_bin)
         bz.append(busy)
@@ -327,7 +355,7 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
            "bin means (integer sensor with noise: the readings flicker)" if dith else "bin means")
     return _Record(width, np.concatenate(pw), np.concatenate(du), np.concatenate(bz), np.concatenate(mm),
                    np.array(starts, dtype=int), spans, np.concatenate(ob), np.concatenate(of), np.concatenate(oy),
-                   np.concatenate(os_), np.concatenate(tb), has_fan, how, not crossings)
+                   np.concatenate(os_), np.concatenate(tb), has_fan, how, not crossings, util)
 
 
 #: the fan controller's gain is determined when its input spans at least this many sensor steps (P5-P95)
@@ -437,11 +465,17 @@ class _LadderProblem:
         self.rec, self.n, self.link, self.duty_ref, self.use_fan = rec, n, link, duty_ref, use_fan
         self.die_w = rec.power_w - fan_w * rec.duty ** 3
         self.n_rec = len(rec.starts)
+        # the hot spot is fitted when some kernel runs without memory traffic; its utilization exponent when
+        # also the steps' kernels load the memory to different degrees (at least two levels HOT_EXP_MIN_RATIO
+        # apart), else the hot spot is linear in the utilization
+        self.hot_free = bool(np.any(rec.mem > 0) and np.any((rec.busy > 0) & (rec.mem == 0)))
+        lv = np.sort(rec.step_utils()[rec.step_utils() > 0.02]) if rec.util_logged else np.array([])
+        self.hot_exp_free = self.hot_free and bool(len(lv) >= 2 and lv[-1] >= HOT_EXP_MIN_RATIO * lv[0])
 
     def names(self) -> list[str]:
         n = self.n
         out = [f"R{i}" for i in range(1, n + 1)] + [f"C{i}" for i in range(1, n + 1)]
-        out += ["r_direct", "ambient", "g_fan", "busy_w", "hot_c"]
+        out += ["r_direct", "ambient", "g_fan", "busy_w", "hot_c", "hot_exp"]
         for j in range(self.n_rec):
             out += [f"p0_{j}"] + [f"dev{j}_{i}" for i in range(2, n + 1)]
         return out
@@ -456,8 +490,9 @@ class _LadderProblem:
                Param("g_fan", float(start.get("g_fan", 5.0)) if self.use_fan else 0.0, "W/C", 0.0, 1000.0,
                      vary=self.use_fan),
                Param("busy_w", max(0.0, float(start.get("busy_w", 0.0))), "W", 0.0, 1e4),
-               Param("hot_c", float(start.get("hot_c", 0.0)), "C", -30.0, 30.0,
-                     vary=bool(np.any(self.rec.mem > 0) and np.any((self.rec.busy > 0) & (self.rec.mem == 0))))]
+               Param("hot_c", float(start.get("hot_c", 0.0)), "C", -30.0, 30.0, vary=self.hot_free),
+               Param("hot_exp", float(start.get("hot_exp", 0.5)) if self.hot_exp_free else 1.0, "", 0.05, 2.0,
+                     vary=self.hot_exp_free)]
         for j in range(self.n_rec):
             ps.append(Param(f"p0_{j}", float(start.get(f"p0_{j}", self.die_w[self.rec.starts[j]])), "W", -1e4, 1e4))
             ps += [Param(f"dev{j}_{i}", float(start.get(f"dev{j}_{i}", 0.0)), "C", -100.0, 100.0) for i in range(2, n + 1)]
@@ -503,7 +538,7 @@ class _LadderProblem:
         fr = rec.obs_frac if mask is None else rec.obs_frac[mask]
         node = (t1_mean[:, ob] if rec.obs_mean else t1[:, ob] + fr[None, :] * (t1[:, ob + 1] - t1[:, ob]))
         out = (col("ambient")[:, None] + col("r_direct")[:, None] * self.die_w[None, ob]
-               + col("hot_c")[:, None] * rec.mem[None, ob] + node)
+               + col("hot_c")[:, None] * rec.hot_weight(col("hot_exp"))[:, ob] + node)
         scalar = all(np.ndim(x) == 0 for x in v.values())
         return out[0] if scalar else out
 
@@ -600,13 +635,14 @@ def _follow(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndarray,
     return out
 
 
-def _fit_controller(rec: _Record, hot_c: float, step_c: float = 0.0) -> tuple[Any, dict[str, Any]]:
+def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0) -> tuple[Any, dict[str, Any]]:
     """The fan controller (:class:`calib.model.thermal_network.FanController`) from the logged duty against
     the sensor temperature of the thermal record: a line from the lowest duty above a temperature, slew
     limited, fitted by least squares of the duty it gives from each record's first logged duty (a grid of
     start temperatures and gains, then refined: the clip and the slew make the misfit piecewise). The
     controller's input is the sensor reading, or the reading without the memory hot spot (the die
-    temperature next to it), whichever follows the log better. A duty that never rose above its floor gives
+    temperature next to it; ``hot_c``: the fitted hot spot per bin, C), whichever follows the log better. A
+    duty that never rose above its floor gives
     a fan held at its floor (the curve above the temperatures the campaign reached is unknown). ``step_c``:
     the sensor's resolution (C; 1 for an integer sensor): a ramp narrower than :data:`RAMP_SPAN_STEPS`
     steps leaves the gain and start temperature undetermined (``info["undetermined"]``)."""
@@ -632,7 +668,7 @@ def _fit_controller(rec: _Record, hot_c: float, step_c: float = 0.0) -> tuple[An
     tt, gg = np.meshgrid(t_grid, g_grid)
     grid = np.column_stack([np.full(tt.size, floor), tt.ravel(), gg.ravel(), np.full(tt.size, slew0)])
     best = None
-    for label, inp in (("sensor", temp), ("sensor without the memory hot spot", temp - hot_c * rec.mem)):
+    for label, inp in (("sensor", temp), ("sensor without the memory hot spot", temp - hot_c)):
         sse = np.sum((_follow(grid, inp, duty, first, h) - duty) ** 2, axis=1)
         x0 = grid[int(np.argmin(sse))]
         sol = least_squares(lambda x: _follow(x, inp, duty, first, h)[0] - duty, x0,
@@ -644,7 +680,7 @@ def _fit_controller(rec: _Record, hot_c: float, step_c: float = 0.0) -> tuple[An
     info.update({"input": label, "rmse_pct": 100.0 * rmse,
                  "model": "duty = min(100 %, max(fan_min_pct, fan_min_pct + fan_gain_pct_per_c (T - fan_t0_c))), "
                           "reached at most fan_slew_pct_per_s"})
-    inp = temp if label == "sensor" else temp - hot_c * rec.mem
+    inp = temp if label == "sensor" else temp - hot_c
     ramp = up & (duty < 0.98)
     lo_c, hi_c = (float(x) for x in np.percentile(inp[ramp], [5, 95])) if ramp.any() else (math.nan, math.nan)
     span = hi_c - lo_c
@@ -802,7 +838,7 @@ class ThermalNetworkFitter(Estimator):
         error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
         fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""
         from calib.model.thermal_network import (CONTROLLER_PARAMS, NODE_AMBIENT, NODE_BUSY_HEAT, NODE_FAN_G,
-                                                 NODE_FORM, NODE_HOT_SPOT, FanCooling)
+                                                 NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)
 
         self._validate_settings()
         if not steps:
@@ -949,8 +985,16 @@ class ThermalNetworkFitter(Estimator):
                                                   "reference duty"),
                      "busy_w": (NODE_BUSY_HEAT, "W", "heat into the outermost node while a kernel runs (the host "
                                                      "launching it warms the intake air)"),
-                     "hot_c": (NODE_HOT_SPOT, "C", "sensor rise while a kernel with memory traffic runs (the memory "
-                                                   "interface next to the sensor)")}
+                     "hot_c": (NODE_HOT_SPOT, "C",
+                               "sensor rise at 100 % memory utilization (util_mem_pct; the memory interface next to the "
+                               "sensor): hot spot = hot_spot_c x (util_mem_pct / 100) ^ hot_spot_util_exp"
+                               if rec.util_logged else "sensor rise while a kernel with memory traffic runs (the memory "
+                                                       "interface next to the sensor)"),
+                     "hot_exp": (NODE_HOT_EXP, "", "exponent of the memory utilization in the hot spot (fitted: the "
+                                                   "thermal steps' kernels load the memory to different degrees)"
+                                 if problems[chosen].hot_exp_free else "exponent of the memory utilization in the hot "
+                                 "spot (held at 1: the thermal steps' kernels do not load the memory to different "
+                                 "degrees)")}
         jack = {}
         if chosen in loo:
             for k in node_desc:
@@ -962,9 +1006,11 @@ class ThermalNetworkFitter(Estimator):
                 continue
             if k == "hot_c" and not src.vary:
                 continue
+            if k == "hot_exp" and not (rec.util_logged and byn["hot_c"].vary):
+                continue
             se = src.stderr * math.sqrt(self._infl) if src.stderr is not None else None
-            params.append(Param(nm, float(src.value), unit, src.min, src.max, True, None, se, desc,
-                                stderr_total=math.hypot(se or 0.0, jack.get(k, 0.0))))
+            params.append(Param(nm, float(src.value), unit, src.min, src.max, src.vary, None, se, desc,
+                                stderr_total=math.hypot(se or 0.0, jack.get(k, 0.0)) if src.vary else None))
         # leakage
         lk = _leak_fit(data, self.leak_skip_s, None if fan_w is None else fan_w.value,
                        None if fan_w is None else fan_w.stderr)
@@ -994,7 +1040,7 @@ class ThermalNetworkFitter(Estimator):
             warns.append(f"temperature moved only {lk['span_c']:.0f} C in the thermal steps: leakage poorly determined")
         # the fan controller
         controller, ctl_info = (None, {"model": "no fan duty logged"}) if not rec.has_fan else \
-            _fit_controller(rec, f.values["hot_c"], 1.0 if quantized else 0.0)
+            _fit_controller(rec, f.values["hot_c"] * rec.hot_weight(f.values["hot_exp"])[0], 1.0 if quantized else 0.0)
         if "undetermined" in ctl_info:
             warns.append(f"fan controller: fan_gain_pct_per_c and fan_t0_c are undetermined: {ctl_info['reason']}")
         if controller is not None:
@@ -1011,20 +1057,25 @@ class ThermalNetworkFitter(Estimator):
         slow = self.slowdown_temp_c or device_slowdown_c or DEFAULT_SLOWDOWN_C
         busy_thr = self._busy_threshold(steps, idle_power_w)
         fan_model = FanCooling(f.link, f.values["g_fan"], duty_ref, idle_duty, fan_pw) if use_fan else None
+        # the hot spot: by the logged memory utilization, or on/off (logs without util_mem_pct); its weight
+        # while a kernel runs for traces without the utilization: the mean over the steps' running bins
+        hot_w = rec.hot_weight(f.values["hot_exp"])[0]
+        hot_exp = float(f.values["hot_exp"]) if rec.util_logged else None
+        busy_weight = float(np.mean(hot_w[rec.busy > 0])) if rec.util_logged and np.any(rec.busy > 0) else 0.5
+        step_weight = [float(np.mean(hot_w[a:b])) if b > a else 0.0 for a, b, _ in rec.steps]
         net = FosterNetwork(tuple(f.r), tuple(f.tau), f.values["r_direct"], float(idle_temp_c), float(idle_power_w),
                             leak, float(slow), ambient_c=f.values["ambient"], fan=fan_model,
                             controller=controller if use_fan else None, busy_heat_w=f.values["busy_w"],
-                            hot_spot_c=f.values["hot_c"], busy_threshold_w=busy_thr)
+                            hot_spot_c=f.values["hot_c"], busy_threshold_w=busy_thr,
+                            hot_spot_util_exp=hot_exp, hot_spot_busy_weight=busy_weight)
         # loop gain and runaway at each step's cold runtime power (mean power of seconds 1-4 of heating)
-        from calib.core.units import mem_intensity
-
         loops = []
-        for s in steps:
+        for k, s in enumerate(steps):
             sel = (s.heat_t >= 1.0) & (s.heat_t <= 4.0)
             run = float(np.mean(s.heat_power_w[sel])) - idle_power_w if sel.any() else math.nan
             if not math.isfinite(run):
                 continue
-            ss = steady_state(net, run, mem=float(mem_intensity(s.per_warp) > 0))
+            ss = steady_state(net, run, mem=float(step_weight[k]))
             loops.append({"workload": s.workload, "run_power_w": run, "steady_temp_c": ss.temp_c,
                           "steady_power_w": ss.power_w, "loop_gain": ss.loop_gain, "runaway": ss.runaway})
         rp = runaway_power_w(net)
@@ -1052,9 +1103,19 @@ class ThermalNetworkFitter(Estimator):
             "dominant_poles": _dominant(f, w),
             "form": NODE_FORM,
             "equations": "Cauer ladder of the poles (die node first), link `fan.link` following the fan duty; "
-                         "sensor = ambient_temp_c + die node + r_direct_c_per_w x die power + hot_spot_c while a "
-                         "kernel with memory traffic runs; die power = board power - fan power; busy_heat_w into "
-                         "the outer node while a kernel runs; calib/model/thermal_network.py",
+                         "sensor = ambient_temp_c + die node + r_direct_c_per_w x die power + hot spot (hot_spot."
+                         "model); die power = board power - fan power; busy_heat_w into the outer node while a "
+                         "kernel runs; calib/model/thermal_network.py",
+            "hot_spot": {"weight": "util_mem_pct" if rec.util_logged else "memory kernel running",
+                         "model": ("hot_spot_c x (util_mem_pct / 100) ^ hot_spot_util_exp (the logged memory "
+                                   "utilization; hot_spot_c: the rise at 100 %)" if rec.util_logged else
+                                   "hot_spot_c while a kernel with memory traffic runs (no util_mem_pct logged)"),
+                         "busy_weight": busy_weight,
+                         "busy_weight_source": ("mean weight over the thermal steps' running bins: used for a trace "
+                                                "without util_mem_pct" if rec.util_logged else
+                                                "a trace's kernels move memory or not: half weight while one runs"),
+                         "steps": [{"workload": st_.workload, "util_mem_pct": 100.0 * float(u), "weight": float(wt)}
+                                   for st_, u, wt in zip(steps, rec.step_utils(), step_weight)]},
             "selection": {"method": how, "cv_rmse_c": {str(n): v for n, v in cv.items()},
                           "candidates": [int(n) for n in ok_counts],
                           "rmse_c": {str(n): fits[n].rmse_c for n in counts},

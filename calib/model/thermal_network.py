@@ -52,9 +52,12 @@ DEFAULT_SLOWDOWN_C = 95.0
 #: ``structure.form`` of a network fitted in node form (the ladder with the fan, host heat and hot spot)
 NODE_FORM = "ladder"
 #: node-form parameters: effective ambient (C), the fan link's conductance per unit duty (W/C), host heat
-#: into the outermost node while a kernel runs (W), the sensor's rise while a kernel with memory traffic
-#: runs (C)
+#: into the outermost node while a kernel runs (W), the sensor's memory hot spot (C): its rise at 100 %
+#: memory utilization where the file has ``hot_spot_util_exp`` (files fitted on logs with ``util_mem_pct``),
+#: else its rise while a kernel with memory traffic runs (older files)
 NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT = "ambient_temp_c", "fan_g_w_per_c", "busy_heat_w", "hot_spot_c"
+#: exponent of the memory utilization in the hot spot: rise = hot_spot_c x (util_mem_pct / 100) ^ this
+NODE_HOT_EXP = "hot_spot_util_exp"
 #: the fan controller's parameters (duties in % as the NVML log has them)
 CONTROLLER_PARAMS = ("fan_min_pct", "fan_max_pct", "fan_t0_c", "fan_gain_pct_per_c", "fan_slew_pct_per_s")
 
@@ -154,7 +157,7 @@ class FosterNetwork:
     leakage: Leakage = field(default_factory=Leakage)
     slowdown_temp_c: float = DEFAULT_SLOWDOWN_C
     #: the network in node form (a fitted ladder, issue 30): the sensor reads ``ambient_c`` + the die
-    #: node's rise + r_direct x die power + ``hot_spot_c`` while a kernel with memory traffic runs; the
+    #: node's rise + r_direct x die power + the memory hot spot (``hot_spot_c`` x its weight); the
     #: fan (None: a fan that does not move, or no duty logged), its controller, and host heat
     #: ``busy_heat_w`` put into the outermost node while a kernel runs (a row of a power trace counts as
     #: running above ``busy_threshold_w`` over idle power). None: the Foster form of older files.
@@ -164,6 +167,12 @@ class FosterNetwork:
     busy_heat_w: float = 0.0
     hot_spot_c: float = 0.0
     busy_threshold_w: float = 0.0
+    #: None: ``hot_spot_c`` is an on/off term (older files); else the hot spot is ``hot_spot_c`` x
+    #: (memory utilization 0..1) ^ ``hot_spot_util_exp`` (:func:`hot_spot_weight`)
+    hot_spot_util_exp: float | None = None
+    #: the hot spot's weight while a kernel runs when a trace has no memory utilization: the mean weight over
+    #: the running bins of the thermal steps the network was fitted on (0.5 in older files)
+    hot_spot_busy_weight: float = 0.5
 
     @property
     def node_form(self) -> bool:
@@ -200,11 +209,21 @@ class FosterNetwork:
                     bool(fan.get("controller", {}).get("without_hot_spot", False)))
             node.update(ambient_c=sec.value(NODE_AMBIENT), busy_heat_w=sec.value(NODE_BUSY_HEAT, 0.0),
                         hot_spot_c=sec.value(NODE_HOT_SPOT, 0.0),
-                        busy_threshold_w=float(st.get("busy_threshold_w", 0.0)))
+                        busy_threshold_w=float(st.get("busy_threshold_w", 0.0)),
+                        hot_spot_util_exp=sec.value(NODE_HOT_EXP) if NODE_HOT_EXP in sec else None,
+                        hot_spot_busy_weight=float(st.get("hot_spot", {}).get("busy_weight", 0.5)))
         return cls(tuple(sec.value(names.foster_r(i)) for i in range(1, n + 1)),
                    tuple(sec.value(names.foster_tau(i)) for i in range(1, n + 1)),
                    sec.value(names.R_DIRECT, 0.0), sec.value("idle_temp_c"), sec.value("idle_power_w"), leak,
                    float(sec.structure.get("slowdown_temp_c", DEFAULT_SLOWDOWN_C)), **node)
+
+    def hot_spot_weights(self, util_mem_pct: Any = None, busy: Any = None) -> np.ndarray:
+        """The memory hot spot's weight (0..1) per row: from the memory utilization (%, NVML's
+        ``util_mem_pct``) where given -- (util / 100) ^ ``hot_spot_util_exp``, or 1 where util > 0 for an
+        older on/off hot spot -- else ``hot_spot_busy_weight`` while a kernel runs (``busy`` 0/1)."""
+        if util_mem_pct is not None:
+            return hot_spot_weight(np.asarray(util_mem_pct, dtype=float) / 100.0, self.hot_spot_util_exp)
+        return self.hot_spot_busy_weight * np.asarray(busy, dtype=float)
 
     # -- responses -------------------------------------------------------------------------------
     def step_rise_c(self, t_s: np.ndarray, dp_w: float) -> np.ndarray:
@@ -310,9 +329,10 @@ def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any =
     following the temperature at the interval's start) is held from ``time_s[k]`` to ``time_s[k+1]``.
     ``duty``: the logged fan duty (0..1) per row; None: the fitted controller turns the predicted sensor
     temperature into the duty. ``busy``: 1 where a kernel runs (None: the rows more than
-    ``busy_threshold_w`` above idle power). ``mem``: the weight (0..1) of the memory hot spot per row (1: a
-    kernel with memory traffic runs); None: ``busy`` / 2 (a trace of power alone does not say whether its
-    kernels move memory). Starts from the idle state (idle power at the idle duty, in equilibrium)."""
+    ``busy_threshold_w`` above idle power). ``mem``: the weight (0..1) of the memory hot spot per row
+    (:meth:`FosterNetwork.hot_spot_weights`); None: ``hot_spot_busy_weight`` x ``busy`` (a trace of power
+    alone does not say how much memory its kernels move). Starts from the idle state (idle power at the idle
+    duty, in equilibrium)."""
     t, p = _check_trace(time_s, power_w)
     lad = _Ladder(net)
     fan, ctl = net.fan, net.controller
@@ -321,7 +341,7 @@ def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any =
         bz = (p - net.idle_power_w > net.busy_threshold_w).astype(float)
     else:
         bz = np.asarray(busy, dtype=float)
-    mw = 0.5 * bz if mem is None else np.asarray(mem, dtype=float)
+    mw = net.hot_spot_weights(None, bz) if mem is None else np.asarray(mem, dtype=float)
     logged = None if duty is None or fan is None else np.clip(np.asarray(duty, dtype=float), 0.0, 1.0)
     d = fan.idle_duty if fan is not None else 0.0
     if logged is not None:
@@ -356,6 +376,17 @@ def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any =
             if logged is None and fan is not None and ctl is not None:
                 d = ctl.step(d, temp[k] - (hot * mw[k] if ctl.without_hot_spot else 0.0), dts[k])
     return temp, board, duty_out
+
+
+def hot_spot_weight(util: Any, exponent: float | None) -> np.ndarray:
+    """Weight (0..1) of the memory hot spot at memory utilization ``util`` (0..1, the share of the time the
+    DRAM is read or written): ``util ** exponent`` (the sensor sits beside the memory interface, whose heat
+    grows with the traffic; the fitted exponent carries how), 0 without traffic; ``exponent`` None: the
+    on/off hot spot of older files (1 with any traffic)."""
+    u = np.clip(np.asarray(util, dtype=float), 0.0, 1.0)
+    if exponent is None:
+        return (u > 0).astype(float)
+    return np.where(u > 0, np.power(np.maximum(u, 1e-12), exponent), 0.0)
 
 
 def network_ambient_c(sec: Section, net: FosterNetwork | None = None) -> float:
@@ -687,8 +718,13 @@ def validate(sec: Section, where: str = SECTION) -> None:
                 v = fan.get(key)
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 100:
                     raise SchemaError(f"{where}.fan.{key}: {v!r} is not a duty in [0, 100] %")
+        if NODE_HOT_EXP in sec and not sec.value(NODE_HOT_EXP) > 0:
+            raise SchemaError(f"{where}.parameters.{NODE_HOT_EXP}: must be > 0")
+        bw = st.get("hot_spot", {}).get("busy_weight", 0.5) if isinstance(st.get("hot_spot", {}), Mapping) else None
+        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not 0 <= bw <= 1:
+            raise SchemaError(f"{where}.hot_spot.busy_weight: {bw!r} is not a weight in [0, 1]")
     check_names(sec, where, ("idle_temp_c", "idle_power_w", names.R_DIRECT, names.LEAK_SIGMA, names.LEAK_EXP_AMP,
-                             names.LEAK_EXP_K, NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT)
+                             names.LEAK_EXP_K, NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT, NODE_HOT_EXP)
                 + CONTROLLER_PARAMS + tuple(nm for i in range(1, n + 1)
                                             for nm in (names.foster_r(i), names.foster_tau(i))))
 
@@ -708,11 +744,14 @@ def dry_run(sec: Section) -> np.ndarray:
 TRACE_TIME, TRACE_POWER, TRACE_AMBIENT = "time_s", "power_w", "ambient_c"
 #: a trace's logged fan duty (%, NVML nvmlDeviceGetFanSpeed), used instead of the fitted controller
 TRACE_FAN = "fan_pct"
+#: a trace's logged memory utilization (%, NVML nvmlDeviceGetUtilizationRates().memory), weighs the hot spot
+TRACE_UTIL_MEM = "util_mem_pct"
 
 
 def read_power_trace(path: Any) -> "pd.DataFrame":
     """A power trace CSV: ``time_s`` (s, increasing, >= 0) and ``power_w`` (W, board power held until the
-    next row), optionally ``ambient_c`` (C). BadInputError naming the file and the row or column."""
+    next row), optionally ``ambient_c`` (C), ``fan_pct`` and ``util_mem_pct`` (%, 0-100). BadInputError
+    naming the file and the row or column."""
     import io
 
     import pandas as pd
@@ -727,17 +766,18 @@ def read_power_trace(path: Any) -> "pd.DataFrame":
     for col in (TRACE_TIME, TRACE_POWER):
         if col not in df.columns:
             raise BadInputError(f"{path}: column '{col}' missing (a power trace has time_s and power_w)")
-    for col in [c for c in (TRACE_TIME, TRACE_POWER, TRACE_AMBIENT, TRACE_FAN) if c in df.columns]:
+    for col in [c for c in (TRACE_TIME, TRACE_POWER, TRACE_AMBIENT, TRACE_FAN, TRACE_UTIL_MEM) if c in df.columns]:
         v = pd.to_numeric(df[col], errors="coerce")
         bad = np.flatnonzero(v.isna().to_numpy())
         if len(bad):
             raise BadInputError(f"{path}: row {bad[0] + 1}: column '{col}': {df[col].iloc[bad[0]]!r} is not a number")
         df[col] = v.astype(float)
-    if TRACE_FAN in df.columns:
-        bad = np.flatnonzero(~df[TRACE_FAN].between(0.0, 100.0).to_numpy())
-        if len(bad):
-            raise BadInputError(f"{path}: row {bad[0] + 1}: column '{TRACE_FAN}': {float(df[TRACE_FAN].iloc[bad[0]])!r} is "
-                                "not a fan duty in [0, 100] %")
+    for col, what in ((TRACE_FAN, "a fan duty"), (TRACE_UTIL_MEM, "a memory utilization")):
+        if col in df.columns:
+            bad = np.flatnonzero(~df[col].between(0.0, 100.0).to_numpy())
+            if len(bad):
+                raise BadInputError(f"{path}: row {bad[0] + 1}: column '{col}': {float(df[col].iloc[bad[0]])!r} is "
+                                    f"not {what} in [0, 100] %")
     _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), str(path))
     return df
 
@@ -747,7 +787,9 @@ def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
     """Temperature (C) at each row of a measured power trace (``time_s``, ``power_w``): the network's
     exact update from idle equilibrium; a row's ``ambient_c`` shifts it by its difference from the
     ambient the network was fitted at (``ambient_ref_c``). A network in node form with a fan follows the
-    trace's ``fan_pct`` (%) where the trace has it, else its fitted controller. A measured board power
+    trace's ``fan_pct`` (%) where the trace has it, else its fitted controller, and weighs the memory hot
+    spot by the trace's ``util_mem_pct`` (%) where it has it, else by the running rows (:meth:`FosterNetwork.
+    hot_spot_weights`). A measured board power
     already carries the leakage of the temperature it was drawn at, so nothing is fed back; for a trace
     of cold power see :func:`trace_prediction`."""
     return trace_prediction(net, df, source, ambient_ref_c)[0]
@@ -765,7 +807,8 @@ def trace_prediction(net: FosterNetwork, df: "pd.DataFrame", source: str = "trac
     t, p = _check_trace(df[TRACE_TIME].to_numpy(), df[TRACE_POWER].to_numpy(), source)
     if net.node_form:
         duty = df[TRACE_FAN].to_numpy(dtype=float) / 100.0 if TRACE_FAN in df.columns else None
-        temp, power, _ = simulate_nodes(net, t, p, duty=duty, cold=cold)
+        mem = net.hot_spot_weights(df[TRACE_UTIL_MEM].to_numpy(dtype=float)) if TRACE_UTIL_MEM in df.columns else None
+        temp, power, _ = simulate_nodes(net, t, p, duty=duty, mem=mem, cold=cold)
     elif cold:
         temp, power = net.simulate_cold(t, p)
     else:

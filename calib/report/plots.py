@@ -786,8 +786,12 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
         y = np.concatenate([s.heat_temp_c, s.cool_temp_c])
         if len(p) != len(t) or len(t) < 2:
             continue
-        busy = (t < (s.heat_s or 0.0)).astype(float)  # the step's kernel and whether it moves memory are known
-        mem = busy * float(mem_intensity(s.per_warp) > 0)
+        busy = (t < (s.heat_s or 0.0)).astype(float)  # the step's kernel and how much memory it moves are known
+        if s.heat_util_mem_pct is not None and s.cool_util_mem_pct is not None:  # the logged utilization
+            u = pd.Series(np.concatenate([s.heat_util_mem_pct, s.cool_util_mem_pct])).ffill().fillna(0.0)
+            mem = net.hot_spot_weights(u.to_numpy(float))
+        else:
+            mem = busy * float(mem_intensity(s.per_warp) > 0)
         pred = simulate_nodes(net, t, p, busy=busy, mem=mem)[0] + (s.start_temp_c - net.idle_temp_c)
         ax2.plot(t_off + t, y, color="0.6", lw=0.8, label="readings" if k == 0 else None)
         ax2.plot(t_off + t, pred, color="#D55E00", lw=1.2, label="predicted from power" if k == 0 else None)
@@ -799,8 +803,8 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
     ax2.set_title("thermal steps: the network from power alone", fontsize=9)
     cap = ("Left: the fan duty the fitted controller aims at against the sensor temperature (line; slew "
            f"{sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s) and the logged duty while heating and cooling (dots). "
-           "Right: each thermal step's temperature predicted from its logged power (and whether its kernel moves "
-           "memory: the hot spot), the fan following the controller, started from the step's pre-step temperature, against the readings.")
+           "Right: each thermal step's temperature predicted from its logged power (and its logged memory "
+           "utilization, or whether its kernel moves memory: the hot spot), the fan following the controller, started from the step's pre-step temperature, against the readings.")
     return fig, cap
 
 

@@ -9,7 +9,8 @@ fan controller, room temperature, leakage slope, recirculation) is changed by a 
 (`calib run`). Then a 20-minute sequence of kernels and idle gaps it never ran (thermal workloads,
 application-like mixes and unit kernels at several sizes, runs of 15-120 s, gaps of 5-90 s, from idle) is
 logged on the same card, and `calib predict PARAMS --trace TRACE.csv` predicts its temperature from the
-power alone (and once more with the logged fan duty, ``fan_pct``). Scored against the true sensor
+power alone, with the logged fan duty (``fan_pct``), with the logged memory utilization (``util_mem_pct``,
+which weighs the memory hot spot) and with both. Scored against the true sensor
 temperature at every second (the simulator's own state; used for scoring only) and against the logged
 integer readings (what the CLI prints), beside the one-pole IPP ``thermal`` section stepped by hand
 (dT/dt = (T_ss(P) - T) / tau, T_ss = idle + mu (P - idle power) + lambda while a kernel runs, tau =
@@ -90,7 +91,7 @@ def sequence_workloads(info) -> list:
 
 def kernel_sequence(preset, minutes: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Log a random sequence on a fresh virtual GPU from idle. Returns (the NVML log at 10 Hz: time_s,
-    power_w, temp_c, fan_pct; the true sensor temperature at every whole second: time_s, true_c)."""
+    power_w, temp_c, fan_pct, util_mem_pct; the true sensor temperature at every whole second: time_s, true_c)."""
     from microbench.devices.sim.device import VirtualGPU
 
     dev = VirtualGPU(preset, seed=seed)
@@ -118,7 +119,8 @@ def kernel_sequence(preset, minutes: float, seed: int) -> tuple[pd.DataFrame, pd
     log = pd.DataFrame({"time_s": np.concatenate([b[0] for b in blocks]) - t0,
                         "power_w": np.concatenate([b[2]["power_w"] for b in blocks]).astype(float),
                         "temp_c": np.concatenate([b[2]["temp_c"] for b in blocks]).astype(float),
-                        "fan_pct": np.concatenate([b[2]["fan_pct"] for b in blocks]).astype(float)})
+                        "fan_pct": np.concatenate([b[2]["fan_pct"] for b in blocks]).astype(float),
+                        "util_mem_pct": np.concatenate([b[2]["util_mem_pct"] for b in blocks]).astype(float)})
     log = log[log["time_s"] <= 60.0 * minutes + 1e-6].reset_index(drop=True)
     truth = pd.DataFrame({"time_s": truth_t, "true_c": truth_c})
     return log, truth[truth["time_s"] <= 60.0 * minutes + 1e-6].reset_index(drop=True)
@@ -140,6 +142,11 @@ def ipp_one_pole(sec, log: pd.DataFrame, idle_power_w: float, busy_w: float = 10
             tau = rise if tss > temp else decay
             temp = tss + (temp - tss) * math.exp(-(t[k + 1] - t[k]) / tau)
     return out
+
+
+#: the trace's columns besides time_s, power_w and temp_c, per variant of the prediction
+VARIANTS = {"power only": [], "with fan log": ["fan_pct"], "with util_mem_pct": ["util_mem_pct"],
+            "with fan log and util_mem_pct": ["fan_pct", "util_mem_pct"]}
 
 
 def rmse(a: np.ndarray, b: np.ndarray) -> float:
@@ -174,7 +181,9 @@ def run_one(work: Path, base_name: str, seed: int, campaign: str, minutes: float
     sec_t = (truth["time_s"] * 10).round().astype(int)
     at = pd.Index((log["time_s"] * 10).round().astype(int)).get_indexer(sec_t)
     ok = at >= 0
-    for label, cols in (("power only", ["time_s", "power_w", "temp_c"]), ("with fan log", ["time_s", "power_w", "temp_c", "fan_pct"])):
+    base = ["time_s", "power_w", "temp_c"]
+    for label, cols in VARIANTS.items():
+        cols = base + cols
         tr = d / f"trace_{label.replace(' ', '_')}.csv"
         log[cols].to_csv(tr, index=False)
         out = d / f"pred_{label.replace(' ', '_')}.csv"
@@ -205,23 +214,23 @@ def main_() -> None:
     rows = []
     print(f"# Temperature of unseen {args.minutes:g}-minute kernel sequences on perturbed virtual GPUs "
           f"({args.campaign} campaign)\n")
-    print("| preset | seed | poles | power only: RMSE vs true / vs readings | with fan log | IPP one-pole "
-          "| trace temp, fan % | calib run wall |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| preset | seed | poles | power only: RMSE vs true / vs readings | with fan log | with util_mem_pct "
+          "| with fan log and util_mem_pct | IPP one-pole | trace temp, fan % | calib run wall |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for base in args.presets.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
             r = run_one(work, base, seed, args.campaign, args.minutes)
             rows.append(r)
             wall = "reused" if r["campaign_wall_s"] is None else f"{r['campaign_wall_s']:.0f} s"
-            print(f"| {base} | {seed} | {r['poles']} | {r['power only: vs true']:.2f} / {r['power only: vs readings']:.2f} C "
-                  f"| {r['with fan log: vs true']:.2f} / {r['with fan log: vs readings']:.2f} C "
+            cells = " | ".join(f"{r[f'{v}: vs true']:.2f} / {r[f'{v}: vs readings']:.2f} C" for v in VARIANTS)
+            print(f"| {base} | {seed} | {r['poles']} | {cells} "
                   f"| {r['IPP one-pole: vs true']:.2f} / {r['IPP one-pole: vs readings']:.2f} C "
                   f"| {r['temp_range'][0]:.0f}-{r['temp_range'][1]:.0f} C, {r['fan_range'][0]:.0f}-{r['fan_range'][1]:.0f} "
                   f"| {wall} |",
                   flush=True)
     df = pd.DataFrame(rows)
     print("\nmean RMSE vs the true sensor temperature per preset (C):\n")
-    print(df.groupby("preset")[["power only: vs true", "with fan log: vs true", "IPP one-pole: vs true"]].mean()
+    print(df.groupby("preset")[[f"{v}: vs true" for v in VARIANTS] + ["IPP one-pole: vs true"]].mean()
           .round(3).to_string())
 
 

@@ -22,7 +22,7 @@ from microbench.devices.sim.physics import Load, load_for
 from microbench.devices.sim.presets import Preset
 from microbench.devices.sim.sensors import (FINE_DT_S, BoxcarSampler, SimAmdSmiSensor, SimNvmlSensor,
                                                SimRaplSensor, SimWallMeter)
-from microbench.devices.sim.timing import kernel_time_s, occupied_warps
+from microbench.devices.sim.timing import dram_busy_share, kernel_time_s, occupied_warps
 
 DT_S = 0.1
 #: virtual wall clock: simulated time counts from this Unix time (2026-01-01T00:00:00Z)
@@ -123,7 +123,9 @@ class VirtualGPU(Device):
         # the link, copy engine and GPU memory at the memory clock's voltage; not the memory-interface
         # hot spot near the sensor (dyn_mem_w), which only kernels' DRAM traffic heats
         s_core, s_mem = self.preset.scales(self._core_mhz, self._mem_mhz)
-        self._load = Load(False, board_w * s_mem, 0.0, {"copy": board_w})
+        tp = self.preset.timing  # the copy's DRAM traffic at the link's rate, against the DRAM's own
+        busy = min(1.0, nbytes / c.time_s / (tp.dram_bytes_per_mem_cycle * tp.dram_efficiency * self._mem_mhz * 1e6))
+        self._load = Load(False, board_w * s_mem, 0.0, {"copy": board_w}, busy)
         self._shape = None
         self._host_busy = True
         self._host_extra_w = host_w
@@ -204,7 +206,11 @@ class VirtualGPU(Device):
             if up.domain == "mem":
                 ar[u] = min(1.0, ar[u] * ratio)
         s_core, s_mem = p.scales(fc, fm)
-        return t_true, load_for(p.power, ar, workload.launch.active_sms, self.info.sm_count, s_core, s_mem)
+        load = load_for(p.power, ar, workload.launch.active_sms, self.info.sm_count, s_core, s_mem)
+        # what the sensor logs as memory utilization: the DRAM's busy share from the bytes the kernel moves
+        # (the timing model's), not from the memory units' power
+        load.dram_busy = dram_busy_share(p.timing, workload.per_warp, la, workload.traits, t_true, fm)
+        return t_true, load
 
     def _sensor_temp(self) -> float:
         return self.t_die + self.preset.thermal.r_io_c_per_w * self._load.dyn_mem_w
@@ -238,6 +244,8 @@ class VirtualGPU(Device):
         host_w = pp.host_idle_w + (pp.host_busy_w if self._host_busy else 0.0) + self._host_extra_w
         sink_frac = th.mem_heat_to_sink
         hot0 = hot = th.r_io_c_per_w * mem_w
+        util0 = util = self._load.dram_busy  # memory utilization (0..1): the DRAM's busy share
+        util_acc, util_n = 0.0, 0
         running = self._load.running
         c_d, c_s, c_c = th.c_die_j_per_c, th.c_sink_j_per_c, th.c_case_j_per_c
         g_ds, g_sc0, g_scf, g_cr = (th.g_die_sink_w_per_c, th.g_sink_case0_w_per_c, th.g_sink_case_fan_w_per_c,
@@ -255,13 +263,14 @@ class VirtualGPU(Device):
         avg_sum = sum(avg)
         next_nvml, next_wall = self._next_nvml, self._next_wall
         wall_acc, wall_n = self._wall_acc, self._wall_n
-        nv_t, nv_p, nv_avg, nv_e, nv_temp, nv_fan = [], [], [], [], [], []
+        nv_t, nv_p, nv_avg, nv_e, nv_temp, nv_fan, nv_util = [], [], [], [], [], [], []
+        step_util: list[float] = []
         wl_t, wl_dc = [], []
         upd, wint = sm.nvml_update_s, sm.wall_interval_s
         for i in range(n):
             if act_step is not None:
                 a = act_step[i]
-                run_w, mem_w, hot = run_w0 * a, mem_w0 * a, hot0 * a
+                run_w, mem_w, hot, util = run_w0 * a, mem_w0 * a, hot0 * a, util0 * a
             fan_w = fan_max * duty * duty * duty
             # the memory-interface hot spot near the sensor leaks too: leakage follows the sensor's temperature
             p_board = base_w + leak_ref * math.exp(leak_k * (t_die + hot - leak_t0)) + fan_w + run_w
@@ -287,12 +296,15 @@ class VirtualGPU(Device):
                 slow_w.append(p_board - run_w)
                 step_temp.append(t_die + hot)
                 step_duty.append(duty)
+                step_util.append(util)
             else:
                 if len(avg) == avg.maxlen:
                     avg_sum -= avg[0]
                 avg.append(p_board)
                 avg_sum += p_board
             t += DT_S
+            util_acc += util
+            util_n += 1
             wall_acc += p_board + host_w
             wall_n += 1
             if sampler is None and t >= next_nvml - 1e-9:
@@ -302,6 +314,8 @@ class VirtualGPU(Device):
                 nv_e.append(energy)
                 nv_temp.append(t_die + hot)
                 nv_fan.append(duty)
+                nv_util.append(util_acc / util_n)  # NVML: busy share over the past sample period
+                util_acc, util_n = 0.0, 0
                 next_nvml += upd
             if t >= next_wall - 1e-9:
                 wl_t.append(t)
@@ -315,8 +329,8 @@ class VirtualGPU(Device):
         if sampler is None and self.power_trace is not None:
             self.power_trace.append((t_start, DT_S, np.asarray(step_p)))
         if sampler is not None:
-            self._sample_fine(t_start, e_start, n, sub, slow_w, run_w0, act_fine, step_temp, step_duty, fc, fm,
-                              running)
+            self._sample_fine(t_start, e_start, n, sub, slow_w, run_w0, act_fine, step_temp, step_duty, step_util,
+                              fc, fm, running)
         if self._rapl is not None:  # host power is constant over this call: each zone's energy is a line in t
             zone_w = self._rapl.zone_power_w(pp.host_busy_w if self._host_busy else 0.0, self._host_extra_w)
             if nv_t:
@@ -328,7 +342,8 @@ class VirtualGPU(Device):
             noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(len(nv_t), 2))
             tt = np.array(nv_t)
             self._nvml.push_block(tt, EPOCH_S + tt, self._nvml.encode(
-                tt, np.array(nv_p), np.array(nv_avg), np.array(nv_e), np.array(nv_temp), fc, fm, running, noise))
+                tt, np.array(nv_p), np.array(nv_avg), np.array(nv_e), np.array(nv_temp), fc, fm, running, noise,
+                np.array(nv_util)))
         elif nv_t:
             k = len(nv_t)
             noise = self._rng.normal(0.0, sm.nvml_power_noise_w, size=(k, 2))
@@ -344,6 +359,7 @@ class VirtualGPU(Device):
                 "sm_mhz": np.full(k, fc), "mem_mhz": np.full(k, fm),
                 "fan_pct": np.rint(100.0 * np.array(nv_fan)).astype(np.int64),
                 "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64),
+                "util_mem_pct": np.rint(100.0 * np.array(nv_util)).astype(np.int64),
                 "pstate": np.full(k, 0 if running else 8, dtype=np.int64),
                 "clock_event_reasons": np.full(k, 0 if running else 0x1, dtype=np.int64)})
         if wl_t:
@@ -354,8 +370,8 @@ class VirtualGPU(Device):
             self._wall.push_block(tt, EPOCH_S + tt, {"power_w": np.round(np.round(ac / sm.wall_resolution_w) * sm.wall_resolution_w, 1)})
 
     def _sample_fine(self, t_start: float, e_start: float, n: int, sub: int, slow_w: list[float], run_w: float,
-                     act_fine: np.ndarray | None, step_temp: list[float], step_duty: list[float], fc: float,
-                     fm: float, running: bool) -> None:
+                     act_fine: np.ndarray | None, step_temp: list[float], step_duty: list[float],
+                     step_util: list[float], fc: float, fm: float, running: bool) -> None:
         """The part-time NVML sensor's rows for the ``n`` steps just simulated: the true power at 1 ms
         (each step's slow part plus the shaped runtime power) through :class:`BoxcarSampler`."""
         sm = self.preset.sensors
@@ -379,6 +395,7 @@ class VirtualGPU(Device):
             "sm_mhz": np.full(k, fc), "mem_mhz": np.full(k, fm),
             "fan_pct": np.rint(100.0 * np.asarray(step_duty)[idx]).astype(np.int64),
             "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64),
+            "util_mem_pct": np.rint(100.0 * np.asarray(step_util)[idx]).astype(np.int64),
             "pstate": np.full(k, 0 if running else 8, dtype=np.int64),
             "clock_event_reasons": np.full(k, 0 if running else 0x1, dtype=np.int64)})
 

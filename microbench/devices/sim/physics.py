@@ -135,6 +135,7 @@ class Load:
     dyn_core_w: float = 0.0          # everything but memory units, V^2 f scaled
     dyn_mem_w: float = 0.0           # memory units (DRAM interface), V^2 f scaled
     detail: dict = field(default_factory=dict)
+    dram_busy: float = 0.0           # share of the time the DRAM is reading or writing (0..1)
 
 
 #: SM execution pipes whose activation power partly overlaps (register file and fetch/decode/schedule are

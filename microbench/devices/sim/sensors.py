@@ -7,7 +7,9 @@ NVML-like (stream ``nvml0``)
     resolution, power averaged over the last ``nvml_avg_window_s`` (1 s, like nvmlDeviceGetPowerUsage on
     Ampere and newer), the total-energy counter in integer mJ, temperature in integer degrees (of the
     sensor's reading with its own noise, ``nvml_temp_noise_c``), clocks,
-    fan duty in integer percent, utilization, and clock-event reasons (GpuIdle when idle).
+    fan duty in integer percent, utilization (``util_mem_pct``: the DRAM's busy share over the past update
+    period, from the bytes the load moves against the DRAM's sustainable rate), and clock-event reasons
+    (GpuIdle when idle).
 
     Part-time sampling (issue 31; presets that set ``nvml_power_window_s``): the true board power is
     followed at :data:`FINE_DT_S` (1 ms) and the sensor is the physical description of what NVML does
@@ -37,7 +39,7 @@ import numpy as np
 from microbench.devices.base import Row, Sensor
 
 NVML_COLUMNS = ("power_w", "power_avg_w", "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "fan_pct",
-                "util_gpu_pct", "pstate", "clock_event_reasons")
+                "util_gpu_pct", "util_mem_pct", "pstate", "clock_event_reasons")
 WALL_COLUMNS = ("power_w",)
 
 
@@ -207,7 +209,7 @@ class SimAmdSmiSensor(_Buffered):
 
     def __init__(self, model: SensorModel, averaged: bool, index: int = 0):
         cols = ("power_w",) + (("power_avg_w",) if averaged else ()) + (
-            "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct")
+            "energy_mj", "temp_c", "sm_mhz", "mem_mhz", "util_gpu_pct", "util_mem_pct")
         super().__init__(f"amdsmi{index}", "amdsmi", cols, {
             "power_w_source": "amdsmi_get_power_info['socket_power'] (the average)" if averaged
             else "amdsmi_get_power_info['current_socket_power']",
@@ -220,9 +222,10 @@ class SimAmdSmiSensor(_Buffered):
 
     def encode(self, t: np.ndarray, power_w: np.ndarray, avg_w: np.ndarray, energy_j: np.ndarray,
                temp_c: np.ndarray, core_mhz: float, mem_mhz: float, running: bool,
-               noise: np.ndarray) -> dict[str, np.ndarray]:
+               noise: np.ndarray, util_mem: np.ndarray) -> dict[str, np.ndarray]:
         """The stream's columns from the true signals at the update instants (noise: (k, 2) standard
-        normal draws scaled by the power noise)."""
+        normal draws scaled by the power noise; ``util_mem``: the DRAM's busy share 0..1, logged as
+        ``umc_activity`` %)."""
         k = len(t)
         shown = avg_w + 0.3 * noise[:, 1] if self.averaged else power_w + noise[:, 0]
         out = {"power_w": np.rint(shown).astype(np.int64)}
@@ -231,7 +234,8 @@ class SimAmdSmiSensor(_Buffered):
         ticks = np.floor(energy_j * 1e6 / AMDSMI_COUNTER_RESOLUTION_UJ)
         out.update({"energy_mj": ticks * AMDSMI_COUNTER_RESOLUTION_UJ / 1000.0,
                     "temp_c": np.rint(temp_c).astype(np.int64), "sm_mhz": np.full(k, core_mhz),
-                    "mem_mhz": np.full(k, mem_mhz), "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64)})
+                    "mem_mhz": np.full(k, mem_mhz), "util_gpu_pct": np.full(k, 100 if running else 0, dtype=np.int64),
+                    "util_mem_pct": np.rint(100.0 * util_mem).astype(np.int64)})
         return out
 
 

@@ -96,6 +96,31 @@ def _softmax(vals: list[float], p: float) -> float:
     return m * sum((v / m) ** p for v in vals if v > 0) ** (1.0 / p)
 
 
+def dram_transactions(tp: TimingPhysics, traits: Mapping[str, Any]) -> tuple[float, float]:
+    """DRAM transactions per warp request and bytes per transaction: 1 line when coalesced, one sector per
+    lane when not, or several lines for wide vector loads (trait ``tx_per_access``, bw_stream; a kernel's
+    own trait ``bytes_per_access``: wide coalesced requests move several lines)."""
+    coalesced = bool(traits.get("coalesced", True))
+    wide = max(1.0, float(traits.get("bytes_per_access", 128.0)) / 128.0)
+    tx = float(traits.get("tx_per_access", wide if coalesced else tp.uncoalesced_transactions))
+    return tx, (128.0 if coalesced else tp.sector_bytes)
+
+
+def dram_busy_share(tp: TimingPhysics, per_warp: Mapping[str, float], launch: Launch, traits: Mapping[str, Any],
+                    time_s: float, mem_mhz: float) -> float:
+    """Share of the time (0..1) the DRAM is busy reading or writing while one launch of ``time_s`` seconds
+    runs: the bytes it moves (every warp's global and local accesses) against what the DRAM moves in that
+    time at its sustainable rate (peak bytes per memory cycle x ``dram_efficiency``); what NVML's memory
+    utilization reports."""
+    dram_acc = per_warp.get("global", 0.0) + per_warp.get("local", 0.0)
+    if dram_acc <= 0 or time_s <= 0:
+        return 0.0
+    tx, tx_bytes = dram_transactions(tp, traits)
+    warps = occupied_warps(launch.threads_per_block, tp.warp_size) * launch.blocks
+    moved = warps * dram_acc * tx * tx_bytes
+    return min(1.0, moved / (time_s * tp.dram_bytes_per_mem_cycle * tp.dram_efficiency * mem_mhz * 1e6))
+
+
 def kernel_time_s(tp: TimingPhysics, per_warp: Mapping[str, float], launch: Launch, traits: Mapping[str, Any],
                   core_mhz: float, mem_mhz: float, default_core_mhz: float, default_mem_mhz: float) -> float:
     """True execution time of one launch, s.
@@ -145,12 +170,7 @@ def kernel_time_s(tp: TimingPhysics, per_warp: Mapping[str, float], launch: Laun
     # DRAM bandwidth shared by all active SMs, in core cycles for this SM's round
     dram_acc = per_warp.get("global", 0.0) + per_warp.get("local", 0.0)
     if dram_acc:
-        # transactions per warp request: 1 line when coalesced, one sector per lane when not, or
-        # several lines for wide vector loads (trait tx_per_access, bw_stream)
-        # (a kernel's own trait bytes_per_access: wide coalesced requests move several lines)
-        wide = max(1.0, float(traits.get("bytes_per_access", 128.0)) / 128.0)
-        tx = float(traits.get("tx_per_access", wide if coalesced else tp.uncoalesced_transactions))
-        tx_bytes = 128.0 if coalesced else tp.sector_bytes
+        tx, tx_bytes = dram_transactions(tp, traits)
         bytes_round = n_res * dram_acc * tx * tx_bytes
         bw_core_cycle = tp.dram_bytes_per_mem_cycle * tp.dram_efficiency * (mem_mhz / core_mhz)
         bounds.append(bytes_round * launch.active_sms / bw_core_cycle)
