@@ -28,8 +28,11 @@ def test_controller_curve_and_fan_link_are_the_physics(gtx580):
     assert abs(sec.value("fan_min_pct") - 100 * th.fan_min) <= 1.0
     assert abs(sec.value("fan_t0_c") - th.fan_t0_c) <= 1.5
     assert abs(sec.value("fan_gain_pct_per_c") / (100 * th.fan_gain_per_c) - 1.0) <= 0.10
-    # the slew binds only in the first seconds of a step (power steps are fast, the die slow): 30 %
-    assert abs(sec.value("fan_slew_pct_per_s") / (100 * th.fan_slew_per_s) - 1.0) <= 0.30
+    # the slew never limits the duty on the fit's 1 s bins (the fit is as good with it unlimited: the fitted
+    # 9.2 %/s was wherever the optimizer stopped): named undetermined with the log's bound, which holds
+    ctl = sec.structure["fan"]["controller"]
+    assert ctl["undetermined"] == ["fan_slew_pct_per_s"]
+    assert 0.3 * 100 * th.fan_slew_per_s <= ctl["slew_at_least_pct_per_s"] <= 100 * th.fan_slew_per_s  # 3.9 %/s
     assert abs(sec.value("fan_g_w_per_c") / th.g_sink_case_fan_w_per_c - 1.0) <= 0.10
 
 
@@ -49,7 +52,8 @@ def test_steep_thermostat_gain_is_named_undetermined(quick_run):
     pf = P.load(quick_run / "fitted" / "q.json")
     sec = pf["thermal_network"]
     ctl = sec.structure["fan"]["controller"]
-    assert ctl["undetermined"] == ["fan_gain_pct_per_c", "fan_t0_c"]
+    # the slew too: with the gain undetermined a slow slew stands in for it (tests/test_thermal_undetermined.py)
+    assert ctl["undetermined"] == ["fan_gain_pct_per_c", "fan_t0_c", "fan_slew_pct_per_s"]
     # why: further from the truth than the 10 % a measured gain meets (gtx580, test above)
     assert abs(sec.value("fan_gain_pct_per_c") / (100 * th.fan_gain_per_c) - 1.0) > 0.2
     assert ctl["ramp"]["input_p95_c"] - ctl["ramp"]["input_p5_c"] < 3.0
@@ -64,12 +68,14 @@ def test_steep_thermostat_gain_is_named_undetermined(quick_run):
 
 def test_resolved_controller_is_not_named_undetermined(gtx580):
     """On sim:gtx580 the duty ramps 30-60 % over about 10 C: the gain is measured (within 10 % of the truth,
-    test above) and must not be named undetermined (catches a span check that flags every controller)."""
+    test above) and must not be named undetermined (catches a span check that flags every controller); only
+    the slew, which never limits the logged duty, is."""
     _, pf = gtx580
     sec = pf["thermal_network"]
     ctl = sec.structure["fan"]["controller"]
-    assert "undetermined" not in ctl and ctl["ramp"]["input_p95_c"] - ctl["ramp"]["input_p5_c"] >= 3.0
-    assert not any(w.startswith("fan controller:") for w in sec.stats.get("warnings", []))
+    assert "fan_gain_pct_per_c" not in ctl["undetermined"] and ctl["ramp"]["input_p95_c"] - ctl["ramp"]["input_p5_c"] >= 3.0
+    assert not any(w.startswith("fan controller: fan_gain") for w in sec.stats.get("warnings", []))
+    assert set(sec.stats["undetermined"]) == {"fan_slew_pct_per_s", "busy_heat_w"}
 
 
 def test_trace_follows_the_fan_without_a_fan_log(gtx580, tmp_path, cli):

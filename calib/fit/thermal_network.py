@@ -50,7 +50,18 @@ Its gain (and with it the temperature the ramp starts at) is determined only whe
 moves over the ramp by at least :data:`RAMP_SPAN_STEPS` steps of the sensor: a steep thermostat whose
 duty climbs within a degree or two of an integer sensor gives a least-squares slope diluted towards 0
 (errors in the input), so the file then names ``fan_gain_pct_per_c`` and ``fan_t0_c`` undetermined and
-states what the log does fix (the duty the ramp reached, the temperatures it happened at).
+states what the log does fix (the duty the ramp reached, the temperatures it happened at). Its slew is
+determined only where it limits the logged duty (:func:`_slew_binds`; on 1 s bins a card's slew binds for
+a second or so after a power step, if at all), else named undetermined with the bound the log gives (the
+fastest logged duty change): a slew fitted where it never binds is arbitrary above that bound, and where
+the gain is undetermined a slow slew smooths the noise of the steep ramp's input instead (sim:gtx280: 0.66
+%/s fitted against 7.8 %/s logged).
+
+Host heat: ``busy_w`` enters the outer node, whose only path to the ambient is the outer link R_n, so the
+sensor sees ``busy_w`` x R_n (published as ``busy_rise_c`` with its standard errors); ``busy_w`` alone
+trades against R_n along that product, and its watts are the ladder's (the card's power that would warm
+the outer node as much: only a share of a blower card's heat stays at its intake, so the host's watts
+are that share of them), so ``busy_heat_w`` is named undetermined (``stats["undetermined"]``).
 """
 
 from __future__ import annotations
@@ -635,7 +646,8 @@ def _follow(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndarray,
     return out
 
 
-def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0) -> tuple[Any, dict[str, Any]]:
+def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0, duty_step: float = 0.0
+                    ) -> tuple[Any, dict[str, Any]]:
     """The fan controller (:class:`calib.model.thermal_network.FanController`) from the logged duty against
     the sensor temperature of the thermal record: a line from the lowest duty above a temperature, slew
     limited, fitted by least squares of the duty it gives from each record's first logged duty (a grid of
@@ -645,7 +657,11 @@ def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0) -> tup
     duty that never rose above its floor gives
     a fan held at its floor (the curve above the temperatures the campaign reached is unknown). ``step_c``:
     the sensor's resolution (C; 1 for an integer sensor): a ramp narrower than :data:`RAMP_SPAN_STEPS`
-    steps leaves the gain and start temperature undetermined (``info["undetermined"]``)."""
+    steps leaves the gain and start temperature undetermined (``info["undetermined"]``). The slew is
+    determined only where it limits the logged duty: the fit with the slew unlimited is worse by more than
+    BIC's price of the parameter (ln N) and the gain is determined (else a slow slew stands in for the gain);
+    otherwise it is named undetermined with the bound the log gives, the fastest change of the logged duty
+    between bins less its resolution ``duty_step`` (0..1; 0.01 for an integer percent)."""
     from scipy.optimize import least_squares
 
     from calib.model.thermal_network import FanController
@@ -696,7 +712,42 @@ def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0) -> tup
                           f"rounding and noise dilute it towards 0); the gain is at least about {info['gain_at_least_pct_per_c']:.2g} "
                           f"%/C ({rise:.0f} points within {max(span, step_c):.1f} C); the fitted {100 * gain:.3g} %/C and "
                           f"fan_t0_c {t0:.1f} C are the best fit to the log, not measured")
+    slew_info = _slew_binds(np.array([lo, t0, gain, slew]), inp, duty, first, h, duty_step)
+    info["slew"] = slew_info
+    if "undetermined" in info or not slew_info["binds"]:
+        why = ("the gain is undetermined (a steep thermostat on a rounded, noisy input): the fitted slew smooths the "
+               "input's noise instead of measuring the fan" if "undetermined" in info else
+               f"the duty never changes at the fitted slew (the fit with an unlimited slew is {slew_info['bic_gain']:.3g} "
+               f"worse in N ln(SSE), under BIC's ln N = {math.log(len(duty)):.3g})")
+        info.setdefault("undetermined", []).append("fan_slew_pct_per_s")
+        info["slew_at_least_pct_per_s"] = slew_info["fastest_pct_per_s"]
+        info["slew_reason"] = (f"{why}; the logged duty changed by at most {slew_info['fastest_pct_per_s'] + 100 * duty_step / h:.3g} "
+                               f"%/s between {h:g} s bins, so the slew is at least {slew_info['fastest_pct_per_s']:.3g} %/s "
+                               f"(less the duty's {100 * duty_step:g} % resolution); the fitted {100 * slew:.3g} %/s is the "
+                               "best fit to the log, not measured")
     return FanController(float(lo), float(t0), float(gain), 1.0, float(slew), label != "sensor"), info
+
+
+def _slew_binds(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndarray, h: float,
+                duty_step: float) -> dict[str, Any]:
+    """Whether the controller's slew (``x``: floor, t0, gain, slew per s, as :func:`_follow`) limits the
+    logged ``duty`` (0..1, bins of ``h`` s): the rise in N ln(SSE) when the slew is unlimited against BIC's
+    ln N, the bins where the fitted slew limits the duty, and the fastest logged change between bins less
+    the duty's resolution ``duty_step`` (a lower bound on the slew: bin means of a duty that changes at
+    most s per second differ by at most s h, and the rounding by at most one step), %/s."""
+    fast = x.copy()
+    fast[3] = 1.0  # the fit's upper bound: 100 %/s
+    out = _follow(np.vstack([x, fast]), inp, duty, first, h)
+    sse = np.sum((out - duty) ** 2, axis=1)
+    n = len(duty)
+    gain = float(n * math.log(max(sse[1], 1e-300) / max(sse[0], 1e-300)))
+    lo, t0, g, slew = x
+    want = np.minimum(1.0, np.maximum(lo, lo + g * (inp - t0)))
+    limited = int(np.sum(np.abs(want - out[0]) > slew * h * (1 + 1e-9)))
+    dd = np.abs(np.diff(duty))[~first[1:]]
+    fastest = max(float(dd.max()) - duty_step, 0.0) / h if dd.size else 0.0
+    return {"binds": bool(gain > math.log(n)), "bic_gain": gain, "limited_bins": limited,
+            "fastest_pct_per_s": 100.0 * fastest}
 
 
 def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
@@ -837,8 +888,8 @@ class ThermalNetworkFitter(Estimator):
         """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W; its standard
         error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
         fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""
-        from calib.model.thermal_network import (CONTROLLER_PARAMS, NODE_AMBIENT, NODE_BUSY_HEAT, NODE_FAN_G,
-                                                 NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)
+        from calib.model.thermal_network import (CONTROLLER_PARAMS, NODE_AMBIENT, NODE_BUSY_HEAT, NODE_BUSY_RISE,
+                                                 NODE_FAN_G, NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)
 
         self._validate_settings()
         if not steps:
@@ -1011,6 +1062,16 @@ class ThermalNetworkFitter(Estimator):
             se = src.stderr * math.sqrt(self._infl) if src.stderr is not None else None
             params.append(Param(nm, float(src.value), unit, src.min, src.max, src.vary, None, se, desc,
                                 stderr_total=math.hypot(se or 0.0, jack.get(k, 0.0)) if src.vary else None))
+        # the host heat: only its sensor rise is determined (module docstring)
+        undetermined: dict[str, str] = {}
+        busy = self._busy_rise(f, loo.get(chosen, []))
+        if busy is not None:
+            params.append(busy[0])
+            undetermined[NODE_BUSY_HEAT] = busy[1]
+            for p in params:
+                if p.name == NODE_BUSY_HEAT:
+                    p.description += (f" (UNDETERMINED by this campaign: {busy[1]}; the determined quantity is "
+                                      f"{NODE_BUSY_RISE})")
         # leakage
         lk = _leak_fit(data, self.leak_skip_s, None if fan_w is None else fan_w.value,
                        None if fan_w is None else fan_w.stderr)
@@ -1039,10 +1100,24 @@ class ThermalNetworkFitter(Estimator):
         if lk["span_c"] < 3:
             warns.append(f"temperature moved only {lk['span_c']:.0f} C in the thermal steps: leakage poorly determined")
         # the fan controller
+        fans = [x for s in steps for x in (s.heat_fan_pct, s.cool_fan_pct) if x is not None]
+        fans = np.concatenate(fans) if fans else np.zeros(0)
+        fans = fans[np.isfinite(fans)]
+        duty_step = 0.01 if len(fans) and bool(np.all(fans == np.round(fans))) else 0.0  # integer percent
         controller, ctl_info = (None, {"model": "no fan duty logged"}) if not rec.has_fan else \
-            _fit_controller(rec, f.values["hot_c"] * rec.hot_weight(f.values["hot_exp"])[0], 1.0 if quantized else 0.0)
-        if "undetermined" in ctl_info:
+            _fit_controller(rec, f.values["hot_c"] * rec.hot_weight(f.values["hot_exp"])[0], 1.0 if quantized else 0.0,
+                            duty_step)
+        und = ctl_info.get("undetermined", [])
+        if "fan_gain_pct_per_c" in und:
             warns.append(f"fan controller: fan_gain_pct_per_c and fan_t0_c are undetermined: {ctl_info['reason']}")
+            undetermined["fan_gain_pct_per_c"] = (f"at least {ctl_info['gain_at_least_pct_per_c']:.2g} %/C: the ramp's "
+                                                  "input spans under "f"{RAMP_SPAN_STEPS:g} sensor steps")
+            undetermined["fan_t0_c"] = (f"the ramp happened within {ctl_info['ramp']['input_p5_c']:.1f}-"
+                                        f"{ctl_info['ramp']['input_p95_c']:.1f} C (P5-P95)")
+        if "fan_slew_pct_per_s" in und:
+            warns.append(f"fan controller: fan_slew_pct_per_s is undetermined: {ctl_info['slew_reason']}")
+            undetermined["fan_slew_pct_per_s"] = (f"at least {ctl_info['slew_at_least_pct_per_s']:.2g} %/s: the fastest "
+                                                  "logged duty change; the slew never limits the logged duty")
         if controller is not None:
             for nm, val, unit, desc in (
                     ("fan_min_pct", 100.0 * controller.min_duty, "%", "fan controller: lowest duty"),
@@ -1051,8 +1126,9 @@ class ThermalNetworkFitter(Estimator):
                     ("fan_gain_pct_per_c", 100.0 * controller.gain_per_c, "%/C", "fan controller: duty per degree"),
                     ("fan_slew_pct_per_s", 100.0 * min(controller.slew_per_s, 100.0), "%/s",
                      "fan controller: fastest change of the duty")):
-                if nm in ctl_info.get("undetermined", ()):
-                    desc += " (UNDETERMINED by this campaign: see thermal_network.fan.controller.reason)"
+                if nm in und:
+                    desc += (f" (UNDETERMINED by this campaign: {undetermined[nm]}; see thermal_network.fan.controller."
+                             f"{'slew_reason' if nm == 'fan_slew_pct_per_s' else 'reason'})")
                 params.append(Param(nm, float(val), unit, vary=nm != "fan_max_pct", description=desc))
         slow = self.slowdown_temp_c or device_slowdown_c or DEFAULT_SLOWDOWN_C
         busy_thr = self._busy_threshold(steps, idle_power_w)
@@ -1137,6 +1213,9 @@ class ThermalNetworkFitter(Estimator):
                  "n_steps": len(data), "cv_rmse_c": cv.get(chosen)}
         if warns:
             stats["warnings"] = warns
+        if undetermined:
+            # what calib diff and the report show as undetermined (a bound or a reason), not as a measurement
+            stats["undetermined"] = undetermined
         self.fits_, self.cv_, self.loo_, self.poles_, self.network_ = fits, cv, loo, chosen, net
         self.data_, self.record_, self.controller_info_ = data, rec, ctl_info
         self.warnings_ = warns
@@ -1178,6 +1257,46 @@ class ThermalNetworkFitter(Estimator):
             params.append(Param(nm, float(base[j]), units[j], 0.0, TAU_MAX_S if units[j] == "s" else R_MAX, True, None,
                                 se, desc))
         return params, cov
+
+    def _busy_rise(self, f: LadderFit, reps: Sequence[LadderFit]) -> tuple[Param, str] | None:
+        """The steady sensor rise (C) of the heat ``busy_w`` into the outer node while a kernel runs:
+        ``busy_w`` x the outer link's resistance R_n at the reference duty (the only path of that heat to
+        the ambient), its standard error by the delta method from the ladder's covariance (scaled as the
+        poles') and its jackknife over steps (``reps``). The ladder's watts are not the host's: its outer
+        node is reached by the share of the card's heat that stays at the intake, so ``busy_w`` is the host
+        heat over that share; and ``busy_w`` and R_n trade against each other along their product. Returns
+        (parameter, why ``busy_heat_w`` is undetermined), None when the host heat is not fitted."""
+        from calib.model.thermal_network import NODE_BUSY_RISE
+
+        src = f.result.by_name().get("busy_w")
+        rn = f"R{f.n}"
+        if src is None or not src.vary:
+            return None
+        rise = f.values[rn] * f.values["busy_w"]
+        fc = f.result.covariance()
+        se = corr = None
+        if fc is not None and rn in fc.names and "busy_w" in fc.names:
+            idx = [fc.names.index(rn), fc.names.index("busy_w")]
+            m = fc.matrix[np.ix_(idx, idx)]
+            g = np.array([f.values["busy_w"], f.values[rn]])
+            var = float(g @ m @ g) * self._infl
+            se = math.sqrt(var) if np.isfinite(var) and var >= 0 else None
+            den = math.sqrt(m[0, 0] * m[1, 1])
+            corr = float(m[0, 1] / den) if den > 0 and np.isfinite(den) else None
+        jk = 0.0
+        if len(reps) >= 3:
+            vals = np.array([rp.values[rn] * rp.values["busy_w"] for rp in reps])
+            jk = math.sqrt((len(vals) - 1) / len(vals) * float(np.sum((vals - vals.mean()) ** 2)))
+        p = Param(NODE_BUSY_RISE, float(rise), "C", 0.0, math.inf, True, None, se,
+                  f"steady sensor rise from the heat into the outermost node while a kernel runs (busy_heat_w x the "
+                  f"outer link's resistance {rn} of the ladder, thermal_network.cauer): the host launching the kernels "
+                  "warms the intake air; determined where busy_heat_w is not",
+                  stderr_total=math.hypot(se or 0.0, jk) if se is not None or jk else None)
+        why = ("only its sensor rise busy_rise_c is seen: in the ladder's units (the card's power that would warm "
+               "the outer node as much; only a share of the card's heat stays at the intake, so not the host's "
+               "watts)" + (f", and it trades against the outer resistance along their product (correlation "
+                           f"{corr:.3f})" if corr is not None else ""))
+        return p, why
 
     @staticmethod
     def _busy_threshold(steps: Sequence[ThermalStep], idle_power_w: float) -> float:

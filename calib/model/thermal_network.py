@@ -58,6 +58,10 @@ NODE_FORM = "ladder"
 NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT = "ambient_temp_c", "fan_g_w_per_c", "busy_heat_w", "hot_spot_c"
 #: exponent of the memory utilization in the hot spot: rise = hot_spot_c x (util_mem_pct / 100) ^ this
 NODE_HOT_EXP = "hot_spot_util_exp"
+#: steady sensor rise (C) of ``busy_heat_w``: busy_heat_w x the outer link's resistance. Informational (the
+#: model uses busy_heat_w): the campaign determines this rise, not the heat in watts (files since issue 30's
+#: follow-up)
+NODE_BUSY_RISE = "busy_rise_c"
 #: the fan controller's parameters (duties in % as the NVML log has them)
 CONTROLLER_PARAMS = ("fan_min_pct", "fan_max_pct", "fan_t0_c", "fan_gain_pct_per_c", "fan_slew_pct_per_s")
 
@@ -724,7 +728,8 @@ def validate(sec: Section, where: str = SECTION) -> None:
         if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not 0 <= bw <= 1:
             raise SchemaError(f"{where}.hot_spot.busy_weight: {bw!r} is not a weight in [0, 1]")
     check_names(sec, where, ("idle_temp_c", "idle_power_w", names.R_DIRECT, names.LEAK_SIGMA, names.LEAK_EXP_AMP,
-                             names.LEAK_EXP_K, NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT, NODE_HOT_EXP)
+                             names.LEAK_EXP_K, NODE_AMBIENT, NODE_FAN_G, NODE_BUSY_HEAT, NODE_HOT_SPOT, NODE_HOT_EXP,
+                             NODE_BUSY_RISE)
                 + CONTROLLER_PARAMS + tuple(nm for i in range(1, n + 1)
                                             for nm in (names.foster_r(i), names.foster_tau(i))))
 

@@ -278,6 +278,19 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
     return out
 
 
+def declared_undetermined(sec: Section) -> dict[str, str]:
+    """Parameters the fitter names undetermined (``stats["undetermined"]``: name -> the bound the data give
+    or the quantity determined instead), e.g. a fan controller's gain and slew or the thermal network's host
+    heat; for files written before that entry, the fan controller's own list
+    (``structure["fan"]["controller"]["undetermined"]``)."""
+    out = {str(k): str(v) for k, v in (sec.stats.get("undetermined") or {}).items()}
+    fan = sec.structure.get("fan") if isinstance(sec.structure.get("fan"), dict) else {}
+    ctl = fan.get("controller") if isinstance(fan.get("controller"), dict) else {}
+    for n in ctl.get("undetermined") or []:
+        out.setdefault(str(n), "see thermal_network.fan.controller.reason")
+    return out
+
+
 def _unit_of(sec: Section, names_: list[str]) -> str:
     units = {sec[n].unit for n in names_ if n in sec.params}
     return units.pop() if len(units) == 1 else "mixed"
@@ -337,6 +350,10 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
         blocked_units = {f.split(".")[-2] for f, _o, _n in st if f.endswith(".ar_function")}
         combos = _quantities(sec, old[sec], new[sec], total, blocked_units)
         undetermined = {n: why for cb, why in combos for n in cb["parameters"]}
+        # parameters a fitter names undetermined on their own (a bound or the quantity determined instead)
+        for side in (old[sec], new[sec]):
+            for n, why in declared_undetermined(side).items():
+                undetermined.setdefault(n, f"undetermined by the campaign: {why}")
         for name in po:
             if name not in pn:
                 c.removed.append((sec, name, po[name].value, po[name].unit))

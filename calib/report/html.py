@@ -25,6 +25,7 @@ from typing import Any
 from calib import __version__
 from calib.core.params import ParameterFile
 from calib.core.errors import BadInputError
+from calib.report.compare import declared_undetermined
 from calib.report.inputs import ReportInputs
 from calib.report.plots import FIGURES, Context, Skip, with_predictions
 from calib.core.session import file_sha256
@@ -136,11 +137,14 @@ def _param_table(pf: ParameterFile) -> tuple[str, int]:
     rows = []
     count = 0
     for sec, section in pf.items():
+        und = declared_undetermined(section)
         for name, p in section.params.items():
             count += 1
             side = p.at_bound() if p.vary else None
             flags = []
-            if p.vary and p.stderr is None:
+            if name in und:  # a bound or a stand-in, not a measurement
+                flags.append(f'<span class="tag ident">undetermined: {_e(und[name])}</span>')
+            elif p.vary and p.stderr is None:
                 flags.append('<span class="tag ident">no standard error</span>')
             if side:
                 flags.append(f'<span class="tag bound">at {side} bound</span>')
@@ -148,7 +152,7 @@ def _param_table(pf: ParameterFile) -> tuple[str, int]:
             if p.stderr is not None and p.value:
                 r = p.stderr / abs(p.value)
                 rel = f"{100 * r:.2g}%" if r < 10 else "&gt;1000%"  # e.g. a value sitting on a bound of 0
-            cls = ' class="flag"' if side or (p.vary and p.stderr is None) else ""
+            cls = ' class="flag"' if side or (p.vary and p.stderr is None) or name in und else ""
             rows.append(
                 f'<tr id="p-{_e(sec)}-{_e(name)}"{cls}><td>{_e(sec)}</td><td><code>{_e(name)}</code></td>'
                 f'<td class="num">{fmt(p.value, 6)}</td><td>{_e(p.unit)}</td>'
