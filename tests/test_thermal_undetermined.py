@@ -87,11 +87,11 @@ def test_diff_and_report_show_the_undetermined_parameters_as_such(cli, tmp_path)
     params = doc["thermal_network"]["parameters"]
     params["fan_slew_pct_per_s"]["value"] *= 5.0
     params["busy_heat_w"]["value"] *= 0.5
-    params["busy_rise_c"]["value"] += 10 * params["busy_rise_c"]["stderr_total"]
+    params["busy_rise_c"]["value"] += 10 * _section("gtx280")["busy_rise_c"].stderr_total
     new = tmp_path / "new.json"
     new.write_text(json.dumps(doc))
     code, out, err = cli("diff", FITTED / "sim-gtx280.json", new, "--json", tmp_path / "d.json")
-    assert code == 1, err  # the rise moved by 10 total standard errors
+    assert code == 3, err  # the rise moved by 10 total standard errors: a significant move
     by = {p["parameter"]: p for p in json.loads((tmp_path / "d.json").read_text())["parameters"]}
     slew, heat = by["thermal_network.fan_slew_pct_per_s"], by["thermal_network.busy_heat_w"]
     rise = by["thermal_network.busy_rise_c"]
