@@ -24,9 +24,9 @@ def test_fan_slew_is_a_bound_not_a_measurement(preset):
     """The bug: sim:gtx280's file published fan_slew_pct_per_s = 0.66 %/s as measured (truth 8 %/s), while
     its own log has the duty change by 7.8 %/s between 1 s bins. Its thermostat's gain is undetermined (the
     duty climbs 27 -> 41 % within 1 C of a rounded, noisy input), and a slow slew smooths that input's noise
-    (controller RMSE 0.77 % of duty against 1.19 % at the true 8 %/s). On gtx580 / titanx the fitted slew (9.2 / 7.9 %/s) never limits the logged duty on the fit's 1 s
-    bins: the controller's misfit is the same with the slew unlimited, so the value is wherever the
-    optimizer stopped. The file must name the slew undetermined with the bound the log gives (the fastest
+    (controller RMSE 0.77 % of duty against 1.19 % at the true 8 %/s). On gtx580 / titanx the fitted slew
+    (9.2 / 7.9 %/s) never limits the logged duty on the fit's 1 s bins: the controller's misfit is the same
+    with the slew unlimited, so the value is wherever the optimizer stopped. The file must name the slew undetermined with the bound the log gives (the fastest
     logged duty change, less the duty's 1 % resolution), which the truth respects, in the section's
     ``undetermined`` entry, the controller record, a warning and the parameter's description."""
     from microbench.devices.sim.presets import get_preset
