@@ -801,8 +801,14 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=7)
     ax2.set_title("thermal steps: the network from power alone", fontsize=9)
-    cap = ("Left: the fan duty the fitted controller aims at against the sensor temperature (line; slew "
-           f"{sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s) and the logged duty while heating and cooling (dots). "
+    und = (sec.stats.get("undetermined") or {}) if hasattr(sec, "stats") else {}
+    slew_txt = f"slew {sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s"
+    if "fan_slew_pct_per_s" in und:  # a bound, not a measurement (thermal_network.fan.controller.slew_reason)
+        slew_txt = f"slew undetermined, {und['fan_slew_pct_per_s'].split(':')[0]}; drawn with the fitted " + slew_txt[5:]
+    if "fan_gain_pct_per_c" in und:
+        slew_txt = f"gain undetermined, {und['fan_gain_pct_per_c'].split(':')[0]}; " + slew_txt
+    cap = ("Left: the fan duty the fitted controller aims at against the sensor temperature (line; "
+           f"{slew_txt}) and the logged duty while heating and cooling (dots). "
            "Right: each thermal step's temperature predicted from its logged power (and its logged memory "
            "utilization, or whether its kernel moves memory: the hot spot), the fan following the controller, started from the step's pre-step temperature, against the readings.")
     return fig, cap
