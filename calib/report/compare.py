@@ -40,6 +40,7 @@ by BIC, two fits of the same device can differ there by noise, so they count onl
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,6 +182,11 @@ def _unit_forms(section: Section) -> dict[str, str]:
     return {u: spec.get("ar_function", "linear") for u, spec in units.items()}
 
 
+#: a thermal network's parameters that belong to its ladder (:mod:`calib.core.names`: ``tau<i>_s``,
+#: ``r<i>_c_per_w``, the direct term; the fan link's conductance and the heat into the outer node)
+_POLE_PARAM = re.compile(rf"^(tau\d+_s|r\d+_c_per_w|{names.R_DIRECT}|fan_g_w_per_c|busy_heat_w)$")
+
+
 def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple[str, Any, Any]], dict[str, str]]:
     """Structure differences of one section and, per parameter name, why it is not comparable."""
     changes: list[tuple[str, Any, Any]] = []
@@ -204,6 +210,16 @@ def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple
             why = f"{sec}.{key} changed ({so.get(key)} -> {sn.get(key)})"
             for n in set(old.params) & set(new.params):
                 if n.startswith(("max_power_", "const_sm", "sm_beta", "activation")):
+                    blocked.setdefault(n, why)
+    # a thermal network with another pole count: its poles (tau_i, R_i, the direct term) are other
+    # quantities (R1 of one pole is the sum of two), so they are not comparable; the rest is tested
+    # with the total standard errors (the pole count is chosen by cross-validation, and seeds differ in it)
+    for key in ("poles",):
+        if sec == "thermal_network" and so.get(key) != sn.get(key):
+            changes.append((f"{sec}.{key}", so.get(key), sn.get(key)))
+            why = f"{sec}.{key} changed ({so.get(key)} -> {sn.get(key)}): another network"
+            for n in set(old.params) | set(new.params):
+                if _POLE_PARAM.match(n):
                     blocked.setdefault(n, why)
     for key in ("ref_clocks", "default_clocks"):
         if (key in so or key in sn) and so.get(key) != sn.get(key):
@@ -344,7 +360,8 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
         st, blocked = _structure_changes(sec, old[sec], new[sec])
         c.structure += st
         # the forms differ: the estimates are conditional on different models (module docstring)
-        total = any(f.endswith((".ar_function", ".sm_scaling")) or ".shared_activation" in f for f, _o, _n in st)
+        total = any(f.endswith((".ar_function", ".sm_scaling", ".poles")) or ".shared_activation" in f
+                    for f, _o, _n in st)
         why_total = "model structure changed: tested with the total standard errors" if total else ""
         po, pn = old[sec].params, new[sec].params
         blocked_units = {f.split(".")[-2] for f, _o, _n in st if f.endswith(".ar_function")}
@@ -399,7 +416,10 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
             ch = ParamChange(sec, cb["label"], cb["unit"], cb["old"]["value"], cb["new"]["value"],
                              cb["old"]["stderr"], cb["new"]["stderr"],
                              reason="quantity the campaign determines" + (f"; {why_total}" if total and not cb.get("stat_only") else ""))
-            if ch.se_old and ch.se_new:
+            stale = [n for n in cb["parameters"] if n in blocked]
+            if stale:
+                ch.verdict, ch.reason = "not comparable", blocked[stale[0]]
+            elif ch.se_old and ch.se_new:
                 _test(ch, cb["old"].get("dof"), cb["new"].get("dof"))
             else:
                 ch.verdict, ch.reason = "untested", "no standard error of the combination in one of the files"
