@@ -270,9 +270,11 @@ class _Record:
         e = np.atleast_1d(np.asarray(exponent, dtype=float))[:, None]
         return hot_spot_weight(self.mem[None, :], e) if self.util_logged else np.broadcast_to(self.mem, (len(e), len(self.mem)))
 
-    def step_utils(self) -> np.ndarray:
-        """Mean memory utilization (0..1) of each step's kernel over its heating bins (0 without one)."""
-        return np.array([float(np.mean(self.mem[a:b])) if b > a else 0.0 for a, b, _ in self.steps])
+    def step_means(self, values: np.ndarray | None = None) -> np.ndarray:
+        """Mean of a per-bin quantity (default ``mem``: the memory utilization, 0..1) over each step's
+        heating bins (0 for a step without one)."""
+        v = self.mem if values is None else values
+        return np.array([float(np.mean(v[a:b])) if b > a else 0.0 for a, b, _ in self.steps])
 
 
 def _dithered(series: Sequence[np.ndarray]) -> bool:
@@ -480,7 +482,8 @@ class _LadderProblem:
         # also the steps' kernels load the memory to different degrees (at least two levels HOT_EXP_MIN_RATIO
         # apart), else the hot spot is linear in the utilization
         self.hot_free = bool(np.any(rec.mem > 0) and np.any((rec.busy > 0) & (rec.mem == 0)))
-        lv = np.sort(rec.step_utils()[rec.step_utils() > 0.02]) if rec.util_logged else np.array([])
+        su = rec.step_means()
+        lv = np.sort(su[su > 0.02]) if rec.util_logged else np.array([])
         self.hot_exp_free = self.hot_free and bool(len(lv) >= 2 and lv[-1] >= HOT_EXP_MIN_RATIO * lv[0])
 
     def names(self) -> list[str]:
@@ -1138,7 +1141,7 @@ class ThermalNetworkFitter(Estimator):
         hot_w = rec.hot_weight(f.values["hot_exp"])[0]
         hot_exp = float(f.values["hot_exp"]) if rec.util_logged else None
         busy_weight = float(np.mean(hot_w[rec.busy > 0])) if rec.util_logged and np.any(rec.busy > 0) else 0.5
-        step_weight = [float(np.mean(hot_w[a:b])) if b > a else 0.0 for a, b, _ in rec.steps]
+        step_weight = rec.step_means(hot_w)
         net = FosterNetwork(tuple(f.r), tuple(f.tau), f.values["r_direct"], float(idle_temp_c), float(idle_power_w),
                             leak, float(slow), ambient_c=f.values["ambient"], fan=fan_model,
                             controller=controller if use_fan else None, busy_heat_w=f.values["busy_w"],
@@ -1191,7 +1194,7 @@ class ThermalNetworkFitter(Estimator):
                                                 "without util_mem_pct" if rec.util_logged else
                                                 "a trace's kernels move memory or not: half weight while one runs"),
                          "steps": [{"workload": st_.workload, "util_mem_pct": 100.0 * float(u), "weight": float(wt)}
-                                   for st_, u, wt in zip(steps, rec.step_utils(), step_weight)]},
+                                   for st_, u, wt in zip(steps, rec.step_means(), step_weight)]},
             "selection": {"method": how, "cv_rmse_c": {str(n): v for n, v in cv.items()},
                           "candidates": [int(n) for n in ok_counts],
                           "rmse_c": {str(n): fits[n].rmse_c for n in counts},
