@@ -318,3 +318,39 @@ def test_a_well_measured_member_of_an_old_files_combination_is_tested_on_its_own
     assert by["power.idle_power_w"].verdict == "significant", by["power.idle_power_w"].reason
     assert by["power.activation_power_w"].verdict == "untested"
     assert "not determined on its own" in by["power.activation_power_w"].reason
+
+
+def test_a_thermal_network_with_another_pole_count_is_another_network():
+    """Two fits of one card whose cross-validation kept 2 and 1 poles: the one pole's R1 is about the sum
+    of the two, so the ladder's parameters (tau_i, R_i, the direct term, the fan link, the host heat) and
+    the determined combination built on them are not comparable; the pole count is a structure change and
+    the rest of the section is tested with the total standard errors (a change beyond them is flagged)."""
+    old = _doc()
+    assert old["thermal_network"]["poles"] == 2  # the premise: the reference fit has two poles
+    new = copy.deepcopy(old)
+    tn, fit = new["thermal_network"], new["fit"]["thermal_network"]
+    tn["poles"] = tn["dominant_poles"] = 1
+    pars = tn["parameters"]
+    pars["r1_c_per_w"]["value"] += pars.pop("r2_c_per_w")["value"]
+    pars["tau1_s"]["value"] = 0.5 * (pars["tau1_s"]["value"] + pars.pop("tau2_s")["value"])
+    for key in ("stderr", "stderr_total"):
+        fit[key].pop("r2_c_per_w", None)
+        fit[key].pop("tau2_s", None)
+    for key in ("covariance", "covariance_total", "identifiability"):  # one pole: no R1 + R2 combination
+        fit.pop(key, None)
+    c = compare(_pf(old), _pf(new))
+    assert ("thermal_network.poles", 2, 1) in c.structure
+    by = {ch.name: ch for ch in c.params if ch.section == "thermal_network"}
+    for name in ("r1_c_per_w", "tau1_s", "r_direct_c_per_w", "fan_g_w_per_c", "busy_heat_w"):
+        assert by[name].verdict == "not comparable", name
+        assert by[name].reason == "thermal_network.poles changed (2 -> 1): another network", name
+    # the idle temperature is not a ladder parameter: tested with the total standard errors
+    idle = by["idle_temp_c"]
+    assert idle.verdict == "unchanged" or idle.reason.endswith("tested with the total standard errors")
+    se_t = old["fit"]["thermal_network"]["stderr_total"]["idle_temp_c"]
+    pars["idle_temp_c"]["value"] += 10 * se_t
+    c = compare(_pf(old), _pf(new))
+    moved = next(ch for ch in c.params if ch.key == "thermal_network.idle_temp_c")
+    assert moved.verdict == "significant"
+    assert moved.reason == "model structure changed: tested with the total standard errors"
+    assert moved.z == pytest.approx(10 * se_t / (math.sqrt(2) * se_t), rel=1e-6)

@@ -214,13 +214,12 @@ def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple
     # a thermal network with another pole count: its poles (tau_i, R_i, the direct term) are other
     # quantities (R1 of one pole is the sum of two), so they are not comparable; the rest is tested
     # with the total standard errors (the pole count is chosen by cross-validation, and seeds differ in it)
-    for key in ("poles",):
-        if sec == "thermal_network" and so.get(key) != sn.get(key):
-            changes.append((f"{sec}.{key}", so.get(key), sn.get(key)))
-            why = f"{sec}.{key} changed ({so.get(key)} -> {sn.get(key)}): another network"
-            for n in set(old.params) | set(new.params):
-                if _POLE_PARAM.match(n):
-                    blocked.setdefault(n, why)
+    if sec == "thermal_network" and so.get("poles") != sn.get("poles"):
+        changes.append((f"{sec}.poles", so.get("poles"), sn.get("poles")))
+        why = f"{sec}.poles changed ({so.get('poles')} -> {sn.get('poles')}): another network"
+        for n in set(old.params) | set(new.params):
+            if _POLE_PARAM.match(n):
+                blocked.setdefault(n, why)
     for key in ("ref_clocks", "default_clocks"):
         if (key in so or key in sn) and so.get(key) != sn.get(key):
             changes.append((f"{sec}.{key}", so.get(key), sn.get(key)))
