@@ -260,3 +260,40 @@ def test_auto_shared_activation_reaches_the_better_setting_on_the_real_titan_x_m
     assert bic["on"][0] < bic["off"][0] - 5.0, bic  # the data prefer the term (by 7.8)
     assert bic["auto"][1] is True, bic
     assert bic["auto"][0] == pytest.approx(bic["on"][0], abs=1e-6), bic
+
+
+def test_the_standard_campaigns_training_mixes_let_the_data_choose_the_shared_activation():
+    """Issue 29: the single-unit sweeps never run two pipes at high access rate together, so on gtx280
+    (pipes overlapping by 15 % of their activation in the simulator's physics) the search kept the
+    shared-activation term off and every pipe absorbed the overlap (fp -17 %, const -13 %, tex -9 % on
+    seeds 0-4). The standard campaign's training mixes (microbench.benchmarks.TRAINING_MIXES) measure
+    units drawing power together: on the recorded campaign (fitted/sim-gtx280.samples.csv, the settings
+    its file records) the term is chosen and fp, const and tex come within 10.5 / 7 / 4 %; the same rows
+    without the mixes (the campaign before) keep it off and miss by 17 / 13 / 9 %. The truths are the
+    simulator's (microbench.truth), read only here. Bounds from seeds 0-4 of each campaign
+    (tests/benchmarks/identify_results.md): with the mixes fp -9.7 to -11.9 %, const -5.1 to -7.0 %,
+    tex -2.7 to -4.0 %; without, -17.3 to -19.4, -12.4 to -13.2, -8.8 to -9.2 %."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    from microbench.truth import ground_truth
+
+    root = Path(__file__).resolve().parents[1]
+    settings = json.loads((root / "fitted" / "sim-gtx280.json").read_text())["fit"]["power"]["settings"]
+    df = pd.read_csv(root / "fitted" / "sim-gtx280.samples.csv")
+    mixes = df["workload"].astype(str).str.startswith("train_")
+    assert mixes.sum() >= 12
+    truth = ground_truth("gtx280")
+    err = {}
+    for name, rows in (("with", df), ("without", df[~mixes])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = IppPowerFitter(**settings).fit(rows, uncertainty=False)
+        err[name] = {u: 100 * (f.section_.value(f"max_power_{u}_w") / truth[f"power.max_power_{u}_w"]["value"] - 1)
+                     for u in ("fp", "const", "tex")}
+        err[name]["shared"] = f.shared_
+    assert err["with"]["shared"] is True, err
+    assert abs(err["with"]["fp"]) < 13.5 and abs(err["with"]["const"]) < 9.0 and abs(err["with"]["tex"]) < 6.0, err
+    assert err["without"]["shared"] is False, err
+    assert err["without"]["fp"] < -15.0 and err["without"]["const"] < -11.0 and err["without"]["tex"] < -8.0, err
