@@ -172,7 +172,7 @@ def test_standard_campaign_trains_on_multi_unit_mixes_that_are_not_held_out(pres
     mixes = training_mixes(info)
     expect = {"gtx280": {"train_fp_int", "train_int_const", "train_int_tex", "train_pipes"},
               "titanx": {"train_fp_int", "train_int_const", "train_int_tex", "train_fp_dp", "train_int_l1", "train_pipes"},
-              "mi250x": {"train_fp_int", "train_int_const", "train_int_tex", "train_fp_dp", "train_int_l1", "train_pipes"}}
+              "mi250x": set()}  # not on AMD's CUs (microbench.benchmarks.training_mixes)
     assert set(mixes) == expect[preset]
     pipes = {"gtx280": {"fp", "int", "sfu", "alu", "shared", "const", "tex"},
              "titanx": {"fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1"}}.get(preset)
