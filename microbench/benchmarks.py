@@ -25,9 +25,9 @@ from microbench.kernels import catalog
 from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
 from microbench.timing_plan import timing_benchmarks
 
-__all__ = ["CAMPAIGNS", "DESIGN_ILP", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_WORKLOADS", "UNIT_KERNELS", "Benchmark",
-           "CampaignSpec", "design_benchmark", "dvfs_benchmarks", "dvfs_grid", "place_memory", "plan",
-           "thermal_benchmarks"]
+__all__ = ["CAMPAIGNS", "DESIGN_ILP", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_WORKLOADS", "TRAINING_MIXES",
+           "UNIT_KERNELS", "Benchmark", "CampaignSpec", "design_benchmark", "dvfs_benchmarks", "dvfs_grid",
+           "place_memory", "plan", "thermal_benchmarks", "training_mixes"]
 
 #: kernel used to stress each power unit (first = main), and extra variants run once
 UNIT_KERNELS: dict[str, tuple[str, ...]] = {
@@ -90,6 +90,50 @@ def design_benchmark(entry: Mapping[str, Any], max_warps: int = 64) -> Benchmark
                      params=params, warps_per_sm=w, blocks_per_sm=max(1, w // 8))
 
 
+#: Multi-unit training mixes (role ``unit``; per-step counts of the ``mix`` kernel, run at
+#: ``CampaignSpec.training_mix_warps``). The single-unit sweeps never run two pipes at high access rate
+#: together, so nothing in them tells how units draw power *together* (the shared-activation term of
+#: calib.model.ipp, fitted on sweeps alone, is off by BIC or extrapolates wrongly to many-pipe mixes).
+#: These run pairs of pipes whose power saturates with activity (FP, INT, the constant cache, texture,
+#: DP, L1), and every pipe the GPU has at once. None is near a held-out mix (those stay held out:
+#: tests/test_campaign_plan.py checks the cosine of their count vectors). Each compiles to the counts
+#: its model says (tests/test_verify.py): a constant-cache mix without ALU work, or texture without
+#: INT, does not (the compiler folds a move of the loop's address arithmetic), hence the ALU and INT.
+TRAINING_MIXES: dict[str, dict[str, float]] = {
+    "train_fp_int": {"fp": 1, "int": 1},
+    "train_int_const": {"int": 1, "const": 2, "alu": 1},
+    "train_int_tex": {"int": 1, "tex": 1},
+    "train_fp_dp": {"fp": 1, "dp": 1},
+    "train_int_l1": {"int": 1, "l1": 1},
+    # every design class the GPU counts, one of each per step (calib.fit.design.DESIGN_CLASSES)
+    "train_pipes": {},
+}
+#: classes of ``train_pipes`` when the GPU counts them
+_PIPE_CLASSES = ("fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1")
+
+
+def _counted_classes(info: DeviceInfo) -> set[str]:
+    """Instruction classes some power unit of the device counts (IPP's units are the classes themselves)."""
+    return set(info.extra.get("units", ()))
+
+
+def training_mixes(info: DeviceInfo) -> dict[str, dict[str, float]]:
+    """The :data:`TRAINING_MIXES` a device can run: each mix whose classes all have a unit that counts
+    them (no DP or L1 mix on a GPU without those units), ``train_pipes`` with every pipe class it has.
+    None on a GPU whose units count several classes (``unit_classes``, AMD's CUs): there the mixes
+    moved the issue unit's MaxPower (which counts every instruction) by -53 % on sim:mi250x, beyond 4
+    of its total standard errors; not studied further (issue 29)."""
+    if info.extra.get("unit_classes"):
+        return {}
+    have = _counted_classes(info)
+    out = {}
+    for name, mix in TRAINING_MIXES.items():
+        m = dict(mix) if mix else {c: 1.0 for c in _PIPE_CLASSES if c in have}
+        if len(m) >= 2 and set(m) <= have:
+            out[name] = {c: float(v) for c, v in m.items()}
+    return out
+
+
 def _mix_params(mix: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in mix.items() if k != "ctrl"}
 
@@ -115,13 +159,13 @@ CAMPAIGNS: dict[str, CampaignSpec] = {
                              window_s=6.0, cooldown_band_c=2.0, cooldown_max_s=90.0, idle_s=60.0, thermal_steps=5,
                              heat_s=4.5 * THERMAL_TAU_MAX_S, cool_s=3.0 * THERMAL_TAU_MAX_S,
                              fan_levels=(0.3, 0.45, 0.6, 0.8, 1.0), fan_step_s=5.0,
-                             dvfs_points=5),
+                             dvfs_points=5, training_mix_warps=(2, 8, 32)),
     "full": CampaignSpec(name="full", warps_levels=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
                          fma_k=(0, 1, 2, 4, 8, 16, 32, 64, 128, 256), sm_points=16, repeats=3, warmup_s=3.0,
                          window_s=10.0, cooldown_band_c=1.5, cooldown_max_s=150.0, idle_s=120.0, thermal_steps=6,
                          heat_s=6.0 * THERMAL_TAU_MAX_S, cool_s=4.5 * THERMAL_TAU_MAX_S,
                          fan_levels=(0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-                         fan_step_s=6.0, dvfs_points=8),
+                         fan_step_s=6.0, dvfs_points=8, training_mix_warps=(2, 4, 8, 16, 32, 64)),
 }
 
 #: workloads of the thermal steps, in order (the first is the reference step)
@@ -167,6 +211,13 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
                 out.append(Benchmark(name=f"fma_intensity/k{k}", kernel="fma_intensity", role="unit",
                                      stresses="global", kind="fma_intensity", params={"k": k},
                                      warps_per_sm=min(max_w, 32), blocks_per_sm=max(1, min(max_w, 32) // 8)))
+    for name, mix in training_mixes(info).items() if spec.training_mix_warps else ():
+        for w in spec.training_mix_warps:
+            w = min(w, max_w)
+            if w % lanes:
+                continue
+            out.append(Benchmark(name=f"{name}/w{w}", kernel="mix", role="unit", stresses="mixed", kind="app_mix",
+                                 params={"ilp": DESIGN_ILP, **mix}, warps_per_sm=w, blocks_per_sm=max(1, w // 8)))
     for n in _sm_points(info.sm_count, spec.sm_points):
         scale = info.sm_count / n  # constant total work: fewer SMs, more iterations each
         for kern, unit in (("fp32_fma", "fp"), ("dram", "global")):

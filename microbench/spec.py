@@ -67,7 +67,8 @@ def place_memory(per_warp: Mapping[str, float], units: set[str]) -> dict[str, fl
 class CampaignSpec:
     """Sizes and timings of a campaign (times in s, temperatures in °C).
 
-    Sweeps: ``warps_levels`` (occupancies of each unit kernel), ``fma_k`` (FMAs per DRAM load),
+    Sweeps: ``warps_levels`` (occupancies of each unit kernel), ``training_mix_warps`` (occupancies
+    of the multi-unit training mixes, none = not run), ``fma_k`` (FMAs per DRAM load),
     ``sm_points`` (active-SM counts), ``dvfs_points`` (core clocks of the DVFS grid, 0 = none),
     ``thermal_steps``, ``fan_levels`` (duty, 0..1). Per benchmark: ``repeats``, ``warmup_s``,
     ``window_s``, then a cooldown into ``cooldown_band_c`` above the idle temperature, polled every
@@ -94,6 +95,8 @@ class CampaignSpec:
     fan_levels: tuple[float, ...]
     fan_step_s: float
     dvfs_points: int
+    #: run :data:`microbench.benchmarks.TRAINING_MIXES` (multi-unit training kernels) at these occupancies
+    training_mix_warps: tuple[int, ...] = ()
     cooldown_poll_s: float = 2.0
     thermal_chunk_s: float = 10.0
     settle_stable_s: float = 20.0

@@ -145,7 +145,53 @@ def test_every_plan_entry_declares_its_kind(preset):
     dep = {(e["access"], e["where"], e["reqs"]) for e in by_kind["departure"]}
     assert dep == {("coal", "sm1", 64), ("coal", "all", 64), ("uncoal", "sm1", 8)}
     assert [e["name"] for e in by_kind["launch_only"]][0] == "idle_kernel"
-    assert all(e["role"] == "heldout" for e in by_kind["app_mix"])
+    # application-like mixes are held out; the multi-unit training mixes (TRAINING_MIXES) train
+    assert {e["role"] for e in by_kind["app_mix"] if not e["name"].startswith("train_")} == {"heldout"}
+    assert {e["role"] for e in by_kind["app_mix"] if e["name"].startswith("train_")} == {"unit"}
+
+
+def _mix_vector(mix) -> "np.ndarray":
+    import numpy as np
+
+    from microbench.kernels.catalog import MIX_CLASSES
+
+    return np.array([float(mix.get(c, 0.0)) for c in MIX_CLASSES])
+
+
+@pytest.mark.parametrize("preset", ["gtx280", "titanx", "mi250x"])
+def test_standard_campaign_trains_on_multi_unit_mixes_that_are_not_held_out(preset):
+    """The standard and full campaigns run the training mixes (pairs of saturating pipes, every pipe at
+    once) as training rows at several occupancies, only with classes the GPU has; the quick one does not.
+    None is a held-out mix or near one: the cosine of their per-step count vectors stays below 0.9 (the
+    nearest: train_fp_int against app_stencil, 0.78), so the held-out MAPE stays held out."""
+    import numpy as np
+
+    from microbench.benchmarks import HELDOUT_MIXES, _mix_params, training_mixes
+
+    info = open_device(f"sim:{preset}").info
+    mixes = training_mixes(info)
+    expect = {"gtx280": {"train_fp_int", "train_int_const", "train_int_tex", "train_pipes"},
+              "titanx": {"train_fp_int", "train_int_const", "train_int_tex", "train_fp_dp", "train_int_l1", "train_pipes"},
+              "mi250x": set()}  # not on AMD's CUs (microbench.benchmarks.training_mixes)
+    assert set(mixes) == expect[preset]
+    pipes = {"gtx280": {"fp", "int", "sfu", "alu", "shared", "const", "tex"},
+             "titanx": {"fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1"}}.get(preset)
+    if pipes:
+        assert set(mixes["train_pipes"]) == pipes
+    for campaign, warps in (("standard", (2, 8, 32)), ("full", (2, 4, 8, 16, 32, 64)), ("quick", ())):
+        _, benches = plan(info, campaign)
+        train = [b for b in benches if b.name.startswith("train_")]
+        max_w = int(info.extra["max_warps_per_sm"])
+        assert sorted(b.name for b in train) == sorted(f"{n}/w{min(w, max_w)}" for n in mixes for w in warps)
+        for b in train:
+            assert (b.kernel, b.role, b.stresses, b.kind) == ("mix", "unit", "mixed", "app_mix")
+            assert {c: v for c, v in b.params.items() if c != "ilp"} == mixes[b.name.split("/")[0]]
+    held = [(n, _mix_vector(_mix_params(m))) for n, m in HELDOUT_MIXES.items()]
+    for name, mix in mixes.items():
+        v = _mix_vector(mix)
+        for hname, h in held:
+            cos = float(v @ h / np.linalg.norm(v) / np.linalg.norm(h))
+            assert cos < 0.9, (name, hname, cos)
 
 
 def test_manifest_plan_carries_the_kinds(quick_run):

@@ -65,9 +65,12 @@ def test_recovers_the_virtual_gpus_parameters_and_forms():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         f = IppPowerFitter(**settings).fit(df)
-    # every unit's hidden form, or a form the data prefer by less than positive evidence (BIC 6, Kass &
-    # Raftery): sfu log by 2.1 on these rows, a structure main's search (1a6b24f) missed by landing at
-    # BIC -490.7 where this one is -496.4
+    # every unit's hidden form but SFU's. On the single-unit campaign the data preferred SFU's log form by
+    # 2.1 BIC only (less than positive evidence); with the standard campaign's training mixes (issue 29)
+    # they prefer it by 16.9: the shared-activation pool's form (a union of independent activities) is
+    # not the physics' overlap (a share of the smaller units' activation), and SFU pooled with the log
+    # form absorbs part of the difference in the all-pipes mix (SFU is linear, outside the overlap, in
+    # the simulator). Bounded here so that a further drift fails; its MaxPower's error is judged below.
     truth_forms = ar_forms("gtx280")
     wrong = {u for u, v in f.forms_.items() if v != truth_forms[u]}
     assert wrong <= {"sfu"}, wrong
@@ -76,7 +79,7 @@ def test_recovers_the_virtual_gpus_parameters_and_forms():
             warnings.simplefilter("ignore")
             g = IppPowerFitter(**dict(settings, ar_forms=truth_forms, shared_activation="on" if f.shared_ else "off")
                                ).fit(df, uncertainty=False)
-        assert g.result_.bic - f.result_.bic < 6.0
+        assert g.result_.bic - f.result_.bic < 20.0
     sec = f.section_
     annotate_identifiability(sec)
     truth = ground_truth("gtx280")
@@ -260,3 +263,40 @@ def test_auto_shared_activation_reaches_the_better_setting_on_the_real_titan_x_m
     assert bic["on"][0] < bic["off"][0] - 5.0, bic  # the data prefer the term (by 7.8)
     assert bic["auto"][1] is True, bic
     assert bic["auto"][0] == pytest.approx(bic["on"][0], abs=1e-6), bic
+
+
+def test_the_standard_campaigns_training_mixes_let_the_data_choose_the_shared_activation():
+    """Issue 29: the single-unit sweeps never run two pipes at high access rate together, so on gtx280
+    (pipes overlapping by 15 % of their activation in the simulator's physics) the search kept the
+    shared-activation term off and every pipe absorbed the overlap (fp -17 %, const -13 %, tex -9 % on
+    seeds 0-4). The standard campaign's training mixes (microbench.benchmarks.TRAINING_MIXES) measure
+    units drawing power together: on the recorded campaign (fitted/sim-gtx280.samples.csv, the settings
+    its file records) the term is chosen and fp, const and tex come within 10.5 / 7 / 4 %; the same rows
+    without the mixes (the campaign before) keep it off and miss by 17 / 13 / 9 %. The truths are the
+    simulator's (microbench.truth), read only here. Bounds from seeds 0-4 of each campaign
+    (tests/benchmarks/identify_results.md): with the mixes fp -9.7 to -11.9 %, const -5.1 to -7.0 %,
+    tex -2.7 to -4.0 %; without, -17.3 to -19.4, -12.4 to -13.2, -8.8 to -9.2 %."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    from microbench.truth import ground_truth
+
+    root = Path(__file__).resolve().parents[1]
+    settings = json.loads((root / "fitted" / "sim-gtx280.json").read_text())["fit"]["power"]["settings"]
+    df = pd.read_csv(root / "fitted" / "sim-gtx280.samples.csv")
+    mixes = df["workload"].astype(str).str.startswith("train_")
+    assert mixes.sum() >= 12
+    truth = ground_truth("gtx280")
+    err = {}
+    for name, rows in (("with", df), ("without", df[~mixes])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = IppPowerFitter(**settings).fit(rows, uncertainty=False)
+        err[name] = {u: 100 * (f.section_.value(f"max_power_{u}_w") / truth[f"power.max_power_{u}_w"]["value"] - 1)
+                     for u in ("fp", "const", "tex")}
+        err[name]["shared"] = f.shared_
+    assert err["with"]["shared"] is True, err
+    assert abs(err["with"]["fp"]) < 13.5 and abs(err["with"]["const"]) < 9.0 and abs(err["with"]["tex"]) < 6.0, err
+    assert err["without"]["shared"] is False, err
+    assert err["without"]["fp"] < -15.0 and err["without"]["const"] < -11.0 and err["without"]["tex"] < -8.0, err

@@ -216,10 +216,12 @@ def test_session_fit_with_a_heldout_table_scores_the_campaigns_mixes_and_the_tab
     assert len(src) == 1 and src[0]["path"].endswith("apps.csv")
 
 
-@pytest.mark.parametrize("preset", ["gtx580", pytest.param("titanx", marks=pytest.mark.xfail(strict=True, reason=(
-    "on the reference table regenerated with the merged code (new sensor-noise stream) titanx's median "
-    "|error| / stderr_total is 0.42, below 0.45: one draw of 17 parameters; the 5-seed study gives 0.51 "
-    "(tests/benchmarks/identify_results.md); issue 29 stays open until it holds over seeds")))])
+@pytest.mark.parametrize("preset", ["gtx580", "gtx280", pytest.param("titanx", marks=pytest.mark.xfail(strict=True, reason=(
+    "on the reference table regenerated with the standard campaign's training mixes titanx has 88 % "
+    "within 2 stderr_total and a median |error| / stderr_total of 0.12 (fp and int at z -2.4 and -2.3; "
+    "sfu and shared, now fitted within 1-3 %, keep the linear-extrapolation term of about 40 %): one "
+    "draw of 17 parameters; the 5-seed study gives 87.5 % and 0.54 (tests/benchmarks/identify_results.md); "
+    "issue 29 stays open until it holds over seeds")))])
 def test_power_stderr_total_is_calibrated_both_ways_on_a_recorded_campaign(preset):
     """Issue 29: the total standard errors of the power section describe its errors, neither too small nor
     too wide. On the recorded standard campaign of the preset (fitted/sim-<preset>.samples.csv, refitted
@@ -228,9 +230,10 @@ def test_power_stderr_total_is_calibrated_both_ways_on_a_recorded_campaign(prese
     stderr_total between 0.45 and 0.9 (0.67 for honest Gaussian errors). Before issue 29 the median was
     0.18 (gtx580) and 0.08 (titanx) on these fits, and every stderr_total x2 or x4 failed no test; now x2
     halves the median below 0.45 and x0.5 doubles it above 0.9 (both checked with
-    tests/benchmarks/mutate.py: I1-stderr-total-x2, I9-stderr-total-half). gtx280 is not asserted: its
-    errors are too small (median 1.3: the shared-activation term is off there by BIC and the pipes absorb
-    the overlap; tests/benchmarks/identify_results.md)."""
+    tests/benchmarks/mutate.py: I1-stderr-total-x2, I9-stderr-total-half). gtx280's errors were too small
+    on the single-unit campaign (67 % within 2, median 1.3: the shared-activation term was off by BIC and
+    the pipes absorbed the overlap); with the standard campaign's multi-unit training mixes the data
+    choose the term (tests/benchmarks/identify_results.md, 2026-11-27)."""
     import warnings
 
     from calib.fit.ipp import IppPowerFitter
@@ -244,7 +247,7 @@ def test_power_stderr_total_is_calibrated_both_ways_on_a_recorded_campaign(prese
     truth = ground_truth(preset)
     z = np.array([abs(p.value - truth[f"power.{n}"]["value"]) / p.stderr_total
                   for n, p in sec.params.items() if f"power.{n}" in truth and p.vary])
-    assert len(z) >= 16
+    assert len(z) >= 15  # gtx280 has 15 power parameters with a truth
     assert np.mean(z <= 2.0) >= 0.90, sorted(z)
     assert 0.45 <= float(np.median(z)) <= 0.9, sorted(z)
 

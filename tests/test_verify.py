@@ -128,6 +128,25 @@ def test_non_default_parameters_still_match(arch: str, compiler: KernelCompiler,
     assert by["reg_mov"].loops_ptx[0]["alu"] == 2 * 3 * 32 + 1
 
 
+def test_the_campaigns_training_mixes_are_real_kernels(compiler: KernelCompiler, toolchains: Toolchains) -> None:
+    """Every multi-unit training mix of the standard campaign (microbench.benchmarks.TRAINING_MIXES, with
+    every class on a GPU that has them all) compiles, and its PTX loop has the counts its model says."""
+    _need(toolchains, "sm_80")
+    from microbench.benchmarks import plan
+    from microbench.devices.sim.presets import get_preset
+
+    spec = catalog.get("mix")
+    benches = {b.name.split("/")[0]: b for b in plan(get_preset("titanx").device_info(), "standard")[1]
+               if b.name.startswith("train_")}
+    assert len(benches) == 6
+    for name, b in benches.items():
+        p = spec.params(**b.params)
+        c = check_compiled(spec, p, compiler.compile(spec.source, spec.compile_macros(p), "sm_80"), arch_info("sm_80"))
+        assert c.ok and c.loops_match, (name, c.problems, c.loops_ptx, c.loops_model)
+        assert c.spill_stores_bytes == 0, name
+        assert all(c.loops_ptx[0].get(k, 0) >= v * p["unroll"] for k, v in b.params.items() if k != "ilp"), name
+
+
 # -- kernels that stop stressing their unit must fail -------------------------------------------
 
 @pytest.fixture()
