@@ -57,10 +57,24 @@ def test_clocks_all_with_intervals_equals_the_rows_predicted_at_each_pair(few_ro
     ref = pd.read_csv(ref)
     for c in ("power_w_pred", "power_w_lo", "power_w_hi"):
         np.testing.assert_allclose(got[c], ref[c], rtol=1e-9, err_msg=c)
-    # the off-default pairs use the DVFS section's (wider) discrepancy: the intervals are not all alike
-    rel = (got["power_w_hi"] - got["power_w_pred"]) / got["power_w_pred"]
-    default = (got["core_mhz"] == pf["device"]["clocks"]["core_mhz"]) & (got["mem_mhz"] == pf["device"]["clocks"]["mem_mhz"])
-    assert default.sum() == 5 and not np.allclose(rel[default].mean(), rel[~default].mean(), rtol=0.05)
+    # the off-default pairs use the DVFS section's discrepancy, the default pair the power section's: each
+    # row's discrepancy is its section's recorded |relative error| quantile at the interval level (0.9),
+    # as a Gaussian-equivalent sd, times the small-sample factor of its workload count
+    from scipy.stats import norm
+
+    from calib.core.params import load
+    from calib.model.intervals import DEFAULT_LEVEL, discrepancy_sd, small_sample_factor
+
+    assert DEFAULT_LEVEL == 0.9
+    expect = {s: pf["fit"][s]["prediction"]["abs_rel_quantiles"]["0.9"] / norm.ppf(0.95)
+              * small_sample_factor(pf["fit"][s]["prediction"]["n_groups"]) for s in ("power", "dvfs")}
+    assert abs(expect["dvfs"] / expect["power"] - 1) > 1e-3  # the premise: the two sections' figures differ
+    rel = discrepancy_sd(load(TITANX), got, "power_w_pred") / got["power_w_pred"].to_numpy()
+    default = ((got["core_mhz"] == pf["device"]["clocks"]["core_mhz"])
+               & (got["mem_mhz"] == pf["device"]["clocks"]["mem_mhz"])).to_numpy()
+    assert default.sum() == 5
+    np.testing.assert_allclose(rel[default], expect["power"], rtol=1e-9)
+    np.testing.assert_allclose(rel[~default], expect["dvfs"], rtol=1e-9)
     # what was measured belongs to the profiled pair: kept under profiled_, never beside the new pair
     assert "power_w" not in got and "time_s" not in got
     np.testing.assert_allclose(got["profiled_power_w"].to_numpy()[:: len(pairs)], df["power_w"])
