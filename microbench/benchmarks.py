@@ -211,11 +211,10 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
                 out.append(Benchmark(name=f"fma_intensity/k{k}", kernel="fma_intensity", role="unit",
                                      stresses="global", kind="fma_intensity", params={"k": k},
                                      warps_per_sm=min(max_w, 32), blocks_per_sm=max(1, min(max_w, 32) // 8)))
-    for name, mix in training_mixes(info).items() if spec.training_mix_warps else ():
-        for w in spec.training_mix_warps:
-            w = min(w, max_w)
-            if w % lanes:
-                continue
+    # occupancies above the GPU's limit run at the limit, once (the full campaign's 64 on a 32-warp SM)
+    mix_warps = sorted({min(w, max_w) for w in spec.training_mix_warps if min(w, max_w) % lanes == 0})
+    for name, mix in training_mixes(info).items() if mix_warps else ():
+        for w in mix_warps:
             out.append(Benchmark(name=f"{name}/w{w}", kernel="mix", role="unit", stresses="mixed", kind="app_mix",
                                  params={"ilp": DESIGN_ILP, **mix}, warps_per_sm=w, blocks_per_sm=max(1, w // 8)))
     for n in _sm_points(info.sm_count, spec.sm_points):
