@@ -77,7 +77,7 @@ HELDOUT_MIXES: dict[str, dict[str, Any]] = {
 }
 
 
-from calib.core.units import DESIGN_ILP  # noqa: E402 - one home (calib.fit.design reads it too)
+from calib.core.units import DESIGN_CLASSES, DESIGN_ILP  # noqa: E402 - one home (calib.fit.design reads them too)
 
 
 def design_benchmark(entry: Mapping[str, Any], max_warps: int = 64) -> Benchmark:
@@ -105,16 +105,9 @@ TRAINING_MIXES: dict[str, dict[str, float]] = {
     "train_int_tex": {"int": 1, "tex": 1},
     "train_fp_dp": {"fp": 1, "dp": 1},
     "train_int_l1": {"int": 1, "l1": 1},
-    # every design class the GPU counts, one of each per step (calib.fit.design.DESIGN_CLASSES)
+    # every design class the GPU has a unit for, one of each per step (calib.core.units.DESIGN_CLASSES)
     "train_pipes": {},
 }
-#: classes of ``train_pipes`` when the GPU counts them
-_PIPE_CLASSES = ("fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1")
-
-
-def _counted_classes(info: DeviceInfo) -> set[str]:
-    """Instruction classes some power unit of the device counts (IPP's units are the classes themselves)."""
-    return set(info.extra.get("units", ()))
 
 
 def training_mixes(info: DeviceInfo) -> dict[str, dict[str, float]]:
@@ -125,10 +118,10 @@ def training_mixes(info: DeviceInfo) -> dict[str, dict[str, float]]:
     of its total standard errors; not studied further (issue 29)."""
     if info.extra.get("unit_classes"):
         return {}
-    have = _counted_classes(info)
+    have = set(info.extra.get("units", ()))  # IPP's units are the instruction classes themselves
     out = {}
     for name, mix in TRAINING_MIXES.items():
-        m = dict(mix) if mix else {c: 1.0 for c in _PIPE_CLASSES if c in have}
+        m = dict(mix) if mix else {c: 1.0 for c in DESIGN_CLASSES if c in have}
         if len(m) >= 2 and set(m) <= have:
             out[name] = {c: float(v) for c, v in m.items()}
     return out

@@ -42,12 +42,8 @@ from calib.core import names
 from calib.core.activity import basis_of, table_access_rates
 from calib.core.params import ParameterFile, Section
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
-from calib.core.units import unit_counts
-from calib.core.units import DESIGN_ILP
+from calib.core.units import DESIGN_CLASSES, DESIGN_ILP, unit_counts
 
-#: classes of the mix kernel a design may combine (memory levels beyond L1 are bandwidth-bound: a mix
-#: with them measures the memory, not the pipes)
-DESIGN_CLASSES = ("fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1")
 #: per-step counts of the two or three classes of a candidate: ratios of the first to the others
 RATIOS = ((1, 1), (3, 1), (1, 3))
 #: occupancies (warps per SM) of the candidates: latency-bound and issue-bound

@@ -83,7 +83,7 @@ from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Estimator, number, optional, options
 from calib.fit.core import fit_lsq
 from calib.fit.thermal import fan_power
-from calib.fit.uncertainty import ar1_inflation, total_stderr
+from calib.fit.uncertainty import ar1_inflation, jackknife_sd, total_stderr
 from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
                                          cauer_of, runaway_power_w, steady_state)
 from calib.model.thermal import rc_decay
@@ -1052,8 +1052,7 @@ class ThermalNetworkFitter(Estimator):
         jack = {}
         if chosen in loo:
             for k in node_desc:
-                vals = np.array([rp.values[k] for rp in loo[chosen]])
-                jack[k] = math.sqrt((len(vals) - 1) / len(vals) * float(np.sum((vals - vals.mean()) ** 2)))
+                jack[k] = jackknife_sd([rp.values[k] for rp in loo[chosen]])
         for k, (nm, unit, desc) in node_desc.items():
             src = byn[k]
             if k == "g_fan" and not use_fan:
@@ -1288,8 +1287,7 @@ class ThermalNetworkFitter(Estimator):
             corr = float(m[0, 1] / den) if den > 0 and np.isfinite(den) else None
         jk = 0.0
         if len(reps) >= 3:
-            vals = np.array([rp.values[rn] * rp.values["busy_w"] for rp in reps])
-            jk = math.sqrt((len(vals) - 1) / len(vals) * float(np.sum((vals - vals.mean()) ** 2)))
+            jk = jackknife_sd([rp.values[rn] * rp.values["busy_w"] for rp in reps])
         p = Param(NODE_BUSY_RISE, float(rise), "C", 0.0, math.inf, True, None, se,
                   f"steady sensor rise from the heat into the outermost node while a kernel runs (busy_heat_w x the "
                   f"outer link's resistance {rn} of the ladder, thermal_network.cauer): the host launching the kernels "

@@ -42,7 +42,7 @@ from calib.core.errors import BadInputError, FitError
 from calib.core.params import Param, Section
 from calib.fit.base import Estimator, number
 from calib.fit.core import fit_lsq
-from calib.fit.uncertainty import total_stderr
+from calib.fit.uncertainty import jackknife_sd, total_stderr
 from calib.model.transfer import DIRECTIONS, HOST_MEMORY, MODEL_NAME
 from calib.segment import SessionData
 
@@ -232,9 +232,7 @@ class TransferFitter(Estimator):
         params: list[Param] = []
         stats: dict[str, Any] = {}
         for k, (p, r) in full.items():
-            vals = np.asarray(jack[k])
-            n = len(vals)
-            jk = math.sqrt((n - 1) / n * float(np.sum((vals - vals.mean()) ** 2))) if n >= 3 else None
+            jk = jackknife_sd(jack[k]) if len(jack[k]) >= 3 else None
             stat = p.stderr
             p = Param(**{**p.__dict__})
             p.stderr = stat

@@ -126,6 +126,13 @@ def refit_jackknife(refit, groups: np.ndarray, names: Sequence[str], keep: Seque
     return (G - 1) / G * (Dc.T @ Dc)
 
 
+def jackknife_sd(values: Sequence[float]) -> float:
+    """Delete-one jackknife standard error of one quantity from its leave-one-group-out refits' values:
+    ``sqrt((G - 1) / G * sum (v_i - mean)^2)`` (:func:`refit_jackknife` for several parameters)."""
+    v = np.asarray(values, float)
+    return math.sqrt((len(v) - 1) / len(v) * float(np.sum((v - v.mean()) ** 2)))
+
+
 def total_covariance(stat: Covariance | None, jack: np.ndarray | None, form_var: Sequence | None = None
                      ) -> np.ndarray | None:
     """THE rule for the total covariance of every section (module docstring): the smallest covariance

@@ -29,6 +29,7 @@ from calib.model.energy import dvfs_section
 from calib.model.arfunc import LOG
 from calib.model.ipp import components as ipp_components, design as ipp_design
 from calib.core.samples import ACT_PREFIX
+from calib.report.compare import declared_undetermined
 
 #: colours of the sample roles (training, sweeps, held-out, ...), colour-blind safe (Okabe-Ito)
 ROLE_COLOURS = {"idle": "#999999", "idle_kernel": "#666666", "unit": "#0072B2", "sm_sweep": "#CC79A7",
@@ -801,7 +802,7 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=7)
     ax2.set_title("thermal steps: the network from power alone", fontsize=9)
-    und = (sec.stats.get("undetermined") or {}) if hasattr(sec, "stats") else {}
+    und = declared_undetermined(sec)
     slew_txt = f"slew {sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s"
     if "fan_slew_pct_per_s" in und:  # a bound, not a measurement (thermal_network.fan.controller.slew_reason)
         slew_txt = f"slew undetermined, {und['fan_slew_pct_per_s'].split(':')[0]}; drawn with the fitted " + slew_txt[5:]

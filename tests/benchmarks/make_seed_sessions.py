@@ -28,10 +28,16 @@ def seeds_of(text: str) -> list[int]:
     return out
 
 
+def finished(session: Path) -> bool:
+    """Whether a seed session's campaign ran to its end (a partial one is resumed, not scored)."""
+    from calib.core.session import read_session
+
+    return (session / "manifest.json").exists() and read_session(session).is_complete()
+
+
 def main(argv: list[str] | None = None) -> int:
     import warnings
 
-    from calib.core.session import read_session
     from microbench.campaign import Campaign
     from microbench.devices import open_device
 
@@ -45,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     for preset in a.presets.split(","):
         for seed in seeds_of(a.seeds):
             d = Path(a.out) / preset / f"s{seed}"
-            if (d / "manifest.json").exists() and read_session(d).is_complete():
+            if finished(d):
                 continue
             t0 = time.perf_counter()
             dev = open_device(f"sim:{preset}", seed=seed)

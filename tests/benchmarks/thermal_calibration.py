@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from make_seed_sessions import seeds_of  # noqa: E402
+from make_seed_sessions import finished, seeds_of  # noqa: E402
 
 
 def fit_rows(session: Path, preset: str) -> list[dict]:
@@ -80,8 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="/tmp/thcal")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    from calib.core.session import read_session
-
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     by: dict[str, list[list[dict]]] = defaultdict(list)
@@ -90,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             cache = out / f"{preset}_s{seed}.json"
             if not cache.exists():
                 d = Path(a.sessions) / preset / f"s{seed}"
-                if not (d / "manifest.json").exists() or not read_session(d).is_complete():
+                if not finished(d):
                     continue
                 cache.write_text(json.dumps(fit_rows(d, preset), default=float))
             by[preset].append(json.loads(cache.read_text()))
