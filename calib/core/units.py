@@ -24,7 +24,7 @@ import numpy as np
 #: the campaign's design kernels are built with it, and calib.fit.design predicts their rows with it)
 DESIGN_ILP = 4
 #: classes of the mix kernel a design may combine (calib.fit.design's candidates; the campaign's all-pipes
-#: training mix, microbench.benchmarks.TRAINING_MIXES): memory levels beyond L1 are bandwidth-bound, a mix
+#: training mix, TRAINING_MIXES of the campaign plan): memory levels beyond L1 are bandwidth-bound, a mix
 #: with them measures the memory, not the pipes
 DESIGN_CLASSES = ("fp", "dp", "int", "sfu", "alu", "shared", "const", "tex", "l1")
 
