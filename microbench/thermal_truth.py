@@ -112,11 +112,13 @@ def thermal_network_recovery_rows(preset: str, pf: ParameterFile) -> list[dict[s
     n = int(sec.structure.get("poles", 0))
     dom = truth["dominant"]
     fast_r = 0.0  # fitted poles faster than the grid (the die node of a ladder) belong to the direct term
+    fast_idx: list[int] = []
     n_dom = 0
     for i in range(1, n + 1):
         tau = sec.value(f"tau{i}_s", None) if f"tau{i}_s" in sec else None
         if tau is not None and tau < GRID_S:
             fast_r += sec.value(f"r{i}_c_per_w")
+            fast_idx.append(i)
             continue
         n_dom += 1
         if tau is None or not dom:
@@ -132,12 +134,32 @@ def thermal_network_recovery_rows(preset: str, pf: ParameterFile) -> list[dict[s
         r["error_pct"] = 100.0 * (r["fitted"] - r["truth"]) / abs(r["truth"]) if r["truth"] else None
         r["abs_error"] = r["fitted"] - r["truth"]
         r["truth_from"] += f"; fitted: r_direct_c_per_w plus the fitted poles faster than {GRID_S:g} s"
+        # the sum's own standard errors: the grid cannot separate a sub-grid pole from the direct term (their
+        # estimates are anti-correlated), so r_direct's marginal error is not the sum's
+        r["stderr"], r["stderr_total"] = _sum_stderr(sec, [f"r{i}_c_per_w" for i in fast_idx] + ["r_direct_c_per_w"])
     rows.append({"parameter": "thermal_network.dominant_poles", "unit": "1", "truth": float(len(dom)),
                  "fitted": float(n_dom), "stderr": None, "stderr_total": None,
                  "error_pct": None if not dom else 100.0 * (n_dom - len(dom)) / len(dom),
                  "abs_error": float(n_dom - len(dom)),
                  "truth_from": f"poles slower than {GRID_S:g} s with >= {100 * DOMINANT_SHARE:g} % of the resistance"})
     return rows
+
+
+def _sum_stderr(sec: Any, members: list[str]) -> tuple[float | None, float | None]:
+    """Statistical and total standard errors of the sum of ``members`` of a section: the statistical one
+    from the section's covariance; the total one scaled from it by the members' largest ratio of total
+    to statistical error (the transfer :func:`calib.fit.uncertainty.determined_combinations` uses for the
+    combinations a file publishes). (None, None) without a usable covariance."""
+    cov = sec.covariance
+    if cov is None or any(n not in cov.names for n in members):
+        return None, None
+    m = cov.sub(members)
+    if not np.all(np.isfinite(m)):
+        return None, None
+    se = float(np.sqrt(max(float(np.sum(m)), 0.0)))
+    ratios = [sec[n].stderr_total / sec[n].stderr for n in members
+              if sec[n].stderr and sec[n].stderr_total is not None]
+    return se, se * max(ratios, default=1.0)
 
 
 def true_run(preset: str, workload_index: int, seconds: float, *, idle_s: float = 30.0, step_s: float = 5.0,

@@ -426,3 +426,42 @@ def test_cold_power_needs_a_trace(tmp_path, cli):
                        "-o", tmp_path / "x.csv")
     assert code == 2
     assert "calib predict: --cold-power describes the power of a --trace; give --trace POWER.csv" in err
+
+
+def test_direct_term_row_carries_the_sums_standard_error():
+    """A node-form ladder may put the die in a pole faster than the truth's grid; the recovery row then
+    compares r_direct plus that pole's r with the truth's direct term, and must state the sum's standard
+    error (from the file's covariance: the two are anti-correlated), not r_direct's own, which was 10-100x
+    the sum's and made the direct term look covered by any error (session 7)."""
+    import json
+
+    from calib.core.params import load
+    from microbench.thermal_truth import GRID_S, thermal_network_recovery_rows
+
+    root = Path(__file__).resolve().parents[1]
+    checked = 0
+    for path in sorted((root / "fitted").glob("sim-*.json")):
+        if path.name.endswith(".recovery.json"):
+            continue
+        raw = json.loads(path.read_text())
+        if "thermal_network" not in raw:
+            continue
+        sec = raw["thermal_network"]["parameters"]
+        fast = [k for k in sec if k.startswith("tau") and sec[k]["value"] < GRID_S]
+        if not fast:
+            continue
+        members = [k.replace("tau", "r").replace("_s", "_c_per_w") for k in fast] + ["r_direct_c_per_w"]
+        cov = raw["fit"]["thermal_network"]["covariance"]
+        idx = [cov["names"].index(m) for m in members]
+        m = np.array(cov["matrix"], float)[np.ix_(idx, idx)]
+        se_sum = math.sqrt(m.sum())
+        st, tot = raw["fit"]["thermal_network"]["stderr"], raw["fit"]["thermal_network"]["stderr_total"]
+        ratio = max(tot[k] / st[k] for k in members)
+        row = {r["parameter"]: r for r in thermal_network_recovery_rows(path.stem[4:], load(path))}[
+            "thermal_network.r_direct_c_per_w"]
+        assert row["stderr"] == pytest.approx(se_sum, rel=1e-9)
+        assert row["stderr_total"] == pytest.approx(se_sum * ratio, rel=1e-9)
+        assert row["stderr"] < 0.5 * st["r_direct_c_per_w"]
+        assert abs(row["abs_error"]) <= 2.0 * row["stderr_total"]
+        checked += 1
+    assert checked >= 1  # the committed gtx580 fit has a sub-grid die pole
