@@ -31,6 +31,34 @@
 #define MIX_ROTL(x, s) __funnelshift_l((x), (x), (s))
 #endif
 
+// Every instruction the count model gives a trip is one the source asks for, whatever else the mix
+// holds (tests/test_verify.py compiles all adaptive-design mixes against it):
+// - the loop's invariants that the kernel derives from its inputs (ia & 31, ib | 1, (double)fa, the
+//   lane's addresses, the streams' steps and mask) leave the prologue through MIX_OPAQUE, an empty
+//   asm (no instruction; an unused value is still removed). The compiler cannot see what the value
+//   is, so it cannot recompute it inside the loop from inputs the loop keeps live anyway: NVVM does
+//   that to save a register, or not, by what else the mix holds (ia & 31 beside INT or constant-cache
+//   work, which read ia; data + lane beside texture/L1 loads without INT work; (double)fa beside DP),
+//   1-3 instructions per trip that no count model could follow (51 of the 117 adaptive-design
+//   mixes before, tests/benchmarks/design_counts.md);
+// - the constant bank's address is one mov.u64 per trip (MIX_BANK_ADDR), as the count model says:
+//   the compiler hoisted it out of the loop or not by the mix; the loads from it are explicit
+//   ld.const with immediate offsets (mix_ld_const), as the global loads are (MbLoad).
+#if defined(MB_AMDGCN)
+#define MIX_OPAQUE(c, x) ((void)0)
+#define MIX_BANK_ADDR(p) ((p) = mix_cbank)
+template <int OFF> __device__ __forceinline__ float mix_ld_const(const float* p) { return p[OFF / 4]; }
+#else
+#define MIX_OPAQUE(c, x) asm("" : "+" c(x))
+#define MIX_BANK_ADDR(p) asm volatile("mov.u64 %0, mix_cbank;" : "=l"(p))
+template <int OFF> __device__ __forceinline__ float mix_ld_const(const float* p)
+{
+    float v;
+    asm("ld.const.f32 %0, [%1+%2];" : "=f"(v) : "l"(p), "n"(OFF));
+    return v;
+}
+#endif
+
 #ifndef MIX_FP
 #define MIX_FP 0
 #endif
@@ -102,7 +130,7 @@ template <int N, int START> struct ConstStep {
     float first;
     template <int K> __device__ __forceinline__ void at()
     {
-        const float v = c[START + K];
+        const float v = mix_ld_const<4 * (START + K)>(c);
         if (K % 2 == 0) {
             if (K == N - 1) *acc += v; else first = v;
         } else {
@@ -169,15 +197,20 @@ extern "C" __global__ void app_mix(MB_PARAMS)
     // per-trip windows (bytes) of the l2 and global regions, and where each warp starts
     const unsigned long long win_l2 = (unsigned long long)MIX_L2 * MIX_LANE_STRIDE * MB_LINE;
     const unsigned long long win_g = (unsigned long long)MIX_GLOBAL * MIX_LANE_STRIDE * MB_LINE;
-    const unsigned long long mask_g = foot_bytes - 1ull;
-    const unsigned long long step_g = (nwarps * win_g) & mask_g;
-    const unsigned long long step_l2 = (nwarps * win_l2) & (MIX_L2_BYTES - 1ull);
+    unsigned long long mask_g = foot_bytes - 1ull;
+    MIX_OPAQUE("l", mask_g);
+    unsigned long long step_g = (nwarps * win_g) & mask_g;
+    unsigned long long step_l2 = nwarps * win_l2;  // the loop masks the sum
     unsigned long long off_g = (gwarp * win_g) & mask_g;
     unsigned long long off_l2 = (gwarp * win_l2) & (MIX_L2_BYTES - 1ull);
     unsigned long long off_s = 0;
     unsigned cbase = 0;
-    const float* base = data + lane * MIX_LANE_STRIDE;
-    const float* base_s = data + lane;
+    unsigned lane_o = lane;  // opaque too: the prologue stays PROLOGUES["mix"] of the catalog (nvcc 13)
+    MIX_OPAQUE("r", lane_o);
+    const float* base_s = data + lane_o;
+    MIX_OPAQUE("l", base_s);
+    const float* base = base_s;
+    if (MIX_LANE_STRIDE != 1) { base = data + lane * MIX_LANE_STRIDE; MIX_OPAQUE("l", base); }
     if (MIX_SHARED > 0) { sbuf[lane] = fb; sbuf[MB_WAVE + lane] = fb; }
 
     MixBody body;
@@ -189,6 +222,8 @@ extern "C" __global__ void app_mix(MB_PARAMS)
     }
     body.c = fa; body.cd = (double)fa; body.a = ia; body.b = ib; body.s = ia & 31u; body.m = ib | 1u;
     body.sh = (MB_SH_PTR)(sbuf + lane);
+    MIX_OPAQUE("d", body.cd); MIX_OPAQUE("r", body.s); MIX_OPAQUE("r", body.m);
+    MIX_OPAQUE("l", step_g); MIX_OPAQUE("l", step_l2);
     body.acc_tex = body.acc_l1 = body.acc_l2 = body.acc_g = body.acc_c = fb;
     body.sh_v = fb;
 #pragma unroll 1
@@ -196,7 +231,11 @@ extern "C" __global__ void app_mix(MB_PARAMS)
         body.ps = (const float*)((const char*)base_s + off_s);
         body.pl2 = (const float*)((const char*)base + off_l2);
         body.pg = (const float*)((const char*)base + off_g);
-        body.pc = mix_cbank + cbase;
+        if (MIX_CONST > 0) {
+            const float* bank;
+            MIX_BANK_ADDR(bank);
+            body.pc = bank + cbase;
+        }
         StaticFor<UNROLL>::run(body);
         // the small window stays put (foot_bytes is a multiple of it), but the compiler cannot know
         off_s = (off_s + foot_bytes) & (MIX_SMALL_BYTES - 1ull);
