@@ -147,6 +147,75 @@ def test_the_campaigns_training_mixes_are_real_kernels(compiler: KernelCompiler,
         assert all(c.loops_ptx[0].get(k, 0) >= v * p["unroll"] for k, v in b.params.items() if k != "ilp"), name
 
 
+def _check_mixes(compiler: KernelCompiler, arch: str, mixes: dict[str, dict]) -> dict:
+    """check_compiled of the ``mix`` kernel at each parameter set, two compiles at a time."""
+    import concurrent.futures as cf
+
+    spec = catalog.get("mix")
+
+    def one(params: dict):
+        p = spec.params(**params)
+        return check_compiled(spec, p, compiler.compile(spec.source, spec.compile_macros(p), arch), arch_info(arch))
+
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(mixes, pool.map(one, mixes.values())))
+
+
+def _off_the_model(res: dict) -> dict:
+    # per mix that does not compile to its model: the classes where PTX and model differ, (PTX, model)
+    off = {}
+    for name, c in res.items():
+        if not (c.ok and c.loops_match):
+            ptx, model = (c.loops_ptx or [{}])[0], (c.loops_model or [{}])[0]
+            off[name] = {k: (ptx.get(k, 0), model.get(k, 0)) for k in sorted(set(ptx) | set(model))
+                         if ptx.get(k, 0) != model.get(k, 0)} or c.problems
+    return off
+
+
+@pytest.mark.parametrize("arch", ("sm_70", "sm_80"))
+def test_every_adaptive_design_candidate_compiles_to_its_count_model(arch: str, compiler: KernelCompiler,
+                                                                     toolchains: Toolchains) -> None:
+    """Every distinct mix ``calib run --design adaptive`` may choose (calib.fit.design.candidates: each
+    design class alone, each pair at 1:1, 3:1, 1:3) compiles to a loop with, class by class, the counts
+    of the mix kernel's model: what the virtual GPU runs and the fit is given for its rows. (Before the
+    mix kernel's invariants were opaque to the compiler, 51 of the 117 were 1-3 ALU/INT off per trip.)"""
+    _need(toolchains, arch)
+    from calib.fit.design import DESIGN_CLASSES, candidates
+    from microbench.benchmarks import design_benchmark
+
+    mixes: dict[str, dict] = {}
+    for cand in candidates(DESIGN_CLASSES, max_warps=64):
+        mixes.setdefault(cand.name.split("/")[0], design_benchmark(cand.entry()).params)
+    assert len(mixes) == 9 + 36 * 3
+    res = _check_mixes(compiler, arch, mixes)
+    off = _off_the_model(res)
+    assert off == {}, f"{len(off)} of {len(res)} design mixes off their count model, per trip (PTX, model): {off}"
+    for name, c in res.items():
+        assert c.spill_stores_bytes == 0, name
+        # the model's per-trip counts hold the mix's own instructions (per-step count x unroll)
+        p = catalog.get("mix").params(**mixes[name])
+        assert all(c.loops_ptx[0].get(k, 0) >= n for k, n in catalog.mix_per_trip_ops(p).items()), name
+
+
+@pytest.mark.parametrize("arch", ("sm_70", "sm_80"))
+def test_every_mix_of_the_standard_campaign_compiles_to_its_count_model(arch: str, compiler: KernelCompiler,
+                                                                         toolchains: Toolchains) -> None:
+    """Every ``mix`` kernel the standard campaign runs on a GPU with every class (the training mixes, the
+    held-out mixes, the timing plan's issue_mix) is a real kernel with its model's counts: before the
+    mix kernel's invariants were opaque, app_histogram and issue_mix were 2-7 ALU/INT per trip off."""
+    _need(toolchains, arch)
+    from microbench.benchmarks import plan
+    from microbench.devices.sim.presets import get_preset
+
+    mixes: dict[str, dict] = {}
+    for b in plan(get_preset("titanx").device_info(), "standard")[1]:
+        if b.kernel == "mix":
+            mixes.setdefault(b.name.split("@")[0].split("/")[0], dict(b.params))
+    assert len(mixes) == 6 + 8 + 1  # training, held-out, issue_mix
+    off = _off_the_model(_check_mixes(compiler, arch, mixes))
+    assert off == {}, f"{len(off)} of {len(mixes)} campaign mixes off their count model, per trip (PTX, model): {off}"
+
+
 # -- kernels that stop stressing their unit must fail -------------------------------------------
 
 @pytest.fixture()

@@ -319,7 +319,8 @@ def _mix_loops(p: Mapping[str, Any]) -> list[LoopModel]:
     if n["global"]:
         _add(trip, STREAM_UPDATE)
     if n["const"]:
-        _add(trip, {"int": 3.0, "alu": 2.0})  # index update + the bank's address (mov.u64)
+        # index update (mul.wide, add.s64, add, and) + the bank's address (mix.cu: one mov.u64 per trip)
+        _add(trip, {"int": 3.0, "alu": 2.0})
     return [LoopModel(float(p["iters"]), trip, hot=True)]
 
 
