@@ -102,3 +102,49 @@ def test_the_binned_drift_finds_the_leakage_curvature(fitted):
     k_true = get_preset(fitted["preset"]).power.leak_k_per_c
     k = fitted["fit"].section_.structure["sigma"]["leak_k_per_c"]
     assert abs(k - k_true) <= 0.15 * k_true, (k, k_true)
+
+
+
+#: every standard preset (the study presets too) on the quick campaign, noise seeds 1-3: 24 fits
+CAL_PRESETS = ("gtx280", "gtx580", "titanx", "gtx580_nonadd", "titanx_nonadd", "gtx280_1pole", "gtx280_2pole",
+               "gtx280_runaway")
+CAL_SEEDS = (1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def seed_fits(tmp_path_factory):
+    """(preset, seed, sigma W/C, its stderr_total W/C, the physics' secant W/C) of every fit."""
+    from calib.fit.thermal import ThermalFitter
+
+    out = []
+    for preset in CAL_PRESETS:
+        truth, _, _ = _physics_secant(preset, "quick")
+        for seed in CAL_SEEDS:
+            data = _thermal_session(preset, "quick", seed, tmp_path_factory.mktemp("cal"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sigma = {p.name: p for p in ThermalFitter().fit(data).params_}["sigma_w_per_c"]
+            out.append((preset, seed, sigma.value, sigma.stderr_total, truth))
+    return out
+
+
+def _z(seed_fits) -> np.ndarray:
+    """|error| / stderr_total of every fit."""
+    return np.array([abs(v - t) / se for _, _, v, se, t in seed_fits])
+
+
+def test_sigma_stderr_total_covers_the_truth(seed_fits):
+    """The truth within 2 total standard errors in at least 90 % of the 24 fits, never beyond 3 (measured: 23 of
+    24, largest 2.3; with the stated errors halved 16 of 24: this fails). The quick campaign's 200 s steps leave
+    the reference step's steady temperature an extrapolation (2 C low on gtx280_2pole): its change over the
+    first half of the traces is in the total (without it: 14 of the 17 of these fits measured then)."""
+    z = _z(seed_fits)
+    assert np.mean(z <= 2.0) >= 0.9 and z.max() <= 3.0, np.round(z, 2)
+
+
+def test_sigma_stderr_total_is_not_wider_than_the_errors(seed_fits):
+    """The median |error| / stderr_total of the same fits is 0.45-0.9 (a normal error with an exact standard
+    error: 0.67; measured 0.75; with the stated errors doubled 0.37: this fails). The step jackknife was in
+    sigma's total before and made it 2-4 x the seed-to-seed spread on the standard campaign."""
+    z = _z(seed_fits)
+    assert 0.45 <= np.median(z) <= 0.9, (np.median(z), np.round(z, 2))
