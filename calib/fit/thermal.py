@@ -14,15 +14,16 @@
   from Idle_temp to the steady temperature of the reference thermal step (the session's first, the
   campaign's reference workload; IPP's own sigma is one run's power rise over its temperature rise). Leakage
   is convex in temperature, so the slope of the heating drift (power less fan power against temperature,
-  each step its own intercept) is the local slope over the steps' ranges, 3-54 % above that secant on the
-  virtual GPUs. The drift (after the first seconds: kernel start and fan ramp) is averaged over bins
+  each step its own intercept) is the local slope over the steps' ranges, 10-54 % above that secant on the
+  virtual GPUs' standard campaign. The drift (after the first seconds: kernel start and fan ramp) is averaged over bins
   (:func:`_drift_bins`: the readings' noise otherwise flattens the top of each step's P(T) and hides the
   curvature) and fitted with an exponential leakage written by its secant to the reference temperature, so
   the secant is a fitted parameter with its own standard error (the curvature is in the section's
   ``structure.sigma``). Its standard error counts the bins' autocorrelation, the error of the one fan-power
   estimate subtracted from every sample (the fan speeds up as the card heats, so a fan power off by dF
   moves the secant for every sample at once: no residual shows it) and, in the total, a quadratic leakage
-  weighted by its evidence (the secant reaches below the lowest drift temperature down to Idle_temp).
+  weighted by its evidence (the secant reaches below the lowest drift temperature down to Idle_temp) and
+  the reference rise's one-pole extrapolation; not the step jackknife (see :meth:`ThermalFitter._jackknife_total`).
 """
 
 from __future__ import annotations
@@ -178,8 +179,8 @@ class ThermalFitter(Estimator):
     ``stats_``, ``warnings_``, ``section_``.
 
     Settings: ``cold_window_s`` (start, end of the heating-phase window whose power is the "cold"
-    runtime power, s) and ``sigma_skip_s`` (seconds of heating left out of the sigma fit: kernel
-    start and fan ramp).
+    runtime power, s), ``sigma_skip_s`` (seconds of heating left out of the sigma fit: kernel
+    start and fan ramp) and ``sigma_bin_s`` (the drift's bin length for sigma, s).
     """
 
     constraints = {
