@@ -46,11 +46,9 @@ _AMD_POLES = ("the 900 s standard thermal steps let the network keep the truth's
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "mi250x": {"thermal_network.[1 r1_c_per_w + 0.738 r2_c_per_w + 0.559 r3_c_per_w + -0.000225 tau2_s]": _AMD_POLES},
     "mi300x": {
-        **{name: "the MI300X's physics departs from the model's form (a non-additive per-CU arbiter growing as the "
-                 "0.4th power of the pipes' summed access rate, gated CUs): the issue unit and the activation "
-                 "absorb the arbiter, 1.3-1.7 x the allowed 4 total stderr (issue 29)"
-           for name in ("power.[0.02 idle_power_w + 0.0195 activation_power_w + 1 const_sm_power_w + 0.259 "
-                        "max_power_issue_w]", "power.activation_power_w", "power.max_power_issue_w")},
+        "power.activation_power_w": "the MI300X's physics departs from the model's form (a non-additive per-CU "
+                                    "arbiter growing as the 0.4th power of the pipes' summed access rate, gated CUs): "
+                                    "the activation absorbs the arbiter, 1.3 x the allowed 4 total stderr (issue 29)",
         "thermal_network.[1 r1_c_per_w + 0.689 r2_c_per_w + 0.444 r3_c_per_w + -0.000232 tau2_s]": _AMD_POLES,
     },
 }
@@ -61,10 +59,7 @@ STALE_REFERENCE_FAILURES: dict[str, dict[str, str]] = {}
 
 #: presets whose access-rate forms differ from the physics' in a structure the file does not list among its
 #: form alternatives (tests/test_recovery.py::test_access_rate_forms_follow_the_physics), with the cause
-KNOWN_FORM_FAILURES: dict[str, str] = {
-    "mi250x": "salu and valu_trans fitted log, linear in the physics; alternatives list 'valu_trans linear' and "
-              "'salu linear' one at a time only (issue 29)",
-}
+KNOWN_FORM_FAILURES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
