@@ -53,7 +53,7 @@ def cached_inputs(session: Path, cache: Path):  # noqa: ANN201 - (samples DataFr
 
         data = session_data(sess)
         data.samples.to_pickle(s_path)
-        th = ThermalFitter().fit(data)
+        th = ThermalFitter().fit(data, uncertainty=False)  # values only: the correction needs no error bars
         c_path.write_text(json.dumps({"sigma_w_per_c": th.section_.value("sigma_w_per_c"),
                                       "idle_temp_c": th.section_.value("idle_temp_c")}))
     return pd.read_pickle(s_path), sess.manifest["device"], json.loads(c_path.read_text())
