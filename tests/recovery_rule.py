@@ -53,6 +53,16 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     },
 }
 
+#: presets whose held-out power MAPE (the campaign's application-like mixes at the default clocks) is over
+#: the 3 % bound of tests/test_recovery.py, with the cause and the bound it must still keep
+KNOWN_HELDOUT_FAILURES: dict[str, tuple[float, str]] = {
+    "mi300x": (5.0, "the standard campaign's training rows prefer (by BIC, 739 against 777, and by leave-one-"
+                    "workload-out error, 0.84 against 0.97 %) a structure with VALU_TRANS and LDS log and L2 as an "
+                    "on/off constant (slope at its bound) that predicts the held-out mixes worse (4.1 %; the "
+                    "physics' forms give 2.0 %): the MI300X's non-additive per-CU arbiter is not in the model, so no "
+                    "selection on training rows avoids it (issue 29; found with the secant sigma, session 7)"),
+}
+
 #: failures of a committed reference fit that the current code no longer makes: the file predates a change
 #: (regenerate it, then remove the entry)
 STALE_REFERENCE_FAILURES: dict[str, dict[str, str]] = {}
