@@ -52,8 +52,11 @@ def cached_inputs(session: Path, cache: Path):  # noqa: ANN201 - (samples DataFr
         from calib.fit.thermal import ThermalFitter
 
         data = session_data(sess)
-        data.samples.to_pickle(s_path)
-        th = ThermalFitter().fit(data, uncertainty=False)  # values only: the correction needs no error bars
+        if not s_path.exists():
+            data.samples.to_pickle(s_path)
+        # values only: the correction needs no error bars; remove correction.json to redo it after a change
+        # of the thermal fitter (the samples stay)
+        th = ThermalFitter().fit(data, uncertainty=False)
         c_path.write_text(json.dumps({"sigma_w_per_c": th.section_.value("sigma_w_per_c"),
                                       "idle_temp_c": th.section_.value("idle_temp_c")}))
     return pd.read_pickle(s_path), sess.manifest["device"], json.loads(c_path.read_text())
