@@ -104,7 +104,10 @@ def _thermal_data(rng: np.random.Generator, fan_w: float = 9.0, sigma: float = 0
         duty = np.clip(30.0 + 2.0 * rise, 0, 100)
         p = 50.0 + run_w + sigma * rise + fan_w * (duty / 100.0) ** 3 + rng.normal(0.0, 0.3, len(t))
         cool = amp_c * np.exp(-t / 50.0)
-        steps.append(ThermalStep(f"th{k}", {"fp": 100.0, "global": 10.0 * k}, t, np.round(40.0 + rise), p,
+        # the sensor reads whole degrees of a noisy die temperature (0.4 C r.m.s., as NVML's): the noise dithers
+        # the rounding; rounding a noise-free curve gives the same error in every run, which no spread shows
+        steps.append(ThermalStep(f"th{k}", {"fp": 100.0, "global": 10.0 * k}, t,
+                                 np.round(40.0 + rise + rng.normal(0.0, 0.4, len(t))), p,
                                  duty, t, np.round(40.0 + cool), 40.0 + amp_c,
                                  50.0 + sigma * cool + fan_w * (np.clip(30 + 2 * cool, 0, 100) / 100.0) ** 3,
                                  np.clip(30.0 + 2.0 * cool, 0, 100), 300.0))

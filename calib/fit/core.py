@@ -149,11 +149,12 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     covar, dead = covariance(np.asarray(sol.jac, dtype=float), sol.fun)
     stderr = [float(math.sqrt(v)) if v >= 0 and math.isfinite(v) else None for v in np.diag(covar)]
     warnings_ = identifiability_warnings(np.asarray(sol.jac, dtype=float), names, covar, dead)
-    active = np.asarray(sol.active_mask) != 0
+    side = np.asarray(sol.active_mask)
     for i, nm in enumerate(names):
-        if active[i]:
-            warnings_.append(f"{nm}: at a bound ({sol.x[i]:.6g}); its standard error describes the local "
-                             "curvature only")
+        if side[i]:
+            # the bound itself, not the solution's last digits there (1e-19 above 0 differs between runs)
+            warnings_.append(f"{nm}: at a bound ({(lo[i] if side[i] < 0 else hi[i]):.6g}); its standard error "
+                             "describes the local curvature only")
     out = []
     it = iter(range(k))
     for p in params:
