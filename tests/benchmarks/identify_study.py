@@ -202,7 +202,11 @@ def main(argv: list[str] | None = None) -> int:
                 f = Path(a.files) / preset / f"s{seed}.json"
                 if not f.exists():
                     continue
-                sec, dt = P.load(f)["power"], float("nan")
+                doc = json.loads(f.read_text())
+                if "section" in doc:  # this script's own --out file: the power section and its fit's CPU time
+                    sec, dt = P.Section.from_json(*doc["section"]), float(doc.get("cpu_s", "nan"))
+                else:
+                    sec, dt = P.load(f)["power"], float("nan")
             else:
                 sec, dt = fit_power(df, dev, corr)
                 if a.out:
