@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from microbench.benchmarks import thermal_benchmarks
-from calib.core.params import ParameterFile
+from calib.core.params import ParameterFile, transferred_total_se
 from microbench.devices.sim.presets import Preset, get_preset
 
 #: poles faster than this (s, two fit-grid bins) are the network's direct term
@@ -147,9 +147,8 @@ def thermal_network_recovery_rows(preset: str, pf: ParameterFile) -> list[dict[s
 
 def _sum_stderr(sec: Any, members: list[str]) -> tuple[float | None, float | None]:
     """Statistical and total standard errors of the sum of ``members`` of a section: the statistical one
-    from the section's covariance; the total one scaled from it by the members' largest ratio of total
-    to statistical error (the transfer :func:`calib.fit.uncertainty.determined_combinations` uses for the
-    combinations a file publishes). (None, None) without a usable covariance."""
+    from the section's covariance; the total one transferred from it as for the combinations a file
+    publishes (:func:`calib.core.params.transferred_total_se`). (None, None) without a usable covariance."""
     cov = sec.covariance
     if cov is None or any(n not in cov.names for n in members):
         return None, None
@@ -157,9 +156,7 @@ def _sum_stderr(sec: Any, members: list[str]) -> tuple[float | None, float | Non
     if not np.all(np.isfinite(m)):
         return None, None
     se = float(np.sqrt(max(float(np.sum(m)), 0.0)))
-    ratios = [sec[n].stderr_total / sec[n].stderr for n in members
-              if sec[n].stderr and sec[n].stderr_total is not None]
-    return se, se * max(ratios, default=1.0)
+    return se, transferred_total_se(se, [sec[n].stderr for n in members], [sec[n].stderr_total for n in members])
 
 
 def true_run(preset: str, workload_index: int, seconds: float, *, idle_s: float = 30.0, step_s: float = 5.0,

@@ -178,6 +178,16 @@ class Covariance:
         return cls(tuple(d["names"]), np.array(rows, dtype=float).reshape(n, n))
 
 
+def transferred_total_se(se: float, stderr: Sequence[float | None], stderr_total: Sequence[float | None]) -> float:
+    """Total standard error of a combination of parameters (a sum, or the weighted combination a file
+    publishes where the campaign does not separate its members) whose statistical standard error is
+    ``se``: scaled by the members' largest ratio of total to statistical standard error (a rough but
+    conservative transfer: the model-discrepancy terms are per parameter, not per combination). Members
+    without both errors are skipped; ``se`` itself when none has them. Same unit as ``se``."""
+    ratios = [t / s for s, t in zip(stderr, stderr_total) if s and t is not None and math.isfinite(t / s)]
+    return se * max(ratios, default=1.0)
+
+
 @dataclass
 class Section:
     """One fitted model part: the model's name and structure, its parameters, and what the fit knows

@@ -50,7 +50,7 @@ import pandas as pd
 
 from calib.core import names
 from calib.core.metrics import ar1_inflation  # noqa: F401 - its home is calib.core.metrics
-from calib.core.params import Covariance, Param
+from calib.core.params import Covariance, Param, transferred_total_se
 from calib.model.intervals import prediction_stats  # noqa: F401 - the fitters' import of the one definition
 
 
@@ -241,7 +241,7 @@ def determined_combinations(cov: Covariance, values: dict[str, float], total: di
     combination instead of its members. Grouping by chains of pairwise correlations instead joined most
     of a power section into one group (every pair of a long chain is correlated, the ends are not), so
     nothing of it was tested. ``total``: the parameters' total standard errors, to scale the combination's
-    total uncertainty by the same factor as its members' (a rough but conservative transfer)."""
+    total uncertainty by its members' (:func:`calib.core.params.transferred_total_se`)."""
     C = np.array(cov.matrix, float)
     names = list(cov.names)
     sd = np.sqrt(np.clip(np.diag(C), 0, None))
@@ -282,14 +282,11 @@ def determined_combinations(cov: Covariance, values: dict[str, float], total: di
         w = w / w[int(np.argmax(np.abs(w)))]
         sub = C[np.ix_(idx, idx)]
         se = float(np.sqrt(max(w @ sub @ w, 0.0)))
-        ratio = 1.0
-        if total:
-            rs = [total.get(names[k], sd[k]) / sd[k] for k in idx if total.get(names[k])]
-            ratio = max(rs) if rs else 1.0
+        tot = transferred_total_se(se, [sd[k] for k in idx], [(total or {}).get(names[k]) or None for k in idx])
         out.append({"parameters": [names[k] for k in idx],
                     "weights": {names[k]: float(x) for k, x in zip(idx, w)},
                     "value": float(sum(w[j] * values[names[k]] for j, k in enumerate(idx))),
-                    "stderr": se, "stderr_total": se * ratio})
+                    "stderr": se, "stderr_total": tot})
     return out
 
 
