@@ -12,7 +12,9 @@ AR = 1, Const_SM, activation, beta) or exact consequences of it, computed withou
 - ``sigma_w_per_c``: the slope of leakage power between the idle temperature and the steady temperature
   of the reference thermal step (leakage is exponential, so this is a secant);
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: the least-squares plane through the exact steady-state
-  temperature rises of the thermal workloads vs their cold runtime power and memory intensity (IPP eq. 19);
+  temperature rises of the standard campaign's thermal workloads (the steps its sessions run, as for the RC
+  constants) vs their cold runtime power and memory intensity (IPP eq. 19): a plane through a few points
+  is defined by which points, and a session cannot estimate one through workloads it did not run;
 - ``fan_max_power_w``: fan power at 100 % duty.
 """
 
@@ -127,7 +129,7 @@ def truth_of(p: Preset, thermal_only: bool = False) -> dict[str, dict[str, Any]]
         "W/C", f"leakage secant between idle and {benches[0].name} steady state")
 
     rows = []
-    all_b = list(thermal_benchmarks(dev.info, "full"))
+    all_b = list(thermal_benchmarks(dev.info, RC_PROTOCOL))
     for b in all_b:
         w = b.workload(dev.info)
         _, ld = dev.evaluate(w)

@@ -225,13 +225,15 @@ class ThermalFitter(Estimator):
         else:
             warns.append("no fan sweep: fan power is not separated from leakage in sigma (IPP's own caveat)")
         # Max_temp = mu P + lambda + rho MI
-        p_rt, mi = [], []
+        p_rt, p_var, mi = [], [], []
         for s in steps:
             sel = (s.heat_t >= self.cold_window_s[0]) & (s.heat_t <= self.cold_window_s[1])
             p_rt.append(float(np.mean(s.heat_power_w[sel])) - idle_power_w if sel.any() else math.nan)
+            p_var.append(float(np.var(s.heat_power_w[sel], ddof=1)) / int(sel.sum()) if sel.sum() > 1 else math.nan)
             mi.append(mem_intensity(s.per_warp))
         p_rt_a, mi_a, d_a = np.array(p_rt), np.array(mi), np.array(deltas)
         ok = np.isfinite(p_rt_a) & np.isfinite(d_a)
+        self._plane: tuple[list[str], np.ndarray, np.ndarray] | None = None
         if ok.sum() >= 4 and np.ptp(mi_a[ok]) > 1e-6:
             res = fit_lsq(lambda v: max_temp_rise_c(v, p_rt_a[ok], mi_a[ok]),
                           [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0, description="Max_temp slope vs runtime power"),
@@ -240,13 +242,15 @@ class ThermalFitter(Estimator):
                           d_a[ok])
             params += res.params
             warns += res.warnings
-            blocks.append(res.covariance())
+            blocks.append(self._plane_covariance(res, np.column_stack([p_rt_a, np.ones(len(steps)), mi_a])[ok],
+                                                 rise[6][np.ix_(ok, ok)], idle_temp_se, np.array(p_var)[ok], ok))
         elif ok.sum() >= 2:
             warns.append(f"only {int(ok.sum())} thermal steps with distinct memory intensity: rho fixed at 0")
             res = fit_lsq(lambda v: max_temp_rise_c(v, p_rt_a[ok]),
                           [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0), Param("lambda_c", 0.0, "C")], d_a[ok])
             params += res.params + [Param("rho_c", 0.0, "C", vary=False, description="not identified")]
-            blocks.append(res.covariance())
+            blocks.append(self._plane_covariance(res, np.column_stack([p_rt_a, np.ones(len(steps))])[ok],
+                                                 rise[6][np.ix_(ok, ok)], idle_temp_se, np.array(p_var)[ok], ok))
         else:
             warns.append("fewer than 2 thermal steps: Max_temp (mu, lambda, rho) not fitted")
         # sigma: the leakage secant from Idle_temp to the reference step's steady temperature, from the drift
@@ -282,6 +286,7 @@ class ThermalFitter(Estimator):
         self._sigma_ref = d_ref
         params.append(sig_p)
         self._form_sd: dict[str, float] = {}
+        self._form_cov: tuple[list[str], np.ndarray] | None = None
         if uncertainty:
             # form term of the total uncertainty (see _jackknife_total): the secant reaches below the lowest drift
             # temperature down to Idle_temp, where the curve's form decides; a quadratic leakage is the other
@@ -312,6 +317,14 @@ class ThermalFitter(Estimator):
                     self._form_sd[est.name] = abs(half[0].value - est.value)
                 except FitError:
                     continue
+                if kind == "rise" and self._plane is not None:
+                    # the steady rises the plane goes through are one-pole asymptotes, which move with the
+                    # window as tau does: the plane through the first-half asymptotes is the other reading,
+                    # and its shift is one standard error (a direction: the three constants move together)
+                    names_p, pinv, okp = self._plane
+                    shift = pinv @ (np.asarray(half[1], float)[okp] - d_a[okp])
+                    if np.all(np.isfinite(shift)):
+                        self._form_cov = (names_p, np.outer(shift, shift))
                 if kind == "rise" and getattr(self, "_sigma_ref_rise_c", None) is None:
                     # the secant's end, the reference step's steady rise, is the same one-pole extrapolation: its
                     # change over the first half of the traces moves sigma along the fitted leakage curve by
@@ -338,62 +351,84 @@ class ThermalFitter(Estimator):
         self.section_ = self._make_section(cov)
         return self
 
+    def _plane_covariance(self, res, X: np.ndarray, rise_cov: np.ndarray, idle_temp_se: float,  # noqa: ANN001
+                          p_var: np.ndarray, ok: np.ndarray) -> Covariance:
+        """Statistical covariance of the Max_temp plane (eq. 19) from the steps' measurement errors, not
+        from its residuals: the residuals of a plane through 4-6 steps are the plane's misfit to the
+        physics (2-3 degrees of freedom), the same for every run of the campaign, so they say nothing of
+        how far the constants move when it runs again (the residual estimate was 100-1000x the
+        seed-to-seed spread on the virtual GPUs). The rises' covariance from the pooled one-pole fit, the
+        idle temperature's error (common to every rise: it moves lambda alone) and the cold runtime
+        power's noise (times mu) are propagated through the least squares (a sandwich: the estimate
+        stays ordinary least squares). Also sets the plane's ``stderr`` and keeps what the form term
+        needs (:attr:`_plane`)."""
+        mu = res.by_name()["mu_c_per_w"].value
+        V = np.nan_to_num(rise_cov) + idle_temp_se ** 2 + np.diag(mu ** 2 * np.nan_to_num(p_var))
+        pinv = np.linalg.pinv(X)
+        C = pinv @ V @ pinv.T
+        names_p = [p.name for p in res.params if p.vary]
+        for i, p in enumerate(p for p in res.params if p.vary):
+            p.stderr = math.sqrt(max(float(C[i, i]), 0.0))
+        self._plane = (names_p, pinv, ok)   # ok: the steps the plane went through
+        return Covariance(tuple(names_p), C)
+
     def _jackknife_total(self, cov: Covariance, data: SessionData) -> None:
         """``stderr_total`` of every parameter: the statistical covariance combined with the
-        delete-one-step jackknife over the thermal steps (:mod:`calib.fit.uncertainty`). The steps are
-        the independent groups of the thermal fit: each has its own workload, temperature range and
-        fan history, so how much the constants move when a step is left out shows how far the one-pole
-        model and the linear leakage slope are from the physics (a single step's misfit is invisible to
-        the pooled statistical error); plus the delete-one-level jackknife over the fan sweep's duty
-        levels, the independent groups of the fan power."""
+        delete-one-level jackknife over the fan sweep's duty levels (the independent groups of the fan
+        power), plus the model-form terms (:attr:`_form_sd`, :attr:`_form_cov`).
+
+        No delete-one-step jackknife over the thermal steps: the steps are not exchangeable groups (each
+        has its own workload, temperature range and fan history; the pooled time constant and the plane
+        through 4-6 steps for 2-3 constants lean on each step differently), so leaving one out measured
+        its leverage, not an error: on the standard campaign's seeds it made the plane's constants 10-100x
+        and the time constants 2-6x wider than their errors against the truth
+        (tests/benchmarks/thermal_results.md, session 8), as it did for sigma and the thermal network."""
         import warnings as _w
 
         names = list(cov.names)
         steps, fan = data.thermal_steps, data.fan
 
-        def refit(sub_steps: Sequence[ThermalStep], sub_fan: pd.DataFrame | None) -> dict[str, float] | None:
+        def refit(sub_fan: pd.DataFrame | None) -> dict[str, float] | None:
             sub = ThermalFitter(**self.get_params())
             sub._sigma_ref_rise_c = self._sigma_ref   # the secant to the same temperature as the full fit's
             with _w.catch_warnings():
                 _w.simplefilter("ignore")
                 try:
-                    sub.fit(replace(data, thermal_steps=list(sub_steps), fan=sub_fan), uncertainty=False)
+                    sub.fit(replace(data, thermal_steps=list(steps), fan=sub_fan), uncertainty=False)
                 except FitError:
                     return None
             return {p.name: p.value for p in sub.params_}
 
         jack = None
-        if len(steps) >= 3:
-            jack = refit_jackknife(lambda keep: refit([s for s, k in zip(steps, keep) if k], fan),
-                                   np.arange(len(steps)), names)
-        # the fan sweep is a second set of independent groups (one per duty level): its readings are a
-        # time series, and the leakage it removes is read off a sensor that reads whole degrees; the two
-        # jackknifes add, the data sets being independent
+        # the fan sweep's readings are a time series, and the leakage it removes is read off a sensor that
+        # reads whole degrees: its duty levels are the groups
         if fan is not None and "fan_pct" in fan.columns and fan["fan_pct"].nunique() >= 4:
             levels = (fan["step"] if "step" in fan.columns else fan["fan_pct"]).to_numpy()
-            jack_fan = refit_jackknife(lambda keep: refit(steps, fan[keep]), levels, names)
-            if jack_fan is not None:
-                jack = jack_fan if jack is None else jack + jack_fan
+            jack = refit_jackknife(lambda keep: refit(fan[keep]), levels, names)
         if jack is not None and "sigma_w_per_c" in names:
-            # not sigma's: the steps are not exchangeable groups for the secant (each covers its own temperature
-            # range, the curvature comes from their union), and a delete-one jackknife over such groups
-            # overstates the variance (Efron & Stein 1981: biased upward); on 8 presets x 10 noise seeds of the
-            # standard campaign its spread was 2-4 x the seed-to-seed spread of sigma, while the statistical
-            # error (noise, the bins' autocorrelation, the fan power) and the form term cover the truth
-            # (tests/test_thermal_sigma.py). Its row and column are left out, so no cross term adds to it either
+            # not sigma's: its statistical error already counts the fan power's error (fit), and the
+            # statistical error and the form term cover the truth (tests/test_thermal_sigma.py)
             i = names.index("sigma_w_per_c")
             jack = jack.copy()
             jack[i, :] = 0.0
             jack[:, i] = 0.0
         form = getattr(self, "_form_sd", {})
-        apply_total(self.params_, names, total_covariance(cov, jack, [form.get(n, 0.0) ** 2 for n in names]))
+        terms: list = [np.diag([form.get(n, 0.0) ** 2 for n in names])]
+        fc = getattr(self, "_form_cov", None)
+        if fc is not None:
+            full = np.zeros((len(names), len(names)))
+            idx = [names.index(n) for n in fc[0] if n in names]
+            if len(idx) == len(fc[0]):
+                full[np.ix_(idx, idx)] = fc[1]
+                terms.append(full)
+        apply_total(self.params_, names, total_covariance(cov, jack, terms))
 
     @staticmethod
     def _pooled(steps: Sequence[ThermalStep], kind: str, idle_temp_c: float,
-                t_max_s: float | None = None) -> tuple[Param, list[float], int, float, float, float]:
+                t_max_s: float | None = None) -> tuple[Param, list[float], int, float, float, float, np.ndarray]:
         """Shared time constant over all steps (the first ``t_max_s`` seconds of each trace when given):
         returns (tau param, per-step rises above idle at the asymptote (rise) or at the start (decay), n,
-        rmse, mape, r2)."""
+        rmse, mape, r2, the rises' statistical covariance (C^2, idle_temp_c's error not included))."""
         # the sensor reads whole degrees at ~10 Hz: thin to about one point per second
         def thin(a: np.ndarray, t: np.ndarray) -> np.ndarray:
             stride = max(1, int(round(1.0 / max(np.median(np.diff(t)), 1e-3)))) if len(t) > 2 else 1
@@ -428,7 +463,17 @@ class ThermalFitter(Estimator):
         amps = [byn[f"t0_{k}"].value + byn[f"amp_{k}"].value - idle_temp_c if kind == "rise" else byn[f"amp_{k}"].value
                 for k in range(n)]
         m = errors(y_all, res.yhat)
-        return byn[name], amps, len(y_all), m.rmse, m.mape_pct, m.r2
+        # each rise is t0 + amp (rise) or amp (decay): its variance from the fit's covariance
+        cov = res.covariance()
+        rise_cov = np.full((n, n), np.nan)
+        if cov is not None:
+            w = np.zeros((n, len(cov.names)))
+            for k in range(n):
+                w[k, cov.index(f"amp_{k}")] = 1.0
+                if kind == "rise":
+                    w[k, cov.index(f"t0_{k}")] = 1.0
+            rise_cov = w @ cov.matrix @ w.T
+        return byn[name], amps, len(y_all), m.rmse, m.mape_pct, m.r2, rise_cov
 
     def _make_section(self, covariance: Covariance) -> Section:
         structure = {"equations": "IPP eqs. (17)-(23); Max_temp is the rise above idle_temp_c",

@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from make_seed_sessions import finished, seeds_of  # noqa: E402
 
 
-def fit_rows(session: Path, preset: str) -> list[dict]:
-    """The thermal recovery rows (truth, fitted, stderr_total) of one session, fitted as `calib fit` does."""
+def fit_rows(session: Path, preset: str, sections: tuple[str, ...] = ("thermal", "thermal_network")) -> list[dict]:
+    """The thermal recovery rows (truth, fitted, stderr_total) of one session, fitted as `calib fit` does
+    (only the ``sections`` named: the network's fit is the slow one)."""
     from calib.core.params import ParameterFile
     from calib.core.session import read_session
     from calib.fit.pipeline import _sources_of_session
@@ -42,9 +43,12 @@ def fit_rows(session: Path, preset: str) -> list[dict]:
     sess = read_session(session)
     data = session_data(sess)
     pf = ParameterFile.new(dict(data.device.raw), _sources_of_session(session), campaign=sess.manifest.get("campaign"))
-    pf["thermal"] = ThermalFitter().fit(data).section_
-    pf["thermal_network"] = ThermalNetworkFitter().fit(data).section_
-    return [r for r in recovery_report(preset, pf, None)["parameters"] if r["parameter"].startswith("thermal")]
+    if "thermal" in sections:
+        pf["thermal"] = ThermalFitter().fit(data).section_
+    if "thermal_network" in sections:
+        pf["thermal_network"] = ThermalNetworkFitter().fit(data).section_
+    return [r for r in recovery_report(preset, pf, None)["parameters"]
+            if r["parameter"].split(".")[0] in sections]
 
 
 def score(rows_by_preset: dict[str, list[list[dict]]]) -> str:
@@ -78,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presets", default="gtx280,gtx580,titanx")
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--out", default="/tmp/thcal")
+    ap.add_argument("--sections", default="thermal,thermal_network",
+                    help="the sections to fit and score (thermal: the IPP section alone, fast)")
     a = ap.parse_args(argv)
+    sections = tuple(a.sections.split(","))
     warnings.simplefilter("ignore")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 d = Path(a.sessions) / preset / f"s{seed}"
                 if not finished(d):
                     continue
-                cache.write_text(json.dumps(fit_rows(d, preset), default=float))
+                cache.write_text(json.dumps(fit_rows(d, preset, sections), default=float))
             by[preset].append(json.loads(cache.read_text()))
     print(score(by))
     return 0
