@@ -85,6 +85,17 @@ def _drift_bins(steps: Sequence[ThermalStep], fan_max_power_w: float | None, ski
     return np.concatenate(xs), np.concatenate(ys), np.concatenate(gs).astype(int), np.concatenate(ds)
 
 
+def _dithered(temp_c: np.ndarray, tail: float = 0.25, min_reversals: int = 3) -> bool:
+    """Whether a heating trace's readings are dithered by noise over its steady tail (the last ``tail``
+    share): noise makes whole-degree readings turn back and forth (at least ``min_reversals`` changes of
+    direction), a clean sensor's readings of a settling curve move one way or not at all."""
+    y = np.asarray(temp_c, float)
+    y = y[int(len(y) * (1.0 - tail)):]
+    d = np.sign(np.diff(y))
+    d = d[d != 0]
+    return int(np.sum(d[1:] != d[:-1])) >= min_reversals if len(d) > 1 else False
+
+
 def _secant_leak(sigma_w_per_c: float, k_per_c: float, ref_rise_c: float, x: np.ndarray) -> np.ndarray:
     """Exponential leakage above idle (W) at rises ``x`` (C) with curvature ``k_per_c``, written by its
     secant ``sigma_w_per_c`` from 0 to ``ref_rise_c``: L(x) = a (exp(k x) - 1), a = sigma x ref / (exp(k ref) - 1)
@@ -232,6 +243,7 @@ class ThermalFitter(Estimator):
             p_var.append(float(np.var(s.heat_power_w[sel], ddof=1)) / int(sel.sum()) if sel.sum() > 1 else math.nan)
             mi.append(mem_intensity(s.per_warp))
         p_rt_a, mi_a, d_a = np.array(p_rt), np.array(mi), np.array(deltas)
+        dithered = [_dithered(s.heat_temp_c) for s in steps]
         ok = np.isfinite(p_rt_a) & np.isfinite(d_a)
         self._plane: tuple[list[str], np.ndarray, np.ndarray] | None = None
         if ok.sum() >= 4 and np.ptp(mi_a[ok]) > 1e-6:
@@ -243,14 +255,16 @@ class ThermalFitter(Estimator):
             params += res.params
             warns += res.warnings
             blocks.append(self._plane_covariance(res, np.column_stack([p_rt_a, np.ones(len(steps)), mi_a])[ok],
-                                                 rise[6][np.ix_(ok, ok)], idle_temp_se, np.array(p_var)[ok], ok))
+                                                 rise[6][np.ix_(ok, ok)], idle_temp_se, np.array(p_var)[ok], ok,
+                                                 [d for d, k in zip(dithered, ok) if k]))
         elif ok.sum() >= 2:
             warns.append(f"only {int(ok.sum())} thermal steps with distinct memory intensity: rho fixed at 0")
             res = fit_lsq(lambda v: max_temp_rise_c(v, p_rt_a[ok]),
                           [Param("mu_c_per_w", 0.1, "C/W", 0.0, 10.0), Param("lambda_c", 0.0, "C")], d_a[ok])
             params += res.params + [Param("rho_c", 0.0, "C", vary=False, description="not identified")]
             blocks.append(self._plane_covariance(res, np.column_stack([p_rt_a, np.ones(len(steps))])[ok],
-                                                 rise[6][np.ix_(ok, ok)], idle_temp_se, np.array(p_var)[ok], ok))
+                                                 rise[6][np.ix_(ok, ok)], idle_temp_se, np.array(p_var)[ok], ok,
+                                                 [d for d, k in zip(dithered, ok) if k]))
         else:
             warns.append("fewer than 2 thermal steps: Max_temp (mu, lambda, rho) not fitted")
         # sigma: the leakage secant from Idle_temp to the reference step's steady temperature, from the drift
@@ -352,7 +366,7 @@ class ThermalFitter(Estimator):
         return self
 
     def _plane_covariance(self, res, X: np.ndarray, rise_cov: np.ndarray, idle_temp_se: float,  # noqa: ANN001
-                          p_var: np.ndarray, ok: np.ndarray) -> Covariance:
+                          p_var: np.ndarray, ok: np.ndarray, dither: Sequence[bool]) -> Covariance:
         """Statistical covariance of the Max_temp plane (eq. 19) from the steps' measurement errors, not
         from its residuals: the residuals of a plane through 4-6 steps are the plane's misfit to the
         physics (2-3 degrees of freedom), the same for every run of the campaign, so they say nothing of
@@ -364,6 +378,9 @@ class ThermalFitter(Estimator):
         needs (:attr:`_plane`)."""
         mu = res.by_name()["mu_c_per_w"].value
         V = np.nan_to_num(rise_cov) + idle_temp_se ** 2 + np.diag(mu ** 2 * np.nan_to_num(p_var))
+        # a sensor without noise reads the steady tail as one whole degree: the rise keeps its quantization
+        # error whole, which no residual shows (a fitted asymptote on a clean integer sensor was 0.5-1 C off)
+        V = V + np.diag([0.0 if dithered else READING_QUANTIZATION_SE_C ** 2 for dithered in dither])
         pinv = np.linalg.pinv(X)
         C = pinv @ V @ pinv.T
         names_p = [p.name for p in res.params if p.vary]
