@@ -1,6 +1,7 @@
 """Issue 29, the adaptive design on one preset: each round's chosen mixes and each MaxPower's relative total
-standard error before, as predicted (the criterion's linear update; the refit preview when recorded), and after it; the MaxPower errors against the virtual GPU's truth before
-the design (the standard campaign's fit, the first round's ``before``) and after it.
+standard error before, as predicted (the criterion's linear update; the refit preview when recorded) and
+after it; the MaxPower errors against the virtual GPU's truth before the design (the standard campaign's
+fit, the first round's ``before``) and after it.
 
     .venv/bin/python tests/benchmarks/design_run_figures.py SESSION_DIR RECOVERY_JSON
 
