@@ -128,6 +128,8 @@ def test_calib_run_design_adaptive_records_each_round(session_copy, cli):
         assert set(r["before"]) >= set(r["above_target"])
         assert "after" in r and set(r["after"]) >= set(r["above_target"])
     assert "design round 1:" in out
+    # the refit preview of every round that ran is recorded beside the criterion's own prediction
+    assert all(set(r["preview_rel_total_pct"]) == set(r["above_target"]) for r in rounds)
 
 
 def test_run_refuses_a_bad_design_target(cli):
@@ -159,3 +161,62 @@ def test_design_stops_after_a_round_that_lowers_no_target_by_a_tenth():
     assert not _improved(before, {"max_power_sfu_w": {"rel_total_pct": None}}, targets)
     assert _improved({"max_power_sfu_w": {}, **{k: v for k, v in before.items() if k != "max_power_sfu_w"}},
                      {"max_power_fds_w": {"rel_total_pct": 100.0}}, targets)
+
+
+def test_preview_rows_are_the_candidates_at_the_files_predicted_power(quick_run):
+    """The rows a design round would add if the fit were right: each candidate kernel ``repeats`` times,
+    at the thermal section's idle temperature, its power the file's prediction there. Independent route
+    for the power: :func:`calib.model.predict.predict_power` (the registry's predictor, with the
+    temperature correction, which is 0 at the idle temperature). Catches rows at another temperature
+    (the refit would read a leakage change as unit power) or a power that is not the model's."""
+    import pandas as pd
+
+    from calib.core.params import load
+    from calib.fit.design import candidate_rows, preview_rows
+    from calib.model.predict import predict_power
+    from microbench.benchmarks import design_benchmark
+    from microbench.devices.sim.presets import get_preset
+
+    pf = load(quick_run / "fitted" / "q.json")
+    samples = pd.read_csv(quick_run / "fitted" / "q.samples.csv")
+    info = get_preset("gtx280").device_info()
+    wl = lambda entry, max_w: design_benchmark(entry, max_w).workload(info)  # noqa: E731
+    cands = [Candidate({"fp": 1.0, "sfu": 3.0}, 4), Candidate({"int": 1.0, "shared": 1.0}, 32)]
+    rows = preview_rows(pf, cands, info, samples, repeats=2, workload_of=wl)
+    assert list(rows["workload"]) == [c.name for c in cands] * 2
+    assert list(rows["repeat"]) == [0.0, 0.0, 1.0, 1.0]
+    assert (rows["role"] == "unit").all()
+    idle_c = pf["thermal"].value("idle_temp_c")
+    assert np.allclose(rows["temp_c"], idle_c)
+    assert rows["power_w"].to_numpy() == pytest.approx(predict_power(pf, rows), rel=1e-12)
+    # the power of a running kernel is above the idle power, and the two mixes differ
+    assert (rows["power_w"] > pf["power"].value("idle_power_w")).all() and rows["power_w"].nunique() == 2
+    once = candidate_rows(pf, cands, info, samples, workload_of=wl)
+    assert rows[["act_fp", "act_sfu", "act_int", "act_shared"]].iloc[:2].to_numpy() == pytest.approx(
+        once[["act_fp", "act_sfu", "act_int", "act_shared"]].to_numpy())
+
+
+def test_design_runs_no_round_that_its_refit_preview_says_lowers_nothing(session_copy, cli):
+    """On the quick gtx280 campaign with a 40 % target, the MaxPowers above it are SFU (a linear unit's
+    extrapolation beyond AR 0.25, the structures' disagreement), REG and FDS (always active together:
+    their split). The criterion's linear update of the total covariance predicted 46.6 -> 7.8 % (SFU),
+    132 -> 37 % (REG), 49 -> 14 % (FDS) for the 3 kernels it chose; the round, run (main at 593097d),
+    left them at 118, 134 and 49 %. The refit with those kernels' predicted power says so before any
+    device time is spent: no round is recorded or run, and the message names what is left. Catches a
+    design that runs rounds whose only predicted gain is model form counted as noise."""
+    cwd = os.getcwd()
+    os.chdir(session_copy)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code, out, err = cli("run", "--campaign", "quick", "--name", "q", "--device", "sim:gtx280",
+                                 "--design", "adaptive", "--target", "40")
+    finally:
+        os.chdir(cwd)
+    assert code == 0, out + err
+    man = json.loads((session_copy / "logs" / "q" / "manifest.json").read_text())
+    assert not man.get("design"), man.get("design")
+    assert not any(str(p.get("name", "")).startswith("design_") for p in man["plan"])
+    assert "no round run" in out and "design round 1:" not in out
+    for n in ("max_power_sfu_w", "max_power_reg_w", "max_power_fds_w"):
+        assert n in out

@@ -85,7 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--design", choices=["none", "adaptive"], default="none",
                    help="adaptive: after the campaign, fit, choose mix kernels that most reduce the uncertainty of the "
                         "least-determined power parameters (calib.fit.design), run them, refit, and repeat until "
-                        "every MaxPower meets --target or --budget is spent; the manifest records every round (e.g. calib run --device sim:titanx --design adaptive --target 5 --budget 1800)")
+                        "every MaxPower meets --target, --budget is spent or the next kernels would lower no MaxPower's error "
+                        "(a refit with their predicted power); the manifest records every round (e.g. calib run --device sim:titanx --design adaptive --target 5 --budget 1800)")
     p.add_argument("--target", type=_positive("target"), default=5.0, metavar="PCT",
                    help="--design adaptive: relative total standard error (%%) each MaxPower should reach (default 5)")
     p.add_argument("--budget", type=_positive("budget"), default=1800.0, metavar="S",
@@ -210,6 +211,44 @@ def _improved(before: dict, after: dict, targets: list[str]) -> bool:
     return False
 
 
+def _preview_errors(out, session, device, cands, repeats: int) -> dict[str, dict[str, float]] | None:  # noqa: ANN001
+    """:func:`_target_errors` of the power section refitted with the rows ``cands`` would add if the
+    current fit were right (:func:`calib.fit.design.preview_rows`): what a round of them can lower, the
+    total's model-form terms counted (the linear update of the design criterion counts them as noise).
+    The refit is :func:`calib.fit.pipeline.refit_power`'s, on the session's samples and these rows. None
+    when the preview cannot be fitted (the round is then run)."""
+    import warnings
+
+    import pandas as pd
+
+    from calib.core.errors import BadInputError, FitError
+    from calib.core.session import read_session
+    from calib.fit.design import preview_rows
+    from calib.fit.pipeline import session_power_fitter
+    from calib.segment import session_data
+    from microbench.benchmarks import design_benchmark
+
+    if not cands:
+        return None
+    pf = out.params
+    rows = preview_rows(pf, cands, device.info, out.samples, repeats,
+                        workload_of=lambda entry, max_w: design_benchmark(entry, max_w).workload(device.info))
+    data = session_data(read_session(session))
+    data.samples = pd.concat([data.samples, rows], ignore_index=True)
+    th = pf.get("thermal")
+    correction = ({"sigma_w_per_c": th.value("sigma_w_per_c"), "idle_temp_c": th.value("idle_temp_c")}
+                  if th is not None else None)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ipp = session_power_fitter(data.device, data.samples, correction).fit(data)
+    except (FitError, BadInputError):
+        return None
+    seen = pf.copy()
+    seen["power"] = ipp.section_
+    return _target_errors(seen)
+
+
 def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # noqa: ANN001
     """``--design adaptive`` (module docstring of :mod:`calib.fit.design`): fit, choose, run, refit, until
     every target is met, the budget is spent or no candidate helps; a killed round is finished first."""
@@ -258,12 +297,23 @@ def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # n
                 f"({spent:.0f} of {args.budget:g} s); above the target: {', '.join(st.above_target)}")
             return
         cost = camp.design_round_s(kernels)
+        preview = _preview_errors(out, session, device, st.chosen[:len(kernels)], camp.spec.repeats)
+        if preview is not None and not _improved(errs, preview, st.above_target):
+            left = ", ".join(f"{n} {errs[n]['rel_total_pct']:.0f} %" for n in st.above_target
+                             if (errs.get(n) or {}).get("rel_total_pct") is not None)
+            say(f"design: the {len(kernels)} kernels chosen next would lower no MaxPower's relative total error by "
+                f"{100 * DESIGN_MIN_GAIN:g} % (refit with their power as predicted): what is left is model form "
+                f"(a MaxPower's extrapolation beyond the access rates a kernel reaches, units always active together), "
+                f"not noise; no round run. Above the {args.target:g} % target: {left}")
+            return
         say(f"design round {k}: {len(kernels)} kernels ({cost:.0f} s): " + ", ".join(e["name"] for e in kernels))
         chosen = {e["name"] for e in kernels}
         rec = {"round": k, "target_pct": args.target, "kernels": kernels, "expected_s": cost,
                "above_target": st.above_target, "before": errs,
                "predicted_rel_total_pct": {n: v for n, v in st.rel_se_predicted_pct.items()
                                            if len(chosen) == len(st.chosen)}}
+        if preview is not None:
+            rec["preview_rel_total_pct"] = {n: (preview.get(n) or {}).get("rel_total_pct") for n in st.above_target}
         camp.run_design_round(session, rec)
         spent += cost
         k += 1

@@ -25,6 +25,13 @@ count model and eq. 10 the samples layer uses), else a throughput bound from the
 measurements (each unit's highest measured access rate is its ceiling; a mix is issue-bound or bound by
 its slowest class). The prediction only ranks candidates: after a kernel ran, its measured time gives
 its access rates.
+
+The linear update treats the whole total covariance as uncertainty that rows shrink; its model-form
+terms (a MaxPower extrapolated beyond the highest access rate any kernel reaches, the split of units
+always active together) do not shrink, so on the standard campaigns it predicts 5-10x too much (titanx:
+DP 45 -> 9 %, reached 44 %). Before a round runs, :func:`preview_rows` gives the rows its kernels would
+add if the fit were right, and ``calib run`` refits with them: the round runs only if that refit lowers
+some target's total error (tests/benchmarks/identify_results.md, session 8).
 """
 
 from __future__ import annotations
@@ -269,3 +276,24 @@ def design_round(pf: ParameterFile, info: Any, measured: pd.DataFrame, target_pc
         ratio = rel_after[i] / rel_now[i] if rel_now[i] > 0 and math.isfinite(rel_now[i]) else 1.0
         state.rel_se_predicted_pct[n] = state.rel_se_before_pct[n] * min(1.0, ratio)
     return state
+
+
+def preview_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, measured: pd.DataFrame | None = None,
+                 repeats: int = 1, *, workload_of: Callable[[Mapping[str, Any], int], Any]) -> pd.DataFrame:
+    """Samples-table rows the kernels ``cands`` would add if the file's power model were right: their
+    kernel rows (:func:`candidate_rows`), each ``repeats`` times (``repeat`` 0, 1, ...), at the thermal
+    section's idle temperature (``temp_c``; the temperature correction is then 0), their power (``power_w``,
+    W) the IPP section's prediction. Refitting the session with these rows added previews what a round of
+    ``cands`` does to every standard error, the total's model-form terms included (the extrapolation
+    of a MaxPower beyond its highest reachable access rate, the split of units always active together,
+    the structures the search compares): the linear update of :func:`choose` counts all of them as noise
+    that new rows shrink, which they are not (tests/benchmarks/identify_results.md, session 8)."""
+    from calib.model.ipp import IppPowerModel
+
+    rows = candidate_rows(pf, cands, info, measured, workload_of=workload_of)
+    th = pf.get("thermal")
+    if th is not None and "idle_temp_c" in th:
+        rows["temp_c"] = float(th.value("idle_temp_c"))
+    rows["power_w"] = IppPowerModel(pf["power"], th, basis_of(pf)).predict(rows, use_temperature=False)
+    out = pd.concat([rows.assign(repeat=float(r)) for r in range(max(1, int(repeats)))], ignore_index=True)
+    return out
