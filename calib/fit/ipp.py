@@ -252,6 +252,7 @@ class IppPowerFitter(Estimator):
             st, res = self._search(st, self._fit(st))
             dead = self._dead_log_units(res, st)
         res, self.alternatives_ = self._multistart(res, st)
+        res = res.with_stats()
         self.result_ = res
         self.struct_ = st
         self.forms_ = st.form_map
@@ -677,7 +678,9 @@ class IppPowerFitter(Estimator):
         d = model.design(self._structure(st), act, running, active, temp, sigma, idle_temp_c)
         ps = self._linear_start(d, self._params(st, start), y)
         try:
-            r = fit_lsq(lambda v: model.power(v, d), ps, y, loss=self.loss, jac=lambda v: model.jacobian(v, d))
+            # the search compares fits by their sum of squares: standard errors for the one kept (fit)
+            r = fit_lsq(lambda v: model.power(v, d), ps, y, loss=self.loss, jac=lambda v: model.jacobian(v, d),
+                        stats=False)
         except FitError as e:
             self._memo[key] = e
             raise
