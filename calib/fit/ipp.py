@@ -211,6 +211,7 @@ class IppPowerFitter(Estimator):
         self._seen: dict[_Struct, LsqResult] = {}
         self._memo: dict[tuple, LsqResult | FitError] = {}
         self._twins: dict[tuple, list[tuple[dict[str, float], LsqResult | None]]] = {}
+        self._designs: dict[_Struct, model.Design] = {}
         self._hold: frozenset[str] = frozenset()
         n_sm = int(self.sm_count)
         act, running, active, temp, y = self._arrays(data, units, sigma)
@@ -674,8 +675,8 @@ class IppPowerFitter(Estimator):
             if isinstance(hit, FitError):
                 raise hit
             return hit
-        act, running, active, temp, y, sigma, idle_temp_c = self._data
-        d = model.design(self._structure(st), act, running, active, temp, sigma, idle_temp_c)
+        y = self._data[4]
+        d = self._design(st)
         ps = self._linear_start(d, self._params(st, start), y)
         try:
             # the search compares fits by their sum of squares: standard errors for the one kept (fit)
@@ -689,6 +690,14 @@ class IppPowerFitter(Estimator):
         if old is None or r.chisqr < old.chisqr:
             self._seen[st] = r
         return r
+
+    def _design(self, st: "_Struct") -> model.Design:
+        """The training rows' design for ``st`` (made once per structure and :meth:`fit`)."""
+        d = self._designs.get(st)
+        if d is None:
+            act, running, active, temp, y, sigma, idle_temp_c = self._data
+            d = self._designs[st] = model.design(self._structure(st), act, running, active, temp, sigma, idle_temp_c)
+        return d
 
     def _linear_start(self, d: model.Design, ps: list[Param], y: np.ndarray) -> list[Param]:
         """``ps`` with the linear parameters solved for the others (see :meth:`_fit`); MaxPowers kept a
@@ -929,7 +938,7 @@ class IppPowerFitter(Estimator):
             trial = st.flip(what, self)
             if trial == st:
                 continue
-            d = model.design(self._structure(trial), act, running, active, temp, sigma, idle_temp_c)
+            d = self._design(trial)
             ps = self._linear_start(d, self._params(trial, start), y)
             vals = {p.name: p.value for p in ps}
             ssr = float(np.sum((model.power(vals, d) - y) ** 2))
