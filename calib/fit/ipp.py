@@ -758,9 +758,9 @@ class IppPowerFitter(Estimator):
         (failed fits are left out). Consecutive rounds of :meth:`_search` restart from nearby optima (on
         titanx's reference rows 3.7e-3 and 1.2e-3 apart, 0.01 BIC: the flat REG/FDS valleys), and each
         round made every restart again, to the same optima; the restart that produced ``res`` is made
-        again (from where it ended the search continues). Same fits chosen on the reference sessions and
-        the robustness rows of tests/test_ipp_fit.py with 35-60 % fewer least-squares runs on titanx
-        (tests/benchmarks/bench_power_fit.py)."""
+        again (from where it ended the search continues). The same fits chosen on the reference sessions
+        and the robustness rows of tests/test_ipp_fit.py; titanx's reference fit 303 -> 179 least-squares
+        runs (tests/benchmarks/power_fit_speed.md)."""
         here = {p.name: p.value for p in res.params if p.vary}
         out = []
         for recipe, start in recipes:
