@@ -54,6 +54,20 @@ class LsqResult:
     yhat: np.ndarray
     warnings: list[str] = field(default_factory=list)
     solver_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: with ``fit_lsq(..., stats=False)``: what :meth:`with_stats` needs to add the covariance, standard
+    #: errors and identifiability warnings (None once they are in)
+    pending: Any = field(default=None, repr=False, compare=False)
+
+    def with_stats(self) -> "LsqResult":
+        """This result with its covariance, standard errors and warnings (itself when it has them): those
+        of ``fit_lsq(..., stats=True)`` at the same solution."""
+        if self.pending is None:
+            return self
+        jac, fun, active, lo, hi = self.pending
+        covar, params, warns = _statistics(self.params, jac, fun, active, lo, hi)
+        return LsqResult(params, self.success, self.message, self.nfev, self.ndata, self.nvarys, self.chisqr,
+                         self.redchi, self.aic, self.bic, self.rmse, self.mape_pct, self.r2, covar, self.y, self.yhat,
+                         warns, self.solver_kwargs)
 
     @property
     def nfree(self) -> int:
@@ -84,7 +98,7 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
             weights: np.ndarray | None = None, *, loss: str = "linear", max_nfev: int | None = None,
             x_scale: str | np.ndarray = "jac",
             jac: Callable[[dict[str, float]], dict[str, np.ndarray]] | None = None,
-            vectorized: bool = False) -> LsqResult:
+            vectorized: bool = False, stats: bool = True) -> LsqResult:
     """Fit ``model(values) -> yhat`` to ``y`` over the varied ``params`` (bounded least squares).
 
     ``values`` maps every parameter name (varied or fixed) to its value. Residuals are
@@ -93,7 +107,10 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     differences, or, with ``vectorized=True`` (a model that broadcasts: the varied parameters' values
     may be arrays of shape (P, 1) and it then returns (P, len(y))), the same differences (scipy's steps and
     bound handling) in one model call for all parameters, which saves the per-call cost of a model
-    that is slow to call and cheap per row. Returns fitted copies of the parameters with standard errors.
+    that is slow to call and cheap per row. Returns fitted copies of the parameters with standard errors;
+    ``stats=False`` leaves out the covariance, the standard errors and the identifiability warnings until
+    :meth:`LsqResult.with_stats` (a search that compares many fits by their sum of squares needs them for
+    the one it keeps).
     """
     params = [Param(**{**p.__dict__}) for p in params]
     y = np.asarray(y, dtype=float)
@@ -146,27 +163,44 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     bic = n * math.log(max(chisqr, 1e-300) / n) + k * math.log(n)
     m = errors(y, yhat)
     rmse, mape, r2 = m.rmse, m.mape_pct, m.r2
-    covar, dead = covariance(np.asarray(sol.jac, dtype=float), sol.fun)
-    stderr = [float(math.sqrt(v)) if v >= 0 and math.isfinite(v) else None for v in np.diag(covar)]
-    warnings_ = identifiability_warnings(np.asarray(sol.jac, dtype=float), names, covar, dead)
-    side = np.asarray(sol.active_mask)
-    for i, nm in enumerate(names):
-        if side[i]:
-            # the bound itself, not the solution's last digits there (1e-19 above 0 differs between runs)
-            warnings_.append(f"{nm}: at a bound ({(lo[i] if side[i] < 0 else hi[i]):.6g}); its standard error "
-                             "describes the local curvature only")
     out = []
     it = iter(range(k))
     for p in params:
         if p.vary:
             i = next(it)
             out.append(Param(p.name, float(sol.x[i]), p.unit, p.min, p.max, True, p.init if p.init is not None else float(x0[i]),
-                             stderr[i], p.description))
+                             None, p.description))
         else:
             out.append(p)
-    return LsqResult(out, bool(sol.success), str(sol.message), int(sol.nfev), n, k, chisqr, redchi, aic, bic,
-                     rmse, mape, r2, covar, y, yhat, warnings_, {"method": "trf", "loss": loss, "x_scale": str(x_scale) if isinstance(x_scale, str) else "array",
-                      "jacobian": jac_kind})
+    res = LsqResult(out, bool(sol.success), str(sol.message), int(sol.nfev), n, k, chisqr, redchi, aic, bic,
+                    rmse, mape, r2, None, y, yhat, [], {"method": "trf", "loss": loss, "x_scale": str(x_scale) if isinstance(x_scale, str) else "array",
+                     "jacobian": jac_kind},
+                    (np.asarray(sol.jac, dtype=float), sol.fun, np.asarray(sol.active_mask), lo, hi))
+    return res.with_stats() if stats else res
+
+
+def _statistics(params: Sequence[Param], J: np.ndarray, fun: np.ndarray, side: np.ndarray, lo: np.ndarray,
+                hi: np.ndarray) -> tuple[np.ndarray, list[Param], list[str]]:
+    """(covariance, the parameters with their standard errors, warnings) of a solution: ``J`` and ``fun``
+    the residuals' Jacobian and values there, ``side`` the solver's active-bound mask (-1 lower, +1
+    upper), ``lo``/``hi`` the varied parameters' bounds."""
+    names = [p.name for p in params if p.vary]
+    covar, dead = covariance(J, fun)
+    stderr = [float(math.sqrt(v)) if v >= 0 and math.isfinite(v) else None for v in np.diag(covar)]
+    warnings_ = identifiability_warnings(J, names, covar, dead)
+    for i, nm in enumerate(names):
+        if side[i]:
+            # the bound itself, not the solution's last digits there (1e-19 above 0 differs between runs)
+            warnings_.append(f"{nm}: at a bound ({(lo[i] if side[i] < 0 else hi[i]):.6g}); its standard error "
+                             "describes the local curvature only")
+    out = []
+    it = iter(range(len(names)))
+    for p in params:
+        if p.vary:
+            out.append(Param(p.name, p.value, p.unit, p.min, p.max, True, p.init, stderr[next(it)], p.description))
+        else:
+            out.append(p)
+    return covar, out, warnings_
 
 
 #: rows x parameters^2 above which a tall problem's trust-region steps are taken on its n x n factor
