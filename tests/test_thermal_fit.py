@@ -174,12 +174,13 @@ def test_rises_are_measured_from_the_cold_idle_window_not_the_mean_of_all_idle_w
 @pytest.mark.parametrize("scale", [1.0, 2.0, 0.5])
 def test_committed_ipp_thermal_error_bars_are_neither_too_narrow_nor_too_wide(scale):
     """The IPP thermal section (Max_temp plane, time constants, sigma, fan power, Idle_temp) of the five
-    committed reference fits (standard campaign), pooled: the truth within 2 stderr_total for at least 85 %
-    and the median |fitted - truth| / stderr_total at least 0.3. Fails with every stderr_total doubled or
-    halved, and failed on the files before session 8 (median 0.13: the plane's statistical error from its
-    2-dof residuals and the delete-one-step jackknife, 10-100x its errors). The lower bound is below the
-    issue's 0.45: the time constants' and Idle_temp's bars are still 2-7x wider than their errors
-    (tests/benchmarks/thermal_results.md, session 8)."""
+    committed reference fits (standard campaign), pooled (38 values): the truth within 2 stderr_total for
+    at least 85 % and the median |fitted - truth| / stderr_total within 0.35-0.9 (about 0.67 for honest
+    errors). Passes as committed (92 %, 0.58); fails with every stderr_total doubled (median 0.29) or
+    halved (66 % within 2), and on the files before session 8 (median 0.21: the plane's statistical error
+    from its 2-dof residuals and the delete-one-step jackknife, 10-100x the plane's errors). The band's
+    lower end is below the issue's 0.45: the time constants' and Idle_temp's bars are still 2-7x wider
+    than their errors (tests/benchmarks/thermal_results.md, session 8)."""
     import statistics
     from pathlib import Path
 
@@ -197,5 +198,5 @@ def test_committed_ipp_thermal_error_bars_are_neither_too_narrow_nor_too_wide(sc
     assert len(ratios) >= 30
     within = sum(x <= 2.0 for x in ratios) / len(ratios)
     med = statistics.median(ratios)
-    honest = within >= 0.85 and med >= 0.3
+    honest = within >= 0.85 and 0.35 <= med <= 0.9
     assert honest == (scale == 1.0), (scale, round(within, 3), round(med, 3))
