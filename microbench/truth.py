@@ -6,13 +6,14 @@ AR = 1, Const_SM, activation, beta) or exact consequences of it, computed withou
 
 - ``idle_power_w``, ``idle_temp_c``: the idle thermal/power equilibrium at default clocks;
 - ``rc_rise_s``, ``rc_decay_s``: single-pole time constants that fit best (least squares) the noise-free,
-  unquantized sensor temperature of the standard campaign's thermal steps, each started after the
+  unquantized sensor temperature of the session's campaign's thermal steps (the standard campaign's by
+  default; a one-pole constant of a multi-pole card depends on the window it is fitted over), each started after the
   campaign's settle-to-idle cooldown (the physics has three poles and a temperature-controlled fan, so
   "the" RC constant is defined by this protocol);
 - ``sigma_w_per_c``: the slope of leakage power between the idle temperature and the steady temperature
   of the reference thermal step (leakage is exponential, so this is a secant);
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: the least-squares plane through the exact steady-state
-  temperature rises of the standard campaign's thermal workloads (the steps its sessions run, as for the RC
+  temperature rises of the campaign's thermal workloads (the steps its sessions run, as for the RC
   constants) vs their cold runtime power and memory intensity (IPP eq. 19): a plane through a few points
   is defined by which points, and a session cannot estimate one through workloads it did not run;
 - ``fan_max_power_w``: fan power at 100 % duty.
@@ -61,14 +62,14 @@ def _pooled_tau(curves: list[tuple[np.ndarray, np.ndarray]], kind: str) -> float
     return float(least_squares(resid, x0).x[0])
 
 
-def _thermal_traces(preset: Preset) -> list[dict[str, Any]]:
+def _thermal_traces(preset: Preset, campaign: str = RC_PROTOCOL) -> list[dict[str, Any]]:
     from microbench.devices.sim.device import VirtualGPU
 
-    spec = CAMPAIGNS[RC_PROTOCOL]
+    spec = CAMPAIGNS[campaign]
     dev = VirtualGPU(preset, seed=0)
     idle_c = dev.temperature_c()
     out = []
-    for b in thermal_benchmarks(dev.info, RC_PROTOCOL):
+    for b in thermal_benchmarks(dev.info, campaign):
         w = b.workload(dev.info)
         ts, temps = [], []
         for _ in range(int(spec.heat_s)):
@@ -93,14 +94,19 @@ def _leak(p: Preset, temp_c: float) -> float:
     return pp.leak_ref_w * math.exp(pp.leak_k_per_c * (temp_c - pp.leak_ref_c))
 
 
-@lru_cache(maxsize=8)
-def ground_truth(name: str) -> dict[str, dict[str, Any]]:
-    """Truth per parameter name, ``{"section.param": {"value", "unit", "how"}}`` (see module docstring)."""
-    return truth_of(get_preset(name))
+@lru_cache(maxsize=16)
+def ground_truth(name: str, campaign: str | None = None) -> dict[str, dict[str, Any]]:
+    """Truth per parameter name, ``{"section.param": {"value", "unit", "how"}}`` (see module docstring), the
+    protocol-defined thermal constants for ``campaign``'s thermal steps (default, or a campaign without
+    thermal steps: the standard campaign's)."""
+    return truth_of(get_preset(name), campaign=campaign)
 
 
-def truth_of(p: Preset, thermal_only: bool = False) -> dict[str, dict[str, Any]]:
-    """Ground truth of any preset object (used to design presets as well)."""
+def truth_of(p: Preset, thermal_only: bool = False, campaign: str | None = None) -> dict[str, dict[str, Any]]:
+    """Ground truth of any preset object (used to design presets as well); ``campaign``: as
+    :func:`ground_truth`."""
+    if campaign not in CAMPAIGNS or not CAMPAIGNS[campaign].thermal_steps:
+        campaign = RC_PROTOCOL
     from microbench.devices.sim.device import VirtualGPU
 
     idle = p.steady_state()
@@ -120,7 +126,7 @@ def truth_of(p: Preset, thermal_only: bool = False) -> dict[str, dict[str, Any]]
     put("thermal.fan_max_power_w", p.power.fan_max_w, "W", "design")
 
     dev = VirtualGPU(p, seed=0)
-    benches = thermal_benchmarks(dev.info, RC_PROTOCOL)
+    benches = thermal_benchmarks(dev.info, campaign)
     ref = benches[0].workload(dev.info)
     _, load = dev.evaluate(ref)
     hot = p.steady_state(load.dyn_core_w + load.dyn_mem_w, load.dyn_mem_w, host_busy=True)
@@ -129,7 +135,7 @@ def truth_of(p: Preset, thermal_only: bool = False) -> dict[str, dict[str, Any]]
         "W/C", f"leakage secant between idle and {benches[0].name} steady state")
 
     rows = []
-    all_b = list(thermal_benchmarks(dev.info, RC_PROTOCOL))
+    all_b = list(thermal_benchmarks(dev.info, campaign))
     for b in all_b:
         w = b.workload(dev.info)
         _, ld = dev.evaluate(w)
@@ -144,11 +150,11 @@ def truth_of(p: Preset, thermal_only: bool = False) -> dict[str, dict[str, Any]]
     put("thermal.lambda_c", lam, "C", how)
     put("thermal.rho_c", rho, "C", how)
 
-    traces = _thermal_traces(p)
+    traces = _thermal_traces(p, campaign)
     put("thermal.rc_rise_s", _pooled_tau([tr["heat"] for tr in traces], "rise"), "s",
-        f"pooled single-pole fit to noise-free {RC_PROTOCOL} thermal steps")
+        f"pooled single-pole fit to noise-free {campaign} thermal steps")
     put("thermal.rc_decay_s", _pooled_tau([tr["cool"] for tr in traces], "decay"), "s",
-        f"pooled single-pole fit to noise-free {RC_PROTOCOL} thermal steps")
+        f"pooled single-pole fit to noise-free {campaign} thermal steps")
     return truth
 
 

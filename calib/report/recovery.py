@@ -16,7 +16,9 @@ def recovery_report(preset: str, pf: ParameterFile, heldout_mape_pct: float | No
                     heldout_rows: int = 0) -> dict[str, Any]:
     """Per-parameter truth, fitted value, its statistical and total standard errors and relative error (%),
     plus the held-out power MAPE (%)."""
-    truth = ground_truth(preset)
+    # the thermal constants are defined by the campaign's thermal steps (their windows and workloads)
+    campaign = ((pf.provenance or {}).get("campaign") or {}).get("name")
+    truth = ground_truth(preset, campaign)
     rows = []
     for key, t in truth.items():
         section, name = key.split(".", 1)
