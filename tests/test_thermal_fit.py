@@ -200,3 +200,17 @@ def test_committed_ipp_thermal_error_bars_are_neither_too_narrow_nor_too_wide(sc
     med = statistics.median(ratios)
     honest = within >= 0.85 and 0.35 <= med <= 0.9
     assert honest == (scale == 1.0), (scale, round(within, 3), round(med, 3))
+
+
+def test_a_clean_integer_sensor_is_told_from_a_dithered_one():
+    """The Max_temp plane keeps a step's whole quantization error only where the readings are not dithered
+    (calib.fit.thermal._dithered): whole-degree readings of a settling curve with 0.3 C noise turn back and
+    forth over the tail; without noise they climb one way or stay put."""
+    from calib.fit.thermal import _dithered
+
+    t = np.arange(0.0, 900.0, 1.0)
+    curve = 40.0 + 17.3 * (1.0 - np.exp(-t / 48.0))
+    rng = np.random.default_rng(1)
+    assert _dithered(np.round(curve + rng.normal(0.0, 0.3, t.size)))
+    assert not _dithered(np.round(curve))
+    assert not _dithered(np.full(t.size, 57.0))

@@ -370,8 +370,8 @@ class ThermalFitter(Estimator):
         """Statistical covariance of the Max_temp plane (eq. 19) from the steps' measurement errors, not
         from its residuals: the residuals of a plane through 4-6 steps are the plane's misfit to the
         physics (2-3 degrees of freedom), the same for every run of the campaign, so they say nothing of
-        how far the constants move when it runs again (the residual estimate was 100-1000x the
-        seed-to-seed spread on the virtual GPUs). The rises' covariance from the pooled one-pole fit, the
+        how far the constants move when it runs again (tests/benchmarks/thermal_results.md, session 8).
+        The rises' covariance from the pooled one-pole fit, the
         idle temperature's error (common to every rise: it moves lambda alone) and the cold runtime
         power's noise (times mu) are propagated through the least squares (a sandwich: the estimate
         stays ordinary least squares). Also sets the plane's ``stderr`` and keeps what the form term
@@ -379,7 +379,7 @@ class ThermalFitter(Estimator):
         mu = res.by_name()["mu_c_per_w"].value
         V = np.nan_to_num(rise_cov) + idle_temp_se ** 2 + np.diag(mu ** 2 * np.nan_to_num(p_var))
         # a sensor without noise reads the steady tail as one whole degree: the rise keeps its quantization
-        # error whole, which no residual shows (a fitted asymptote on a clean integer sensor was 0.5-1 C off)
+        # error whole, which no residual shows
         V = V + np.diag([0.0 if dithered else READING_QUANTIZATION_SE_C ** 2 for dithered in dither])
         pinv = np.linalg.pinv(X)
         C = pinv @ V @ pinv.T
@@ -397,9 +397,8 @@ class ThermalFitter(Estimator):
         No delete-one-step jackknife over the thermal steps: the steps are not exchangeable groups (each
         has its own workload, temperature range and fan history; the pooled time constant and the plane
         through 4-6 steps for 2-3 constants lean on each step differently), so leaving one out measured
-        its leverage, not an error: on the standard campaign's seeds it made the plane's constants 10-100x
-        and the time constants 2-6x wider than their errors against the truth
-        (tests/benchmarks/thermal_results.md, session 8), as it did for sigma and the thermal network."""
+        its leverage, not an error, as for sigma and the thermal network (tests/benchmarks/thermal_results.md,
+        session 8)."""
         import warnings as _w
 
         names = list(cov.names)
