@@ -363,7 +363,6 @@ def _pool(runs: Sequence[Run], window_s: float, lag_s: float, guard_s: float, n_
     """The pooled reconstruction of :func:`power_run_energy` on ``n_cells`` cells of ``h`` s."""
     acc = np.zeros(n_cells + 1)
     cnt = np.zeros(n_cells + 1)
-    wsq = np.zeros(n_cells + 1)       # per cell: sum over covering windows of (1)
     contrib: list[tuple[int, int, float]] = []
     outside = []
     used = 0

@@ -28,7 +28,6 @@ the window).
 from __future__ import annotations
 
 import logging
-import math
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass

@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.core import names
 from calib.core.activity import basis_of, table_access_rates
 from calib.core.params import ParameterFile, Section
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX

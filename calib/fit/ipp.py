@@ -213,7 +213,6 @@ class IppPowerFitter(Estimator):
         self._twins: dict[tuple, list[tuple[dict[str, float], LsqResult | None]]] = {}
         self._designs: dict[_Struct, model.Design] = {}
         self._hold: frozenset[str] = frozenset()
-        n_sm = int(self.sm_count)
         act, running, active, temp, y = self._arrays(data, units, sigma)
         has_sweep = len(np.unique(active)) > 2
         self._has_sweep = has_sweep

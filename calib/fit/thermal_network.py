@@ -80,7 +80,6 @@ import pandas as pd
 
 from calib.core import names
 from calib.core.errors import FitError
-from calib.core.metrics import errors
 from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Estimator, number, optional, options
 from calib.fit.core import fit_lsq
@@ -183,16 +182,6 @@ def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarr
 
 def _direct(d: _StepData, width: float, t_eval: np.ndarray) -> np.ndarray:
     return d.du_w[np.clip(np.floor(t_eval / width).astype(int), 0, len(d.du_w) - 1)]
-
-
-def _predict_step(d: _StepData, r: np.ndarray, tau: np.ndarray, rd: float, p0: float, width: float,
-                  t_eval: np.ndarray | None = None) -> np.ndarray:
-    """Model rise (C) at the step's observation times (or at ``t_eval``)."""
-    t_eval = d.obs_t if t_eval is None else t_eval
-    out = rd * _direct(d, width, t_eval)
-    for ri, ti in zip(r, tau):
-        out = out + ri * _unit_at(d, float(ti), p0, width, t_eval)
-    return out
 
 
 def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -893,7 +882,7 @@ class ThermalNetworkFitter(Estimator):
         """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W; its standard
         error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
         fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""
-        from calib.model.thermal_network import (CONTROLLER_PARAMS, NODE_AMBIENT, NODE_BUSY_HEAT, NODE_BUSY_RISE,
+        from calib.model.thermal_network import (NODE_AMBIENT, NODE_BUSY_HEAT, NODE_BUSY_RISE,
                                                  NODE_FAN_G, NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)
 
         self._validate_settings()

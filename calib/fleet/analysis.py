@@ -51,7 +51,6 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from calib.core.errors import BadInputError
 
 log = logging.getLogger(__name__)
 
