@@ -357,7 +357,7 @@ class IppPowerFitter(Estimator):
         free = [p.name for p in res.params if p.vary]
         vals = {p.name: p.value for p in res.params}
         act, running, active, temp, y, sigma, idle_temp_c = self._data
-        d = model.design(self._structure(self.struct_), act, running, active, temp, sigma, idle_temp_c)
+        d = self._design(self.struct_)
         jd = model.jacobian(vals, d)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
         pred = model.power(vals, d)
@@ -522,8 +522,8 @@ class IppPowerFitter(Estimator):
 
     def _fit_held(self, held: Mapping[str, float], start: Mapping[str, float]) -> LsqResult | None:
         """The chosen structure refitted with the parameters ``held`` fixed at their values."""
-        act, running, active, temp, y, sigma, idle_temp_c = self._data
-        d = model.design(self._structure(self.struct_), act, running, active, temp, sigma, idle_temp_c)
+        y = self._data[4]
+        d = self._design(self.struct_)
         ps = self._params(self.struct_, start)
         for p in ps:
             if p.name in held:
@@ -787,7 +787,7 @@ class IppPowerFitter(Estimator):
                 out = max(out, abs(x - y) / scale)
         return out
 
-    def _hops(self, res: LsqResult) -> list[dict[str, float]]:
+    def _hops(self, res: LsqResult) -> list[tuple[tuple[str, float], dict[str, float]]]:
         """Starting points one nonlinear parameter away from ``res`` (an access-rate slope, ``sm_beta`` or
         the shared share, scaled by each of :attr:`HOP_FACTORS` within its bounds; the linear parameters
         are solved again for each start by :meth:`_fit`). The clamped log access-rate functions make the
@@ -797,11 +797,8 @@ class IppPowerFitter(Estimator):
         the temperature correction moved mi300x's L2 and HBM MaxPowers by 18 % and 7 % (the better
         optimum found at sigma x 1.00, missed at x 0.95 and x 1.05; tests/benchmarks/
         thermal_results.md, session 7): moved one at a time, one of them (L1's slope) leads into the
-        better optimum from either side. Deterministic, so a refit of the same rows is the same fit."""
-        return [x for _, x in self._hop_starts(res)]
-
-    def _hop_starts(self, res: LsqResult) -> list[tuple[tuple[str, float], dict[str, float]]]:
-        """The starts of :meth:`_hops`, each with its (parameter, factor)."""
+        better optimum from either side. Deterministic, so a refit of the same rows is the same fit.
+        Each start comes with its recipe, (parameter, factor), for :meth:`_recipe_fits`."""
         base = {p.name: p.value for p in res.params if p.vary}
         out = []
         for p in res.params:
@@ -874,7 +871,7 @@ class IppPowerFitter(Estimator):
             if res.bic > give_up:
                 break
             recipes = [(("rand", i), x) for i, x in enumerate(self._random_starts(res))]
-            recipes += [(("hop", *h), x) for h, x in self._hop_starts(res)]
+            recipes += [(("hop", *h), x) for h, x in self._hops(res)]
             better = min([res, *self._fits_from(st, [None]), *self._recipe_fits(st, res, recipes)],
                          key=lambda r: r.chisqr)
             if better.chisqr >= res.chisqr - 1e-9 * max(res.chisqr, 1e-300):
