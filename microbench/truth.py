@@ -94,19 +94,28 @@ def _leak(p: Preset, temp_c: float) -> float:
     return pp.leak_ref_w * math.exp(pp.leak_k_per_c * (temp_c - pp.leak_ref_c))
 
 
-@lru_cache(maxsize=16)
+def _thermal_protocol(campaign: str | None) -> str:
+    """The campaign whose thermal steps define the thermal constants: ``campaign``, or the standard one
+    for none, an unknown one or one without thermal steps."""
+    return campaign if campaign in CAMPAIGNS and CAMPAIGNS[campaign].thermal_steps else RC_PROTOCOL
+
+
 def ground_truth(name: str, campaign: str | None = None) -> dict[str, dict[str, Any]]:
     """Truth per parameter name, ``{"section.param": {"value", "unit", "how"}}`` (see module docstring), the
     protocol-defined thermal constants for ``campaign``'s thermal steps (default, or a campaign without
     thermal steps: the standard campaign's)."""
+    return _ground_truth(name, _thermal_protocol(campaign))
+
+
+@lru_cache(maxsize=16)
+def _ground_truth(name: str, campaign: str) -> dict[str, dict[str, Any]]:
     return truth_of(get_preset(name), campaign=campaign)
 
 
 def truth_of(p: Preset, thermal_only: bool = False, campaign: str | None = None) -> dict[str, dict[str, Any]]:
     """Ground truth of any preset object (used to design presets as well); ``campaign``: as
     :func:`ground_truth`."""
-    if campaign not in CAMPAIGNS or not CAMPAIGNS[campaign].thermal_steps:
-        campaign = RC_PROTOCOL
+    campaign = _thermal_protocol(campaign)
     from microbench.devices.sim.device import VirtualGPU
 
     idle = p.steady_state()
