@@ -130,3 +130,16 @@ def combinations_of(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]
 
 def failures(verdicts: Iterable[Verdict]) -> list[str]:
     return [f"{v.what}: error {v.error:+.4g}, allowed {v.allowed:.4g} ({v.rule})" for v in verdicts if not v.ok]
+
+
+def honest_bars(ratios: Iterable[float], median_band: tuple[float, float], within_min: float = 0.85
+                ) -> tuple[bool, float, float]:
+    """Whether pooled error bars are the right size, from each value's |fitted - truth| / stderr_total: at
+    least ``within_min`` of them within 2 (the bars cover) and their median inside ``median_band`` (about
+    0.67 for honest Gaussian errors: not wider than the errors). Returns (honest, share within 2, median)."""
+    import statistics
+
+    r = list(ratios)
+    within = sum(x <= 2.0 for x in r) / len(r)
+    med = statistics.median(r)
+    return within >= within_min and median_band[0] <= med <= median_band[1], within, med

@@ -105,21 +105,27 @@ def test_a_design_round_is_recorded_run_and_resumed(session_copy):
     assert len(markers) - n_markers <= 2  # a new segment's start (and nothing run)
 
 
-def test_calib_run_design_adaptive_records_each_round(session_copy, cli):
-    """`calib run --design adaptive` on a complete session: every round's kernels, the MaxPowers above
-    the target before it and their errors after it are in the manifest, and the budget bounds the added
-    device time. Catches a loop that runs kernels without recording why, or past its budget."""
+def _run_design(session_copy, cli, *options: str) -> tuple[str, dict]:  # noqa: ANN001
+    """`calib run --design adaptive OPTIONS` on the copied quick gtx280 session: (stdout, its manifest);
+    asserts exit 0."""
     cwd = os.getcwd()
     os.chdir(session_copy)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             code, out, err = cli("run", "--campaign", "quick", "--name", "q", "--device", "sim:gtx280",
-                                 "--design", "adaptive", "--target", "1", "--budget", "120")
+                                 "--design", "adaptive", *options)
     finally:
         os.chdir(cwd)
     assert code == 0, out + err
-    man = json.loads((session_copy / "logs" / "q" / "manifest.json").read_text())
+    return out, json.loads((session_copy / "logs" / "q" / "manifest.json").read_text())
+
+
+def test_calib_run_design_adaptive_records_each_round(session_copy, cli):
+    """`calib run --design adaptive` on a complete session: every round's kernels, the MaxPowers above
+    the target before it and their errors after it are in the manifest, and the budget bounds the added
+    device time. Catches a loop that runs kernels without recording why, or past its budget."""
+    out, man = _run_design(session_copy, cli, "--target", "1", "--budget", "120")
     rounds = man.get("design") or []
     assert rounds, out
     assert sum(r["expected_s"] for r in rounds) <= 120
@@ -204,17 +210,7 @@ def test_design_runs_no_round_that_its_refit_preview_says_lowers_nothing(session
     left them at 118, 134 and 49 %. The refit with those kernels' predicted power says so before any
     device time is spent: no round is recorded or run, and the message names what is left. Catches a
     design that runs rounds whose only predicted gain is model form counted as noise."""
-    cwd = os.getcwd()
-    os.chdir(session_copy)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            code, out, err = cli("run", "--campaign", "quick", "--name", "q", "--device", "sim:gtx280",
-                                 "--design", "adaptive", "--target", "40")
-    finally:
-        os.chdir(cwd)
-    assert code == 0, out + err
-    man = json.loads((session_copy / "logs" / "q" / "manifest.json").read_text())
+    out, man = _run_design(session_copy, cli, "--target", "40")
     assert not man.get("design"), man.get("design")
     assert not any(str(p.get("name", "")).startswith("design_") for p in man["plan"])
     assert "no round run" in out and "design round 1:" not in out

@@ -181,11 +181,11 @@ def test_committed_ipp_thermal_error_bars_are_neither_too_narrow_nor_too_wide(sc
     from its 2-dof residuals and the delete-one-step jackknife, 10-100x the plane's errors). The band's
     lower end is below the issue's 0.45: the time constants' and Idle_temp's bars are still 2-7x wider
     than their errors (tests/benchmarks/thermal_results.md, session 8)."""
-    import statistics
     from pathlib import Path
 
     from calib.core.params import load
     from calib.report.recovery import recovery_report
+    from recovery_rule import honest_bars
 
     root = Path(__file__).resolve().parents[1]
     ratios = []
@@ -196,9 +196,7 @@ def test_committed_ipp_thermal_error_bars_are_neither_too_narrow_nor_too_wide(sc
                    if r["parameter"].startswith("thermal.") and r.get("stderr_total") and r["fitted"] is not None
                    and r["truth"] is not None]
     assert len(ratios) >= 30
-    within = sum(x <= 2.0 for x in ratios) / len(ratios)
-    med = statistics.median(ratios)
-    honest = within >= 0.85 and 0.35 <= med <= 0.9
+    honest, within, med = honest_bars(ratios, (0.35, 0.9))
     assert honest == (scale == 1.0), (scale, round(within, 3), round(med, 3))
 
 

@@ -474,10 +474,9 @@ def test_committed_networks_error_bars_are_neither_too_narrow_nor_too_wide(scale
     within 0.4-0.9 (about 0.67 for honest errors). Passes as committed (93 %, 0.52); fails with every
     stderr_total doubled (median 0.26) or halved (62 % within 2), and failed with the leave-one-step-out
     jackknife in the totals (median 0.31: gtx280's 0.09, titanx's 0.19 over five seeds each)."""
-    import statistics
-
     from calib.core.params import load
     from microbench.thermal_truth import thermal_network_recovery_rows
+    from recovery_rule import honest_bars
 
     root = Path(__file__).resolve().parents[1]
     ratios = []
@@ -486,7 +485,5 @@ def test_committed_networks_error_bars_are_neither_too_narrow_nor_too_wide(scale
         ratios += [abs(r["abs_error"]) / (scale * r["stderr_total"]) for r in thermal_network_recovery_rows(preset, pf)
                    if r["stderr_total"]]
     assert len(ratios) >= 25
-    within = sum(x <= 2.0 for x in ratios) / len(ratios)
-    med = statistics.median(ratios)
-    honest = within >= 0.85 and 0.4 <= med <= 0.9
+    honest, within, med = honest_bars(ratios, (0.4, 0.9))
     assert honest == (scale == 1.0), (scale, round(within, 3), round(med, 3))
