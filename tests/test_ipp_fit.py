@@ -134,6 +134,40 @@ def test_model_power_and_its_jacobian_match_the_equations():
         assert np.allclose(jac[name], num, rtol=1e-5, atol=1e-6), name
 
 
+def test_the_per_access_share_is_eq_9_with_a_line_beside_the_log_and_its_jacobian_is_exact():
+    """``ar_linear_share`` s: a log unit's AR' is s AR + (1 - s) max(0, a ln AR + b) (calib.model.arfunc),
+    written out by hand for one row; 1 at AR = 1 (MaxPower stays the power at AR = 1); the Jacobian in s
+    and the slopes against central differences, with the shared-activation pool on (its overlap moves with
+    s too); and a file without the share predicts as with s = 0."""
+    df = _table()
+    act = {u: df[f"act_{u}"].to_numpy() for u in FORMS}
+    running = (df["role"] != "idle").to_numpy()
+    n = df["active_sms"].to_numpy(float)
+    vals = {**TRUE, "ar_linear_share": 0.2}
+    d = model.design(STRUCT, act, running, n)
+    i = int(np.flatnonzero(df["workload"] == "sm4")[0])  # fp 0.8, int 0.05, global 0.05 on 4 of 16 SMs
+    s = np.log10((10 - 1.1) / 16 * 4 + 1.1)
+    fp = 0.2 * 0.8 + 0.8 * max(0.0, 0.12 * np.log(0.8) + 1.0)
+    glob = 40.0 * (0.2 * 0.05 + 0.8 * max(0.0, 0.1365 * np.log(0.05) + 1.0))
+    hand = 60.0 + 10.0 + s * (16 * 0.5 + 16 * fp + 16 * 0.8 * 0.05 + glob)
+    assert model.power(vals, d)[i] == pytest.approx(hand, rel=1e-12)
+    assert model.unit_power(vals, "fp", "log", 1.0)[0] == pytest.approx(1.0, rel=1e-12)
+    assert np.array_equal(model.power(TRUE, d), model.power({**TRUE, "ar_linear_share": 0.0}, d))
+    pooled = {**STRUCT, "shared_activation": {"units": ["fp", "sfu"]}}
+    mix = {**act, "sfu": np.where(act["fp"] > 0, 0.3, act["sfu"])}
+    dp = model.design(pooled, mix, running, n)
+    vp = {**vals, "shared_activation_frac": 0.3}
+    jac = model.jacobian(vp, dp)
+    for name in ("ar_linear_share", "ar_log_a_fp", "ar_log_a_global", "shared_activation_frac"):
+        h = 1e-6
+        up, dn = dict(vp), dict(vp)
+        up[name] += h
+        dn[name] -= h
+        num = (model.power(up, dp) - model.power(dn, dp)) / (2 * h)
+        assert np.allclose(jac[name], num, rtol=1e-5, atol=1e-6), name
+    assert np.ptp(jac["ar_linear_share"]) > 0.1
+
+
 def test_unknown_memory_unit_is_refused_by_the_cli(cli, tmp_path):
     # a typo in --mem-units must not silently move the memory units to the core domain
     from calib.core.samples import write_samples
@@ -343,9 +377,11 @@ def test_auto_shared_activation_reaches_the_better_setting_on_the_real_titan_x_m
             f = IppPowerFitter(sm_count=24, chip_units=["L2", "DRAM"], mem_units=["DRAM"], shared_activation=sh,
                                default_clocks={"core_mhz": core, "mem_mhz": mem}).fit(train, uncertainty=False)
             bic[sh] = (f.result_.bic, f.shared_)
-    assert bic["on"][0] < bic["off"][0] - 5.0, bic  # the data prefer the term (by 7.8)
+    assert bic["on"][0] < bic["off"][0] - 5.0, bic  # the data prefer the term (by 8.2)
     assert bic["auto"][1] is True, bic
-    assert bic["auto"][0] == pytest.approx(bic["on"][0], abs=1e-6), bic
+    # the auto search also flips the per-access share, so it may end a little below the held-on search
+    # (283.41 against 283.54), never above it
+    assert bic["on"][0] - 1.0 < bic["auto"][0] <= bic["on"][0] + 1e-6, bic
 
 
 def test_the_standard_campaigns_training_mixes_let_the_data_choose_the_shared_activation():

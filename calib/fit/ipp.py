@@ -40,7 +40,7 @@ from calib.fit.core import LsqResult, fit_lsq, solve_linear
 from calib.model.arfunc import IPP_A, LINEAR, LOG, ar_transform
 from calib.model.intervals import MIN_HELDOUT_WORKLOADS
 from calib.model import ipp as model
-from calib.model.ipp import SHARED_KEY, SHARED_PARAM, shared_pool
+from calib.model.ipp import LINEAR_SHARE, SHARED_KEY, SHARED_PARAM, shared_pool
 from calib.core.params import Covariance, Param, Section
 from calib.fit.uncertainty import (
     IDLE_GROUP,
@@ -68,32 +68,39 @@ EXCLUDED_ROLES = ("heldout", "thermal", "timing")  # timing: latency chases and 
 SM_FLIP = "<sm_scaling>"
 #: the flip of the shared-activation term (on/off) among the search's flips
 SHARED_FLIP = "<shared_activation>"
+#: the flip of the log access-rate function's per-access share (on/off)
+SHARE_FLIP = "<linear_share>"
 
 
 @dataclass(frozen=True)
 class _Struct:
     """A model structure the search compares: each unit's access-rate function (in unit order), the
-    active-SM scaling and whether the shared-activation term is on."""
+    active-SM scaling, whether the shared-activation term is on and whether the log function has its
+    per-access share."""
 
     forms: tuple[tuple[str, str], ...]
     smf: str
     shared: bool
+    share: bool = False
 
     @property
     def form_map(self) -> dict[str, str]:
         return dict(self.forms)
 
     def flip(self, what: str, fitter: "IppPowerFitter") -> "_Struct":
-        """This structure with one flip (a unit's function, :data:`SM_FLIP` or :data:`SHARED_FLIP`)."""
+        """This structure with one flip (a unit's function, :data:`SM_FLIP`, :data:`SHARED_FLIP` or
+        :data:`SHARE_FLIP`)."""
         forms = self.form_map
-        smf, shared = self.smf, self.shared
+        smf, shared, share = self.smf, self.shared, self.share
         if what == SM_FLIP:
             smf = "linear" if smf == "log" else "log"
         elif what == SHARED_FLIP:
             shared = not shared
+        elif what == SHARE_FLIP:
+            share = not share
         else:
             forms[what] = LINEAR if forms[what] == LOG else LOG
-        return fitter._struct(forms, smf, shared)
+        return fitter._struct(forms, smf, shared, share)
 
 
 class IppPowerFitter(Estimator):
@@ -123,6 +130,10 @@ class IppPowerFitter(Estimator):
         scaling as one more flip), ``"on"`` (its share fitted, 0 included) or ``"off"`` (the additive IPP
         model). BIC, not cross-validation: the criterion of the other structure choices, and one fit per
         structure instead of one per workload (figures: tests/benchmarks/code_figures.md).
+    linear_share:
+        ``"auto"`` (default: the log access-rate function's per-access share ``ar_linear_share``,
+        :mod:`calib.model.arfunc`, on or off by BIC, one more flip of the search, which starts without
+        it), ``"on"`` (fitted from the start, 0 included) or ``"off"`` (IPP's pure log).
     """
 
     constraints = {
@@ -136,13 +147,15 @@ class IppPowerFitter(Estimator):
         "default_clocks": optional(mapping_of(optional(number(0, 1e5, lo_open=True)), "core_mhz/mem_mhz")),
         "temperature_correction": optional(mapping_of(number(), "sigma_w_per_c/idle_temp_c")),
         "shared_activation": options("auto", "on", "off"),
+        "linear_share": options("auto", "on", "off"),
     }
 
     def __init__(self, *, ar_forms: str | Mapping[str, str] = "auto", sm_scaling: str = "auto",
                  loss: str = "linear", mem_units: Iterable[str] | None = None, sm_count: int = 1,
                  chip_units: Iterable[str] | None = None, warp_issue_per_cycle: float | None = None,
                  default_clocks: Mapping[str, float | None] | None = None,
-                 temperature_correction: Mapping[str, float] | None = None, shared_activation: str = "auto"):
+                 temperature_correction: Mapping[str, float] | None = None, shared_activation: str = "auto",
+                 linear_share: str = "auto"):
         self.ar_forms = ar_forms
         self.sm_scaling = sm_scaling
         self.loss = loss
@@ -153,6 +166,7 @@ class IppPowerFitter(Estimator):
         self.default_clocks = default_clocks
         self.temperature_correction = temperature_correction
         self.shared_activation = shared_activation
+        self.linear_share = linear_share
 
     # -- fitting ------------------------------------------------------------------------------
     def training_rows(self, df: pd.DataFrame) -> pd.DataFrame:
@@ -233,7 +247,8 @@ class IppPowerFitter(Estimator):
         shared = [False, True] if self.shared_activation == "auto" else [self.shared_activation == "on"]
         # the SM scaling and the shared-activation term first (with the starting unit forms), then the
         # unit forms (and both again, as flips of the search) from the best of them
-        first = [(self._struct(forms, smf, sh), None) for smf in sm_forms for sh in shared]
+        share0 = self.linear_share == "on"
+        first = [(self._struct(forms, smf, sh, share0), None) for smf in sm_forms for sh in shared]
         first = [(s_, self._fit(s_)) for s_, _ in first]
         st, res = min(first, key=lambda t: t[1].bic)
         st, res = self._search(st, res)
@@ -248,7 +263,7 @@ class IppPowerFitter(Estimator):
                 warns.append(f"unit {u}: the fitted log access-rate function was 0 at every observed access rate; "
                              "linear form used instead")
             self._pinned |= set(dead)
-            st = self._struct(forms, st.smf, st.shared)
+            st = self._struct(forms, st.smf, st.shared, st.share)
             st, res = self._search(st, self._fit(st))
             dead = self._dead_log_units(res, st)
         res, self.alternatives_ = self._multistart(res, st)
@@ -258,6 +273,7 @@ class IppPowerFitter(Estimator):
         self.forms_ = st.form_map
         self.sm_scaling_ = st.smf
         self.shared_ = st.shared
+        self.share_ = st.share
         self.params_ = res.params
         self.warnings_ = warns + res.warnings
         if not has_sweep:
@@ -316,7 +332,8 @@ class IppPowerFitter(Estimator):
             self._set_stderr(stat)
             return stat
         settings = dict(self.get_params(), ar_forms=dict(self.forms_), sm_scaling=self.sm_scaling_,
-                        shared_activation="on" if self.shared_ else "off")
+                        shared_activation="on" if self.shared_ else "off",
+                        linear_share="on" if self.share_ else "off")
 
         def refit(mask: np.ndarray) -> dict[str, float] | None:
             sub = IppPowerFitter(**settings)
@@ -390,18 +407,21 @@ class IppPowerFitter(Estimator):
                     form[i, i] += (self.EXTRAPOLATION_SE * gap) ** 2
                 continue
             m, a = vals[names.max_power(u)], vals[names.ar_log_a(u)]
-            level = 1.0 + a * math.log(x) if 0.0 < x < 1.0 else 0.0
-            if level > 0.0 and m > 0.0:
-                # another saturating curve through the same measurements: the power law AR^e with the log
-                # curve's value and elasticity e at x; its value at AR = 1 differs from the log's by
-                # m ((1 + a ln x) x^-e - 1), about m (a ln x)^2 / 2 (figures: tests/benchmarks/code_figures.md)
-                e = a / level
+            sh = vals.get(LINEAR_SHARE, 0.0)
+            raw = 1.0 + a * math.log(x) if 0.0 < x < 1.0 else 0.0
+            level = sh * x + (1.0 - sh) * raw
+            if raw > 0.0 and m > 0.0:
+                # another saturating curve through the same measurements: the power law AR^e with the
+                # fitted curve's value and elasticity e at x; its value at AR = 1 differs from the fitted
+                # one's by m (f(x) x^-e - 1), about m (a ln x)^2 / 2 for the pure log (figures:
+                # tests/benchmarks/code_figures.md)
+                e = (sh * x + (1.0 - sh) * a) / level
                 gap = m * (level * x ** (-e) - 1.0)
                 # along the direction that keeps the unit's power at its highest measured rate: MaxPower
                 # moves, the slope compensates, so predictions inside the measured range barely move
                 v = np.zeros(len(free))
                 v[free.index(names.max_power(u))] = 1.0
-                v[free.index(names.ar_log_a(u))] = -level / (m * math.log(x))
+                v[free.index(names.ar_log_a(u))] = -level / (m * (1.0 - sh) * math.log(x))
                 form += (self.EXTRAPOLATION_SE * gap) ** 2 * np.outer(v, v)
         # other structures that fit nearly as well once the discrepancy is counted
         s2 = float(self.result_.redchi) + tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else \
@@ -459,7 +479,7 @@ class IppPowerFitter(Estimator):
         ``s2`` that counts the model's discrepancy (:func:`calib.fit.uncertainty.evidence_log_weight`),
         and the covariance is model averaging's between-structure term
         (:func:`calib.fit.uncertainty.model_average_covariance`). Parameters a structure lacks (a linear
-        unit's slope) count as unchanged."""
+        unit's slope) count as unchanged, except the per-access share (absent: 0)."""
         k = len(free)
         self._weights: list[tuple[_Struct, LsqResult, float]] = []
         if s2 <= 0 or not self._seen:
@@ -468,7 +488,8 @@ class IppPowerFitter(Estimator):
         alts = [(st, r) for st, r in self._seen.items() if st != self.struct_]
         shifts = []
         for _, r in alts:
-            got = {p.name: p.value for p in r.params}
+            # a structure without the per-access share is the share at 0
+            got = {LINEAR_SHARE: 0.0, **{p.name: p.value for p in r.params}}
             shifts.append(np.array([got.get(nm, vals[nm]) - vals[nm] for nm in free]))
         logw = [evidence_log_weight(r.chisqr, r.nvarys, best.chisqr, best.nvarys, s2, n) for _, r in alts]
         cov, w = model_average_covariance(shifts, logw, k)
@@ -581,13 +602,17 @@ class IppPowerFitter(Estimator):
             parts.append(f"sm_scaling {st.smf}")
         if st.shared != self.struct_.shared:
             parts.append(f"shared activation {'on' if st.shared else 'off'}")
+        if st.share != self.struct_.share:
+            parts.append(f"per-access share {'on' if st.share else 'off'}")
         return " + ".join(parts) or "(same structure, another optimum)"
 
     # -- structures and their fits --------------------------------------------------------------
-    def _struct(self, forms: Mapping[str, str], smf: str, shared: bool) -> "_Struct":
-        """The structure of these forms (a shared-activation term without a pool is no term)."""
+    def _struct(self, forms: Mapping[str, str], smf: str, shared: bool, share: bool = False) -> "_Struct":
+        """The structure of these forms (a shared-activation term without a pool is no term, nor a
+        per-access share without a log unit)."""
         spec = {u: {"scope": "chip" if u in self._chip else "sm", "ar_function": f} for u, f in forms.items()}
-        return _Struct(tuple((u, forms[u]) for u in self.units_), smf, bool(shared and shared_pool(spec)))
+        return _Struct(tuple((u, forms[u]) for u in self.units_), smf, bool(shared and shared_pool(spec)),
+                       bool(share and any(f == LOG for f in forms.values())))
 
     def _fits_from(self, st: "_Struct", starts: Sequence[Mapping[str, float] | None]) -> list[LsqResult]:
         """The structure fitted from each starting point (None: the default start); starts whose fit
@@ -627,6 +652,10 @@ class IppPowerFitter(Estimator):
         if any(f == LOG for f in forms.values()):
             ps.append(Param("ar_log_b", 1.0, "1", -math.inf, math.inf, False,
                             description="intercept b, fixed at 1 so that MaxPower is the power at AR = 1"))
+            if st.share:
+                ps.append(Param(LINEAR_SHARE, 0.05, "1", 0.0, 0.95, True,
+                                description="share of a log unit's power proportional to its accesses, "
+                                            "s AR + (1 - s)(a ln AR + b)"))
         if st.smf == "log":
             ps.append(Param("sm_beta", 1.1, "1", 1.0001, 9.9, True,
                             description="beta of log10(alpha n + beta), alpha = (10 - beta)/Num_SMs"))
@@ -812,12 +841,15 @@ class IppPowerFitter(Estimator):
 
     def _flips(self) -> list[str]:
         """What the search may change: units' access-rate functions (unless given), the SM scaling (with
-        an active-SM sweep, when not given) and the shared-activation term (when not given)."""
+        an active-SM sweep, when not given), the shared-activation term and the per-access share (each when
+        not given)."""
         out = [] if isinstance(self.ar_forms, Mapping) else [u for u in self.units_ if u not in self._pinned]
         if self._has_sweep and self.sm_scaling == "auto":
             out.append(SM_FLIP)
         if self.shared_activation == "auto":
             out.append(SHARED_FLIP)
+        if self.linear_share == "auto":
+            out.append(SHARE_FLIP)
         return [f for f in out if f not in self._hold]
 
     def _other_shared(self, st: "_Struct", res: LsqResult, first: Sequence[tuple["_Struct", LsqResult]] = ()

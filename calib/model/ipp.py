@@ -9,8 +9,9 @@
                   or n / Num_SMs                                             ("linear", Fermi and later)
     GPU_power(t)= ... + sigma x (Temperature(t) - Idle_temp)                            (21)-(23)
 
-AR' is the identity or the clamped logarithm ``max(0, a_unit ln AR + b)`` per unit (see
-:mod:`calib.model.arfunc`). Chip-level units (L2, global and local memory) are not multiplied by the
+AR' is the identity or the clamped logarithm ``max(0, a_unit ln AR + b)`` per unit, the latter with an
+optional part proportional to the accesses, ``s AR + (1 - s) max(0, a_unit ln AR + b)`` (one share ``s``,
+``ar_linear_share``, for every log unit; absent = 0, IPP's form; see :mod:`calib.model.arfunc`). Chip-level units (L2, global and local memory) are not multiplied by the
 number of SMs. ``Activation`` is the Fermi-style constant power of any running kernel (0 on GT200, where
 it is part of Const_SM). Everything is vectorised over rows.
 
@@ -42,7 +43,7 @@ import pandas as pd
 
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
-from calib.model.arfunc import FORMS, LOG, log_rate
+from calib.model.arfunc import FORMS, LOG, mixed_rate
 from calib.model.thermal import leakage_w
 from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, check_names, in_range
 from calib.core import names
@@ -54,8 +55,11 @@ SHARED_KEY = "shared_activation"
 SHARED_PARAM = "shared_activation_frac"
 #: units never pooled: active with every instruction (the issue stage itself)
 NOT_POOLED = frozenset({"reg", "fds"})
+#: the per-access share of the log access-rate function (module docstring; absent: 0)
+LINEAR_SHARE = "ar_linear_share"
 #: the model's parameters besides each unit's max_power_<unit>_w and ar_log_a_<unit> (calib.core.names)
-PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_b", "sm_beta", SHARED_PARAM)
+PARAMETERS = ("idle_power_w", "activation_power_w", "const_sm_power_w", "ar_log_b", "sm_beta", SHARED_PARAM,
+              LINEAR_SHARE)
 
 
 def shared_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -158,13 +162,14 @@ def table_design(structure: Mapping[str, Any], df: pd.DataFrame, act: Mapping[st
 
 
 def _terms(values: Mapping[str, float], d: Design) -> tuple[np.ndarray, ...]:
-    """AR' of every unit (eq. 9; units x rows), d AR'/d a_unit, the MaxPowers, each unit's power before
+    """AR' of every unit (eq. 9; units x rows), d AR'/d a_unit, d AR'/d share, the MaxPowers, each unit's power before
     S(n) (W, chip total) net of the shared activation, the pool's overlap r and dr/df, and the pool's
     additive power A (W, chip total)."""
     m = np.array([values[names.max_power(u)] for u in d.units])
     a = np.array([values[names.ar_log_a(u)] if lg else 0.0 for u, lg in zip(d.units, d.is_log)])
     # a fitter asks for the power and then the Jacobian at the same values: the terms are made once
-    key = (m.tobytes(), a.tobytes(), values.get("ar_log_b", 1.0), values.get(SHARED_PARAM, 0.0))
+    key = (m.tobytes(), a.tobytes(), values.get("ar_log_b", 1.0), values.get(SHARED_PARAM, 0.0),
+           values.get(LINEAR_SHARE, 0.0))
     if d.last_terms is not None and d.last_terms[0] == key:
         return d.last_terms[1]
     out = _make_terms(values, d, m, a)
@@ -174,9 +179,11 @@ def _terms(values: Mapping[str, float], d: Design) -> tuple[np.ndarray, ...]:
 
 def _make_terms(values: Mapping[str, float], d: Design, m: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, ...]:
     """:func:`_terms` computed (``m``, ``a``: the units' MaxPowers and log slopes)."""
-    raw, draw = log_rate(d.lnar, d.pos, a[:, None], values.get("ar_log_b", 1.0))
-    f = np.where(d.is_log[:, None], raw, d.ar)
-    dfa = np.where(d.is_log[:, None], draw, 0.0)
+    mixed, dmix, dshare = mixed_rate(d.ar, d.lnar, d.pos, a[:, None], values.get("ar_log_b", 1.0),
+                                     values.get(LINEAR_SHARE, 0.0))
+    f = np.where(d.is_log[:, None], mixed, d.ar)
+    dfa = np.where(d.is_log[:, None], dmix, 0.0)
+    dfs = np.where(d.is_log[:, None], dshare, 0.0)
     # eqs. (7), (9), (15): MaxPower_u x AR'_u, times the SMs of an SM-level unit
     unit_w = (m * d.mult)[:, None] * f
     r, dr, pool_w = np.zeros_like(d.run), np.zeros((0, len(d.run))), np.zeros_like(d.run)
@@ -185,7 +192,7 @@ def _make_terms(values: Mapping[str, float], d: Design, m: np.ndarray, a: np.nda
         pool_w = unit_w[d.in_pool].sum(axis=0)
         unit_w = unit_w.copy()
         unit_w[d.in_pool] *= 1.0 - values.get(SHARED_PARAM, 0.0) * r
-    return f, dfa, m, unit_w, r, dr, pool_w
+    return f, dfa, dfs, m, unit_w, r, dr, pool_w
 
 
 def unit_power(values: Mapping[str, float], unit: str, form: str, ar: float) -> tuple[float, dict[str, float]]:
@@ -195,13 +202,16 @@ def unit_power(values: Mapping[str, float], unit: str, form: str, ar: float) -> 
     x = np.asarray([float(ar)])
     pos = x > 0
     if form == LOG:
-        f, dfa = log_rate(np.log(np.where(pos, x, 1.0)), pos, values[names.ar_log_a(unit)], values.get("ar_log_b", 1.0))
+        f, dfa, dfs = mixed_rate(x, np.log(np.where(pos, x, 1.0)), pos, values[names.ar_log_a(unit)],
+                                 values.get("ar_log_b", 1.0), values.get(LINEAR_SHARE, 0.0))
     else:
-        f, dfa = x, None
+        f, dfa, dfs = x, None, None
     p = values[names.max_power(unit)] * float(f[0])
     grad = {names.max_power(unit): float(f[0])}
     if dfa is not None:
         grad[names.ar_log_a(unit)] = values[names.max_power(unit)] * float(dfa[0])
+        if LINEAR_SHARE in values:
+            grad[LINEAR_SHARE] = values[names.max_power(unit)] * float(dfs[0])
     return p, grad
 
 
@@ -210,7 +220,7 @@ def power(values: Mapping[str, float], d: Design) -> np.ndarray:
     ``idle + run x (activation + S(n) (N Const_SM + sum_u N_u MaxPower_u AR'_u [x (1 - gamma r) for the
     units of the shared-activation pool])) + sigma dT``."""
     s, _ = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
-    total = d.n_sm * values.get("const_sm_power_w", 0.0) + _terms(values, d)[3].sum(axis=0)
+    total = d.n_sm * values.get("const_sm_power_w", 0.0) + _terms(values, d)[4].sum(axis=0)
     return values["idle_power_w"] + d.run * (values.get("activation_power_w", 0.0) + s * total) + d.offset
 
 
@@ -218,19 +228,23 @@ def jacobian(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
     """d power / d parameter (W per parameter unit) per row, for every parameter :func:`power` reads."""
     s, ds = _sm_scale(d.sm_scaling, values.get("sm_beta", 1.1), d.active_sms, d.n_sm)
     rs = d.run * s
-    f, dfa, m, unit_w, r, dr, pool_w = _terms(values, d)
+    f, dfa, dfs, m, unit_w, r, dr, pool_w = _terms(values, d)
     g = values.get(SHARED_PARAM, 0.0) if d.in_pool.any() else 0.0
     keep = np.where(d.in_pool[:, None], 1.0 - g * r[None, :], 1.0)
     dm = rs[None, :] * d.mult[:, None] * f * keep
     da = rs[None, :] * d.mult[:, None] * m[:, None] * keep * dfa
+    dsh = rs[None, :] * d.mult[:, None] * m[:, None] * keep * dfs
     if d.in_pool.any():
         # the overlap r moves with each pooled unit's AR': d(-g r A)/da_u = -g A dr/df_u df_u/da_u
         da[d.in_pool] -= rs[None, :] * g * pool_w[None, :] * dr * dfa[d.in_pool]
+        dsh[d.in_pool] -= rs[None, :] * g * pool_w[None, :] * dr * dfs[d.in_pool]
     out = {"idle_power_w": np.ones_like(d.run), "activation_power_w": d.run, "const_sm_power_w": rs * d.n_sm}
     for i, (u, lg) in enumerate(zip(d.units, d.is_log)):
         out[names.max_power(u)] = dm[i]
         if lg:
             out[names.ar_log_a(u)] = da[i]
+    if d.is_log.any():
+        out[LINEAR_SHARE] = dsh.sum(axis=0)
     if d.in_pool.any():
         out[SHARED_PARAM] = -rs * r * pool_w
     if d.sm_scaling == "log":
@@ -246,7 +260,7 @@ def components(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
     out = {"idle": np.full(len(d.run), values["idle_power_w"]),
            "activation": d.run * values.get("activation_power_w", 0.0),
            "const_sm": rs * d.n_sm * values.get("const_sm_power_w", 0.0)}
-    unit_w = _terms(values, d)[3]
+    unit_w = _terms(values, d)[4]
     for i, u in enumerate(d.units):
         out[u] = rs * unit_w[i]
     return out
@@ -343,6 +357,8 @@ class IppPowerModel:
                                   "access-rate function)")
         in_range(sec, "ar_log_b", where, 0.0, 2.0, "the log access-rate function a ln(AR) + b is b at full "
                  "activity, about 1 (IPP: 1.001375); b <= 0 means the unit never draws power", lo_open=True)
+        in_range(sec, LINEAR_SHARE, where, 0.0, 1.0, "the per-access share of the log access-rate function is a "
+                 "fraction")
         for u in units:
             in_range(sec, names.ar_log_a(u), where, 0.0, 10.0, "the log access-rate slope must be positive "
                      "(IPP: 0.1365)", lo_open=True)

@@ -62,8 +62,9 @@ def cached_inputs(session: Path, cache: Path):  # noqa: ANN201 - (samples DataFr
     return pd.read_pickle(s_path), sess.manifest["device"], json.loads(c_path.read_text())
 
 
-def fit_power(df, dev: dict, correction: dict):  # noqa: ANN001, ANN201 - (Section, seconds)
-    """The power section as calib.fit.pipeline.fit_session fits it."""
+def fit_power(df, dev: dict, correction: dict, settings: dict | None = None):  # noqa: ANN001, ANN201
+    """The power section as calib.fit.pipeline.fit_session fits it (and its CPU seconds); ``settings``:
+    other fitter settings (e.g. ``{"linear_share": "off"}``, the fit before the share)."""
     from calib.core.samples import act_units
     from calib.fit.ipp import IppPowerFitter
 
@@ -72,7 +73,7 @@ def fit_power(df, dev: dict, correction: dict):  # noqa: ANN001, ANN201 - (Secti
     f = IppPowerFitter(mem_units=mem_u, sm_count=int(dev["sm_count"]), chip_units=dev["chip_units"],
                        warp_issue_per_cycle=dev.get("warp_issue_per_cycle"),
                        default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
-                       temperature_correction=correction)
+                       temperature_correction=correction, **(settings or {}))
     from calib.fit.uncertainty import annotate_identifiability
 
     t0 = time.process_time()
@@ -185,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="save each refitted power section (OUT/<preset>/s<seed>.json)")
     ap.add_argument("--files", default=None, help="score these parameter files instead of refitting")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="an IppPowerFitter setting for the refits (e.g. linear_share=off)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     from calib.core import params as P
@@ -208,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     sec, dt = P.load(f)["power"], float("nan")
             else:
-                sec, dt = fit_power(df, dev, corr)
+                sec, dt = fit_power(df, dev, corr, dict(kv.split("=", 1) for kv in a.set))
                 if a.out:
                     out = Path(a.out) / preset / f"s{seed}.json"
                     out.parent.mkdir(parents=True, exist_ok=True)
