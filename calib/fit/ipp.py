@@ -131,9 +131,11 @@ class IppPowerFitter(Estimator):
         model). BIC, not cross-validation: the criterion of the other structure choices, and one fit per
         structure instead of one per workload (figures: tests/benchmarks/code_figures.md).
     linear_share:
-        ``"auto"`` (default: the log access-rate function's per-access share ``ar_linear_share``,
-        :mod:`calib.model.arfunc`, on or off by BIC, one more flip of the search, which starts without
-        it), ``"on"`` (fitted from the start, 0 included) or ``"off"`` (IPP's pure log).
+        ``"off"`` (default: IPP's pure log), ``"auto"`` (the log access-rate function's per-access share
+        ``ar_linear_share``, :mod:`calib.model.arfunc`, on or off by BIC, one more flip of the search,
+        which starts without it) or ``"on"`` (fitted from the start, 0 included). Off by default until the
+        simulator's presets carry a unit curve of another family (branch ``share``: on the presets' own
+        curve, the log plus a per-access part, the term would recover them by construction).
     """
 
     constraints = {
@@ -155,7 +157,7 @@ class IppPowerFitter(Estimator):
                  chip_units: Iterable[str] | None = None, warp_issue_per_cycle: float | None = None,
                  default_clocks: Mapping[str, float | None] | None = None,
                  temperature_correction: Mapping[str, float] | None = None, shared_activation: str = "auto",
-                 linear_share: str = "auto"):
+                 linear_share: str = "off"):
         self.ar_forms = ar_forms
         self.sm_scaling = sm_scaling
         self.loss = loss
@@ -408,8 +410,10 @@ class IppPowerFitter(Estimator):
                 continue
             m, a = vals[names.max_power(u)], vals[names.ar_log_a(u)]
             sh = vals.get(LINEAR_SHARE, 0.0)
-            raw = 1.0 + a * math.log(x) if 0.0 < x < 1.0 else 0.0
-            level = sh * x + (1.0 - sh) * raw
+            inside = 0.0 < x < 1.0
+            b = vals.get("ar_log_b", 1.0)
+            raw = float(ar_transform(x, LOG, a, b)) if inside else 0.0
+            level = float(ar_transform(x, LOG, a, b, sh)) if inside else 0.0
             if raw > 0.0 and m > 0.0:
                 # another saturating curve through the same measurements: the power law AR^e with the
                 # fitted curve's value and elasticity e at x; its value at AR = 1 differs from the fitted

@@ -395,6 +395,8 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
     for ax, u in zip(axes, units):
         spec = sec.structure["units"][u]
         label = f"log, a = {vals[names.ar_log_a(u)]:.3g}" if spec["ar_function"] == LOG else "linear"
+        if spec["ar_function"] == LOG and vals.get("ar_linear_share"):
+            label += f", per access {vals['ar_linear_share']:.2g}"
         # the unit's power on all SMs (S(n) = 1) along the grid of access rates: the model's own term
         d = ipp_design({**sec.structure, "units": {u: spec}}, {u: grid}, np.ones(len(grid)), np.full(len(grid), n_sm))
         ax.plot(grid, ipp_components(vals, d)[u], color="#D55E00", lw=2, label="fitted")
