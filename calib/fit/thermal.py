@@ -118,17 +118,40 @@ def dither_offset_c(noise_c: float) -> float:
     return float(np.max(np.abs(expected_reading_c(x, noise_c) - x)))
 
 
-def reading_noise_c(temp_c: Sequence[np.ndarray]) -> float:
-    """The temperature readings' own noise (C r.m.s., before their rounding to whole degrees) from the
-    differences of consecutive readings, which the temperature's own movement between two readings
-    (0.1 s) hardly enters: half their variance less the rounding's 1/12 C^2; 0 for a clean sensor
-    (:func:`_dithered` false on every trace). A sensor that updates slower than it is read repeats
-    readings, which reads as less noise (a larger dither offset, :func:`dither_offset_c`: the cautious side)."""
+def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> float:
+    """The temperature readings' own noise (C r.m.s., before their rounding to whole degrees): the maximum
+    likelihood of whole-degree readings of a Gaussian about a straight line in time, over each trace's
+    steady tail (its last ``tail`` share; one line per trace, one noise for all), 0 for a clean sensor
+    (:func:`_dithered` false on every trace). Not the readings' spread less the rounding's 1/12 C^2: at a
+    steady temperature the rounding's share of the spread depends on where the temperature falls between
+    two degrees (0.21-0.36 C read for 0.30 C, session 9)."""
+    from scipy.optimize import minimize
+    from scipy.stats import norm
+
     if not any(_dithered(y) for y in temp_c):
         return 0.0
-    d = np.concatenate([np.diff(np.asarray(y, float)) for y in temp_c])
-    d = d[np.isfinite(d)]
-    return math.sqrt(max(0.5 * float(np.var(d)) - READING_QUANTIZATION_SE_C ** 2, 0.0)) if len(d) > 2 else 0.0
+    tails = []
+    for y in temp_c:
+        y = np.asarray(y, float)
+        y = y[int(len(y) * (1.0 - tail)):]
+        y = y[np.isfinite(y)]
+        if len(y) > 10:
+            tails.append((np.linspace(-0.5, 0.5, len(y)), np.rint(y)))
+    if not tails:
+        return 0.0
+
+    def nll(v: np.ndarray) -> float:
+        sd = math.exp(v[0])
+        out = 0.0
+        for k, (u, y) in enumerate(tails):
+            m = v[1 + 2 * k] + v[2 + 2 * k] * u
+            p = norm.cdf((y + 0.5 - m) / sd) - norm.cdf((y - 0.5 - m) / sd)
+            out -= float(np.sum(np.log(np.maximum(p, 1e-300))))
+        return out
+
+    v0 = [math.log(0.3)] + [x for u, y in tails for x in (float(np.mean(y)), 0.0)]
+    res = minimize(nll, v0, method="L-BFGS-B", bounds=[(math.log(0.02), math.log(3.0))] + [(None, None)] * (len(v0) - 1))
+    return float(math.exp(res.x[0]))
 
 
 def _secant_leak(sigma_w_per_c: float, k_per_c: float, ref_rise_c: float, x: np.ndarray) -> np.ndarray:
@@ -374,17 +397,9 @@ class ThermalFitter(Estimator):
             # not tell: the r.m.s. shift of refits to the fitted curves moved by a quarter degree at a time and
             # read through the expected rounding is one standard error
             for kind, est, fitted in (("rise", rise[0], rise[7]), ("decay", decay[0], decay[7])):
-                field = "heat_temp_c" if kind == "rise" else "cool_temp_c"
-                shifts = []
-                for off_c in (0.0, 0.25, 0.5, 0.75):
-                    read = [replace(st, **{field: expected_reading_c(f + off_c, noise_c) - off_c})
-                            for st, f in zip(steps, fitted)]
-                    try:
-                        shifts.append(self._pooled(read, kind, idle_temp_c)[0].value - est.value)
-                    except FitError:
-                        continue
-                if shifts:
-                    self._form_sd[est.name] = math.sqrt(float(np.mean(np.square(shifts))))
+                sd = self._rounding_sd(steps, kind, est.value, fitted, noise_c)
+                if sd is not None:
+                    self._form_sd[est.name] = sd
             # the Max_temp plane's and sigma's form terms: the first-half windows' one-pole asymptotes
             try:
                 half = self._pooled(steps, "rise", idle_temp_c, 0.5 * min(float(st.heat_t[-1]) for st in steps))
@@ -499,6 +514,25 @@ class ThermalFitter(Estimator):
                 full[np.ix_(idx, idx)] = fc[1]
                 terms.append(full)
         apply_total(self.params_, names, total_covariance(cov, jack, terms))
+
+    @classmethod
+    def _rounding_sd(cls, steps: Sequence[ThermalStep], kind: str, tau_s: float, fitted_c: Sequence[np.ndarray],
+                     noise_c: float) -> float | None:
+        """The error (s) the readings' rounding gives the pooled time constant ``tau_s`` of ``kind`` (rise,
+        decay): the r.m.s. shift of refits to the fitted curves ``fitted_c`` (C, one per step, at its readings)
+        read through the mean rounding at the readings' noise ``noise_c`` C (:func:`expected_reading_c`), the
+        curves moved by 0, 1/4, 1/2 and 3/4 C (where the whole degrees fall on the true curve is unknown: the
+        fitted curve is off it by its misfit). None when no refit converges."""
+        field = "heat_temp_c" if kind == "rise" else "cool_temp_c"
+        shifts = []
+        for off_c in (0.0, 0.25, 0.5, 0.75):
+            read = [replace(st, **{field: expected_reading_c(np.asarray(f) + off_c, noise_c) - off_c})
+                    for st, f in zip(steps, fitted_c)]
+            try:
+                shifts.append(cls._pooled(read, kind, 0.0)[0].value - tau_s)
+            except FitError:
+                continue
+        return math.sqrt(float(np.mean(np.square(shifts)))) if shifts else None
 
     @staticmethod
     def _pooled(steps: Sequence[ThermalStep], kind: str, idle_temp_c: float,
