@@ -118,18 +118,19 @@ def dither_offset_c(noise_c: float) -> float:
     return float(np.max(np.abs(expected_reading_c(x, noise_c) - x)))
 
 
-def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> float:
-    """The temperature readings' own noise (C r.m.s., before their rounding to whole degrees): the maximum
+def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> tuple[float, float]:
+    """The temperature readings' own noise (C r.m.s., before their rounding to whole degrees) and its standard
+    error (C, from the likelihood's curvature): the maximum
     likelihood of whole-degree readings of a Gaussian about a straight line in time, over each trace's
     steady tail (its last ``tail`` share; one line per trace, one noise for all), 0 for a clean sensor
-    (:func:`_dithered` false on every trace). Not the readings' spread less the rounding's 1/12 C^2: at a
+    (:func:`_dithered` false on every trace; error 0). Not the readings' spread less the rounding's 1/12 C^2: at a
     steady temperature the rounding's share of the spread depends on where the temperature falls between
     two degrees (0.21-0.36 C read for 0.30 C, session 9)."""
     from scipy.optimize import minimize
     from scipy.stats import norm
 
     if not any(_dithered(y) for y in temp_c):
-        return 0.0
+        return 0.0, 0.0
     tails = []
     for y in temp_c:
         y = np.asarray(y, float)
@@ -138,7 +139,7 @@ def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> float:
         if len(y) > 10:
             tails.append((np.linspace(-0.5, 0.5, len(y)), np.rint(y)))
     if not tails:
-        return 0.0
+        return 0.0, 0.0
 
     def nll(v: np.ndarray) -> float:
         sd = math.exp(v[0])
@@ -151,7 +152,25 @@ def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> float:
 
     v0 = [math.log(0.3)] + [x for u, y in tails for x in (float(np.mean(y)), 0.0)]
     res = minimize(nll, v0, method="L-BFGS-B", bounds=[(math.log(0.02), math.log(3.0))] + [(None, None)] * (len(v0) - 1))
-    return float(math.exp(res.x[0]))
+    sd = float(math.exp(res.x[0]))
+    h = 0.02   # the likelihood's curvature in log(noise), the lines held (nearly orthogonal to it)
+    e = np.zeros(len(v0))
+    e[0] = h
+    curv = (nll(res.x + e) - 2.0 * res.fun + nll(res.x - e)) / h ** 2
+    return sd, sd / math.sqrt(curv) if curv > 0 else sd
+
+
+def undithered_c(mean_reading_c: float, noise_c: float) -> float | None:
+    """The steady temperature (C) whose mean whole-degree reading at readings' noise ``noise_c`` C is
+    ``mean_reading_c`` (:func:`expected_reading_c` inverted); None where the noise is too small for the mean
+    reading to tell the temperature apart within a degree (below 0.2 C it is not monotonic)."""
+    from scipy.optimize import brentq
+
+    if noise_c < 0.2 or not np.isfinite(mean_reading_c):
+        return None
+    f = lambda x: float(expected_reading_c(np.array([x]), noise_c)[0]) - mean_reading_c  # noqa: E731
+    lo, hi = mean_reading_c - 0.5, mean_reading_c + 0.5
+    return float(brentq(f, lo, hi)) if f(lo) < 0 < f(hi) else None
 
 
 def _secant_leak(sigma_w_per_c: float, k_per_c: float, ref_rise_c: float, x: np.ndarray) -> np.ndarray:
@@ -224,8 +243,9 @@ def fan_power(fan: pd.DataFrame | None, idle_temp_c: float, leak_slope_w_per_c: 
     return fan_w
 
 
-def cold_idle(data: SessionData) -> tuple[float, float, float]:
-    """(temperature C, its standard error C, board power W) of the card idling at rest: IPP's Idle_temp, "the
+def cold_idle(data: SessionData) -> tuple[float, float, float, float]:
+    """(temperature C, its standard error C, board power W, the temperature readings' own standard error C
+    from their spread in the window, NaN without one) of the card idling at rest: IPP's Idle_temp, "the
     typical GPU cold state temperature" its steps start from and the rises of eq. (19) are measured from.
 
     The coldest idle window of the samples table: idle windows differ by the heat earlier load left in the
@@ -239,8 +259,9 @@ def cold_idle(data: SessionData) -> tuple[float, float, float]:
             # one window of a steady card: its mean's error is the whole-degree reading's quantization (the
             # floor of calib.segment.idle_baseline too), not the spread between windows that the heat left behind
             row = idle.loc[idle["temp_c"].idxmin()]
-            return float(row["temp_c"]), READING_QUANTIZATION_SE_C, float(row["power_w"])
-    return data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w
+            spread_se = float(row["temp_se_c"]) if "temp_se_c" in row.index else math.nan
+            return float(row["temp_c"]), READING_QUANTIZATION_SE_C, float(row["power_w"]), spread_se
+    return data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w, math.nan
 
 
 class ThermalFitter(Estimator):
@@ -272,7 +293,7 @@ class ThermalFitter(Estimator):
         if data.idle is None:
             raise FitError("no idle window; cannot fit the thermal model")
         steps, fan = data.thermal_steps, data.fan
-        idle_temp_c, idle_temp_se, idle_power_w = cold_idle(data)
+        idle_temp_c, idle_temp_se, idle_power_w, idle_spread_se = cold_idle(data)
         blocks = []
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal model")
@@ -281,15 +302,19 @@ class ThermalFitter(Estimator):
                                      description="cold-state idle temperature (the coldest idle window)")]
         n_pts = 0
         # RC rise and decay
+        noise_c, noise_se = reading_noise_c([st.heat_temp_c for st in steps])
+        self.reading_noise_c_ = noise_c
+        idle_c = undithered_c(idle_temp_c, noise_c) if np.isfinite(idle_spread_se) else None
+        if idle_c is not None:
+            # a dithered sensor: the idle window's mean reading is off its steady temperature by the rounding's
+            # mean (up to 0.054 C at 0.3 C of noise, the same for every run at that temperature), undone at the
+            # readings' noise; what remains is the readings' spread and the noise's own error (1/sqrt(12) C,
+            # the floor of a clean sensor's steady reading, was 3-7x the errors)
+            idle_temp_se = math.hypot(idle_spread_se, abs((undithered_c(idle_temp_c, noise_c + noise_se) or idle_c) - idle_c))
+            idle_temp_c = idle_c
+            params[0] = replace(params[0], value=idle_c, stderr=idle_temp_se)
         rise = self._pooled(steps, "rise", idle_temp_c)
         decay = self._pooled(steps, "decay", idle_temp_c)
-        noise_c = reading_noise_c([st.heat_temp_c for st in steps])
-        self.reading_noise_c_ = noise_c
-        if noise_c > 0 and idle_temp_se == READING_QUANTIZATION_SE_C:
-            # a dithered sensor's steady mean reading is off the temperature by at most the dither's offset
-            # (1/sqrt(12) C is a clean sensor's rounding): the idle window's one standard error
-            idle_temp_se = min(dither_offset_c(noise_c), READING_QUANTIZATION_SE_C)
-            params[0] = replace(params[0], stderr=idle_temp_se)
         params += [rise[0], decay[0]]
         n_pts += rise[2] + decay[2]
         rmse_c = math.sqrt((rise[3] ** 2 * rise[2] + decay[3] ** 2 * decay[2]) / max(1, rise[2] + decay[2]))
@@ -394,8 +419,8 @@ class ThermalFitter(Estimator):
             # temperature periodically (expected_reading_c), and a one-pole fit through a sweep of temperatures
             # turns that into a shift of tau (0.1-0.8 s at 0.3 C of noise, session 9). Which shift depends on
             # where the whole degrees fall on the true curve, which the fitted curve, off it by its misfit, does
-            # not tell: the r.m.s. shift of refits to the fitted curves moved by a quarter degree at a time and
-            # read through the expected rounding is one standard error
+            # not tell: the largest shift of refits to the fitted curves moved by a quarter degree at a time and
+            # read through the expected rounding is one standard error (_rounding_sd)
             for kind, est, fitted in (("rise", rise[0], rise[7]), ("decay", decay[0], decay[7])):
                 sd = self._rounding_sd(steps, kind, est.value, fitted, noise_c)
                 if sd is not None:
@@ -454,8 +479,9 @@ class ThermalFitter(Estimator):
         V = np.nan_to_num(rise_cov) + idle_temp_se ** 2 + np.diag(mu ** 2 * np.nan_to_num(p_var))
         # a sensor without noise reads the steady tail as one whole degree: the rise keeps its quantization
         # error whole, which no residual shows
-        # (a dithered one its mean reading's offset, dither_offset_c)
-        dither_c = min(dither_offset_c(getattr(self, "reading_noise_c_", 0.0)), READING_QUANTIZATION_SE_C)
+        # (a dithered one its mean reading's offset, dither_offset_c, at a place between two degrees of its own
+        # for every step: its r.m.s. over the places, 1/sqrt(2) of the largest)
+        dither_c = min(dither_offset_c(getattr(self, "reading_noise_c_", 0.0)) / math.sqrt(2.0), READING_QUANTIZATION_SE_C)
         V = V + np.diag([dither_c ** 2 if dithered else READING_QUANTIZATION_SE_C ** 2 for dithered in dither])
         pinv = np.linalg.pinv(X)
         C = pinv @ V @ pinv.T
@@ -519,10 +545,12 @@ class ThermalFitter(Estimator):
     def _rounding_sd(cls, steps: Sequence[ThermalStep], kind: str, tau_s: float, fitted_c: Sequence[np.ndarray],
                      noise_c: float) -> float | None:
         """The error (s) the readings' rounding gives the pooled time constant ``tau_s`` of ``kind`` (rise,
-        decay): the r.m.s. shift of refits to the fitted curves ``fitted_c`` (C, one per step, at its readings)
+        decay): the largest shift of refits to the fitted curves ``fitted_c`` (C, one per step, at its readings)
         read through the mean rounding at the readings' noise ``noise_c`` C (:func:`expected_reading_c`), the
-        curves moved by 0, 1/4, 1/2 and 3/4 C (where the whole degrees fall on the true curve is unknown: the
-        fitted curve is off it by its misfit). None when no refit converges."""
+        curves moved by 0, 1/4, 1/2 and 3/4 C. Where the whole degrees fall on the true curve is unknown (the
+        fitted curve is off it by its misfit), and the shift is a periodic function of that place: its
+        largest value bounds the error, whose median is then about 0.7 of it, as a Gaussian error's is 0.67
+        of its standard deviation (tests/test_thermal_readings.py). None when no refit converges."""
         field = "heat_temp_c" if kind == "rise" else "cool_temp_c"
         shifts = []
         for off_c in (0.0, 0.25, 0.5, 0.75):
@@ -532,7 +560,7 @@ class ThermalFitter(Estimator):
                 shifts.append(cls._pooled(read, kind, 0.0)[0].value - tau_s)
             except FitError:
                 continue
-        return math.sqrt(float(np.mean(np.square(shifts)))) if shifts else None
+        return float(np.max(np.abs(shifts))) if shifts else None
 
     @staticmethod
     def _pooled(steps: Sequence[ThermalStep], kind: str, idle_temp_c: float,
@@ -555,12 +583,24 @@ class ThermalFitter(Estimator):
         n = len(steps)
         name = "rc_rise_s" if kind == "rise" else "rc_decay_s"
         ps = [Param(name, 40.0, "s", 0.5, 5000.0, description=f"RC time constant of temperature {kind}, eq. ({17 if kind == 'rise' else 18})")]
-        for k, y in enumerate(ys):
-            lo, hi = float(y[: max(3, len(y) // 50)].mean()), float(y[-max(3, len(y) // 20):].mean())
-            if kind == "rise":
-                ps += [Param(f"t0_{k}", lo, "C"), Param(f"amp_{k}", hi - lo, "C")]
-            else:
-                ps += [Param(f"t0_{k}", hi, "C"), Param(f"amp_{k}", lo - hi, "C")]
+        # started where it ends: for a given tau each step's level and amplitude are a straight line's, so the
+        # sum of squares is a function of tau alone (the least squares' iterations over every reading cost)
+        def linear(tau: float) -> tuple[float, list[np.ndarray]]:
+            sse, coefs = 0.0, []
+            for t, y in zip(ts, ys):
+                a = np.column_stack([np.ones(len(t)), rc_rise(t, tau) if kind == "rise" else rc_decay(t, tau)])
+                c, *_ = np.linalg.lstsq(a, np.asarray(y, float), rcond=None)
+                sse += float(np.sum((a @ c - y) ** 2))
+                coefs.append(c)
+            return sse, coefs
+
+        from scipy.optimize import minimize_scalar
+
+        ltau = minimize_scalar(lambda lt: linear(math.exp(lt))[0], bounds=(math.log(1.0), math.log(4000.0)),
+                               method="bounded").x
+        ps[0] = replace(ps[0], value=float(math.exp(ltau)))
+        for k, c in enumerate(linear(math.exp(ltau))[1]):
+            ps += [Param(f"t0_{k}", float(c[0]), "C"), Param(f"amp_{k}", float(c[1]), "C")]
 
         def model(v: dict[str, float]) -> np.ndarray:
             tau = v[name]
@@ -568,7 +608,18 @@ class ThermalFitter(Estimator):
             b = np.array([v[f"amp_{k}"] for k in range(n)])[seg]
             return a + b * (rc_rise(t_all, tau) if kind == "rise" else rc_decay(t_all, tau))
 
-        res = fit_lsq(model, ps, y_all)
+        def jac(v: dict[str, float]) -> dict[str, np.ndarray]:
+            # analytic: every reading enters (up to 45 000 a phase), and finite differences cost a model call each
+            tau = v[name]
+            b = np.array([v[f"amp_{k}"] for k in range(n)])[seg]
+            e = np.exp(-t_all / tau)
+            out = {name: b * e * t_all / tau ** 2 * (-1.0 if kind == "rise" else 1.0)}
+            for k in range(n):
+                out[f"t0_{k}"] = (seg == k).astype(float)
+                out[f"amp_{k}"] = np.where(seg == k, 1.0 - e if kind == "rise" else e, 0.0)
+            return out
+
+        res = fit_lsq(model, ps, y_all, jac=jac)
         byn = res.by_name()
         # delta of eq. (51) is Max_temp - Idle_temp: the heating curve's asymptote above idle
         amps = [byn[f"t0_{k}"].value + byn[f"amp_{k}"].value - idle_temp_c if kind == "rise" else byn[f"amp_{k}"].value
