@@ -108,3 +108,16 @@ def test_the_time_constants_error_bars_are_the_size_of_their_errors(scale):
             ratios.append(abs(fit[0].value - _one_pole_tau(base, kind)) / (scale * total))
     honest, within, med = honest_bars(ratios, (0.6, 1.5), within_min=0.9)
     assert honest == (scale == 1.0), (scale, round(within, 3), round(med, 3), np.round(ratios, 2))
+
+
+def test_a_steady_temperature_is_recovered_from_its_dithered_mean_reading():
+    """undithered_c inverts the mean reading: the mean of 200 000 simulated readings rint(T + N(0, 0.3 C)) at 11
+    temperatures across a degree gives T back within 0.01 C (the mean reading itself is off by up to 0.054 C,
+    the bias Idle_temp had); below 0.2 C of noise the mean reading does not tell T within a degree: None."""
+    from calib.fit.thermal import undithered_c
+
+    rng = np.random.default_rng(5)
+    for x in 44.0 + np.linspace(0.0, 1.0, 11):
+        m = float(np.mean(np.rint(x + rng.normal(0.0, 0.3, 200_000))))
+        assert undithered_c(m, 0.3) == pytest.approx(x, abs=0.01), (x, m)
+    assert undithered_c(44.3, 0.1) is None
