@@ -1,9 +1,13 @@
 """Fitting the IPP temperature model (paper 004, Sec. 3.6-3.7) to thermal-step traces.
 
 - ``idle_temp_c``: Idle_temp, the cold state the steps start from and the rises are measured from: the
-  coldest idle window (:func:`cold_idle`), not the mean of all (the last follows the thermal steps);
+  coldest idle window (:func:`cold_idle`), not the mean of all (the last follows the thermal steps); on a
+  sensor whose noise dithers its whole-degree readings, the temperature whose mean reading that is
+  (:func:`undithered_c`: the mean reading is off by up to 0.054 C at 0.3 C of noise);
 - ``rc_rise_s`` / ``rc_decay_s``: eq. (17)/(18), one time constant shared by all steps, each step with
-  its own start level and amplitude (bounded least squares on the sensor temperature);
+  its own start level and amplitude (bounded least squares on every sensor reading); their total error
+  counts the partly dithered rounding (:meth:`ThermalFitter._rounding_sd`), not the one-pole misfit that
+  their protocol definition shares;
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: eq. (19), the steady rise ``delta`` of each step against its
   cold runtime power (power in the first seconds of heating minus idle power) and its memory intensity
   (eq. 20). The rise above idle, not an absolute temperature (errata: hong-thesis-2012-notes.md,
