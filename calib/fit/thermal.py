@@ -155,7 +155,8 @@ def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> tuple[fl
         return out
 
     v0 = [math.log(0.3)] + [x for u, y in tails for x in (float(np.mean(y)), 0.0)]
-    res = minimize(nll, v0, method="L-BFGS-B", bounds=[(math.log(0.02), math.log(3.0))] + [(None, None)] * (len(v0) - 1))
+    res = minimize(nll, v0, method="L-BFGS-B",
+                   bounds=[(math.log(0.02), math.log(3.0))] + [(None, None)] * (len(v0) - 1))
     sd = float(math.exp(res.x[0]))
     h = 0.02   # the likelihood's curvature in log(noise), the lines held (nearly orthogonal to it)
     e = np.zeros(len(v0))
@@ -314,7 +315,8 @@ class ThermalFitter(Estimator):
             # mean (up to 0.054 C at 0.3 C of noise, the same for every run at that temperature), undone at the
             # readings' noise; what remains is the readings' spread and the noise's own error (1/sqrt(12) C,
             # the floor of a clean sensor's steady reading, was 3-7x the errors)
-            idle_temp_se = math.hypot(idle_spread_se, abs((undithered_c(idle_temp_c, noise_c + noise_se) or idle_c) - idle_c))
+            moved = undithered_c(idle_temp_c, noise_c + noise_se)
+            idle_temp_se = math.hypot(idle_spread_se, abs((idle_c if moved is None else moved) - idle_c))
             idle_temp_c = idle_c
             params[0] = replace(params[0], value=idle_c, stderr=idle_temp_se)
         rise = self._pooled(steps, "rise", idle_temp_c)
@@ -485,7 +487,8 @@ class ThermalFitter(Estimator):
         # error whole, which no residual shows
         # (a dithered one its mean reading's offset, dither_offset_c, at a place between two degrees of its own
         # for every step: its r.m.s. over the places, 1/sqrt(2) of the largest)
-        dither_c = min(dither_offset_c(getattr(self, "reading_noise_c_", 0.0)) / math.sqrt(2.0), READING_QUANTIZATION_SE_C)
+        dither_c = min(dither_offset_c(getattr(self, "reading_noise_c_", 0.0)) / math.sqrt(2.0),
+                       READING_QUANTIZATION_SE_C)
         V = V + np.diag([dither_c ** 2 if dithered else READING_QUANTIZATION_SE_C ** 2 for dithered in dither])
         pinv = np.linalg.pinv(X)
         C = pinv @ V @ pinv.T
