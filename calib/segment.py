@@ -280,6 +280,11 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if "temp_c" in rw.columns and len(rw):
             rec["temp_c"] = float(rw["temp_c"].mean())
             first = rw["temp_c"].dropna()  # (implausible readings are missing)
+            # the mean's standard error from the readings' spread (a time series: its effective count); a clean
+            # sensor's steady readings do not spread (0: its rounding is not in it)
+            tv = first.to_numpy(dtype=float)
+            rec["temp_se_c"] = (float(np.std(tv, ddof=1) / math.sqrt(len(tv))
+                                      * math.sqrt(ar1_inflation([tv - tv.mean()]))) if len(tv) > 1 else math.nan)
             rec["temp_start_c"] = float(first.iloc[0]) if len(first) else math.nan
         if "fan_pct" in rw.columns and len(rw):
             rec["fan_pct"] = float(rw["fan_pct"].mean())

@@ -6,8 +6,9 @@ AR = 1, Const_SM, activation, beta) or exact consequences of it, computed withou
 
 - ``idle_power_w``, ``idle_temp_c``: the idle thermal/power equilibrium at default clocks;
 - ``rc_rise_s``, ``rc_decay_s``: single-pole time constants that fit best (least squares) the noise-free,
-  unquantized sensor temperature of the session's campaign's thermal steps (the standard campaign's by
-  default; a one-pole constant of a multi-pole card depends on the window it is fitted over), each started after the
+  unquantized sensor temperature of the session's campaign's thermal steps at every simulation step, the
+  instants the sensor's readings sample (the standard campaign's steps by default; a one-pole constant of a
+  multi-pole card depends on the window and the instants it is fitted over), each started after the
   campaign's settle-to-idle cooldown (the physics has three poles and a temperature-controlled fan, so
   "the" RC constant is defined by this protocol);
 - ``sigma_w_per_c``: the slope of leakage power between the idle temperature and the steady temperature
@@ -62,27 +63,47 @@ def _pooled_tau(curves: list[tuple[np.ndarray, np.ndarray]], kind: str) -> float
     return float(least_squares(resid, x0).x[0])
 
 
+def _record(dev: Any, workload: Any, duration_s: float) -> np.ndarray:
+    """Run ``workload`` (None: idle) for ``duration_s`` seconds as one call of the campaign does and return
+    the noise-free, unquantized sensor temperature after every simulation step (C): the trace the sensor's
+    readings sample (every ``DT_S``; a one-pole constant of a multi-pole trace depends on which instants it
+    is fitted at, tests/benchmarks/thermal_results.md session 9)."""
+    from microbench.devices.sim.device import DT_S
+    from microbench.devices.sim.loadshape import LoadShape
+
+    # the state dev.run / dev.idle set, then the physics one step at a time (dev.run would round a step up to
+    # the kernel's length)
+    if workload is None:
+        dev.idle(DT_S)
+        out = [dev._sensor_temp()]
+    else:
+        _, dev._load = dev.evaluate(workload)
+        dev._shape = LoadShape.from_trait(workload.traits.get("power_shape"), dev.t)
+        dev._host_busy, dev._host_extra_w = True, 0.0
+        out = []
+    for _ in range(int(round(duration_s / DT_S)) - len(out)):
+        dev._advance(DT_S)
+        out.append(dev._sensor_temp())
+    return np.array(out)
+
+
 def _thermal_traces(preset: Preset, campaign: str = RC_PROTOCOL) -> list[dict[str, Any]]:
-    from microbench.devices.sim.device import VirtualGPU
+    """The campaign's thermal steps run noise-free: per step its heat and cool traces, (time since the phase's
+    start s, sensor temperature C) after every simulation step, each step in the campaign's chunks and
+    after its settle-to-idle."""
+    from microbench.devices.sim.device import DT_S, VirtualGPU
 
     spec = CAMPAIGNS[campaign]
     dev = VirtualGPU(preset, seed=0)
     idle_c = dev.temperature_c()
+    chunk = spec.thermal_chunk_s
     out = []
     for b in thermal_benchmarks(dev.info, campaign):
         w = b.workload(dev.info)
-        ts, temps = [], []
-        for _ in range(int(spec.heat_s)):
-            dev.run(w, 1.0)
-            ts.append(len(ts) + 1.0)
-            temps.append(dev._sensor_temp())
-        heat_t, heat_y = np.array(ts), np.array(temps)
-        ts, temps = [], []
-        for _ in range(int(spec.cool_s)):
-            dev.idle(1.0)
-            ts.append(len(ts) + 1.0)
-            temps.append(dev._sensor_temp())
-        out.append({"workload": b.name, "heat": (heat_t, heat_y), "cool": (np.array(ts), np.array(temps))})
+        heat = np.concatenate([_record(dev, w, chunk) for _ in range(int(spec.heat_s / chunk))])
+        cool = np.concatenate([_record(dev, None, chunk) for _ in range(int(spec.cool_s / chunk))])
+        out.append({"workload": b.name, "heat": (DT_S * np.arange(1, len(heat) + 1), heat),
+                    "cool": (DT_S * np.arange(1, len(cool) + 1), cool)})
         # the campaign's settle-to-idle before the next step (same wait, same settings)
         wait_for_temperature(dev, (None, idle_c), timeout_s=spec.settle_max_s, poll_s=spec.settle_poll_s,
                              stable_s=spec.settle_stable_s)

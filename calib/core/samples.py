@@ -34,6 +34,7 @@ EXTRA_COLUMNS = (
     "energy_window_j",   # the window's energy under the measured power sampling (calib.windows), J
     "energy_window_stderr_j",  # its standard error, J
     "temp_start_c",     # temperature at the start of the window, degC
+    "temp_se_c",        # standard error of the window's mean temperature from its readings' spread, degC
     "fan_pct",          # fan duty, %
     "mem_intensity",    # IPP eq. (20)
     "warps_per_sm",     # IPP eq. (12)

@@ -1,9 +1,13 @@
 """Fitting the IPP temperature model (paper 004, Sec. 3.6-3.7) to thermal-step traces.
 
 - ``idle_temp_c``: Idle_temp, the cold state the steps start from and the rises are measured from: the
-  coldest idle window (:func:`cold_idle`), not the mean of all (the last follows the thermal steps);
+  coldest idle window (:func:`cold_idle`), not the mean of all (the last follows the thermal steps); on a
+  sensor whose noise dithers its whole-degree readings, the temperature whose mean reading that is
+  (:func:`undithered_c`: the mean reading is off by up to 0.054 C at 0.3 C of noise);
 - ``rc_rise_s`` / ``rc_decay_s``: eq. (17)/(18), one time constant shared by all steps, each step with
-  its own start level and amplitude (bounded least squares on the sensor temperature);
+  its own start level and amplitude (bounded least squares on every sensor reading); their total error
+  counts the partly dithered rounding (:meth:`ThermalFitter._rounding_sd`), not the one-pole misfit that
+  their protocol definition shares;
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: eq. (19), the steady rise ``delta`` of each step against its
   cold runtime power (power in the first seconds of heating minus idle power) and its memory intensity
   (eq. 20). The rise above idle, not an absolute temperature (errata: hong-thesis-2012-notes.md,
@@ -96,6 +100,84 @@ def _dithered(temp_c: np.ndarray, tail: float = 0.25, min_reversals: int = 3) ->
     return int(np.sum(d[1:] != d[:-1])) >= min_reversals if len(d) > 1 else False
 
 
+def expected_reading_c(temp_c: np.ndarray, noise_c: float) -> np.ndarray:
+    """The mean whole-degree reading (C) of a sensor at true temperatures ``temp_c`` (C) whose readings add
+    Gaussian noise of ``noise_c`` C r.m.s. before rounding: the rounding's sawtooth averaged over the
+    noise (its Fourier series, each harmonic damped by exp(-2 pi^2 k^2 noise^2)); a clean sensor
+    (``noise_c`` below 0.05 C) reads ``rint(temp_c)``. The noise dithers the rounding only partly: at 0.3 C
+    the mean reading is off the temperature by up to 0.054 C, periodically in the temperature."""
+    t = np.asarray(temp_c, float)
+    if noise_c < 0.05:
+        return np.rint(t)
+    k = np.arange(1, 8)[:, None]
+    return t + np.sum((-1.0) ** k * np.sin(2.0 * np.pi * k * t) * np.exp(-2.0 * (np.pi * k * noise_c) ** 2)
+                      / (np.pi * k), axis=0)
+
+
+def dither_offset_c(noise_c: float) -> float:
+    """The largest offset (C) of a steady temperature's mean whole-degree reading from the temperature, at
+    readings' noise ``noise_c`` C (:func:`expected_reading_c`): the error that no averaging removes (0.054 C
+    at 0.3 C of noise; a clean sensor's 0.5 C)."""
+    x = np.linspace(0.0, 1.0, 201)
+    return float(np.max(np.abs(expected_reading_c(x, noise_c) - x)))
+
+
+def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> tuple[float, float]:
+    """The temperature readings' own noise (C r.m.s., before their rounding to whole degrees) and its standard
+    error (C, from the likelihood's curvature): the maximum
+    likelihood of whole-degree readings of a Gaussian about a straight line in time, over each trace's
+    steady tail (its last ``tail`` share; one line per trace, one noise for all), 0 for a clean sensor
+    (:func:`_dithered` false on every trace; error 0). Not the readings' spread less the rounding's 1/12 C^2: at a
+    steady temperature the rounding's share of the spread depends on where the temperature falls between
+    two degrees (0.21-0.36 C read for 0.30 C, session 9)."""
+    from scipy.optimize import minimize
+    from scipy.stats import norm
+
+    if not any(_dithered(y) for y in temp_c):
+        return 0.0, 0.0
+    tails = []
+    for y in temp_c:
+        y = np.asarray(y, float)
+        y = y[int(len(y) * (1.0 - tail)):]
+        y = y[np.isfinite(y)]
+        if len(y) > 10:
+            tails.append((np.linspace(-0.5, 0.5, len(y)), np.rint(y)))
+    if not tails:
+        return 0.0, 0.0
+
+    def nll(v: np.ndarray) -> float:
+        sd = math.exp(v[0])
+        out = 0.0
+        for k, (u, y) in enumerate(tails):
+            m = v[1 + 2 * k] + v[2 + 2 * k] * u
+            p = norm.cdf((y + 0.5 - m) / sd) - norm.cdf((y - 0.5 - m) / sd)
+            out -= float(np.sum(np.log(np.maximum(p, 1e-300))))
+        return out
+
+    v0 = [math.log(0.3)] + [x for u, y in tails for x in (float(np.mean(y)), 0.0)]
+    res = minimize(nll, v0, method="L-BFGS-B",
+                   bounds=[(math.log(0.02), math.log(3.0))] + [(None, None)] * (len(v0) - 1))
+    sd = float(math.exp(res.x[0]))
+    h = 0.02   # the likelihood's curvature in log(noise), the lines held (nearly orthogonal to it)
+    e = np.zeros(len(v0))
+    e[0] = h
+    curv = (nll(res.x + e) - 2.0 * res.fun + nll(res.x - e)) / h ** 2
+    return sd, sd / math.sqrt(curv) if curv > 0 else sd
+
+
+def undithered_c(mean_reading_c: float, noise_c: float) -> float | None:
+    """The steady temperature (C) whose mean whole-degree reading at readings' noise ``noise_c`` C is
+    ``mean_reading_c`` (:func:`expected_reading_c` inverted); None where the noise is too small for the mean
+    reading to tell the temperature apart within a degree (below 0.2 C it is not monotonic)."""
+    from scipy.optimize import brentq
+
+    if noise_c < 0.2 or not np.isfinite(mean_reading_c):
+        return None
+    f = lambda x: float(expected_reading_c(np.array([x]), noise_c)[0]) - mean_reading_c  # noqa: E731
+    lo, hi = mean_reading_c - 0.5, mean_reading_c + 0.5
+    return float(brentq(f, lo, hi)) if f(lo) < 0 < f(hi) else None
+
+
 def _secant_leak(sigma_w_per_c: float, k_per_c: float, ref_rise_c: float, x: np.ndarray) -> np.ndarray:
     """Exponential leakage above idle (W) at rises ``x`` (C) with curvature ``k_per_c``, written by its
     secant ``sigma_w_per_c`` from 0 to ``ref_rise_c``: L(x) = a (exp(k x) - 1), a = sigma x ref / (exp(k ref) - 1)
@@ -166,8 +248,9 @@ def fan_power(fan: pd.DataFrame | None, idle_temp_c: float, leak_slope_w_per_c: 
     return fan_w
 
 
-def cold_idle(data: SessionData) -> tuple[float, float, float]:
-    """(temperature C, its standard error C, board power W) of the card idling at rest: IPP's Idle_temp, "the
+def cold_idle(data: SessionData) -> tuple[float, float, float, float]:
+    """(temperature C, its standard error C, board power W, the temperature readings' own standard error C
+    from their spread in the window, NaN without one) of the card idling at rest: IPP's Idle_temp, "the
     typical GPU cold state temperature" its steps start from and the rises of eq. (19) are measured from.
 
     The coldest idle window of the samples table: idle windows differ by the heat earlier load left in the
@@ -181,8 +264,9 @@ def cold_idle(data: SessionData) -> tuple[float, float, float]:
             # one window of a steady card: its mean's error is the whole-degree reading's quantization (the
             # floor of calib.segment.idle_baseline too), not the spread between windows that the heat left behind
             row = idle.loc[idle["temp_c"].idxmin()]
-            return float(row["temp_c"]), READING_QUANTIZATION_SE_C, float(row["power_w"])
-    return data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w
+            spread_se = float(row["temp_se_c"]) if "temp_se_c" in row.index else math.nan
+            return float(row["temp_c"]), READING_QUANTIZATION_SE_C, float(row["power_w"]), spread_se
+    return data.idle.temp_c, data.idle.temp_se_c, data.idle.power_w, math.nan
 
 
 class ThermalFitter(Estimator):
@@ -214,7 +298,7 @@ class ThermalFitter(Estimator):
         if data.idle is None:
             raise FitError("no idle window; cannot fit the thermal model")
         steps, fan = data.thermal_steps, data.fan
-        idle_temp_c, idle_temp_se, idle_power_w = cold_idle(data)
+        idle_temp_c, idle_temp_se, idle_power_w, idle_spread_se = cold_idle(data)
         blocks = []
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal model")
@@ -223,6 +307,18 @@ class ThermalFitter(Estimator):
                                      description="cold-state idle temperature (the coldest idle window)")]
         n_pts = 0
         # RC rise and decay
+        noise_c, noise_se = reading_noise_c([st.heat_temp_c for st in steps])
+        self.reading_noise_c_ = noise_c
+        idle_c = undithered_c(idle_temp_c, noise_c) if np.isfinite(idle_spread_se) else None
+        if idle_c is not None:
+            # a dithered sensor: the idle window's mean reading is off its steady temperature by the rounding's
+            # mean (up to 0.054 C at 0.3 C of noise, the same for every run at that temperature), undone at the
+            # readings' noise; what remains is the readings' spread and the noise's own error (1/sqrt(12) C,
+            # the floor of a clean sensor's steady reading, was 3-7x the errors)
+            moved = undithered_c(idle_temp_c, noise_c + noise_se)
+            idle_temp_se = math.hypot(idle_spread_se, abs((idle_c if moved is None else moved) - idle_c))
+            idle_temp_c = idle_c
+            params[0] = replace(params[0], value=idle_c, stderr=idle_temp_se)
         rise = self._pooled(steps, "rise", idle_temp_c)
         decay = self._pooled(steps, "decay", idle_temp_c)
         params += [rise[0], decay[0]]
@@ -322,32 +418,41 @@ class ThermalFitter(Estimator):
                 alt = fan_power(fan, idle_temp_c, leak_slope_w_per_c=sig_p.value)
                 if alt is not None:
                     self._form_sd["fan_max_power_w"] = 0.5 * abs(alt.value - fan_w.value)
-            # one pole for a network of several: the time constant depends on the window it is fitted over;
-            # the change when only the first half of each trace is used is one standard error
-            for kind, est in (("rise", rise[0]), ("decay", decay[0])):
-                t_end = min(float((st.heat_t if kind == "rise" else st.cool_t)[-1]) for st in steps)
-                try:
-                    half = self._pooled(steps, kind, idle_temp_c, 0.5 * t_end)
-                    self._form_sd[est.name] = abs(half[0].value - est.value)
-                except FitError:
-                    continue
-                if kind == "rise" and self._plane is not None:
-                    # the steady rises the plane goes through are one-pole asymptotes, which move with the
-                    # window as tau does: the plane through the first-half asymptotes is the other reading,
-                    # and its shift is one standard error (a direction: the three constants move together)
-                    names_p, pinv, okp = self._plane
-                    shift = pinv @ (np.asarray(half[1], float)[okp] - d_a[okp])
-                    if np.all(np.isfinite(shift)):
-                        self._form_cov = (names_p, np.outer(shift, shift))
-                if kind == "rise" and getattr(self, "_sigma_ref_rise_c", None) is None:
-                    # the secant's end, the reference step's steady rise, is the same one-pole extrapolation: its
-                    # change over the first half of the traces moves sigma along the fitted leakage curve by
-                    # d sigma / d ref = (L'(ref) - sigma) / ref; one standard error more in quadrature
-                    d_half = float(half[1][0])
-                    if np.isfinite(d_half) and d_half > 0:
-                        shift = _secant_leak(sig_p.value, leak_k.value, d_ref, np.array([d_half]))[0] / d_half \
-                            - sig_p.value
-                        self._form_sd["sigma_w_per_c"] = math.hypot(self._form_sd["sigma_w_per_c"], shift)
+            # the time constants: one pole for a network of several depends on the window it is fitted over, but
+            # their definition (microbench/truth.py) is the one-pole fit of the same window, so that misfit is no
+            # error (the first-half window's shift, the old form term, was 2-7x the errors). Their error beyond
+            # the readings' noise is the rounding the noise dithers only partly: the mean reading is off the
+            # temperature periodically (expected_reading_c), and a one-pole fit through a sweep of temperatures
+            # turns that into a shift of tau (0.1-0.8 s at 0.3 C of noise, session 9). Which shift depends on
+            # where the whole degrees fall on the true curve, which the fitted curve, off it by its misfit, does
+            # not tell: the largest shift of refits to the fitted curves moved by a quarter degree at a time and
+            # read through the expected rounding is one standard error (_rounding_sd)
+            for kind, est, fitted in (("rise", rise[0], rise[7]), ("decay", decay[0], decay[7])):
+                sd = self._rounding_sd(steps, kind, est.value, fitted, noise_c)
+                if sd is not None:
+                    self._form_sd[est.name] = sd
+            # the Max_temp plane's and sigma's form terms: the first-half windows' one-pole asymptotes
+            try:
+                half = self._pooled(steps, "rise", idle_temp_c, 0.5 * min(float(st.heat_t[-1]) for st in steps))
+            except FitError:
+                half = None
+            if half is not None and self._plane is not None:
+                # the steady rises the plane goes through are one-pole asymptotes, which move with the
+                # window as tau does: the plane through the first-half asymptotes is the other reading,
+                # and its shift is one standard error (a direction: the three constants move together)
+                names_p, pinv, okp = self._plane
+                shift = pinv @ (np.asarray(half[1], float)[okp] - d_a[okp])
+                if np.all(np.isfinite(shift)):
+                    self._form_cov = (names_p, np.outer(shift, shift))
+            if half is not None and getattr(self, "_sigma_ref_rise_c", None) is None:
+                # the secant's end, the reference step's steady rise, is the same one-pole extrapolation: its
+                # change over the first half of the traces moves sigma along the fitted leakage curve by
+                # d sigma / d ref = (L'(ref) - sigma) / ref; one standard error more in quadrature
+                d_half = float(half[1][0])
+                if np.isfinite(d_half) and d_half > 0:
+                    shift = _secant_leak(sig_p.value, leak_k.value, d_ref, np.array([d_half]))[0] / d_half \
+                        - sig_p.value
+                    self._form_sd["sigma_w_per_c"] = math.hypot(self._form_sd["sigma_w_per_c"], shift)
         if np.ptp(x) < 3:
             warns.append(f"temperature moved only {np.ptp(x):.0f} C during heating: sigma poorly determined")
         self.params_ = params
@@ -380,7 +485,11 @@ class ThermalFitter(Estimator):
         V = np.nan_to_num(rise_cov) + idle_temp_se ** 2 + np.diag(mu ** 2 * np.nan_to_num(p_var))
         # a sensor without noise reads the steady tail as one whole degree: the rise keeps its quantization
         # error whole, which no residual shows
-        V = V + np.diag([0.0 if dithered else READING_QUANTIZATION_SE_C ** 2 for dithered in dither])
+        # (a dithered one its mean reading's offset, dither_offset_c, at a place between two degrees of its own
+        # for every step: its r.m.s. over the places, 1/sqrt(2) of the largest)
+        dither_c = min(dither_offset_c(getattr(self, "reading_noise_c_", 0.0)) / math.sqrt(2.0),
+                       READING_QUANTIZATION_SE_C)
+        V = V + np.diag([dither_c ** 2 if dithered else READING_QUANTIZATION_SE_C ** 2 for dithered in dither])
         pinv = np.linalg.pinv(X)
         C = pinv @ V @ pinv.T
         names_p = [p.name for p in res.params if p.vary]
@@ -439,19 +548,40 @@ class ThermalFitter(Estimator):
                 terms.append(full)
         apply_total(self.params_, names, total_covariance(cov, jack, terms))
 
+    @classmethod
+    def _rounding_sd(cls, steps: Sequence[ThermalStep], kind: str, tau_s: float, fitted_c: Sequence[np.ndarray],
+                     noise_c: float) -> float | None:
+        """The error (s) the readings' rounding gives the pooled time constant ``tau_s`` of ``kind`` (rise,
+        decay): the largest shift of refits to the fitted curves ``fitted_c`` (C, one per step, at its readings)
+        read through the mean rounding at the readings' noise ``noise_c`` C (:func:`expected_reading_c`), the
+        curves moved by 0, 1/4, 1/2 and 3/4 C. Where the whole degrees fall on the true curve is unknown (the
+        fitted curve is off it by its misfit), and the shift is a periodic function of that place: its
+        largest value bounds the error, whose median is then about 0.7 of it, as a Gaussian error's is 0.67
+        of its standard deviation (tests/test_thermal_readings.py). None when no refit converges."""
+        field = "heat_temp_c" if kind == "rise" else "cool_temp_c"
+        shifts = []
+        for off_c in (0.0, 0.25, 0.5, 0.75):
+            read = [replace(st, **{field: expected_reading_c(np.asarray(f) + off_c, noise_c) - off_c})
+                    for st, f in zip(steps, fitted_c)]
+            try:
+                shifts.append(cls._pooled(read, kind, 0.0)[0].value - tau_s)
+            except FitError:
+                continue
+        return float(np.max(np.abs(shifts))) if shifts else None
+
     @staticmethod
     def _pooled(steps: Sequence[ThermalStep], kind: str, idle_temp_c: float,
-                t_max_s: float | None = None) -> tuple[Param, list[float], int, float, float, float, np.ndarray]:
+                t_max_s: float | None = None) -> tuple[Param, list[float], int, float, float, float, np.ndarray,
+                                                                      list[np.ndarray]]:
         """Shared time constant over all steps (the first ``t_max_s`` seconds of each trace when given):
         returns (tau param, per-step rises above idle at the asymptote (rise) or at the start (decay), n,
-        rmse, mape, r2, the rises' statistical covariance (C^2, idle_temp_c's error not included))."""
-        # the sensor reads whole degrees at ~10 Hz: thin to about one point per second
-        def thin(a: np.ndarray, t: np.ndarray) -> np.ndarray:
-            stride = max(1, int(round(1.0 / max(np.median(np.diff(t)), 1e-3)))) if len(t) > 2 else 1
-            return a[::stride]
-
-        ts = [thin(s.heat_t, s.heat_t) if kind == "rise" else thin(s.cool_t, s.cool_t) for s in steps]
-        ys = [thin(s.heat_temp_c, s.heat_t) if kind == "rise" else thin(s.cool_temp_c, s.cool_t) for s in steps]
+        rmse, mape, r2, the rises' statistical covariance (C^2, idle_temp_c's error not included), the fitted
+        curve of every step at its readings (C))."""
+        # every reading: the one-pole constant of a multi-pole trace depends on the instants it is fitted at,
+        # and thinning to one reading a second put the first at 0.1 s, in the die pole's transient, which moved
+        # the constants 0.5-1.5 % (thermal_results.md, session 9)
+        ts = [s.heat_t if kind == "rise" else s.cool_t for s in steps]
+        ys = [s.heat_temp_c if kind == "rise" else s.cool_temp_c for s in steps]
         if t_max_s is not None:
             ys = [y[t <= t_max_s] for t, y in zip(ts, ys)]
             ts = [t[t <= t_max_s] for t in ts]
@@ -460,12 +590,24 @@ class ThermalFitter(Estimator):
         n = len(steps)
         name = "rc_rise_s" if kind == "rise" else "rc_decay_s"
         ps = [Param(name, 40.0, "s", 0.5, 5000.0, description=f"RC time constant of temperature {kind}, eq. ({17 if kind == 'rise' else 18})")]
-        for k, y in enumerate(ys):
-            lo, hi = float(y[: max(3, len(y) // 50)].mean()), float(y[-max(3, len(y) // 20):].mean())
-            if kind == "rise":
-                ps += [Param(f"t0_{k}", lo, "C"), Param(f"amp_{k}", hi - lo, "C")]
-            else:
-                ps += [Param(f"t0_{k}", hi, "C"), Param(f"amp_{k}", lo - hi, "C")]
+        # started where it ends: for a given tau each step's level and amplitude are a straight line's, so the
+        # sum of squares is a function of tau alone (the least squares' iterations over every reading cost)
+        def linear(tau: float) -> tuple[float, list[np.ndarray]]:
+            sse, coefs = 0.0, []
+            for t, y in zip(ts, ys):
+                a = np.column_stack([np.ones(len(t)), rc_rise(t, tau) if kind == "rise" else rc_decay(t, tau)])
+                c, *_ = np.linalg.lstsq(a, np.asarray(y, float), rcond=None)
+                sse += float(np.sum((a @ c - y) ** 2))
+                coefs.append(c)
+            return sse, coefs
+
+        from scipy.optimize import minimize_scalar
+
+        ltau = minimize_scalar(lambda lt: linear(math.exp(lt))[0], bounds=(math.log(1.0), math.log(4000.0)),
+                               method="bounded").x
+        ps[0] = replace(ps[0], value=float(math.exp(ltau)))
+        for k, c in enumerate(linear(math.exp(ltau))[1]):
+            ps += [Param(f"t0_{k}", float(c[0]), "C"), Param(f"amp_{k}", float(c[1]), "C")]
 
         def model(v: dict[str, float]) -> np.ndarray:
             tau = v[name]
@@ -473,7 +615,18 @@ class ThermalFitter(Estimator):
             b = np.array([v[f"amp_{k}"] for k in range(n)])[seg]
             return a + b * (rc_rise(t_all, tau) if kind == "rise" else rc_decay(t_all, tau))
 
-        res = fit_lsq(model, ps, y_all)
+        def jac(v: dict[str, float]) -> dict[str, np.ndarray]:
+            # analytic: every reading enters (up to 45 000 a phase), and finite differences cost a model call each
+            tau = v[name]
+            b = np.array([v[f"amp_{k}"] for k in range(n)])[seg]
+            e = np.exp(-t_all / tau)
+            out = {name: b * e * t_all / tau ** 2 * (-1.0 if kind == "rise" else 1.0)}
+            for k in range(n):
+                out[f"t0_{k}"] = (seg == k).astype(float)
+                out[f"amp_{k}"] = np.where(seg == k, 1.0 - e if kind == "rise" else e, 0.0)
+            return out
+
+        res = fit_lsq(model, ps, y_all, jac=jac)
         byn = res.by_name()
         # delta of eq. (51) is Max_temp - Idle_temp: the heating curve's asymptote above idle
         amps = [byn[f"t0_{k}"].value + byn[f"amp_{k}"].value - idle_temp_c if kind == "rise" else byn[f"amp_{k}"].value
@@ -489,7 +642,8 @@ class ThermalFitter(Estimator):
                 if kind == "rise":
                     w[k, cov.index(f"t0_{k}")] = 1.0
             rise_cov = w @ cov.matrix @ w.T
-        return byn[name], amps, len(y_all), m.rmse, m.mape_pct, m.r2, rise_cov
+        curves = [res.yhat[seg == k] for k in range(n)]
+        return byn[name], amps, len(y_all), m.rmse, m.mape_pct, m.r2, rise_cov, curves
 
     def _make_section(self, covariance: Covariance) -> Section:
         structure = {"equations": "IPP eqs. (17)-(23); Max_temp is the rise above idle_temp_c",
