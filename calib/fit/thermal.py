@@ -585,8 +585,11 @@ class ThermalFitter(Estimator):
         ts = [s.heat_t if kind == "rise" else s.cool_t for s in steps]
         ys = [s.heat_temp_c if kind == "rise" else s.cool_temp_c for s in steps]
         if t_max_s is not None:
-            ys = [y[t <= t_max_s] for t, y in zip(ts, ys)]
-            ts = [t[t <= t_max_s] for t in ts]
+            # a reading at the window's end is in it whatever the last bit of its time stamp (a resumed
+            # campaign's shifted clock put the dram step's 100 s reading at 100 + 2e-13 s: 999 readings, not 1000)
+            keep = [(t <= t_max_s) | np.isclose(t, t_max_s, rtol=1e-9, atol=0.0) for t in ts]
+            ys = [y[k] for k, y in zip(keep, ys)]
+            ts = [t[k] for k, t in zip(keep, ts)]
         seg = np.concatenate([np.full(len(t), k) for k, t in enumerate(ts)])
         t_all, y_all = np.concatenate(ts), np.concatenate(ys).astype(float)
         n = len(steps)
