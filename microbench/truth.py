@@ -69,19 +69,15 @@ def _record(dev: Any, workload: Any, duration_s: float) -> np.ndarray:
     readings sample (every ``DT_S``; a one-pole constant of a multi-pole trace depends on which instants it
     is fitted at, tests/benchmarks/thermal_results.md session 9)."""
     from microbench.devices.sim.device import DT_S
-    from microbench.devices.sim.loadshape import LoadShape
 
     # the state dev.run / dev.idle set, then the physics one step at a time (dev.run would round a step up to
     # the kernel's length)
     if workload is None:
-        dev.idle(DT_S)
-        out = [dev._sensor_temp()]
+        dev._start_idle()
     else:
-        _, dev._load = dev.evaluate(workload)
-        dev._shape = LoadShape.from_trait(workload.traits.get("power_shape"), dev.t)
-        dev._host_busy, dev._host_extra_w = True, 0.0
-        out = []
-    for _ in range(int(round(duration_s / DT_S)) - len(out)):
+        dev._start_kernel(workload)
+    out = []
+    for _ in range(int(round(duration_s / DT_S))):
         dev._advance(DT_S)
         out.append(dev._sensor_temp())
     return np.array(out)

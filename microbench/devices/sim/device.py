@@ -103,11 +103,16 @@ class VirtualGPU(Device):
         return float(round(self._sensor_temp()))
 
     def idle(self, duration_s: float) -> None:
+        self._start_idle()
+        self._advance(duration_s)
+
+    def _start_idle(self) -> None:
+        """The state of an idle card (no kernel, host idle), for :meth:`_advance` (also
+        microbench.truth's noise-free traces)."""
         self._load = Load()
         self._shape = None
         self._host_busy = False
         self._host_extra_w = 0.0
-        self._advance(duration_s)
 
     def run_copy(self, direction: str, nbytes: int, pinned: bool, duration_s: float) -> CopyResult:
         """Copies back to back through the preset's PCIe link (:mod:`microbench.devices.sim.pcie`): the
@@ -136,11 +141,7 @@ class VirtualGPU(Device):
         return CopyResult(copies, c.time_s * (1.0 + noise))
 
     def run(self, workload: Workload, duration_s: float) -> RunResult:
-        t_true, load = self.evaluate(workload)
-        self._load = load
-        self._shape = LoadShape.from_trait(workload.traits.get("power_shape"), self.t)
-        self._host_busy = True
-        self._host_extra_w = 0.0
+        t_true = self._start_kernel(workload)
         span = max(duration_s, t_true)
         t0 = self.t
         self._advance(span)
@@ -149,6 +150,15 @@ class VirtualGPU(Device):
         launches = max(1, int(busy_s / t_true))
         noise = float(self._rng.normal(0.0, self.preset.sensors.kernel_time_noise))
         return RunResult(launches, t_true * (1.0 + noise))
+
+    def _start_kernel(self, workload: Workload) -> float:
+        """The state of ``workload`` running back to back (its load and power shape, host busy launching),
+        for :meth:`_advance` (also microbench.truth's noise-free traces); returns its true time, s."""
+        t_true, self._load = self.evaluate(workload)
+        self._shape = LoadShape.from_trait(workload.traits.get("power_shape"), self.t)
+        self._host_busy = True
+        self._host_extra_w = 0.0
+        return t_true
 
     def snapshot(self) -> dict:
         extra = self._sampler.state() if self._sampler is not None else {}
