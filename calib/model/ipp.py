@@ -11,9 +11,10 @@
 
 AR' is the identity or the clamped logarithm ``max(0, a_unit ln AR + b)`` per unit, the latter with an
 optional part proportional to the accesses, ``s AR + (1 - s) max(0, a_unit ln AR + b)`` (one share ``s``,
-``ar_linear_share``, for every log unit; absent = 0, IPP's form; see :mod:`calib.model.arfunc`). Chip-level units (L2, global and local memory) are not multiplied by the
-number of SMs. ``Activation`` is the Fermi-style constant power of any running kernel (0 on GT200, where
-it is part of Const_SM). Everything is vectorised over rows.
+``ar_linear_share``, for every log unit; absent = 0, IPP's form; see :mod:`calib.model.arfunc`).
+Chip-level units (L2, global and local memory) are not multiplied by the number of SMs. ``Activation`` is
+the Fermi-style constant power of any running kernel (0 on GT200, where it is part of Const_SM).
+Everything is vectorised over rows.
 
 **Shared activation** (optional, ``structure["shared_activation"]``; files without it predict as
 before): the SM pipes whose power saturates with activity (log access-rate function: a unit leaving
@@ -162,9 +163,9 @@ def table_design(structure: Mapping[str, Any], df: pd.DataFrame, act: Mapping[st
 
 
 def _terms(values: Mapping[str, float], d: Design) -> tuple[np.ndarray, ...]:
-    """AR' of every unit (eq. 9; units x rows), d AR'/d a_unit, d AR'/d share, the MaxPowers, each unit's power before
-    S(n) (W, chip total) net of the shared activation, the pool's overlap r and dr/df, and the pool's
-    additive power A (W, chip total)."""
+    """AR' of every unit (eq. 9; units x rows), d AR'/d a_unit, d AR'/d share, the MaxPowers, each unit's
+    power before S(n) (W, chip total) net of the shared activation, the pool's overlap r and dr/df, and the
+    pool's additive power A (W, chip total)."""
     m = np.array([values[names.max_power(u)] for u in d.units])
     a = np.array([values[names.ar_log_a(u)] if lg else 0.0 for u, lg in zip(d.units, d.is_log)])
     # a fitter asks for the power and then the Jacobian at the same values: the terms are made once
