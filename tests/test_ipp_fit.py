@@ -213,6 +213,7 @@ def test_unknown_memory_unit_is_refused_by_the_cli(cli, tmp_path):
                                      r"'linear'\)"),
     (dict(ar_forms={"fp": "cubic"}), r"setting ar_forms=\{'fp': 'cubic'\} is not valid"),
     (dict(sm_count=0), r"setting sm_count=0 is not valid \(expected an integer in \[1, 1024\]\)"),
+    (dict(linear_share="maybe"), r"setting linear_share='maybe' is not valid \(expected one of 'auto', 'on', 'off'\)"),
 ])
 def test_settings_are_validated_by_fit_not_silently_replaced(settings, msg):
     """A mistyped setting is refused by fit, naming the setting (it once ran BIC selection instead of
