@@ -131,11 +131,9 @@ class IppPowerFitter(Estimator):
         model). BIC, not cross-validation: the criterion of the other structure choices, and one fit per
         structure instead of one per workload (figures: tests/benchmarks/code_figures.md).
     linear_share:
-        ``"off"`` (default: IPP's pure log), ``"auto"`` (the log access-rate function's per-access share
-        ``ar_linear_share``, :mod:`calib.model.arfunc`, on or off by BIC, one more flip of the search,
-        which starts without it) or ``"on"`` (fitted from the start, 0 included). Off by default until the
-        simulator's presets carry a unit curve of another family (branch ``share``: on the presets' own
-        curve, the log plus a per-access part, the term would recover them by construction).
+        ``"auto"`` (default: the log access-rate function's per-access share ``ar_linear_share``,
+        :mod:`calib.model.arfunc`, on or off by BIC, one more flip of the search, which starts without
+        it), ``"on"`` (fitted from the start, 0 included) or ``"off"`` (IPP's pure log).
     """
 
     constraints = {
@@ -157,7 +155,7 @@ class IppPowerFitter(Estimator):
                  chip_units: Iterable[str] | None = None, warp_issue_per_cycle: float | None = None,
                  default_clocks: Mapping[str, float | None] | None = None,
                  temperature_correction: Mapping[str, float] | None = None, shared_activation: str = "auto",
-                 linear_share: str = "off"):
+                 linear_share: str = "auto"):
         self.ar_forms = ar_forms
         self.sm_scaling = sm_scaling
         self.loss = loss

@@ -28,8 +28,9 @@ import numpy as np
 class UnitPhysics:
     """One unit: MaxPower at AR = 1 (W, per SM or per chip) and the shape of its power curve.
 
-    power(AR) = max_power_w * ((1 - w) * AR + w * h(AR)), h(AR) = max(0, 1 + slope * ln AR): ``w`` is the
-    weight of the saturating activation part (0 for units whose power is proportional to accesses).
+    power(AR) = max_power_w * ((1 - w) * AR + w * h(AR)), h the saturating curve ``curve`` (1 at AR = 1):
+    ``w`` is the weight of the saturating activation part (0 for units whose power is proportional to
+    accesses).
     """
 
     max_power_w: float
@@ -37,8 +38,10 @@ class UnitPhysics:
     slope: float = 0.1365
     domain: str = "core"
     chip: bool = False
-    #: shape of the saturating part: "log" (1 + slope ln AR, clamped at 0), "exp" (exponential
-    #: approach, (1 - e^(-AR/k)) / (1 - e^(-1/k)) with k = ``k``) or "mm" (Michaelis-Menten,
+    #: shape of the saturating part: "log" (1 + slope ln AR, clamped at 0), "softlog" (ln(1 + AR/k) /
+    #: ln(1 + 1/k): a log at rates well above k, linear below, with no clamp), "pow" (the power law
+    #: AR^k: near AR = 1 like the log with slope k, flatter at low rates), "exp"
+    #: (exponential approach, (1 - e^(-AR/k)) / (1 - e^(-1/k)) with k = ``k``) or "mm" (Michaelis-Menten,
     #: AR (1 + k) / (AR + k)); all are 1 at AR = 1, so ``max_power_w`` stays the power at AR = 1
     curve: str = "log"
     k: float = 0.1
@@ -51,6 +54,10 @@ class UnitPhysics:
             h = 0.0
         elif self.curve == "exp":
             h = (1.0 - math.exp(-ar / self.k)) / (1.0 - math.exp(-1.0 / self.k))
+        elif self.curve == "softlog":
+            h = math.log1p(ar / self.k) / math.log1p(1.0 / self.k)
+        elif self.curve == "pow":
+            h = ar ** self.k
         elif self.curve == "mm":
             h = ar * (1.0 + self.k) / (ar + self.k)
         else:

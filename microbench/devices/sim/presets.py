@@ -36,8 +36,13 @@ from microbench.devices.sim.pcie import PcieLink
 from microbench.devices.sim.sensors import HostRapl, SensorModel
 from microbench.devices.sim.timing import TimingPhysics
 
-#: weight of the saturating part of a "Spec.Linear" unit's power curve
-_SAT = 0.92
+#: share of a "Spec.Linear" unit's power drawn per access (the rest saturates): SM units, the register
+#: file and fetch/decode (busy with every instruction, little per-access energy), chip-level units
+_PER_ACCESS = {"sm": 0.08, "issue": 0.05, "chip": 0.12}
+#: the saturating part is the "softlog" ln(1 + AR/k) / ln(1 + 1/k) with this k: a log (slope 0.145) above
+#: AR ~ 0.01, linear below, where IPP fits a log clamped at 0 (paper 004, Sec. 3.4) -- another curve, so a
+#: fitted model recovers the units only as far as its form allows
+_TOE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -153,8 +158,9 @@ class Preset:
 # GTX 280 (IPP paper)
 # ------------------------------------------------------------------------------------------------
 
-def _u(p: float, spec: bool, slope: float = 0.1365, domain: str = "core", chip: bool = False) -> UnitPhysics:
-    return UnitPhysics(p, _SAT if spec else 0.0, slope, domain, chip)
+def _u(p: float, spec: bool, domain: str = "core", chip: bool = False, kind: str = "sm") -> UnitPhysics:
+    share = _PER_ACCESS["chip" if chip else kind]
+    return UnitPhysics(p, 1.0 - share if spec else 0.0, domain=domain, chip=chip, curve="softlog", k=_TOE)
 
 
 GTX280 = Preset(
@@ -166,7 +172,8 @@ GTX280 = Preset(
     power=PowerPhysics(
         units={
             "fp": _u(0.2, True), "int": _u(0.25, True), "sfu": _u(0.5, False), "alu": _u(0.2, False),
-            "reg": _u(0.3, True), "fds": _u(0.5, True), "shared": _u(1.0, False), "const": _u(0.4, True),
+            "reg": _u(0.3, True, kind="issue"), "fds": _u(0.5, True, kind="issue"),
+            "shared": _u(1.0, False), "const": _u(0.4, True),
             "tex": _u(0.9, True),
             "global": _u(52.0, True, domain="mem", chip=True), "local": _u(52.0, True, domain="mem", chip=True),
         },
@@ -212,7 +219,8 @@ GTX580 = Preset(
     power=PowerPhysics(
         units={
             "fp": _u(1.1, True), "int": _u(1.1, True), "sfu": _u(0.6, False), "alu": _u(0.5, False),
-            "reg": _u(0.8, True), "fds": _u(0.6, True), "shared": _u(1.4, False), "const": _u(1.0, True),
+            "reg": _u(0.8, True, kind="issue"), "fds": _u(0.6, True, kind="issue"),
+            "shared": _u(1.4, False), "const": _u(1.0, True),
             "tex": _u(0.9, True), "l1": _u(1.6, True),
             "l2": _u(12.0, True, chip=True),
             "global": _u(28.0, True, domain="mem", chip=True), "local": _u(28.0, True, domain="mem", chip=True),
@@ -264,7 +272,8 @@ TITANX = Preset(
     power=PowerPhysics(
         units={
             "fp": _u(2.2, True), "dp": _u(1.4, True), "int": _u(2.0, True), "sfu": _u(1.6, False),
-            "alu": _u(1.2, False), "reg": _u(1.0, True), "fds": _u(0.8, True), "shared": _u(1.5, False),
+            "alu": _u(1.2, False), "reg": _u(1.0, True, kind="issue"),
+            "fds": _u(0.8, True, kind="issue"), "shared": _u(1.5, False),
             "const": _u(0.6, True), "tex": _u(1.0, True), "l1": _u(1.3, True),
             "l2": _u(18.0, True, chip=True),
             "global": _u(45.0, True, domain="mem", chip=True), "local": _u(45.0, True, domain="mem", chip=True),
@@ -390,8 +399,8 @@ def _dc_thermal(g_sink_fan: float, c_sink: float) -> ThermalPhysics:
 def _sm8x_units(scale: float, tensor: bool = True) -> dict[str, UnitPhysics]:
     units = {
         "fp": _u(0.9 * scale, True), "dp": _u(1.2 * scale, True), "int": _u(0.8 * scale, True),
-        "sfu": _u(0.5 * scale, False), "alu": _u(0.45 * scale, False), "reg": _u(0.4 * scale, True),
-        "fds": _u(0.3 * scale, True), "shared": _u(0.6 * scale, False), "const": _u(0.2 * scale, True),
+        "sfu": _u(0.5 * scale, False), "alu": _u(0.45 * scale, False), "reg": _u(0.4 * scale, True, kind="issue"),
+        "fds": _u(0.3 * scale, True, kind="issue"), "shared": _u(0.6 * scale, False), "const": _u(0.2 * scale, True),
         "tex": _u(0.4 * scale, True), "l1": _u(0.55 * scale, True),
     }
     if tensor:
@@ -538,7 +547,7 @@ MI250X = Preset(
         units={
             "valu_fp32": _u(0.75, True), "valu_fp64": _u(0.95, True), "valu_int": _u(0.55, True),
             "valu_trans": _u(0.45, False), "matrix": _u(1.4, True), "salu": _u(0.15, False),
-            "issue": _u(0.3, True), "lds": _u(0.5, False), "l1": _u(0.45, True),
+            "issue": _u(0.3, True, kind="issue"), "lds": _u(0.5, False), "l1": _u(0.45, True),
             "l2": _u(28.0, True, chip=True), "hbm": _u(65.0, True, domain="mem", chip=True),
         },
         # the package's stream: the idle sibling GCD's share is in the constant and memory terms
@@ -575,7 +584,7 @@ MI250X = Preset(
 _MI300X_UNITS = {
     "valu_fp32": _u(0.42, True), "valu_fp64": _u(0.55, True), "valu_int": _u(0.32, True),
     "valu_trans": _u(0.30, False), "matrix": _u(1.05, True), "salu": _u(0.08, False),
-    "issue": _u(0.18, True), "lds": _u(0.30, False), "l1": _u(0.28, True),
+    "issue": _u(0.18, True, kind="issue"), "lds": _u(0.30, False), "l1": _u(0.28, True),
     "l2": _u(40.0, True, chip=True), "hbm": _u(120.0, True, domain="mem", chip=True),
 }
 
