@@ -70,7 +70,11 @@ def test_recovers_the_virtual_gpus_parameters_and_forms():
     # they prefer it by 16.9: the shared-activation pool's form (a union of independent activities) is
     # not the physics' overlap (a share of the smaller units' activation), and SFU pooled with the log
     # form absorbs part of the difference in the all-pipes mix (SFU is linear, outside the overlap, in
-    # the simulator). Bounded here so that a further drift fails; its MaxPower's error is judged below.
+    # the simulator). With the smooth-toe curves (the units' power linear below AR 1e-3, where the
+    # model's log is clamped at 0), by 13.6-31.7 on seeds 0-7 (27.0 on this one): SFU reaches only AR 0.1
+    # to 0.25, and in its kernels INT's loop overhead (AR 1e-3 to 2e-3) sits on the physics' toe, which
+    # the log SFU absorbs (residual of sfu/w1 -0.25 W with SFU linear). Bounded here so that a further
+    # drift fails; its MaxPower's error is judged below.
     truth_forms = ar_forms("gtx280")
     wrong = {u for u, v in f.forms_.items() if v != truth_forms[u]}
     assert wrong <= {"sfu"}, wrong
@@ -79,7 +83,7 @@ def test_recovers_the_virtual_gpus_parameters_and_forms():
             warnings.simplefilter("ignore")
             g = IppPowerFitter(**dict(settings, ar_forms=truth_forms, shared_activation="on" if f.shared_ else "off")
                                ).fit(df, uncertainty=False)
-        assert g.result_.bic - f.result_.bic < 20.0
+        assert g.result_.bic - f.result_.bic < 40.0
     sec = f.section_
     annotate_identifiability(sec)
     truth = ground_truth("gtx280")
@@ -183,7 +187,7 @@ def test_auto_linear_share_is_chosen_where_the_rows_have_one_and_not_where_they_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         on = IppPowerFitter(sm_count=16, chip_units=["global"], linear_share="auto").fit(with_share, uncertainty=False)
-        off = IppPowerFitter(sm_count=16, chip_units=["global"]).fit(with_share, uncertainty=False)
+        off = IppPowerFitter(sm_count=16, chip_units=["global"], linear_share="off").fit(with_share, uncertainty=False)
         pure = IppPowerFitter(sm_count=16, chip_units=["global"], linear_share="auto").fit(
             _table(noise=0.05), uncertainty=False)
     assert on.share_ and not off.share_ and not pure.share_
@@ -239,9 +243,14 @@ def test_refit_from_stored_settings_reproduces_the_section():
 # One virtual Titan X campaign's IPP training rows (sim:titanx, standard campaign, noise seed 6), recorded
 # by `calib run` and kept as a table: the warm-started greedy form search used to stop there with SHARED
 # linear and ALU/FDS log (BIC -71), while 18 of 20 seeds chose ALU and FDS linear (BIC -133 on these rows).
+# These rows (and the other recorded rows below) come from the presets' earlier unit curve, the clamped log
+# plus 8 % per access, which the per-access share (linear_share) copies exactly: the tests of the search
+# hold the pure log (linear_share="off"), which these rows do not fit by construction. With the share on,
+# the search reaches the physics' own forms on them (BIC -816 on seed 6), a recovery by construction.
 TITANX_S6 = dict(mem_units=["global", "local"], sm_count=24, chip_units=["l2", "global", "local"],
                  warp_issue_per_cycle=4.0, default_clocks={"core_mhz": 975.0, "mem_mhz": 3505.0},
-                 temperature_correction={"sigma_w_per_c": 0.3135139838305873, "idle_temp_c": 40.5})
+                 temperature_correction={"sigma_w_per_c": 0.3135139838305873, "idle_temp_c": 40.5},
+                 linear_share="off")
 
 
 def test_form_search_is_not_stuck_where_a_cold_restart_finds_a_better_flip():
@@ -304,7 +313,8 @@ def test_form_alternatives_several_flips_away_cover_the_units_every_instruction_
 # fitter settings `calib fit` gives that session with the secant sigma of the thermal section.
 MI300X_S0 = dict(mem_units=["hbm"], sm_count=304, chip_units=["l2", "hbm"], warp_issue_per_cycle=2.0,
                  default_clocks={"core_mhz": 2100.0, "mem_mhz": 1300.0},
-                 temperature_correction={"sigma_w_per_c": 0.8084441189277356, "idle_temp_c": 45.0})
+                 temperature_correction={"sigma_w_per_c": 0.8084441189277356, "idle_temp_c": 45.0},
+                 linear_share="off")  # the earlier curve, as for TITANX_S6
 
 
 def test_a_5_percent_change_of_sigma_does_not_move_a_maxpower_by_more_than_2_percent():
@@ -365,7 +375,9 @@ def test_auto_shared_activation_reaches_the_better_held_setting_whatever_the_war
     search from the other setting was skipped beyond 10, although the search with the term held on ends
     at BIC -247 (and at sigma x 0.95 and x 1.05 the first search found it: titanx's MaxPowers swung by
     -47..+40 % between sigma 0.3093 and 0.2953). Expected value from an independent route: the better of
-    the two searches with the term held off and held on."""
+    the two searches with the term held off and held on. The search with the term held off ends at -91 or,
+    on another machine's floating-point rounding (OpenBLAS picks its kernels by CPU), at -170 (seen on 28
+    Nov 2026): a greedy search over forms among near-tied optima; the premise is the gap of at least 50."""
     import warnings
     from pathlib import Path
 
@@ -378,7 +390,7 @@ def test_auto_shared_activation_reaches_the_better_held_setting_whatever_the_war
             bic[sh] = f.result_.bic
             if sh == "auto":
                 assert f.shared_, bic
-    assert bic["on"] < bic["off"] - 100, bic
+    assert bic["on"] < bic["off"] - 50, bic
     assert bic["auto"] <= min(bic["on"], bic["off"]) + 1e-6, bic
 
 

@@ -152,5 +152,6 @@ def test_diff_of_identical_files_says_how_many_are_unchanged(work, cli):
     assert out.strip().splitlines()[-2:] == [f"no parameter changed ({n} unchanged)",
                                              "exit status 0: nothing moved significantly"]
     # 67 before the thermal network published its node form (ambient, fan link, host heat, hot spot, ...),
-    # 76 before hot_spot_util_exp and busy_rise_c
-    assert n == 78
+    # 76 before hot_spot_util_exp and busy_rise_c, 78 before the per-access share (ar_linear_share) and
+    # the smooth-toe unit curves (SFU now fitted with the log: its slope ar_log_a_sfu)
+    assert n == 80

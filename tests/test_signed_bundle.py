@@ -209,7 +209,7 @@ def test_unsigned_bundle_verifies_with_a_warning(unsigned, cli):
     assert rc == 0, err
     assert err.strip() == (f"WARNING: {unsigned}: not signed: its checksums prove it is intact, not who published "
                            "it (publishers: calib publish --sign KEY)")
-    assert "refit:     power: 24 parameters reproduced" in out
+    assert "refit:     power: 26 parameters reproduced" in out  # 24 before the per-access share and SFU's log slope
 
 
 def test_keygen_and_key_errors(tmp_path, cli, keys):
