@@ -59,25 +59,25 @@ def test_one_parameter_moved_by_ten_standard_errors_is_flagged_alone(cli, tmp_pa
     old = _doc()
     new = copy.deepcopy(old)
     # a parameter the campaign determines on its own (members of a tied group are tested only as their
-    # combination)
-    assert "max_power_global_w" not in _tied(old)
-    se = _se(old, "max_power_global_w")
-    new["power"]["parameters"]["max_power_global_w"]["value"] += 10 * se
+    # combination; in the reference gtx280 file of the smooth-toe physics, fp and alu are)
+    assert "max_power_fp_w" not in _tied(old)
+    se = _se(old, "max_power_fp_w")
+    new["power"]["parameters"]["max_power_fp_w"]["value"] += 10 * se
     # a move of half a standard error elsewhere is noise
-    assert "max_power_int_w" not in _tied(old)
-    new["power"]["parameters"]["max_power_int_w"]["value"] += 0.5 * _se(old, "max_power_int_w")
+    assert "max_power_alu_w" not in _tied(old)
+    new["power"]["parameters"]["max_power_alu_w"]["value"] += 0.5 * _se(old, "max_power_alu_w")
     code, out, err = cli("diff", SIM280, _save(new, tmp_path / "new.json"), "--json", tmp_path / "d.json")
     assert code == 3, out + err
     js = json.loads((tmp_path / "d.json").read_text())
     flagged = [p["parameter"] for p in js["parameters"] if p["verdict"] == "significant"]
-    assert flagged == ["power.max_power_global_w"]
-    glob = next(p for p in js["parameters"] if p["parameter"] == "power.max_power_global_w")
+    assert flagged == ["power.max_power_fp_w"]
+    one = next(p for p in js["parameters"] if p["parameter"] == "power.max_power_fp_w")
     # both files carry the same standard error: z = 10 se / sqrt(2) se
-    assert glob["z"] == pytest.approx(10 / math.sqrt(2), rel=1e-9)
-    assert glob["change"] == pytest.approx(10 * se, rel=1e-9)
-    intp = next(p for p in js["parameters"] if p["parameter"] == "power.max_power_int_w")
-    assert intp["verdict"] == "not significant" and intp["z"] == pytest.approx(0.5 / math.sqrt(2), rel=1e-9)
-    assert "**power.max_power_global_w" in out
+    assert one["z"] == pytest.approx(10 / math.sqrt(2), rel=1e-9)
+    assert one["change"] == pytest.approx(10 * se, rel=1e-9)
+    other = next(p for p in js["parameters"] if p["parameter"] == "power.max_power_alu_w")
+    assert other["verdict"] == "not significant" and other["z"] == pytest.approx(0.5 / math.sqrt(2), rel=1e-9)
+    assert "**power.max_power_fp_w" in out
     assert "two-sided z-test" in out and "Holm" in out
 
 
@@ -121,12 +121,12 @@ def test_holm_keeps_a_borderline_change_unflagged():
             if se:
                 new[sec]["parameters"][name]["value"] += 0.1 * se
     # z = 2.5 alone would be p = 0.012 < 0.05, but not after correcting for ~20 tested parameters
-    assert "max_power_global_w" not in _tied(old)
-    new["power"]["parameters"]["max_power_global_w"]["value"] += 2.5 * math.sqrt(2) * _se(old, "max_power_global_w") \
-        - 0.1 * _se(old, "max_power_global_w")
+    assert "max_power_fp_w" not in _tied(old)
+    new["power"]["parameters"]["max_power_fp_w"]["value"] += 2.5 * math.sqrt(2) * _se(old, "max_power_fp_w") \
+        - 0.1 * _se(old, "max_power_fp_w")
     c = compare(_pf(old), _pf(new))
     assert sum(1 for x in c.params if x.p is not None) > 15
-    ch = next(x for x in c.params if x.name == "max_power_global_w")
+    ch = next(x for x in c.params if x.name == "max_power_fp_w")
     assert ch.p == pytest.approx(0.0124, abs=2e-4)
     assert ch.verdict == "not significant" and not c.moved
     assert compare(_pf(old), _pf(new), alpha=0.6).significant  # a lax family-wise level does flag it
@@ -172,7 +172,8 @@ def test_when_the_forms_differ_the_other_parameters_are_tested_with_their_total_
     section's parameters are tested with stderr_total; a real change beyond that is still flagged."""
     old = _doc()
     unit = next(u for u, s in old["power"]["units"].items() if s["ar_function"] == "log")
-    other = next(n for n in ("max_power_global_w", "max_power_tex_w", "max_power_shared_w", "max_power_int_w")
+    other = next(n for n in ("max_power_global_w", "max_power_tex_w", "max_power_shared_w", "max_power_int_w",
+                             "max_power_alu_w")
                  if n in old["power"]["parameters"] and f"_{unit}_" not in n and n not in _tied(old))
     se, se_t = _se(old, other), old["fit"]["power"]["stderr_total"][other]
     assert se_t > 3 * se  # the premise: the total is much wider than the statistical error here

@@ -425,14 +425,16 @@ def test_auto_shared_activation_reaches_the_better_setting_on_the_real_titan_x_m
 def test_the_standard_campaigns_training_mixes_let_the_data_choose_the_shared_activation():
     """Issue 29: the single-unit sweeps never run two pipes at high access rate together, so on gtx280
     (pipes overlapping by 15 % of their activation in the simulator's physics) the search kept the
-    shared-activation term off and every pipe absorbed the overlap (fp -17 %, const -13 %, tex -9 % on
-    seeds 0-4). The standard campaign's training mixes (microbench.benchmarks.TRAINING_MIXES) measure
-    units drawing power together: on the recorded campaign (fitted/sim-gtx280.samples.csv, the settings
-    its file records) the term is chosen and fp, const and tex come within 10.5 / 7 / 4 %; the same rows
-    without the mixes (the campaign before) keep it off and miss by 17 / 13 / 9 %. The truths are the
-    simulator's (microbench.truth), read only here. Bounds from seeds 0-4 of each campaign
-    (tests/benchmarks/identify_results.md): with the mixes fp -9.7 to -11.9 %, const -5.1 to -7.0 %,
-    tex -2.7 to -4.0 %; without, -17.3 to -19.4, -12.4 to -13.2, -8.8 to -9.2 %."""
+    shared-activation term off and every pipe absorbed the overlap. The standard campaign's training
+    mixes (microbench.benchmarks.TRAINING_MIXES) measure units drawing power together: on the recorded
+    campaign (fitted/sim-gtx280.samples.csv, the settings its file records) the term is chosen and fp,
+    const and tex come within 15 / 7.5 / 0.2 %; the same rows without the mixes keep it off and miss by
+    19 / 11 / 6 %. The truths are the simulator's (microbench.truth), read only here. Figures of seeds 0-4
+    with the smooth-toe unit curves and the per-access share (identify_results.md, session 10): with the
+    mixes the term is chosen on seeds 0 and 1 (BIC 2.7 and 0.6 better; fp -14.8 / -15.2 %, const -7.4 /
+    -7.9 %, tex -0.1 / -0.2 %) and not on seeds 2-4 (1.9-3.0 worse; fp -21 to -23 %); without them never
+    (fp -18.2 to -20.5 %, const -10.4 to -11.4 %, tex -4.7 to -5.6 %). With the curves of before (the
+    clamped log plus 8 % per access, which the share copies) the term was chosen on all five."""
     import json
     import warnings
     from pathlib import Path
@@ -454,6 +456,6 @@ def test_the_standard_campaigns_training_mixes_let_the_data_choose_the_shared_ac
                      for u in ("fp", "const", "tex")}
         err[name]["shared"] = f.shared_
     assert err["with"]["shared"] is True, err
-    assert abs(err["with"]["fp"]) < 13.5 and abs(err["with"]["const"]) < 9.0 and abs(err["with"]["tex"]) < 6.0, err
+    assert abs(err["with"]["fp"]) < 17.0 and abs(err["with"]["const"]) < 9.0 and abs(err["with"]["tex"]) < 3.0, err
     assert err["without"]["shared"] is False, err
-    assert err["without"]["fp"] < -15.0 and err["without"]["const"] < -11.0 and err["without"]["tex"] < -8.0, err
+    assert err["without"]["fp"] < -17.0 and err["without"]["const"] < -10.0 and err["without"]["tex"] < -4.0, err
