@@ -471,9 +471,10 @@ def test_direct_term_row_carries_the_sums_standard_error():
 def test_committed_networks_error_bars_are_neither_too_narrow_nor_too_wide(scale):
     """The thermal network's poles and direct term in the five committed reference fits (standard campaign),
     pooled: the truth within 2 stderr_total for at least 85 % and the median |fitted - truth| / stderr_total
-    within 0.4-0.9 (about 0.67 for honest errors). Passes as committed (93 %, 0.52); fails with every
-    stderr_total doubled (median 0.26) or halved (62 % within 2), and failed with the leave-one-step-out
-    jackknife in the totals (median 0.31: gtx280's 0.09, titanx's 0.19 over five seeds each)."""
+    within 0.45-0.9 (issue 29's band; about 0.67 for honest errors). Passes as committed (96 %, 0.84 with
+    the smooth-toe unit curves; 93 %, 0.52 before); fails with every stderr_total doubled (median 0.42) or
+    halved (63 % within 2), and failed with the leave-one-step-out jackknife in the totals (median 0.31:
+    gtx280's 0.09, titanx's 0.19 over five seeds each)."""
     from calib.core.params import load
     from microbench.thermal_truth import thermal_network_recovery_rows
     from recovery_rule import honest_bars
@@ -485,5 +486,5 @@ def test_committed_networks_error_bars_are_neither_too_narrow_nor_too_wide(scale
         ratios += [abs(r["abs_error"]) / (scale * r["stderr_total"]) for r in thermal_network_recovery_rows(preset, pf)
                    if r["stderr_total"]]
     assert len(ratios) >= 25
-    honest, within, med = honest_bars(ratios, (0.4, 0.9))
+    honest, within, med = honest_bars(ratios, (0.45, 0.9))
     assert honest == (scale == 1.0), (scale, round(within, 3), round(med, 3))
