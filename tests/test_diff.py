@@ -324,29 +324,35 @@ def test_a_well_measured_member_of_an_old_files_combination_is_tested_on_its_own
 
 
 def test_a_thermal_network_with_another_pole_count_is_another_network():
-    """Two fits of one card whose cross-validation kept 2 and 1 poles: the one pole's R1 is about the sum
-    of the two, so the ladder's parameters (tau_i, R_i, the direct term, the fan link, the host heat) and
-    the determined combination built on them are not comparable; the pole count is a structure change and
-    the rest of the section is tested with the total standard errors (a change beyond them is flagged)."""
-    old = _doc()
-    assert old["thermal_network"]["poles"] == 2  # the premise: the reference fit has two poles
+    """Two fits of one card whose cross-validation kept n and n - 1 poles: the fewer poles' last R is about
+    the sum of the two, so the ladder's parameters (tau_i, R_i, the direct term, the fan link, the host heat)
+    and the determined combination built on them are not comparable; the pole count is a structure change
+    and the rest of the section is tested with the total standard errors (a change beyond them is flagged).
+    The first committed reference fit with at least two poles (gtx280's had two; with the smooth-toe unit
+    curves its cross-validation keeps one, titanx's three)."""
+    ref = next(f for f in (SIM280, ROOT / "fitted" / "sim-titanx.json")
+               if P.load(f).to_dict()["thermal_network"]["poles"] >= 2)
+    old = P.load(ref).to_dict()
+    n = old["thermal_network"]["poles"]
+    assert n >= 2  # the premise: the reference fit has two poles or more
     new = copy.deepcopy(old)
     tn, fit = new["thermal_network"], new["fit"]["thermal_network"]
-    tn["poles"] = tn["dominant_poles"] = 1
+    tn["poles"] = n - 1
+    tn["dominant_poles"] = min(tn["dominant_poles"], n - 1)
     pars = tn["parameters"]
-    pars["r1_c_per_w"]["value"] += pars.pop("r2_c_per_w")["value"]
-    pars["tau1_s"]["value"] = 0.5 * (pars["tau1_s"]["value"] + pars.pop("tau2_s")["value"])
+    pars[f"r{n - 1}_c_per_w"]["value"] += pars.pop(f"r{n}_c_per_w")["value"]
+    pars[f"tau{n - 1}_s"]["value"] = 0.5 * (pars[f"tau{n - 1}_s"]["value"] + pars.pop(f"tau{n}_s")["value"])
     for key in ("stderr", "stderr_total"):
-        fit[key].pop("r2_c_per_w", None)
-        fit[key].pop("tau2_s", None)
-    for key in ("covariance", "covariance_total", "identifiability"):  # one pole: no R1 + R2 combination
+        fit[key].pop(f"r{n}_c_per_w", None)
+        fit[key].pop(f"tau{n}_s", None)
+    for key in ("covariance", "covariance_total", "identifiability"):  # the combinations were on the old ladder
         fit.pop(key, None)
     c = compare(_pf(old), _pf(new))
-    assert ("thermal_network.poles", 2, 1) in c.structure
+    assert ("thermal_network.poles", n, n - 1) in c.structure
     by = {ch.name: ch for ch in c.params if ch.section == "thermal_network"}
     for name in ("r1_c_per_w", "tau1_s", "r_direct_c_per_w", "fan_g_w_per_c", "busy_heat_w"):
         assert by[name].verdict == "not comparable", name
-        assert by[name].reason == "thermal_network.poles changed (2 -> 1): another network", name
+        assert by[name].reason == f"thermal_network.poles changed ({n} -> {n - 1}): another network", name
     # the idle temperature is not a ladder parameter: tested with the total standard errors
     idle = by["idle_temp_c"]
     assert idle.verdict == "unchanged" or idle.reason.endswith("tested with the total standard errors")
