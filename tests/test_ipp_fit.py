@@ -365,7 +365,9 @@ def test_auto_shared_activation_reaches_the_better_held_setting_whatever_the_war
     search from the other setting was skipped beyond 10, although the search with the term held on ends
     at BIC -247 (and at sigma x 0.95 and x 1.05 the first search found it: titanx's MaxPowers swung by
     -47..+40 % between sigma 0.3093 and 0.2953). Expected value from an independent route: the better of
-    the two searches with the term held off and held on."""
+    the two searches with the term held off and held on. The search with the term held off ends at -91 or,
+    on another machine's floating-point rounding (OpenBLAS picks its kernels by CPU), at -170 (seen on 28
+    Nov 2026): a greedy search over forms among near-tied optima; the premise is the gap of at least 50."""
     import warnings
     from pathlib import Path
 
@@ -378,7 +380,7 @@ def test_auto_shared_activation_reaches_the_better_held_setting_whatever_the_war
             bic[sh] = f.result_.bic
             if sh == "auto":
                 assert f.shared_, bic
-    assert bic["on"] < bic["off"] - 100, bic
+    assert bic["on"] < bic["off"] - 50, bic
     assert bic["auto"] <= min(bic["on"], bic["off"]) + 1e-6, bic
 
 
