@@ -88,6 +88,7 @@ from microbench.devices.base import (
     RealGpu,
     Sensor,
     VendorGpu,
+    clock_control_note,
     install_clock_reset_handlers,
     runtime_properties,
 )
@@ -601,11 +602,7 @@ class RocmDevice(RealGpu):
                if props else None)
         self.gpu = AmdGpu(self.index, hip_pci=pci, energy_check_s=energy_check_s)
         try:
-            self._sensor = AmdSmiSensor(self.gpu, name=f"amdsmi{self.index}")
-            self._analyzer = analyzer
-            self._runner = runner
-            self._owns_runner = runner is None
-            self._prepared: dict[Any, Any] = {}
+            self._attach(AmdSmiSensor(self.gpu, name=f"amdsmi{self.index}"), analyzer, runner)
             ident = self.gpu.identity()
             try:
                 table = self.gpu.supported_clocks()
@@ -628,9 +625,6 @@ class RocmDevice(RealGpu):
         except BaseException:
             self.gpu.close()
             raise
-
-    def sensors(self) -> list[Sensor]:
-        return [self._sensor] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
     def _new_runner(self) -> Any:
         try:
@@ -700,13 +694,10 @@ class AmdBackend(Backend):
 
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """What each AMD GPU can measure, its power scope, faults found, clock control."""
-        import os
-
         ok, msg = amdsmi_available()
         rep: dict[str, Any] = {"library": self.library, "available": ok, "message": msg, "gpus": []}
         if not ok:
             return rep
-        root = hasattr(os, "geteuid") and os.geteuid() == 0
         for ident in self.list_gpus():
             g: dict[str, Any] = {"identity": ident, "measurable": ident.pop("measures"),
                                  "not_available": ident.pop("not_available"), "notes": {}}
@@ -721,8 +712,7 @@ class AmdBackend(Backend):
                     g["notes"]["clocks"] = f"GFX levels {clk['core_mhz']} MHz, memory {clk['mem_mhz']} MHz"
             except DeviceError as e:
                 g["error"] = str(e)
-            g["notes"]["clock control"] = ("possible (running as root)" if root else
-                                           "needs root: DVFS points (held clocks) will fail with 'not permitted'")
+            g["notes"]["clock control"] = clock_control_note("held")
             rep["gpus"].append(g)
         return rep
 

@@ -17,6 +17,7 @@ discovery, opening a device (telemetry, clock control, kernel runner), opening i
 from __future__ import annotations
 
 import atexit
+import os
 import signal
 import threading
 import time
@@ -377,19 +378,33 @@ class VendorGpu:
         self.close()
 
 
+def clock_control_note(held: str) -> str:
+    """What ``calib doctor`` says about clock control here: possible as root, else what DVFS points (whose
+    clocks are ``held``: locked, held) will meet."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return "possible (running as root)"
+    return f"needs root: DVFS points ({held} clocks) will fail with 'not permitted'"
+
+
 class RealGpu(Device):
-    """What a real GPU of any vendor does the same way: wall-clock time, kernels through a runner
-    prepared once per shape, sleeping idle, clocks and temperature through the vendor's GPU object
-    (``self.gpu``: ``lock_clocks``, ``clocks_mhz``, ``temperature_c``, ``reset_clocks``, ``close``), and
-    a close that releases everything. Subclasses set ``gpu``, ``_runner`` (None: :meth:`_new_runner`
-    on first use), ``_owns_runner``, ``_analyzer`` and ``_prepared``."""
+    """What a real GPU of any vendor does the same way: wall-clock time, its own stream plus an optional
+    analyzer as sensors, kernels through a runner prepared once per shape, sleeping idle, clocks and
+    temperature through the vendor's GPU object (``self.gpu``: ``lock_clocks``, ``clocks_mhz``,
+    ``temperature_c``, ``reset_clocks``, ``close``), and a close that releases everything. Subclasses
+    set ``gpu`` and call :meth:`_attach`."""
 
     virtual = False
     gpu: Any
-    _runner: Any
-    _owns_runner: bool
-    _analyzer: Sensor | None
-    _prepared: dict[Any, Any]
+
+    def _attach(self, sensor: Sensor, analyzer: Sensor | None, runner: Any) -> None:
+        """The GPU's own stream, an optional power analyzer, and the kernel runner (None: :meth:`_new_runner`
+        on first use, owned and closed by this device)."""
+        self._sensor, self._analyzer, self._runner = sensor, analyzer, runner
+        self._owns_runner = runner is None
+        self._prepared: dict[Any, Any] = {}
+
+    def sensors(self) -> list[Sensor]:
+        return [self._sensor] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
     def _new_runner(self) -> Any:
         """The vendor's kernel runner (DeviceError naming what to install when it cannot run kernels)."""

@@ -1,18 +1,8 @@
 """NVIDIA GPUs through NVML (package ``nvidia-ml-py``): enumeration, the NVML sensor, clock control.
 
-All use of ``pynvml`` in the toolkit is confined to this module; NVML errors are mapped here, once, to
-the toolkit's typed errors (see :func:`map_nvml_error`):
-
-=====================================================  ============================================
-NVML return code                                       raised as
-=====================================================  ============================================
-NOT_SUPPORTED, FUNCTION_NOT_FOUND, FREQ_NOT_SUPPORTED,  :class:`calib.core.errors.DeviceNotSupportedError`
-ARGUMENT_VERSION_MISMATCH, DEPRECATED
-NO_PERMISSION                                          :class:`calib.core.errors.DeviceNoPermissionError`
-GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND             :class:`calib.core.errors.DeviceLostError`
-TIMEOUT, NOT_READY, NO_DATA, IN_USE, IRQ_ISSUE         :class:`microbench.logger.TransientSensorError`
-anything else (driver not loaded, library not found)   :class:`calib.core.errors.DeviceError`
-=====================================================  ============================================
+All use of ``pynvml`` in the toolkit is confined to this module; NVML return codes are mapped here, once,
+to the toolkit's typed errors (:func:`map_nvml_error`: not supported, no permission, lost, transient, NVML
+not usable; anything else a :class:`calib.core.errors.DeviceError`).
 
 The sensor's stream columns (one row per poll; NVML units converted here, once):
 
@@ -69,7 +59,6 @@ from microbench.devices.base import (
     PolledGpuSensor,
     VendorGpu,
     install_clock_reset_handlers,
-    reset_all_held_clocks,
 )
 from microbench.logger import TransientSensorError
 
@@ -362,19 +351,11 @@ class NvmlGpu(VendorGpu):
         self._fields = [(k, fields[k]) for k in ("power_instant", "power_average", "energy_field", "mem_temp")
                         if supported[k]]
         fans_logged = self._probe_fans()
-        if supported["power_instant"]:
-            src = "field NVML_FI_DEV_POWER_INSTANT (instantaneous)"
-        elif supported["power_usage"]:
-            src = ("nvmlDeviceGetPowerUsage (1 s average on Ampere-except-GA100 and newer, instantaneous on "
-                   "older GPUs)")
-        else:
-            src = None
-        if supported["energy_field"]:
-            esrc = "field NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, ~100 ms updates)"
-        elif supported["energy_counter"]:
-            esrc = "nvmlDeviceGetTotalEnergyConsumption (mJ, ~100 ms updates)"
-        else:
-            esrc = None
+        src = ("field NVML_FI_DEV_POWER_INSTANT (instantaneous)" if supported["power_instant"] else
+               "nvmlDeviceGetPowerUsage (1 s average on Ampere-except-GA100 and newer, instantaneous on older GPUs)"
+               if supported["power_usage"] else None)
+        esrc = ("field NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, ~100 ms updates)" if supported["energy_field"] else
+                "nvmlDeviceGetTotalEnergyConsumption (mJ, ~100 ms updates)" if supported["energy_counter"] else None)
         self._caps = {
             "gpu": self.identity(),
             "supported": supported,
@@ -530,7 +511,7 @@ class NvmlGpu(VendorGpu):
             self._check_pair(core, mem)
         install_clock_reset_handlers()
         with self._clock_lock:
-            _LOCKED.add(self)
+            CLOCKS_HELD.add(self)
             if mem is None:
                 self._reset_domain("mem")
             else:
@@ -561,21 +542,12 @@ class NvmlGpu(VendorGpu):
                 except DeviceError as e:  # try the other domain anyway
                     errors.append(e)
                     self.locked[dom] = None
-            _LOCKED.discard(self)
+            CLOCKS_HELD.discard(self)
             if errors:
                 raise errors[0]
 
     def _shutdown(self) -> None:
         _nvml("nvmlShutdown", pynvml.nvmlShutdown)
-
-
-# ------------------------------------------------------------------------------------------------
-# Clock reset at exit / Ctrl-C / SIGTERM
-# ------------------------------------------------------------------------------------------------
-
-#: the GPUs with locked clocks and their reset at exit, shared by every vendor (microbench.devices.base)
-_LOCKED = CLOCKS_HELD
-_reset_all_locked = reset_all_held_clocks
 
 
 # ------------------------------------------------------------------------------------------------

@@ -3,30 +3,9 @@
 Source: ``shared/reference/instrument-protocol-facts.md`` (the makers' host code, manuals and working
 third-party loggers). Nothing here is taken from the drivers in :mod:`microbench.instruments` -- this
 module does not import them -- so a mistake shared by a driver and its test double can still fail a
-test. Each emulator behaves as its source says the instrument does, awkward parts included:
-
-=================  ===========================================================================
-emulator           documented behaviour it reproduces
-=================  ===========================================================================
-PowerSensor3       binary words ``1iiiaaaa 0mbbbbbb``; ``S``/``X``/``M``/``R``; after ``X`` the
-                   sentinel ``FF 3F`` twice, 100 ms later, streaming or not; EEPROM records
-                   (41 bytes: type, pair name, vref, sensitivity, in use) acknowledged one by one,
-                   then ``D``; real sensor physics (vref, V/A) with dither; unwired channels
-                   float; frames dropped in the USB queue are invisible; 10-bit µs timestamp
-WT310 / WT310E     SCPI error queue that survives an unplug; an interrupted query leaves
-                   ``-410`` behind; WT200-compatible command set rejects ``:NUM``/``:INP``;
-                   ``:RATE`` 100MS..5S (50MS only on the E model); EESR/``:COMM:WAIT`` update sync;
-                   ``9.91E+37`` / ``9.9E+37`` / ``-9.9E+37`` error values
-WT210              ``:CONF``/``:MEAS`` tree, ``:SAMP:RATE`` in bare seconds (a ``250MS`` suffix
-                   refused unless told otherwise), V, A, W order, EESR/``:COMM:WAIT`` sync
-HIOKI PW3335       items separated by ``;`` (``,`` as the scraped manual page shows, on request);
-                   headers on at power-on; no confirmation codes (``:RS232:ANSW`` is a dummy;
-                   PW3336-like codes on request); ``:ERR?``; error values +-999.99E+9 /
-                   +-888.88E+9 / +-777.77E+9
-Watts up? PRO      ``#L,W,3,E,,<interval>;`` starts logging, ``#L,R,0;`` stops it, ``#L,W,0;``
-                   does not; ``#d,-,18,...;`` records of 21 fields
-CSV bridge         one ``<power_w>,<voltage_v>`` line per sample, no setup
-=================  ===========================================================================
+test. Each emulator behaves as its source says the instrument does, awkward parts included, and its
+class docstring says how: :class:`PowerSensor3Emulator`, :class:`YokogawaEmulator` (WT310, WT310E,
+WT210), :class:`HiokiEmulator` (PW3335), :class:`WattsUpEmulator` (Watts up? PRO), :class:`CsvEmulator`.
 
 Each emulator owns the master side of an ``os.openpty()`` pair; the driver opens the slave, either by
 its tty name (:attr:`PtyEmulator.path`) or through a symlink ``link`` (like a udev symlink of a USB
@@ -426,6 +405,8 @@ class YokogawaEmulator(PtyEmulator):
     - Value query: the latest update's U, I, P (WT310 ``:NUM:NORM:VAL?`` in ITEM order; WT210
       ``:MEAS:NORM:VAL?`` always V, A, W); frame ``seq`` = update number, so repeated or skipped
       updates show in the driver's rows.
+    - The "error" fault answers a value query with the error value ``error_value`` (``9.91E+37`` no data,
+      as default; ``9.9E+37`` / ``-9.9E+37`` over-range) in every item.
     """
 
     STREAMING = False
@@ -514,9 +495,7 @@ class YokogawaEmulator(PtyEmulator):
                     return
                 continue
             r = self._handle(p)
-            if r == "__FRAME__":
-                replies.append("__FRAME__")
-            elif r is not None:
+            if r is not None:  # a reply, or "__FRAME__" for the value query
                 replies.append(r)
         if not replies:
             return
@@ -628,10 +607,7 @@ class YokogawaEmulator(PtyEmulator):
             return self._err(-224)
         if val not in (self.VOLT_RANGES if volt else self.CURR_RANGES):
             return self._err(-222)
-        if volt:
-            self.vrange = val
-        else:
-            self.crange = val
+        setattr(self, "vrange" if volt else "crange", val)
         return None
 
     # -- data ------------------------------------------------------------------------------------
@@ -717,9 +693,6 @@ class HiokiEmulator(PtyEmulator):
     def on_tick(self) -> None:
         pass  # every reply is a fresh measurement (the 200 ms update is not modelled)
 
-    def _items(self, values: dict[str, float]) -> str:
-        return self.separator.join((f"{k} " if self.headers else "") + _hioki_num(v) for k, v in values.items())
-
     def on_command(self, line: bytes) -> None:
         p = line.decode("ascii", "replace").strip().upper()
         if not p:
@@ -743,14 +716,11 @@ class HiokiEmulator(PtyEmulator):
             except ValueError:
                 val = float("nan")
             if val in (self.VOLT_RANGES if volt else self.CURR_RANGES):
-                if volt:
-                    self.vrange = val
-                else:
-                    self.crange = val
+                setattr(self, "vrange" if volt else "crange", val)
             else:
                 code = 2
         elif head == ":MEAS?" and arg.replace(" ", "") == "U,I,P":
-            self._reply_frame()
+            self.send_frame()
             return
         else:
             code = 1
@@ -762,18 +732,18 @@ class HiokiEmulator(PtyEmulator):
         elif payload is not None:
             self.send(payload.encode() + b"\r\n")
 
-    def _reply_frame(self) -> None:
-        self.send_frame()
+    def _items(self, values: dict[str, float]) -> bytes:
+        """A reply of items (with their headers while headers are on; the code ``;000`` after ``:RS232:ANSW ON``)."""
+        text = self.separator.join((f"{k} " if self.headers else "") + _hioki_num(v) for k, v in values.items())
+        return (text + (";000" if self.answ else "") + "\r\n").encode()
 
     def frame(self, seq: int) -> bytes:
         u, p = 230.0, _power(seq)
-        text = self._items({"U": u, "I": p / u, "P": p})
-        return (text + (";000" if self.answ else "") + "\r\n").encode()
+        return self._items({"U": u, "I": p / u, "P": p})
 
     def error_reply(self) -> bytes:
         # over-range on the voltage input: U and P carry the error value
-        text = self._items({"U": self.error_value, "I": 0.4348, "P": self.error_value})
-        return (text + (";000" if self.answ else "") + "\r\n").encode()
+        return self._items({"U": self.error_value, "I": 0.4348, "P": self.error_value})
 
 
 # ------------------------------------------------------------------------------------------------
