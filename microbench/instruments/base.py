@@ -535,18 +535,16 @@ class SerialAnalyzer(Sensor):
     def _emit(self, frame: Any, t_mono: float, t_wall: float, latency_s: float | None = None) -> bool:
         try:
             values = self.parse(frame)
-        except InstrumentErrorReply as e:
-            self.stats.instrument_errors += 1
-            if isinstance(e, ErrorValueReply):
-                self.stats.error_values[e.kind] = self.stats.error_values.get(e.kind, 0) + 1
-            self.stats.last_reject = str(e)
-            log.info("%s on %s: instrument error reply dropped: %s", self.name, self.port_path, e)
-            self._resync = True
-            return False
         except FrameError as e:
-            self.stats.rejected += 1
+            if isinstance(e, InstrumentErrorReply):
+                self.stats.instrument_errors += 1
+                if isinstance(e, ErrorValueReply):
+                    self.stats.error_values[e.kind] = self.stats.error_values.get(e.kind, 0) + 1
+            else:
+                self.stats.rejected += 1
             self.stats.last_reject = str(e)
-            log.info("%s on %s: frame rejected: %s", self.name, self.port_path, e)
+            log.info("%s on %s: %s: %s", self.name, self.port_path, "instrument error reply dropped"
+                     if isinstance(e, InstrumentErrorReply) else "frame rejected", e)
             self._resync = True
             return False
         self.stats.frames_ok += 1
