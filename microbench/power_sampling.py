@@ -378,16 +378,20 @@ class NvmlTap:
         if self._thread is not None:
             self._thread.join(timeout=5.0)
 
+    def _collect(self) -> None:
+        """The sensor's new rows as (t, power_w, energy_mj, read_s); ``polls`` counts the polls of a real
+        GPU, the rows of a virtual one."""
+        rows = [(r.t_mono_s, *(_num(r.values.get(k)) for k in ("power_w", "energy_mj", "read_s")))
+                for r in self.sensor.read()]
+        with self._lock:
+            self._rows += rows
+        self.polls += len(rows) if self.device.virtual else 1
+
     def _poll(self) -> None:
         try:
             while not self._stop.is_set():
                 t0 = time.perf_counter()
-                for r in self.sensor.read():
-                    v = r.values
-                    with self._lock:
-                        self._rows.append((r.t_mono_s, _num(v.get("power_w")), _num(v.get("energy_mj")),
-                                           _num(v.get("read_s"))))
-                self.polls += 1
+                self._collect()
                 rest = self.poll_s - (time.perf_counter() - t0)
                 if rest > 0:
                     self._stop.wait(rest)
@@ -399,10 +403,7 @@ class NvmlTap:
         if self._error is not None:
             raise DeviceError(f"NVML tap stopped: {self._error}") from self._error
         if self.device.virtual:
-            for r in self.sensor.read():
-                v = r.values
-                self._rows.append((r.t_mono_s, _num(v.get("power_w")), _num(v.get("energy_mj")), math.nan))
-                self.polls += 1
+            self._collect()
         with self._lock:
             rows, self._rows = self._rows, []
         a = np.asarray(rows, dtype=float).reshape(-1, 4)

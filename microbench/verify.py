@@ -343,9 +343,7 @@ def check_compiled_amd(spec: KernelSpec, params: Mapping[str, Any], compiled: Co
 
 
 def _kernel_list(names: Iterable[str] | None) -> list[KernelSpec]:
-    if not names:
-        return list(catalog.KERNELS.values())
-    return [catalog.get(n) for n in names]
+    return [catalog.get(n) for n in names] if names else list(catalog.KERNELS.values())
 
 
 def verify(archs: Sequence[str] = DEFAULT_ARCHS, kernels: Iterable[str] | None = None,
@@ -394,10 +392,7 @@ Unit = tuple[str, tuple[tuple[str, int], ...], str]
 
 
 def _union_macros(group: Sequence[Unit]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for _, macros, _ in group:
-        out.update(dict(macros))
-    return out
+    return {k: v for _, macros, _ in group for k, v in macros}
 
 
 def group_units(units: Iterable[Unit], max_sources: int = 6) -> list[list[Unit]]:

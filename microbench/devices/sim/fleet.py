@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -73,8 +73,7 @@ class Variation:
     defect: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"serial": self.serial, "dyn": self.dyn, "leak": self.leak, "dv": self.dv, "r_th": self.r_th,
-                "defect": self.defect}
+        return asdict(self)
 
 
 def planted_defect(serial: int) -> str | None:
