@@ -612,6 +612,13 @@ KERNELS = {name: replace(spec, prologue={k: float(v) for k, v in PROLOGUES[name]
 # -- AMD (python -m microbench verify --arch gfx90a,gfx942,gfx1100) ------------------------------
 
 _GFX9_LOAD, _GFX11_LOAD = ("global_load_dword",), ("global_load_b32",)
+
+
+def _same_ops(*ops: str) -> dict[str, tuple[str, ...]]:
+    """The same mnemonics on gfx9 and gfx11."""
+    return {"gfx9": ops, "gfx11": ops}
+
+
 #: AMDGCN instructions of each kernel's stressed unit per ISA family (mnemonics without the encoding
 #: suffix; microbench.amdgcn.generation: gfx9 = GCN5/CDNA1-2, gfx940 = CDNA3, gfx11 = RDNA3). The
 #: verify share counts them (a packed v_pk_*_f32 twice), and the hot loop must hold unroll x the body's
@@ -622,23 +629,18 @@ AMD_HOT_OPS: dict[str, dict[str, tuple[str, ...]]] = {
     # v_mad_f32 / v_mac_f32: gfx9's unfused multiply-add (a multiply and an add, counted twice)
     "fp32_addmul": {"gfx9": ("v_pk_mul_f32", "v_pk_add_f32", "v_mul_f32", "v_add_f32", "v_mad_f32", "v_mac_f32"),
                     "gfx11": ("v_mul_f32", "v_add_f32")},
-    "fp64_fma": {"gfx9": ("v_fma_f64",), "gfx11": ("v_fma_f64",)},
+    "fp64_fma": _same_ops("v_fma_f64"),
     # one multiply per mad: v_mul_lo_u32 (+ a v_add_u32) on gfx9, v_mad_u64_u32 on gfx11
     "int_mad": {"gfx9": ("v_mul_lo_u32", "v_mad_u32_u24", "v_mad_u64_u32"),
                 "gfx11": ("v_mad_u64_u32", "v_mul_lo_u32", "v_mad_u32_u24")},
-    "alu_logic": {"gfx9": ("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32"),
-                  "gfx11": ("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32")},
-    "sfu": {"gfx9": ("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32"),
-            "gfx11": ("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32")},
-    "reg_mov": {"gfx9": ("v_not_b32", "v_and_b32", "v_xor_b32"), "gfx11": ("v_not_b32", "v_and_b32", "v_xor_b32")},
-    "ctrl": {"gfx9": ("s_nop",), "gfx11": ("s_nop",)},
+    "alu_logic": _same_ops("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32"),
+    "sfu": _same_ops("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32"),
+    "reg_mov": _same_ops("v_not_b32", "v_and_b32", "v_xor_b32"),
+    "ctrl": _same_ops("s_nop"),
     "shared": {"gfx9": ("ds_read_b32", "ds_write_b32"), "gfx11": ("ds_load_b32", "ds_store_b32")},
     "const": {"gfx9": ("s_load_dword", "s_load_dwordx2", "s_load_dwordx4", "s_load_dwordx8", "s_load_dwordx16"),
               "gfx11": ("s_load_b32", "s_load_b64", "s_load_b128", "s_load_b256", "s_load_b512")},
-    "tex": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
-    "l1": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
-    "l2": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
-    "dram": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+    **{k: {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD} for k in ("tex", "l1", "l2", "dram")},
     "local": {"gfx9": ("buffer_load_dword", "buffer_store_dword", "buffer_load_dwordx2", "buffer_store_dwordx2",
                        "buffer_load_dwordx4", "buffer_store_dwordx4", "scratch_load_dword", "scratch_store_dword",
                        "scratch_load_dwordx2", "scratch_store_dwordx2", "scratch_load_dwordx4",
@@ -665,10 +667,7 @@ AMD_MIN_SHARE: dict[str, dict[str, tuple[float, str]]] = {
     "int_mad": {"gfx9": (0.45, "gfx9 has no 32-bit integer multiply-add: v_mul_lo_u32 then v_add_u32 per mad")},
     "const": {"gfx9": (0.45, "a gfx9 VALU instruction reads one SGPR (one constant-bus read): the second scalar "
                              "operand of each FMA is first copied to a VGPR (v_mov_b32)")},
-    "tex": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
-    "l1": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
-    "l2": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
-    "dram": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
+    **{k: {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)} for k in ("tex", "l1", "l2", "dram")},
     "bw_stream": {"gfx9": (0.25, _OFFSET_WHY), "gfx11": (0.25, _OFFSET_WHY)},
 }
 #: parameters verify compiles for AMD targets instead of verify_params, and why

@@ -235,6 +235,10 @@ NVPROF_METRICS: dict[str, tuple[str, str]] = {
 #: nvprof 11.8's unit tables (strings of the binary): binary byte multiples, time from ns to s
 _NVPROF_THROUGHPUT = (("GB/s", 2.0**30), ("MB/s", 2.0**20), ("KB/s", 2.0**10), ("B/s", 1.0))
 _NVPROF_TIME = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+#: ncu 2022.3's: decimal byte multiples
+_NCU_TIME = (("second", 1.0), ("msecond", 1e-3), ("usecond", 1e-6), ("nsecond", 1e-9))
+_NCU_THROUGHPUT = (("Tbyte/second", 1e12), ("Gbyte/second", 1e9), ("Mbyte/second", 1e6), ("Kbyte/second", 1e3),
+                   ("byte/second", 1.0))
 _LEVELS = ("Idle", "Low", "Low", "Low", "Mid", "Mid", "Mid", "High", "High", "High", "Max")
 
 
@@ -384,18 +388,12 @@ _NCU_UNITS = {"launch__grid_size": "", "launch__block_size": "", "l1tex__t_secto
 def _ncu_scaled(metric: str, v: float) -> tuple[str, float]:
     """(unit, value) as ncu prints the metric: times and clocks scaled (``usecond``, ``cycle/nsecond``),
     throughputs in decimal byte multiples, counts in ``inst``."""
-    if metric == "gpu__time_duration.sum":
-        for unit, f in (("second", 1.0), ("msecond", 1e-3), ("usecond", 1e-6), ("nsecond", 1e-9)):
-            if v >= f:
-                return unit, v / f
-        return "nsecond", v / 1e-9
+    table = {"gpu__time_duration.sum": _NCU_TIME, "dram__bytes.sum.per_second": _NCU_THROUGHPUT}.get(metric)
+    if table:
+        unit, f = _scale(v, table)
+        return unit, v / f
     if metric.endswith("cycles_elapsed.avg.per_second"):
         return ("cycle/nsecond", v / 1e9) if v >= 1e9 else ("cycle/usecond", v / 1e6)
-    if metric.endswith("bytes.sum.per_second"):
-        for unit, f in (("Tbyte/second", 1e12), ("Gbyte/second", 1e9), ("Mbyte/second", 1e6), ("Kbyte/second", 1e3)):
-            if v >= f:
-                return unit, v / f
-        return "byte/second", v
     return _NCU_UNITS.get(metric, "inst"), v
 
 
