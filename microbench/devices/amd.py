@@ -585,12 +585,9 @@ def hip_properties(index: int) -> dict[str, Any] | None:
 
 
 class RocmDevice(RealGpu):
-    """AMD GPU ``rocm:<HIP index>``: amdsmi sensor and clocks, kernels through CuPy for ROCm.
-
-    ``runner``: a kernel runner with ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)``
-    and ``close()``; default :class:`microbench.kernels.runner.KernelRunner`, created on first use
-    (it needs CuPy built for ROCm and kernels that compile for AMD).
-    """
+    """AMD GPU ``rocm:<HIP index>``: amdsmi sensor and clocks, kernels through CuPy for ROCm; ``analyzer`` and
+    ``runner`` as :meth:`RealGpu._attach` takes them (the default :class:`microbench.kernels.runner.KernelRunner`
+    needs CuPy built for ROCm and kernels that compile for AMD)."""
 
     def __init__(self, index: int, *, analyzer: Sensor | None = None, runner: Any = None,
                  energy_check_s: float = 0.5):

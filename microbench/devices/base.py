@@ -215,7 +215,8 @@ class PolledGpuSensor(Sensor):
     stream's columns), stamped at the middle of the poll -- the best host-side estimate of when the values
     were taken. ``gpu``: a ``gpu_class`` object, or an index to open one, which the sensor then owns
     (closes with itself, and when its first probe fails). ``name``: the stream, default ``<kind><index>``.
-    Subclasses set ``kind``, ``columns`` and ``gpu_class``."""
+    Subclasses set ``kind``, ``columns`` (the GPU object's own ``columns`` instead where it has them: they can
+    depend on the board) and ``gpu_class``."""
 
     gpu_class: Any
 
@@ -231,6 +232,7 @@ class PolledGpuSensor(Sensor):
             if owns:
                 self.gpu.close()
             raise
+        self.columns = getattr(self.gpu, "columns", self.columns)
 
     def capabilities(self) -> dict[str, Any]:
         return self.gpu.capabilities()
@@ -397,8 +399,9 @@ class RealGpu(Device):
     gpu: Any
 
     def _attach(self, sensor: Sensor, analyzer: Sensor | None, runner: Any) -> None:
-        """The GPU's own stream, an optional power analyzer, and the kernel runner (None: :meth:`_new_runner`
-        on first use, owned and closed by this device)."""
+        """The GPU's own stream, an optional external power analyzer (started by the caller or lazily on first
+        read), and the kernel runner: ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)``,
+        ``close()`` (None: the vendor's, :meth:`_new_runner`, created on first use and closed with the device)."""
         self._sensor, self._analyzer, self._runner = sensor, analyzer, runner
         self._owns_runner = runner is None
         self._prepared: dict[Any, Any] = {}

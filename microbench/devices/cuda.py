@@ -48,18 +48,8 @@ def pci_bus_id(props: dict[str, Any]) -> str:
 
 
 class CudaDevice(RealGpu):
-    """GPU ``cuda:<index>``.
-
-    Parameters
-    ----------
-    index:
-        CUDA device index.
-    analyzer:
-        an optional external power analyzer sensor (started by the caller or lazily on first read).
-    runner:
-        a kernel runner with ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)`` and
-        ``close()``; default: ``microbench.kernels.runner.KernelRunner(index)``, created on first use.
-    """
+    """GPU ``cuda:<index>`` (CUDA device index); ``analyzer`` and ``runner`` as :meth:`RealGpu._attach` takes
+    them (the default runner: ``microbench.kernels.runner.KernelRunner(index)``)."""
 
     def __init__(self, index: int, *, analyzer: Sensor | None = None, runner: Any = None):
         self.index = int(index)

@@ -563,13 +563,8 @@ class NvmlSensor(PolledGpuSensor):
     """
 
     kind = "nvml"
-    columns = SENSOR_COLUMNS
+    columns = SENSOR_COLUMNS  # and fan<i>_pct per fan (NvmlGpu.columns)
     gpu_class = NvmlGpu
-
-    def __init__(self, gpu: NvmlGpu | int, name: str | None = None,
-                 clock: Callable[[], tuple[float, float]] | None = None):
-        super().__init__(gpu, name, clock)
-        self.columns = self.gpu.columns  # the per-fan columns depend on the board (probed once)
 
 
 # ------------------------------------------------------------------------------------------------
