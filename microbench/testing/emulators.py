@@ -930,6 +930,15 @@ class PowerSensor3Emulator(PtyEmulator):
         """``n`` whole frames (vectorised), accounted as sent."""
         seqs = np.arange(self.seq, self.seq + n)
         self.seq += n
+        out = self._encode(seqs)
+        self.sent.extend(int(s) for s in seqs)
+        self.sent_t.extend([time.monotonic()] * n)
+        return out
+
+    def _encode(self, seqs: np.ndarray) -> bytes:
+        """The frames of ``seqs``, each ``frame_us`` of device time after the previous one (the marker bit
+        asked for with ``M`` on the first)."""
+        n = len(seqs)
         t_us = self.device_us + self.frame_us * np.arange(1, n + 1)
         self.device_us = int(t_us[-1])
         levels = self._levels(n)
@@ -941,36 +950,15 @@ class PowerSensor3Emulator(PtyEmulator):
             self._mark = False
         ts = _words(np.full(n, 7), t_us & 0x3FF, np.ones(n, dtype=np.int64))
         sw = _words(np.broadcast_to(np.arange(8), (n, 8)), levels, marker)
-        now = time.monotonic()
-        self.sent.extend(int(s) for s in seqs)
-        self.sent_t.extend([now] * n)
         return np.concatenate([ts[:, None, :], sw], axis=1).tobytes()
 
-    def send_frame(self, prefix: bytes = b"") -> None:
-        with self._lock:
-            fault, self._fault = self._fault, None
-            if fault is None:
-                self.send(prefix + self._frames(1))
-                return
-            self.faults.append(fault)
-            if fault == "error":  # the frame due now is never sent
-                self.corrupted.append(self.next_seq())
-                self.device_us += self.frame_us
-                self.send(self.error_reply())
-                return
-            frame = self._frames(1)  # accounted as sent...
-            if fault == "truncate":  # ...unless cut short
-                self.sent_t.pop()
-                self.corrupted.append(self.sent.pop())
-                self.send(frame[:7])
-            else:
-                self.send(frame + GARBAGE)
-
-    def frame(self, seq: int) -> bytes:  # pragma: no cover - frames are made by _frames
-        raise NotImplementedError
+    def frame(self, seq: int) -> bytes:
+        return self._encode(np.array([seq]))
 
     def error_reply(self) -> bytes:
-        # the device stops streaming as after X (the sentinel pair); it streams again on "S"
+        # the frame due now is never sent; the device stops streaming as after X (the sentinel pair) and
+        # streams again on "S"
+        self.device_us += self.frame_us
         self.streaming = False
         return SENTINEL + SENTINEL
 
