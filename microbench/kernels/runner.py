@@ -298,16 +298,20 @@ class KernelRunner:
         for _ in range(count):
             fn(prep.grid, prep.block, prep.args, shared_mem=prep.shared_mem)
 
-    def time_launches(self, prep: PreparedKernel, count: int = 1) -> float:
-        """Mean kernel time of ``count`` back-to-back launches, s (CUDA events; waits for them)."""
-        cp = self._cp
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    def _timed(self, launch: Callable[[], None]) -> tuple[Any, Any]:
+        """CUDA events recorded on the runner's stream around ``launch()`` (not waited for)."""
+        e0, e1 = self._cp.cuda.Event(), self._cp.cuda.Event()
         with self.device, self.stream:
             e0.record(self.stream)
-            self._launch(prep, count)
+            launch()
             e1.record(self.stream)
+        return e0, e1
+
+    def time_launches(self, prep: PreparedKernel, count: int = 1) -> float:
+        """Mean kernel time of ``count`` back-to-back launches, s (CUDA events; waits for them)."""
+        e0, e1 = self._timed(lambda: self._launch(prep, count))
         e1.synchronize()
-        return cp.cuda.get_elapsed_time(e0, e1) / 1e3 / count
+        return self._cp.cuda.get_elapsed_time(e0, e1) / 1e3 / count
 
     def run_for(self, prepared: PreparedKernel, duration_s: float) -> RunResult:
         """Launch ``prepared`` back to back for ``duration_s`` s of wall time (at least once).
@@ -340,12 +344,7 @@ class KernelRunner:
                 if launches and remaining <= 0:
                     break
                 batch = max(1, min(int(BATCH_S / max(per_launch, 1e-9)), int(remaining / max(per_launch, 1e-9)) or 1))
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            with self.device, self.stream:
-                e0.record(self.stream)
-                self._launch(prepared, batch)
-                e1.record(self.stream)
-            pending.append((e0, e1, batch))
+            pending.append((*self._timed(lambda: self._launch(prepared, batch)), batch))
             launches += batch
             if per_launch is None or len(pending) >= 2:
                 drain_one()
@@ -379,11 +378,7 @@ class KernelRunner:
         out = cp.zeros(4, dtype=cp.float32)
         args = (out, out, np.int32(0), np.uint64(0), np.float32(0), np.float32(0),
                 np.uint32(cycles >> 20), np.uint32(cycles & 0xFFFFF), np.float32(np.nan))
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        with self.device, self.stream:
-            e0.record(self.stream)
-            fn((1, 1, 1), (32, 1, 1), args)
-            e1.record(self.stream)
+        e0, e1 = self._timed(lambda: fn((1, 1, 1), (32, 1, 1), args))
         e1.synchronize()
         spun = int(out.view(cp.uint64)[0].get())
         return spun / (cp.cuda.get_elapsed_time(e0, e1) / 1e3)
