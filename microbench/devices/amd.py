@@ -219,10 +219,8 @@ class AmdGpu(VendorGpu):
         self.index = hip_index if hip_index is not None else (amdsmi_index or 0)
         self.name = "AMD GPU"
         self._call(lib.amdsmi_init, "amdsmi_init", lib.AmdSmiInitFlags.INIT_AMD_GPUS)
-        self._open = True
+        self._start()
         self.energy_check_s = float(energy_check_s)
-        self._clock_lock = threading.Lock()
-        self.locked: dict[str, int | None] = {"core": None, "mem": None}
         try:
             self.handles = list(self._call(lib.amdsmi_get_processor_handles, "processor handles"))
             n = len(self.handles)
@@ -236,7 +234,6 @@ class AmdGpu(VendorGpu):
             self.asic = asic
             self.uuid = str(self._call(lib.amdsmi_get_gpu_device_uuid, "UUID", self.handle))
             self._power_handle = self.handle
-            self._start_counts()
         except BaseException:
             self._call(lib.amdsmi_shut_down, "amdsmi_shut_down")
             self._open = False

@@ -309,8 +309,8 @@ def runtime_properties(index: int, prefix: str, hip: bool = False) -> dict[str, 
 
 class VendorGpu:
     """What a vendor library's GPU object (``NvmlGpu``, ``AmdGpu``) does the same way: :meth:`close` resets
-    held clocks and then releases the library once, and it is a context manager. Subclasses set ``_open``
-    and define ``reset_clocks`` and ``_shutdown`` (the library's release, its errors already typed)."""
+    held clocks and then releases the library once, and it is a context manager. Subclasses call
+    :meth:`_start` once the library is initialised and define ``reset_clocks`` and ``_shutdown`` (the library's release, its errors already typed)."""
 
     _open: bool
     where: str
@@ -319,8 +319,12 @@ class VendorGpu:
         """``fn(*args)`` through the vendor library's boundary, its errors typed, messages naming this GPU."""
         raise NotImplementedError
 
-    def _start_counts(self) -> None:
-        """No capabilities probed yet; no energy-counter reset and no query refused mid-run so far."""
+    def _start(self) -> None:
+        """The library is initialised (``close`` releases it); no clock held, no capabilities probed yet, no
+        energy-counter reset and no query refused mid-run so far."""
+        self._open = True
+        self._clock_lock = threading.Lock()
+        self.locked: dict[str, Any] = {"core": None, "mem": None}
         self._caps: dict[str, Any] | None = None
         self._prev_energy_mj: float | None = None
         self.energy_resets = 0

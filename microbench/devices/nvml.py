@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -207,9 +206,7 @@ class NvmlGpu(VendorGpu):
 
     def __init__(self, index: int | None = None, *, pci_bus_id: str | None = None):
         _nvml("nvmlInit", pynvml.nvmlInit)
-        self._open = True
-        self._clock_lock = threading.Lock()
-        self.locked: dict[str, tuple[int, int] | None] = {"core": None, "mem": None}
+        self._start()
         try:
             count = _nvml("device count", pynvml.nvmlDeviceGetCount)
             if pci_bus_id is not None:
@@ -225,7 +222,6 @@ class NvmlGpu(VendorGpu):
             self.name = _str(_nvml("GPU name", pynvml.nvmlDeviceGetName, self.handle))
             self.uuid = _str(_nvml("GPU UUID", pynvml.nvmlDeviceGetUUID, self.handle))
             self._fields: list[tuple[str, Any]] = []
-            self._start_counts()
         except BaseException:
             _nvml("nvmlShutdown", pynvml.nvmlShutdown)
             self._open = False
