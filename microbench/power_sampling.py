@@ -37,7 +37,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -120,10 +120,9 @@ class SamplingFacts:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SamplingFacts":
         """Back from :meth:`to_dict` (derived keys ignored); BadInputError naming a missing field."""
-        names = {f for f in cls.__dataclass_fields__}
-        missing = [k for k in ("update_period_s", "update_period_stderr_s", "power_window_s",
-                               "power_window_stderr_s", "power_lag_s", "power_noise_w", "fit_residual_rel")
-                   if k not in d]
+        names = set(cls.__dataclass_fields__)
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+                   and f.name not in d]
         if missing:
             raise BadInputError(f"power_sampling: field(s) {', '.join(missing)} missing")
         return cls(**{k: v for k, v in d.items() if k in names})

@@ -675,8 +675,7 @@ class AmdBackend(Backend):
                     if g.mapping == "hip_id":
                         ident["index"] = int(_num(_smi(lib, "enumeration info", lib.amdsmi_get_gpu_enumeration_info,
                                                        g.handle)["hip_id"]))
-                    yes, no = _measures(g.capabilities())
-                    ident["measures"], ident["not_available"] = yes, no
+                    ident["measures"], ident["not_available"] = _measures(g.capabilities())
                     ident["notes"] = list(g.capabilities()["faults"].values())
                     out.append(ident)
                 finally:
@@ -694,9 +693,8 @@ class AmdBackend(Backend):
             return rep
         for ident in self.list_gpus():
             g: dict[str, Any] = {"identity": ident, "measurable": ident.pop("measures"),
-                                 "not_available": ident.pop("not_available"), "notes": {}}
-            for i, note in enumerate(ident.pop("notes")):
-                g["notes"][f"fault {i + 1}"] = note
+                                 "not_available": ident.pop("not_available"),
+                                 "notes": {f"fault {i + 1}": note for i, note in enumerate(ident.pop("notes"))}}
             try:
                 with AmdGpu(ident["index"], energy_check_s=0.0) as gpu:
                     g["notes"]["power scope"] = gpu.capabilities()["power_scope"]

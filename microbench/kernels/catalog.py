@@ -162,10 +162,10 @@ class KernelSpec:
 
     # -- count model --------------------------------------------------------------------------
     def body_counts(self, params: Mapping[str, Any]) -> Counts:
-        return dict(self.body(params)) if callable(self.body) else dict(self.body)
+        return dict(self.body(params) if callable(self.body) else self.body)
 
     def overhead_counts(self, params: Mapping[str, Any]) -> Counts:
-        return dict(self.overhead(params)) if callable(self.overhead) else dict(self.overhead)
+        return dict(self.overhead(params) if callable(self.overhead) else self.overhead)
 
     def loop_models(self, params: Mapping[str, Any]) -> list[LoopModel]:
         """The kernel's loops in program order (the hot one flagged)."""

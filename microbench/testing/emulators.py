@@ -215,12 +215,9 @@ class PtyEmulator:
 
     def commands(self, data: bytes, end: bytes = b"\n") -> list[bytes]:
         """The commands completed by ``data`` (bytes from the driver, buffered until ``end``), ``end`` included."""
-        self._rx += data
-        out = []
-        while (idx := self._rx.find(end)) >= 0:
-            out.append(bytes(self._rx[: idx + len(end)]))
-            del self._rx[: idx + len(end)]
-        return out
+        *done, rest = bytes(self._rx + data).split(end)
+        self._rx = bytearray(rest)
+        return [c + end for c in done]
 
     def on_bytes(self, data: bytes) -> None:
         """Commands from the driver (default: CR LF / LF terminated lines, see :meth:`on_command`)."""
