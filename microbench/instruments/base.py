@@ -463,25 +463,22 @@ class SerialAnalyzer(Sensor):
                 pass
             self._ser = None
 
-    def _connect(self) -> None:
+    def connect(self) -> "SerialAnalyzer":
+        """Open the port and configure the instrument, without starting the reader thread (replay tests
+        drive :meth:`step` themselves; :meth:`start` does both)."""
         self._open_port()
         try:
             self.configure()
         except BaseException:
             self._close_port()
             raise
-
-    def connect(self) -> "SerialAnalyzer":
-        """Open the port and configure the instrument, without starting the reader thread (replay tests
-        drive :meth:`step` themselves; :meth:`start` does both)."""
-        self._connect()
         return self
 
     def start(self) -> "SerialAnalyzer":
         """Open the port, configure the instrument and start the reader thread (errors raised here)."""
         if self._thread is not None:
             return self
-        self._connect()
+        self.connect()
         self._thread = threading.Thread(target=self._run, name=f"analyzer-{self.name}", daemon=True)
         self._thread.start()
         return self
@@ -669,7 +666,7 @@ class SerialAnalyzer(Sensor):
             if self._stop.wait(backoff):
                 return
             try:
-                self._connect()
+                self.connect()
             except (*IO_ERRORS, CalibError) as e:  # still unplugged, or not answering yet
                 log.debug("analyzer %s on %s: reconnect attempt failed (%s)", self.name, self.port_path, e)
                 backoff = min(backoff * 2, self.max_backoff_s)
