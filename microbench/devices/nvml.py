@@ -380,8 +380,7 @@ class NvmlGpu(VendorGpu):
         t0 = time.perf_counter()
         v: dict[str, Any] = dict.fromkeys(self.columns)
         if self._fields:
-            fvs = _nvml(f"{self.where}: field values", pynvml.nvmlDeviceGetFieldValues, h,
-                        [fid for _, fid in self._fields])
+            fvs = self._call(pynvml.nvmlDeviceGetFieldValues, "field values", h, [fid for _, fid in self._fields])
             for (key, _), fv in zip(self._fields, fvs):
                 if fv.nvmlReturn != pynvml.NVML_SUCCESS:
                     err = map_nvml_error(pynvml.NVMLError(fv.nvmlReturn), f"{self.where}: field {key}")
@@ -457,8 +456,8 @@ class NvmlGpu(VendorGpu):
     def temperature_c(self) -> float | None:
         """GPU core temperature now, °C (None when not supported)."""
         try:
-            return float(_nvml(f"{self.where}: temperature", pynvml.nvmlDeviceGetTemperatureV, self.handle,
-                               pynvml.NVML_TEMPERATURE_GPU))
+            return float(self._call(pynvml.nvmlDeviceGetTemperatureV, "temperature", self.handle,
+                                    pynvml.NVML_TEMPERATURE_GPU))
         except DeviceNotSupportedError:
             return None
 
@@ -471,8 +470,7 @@ class NvmlGpu(VendorGpu):
     # -- clock control ---------------------------------------------------------------------------
     def supported_clocks(self) -> dict[int, list[int]]:
         """``{mem_mhz: [core_mhz, ...]}``: the graphics clocks valid with each memory clock (descending)."""
-        mems = _nvml(f"{self.where}: supported memory clocks", pynvml.nvmlDeviceGetSupportedMemoryClocks,
-                     self.handle)
+        mems = self._call(pynvml.nvmlDeviceGetSupportedMemoryClocks, "supported memory clocks", self.handle)
         out: dict[int, list[int]] = {}
         for m in sorted((int(x) for x in mems), reverse=True):
             cores = _nvml(f"{self.where}: supported graphics clocks at {m} MHz",

@@ -372,13 +372,9 @@ def fake_module(gpus: list[FakeAmdGpu], clock: Callable[[], float] = time.time) 
         g = gpu_of(processor_handle, "amdsmi_get_gpu_perf_level")
         return _PERF_NAMES[g.perf_level]
 
-    for fn in (amdsmi_init, amdsmi_shut_down, amdsmi_get_lib_version, amdsmi_get_processor_handles,
-               amdsmi_get_gpu_asic_info, amdsmi_get_gpu_device_uuid, amdsmi_get_gpu_device_bdf,
-               amdsmi_get_gpu_enumeration_info, amdsmi_get_gpu_driver_info, amdsmi_get_power_info,
-               amdsmi_get_energy_count, amdsmi_get_temp_metric, amdsmi_get_clock_info, amdsmi_get_clk_freq,
-               amdsmi_get_gpu_activity, amdsmi_get_power_cap_info, amdsmi_set_gpu_clk_range,
-               amdsmi_set_gpu_perf_determinism_mode, amdsmi_set_gpu_perf_level, amdsmi_get_gpu_perf_level):
-        setattr(m, fn.__name__, fn)
+    for name, fn in list(locals().items()):  # every amdsmi_* function defined above
+        if name.startswith("amdsmi_"):
+            setattr(m, name, fn)
     return m
 
 
