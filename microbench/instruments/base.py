@@ -18,9 +18,7 @@ protocol-independent:
   query is discarded (it cannot be the answer); a reply that does not complete within
   ``response_timeout_s`` is dropped as truncated.
 
-Counters (``stats``): frames_ok, rejected (failed checks), truncated, instrument_errors (with
-``error_values`` by kind when the instrument sent an error value instead of a reading),
-bytes_discarded, timeouts, reconnects, gaps.
+Counters: ``stats``, an :class:`AnalyzerStats`.
 
 Declared commands: each protocol lists its instrument commands in a table (``COMMANDS``: name ->
 :class:`Command`, with the reply shape and a parameter validator, and where it is documented), and
@@ -76,7 +74,7 @@ class InstrumentErrorReply(FrameError):
 
 @dataclass
 class AnalyzerStats:
-    """Counters of one analyzer connection (all protocols)."""
+    """Counters of one analyzer connection (all protocols); ``rejected``: frames that failed the checks."""
 
     frames_ok: int = 0
     rejected: int = 0
