@@ -341,13 +341,15 @@ class AmdGpu(VendorGpu):
         faults: dict[str, str] = {}
         caps: dict[str, Any] = {"gpu": self.identity(), "supported": sup, "unsupported_reasons": why,
                                 "faults": faults, "power_scope": "gpu"}
+
+        def note(k: str, ok: bool, reason: str) -> None:
+            sup[k] = ok
+            if not ok:
+                why[k] = reason
+
         info, how = self._try(lib.amdsmi_get_power_info, "power info", h)
         key = self._power_field(info) if info else None
-        sup["power"] = key is not None
-        if info is None:
-            why["power"] = how
-        elif key is None:
-            why["power"] = "every power field reads N/A"
+        note("power", key is not None, how if info is None else "every power field reads N/A")
         caps["power_w_source"] = f"amdsmi_get_power_info['{key}']" if key else None
         caps["power_avg_source"] = ("amdsmi_get_power_info['average_socket_power']"
                                     if info and _num(info.get("average_socket_power")) is not None else None)
@@ -376,11 +378,7 @@ class AmdGpu(VendorGpu):
         if e1 is not None:
             self._energy_key = "energy_accumulator" if "energy_accumulator" in e1 else (
                 "power" if "power" in e1 else None)
-        sup["energy_counter"] = self._energy_key is not None
-        if e1 is None:
-            why["energy_counter"] = how
-        elif self._energy_key is None:
-            why["energy_counter"] = f"unknown reply keys {sorted(e1)}"
+        note("energy_counter", self._energy_key is not None, how if e1 is None else f"unknown reply keys {sorted(e1)}")
         caps["energy_mj_source"] = None
         if sup["energy_counter"]:
             res = float(e1["counter_resolution"])
@@ -403,9 +401,7 @@ class AmdGpu(VendorGpu):
         }
         for k, (what, fn, args) in self._calls.items():
             v, how = self._try(fn, what, *args)
-            sup[k] = v is not None
-            if v is None:
-                why[k] = how
+            note(k, v is not None, how)
         caps["temp_c_source"] = ("hotspot (junction)" if sup["temp_hotspot"] else "edge" if sup["temp_edge"] else None)
         caps["temperature_unit"] = "degC as returned by amdsmi (not divided by 1000)"
         self._caps = caps
