@@ -519,12 +519,7 @@ class SerialAnalyzer(Sensor):
 
     def take_rows(self) -> list[Row]:
         """Rows parsed and not yet taken (without starting anything)."""
-        rows = []
-        while True:
-            try:
-                rows.append(self._rows.get_nowait())
-            except queue.Empty:
-                return rows
+        return [self._rows.get_nowait() for _ in range(self._rows.qsize())]  # (one consumer: all are there)
 
     # -- reader thread ----------------------------------------------------------------------------
     def _emit(self, frame: Any, t_mono: float, t_wall: float, latency_s: float | None = None) -> bool:

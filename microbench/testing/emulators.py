@@ -1004,8 +1004,7 @@ def run_fault_scenario(protocol: str, workdir: str | os.PathLike, frames_per_pha
         return unwrap_mod(xs) if protocol == "powersensor3" else xs
 
     def received_beyond(seq: int) -> bool:
-        xs = seqs()
-        return bool(xs) and max(xs) >= seq
+        return max(seqs(), default=-1) >= seq
 
     def pump_until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
         end = time.monotonic() + timeout_s
