@@ -17,6 +17,7 @@ discovery, opening a device (telemetry, clock control, kernel runner), opening i
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import threading
@@ -372,10 +373,8 @@ class VendorGpu:
             self.reset_clocks()
         finally:
             self._open = False
-            try:
+            with contextlib.suppress(DeviceError):
                 self._shutdown()
-            except DeviceError:
-                pass
 
     def __enter__(self) -> Any:
         return self

@@ -35,6 +35,7 @@ the capabilities.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import queue
@@ -455,10 +456,8 @@ class SerialAnalyzer(Sensor):
 
     def _close_port(self) -> None:
         if self._ser is not None:
-            try:
+            with contextlib.suppress(*IO_ERRORS):
                 self._ser.close()
-            except IO_ERRORS:
-                pass
             self._ser = None
 
     def connect(self) -> "SerialAnalyzer":
@@ -485,11 +484,9 @@ class SerialAnalyzer(Sensor):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2.0)
-        try:
+        with contextlib.suppress(*IO_ERRORS):
             if self._ser is not None:
                 self.shutdown()
-        except IO_ERRORS:
-            pass
         self._close_port()
 
     def shutdown(self) -> None:

@@ -29,6 +29,7 @@ its device path, to try ``calib log --serial PATH --protocol PROTOCOL`` without 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import math
 import os
@@ -112,10 +113,8 @@ class PtyEmulator:
             if self.link is not None and self.link.is_symlink():
                 self.link.unlink()
             for fd in (self.master, self.slave):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             self.master = self.slave = -1
             self._rx.clear()
             self._scheduled.clear()
@@ -579,11 +578,9 @@ class YokogawaEmulator(PtyEmulator):
             return "__FRAME__"
         if head == ":SAMP:RATE":
             val: float | None = None
-            try:
+            with contextlib.suppress(ValueError):
                 if "seconds" in self.rate_forms:
                     val = float(arg)
-            except ValueError:
-                pass
             if val is None and "suffix" in self.rate_forms and arg.endswith("MS"):
                 val = float(arg[:-2]) / 1000
             if val is None or not any(math.isclose(val, r) for r in self.RATES_WT210_S):
