@@ -433,18 +433,14 @@ def ncu_raw_csv(launches: Sequence[Launched], device_name: str) -> str:
     column, scaled to the column's largest value), values with 6 decimals (launch sizes whole), the board's
     name and SM count among the metrics."""
     vals = [_ncu_values(la) for la in launches]
-    metrics = sorted(set(vals[0]) | {"device__attribute_display_name", "device__attribute_multiprocessor_count"})
+    device = {"device__attribute_display_name": [device_name] * len(launches),
+              "device__attribute_multiprocessor_count": [str(la.sm_count) for la in launches]}
+    metrics = sorted(set(vals[0]) | set(device))
     units, cols = [], []
     for m in metrics:
-        if m == "device__attribute_display_name":
+        if m in device or m.startswith("launch__"):
             units.append("")
-            cols.append([device_name] * len(launches))
-        elif m == "device__attribute_multiprocessor_count":
-            units.append("")
-            cols.append([str(la.sm_count) for la in launches])
-        elif m.startswith("launch__"):
-            units.append("")
-            cols.append([str(int(v[m])) for v in vals])
+            cols.append(device[m] if m in device else [str(int(v[m])) for v in vals])
         else:
             top = max(v[m] for v in vals)
             unit, x = _ncu_scaled(m, top)
