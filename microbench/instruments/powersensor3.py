@@ -557,10 +557,8 @@ class PowerSensor3(SerialAnalyzer):
             vv, cc = volt[a:z].mean(0), cur[a:z].mean(0)
             for j, p in enumerate(self.pairs):
                 row[f"power{p}_w"], row[f"voltage{p}_v"], row[f"current{p}_a"] = float(pw[j]), float(vv[j]), float(cc[j])
-            row["device_t_s"] = float(dev_t[z - 1])
-            row["marker"] = int(mark[a:z].any())
-            row["frames"] = z - a
-            row["resync"] = int(self._acc_resync)
+            row.update(device_t_s=float(dev_t[z - 1]), marker=int(mark[a:z].any()), frames=z - a,
+                       resync=int(self._acc_resync))
             self._acc_resync = False
             self._rows.put(Row(t_mono, t_wall, row))
         used = groups[-1][1] if groups else 0
@@ -569,7 +567,6 @@ class PowerSensor3(SerialAnalyzer):
     def _flush(self, t_mono: float, t_wall: float) -> None:
         """Emit the partial average (frames < average_frames) before a gap."""
         self._emit_rows(t_mono, t_wall, final=True)
-        self._pending = []
 
     def parse(self, frame: tuple[int, list[int], bool]) -> dict[str, Any]:
         """Values of one frame (the reader decodes in bulk; this is the same arithmetic for one frame)."""
