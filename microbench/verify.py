@@ -114,10 +114,9 @@ def arch_info(arch: str, l2_bytes: int | None = None) -> ArchInfo:
     if is_amd(arch):
         a_ = arch.strip().lower()
         base = AMD_ARCHS.get(a_) or AMD_ARCHS[AMD_FAMILIES[amdgcn.generation(a_)]]
-        return ArchInfo(base.device, base.l1_bytes, l2_bytes or base.l2_bytes)
-    a = arch_number(arch)
-    older = [k for k in ARCHS if k <= a]
-    base = ARCHS[max(older)] if older else ArchInfo("unknown", 16 * 1024, 1024 * 1024)
+    else:
+        older = [k for k in ARCHS if k <= arch_number(arch)]
+        base = ARCHS[max(older)] if older else ArchInfo("unknown", 16 * 1024, 1024 * 1024)
     return ArchInfo(base.device, base.l1_bytes, l2_bytes or base.l2_bytes)
 
 

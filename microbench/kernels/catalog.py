@@ -278,12 +278,8 @@ def _fma_intensity_body(p: Mapping[str, Any]) -> Counts:
     return {"global": 1.0 * p["ilp"], "fp": (k + 1.0) * p["ilp"]}
 
 
-def _stream_overhead(p: Mapping[str, Any]) -> Counts:
-    return _add(dict(LOOP_OVERHEAD), STREAM_UPDATE)
-
-
-def _index_overhead(p: Mapping[str, Any]) -> Counts:
-    return _add(dict(LOOP_OVERHEAD), INDEX_UPDATE)
+#: per-trip overhead of the streaming memory kernels and of the constant and local kernels
+_STREAM_OVERHEAD, _INDEX_OVERHEAD = _add(dict(LOOP_OVERHEAD), STREAM_UPDATE), _add(dict(LOOP_OVERHEAD), INDEX_UPDATE)
 
 
 # -- mix ---------------------------------------------------------------------------------------
@@ -425,7 +421,7 @@ def _stream_spec(name: str, entry: str, level: str, stresses: str, cls: str, foo
         return _window_bytes(p, 2 * p["ilp"])
 
     return KernelSpec(name, "mem.cu", entry, stresses, _pair_body(cls), {**_LOOP, "footprint_bytes": foot}, desc,
-                      _mem_traits("tex" if cls == "tex" else level), overhead=_stream_overhead, mem_level=level, min_share=min_share,
+                      _mem_traits("tex" if cls == "tex" else level), overhead=_STREAM_OVERHEAD, mem_level=level, min_share=min_share,
                       runtime=lambda p: {"fb": CHAIN_SCALE}, validate=_check_footprint(window),
                       load_op=load_op, footprint_rule=rule, extra_macros=_MEM_EXTRA)
 
@@ -468,7 +464,7 @@ KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
     KernelSpec("const", "const.cu", "const_ld", "const", lambda p: {"const": 2.0 * p["ilp"], "fp": 1.0 * p["ilp"]},
                {**_LOOP, "footprint_bytes": 1024},
                "warp-uniform constant-cache loads (ld.const) from a moving base, consumed in pairs by FMAs",
-               overhead=_index_overhead, min_share=0.6,
+               overhead=_INDEX_OVERHEAD, min_share=0.6,
                runtime=lambda p: {"fb": CHAIN_SCALE, "ia": 2 * p["unroll"] * p["ilp"],
                                   "ib": p["footprint_bytes"] // 4 - 1},
                validate=lambda p: _const_validate(p)),
@@ -483,19 +479,19 @@ KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
                  "streaming loads (ld.global.cg) over a working set far larger than L2", "cg", ">l2"),
     KernelSpec("local", "local.cu", "local_spill", "local", _per_ilp("local", 2), {**_LOOP, "local_words": 256},
                "local-memory traffic from a dynamically indexed per-thread array (ld/st.local, as spills)",
-               _mem_traits("local"), overhead=_index_overhead, macros={"unroll": "UNROLL", "ilp": "ILP", "local_words": "LOCAL_WORDS"},
+               _mem_traits("local"), overhead=_INDEX_OVERHEAD, macros={"unroll": "UNROLL", "ilp": "ILP", "local_words": "LOCAL_WORDS"},
                runtime=lambda p: {"fb": 1.0, "ia": 2 * p["unroll"] * p["ilp"], "ib": 0},
                validate=lambda p: _local_validate(p)),
     KernelSpec("fma_intensity", "mem.cu", "fma_intensity", "global", _fma_intensity_body,
                {"iters": 1024, "unroll": 16, "ilp": 4, "k": 8, "footprint_bytes": 1 << 30},
                "mixbench-style arithmetic-intensity sweep: k dependent FMAs per loaded element (ld.global.cg)",
-               _mem_traits("dram"), overhead=_stream_overhead, macros={"unroll": "UNROLL", "ilp": "ILP", "k": "K_FMA"}, min_share=0.0,
+               _mem_traits("dram"), overhead=_STREAM_OVERHEAD, macros={"unroll": "UNROLL", "ilp": "ILP", "k": "K_FMA"}, min_share=0.0,
                share_classes=("global",), runtime=lambda p: {"fa": CHAIN_C, "fb": CHAIN_SCALE},
                validate=lambda p: _intensity_validate(p), load_op="cg", footprint_rule=">l2"),
     KernelSpec("bw_stream", "mem.cu", "bw_stream", "global", lambda p: {"global": 1.0 * p["ilp"], "fp": 2.0 * p["ilp"]},
                {"iters": 1024, "unroll": 16, "ilp": 4, "footprint_bytes": 1 << 30},
                "streaming bandwidth: 16-byte vector loads (ld.global.cg.v4.f32, 512 bytes per warp request)",
-               _mem_traits("dram", bytes_per_access=512.0), overhead=_stream_overhead, min_share=0.3, runtime=lambda p: {"fb": CHAIN_SCALE},
+               _mem_traits("dram", bytes_per_access=512.0), overhead=_STREAM_OVERHEAD, min_share=0.3, runtime=lambda p: {"fb": CHAIN_SCALE},
                validate=_check_footprint(lambda p: _window_bytes(p, p["ilp"], 16)), load_op="cg",
                footprint_rule=">l2", extra_macros=_MEM_EXTRA),
     KernelSpec("tensor", "tensor.cu", "tensor_mma", "tensor", _per_ilp("tensor", 1), _LOOP,
