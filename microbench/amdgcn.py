@@ -179,15 +179,6 @@ _META_ENTRY = re.compile(r"^  - \.(\w+):\s*(\S+)?")
 _META_KEY = re.compile(r"^    \.(\w+):\s*(\S+)")
 
 
-def _strip_comment(line: str) -> str:
-    # AMDGPU assembly comments start with ';' (also '//' in some listings)
-    for marker in (";", "//"):
-        k = line.find(marker)
-        if k >= 0:
-            line = line[:k]
-    return line
-
-
 def parse_module(text: str) -> dict[str, GcnFunction]:
     """Kernels of ``clang -S`` AMDGCN output by name, with instructions and labels."""
     funcs: dict[str, GcnFunction] = {}
@@ -198,7 +189,7 @@ def parse_module(text: str) -> dict[str, GcnFunction]:
         if m:
             declared.add(m.group(1))
             continue
-        line = _strip_comment(raw).strip()
+        line = re.split(r";|//", raw, maxsplit=1)[0].strip()  # comments: ';' (also '//' in some listings)
         if not line:
             continue
         lm = _LABEL.match(line)

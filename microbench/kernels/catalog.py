@@ -308,12 +308,8 @@ def _mix_loops(p: Mapping[str, Any]) -> list[LoopModel]:
     if consume:
         trip["fp"] = trip.get("fp", 0.0) + consume
     _add(trip, LOOP_OVERHEAD)
-    if n["tex"] or n["l1"]:
-        _add(trip, STREAM_UPDATE)
-    if n["l2"]:
-        _add(trip, STREAM_UPDATE)
-    if n["global"]:
-        _add(trip, STREAM_UPDATE)
+    # one streaming address update per region read: the L1 one (tex, l1), the L2 one, the DRAM one
+    _add(trip, STREAM_UPDATE, float(bool(n["tex"] or n["l1"]) + bool(n["l2"]) + bool(n["global"])))
     if n["const"]:
         # index update (mul.wide, add.s64, add, and) + the bank's address (mix.cu: one mov.u64 per trip)
         _add(trip, {"int": 3.0, "alu": 2.0})
