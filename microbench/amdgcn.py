@@ -117,11 +117,8 @@ class Instruction:
     @property
     def policy(self) -> frozenset[str]:
         """Cache-policy modifiers of a memory instruction (``glc``, ``sc1``, ``nt``, ``scope:...``)."""
-        words = set()
-        for tok in re.split(r"[\s,]+", self.operands):
-            if tok in _POLICY_WORDS or tok.startswith(("scope:", "th:")):
-                words.add(tok)
-        return frozenset(words)
+        return frozenset(t for t in re.split(r"[\s,]+", self.operands)
+                         if t in _POLICY_WORDS or t.startswith(("scope:", "th:")))
 
     @property
     def ops(self) -> int:

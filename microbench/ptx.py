@@ -295,9 +295,7 @@ def classify(ins: Instruction, mem_level: str = "dram") -> str | None:
     if base in _MEM or base == "wmma":
         return _classify_memory(base, mods, mem_level)
     ty = _type(mods)
-    if base in _SFU:
-        return "dp" if ty == "f64" else "sfu"
-    if base in ("rcp", "sqrt"):
+    if base in _SFU or base in ("rcp", "sqrt"):
         return "dp" if ty == "f64" else "sfu"
     if base in ("dp4a", "dp2a"):
         return "int"
