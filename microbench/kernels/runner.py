@@ -414,23 +414,20 @@ class KernelRunner:
         """Achieved rate of the kernel's stressed unit and its share of the peak (verify --gpu)."""
         p = dict(params or {})
         if kernel_name.startswith("pchase_"):
-            return {"rate": self.latency_cycles(kernel_name, p), "unit": "cyc/load", "peak": None,
-                    "percent_of_peak": None}
+            return peaks.Rate(self.latency_cycles(kernel_name, p), "cyc/load", None).to_dict()
         if kernel_name == "departure_delay":
-            fit = self.departure_delay(p)
-            return {"rate": fit["dm_del_cycles"], "unit": "cyc/txn", "peak": None, "percent_of_peak": None}
+            return peaks.Rate(self.departure_delay(p)["dm_del_cycles"], "cyc/txn", None).to_dict()
         launch = launch or Launch(self.sm_count * 4, 256, self.sm_count)
         if kernel_name != "idle":
             p["iters"] = self.calibrate_iters(kernel_name, p, launch, target_launch_s=0.02)
         prep = self.prepare(kernel_name, p, launch)
         res = self.run_for(prep, duration_s)
         if kernel_name == "idle":
-            return {"rate": 1.0 / res.kernel_time_s, "unit": "launch/s", "peak": None, "percent_of_peak": None}
+            return peaks.Rate(1.0 / res.kernel_time_s, "launch/s", None).to_dict()
         rate = None if self.is_hip else peaks.achieved(kernel_name, prep.per_warp, prep.total_warps, 1,
                                                        res.kernel_time_s, self.rates())
         if rate is None:
-            total = sum(prep.per_warp.values()) * prep.total_warps / res.kernel_time_s
-            return {"rate": total, "unit": "warp-inst/s", "peak": None, "percent_of_peak": None}
+            rate = peaks.Rate(sum(prep.per_warp.values()) * prep.total_warps / res.kernel_time_s, "warp-inst/s", None)
         return rate.to_dict()
 
     def close(self) -> None:
