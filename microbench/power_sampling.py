@@ -128,7 +128,6 @@ class SamplingFacts:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-
 def energy_source(facts: SamplingFacts) -> str:
     """Where a window's energy comes from under ``facts``: ``counter`` (it integrates all the time),
     ``power`` (the reading does) or ``power_phased`` (both are part-time: readings of windows repeated
@@ -516,20 +515,15 @@ def default_load(device: Device) -> Workload:
     return b.workload(device.info)
 
 
-def latest_update(t_s: np.ndarray, power_w: np.ndarray) -> float | None:
-    """The latest instant at which the reading changed (an update), or None."""
-    tc, _ = change_instants(t_s, power_w)
-    return float(tc[-1]) if tc.size else None
-
-
 def next_phase_start(device: Device, tap_t: np.ndarray, tap_p: np.ndarray, update_period_s: float,
                      offset_s: float, lead_s: float = 0.3) -> float:
     """A start instant at least ``lead_s`` from now at ``offset_s`` past an update instant of the
     reading (the grid extrapolated from the latest change seen in ``tap_t``/``tap_p``)."""
     now = device.clock()[0]
-    last = latest_update(tap_t, tap_p)
-    if last is None:
+    tc, _ = change_instants(tap_t, tap_p)
+    if not tc.size:
         raise DeviceError("cannot align to NVML's sampling grid: the reading never changed")
+    last = float(tc[-1])  # the latest update of the reading
     k = math.ceil((now + lead_s - last - offset_s) / update_period_s)
     return last + k * update_period_s + offset_s
 

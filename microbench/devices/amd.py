@@ -571,12 +571,6 @@ class AmdSmiSensor(PolledGpuSensor):
     gpu_class = AmdGpu
 
 
-def hip_properties(index: int) -> dict[str, Any] | None:
-    """HIP device properties of ``index`` through CuPy built for ROCm (``cupy-rocm-7-0``), or None when
-    CuPy is missing or is the CUDA build."""
-    return runtime_properties(index, "rocm", hip=True)
-
-
 class RocmDevice(RealGpu):
     """AMD GPU ``rocm:<HIP index>``: amdsmi sensor and clocks, kernels through CuPy for ROCm; ``analyzer`` and
     ``runner`` as :meth:`RealGpu._attach` takes them (the default :class:`microbench.kernels.runner.KernelRunner`
@@ -587,7 +581,7 @@ class RocmDevice(RealGpu):
         from calib.core.arch import amd_facts
 
         self.index = int(index)
-        props = hip_properties(self.index)
+        props = runtime_properties(self.index, "rocm", hip=True)  # via CuPy for ROCm; None without it
         pci = (f"{int(props['pciDomainID']):04x}:{int(props['pciBusID']):02x}:{int(props['pciDeviceID']):02x}.0"
                if props else None)
         self.gpu = AmdGpu(self.index, hip_pci=pci, energy_check_s=energy_check_s)

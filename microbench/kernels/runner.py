@@ -371,8 +371,7 @@ class KernelRunner:
     # -- measurements --------------------------------------------------------------------------
     def measure_sm_clock_hz(self, cycles: int = 1 << 27) -> float:
         """Average SM clock while one warp spins for ``cycles`` cycles, Hz (clock64 vs events)."""
-        spec = _util_spec()
-        mod = self.module(spec, {})
+        mod = self.module(KernelSpec("clock_spin", "util.cu", "clock_spin", "fds", {}, {}, macros={}), {})
         fn = mod.get_function("clock_spin")
         cp = self._cp
         out = cp.zeros(4, dtype=cp.float32)
@@ -440,7 +439,3 @@ class KernelRunner:
         finally:
             self._modules.clear()
             self._data.clear()
-
-
-def _util_spec() -> KernelSpec:
-    return KernelSpec("clock_spin", "util.cu", "clock_spin", "fds", {}, {}, macros={})

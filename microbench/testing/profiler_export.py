@@ -397,10 +397,6 @@ def _ncu_scaled(metric: str, v: float) -> tuple[str, float]:
     return _NCU_UNITS.get(metric, "inst"), v
 
 
-def _ncu_number(v: float, decimals: int) -> str:
-    return str(int(v)) if float(v).is_integer() and decimals == 2 else f"{v:.{decimals}f}"
-
-
 _NCU_HEAD = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream"]
 
 
@@ -422,8 +418,9 @@ def ncu_details_csv(launches: Sequence[Launched]) -> str:
                           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum.pct_of_peak_sustained_elapsed"):
                 continue  # not asked for with --metrics
             unit, x = _ncu_scaled(metric, v)
+            value = str(int(x)) if float(x).is_integer() else f"{x:.2f}"
             out.append(",".join(_q(f) for f in _ncu_launch_fields(i, la) + ["Command line profiler metrics", metric,
-                                                                            unit, _ncu_number(x, 2)]) + ",")
+                                                                            unit, value]) + ",")
     return "\n".join(out) + "\n"
 
 

@@ -451,7 +451,6 @@ def open_sim(spec: str, seed: int = 0) -> VirtualGPU:
     return VirtualGPU(get_preset(name), seed=seed)
 
 
-
 class SimBackend(Backend):
     """The virtual GPUs, ``sim:<preset>`` (:mod:`microbench.devices.sim.presets`)."""
 
