@@ -415,11 +415,6 @@ def _num(x: Any) -> float:
         return math.nan
 
 
-def _cat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    keys = ("t", "power_w", "energy_mj", "read_s")
-    return {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in keys}
-
-
 def _sim_span(seconds: float) -> float:
     """The virtual GPU advances in 100 ms steps: the run/idle length that covers ``seconds``."""
     from microbench.devices.sim.device import DT_S
@@ -655,7 +650,7 @@ def phased_runs(device: Device, workload: Workload, duration_s: float, facts: Sa
             s0, s1 = run_at(device, workload, start, duration_s, shape)
             wait(device, keep_after)
             more = tap.take()
-            allr = _cat([data, more])
+            allr = {k: np.concatenate([data[k], more[k]]) for k in data}
             sel = (allr["t"] >= s0 - guard_s - facts.power_window_s - 0.5) & (allr["t"] <= s1 + keep_after + 0.5)
             out.append(RunRecord(s0, s1, allr["t"][sel], allr["power_w"][sel], allr["energy_mj"][sel], off))
             wait(device, rest_s)

@@ -341,10 +341,6 @@ def check_compiled_amd(spec: KernelSpec, params: Mapping[str, Any], compiled: Co
     return chk
 
 
-def _kernel_list(names: Iterable[str] | None) -> list[KernelSpec]:
-    return [catalog.get(n) for n in names] if names else list(catalog.KERNELS.values())
-
-
 def verify(archs: Sequence[str] = DEFAULT_ARCHS, kernels: Iterable[str] | None = None,
            compiler: KernelCompiler | None = None, jobs: int = 2, l2_bytes: int | None = None,
            overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[KernelCheck]:
@@ -354,7 +350,7 @@ def verify(archs: Sequence[str] = DEFAULT_ARCHS, kernels: Iterable[str] | None =
     Raises :class:`microbench.toolchain.ToolchainError` if an architecture has no toolchain.
     """
     compiler = compiler or KernelCompiler()
-    specs = _kernel_list(kernels)
+    specs = [catalog.get(n) for n in kernels] if kernels else list(catalog.KERNELS.values())
     for a in archs:
         compiler.toolchains.for_arch(a)  # fail early, with the install hint, before compiling anything
     work: list[tuple[str, KernelSpec, dict[str, Any]]] = []

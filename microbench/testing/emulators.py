@@ -609,16 +609,13 @@ class YokogawaEmulator(PtyEmulator):
         self.seq = self.update + 1
         return self.update
 
-    def _values_text(self, seq: int) -> str:
-        u, p = 230.0, _power(seq)
-        vals = {"U": u, "I": p / u, "P": p}
-        order = ["U", "I", "P"] if self.wt210 else [self.items.get(k, "U") for k in range(1, self.n_items + 1)]
-        return ",".join(f"{vals[f]:.4E}" for f in order)
-
     _affix = ("", "")  # replies of the other queries of the message, before and after the values
 
     def frame(self, seq: int) -> bytes:
-        return (self._affix[0] + self._values_text(seq) + self._affix[1]).encode() + b"\r\n"
+        u, p = 230.0, _power(seq)
+        vals = {"U": u, "I": p / u, "P": p}
+        order = ["U", "I", "P"] if self.wt210 else [self.items.get(k, "U") for k in range(1, self.n_items + 1)]
+        return (self._affix[0] + ",".join(f"{vals[f]:.4E}" for f in order) + self._affix[1]).encode() + b"\r\n"
 
     def error_reply(self) -> bytes:
         e = f"{self.error_value:.2E}"
