@@ -310,8 +310,9 @@ def runtime_properties(index: int, prefix: str, hip: bool = False) -> dict[str, 
 
 class VendorGpu:
     """What a vendor library's GPU object (``NvmlGpu``, ``AmdGpu``) does the same way: :meth:`close` resets
-    held clocks and then releases the library once, and it is a context manager. Subclasses call
-    :meth:`_start` once the library is initialised and define ``reset_clocks`` and ``_shutdown`` (the library's release, its errors already typed)."""
+    held clocks and then releases the library once, and it is a context manager. Subclasses call :meth:`_start`
+    once the library is initialised and define ``reset_clocks`` and ``_shutdown`` (the library's release, its
+    errors already typed)."""
 
     _open: bool
     where: str
