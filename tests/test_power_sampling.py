@@ -173,13 +173,17 @@ def test_five_second_kernel_energy_corrected_within_one_percent(name, facts):
 
 
 @pytest.mark.parametrize("name,shape", [("a100", None), ("a100", BURSTY), ("h100", BURSTY)])
-def test_corrected_energy_stderr_describes_its_error(name, shape, facts):
+def test_corrected_energy_stderr_describes_its_error(name, shape):
     """The stated standard error of the corrected energy against its true error over 16 noise seeds (the
     phased readings on the A100-like GPU, the counter on the H100-like one): the rms of error/stderr is
-    between 0.7 and 1.6, so a stderr inflated x2 (rms 0.5) or shrunk x2 (rms 2) fails."""
-    f = facts[name]
+    between 0.7 and 1.6, so a stderr inflated x2 (rms 0.5) or shrunk x2 (rms 2) fails. Each seed
+    characterises its own GPU: the stated error counts the sampling facts' own (the averaging window's
+    standard error), which one characterisation shared by every seed turns into one bias common to all
+    (a100 bursty, 64 seeds: mean error/stderr +0.47, spread 0.58; with its own facts per seed, mean -0.29,
+    spread 0.85 over 32)."""
     z = []
     for seed in range(16):
+        f = characterise(open_device(f"sim:{name}", seed=100 + seed))
         runs, truths = _runs(name, f, seed, shape)
         e, se = _corrected(f, runs)
         z.append((e - float(np.mean(truths))) / se)
