@@ -81,10 +81,7 @@ def is_archive(path: str | os.PathLike) -> bool:
 def bundle_name(path: str | os.PathLike) -> str:
     """The bundle's name: the file or directory name without its archive suffix."""
     name = Path(path).name
-    for suf in ARCHIVE_SUFFIXES:
-        if name.endswith(suf):
-            return name[: -len(suf)]
-    return name
+    return next((name[: -len(suf)] for suf in ARCHIVE_SUFFIXES if name.endswith(suf)), name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -277,8 +274,6 @@ def check_files(root: Path, man: dict, label: str) -> int:
         if digest != meta["sha256"]:
             raise BundleError(f"{label}/{rel}: sha256 {digest} differs from the manifest's {meta['sha256']}: "
                               "the file was changed after publishing")
-        if "bytes" in meta and f.stat().st_size != meta["bytes"]:  # pragma: no cover - sha256 catches it first
-            raise BundleError(f"{label}/{rel}: size differs from the manifest")
     present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
     extra = sorted(present - set(listed) - {MANIFEST, SIGNATURE_NAME})
     if extra:
@@ -535,13 +530,13 @@ def verify_bundle(path: str | os.PathLike, key: str | os.PathLike | None = None,
 # publish
 # ------------------------------------------------------------------------------------------------
 
-def _readme(pf: ParameterFile, man: dict, name: str) -> str:
+def _readme(pf: ParameterFile, created_utc: str, recovery: bool, signer: str | None, name: str) -> str:
     from calib.report_text import rmse_text
 
     dev = pf.device
     prov = pf.provenance
     lines = [f"# Calibrated GPU model parameters: {dev.get('name')}", "",
-             f"Published {man['created_utc']} with calib {man['toolkit_version']} (the toolkit that fits and uses "
+             f"Published {created_utc} with calib {__version__} (the toolkit that fits and uses "
              "these files). Parameter schema version " + str(pf.schema_version) + ".", "",
              "## What is here", "",
              f"- `{PARAMS_NAME}`: the parameter file (models: "
@@ -550,7 +545,7 @@ def _readme(pf: ParameterFile, man: dict, name: str) -> str:
              (f"- `{REPORT_DIR}/index.html`: the report with plots, every parameter with its standard error, the fit's "
              "warnings and provenance. Open it from disk; it needs no network."),
              f"- `{MANIFEST}`: sha256 of every file."]
-    if RECOVERY_NAME in man["files"]:
+    if recovery:
         lines.append(f"- `{RECOVERY_NAME}`: fitted vs ground-truth values (the device was a virtual GPU).")
     lines += ["", "## Device", "",
               (f"{dev.get('name')}, {dev.get('sm_count')} SMs, driver {dev.get('driver_version') or 'unknown'}, "
@@ -567,7 +562,6 @@ def _readme(pf: ParameterFile, man: dict, name: str) -> str:
         mp = f"MAPE {st['mape_pct']:.3g}%" if st.get("mape_pct") is not None else "MAPE -"
         lines.append(f"- {s}: {st.get('n_samples')} samples, {rm}, {mp}{extra}; "
                      f"{len(st.get('warnings', []))} warning(s) (see the report).")
-    signer = (man.get("signed_by") or {}).get("public_key_sha256")
     lines += ["", "## Check it", "",
               "```sh", f"calib verify-bundle {name}" + (" --key PUBLISHER.pub" if signer else ""), "```", "",
               ("This checks every file's sha256 against the manifest, the parameter file against the schema, the "
@@ -612,20 +606,19 @@ def _stage(inp: Any, root: Path) -> dict:
     if rec is not None and rec.is_file():
         shutil.copyfile(rec, root / RECOVERY_NAME)
         roles[RECOVERY_NAME] = "recovery"
-    summary = write_report(inp, root / REPORT_DIR)
+    write_report(inp, root / REPORT_DIR)
     for p in sorted((root / REPORT_DIR).rglob("*")):
         if p.is_file():
             roles[p.relative_to(root).as_posix()] = "report"
-    return summary | {"roles": roles}
+    return roles
 
 
-def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, source: Path,
+def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, source: Path, created_utc: str,
               signer: str | None = None) -> dict:
     dev = pf.device
     files = {rel: {"sha256": file_sha256(root / rel), "bytes": (root / rel).stat().st_size, "role": role}
              for rel, role in sorted(roles.items())}
-    return {"format": BUNDLE_FORMAT, "name": name, "toolkit_version": __version__,
-            "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    return {"format": BUNDLE_FORMAT, "name": name, "toolkit_version": __version__, "created_utc": created_utc,
             "device": {k: dev.get(k) for k in DEVICE_FIELDS},
             "parameters_toolkit_version": pf.provenance.get("toolkit_version"),
             **({"signed_by": {"algorithm": "Ed25519", "public_key_sha256": signer}} if signer else {}),
@@ -643,21 +636,19 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     from calib.core.atomic import (
         atomic_write_json,
         atomic_write_text,
+        atomic_writer,
         check_not_input,
         check_output_dir,
         output_target,
-        public_mode,
     )
     from calib.report.inputs import load_inputs
 
     step = progress or (lambda what: None)
     key = load_private_key(sign) if sign is not None else None  # before the work: a bad key must not cost it
     if is_archive(out):
-        target = output_target(out, "bundle").target  # (a symlink is followed; a device node is refused)
-        out_file = target if target is not None else Path(out)
+        output_target(out, "bundle")  # (a symlink is followed; a device node is refused)
     else:
         check_output_dir(out, "bundle directory")
-        out_file = Path(out)
     out = Path(out)
     if out.exists() and not force:
         raise BadInputError(f"{out}: already exists (use --force to replace it)")
@@ -681,16 +672,13 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as tmp:
         root = Path(tmp) / name
         step("report")
-        staged = _stage(inp, root)
+        roles = _stage(inp, root)
         step("manifest")
-        roles = staged["roles"]
-        roles[README_NAME] = "readme"
         signer = key_fingerprint(key.public_key()) if key is not None else None
-        man = _manifest(inp.params, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path,
-                        signer)
-        atomic_write_text(root / README_NAME, _readme(inp.params, man, out.name))
-        man = _manifest(inp.params, root, roles, name, inp.params_path, signer)
-        atomic_write_json(root / MANIFEST, man)
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        atomic_write_text(root / README_NAME, _readme(inp.params, created, RECOVERY_NAME in roles, signer, out.name))
+        roles[README_NAME] = "readme"
+        atomic_write_json(root / MANIFEST, _manifest(inp.params, root, roles, name, inp.params_path, created, signer))
         if key is not None:
             sign_manifest(root, key)
         step("verify")
@@ -699,16 +687,8 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
         for p in [root, *root.rglob("*")]:  # temporary files are private (0600); a bundle is for others
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         if is_archive(out):
-            fd, tmp_tar = tempfile.mkstemp(prefix=f".{out_file.name}.", suffix=".tmp", dir=out_file.parent)
-            os.close(fd)
-            try:
-                with tarfile.open(tmp_tar, "w:gz") as tf:
-                    tf.add(root, arcname=name)
-                public_mode(tmp_tar)
-                os.replace(tmp_tar, out_file)
-            except BaseException:
-                Path(tmp_tar).unlink(missing_ok=True)
-                raise
+            with atomic_writer(out) as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
+                tf.add(root, arcname=name)
         else:
             if out.exists():
                 shutil.rmtree(out)

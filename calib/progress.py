@@ -52,6 +52,12 @@ class Progress:
         self.set(self.total)
         self._bar.close()
 
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def wants_progress(args) -> bool | None:  # noqa: ANN001
     """Progress policy from parsed CLI args: False with --quiet, else TTY detection."""

@@ -14,6 +14,7 @@ errors, resyncs and reconnects of a serial analyzer; ``-vv`` also every command 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -166,21 +167,6 @@ def _device_sensor(spec: str) -> Any:
         raise BadInputError(f"--device {spec!r}: the {b.vendor} backend has no standalone sensor") from None
 
 
-def _check_layouts(out: Path, sensors: list[Any]) -> None:
-    from calib.core.errors import BadInputError
-    from calib.core.session import TIME_COLUMNS
-
-    for s in sensors:
-        path = out / f"{s.name}.csv"
-        if path.exists() and path.stat().st_size:
-            with open(path, encoding="utf-8") as fh:
-                first = fh.readline().rstrip("\r\n")
-            want = ",".join(TIME_COLUMNS + tuple(s.columns))
-            if first != want:
-                raise BadInputError(f"{path}: stream header {first!r} differs from the sensor's columns {want!r}; "
-                                    "refusing to append rows with a different layout (log into a new session)")
-
-
 def _device_entry(sensors: list[Any]) -> dict[str, Any]:
     for s in sensors:
         gpu = s.capabilities().get("gpu") if s.scope == "gpu" else None
@@ -219,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
 def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
     from calib import __version__
     from calib.core.errors import BadInputError
-    from calib.core.session import SessionWriter
+    from calib.core.session import SessionWriter, check_stream_header
     from microbench.logger import SensorLogger
 
     sensors = _open_sensors(args)
@@ -229,32 +215,29 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
     old_int = signal.getsignal(signal.SIGINT)
     on_main_thread = threading.current_thread() is threading.main_thread()
 
-    def _on_term(signum: int, frame: Any) -> None:
+    def _on_signal(signum: int, frame: Any) -> None:
+        # SIGTERM or a first Ctrl-C: stop cleanly (the rows read so far are written); a second Ctrl-C
+        # interrupts the stop
         got.append(signum)
         stop.set()
-
-    def _on_int(signum: int, frame: Any) -> None:
-        # first Ctrl-C: stop cleanly (the rows read so far are written); a second one interrupts the stop
-        got.append(signum)
-        stop.set()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signum == signal.SIGINT:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
     writer = None
     logger = None
     interrupted = False
     try:
         if on_main_thread:  # (signal handlers can only be set there)
-            signal.signal(signal.SIGTERM, _on_term)
-            signal.signal(signal.SIGINT, _on_int)
+            signal.signal(signal.SIGTERM, _on_signal)
+            signal.signal(signal.SIGINT, _on_signal)
         described = [s.describe() for s in sensors]
         plan = {"kind": "log", "rate_hz": args.rate, "duration_s": args.duration,
                 "argv": sys.argv[1:] if sys.argv else []}
         if resuming:
-            _check_layouts(out, sensors)  # before resume() adds a segment to the manifest
+            for s in sensors:  # before resume() adds a segment to the manifest
+                check_stream_header(out / f"{s.name}.csv", s.columns, " (log into a new session)")
             writer = SessionWriter.resume(out, note="calib log")
-            known = {d["name"]: d for d in writer.manifest.get("sensors", [])}
-            for d in described:
-                known[d["name"]] = d
+            known = {d["name"]: d for d in [*writer.manifest.get("sensors", []), *described]}  # ours replace theirs
             writer.update_manifest(sensors=list(known.values()))
         else:
             writer = SessionWriter.create(out, {"device": _device_entry(sensors), "toolkit_version": __version__,
@@ -285,10 +268,8 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
             signal.signal(signal.SIGTERM, old_term)
             signal.signal(signal.SIGINT, old_int)
         if logger is not None and logger.running:
-            try:
+            with contextlib.suppress(Exception):  # already failing; keep the first error
                 logger.stop()
-            except Exception:  # noqa: BLE001 - already failing; keep the first error
-                pass
         for s in sensors:
             s.close()
         if writer is not None:
@@ -315,6 +296,7 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
     import warnings
 
     from calib.core.session import read_session
+    from calib.windows import window_energy
 
     seg = writer.segment
     summary: dict[str, Any] = {"segment": seg, "requested_hz": args.rate, "elapsed_s": round(stats.elapsed_s, 3),
@@ -325,24 +307,20 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
                                  "transient_errors": st.transient_errors}
         if s.scope == "host" and hasattr(s, "wraps"):
             entry["rapl"] = {"wraps": dict(s.wraps), "host_power": s.capabilities()["host_power"]}
-        if s.kind == "analyzer":
-            entry["analyzer"] = {k: v for k, v in s.stats.to_dict().items()}
-            entry["analyzer"]["observed"] = dict(s.observed)  # which reading of unconfirmed facts it used
+        if s.kind == "analyzer":  # "observed": which reading of unconfirmed facts it used
+            entry["analyzer"] = {**s.stats.to_dict(), "observed": dict(s.observed)}
         summary["streams"][s.name] = entry
-    # energy over the segment: counter vs integrated power (GPU streams with an energy counter)
+    # energy over the segment: counter vs integrated power (GPU streams with an energy counter), and the
+    # host's (RAPL, wraps corrected)
     writer.close()
     sess = read_session(writer.path)
     for s in sensors:
-        if s.scope != "gpu" or "energy_mj" not in s.columns or "power_w" not in s.columns:
-            continue
-        from calib.windows import window_energy
-
-        df = sess.stream(s.name)
-        df = df[df["segment"] == seg]
-        if len(df) >= 2:
-            w = window_energy(df, float(df["t_mono_s"].iloc[0]), float(df["t_mono_s"].iloc[-1]))
-            summary["streams"][s.name]["energy"] = w.to_dict()
-    for s in sensors:  # host energy over the segment (RAPL, wraps corrected)
+        if s.scope == "gpu" and "energy_mj" in s.columns and "power_w" in s.columns:
+            df = sess.stream(s.name)
+            df = df[df["segment"] == seg]
+            if len(df) >= 2:
+                w = window_energy(df, float(df["t_mono_s"].iloc[0]), float(df["t_mono_s"].iloc[-1]))
+                summary["streams"][s.name]["energy"] = w.to_dict()
         if s.scope != "host" or "host_energy_j" not in s.columns:
             continue
         df = sess.stream(s.name)

@@ -1,18 +1,7 @@
-"""calib optimize PARAMS.json KERNEL.json|KERNELS.csv|PROFILE.csv [--objective energy|edp|time] [--max-slowdown F]
-[--clocks all|CORE:MEM,...] [-o TABLE.csv]
-
-Objectives (the clock table and the rule are in :mod:`calib.model.energy`):
-
-- ``energy`` / ``edp``: the pair with the least predicted energy (energy-delay product) among those
-  whose predicted time is within ``--max-slowdown`` of the default clocks'. They need a power model
-  (a ``power`` or ``dvfs`` section); asked of a timing-only file they are refused (exit 2).
-- ``time``: a time-only question, answerable with a timing-only file (``calib fit KERNELS.csv
-  --timing``): the lowest clocks whose predicted slowdown stays within ``--max-slowdown``, i.e. the
-  pair minimising ``core_mhz / max core + mem_mhz / max mem`` (maxima over the evaluated pairs; ties:
-  the smaller slowdown, then the lower core clock), plus the fastest pair. The default objective of a
-  timing-only file (the output says so); with a power model ``energy`` stays the default and ``time``
-  keeps the power and energy columns in the table.
-"""
+"""calib optimize PARAMS.json KERNEL.json|KERNELS.csv|PROFILE.csv [--objective energy|edp|time] [--clocks ...]:
+what each objective chooses is :data:`DESCRIPTION`'s (the clock table and the rule: :mod:`calib.model.energy`);
+energy/edp need a power or dvfs section (refused, exit 2, on a timing-only file), and time with a power model
+keeps the power and energy columns in the table."""
 
 from __future__ import annotations
 
@@ -33,9 +22,6 @@ DESCRIPTION = (
     "(-o) and left out of the printed one. When the description has a measured time, times are scaled from it "
     "(Wang & Chu's baseline profile). With a power model, also reports the optimal number of active SMs (IPP "
     "eq. 34 and a GIPS/W sweep) with the energy savings (runtime+idle, runtime only, per-SM power gating).")
-
-EPILOG = "example:\n  calib optimize fitted/sim-gtx280.json kernel.json"
-
 
 EPILOG = "example:\n  calib optimize fitted/sim-gtx280.json kernel.json"
 
@@ -146,20 +132,16 @@ def _fmt_table(t) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
-
-    for out, what in ((args.output, "-o"), (args.sms_output, "--sms-output")):
-        if out is not None:
-            check_output_file(out, what, (args.params, args.kernel))
     import math
     import sys
 
-    from calib.core.atomic import atomic_write_text
+    from calib.core.atomic import atomic_write_text, check_output_file
     from calib.core.errors import BadInputError
     from calib.model import energy as E
-
     from calib.model.checks import load_checked
 
+    for out, what in ((args.output, "-o"), (args.sms_output, "--sms-output")):
+        check_output_file(out, what, (args.params, args.kernel))
     pf = load_checked(args.params)
     if "timing" not in pf:
         raise BadInputError(f"{args.params}: the parameter file has no timing section; fit one from a session with "

@@ -99,33 +99,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="print what is checked on a real GPU, and exit")
 
 
-def list_text() -> str:
-    """What ``calib selftest`` checks on a real GPU (``--list``)."""
-    out = ["calib selftest checks, in order (each with pass/fail and its figures):"]
-    for i, (key, title, what) in enumerate(CHECKS, 1):
-        out.append(f"{i}. {key}: {title}\n   {what}")
-    return "\n".join(out)
-
-
 def run(args: argparse.Namespace) -> int:
+    from calib.core.atomic import check_output_dir
     from calib.core.errors import BadInputError
-
-    if args.list:
-        print(list_text())
-        return 0
-    keys = [k for k, _, _ in CHECKS]
-    only = keys
-    if args.only:
-        only = [k.strip() for k in args.only.split(",") if k.strip()]
-        bad = [k for k in only if k not in keys]
-        if bad:
-            raise BadInputError(f"--only: unknown check(s) {', '.join(bad)}; checks: {', '.join(keys)}")
     from microbench.devices.registry import real_gpus
 
+    if args.list:  # what is checked on a real GPU
+        print("\n".join(["calib selftest checks, in order (each with pass/fail and its figures):"]
+                        + [f"{i}. {key}: {title}\n   {what}" for i, (key, title, what) in enumerate(CHECKS, 1)]))
+        return 0
+    keys = [k for k, _, _ in CHECKS]
+    only = [k.strip() for k in args.only.split(",") if k.strip()] if args.only else keys
+    bad = [k for k in only if k not in keys]
+    if bad:
+        raise BadInputError(f"--only: unknown check(s) {', '.join(bad)}; checks: {', '.join(keys)}")
     spec = args.device or next((g["spec"] for g in real_gpus() if g["spec"].startswith("cuda:")), "sim:a100")
     out = Path(args.output or f"selftest-{spec.replace(':', '-')}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-    from calib.core.atomic import check_output_dir
-
     check_output_dir(out, "--output")
     out.mkdir(parents=True, exist_ok=True)
     st = SelfTest(spec, args.seed, out, quiet=getattr(args, "quiet", False))
@@ -295,10 +284,7 @@ class SelfTest:
         bad = []
         for row in rows:
             pct, rate = row.get("percent_of_peak"), row.get("rate")
-            if pct is not None:
-                ok = 25.0 <= pct <= 102.0
-            else:
-                ok = rate is not None and math.isfinite(rate) and rate > 0
+            ok = 25.0 <= pct <= 102.0 if pct is not None else rate is not None and math.isfinite(rate) and rate > 0
             row["status"] = "pass" if ok else "fail"
             if not ok:
                 bad.append(row["kernel"])

@@ -7,13 +7,12 @@ Layout (Hive-style partitions, readable by pandas, pyarrow, DuckDB, Spark)::
     FLEET/_collect.jsonl      append-only log: one line per collect (added, skipped, incomplete, failed)
 
 Partition values are slugs (lower-case letters, digits, ``-``, ``.``), so no engine has to decode them;
-the exact names are columns (``gpu_name``, ``driver_version``). One row per GPU and parameter: ``gpu_uuid``,
-``gpu_name``, ``serial`` (virtual units), ``node``, ``gpu_slot``, ``session``, ``section``, ``name``, ``form`` (model
-form the value belongs to, see :func:`calib.fleet.paramrows.param_rows`), ``value``, ``stderr`` (statistical), ``stderr_total`` (with model discrepancy), ``min``, ``max``, ``unit``, ``vary`` and provenance (``param_file``,
-``param_sha256``, ``toolkit_version``, ``toolkit_commit``, ``created_utc``, ``job_id``,
-``restart_count``). Section ``reference`` holds the model's prediction for the reference workload
-(:data:`REFERENCE_KERNEL`: ``power_w_pred``, ``time_s_pred``, ``energy_j_pred``, ``temp_c_pred``),
-computed from the GPU's parameter file at collect time.
+the exact names are columns (``gpu_name``, ``driver_version``). One row per GPU and parameter, the columns of
+:data:`SCHEMA` (``serial``: of virtual units; ``form``: the model form the value belongs to,
+:func:`calib.fleet.paramrows.param_rows`; ``stderr`` statistical, ``stderr_total`` with model discrepancy;
+the parameter file's provenance and the task record). Section ``reference`` holds the model's prediction
+for the reference workload (:data:`REFERENCE_KERNEL`: ``power_w_pred``, ``time_s_pred``, ``energy_j_pred``,
+``temp_c_pred``), computed from the GPU's parameter file at collect time.
 
 Guarantees:
 
@@ -168,9 +167,7 @@ def _session_state(session_dir: Path, task: dict | None) -> tuple[str, str]:
     """State of a session without a parameter file: incomplete, unfitted or failed (with why)."""
     from calib.core.session import read_session
 
-    why = ""
-    if task and task.get("state") == "failed":
-        why = f"task exited with status {task.get('exit_status')}"
+    why = f"task exited with status {task.get('exit_status')}" if task and task.get("state") == "failed" else ""
     try:
         complete = read_session(session_dir).is_complete()
     except CalibError as e:
@@ -335,13 +332,10 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
     existing = scan_dataset(fleet)   # first: a corrupt dataset is refused before any work
     names: set[str] = set()
     for sub, pattern in (("logs", "*"), ("fitted", "*.json"), ("tasks", "*.json")):
-        if d[sub].is_dir():
-            for p in d[sub].glob(pattern):
-                n = p.name if sub == "logs" else p.stem
-                if sub == "fitted" and (n.endswith(".recovery") or n.endswith(".samples")):
-                    continue
-                if not n.startswith("."):
-                    names.add(n)
+        for p in d[sub].glob(pattern):   # (nothing when the directory does not exist)
+            n = p.name if sub == "logs" else p.stem
+            if not n.startswith(".") and not (sub == "fitted" and n.endswith((".recovery", ".samples"))):
+                names.add(n)
     if only is not None:
         names &= only
     result = CollectResult()

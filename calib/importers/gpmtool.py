@@ -97,14 +97,10 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     n_num = 1 + n_dom + n_comp
     rows = [(i + 5, line) for i, line in enumerate(lines[4:]) if line.strip()]
     first = rows[0][1].split(",")
-    if len(first) == n_num + 1:
-        named = True
-    elif len(first) == n_num:
-        named = False
-    else:
-        hint = ""
-        if all(_is_num(f) for f in first) and len(first) != n_num:
-            hint = " (this looks like a gpmTOOL model file with fitted parameters, not measurements)"
+    named = len(first) == n_num + 1
+    if len(first) not in (n_num, n_num + 1):
+        hint = (" (this looks like a gpmTOOL model file with fitted parameters, not measurements)"
+                if all(_is_num(f) for f in first) else "")
         raise BadInputError(f"{p}: line {rows[0][0]}: {len(first)} fields, expected {n_num} (power, {n_dom} clock(s), "
                             f"{n_comp} utilizations) or {n_num + 1} with a leading name{hint}"
                             + cut_hint(len(rows) == 1 and len(first) < n_num, ends_nl))
