@@ -28,6 +28,8 @@ checksum and schema only; the verification says so.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 import os
@@ -43,6 +45,8 @@ from typing import Any
 import pandas as pd
 
 from calib import __version__
+from calib.core.atomic import (atomic_write_bytes, atomic_write_json, atomic_write_text, atomic_writer, check_not_input,
+                               check_output_dir, check_output_file, output_target)
 from calib.core.params import ParameterFile, Section
 from calib.core.errors import BadInputError, CalibError
 from calib.core.session import file_sha256
@@ -292,8 +296,6 @@ def generate_key(path: str | os.PathLike, force: bool = False) -> tuple[Path, Pa
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from calib.core.atomic import atomic_write_bytes, check_output_file
-
     priv_path, pub_path = Path(path), Path(f"{path}.pub")
     for p in (priv_path, pub_path):
         check_output_file(p, "key file")
@@ -311,8 +313,6 @@ def generate_key(path: str | os.PathLike, force: bool = False) -> tuple[Path, Pa
 
 def key_fingerprint(public_key: Any) -> str:
     """sha256 (hex) of an Ed25519 public key's 32 raw bytes: how messages and manifests name a key."""
-    import hashlib
-
     from cryptography.hazmat.primitives import serialization
 
     return hashlib.sha256(public_key.public_bytes(serialization.Encoding.Raw,
@@ -357,10 +357,6 @@ def load_public_key(path: str | os.PathLike) -> Any:
 def sign_manifest(root: Path, private_key: Any) -> dict:
     """Sign the bytes of ``root/MANIFEST.json`` (which lists every other file's sha256) into
     ``root/MANIFEST.sig``; returns the signature document."""
-    import base64
-
-    from calib.core.atomic import atomic_write_json
-
     data = (root / MANIFEST).read_bytes()
     doc = {"format": SIGNATURE_FORMAT, "algorithm": "Ed25519", "signed_file": MANIFEST,
            "public_key_sha256": key_fingerprint(private_key.public_key()),
@@ -381,8 +377,6 @@ class SignatureCheck:
 
 def check_signature(root: Path, label: str, public_key: Any | None) -> SignatureCheck:
     """The bundle's signature against ``public_key`` (None: not checked; see :class:`SignatureCheck`)."""
-    import base64
-
     from cryptography.exceptions import InvalidSignature
 
     sig_path = root / SIGNATURE_NAME
@@ -416,12 +410,10 @@ def check_consistency(root: Path, man: dict, pf: ParameterFile, label: str) -> l
     """What the parts of a bundle say about each other, each disagreement as a sentence naming the file:
     the manifest's device and toolkit fields against the parameter file, and the report against the
     parameter file (:func:`calib.report.html.check_report`)."""
-    out = []
     dev = man.get("device") if isinstance(man.get("device"), dict) else {}
     pname = man["parameters"]
-    for k in DEVICE_FIELDS:
-        if k in dev and dev.get(k) != pf.device.get(k):
-            out.append(f"{label}/{MANIFEST}: device.{k} is {dev.get(k)!r}, {pname} says {pf.device.get(k)!r}")
+    out = [f"{label}/{MANIFEST}: device.{k} is {dev.get(k)!r}, {pname} says {pf.device.get(k)!r}"
+           for k in DEVICE_FIELDS if k in dev and dev.get(k) != pf.device.get(k)]
     fitted_with = man.get("parameters_toolkit_version")
     if fitted_with is not None and fitted_with != pf.provenance.get("toolkit_version"):
         out.append(f"{label}/{MANIFEST}: parameters_toolkit_version is {fitted_with!r}, {pname} was fitted with calib "
@@ -434,8 +426,8 @@ def check_consistency(root: Path, man: dict, pf: ParameterFile, label: str) -> l
             page = (root / report).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             return out + [f"{label}/{report}: cannot be read ({e.__class__.__name__})"]
-        for what in check_report(page, pf, file_sha256(root / pname), man.get("toolkit_version")):
-            out.append(f"{label}/{report}: disagrees with {pname}: {what}")
+        out += [f"{label}/{report}: disagrees with {pname}: {what}"
+                for what in check_report(page, pf, file_sha256(root / pname), man.get("toolkit_version"))]
     return out
 
 
@@ -587,7 +579,6 @@ def _plan_of(inp: Any) -> list | None:
 
 
 def _stage(inp: Any, root: Path) -> dict:
-    from calib.core.atomic import atomic_write_json
     from calib.report.html import write_report
     from calib.core.samples import write_samples
 
@@ -633,14 +624,6 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     """Build a bundle of ``params_path`` at ``out`` (directory, or ``.tar.gz``), sign its manifest with the
     private key file ``sign`` when given, verify it, then move it into place. Nothing is left at ``out``
     unless the bundle verified. ``progress(what)`` is called before each long stage."""
-    from calib.core.atomic import (
-        atomic_write_json,
-        atomic_write_text,
-        atomic_writer,
-        check_not_input,
-        check_output_dir,
-        output_target,
-    )
     from calib.report.inputs import load_inputs
 
     step = progress or (lambda what: None)

@@ -29,29 +29,11 @@ from calib import __version__  # noqa: E402
 from calib.core.atomic import silence_stdout  # noqa: E402
 from calib.core.errors import CalibError  # noqa: E402
 
-#: verb -> module in calib.commands. Verbs whose module is not installed are not offered.
-VERBS: dict[str, str] = {
-    "run": "run",
-    "devices": "devices",
-    "samples": "samples",
-    "fit": "fit",
-    "predict": "predict",
-    "validate": "validate",
-    "import": "importcmd",
-    "validate-model": "validate_model",
-    "log": "log",
-    "doctor": "doctor",
-    "selftest": "selftest",
-    "optimize": "optimize",
-    "advise": "advise",
-    "report": "report",
-    "diff": "diff",
-    "publish": "publish",
-    "verify-bundle": "verify_bundle",
-    "fleet": "fleet",
-    "hotspot": "hotspot",
-    "keygen": "keygen",
-}
+#: verb -> module in calib.commands (the verb's name, ``-`` as ``_``; ``import`` is a keyword). Verbs whose
+#: module is not installed are not offered.
+VERBS: dict[str, str] = {v: {"import": "importcmd"}.get(v, v.replace("-", "_")) for v in (
+    "run", "devices", "samples", "fit", "predict", "validate", "import", "validate-model", "log", "doctor", "selftest",
+    "optimize", "advise", "report", "diff", "publish", "verify-bundle", "fleet", "hotspot", "keygen")}
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -191,15 +173,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(getattr(args, "verbose", 0) or 0)
     from calib.core.atomic import is_stdout, stdout_reserved
 
-    old_show = warnings.showwarning
-    show = _warning_printer()
-    warnings.showwarning = show
     real_stdout = sys.stdout
     sys.stdout = guarded = _PipeGuard(real_stdout)
     try:
-        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:   # (restores showwarning on the way out)
             warnings.simplefilter("default")
-            warnings.showwarning = show
+            warnings.showwarning = _warning_printer()
             quiet = bool(getattr(args, "quiet", False))
             if quiet or any(is_stdout(getattr(args, dest, None)) for dest in STREAMED_OUTPUTS):
                 # -o -: the data alone on stdout, messages on stderr; -q: the messages dropped (warnings and
@@ -224,7 +203,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"ERROR: {msg}\n")
         return e.exit_code if isinstance(e, CalibError) else EXIT_FAILURE
     finally:
-        warnings.showwarning = old_show
         if sys.stdout is guarded:
             sys.stdout = real_stdout
 

@@ -59,8 +59,7 @@ def fit_summary(pf: ParameterFile, max_warnings: int = 12) -> str:
             lines.append(f"    determined: {format_combination(cb['weights'])} = {cb['value']:.6g} +/- {cb['stderr']:.3g} "
                          f"(total +/- {cb['stderr_total']:.3g}); the parameters one by one are not separated")
         ws = st.get("warnings", [])
-        for w in ws[:max_warnings]:
-            lines.append(f"    warning: {w}")
+        lines += [f"    warning: {w}" for w in ws[:max_warnings]]
         if len(ws) > max_warnings:
             lines.append(f"    ... {len(ws) - max_warnings} more warnings in the parameter file")
     return "\n".join(lines)

@@ -88,9 +88,6 @@ def _completed(markers: pd.DataFrame) -> set[tuple]:
     in the earlier segment must not count twice.
     """
     done = markers[markers["event"] == "workload_done"]
-    has_steps = len(done) > 0 or (markers["event"] == "campaign_done").any()
-    if not has_steps:
-        return set()
     # a resume may record the completion of a step that ran in an earlier segment ("completes_segment")
     return {(m["workload"], int(m["repeat"]) if not pd.isna(m["repeat"]) else 0,
              int(m["info"].get("completes_segment", m["segment"])))
@@ -306,9 +303,8 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if len(rw) < 3:
             continue
         rec = common(rw, w)
-        rec.update({"role": "idle", "stresses": "none", "core_mhz": core0, "mem_mhz": mem0, "active_sms": sm_count})
-        for u in units:
-            rec[ACT_PREFIX + u] = 0.0
+        rec.update({"role": "idle", "stresses": "none", "core_mhz": core0, "mem_mhz": mem0, "active_sms": sm_count,
+                    **{ACT_PREFIX + u: 0.0 for u in units}})
         rows.append(rec)
 
     short = 0
@@ -347,9 +343,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
             if ar > 1.0 + 0.02:
                 warnings.warn(f"{w.workload}: access rate of {u} is {ar:.3f} > 1; measured kernel time too short? clipped to 1")
             rec[ACT_PREFIX + u] = min(1.0, ar)
-        for c in INSTRUCTION_CLASSES:
-            if per_warp.get(c):
-                rec[CNT_PREFIX + c] = float(per_warp[c])
+        rec.update({CNT_PREFIX + c: float(per_warp[c]) for c in INSTRUCTION_CLASSES if per_warp.get(c)})
         rows.append(rec)
     if short:
         warnings.warn(f"{session.path}: {short} measurement windows had fewer than 3 power readings and were skipped")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from calib.core.atomic import atomic_write_json, check_output_file, output_name
 from calib.core.errors import BadInputError
@@ -60,8 +61,6 @@ def format_advice(adv) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from calib.model.advise import advise
     from calib.model.checks import load_checked
 

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+from calib.core.errors import BadInputError, CalibError, DeviceError
 
 HELP = ("report what this machine can measure: NVML fields, AMD GPUs (amdsmi), clock-control permission, CuPy, "
         "serial analyzers")
@@ -81,14 +85,11 @@ def _serial_report() -> list[dict[str, Any]]:
     return [{"device": p.device, "description": p.description,
              "usb": f"{p.vid:04x}:{p.pid:04x}" if p.vid is not None else None, "serial_number": p.serial_number,
              "hint": _USB_HINTS.get((p.vid, p.pid)) if p.vid is not None else None,
-             "by_id": next((str(q) for q in links if q.resolve() == Path(p.device).resolve()), None)}
+             "by_id": next((str(q) for q in links if os.path.realpath(q) == os.path.realpath(p.device)), None)}
             for p in list_ports.comports()]
 
 
 def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
-    import time
-
-    from calib.core.errors import BadInputError, CalibError, DeviceError
     from microbench.instruments import PROTOCOLS, open_analyzer
 
     if not protocol or protocol not in PROTOCOLS:
@@ -206,32 +207,28 @@ def _print(r: dict[str, Any]) -> None:
 
 def _device_reports(args: argparse.Namespace) -> list[dict[str, Any]]:
     """``--device`` / ``--power-sampling``: each device's identity, sensors and measured sampling."""
-    from calib.core.errors import CalibError
     from microbench.devices.registry import open_device, real_gpus
+    from microbench.power_sampling import characterise
 
-    specs = [args.device] if args.device else [g["spec"] for g in real_gpus()]
     out = []
-    for spec in specs:
+    for spec in [args.device] if args.device else [g["spec"] for g in real_gpus()]:
         rep: dict[str, Any] = {"spec": spec}
+        out.append(rep)
         try:
             dev = open_device(spec)
         except CalibError as e:
             rep["error"] = str(e)
-            out.append(rep)
             continue
         try:
             rep["name"] = dev.info.name
             rep["sensors"] = [s.describe() for s in dev.sensors()]
             if args.power_sampling:
-                from microbench.power_sampling import characterise
-
                 try:
                     rep["power_sampling"] = characterise(dev).to_dict()
                 except CalibError as e:
                     rep["power_sampling"] = {"error": str(e)}
         finally:
             dev.close()
-        out.append(rep)
     return out
 
 

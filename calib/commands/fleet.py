@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import html
+import re
+from pathlib import Path
 
 from calib.commands.run import int_at_least, positive_number
+from calib.core.errors import BadInputError
 
 HELP = "calibrate a fleet: submit a Slurm job array, collect a Parquet dataset, analyse, report"
 DESCRIPTION = (
@@ -35,8 +39,6 @@ _positive, _nonneg = int_at_least(1, "count"), int_at_least(0, "value")
 
 
 def _gres(text: str) -> str:
-    import re
-
     from calib.fleet.submit import GRES_RE
 
     if text.strip().lower() == "none":
@@ -48,8 +50,6 @@ def _gres(text: str) -> str:
 
 
 def _name(text: str) -> str:
-    import re
-
     from calib.commands.run import MAX_SESSION_NAME
 
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+=,-]*", text):
@@ -126,8 +126,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.errors import BadInputError
-
     verb = getattr(args, "fleet_verb", None)
     if verb is None:
         raise BadInputError("calib fleet: no SUBVERB given (submit, collect, analyze or report)")
@@ -135,8 +133,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from calib.fleet.submit import FleetJob, submit
     from calib.progress import printer
 
@@ -205,8 +201,6 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from calib.core.atomic import atomic_write_json, check_output_dir, json_safe
     from calib.fleet.analysis import DEFAULT_THRESHOLD, analyze
     from calib.fleet.dataset import require_gpu_files
@@ -254,10 +248,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _score(an, pool, summary: dict, out) -> str:  # noqa: ANN001
-    import html
-
     from calib.core.atomic import atomic_write_text
-    from calib.core.errors import BadInputError
     from calib.fleet.score import outlier_score
 
     if an.per_gpu["serial"].isna().all():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import warnings
 
 from calib.core.atomic import check_output_file, output_name
 from calib.core.errors import BadInputError
@@ -45,8 +47,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _join_power(df, path: str):
     """Left-join power (and clocks, temperature) from a CSV keyed by workload (and clocks when both have them)."""
-    import warnings
-
     from calib.core.samples import read_samples
 
     pw = read_samples(path, require_power=True, require_act=False)
@@ -75,8 +75,6 @@ def _join_power(df, path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    import math
-
     from calib.core.samples import check_samples, table_info, write_samples
     from calib.importers import import_table
 

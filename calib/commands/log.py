@@ -19,8 +19,11 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
+
+from calib.core.errors import BadInputError, DeviceLostError
 
 HELP = "log GPU sensors (NVML, amdsmi) and/or a serial power analyzer into a session directory (no workload)"
 DESCRIPTION = (
@@ -57,22 +60,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _parse_opts(items: list[str]) -> dict[str, Any]:
-    from calib.core.errors import BadInputError
-
     out: dict[str, Any] = {}
     for it in items:
         key, sep, val = it.partition("=")
         if not sep or not key.isidentifier():
             raise BadInputError(f"--analyzer-opt {it!r}: expected KEY=VALUE (e.g. current_range_a=5)")
-        v: Any = val
-        for conv in (int, float):
-            try:
+        v: Any = val.lower() == "true" if val.lower() in ("true", "false") else val
+        for conv in (int, float):   # a number when it reads as one
+            with contextlib.suppress(ValueError):
                 v = conv(val)
                 break
-            except ValueError:
-                continue
-        if val.lower() in ("true", "false"):
-            v = val.lower() == "true"
         out[key] = v
     return out
 
@@ -80,7 +77,6 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
 def _csv_columns(text: str) -> tuple[str, ...]:
     """The ``--columns`` list of the csv protocol, refused (BadInputError) when empty, duplicated or
     clashing with a column the stream adds itself (time columns, ``resync``)."""
-    from calib.core.errors import BadInputError
     from calib.core.session import TIME_COLUMNS
 
     cols = tuple(c.strip() for c in text.split(","))
@@ -97,8 +93,6 @@ def _csv_columns(text: str) -> tuple[str, ...]:
 
 
 def _open_sensors(args: argparse.Namespace) -> list[Any]:
-    from calib.core.errors import BadInputError
-
     sensors: list[Any] = []
     try:
         if args.nvml:
@@ -150,7 +144,6 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
 
 def _device_sensor(spec: str) -> Any:
     """The telemetry sensor of ``--device`` ``<prefix>:<index>`` through the backend registry."""
-    from calib.core.errors import BadInputError
     from microbench.devices.registry import backend
 
     prefix, sep, what = spec.partition(":")
@@ -177,7 +170,6 @@ def _device_entry(sensors: list[Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from calib.core.atomic import check_output_dir
-    from calib.core.errors import BadInputError
     from calib.core.session import MANIFEST_NAME, lock_session
 
     if not args.nvml and not args.device and not args.serial and not args.rapl:
@@ -204,7 +196,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
     from calib import __version__
-    from calib.core.errors import BadInputError
     from calib.core.session import SessionWriter, check_stream_header
     from microbench.logger import SensorLogger
 
@@ -278,8 +269,6 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
         raise BadInputError(f"{out}: no samples recorded from {', '.join(empty)}; check --protocol, --baud "
                             "and the cable (see the rejected/instrument error counts above)")
     if lost:  # an instrument that vanished and never came back: the session ends in a gap (rows kept)
-        from calib.core.errors import DeviceLostError
-
         raise DeviceLostError("; ".join(lost) + f"; {out} keeps every sample read before")
     if interrupted:
         sys.stderr.write(f"interrupted (Ctrl-C): {out} keeps every sample read so far\n")
@@ -293,8 +282,6 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
     row and the outages still open when the log stopped (an analyzer whose connection was lost and never
     came back), after a loud warning for every analyzer that rejected frames and every outage it
     recovered from (from when to when, in seconds into the segment)."""
-    import warnings
-
     from calib.core.session import read_session
     from calib.windows import window_energy
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from calib.core.atomic import output_name
+from calib.core.errors import BadInputError
 
 HELP = "choose the energy-, EDP- or time-optimal (core, memory) clocks and active-SM count for a kernel"
 DESCRIPTION = (
@@ -60,7 +61,6 @@ def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int
     import tempfile
     from pathlib import Path
 
-    from calib.core.errors import BadInputError
     from calib.model.predict import kernel_description_table
 
     p = Path(path)
@@ -100,7 +100,6 @@ def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int
 
 def _kernel_table(p):
     """A kernel table (a samples table with ``cnt_*`` counts and the launch shape), or one ERROR naming the file."""
-    from calib.core.errors import BadInputError
     from calib.core.samples import CNT_PREFIX, read_samples
 
     not_kernels = (f"{p}: not an nvprof/ncu metrics export nor a kernel table (per-warp cnt_* counts, blocks, "
@@ -136,7 +135,6 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from calib.core.atomic import atomic_write_text, check_output_file
-    from calib.core.errors import BadInputError
     from calib.model import energy as E
     from calib.model.checks import load_checked
 
@@ -223,9 +221,8 @@ def run(args: argparse.Namespace) -> int:
                                                     [float(base["energy_j"])]).iloc[0]):
             print(line)
     for note in table.attrs.get("notes", []):
-        if note == E.NO_POWER_NOTE:  # said on the first line already: a timing-only file is no mistake
-            continue
-        sys.stderr.write(f"WARNING: {note}\n")
+        if note != E.NO_POWER_NOTE:  # (said on the first line already: a timing-only file is no mistake)
+            sys.stderr.write(f"WARNING: {note}\n")
     if args.output:
         atomic_write_text(args.output, table.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
         print(f"clock table: {output_name(args.output)}")

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
+import warnings
+
+from calib.core.errors import BadInputError, DeviceError, FitError
 
 HELP = "run the calibration campaign on a device while logging, fit, and write the parameter file"
 DESCRIPTION = (
@@ -29,8 +33,6 @@ MAX_SESSION_NAME = 200
 
 
 def _session_name(text: str) -> str:
-    import re
-
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+=@,-]*", text) or text in (".", ".."):
         raise argparse.ArgumentTypeError(
             f"invalid session name {text!r}: one path component of letters, digits and _ . + = @ , - "
@@ -97,9 +99,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _attach_rapl(device) -> None:  # noqa: ANN001
     """Log the host's RAPL counters with a real GPU where they are readable; where not, say why (the fix
     is in the message) and go on without host power."""
-    import warnings
-
-    from calib.core.errors import DeviceError
     from microbench.devices.rapl import RaplSensor
 
     try:
@@ -113,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from calib.core.atomic import check_output_dir, check_writable
-    from calib.core.errors import BadInputError
     from calib.core.session import lock_session, read_session
     from calib.progress import Progress, printer, wants_progress
     from microbench.campaign import (
@@ -207,11 +205,8 @@ def _preview_errors(out, session, device, cands, repeats: int) -> dict[str, dict
     total's model-form terms counted (the linear update of the design criterion counts them as noise).
     The refit is :func:`calib.fit.pipeline.refit_power`'s, on the session's samples and these rows. None
     when the preview cannot be fitted (the round is then run)."""
-    import warnings
-
     import pandas as pd
 
-    from calib.core.errors import BadInputError, FitError
     from calib.core.session import read_session
     from calib.fit.design import preview_rows
     from calib.fit.pipeline import session_power_fitter
@@ -242,8 +237,6 @@ def _preview_errors(out, session, device, cands, repeats: int) -> dict[str, dict
 def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # noqa: ANN001
     """``--design adaptive`` (module docstring of :mod:`calib.fit.design`): fit, choose, run, refit, until
     every target is met, the budget is spent or no candidate helps; a killed round is finished first."""
-    import warnings
-
     from calib.core.session import read_session
     from calib.fit.design import design_round
     from calib.fit.pipeline import fit_session, refit_power

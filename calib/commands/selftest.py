@@ -12,7 +12,10 @@ skipped (with its reason), 1 when one failed.
 from __future__ import annotations
 
 import argparse
+import html
+import json
 import math
+import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -214,8 +217,6 @@ class SelfTest:
 
     # -- checks --------------------------------------------------------------------------------
     def check_doctor(self, res: CheckResult) -> None:
-        import json
-
         code, text = self._cli(["doctor", "--device", self.spec, "--json"])
         res.figures["exit_status"] = code
         if code != 0:
@@ -443,8 +444,6 @@ class SelfTest:
                        f"{100 * diff / e1:+.3f} %; naive polling off by up to {worst:.1f} %")
 
     def check_clock_lock(self, res: CheckResult) -> None:
-        import signal
-
         from calib.core.errors import DeviceNoPermissionError
         from microbench.devices.registry import open_device
 
@@ -520,6 +519,7 @@ class SelfTest:
 
     def check_campaign(self, res: CheckResult) -> None:
         from calib.core.params import load
+        from calib.core.session import read_manifest
 
         name = "selftest"
         if not self.device.virtual:   # the campaign opens the GPU itself
@@ -542,10 +542,7 @@ class SelfTest:
         res.figures.update(parameter_file=str(params), sections=list(pf), power_rows=stats.get("n_samples"),
                            power_mape_pct=stats.get("mape_pct"), power_r2=stats.get("r2"),
                            heldout_mape_pct=stats.get("heldout_mape_pct"))
-        import json
-
-        man = json.loads((self.out / "logs" / name / "manifest.json").read_text(encoding="utf-8"))
-        res.figures["manifest_power_sampling"] = man.get("power_sampling")
+        res.figures["manifest_power_sampling"] = read_manifest(self.out / "logs" / name).get("power_sampling")
         mape = stats.get("mape_pct")
         ok = mape is not None and mape < 10.0
         res.status = "pass" if ok else "fail"
@@ -582,9 +579,6 @@ def _fmt(v: Any) -> str:
 
 def html_page(doc: dict[str, Any]) -> str:
     """The selftest as one self-contained HTML page (no scripts): a row per check, its figures below."""
-    import html
-    import json
-
     e = html.escape
     colour = {"pass": "#1a7f37", "fail": "#cf222e", "skip": "#9a6700"}
     rows = []

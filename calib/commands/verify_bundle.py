@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
 
 HELP = "check a published bundle: checksums, schema, and that refitting its samples reproduces its parameters"
@@ -59,8 +60,6 @@ def signature_warning(ver: Any) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import warnings
-
     from calib.bundle import VERIFY_STAGES, verify_bundle
     from calib.progress import StagedProgress, wants_progress
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from calib.core.errors import BadInputError
+
 #: the output name that means standard output
 STDOUT = "-"
 #: paths that name this process's standard output
@@ -79,8 +81,6 @@ def output_name(path: str | os.PathLike) -> str:
 def output_target(path: str | os.PathLike, what: str = "output") -> OutputTarget:
     """Decide where ``path`` is written (module docstring); BadInputError for a path that must not be
     written: a directory, a device node, a socket, a /proc or /sys path, a parent that is a file."""
-    from calib.core.errors import BadInputError
-
     text = str(path)
     if not text:
         raise BadInputError(f"the {what} path is empty")
@@ -118,8 +118,6 @@ def check_writable(path: str | os.PathLike, what: str = "output", shown: str | N
     """Refuse (BadInputError) a path we could not create files under: the nearest existing ancestor of
     ``path`` (itself when it is a directory) must accept a new file, checked with a real temporary file
     (``os.access`` misjudges root, ACLs and read-only mounts). The message names ``shown`` (default the path)."""
-    from calib.core.errors import BadInputError
-
     path = Path(path)
     probe = next((p for p in (path, *path.parents) if p.is_dir()), Path("."))
     try:
@@ -150,8 +148,6 @@ def check_output_file(path: str | os.PathLike | None, what: str = "output",
 def check_output_dir(path: str | os.PathLike, what: str = "output directory") -> Path:
     """Refuse (BadInputError) a directory path that exists as a file (or has a file as an ancestor), or
     that is standard output or lies on /proc or /sys."""
-    from calib.core.errors import BadInputError
-
     if is_stdout(path):
         raise BadInputError(f"{what} {path}: a directory cannot be standard output; give a directory path")
     path = Path(path)
@@ -169,8 +165,6 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
     """Refuse (BadInputError) an output path that is one of the inputs or lies inside an input directory
     (e.g. a session): writing it would destroy the data the command reads. ``None`` entries are skipped,
     and so is an output that goes to standard output."""
-    from calib.core.errors import BadInputError
-
     if output is None or is_stdout(output):
         return
     # realpath, not Path.resolve: it raised RuntimeError on a symbolic link loop (an internal error, exit 1,

@@ -138,13 +138,9 @@ class Covariance:
         parameters of different fits (NaN for a missing stderr)."""
         names = tuple(p.name for p in params if p.vary)
         m = np.diag([math.nan if p.stderr is None else p.stderr ** 2 for p in params if p.vary])
-        for b in blocks:
-            if b is None:
-                continue
-            idx = [(i, b.index(n)) for i, n in enumerate(names) if n in b.names]
-            for i, bi in idx:
-                for j, bj in idx:
-                    m[i, j] = b.matrix[bi, bj]
+        for b in (b for b in blocks if b is not None):
+            mine = [i for i, n in enumerate(names) if n in b.names]
+            m[np.ix_(mine, mine)] = b.sub([names[i] for i in mine])
         return cls(names, m)
 
     def sub(self, names: Sequence[str]) -> np.ndarray:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calib.core.atomic import atomic_write_text
 from calib.core.errors import BadInputError
 from calib.core.units import INSTRUCTION_CLASSES
 
@@ -81,13 +82,9 @@ def act_units(df: pd.DataFrame) -> list[str]:
 
 
 def _is_known(col: str) -> bool:
-    if col in ("workload",) or col in CONTRACT_NUMERIC or col in EXTRA_COLUMNS:
-        return True
-    if col.startswith(ACT_PREFIX) and len(col) > len(ACT_PREFIX):
-        return True
-    if col.startswith(CNT_PREFIX) and col[len(CNT_PREFIX):] in INSTRUCTION_CLASSES:
-        return True
-    return False
+    return (col == "workload" or col in CONTRACT_NUMERIC or col in EXTRA_COLUMNS
+            or (col.startswith(ACT_PREFIX) and len(col) > len(ACT_PREFIX))
+            or (col.startswith(CNT_PREFIX) and col[len(CNT_PREFIX):] in INSTRUCTION_CLASSES))
 
 
 def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool = True,
@@ -324,6 +321,4 @@ def table_info(df: pd.DataFrame) -> TableInfo:
 
 def write_samples(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a samples table atomically (CSV, full float precision)."""
-    from calib.core.atomic import atomic_write_text
-
     atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import io
 import json
 import math
@@ -243,8 +244,6 @@ class SessionLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
-                if made_dir:
-                    made_dir = False  # someone else's directory now
                 raise SessionInUseError(f"session {path} in use by {_holder(lock_path)}; wait for it to finish "
                                         "(or stop it), or choose another session") from None
             except OSError:
@@ -684,17 +683,13 @@ class Session:
 
 def read_session(path: str | os.PathLike) -> Session:
     """Open a session directory for reading (checks the manifest and that the markers exist)."""
-    path = Path(path)
-    man = read_manifest(path)
-    s = Session(path, man)
+    s = Session(Path(path), read_manifest(path))
     s.stream(MARKERS_STREAM)
     return s
 
 
 def file_sha256(path: str | os.PathLike) -> str:
     """Hex sha256 of a file's content."""
-    import hashlib
-
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

@@ -51,6 +51,9 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 
 log = logging.getLogger(__name__)
@@ -316,9 +319,6 @@ class _Spill:
         self._writers: dict[tuple[str, str, str, str], Any] = {}
 
     def _flush(self, chunk: list) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         if not chunk:
             return
         t = pa.concat_tables(chunk).combine_chunks()   # one record batch per parameter file and chunk
@@ -341,9 +341,6 @@ class _Spill:
             w.write_table(t.slice(a, b - a))
 
     def fill(self, step: Callable[[str, float], None]) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         from calib.fleet.dataset import open_gpu_file, read_gpu_rows, require_gpu_files
 
         files = self._latest_calibrations(require_gpu_files(self.fleet))
@@ -374,8 +371,6 @@ class _Spill:
         """Each GPU's latest calibration among ``files`` (a GPU calibrated under several drivers has a file
         per driver: the fleet is compared as it is now, the others are named in :attr:`notes`); two files of
         one GPU under one driver are refused (BadInputError naming both)."""
-        import pyarrow.parquet as pq
-
         from calib.fleet.dataset import calibration_key, duplicate_error, open_gpu_file
 
         by_gpu: dict[str, list[tuple[Path, dict]]] = {}
@@ -416,8 +411,6 @@ class _Spill:
 
     @staticmethod
     def read(chip: str, key: str, path: Path) -> tuple[str, str, pd.DataFrame]:
-        import pyarrow as pa
-
         with pa.memory_map(str(path)) as src:
             df = pa.ipc.open_file(src).read_all().to_pandas()
         df = _clean_columns(df)

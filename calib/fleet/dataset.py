@@ -48,7 +48,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from calib.core.atomic import atomic_write_bytes
+from calib.core.atomic import atomic_write_bytes, atomic_write_json
 from calib.core.errors import BadInputError, CalibError
 from calib.core.session import file_sha256
 from calib.fleet.layout import dirs
@@ -147,11 +147,9 @@ def _read_gpu(param_file: str, task_file: str | None) -> dict[str, Any]:
         "created_utc": prov.get("created_utc"), "job_id": task.get("job_id"),
         "restart_count": task.get("restart_count"),
     }
-    rows = list(pf.rows)
     units = {"power_w_pred": "W", "time_s_pred": "s", "energy_j_pred": "J", "temp_c_pred": "C"}
-    for k, v in ref.items():
-        rows.append({"section": "reference", "name": k, "form": "predicted", "value": v, "stderr": None, "min": None, "max": None,
-                     "unit": units.get(k, "1"), "vary": False})
+    rows = list(pf.rows) + [{"section": "reference", "name": k, "form": "predicted", "value": v, "stderr": None,
+                             "min": None, "max": None, "unit": units.get(k, "1"), "vary": False} for k, v in ref.items()]
     return {"gpu": gpu, "rows": rows}
 
 
@@ -252,10 +250,7 @@ def _write_gpu(fleet: Path, gpu: dict[str, Any], rows: list[dict[str, Any]]) -> 
     part = fleet / f"chip={slug(gpu['gpu_name'])}" / f"driver={slug(gpu['driver_version'])}" / \
         f"campaign={slug(gpu['campaign_name'])}"
     part.mkdir(parents=True, exist_ok=True)
-    cols: dict[str, list] = {f.name: [] for f in SCHEMA}
-    for r in rows:
-        for name in cols:
-            cols[name].append(r[name] if name in r else gpu.get(name))
+    cols = {f.name: [r[f.name] if f.name in r else gpu.get(f.name) for r in rows] for f in SCHEMA}
     ident = {k: gpu[k] for k in ("gpu_uuid", "gpu_name", "session", "param_sha256", "driver_version", "campaign_name")}
     table = pa.table(cols, schema=SCHEMA.with_metadata({META_KEY: json.dumps(ident).encode()}))
     # slug for readability + hash of the exact uuid, so two uuids with the same slug never share a file
@@ -418,8 +413,6 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
 
 
 def _write_status(fleet: Path, root: Path, result: CollectResult) -> None:
-    from calib.core.atomic import atomic_write_json
-
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     atomic_write_json(fleet / "_status.json", {"source": str(root), "collected_utc": when,
                                                "sessions": [s.as_dict() for s in result.statuses]})

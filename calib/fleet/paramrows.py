@@ -6,6 +6,7 @@ changes (``calib.core.params``) only this module follows it.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 from calib.core import params
 from calib.core.atomic import finite_or_none
+from calib.core.errors import SchemaError
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,6 @@ def param_identity(path: str | Path) -> dict[str, str]:
     """Who parameter file ``path`` says it is, read cheaply (JSON only; :func:`param_rows` does the full
     checks): ``gpu_uuid``, ``gpu_name``, ``session``, ``driver_version``. SchemaError naming the file when it is not JSON or
     has no device block."""
-    import json
-
-    from calib.core.errors import SchemaError
-
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)

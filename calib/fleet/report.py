@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from calib.core.atomic import atomic_write_png, atomic_write_text, atomic_writer
 from calib.fleet.analysis import COLUMNS, RESULT_COLUMNS, FleetAnalysis
@@ -101,8 +102,6 @@ class HistogramSink:
     def _draw(self) -> None:
         if not self._pending:
             return
-        from matplotlib.figure import Figure
-
         chunk, self._pending = self._pending, []
         ncol = 4
         nrow = math.ceil(len(chunk) / ncol)
@@ -130,8 +129,6 @@ class HistogramSink:
 
 
 def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
-    from matplotlib.figure import Figure
-
     # largest |z| per GPU over the screened parameters only (what can call a GPU an outlier)
     per = an.per_gpu[an.per_gpu["chip"] == chip].rename(columns={"gpu_slot": "slot"})
     per = per.sort_values("gpu_uuid", ignore_index=True)
@@ -204,20 +201,18 @@ def write_report(an: FleetAnalysis, out: str | Path, title: str = "GPU fleet cal
     chips = sorted(an.params["chip"].unique())
     for i, chip in enumerate(chips):
         p = an.params[an.params["chip"] == chip]
-        parts.append(f"<h2>{html.escape(chip)}</h2>")
-        parts.append("<h3>Outlier GPUs</h3>")
         o = outliers[outliers["gpu_uuid"].isin(an.per_gpu.loc[an.per_gpu["chip"] == chip, "gpu_uuid"])]
-        parts.append(_table(o, ["gpu_uuid", "serial", "node", "session", "max_abs_z", "parameters"]) if len(o)
-                     else "<p>none at this threshold</p>")
-        parts.append("<h3>Map by node</h3>")
+        parts += [f"<h2>{html.escape(chip)}</h2>", "<h3>Outlier GPUs</h3>",
+                  _table(o, ["gpu_uuid", "serial", "node", "session", "max_abs_z", "parameters"]) if len(o)
+                  else "<p>none at this threshold</p>", "<h3>Map by node</h3>"]
         step("figures", i / len(chips))
-        parts.append(f'<img src="{_node_map(an, chip, out)}" alt="map by node">')
-        parts.append("<h3>Fleet-typical parameters and between-GPU spread</h3>")
-        parts.append("<p>median and robust SD (1.4826 MAD) over the GPUs; tau: between-GPU SD after removing the "
-                     "typical measurement error; shrinkage: mean weight of the fleet in the pooled estimates.</p>")
-        parts.append(_table(p, ["key", "unit", "n_gpus", "median", "robust_sd", "cv_pct", "median_stderr", "tau",
-                                "mu", "mean_shrinkage", "n_outliers"]))
-        parts.append("<h3>Histograms per parameter</h3>")
+        parts += [f'<img src="{_node_map(an, chip, out)}" alt="map by node">',
+                  "<h3>Fleet-typical parameters and between-GPU spread</h3>",
+                  "<p>median and robust SD (1.4826 MAD) over the GPUs; tau: between-GPU SD after removing the "
+                  "typical measurement error; shrinkage: mean weight of the fleet in the pooled estimates.</p>",
+                  _table(p, ["key", "unit", "n_gpus", "median", "robust_sd", "cv_pct", "median_stderr", "tau",
+                             "mu", "mean_shrinkage", "n_outliers"]),
+                  "<h3>Histograms per parameter</h3>"]
         parts += [f'<img src="{n}" alt="histograms">' for n in histograms.get(chip, [])]
     step("figures", 1.0)
     if an.notes:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
-from calib.importers._common import cut_hint, read_text
+from calib.importers._common import cut_hint, is_number, read_text, to_float
 from calib.core.samples import check_samples
 
 DESCRIPTION = "dcgmi dmon output with profiling fields (FP32A, FP64A, FP16A, TENSO, DRAMA, SMACT, SMOCC, ...)"
@@ -41,33 +41,19 @@ MISSING = {"N/A", "NA", "", "-"}
 
 
 def _value(text: str, where: str) -> float:
-    t = text.strip()
-    if t.upper() in MISSING:
+    if text.strip().upper() in MISSING:
         return np.nan
-    try:
-        v = float(t)
-    except ValueError:
-        raise BadInputError(f"{where}: {t!r} is not a number") from None
+    v = to_float(text, where)
     if np.isinf(v):
-        raise BadInputError(f"{where}: {t!r} is not a finite number")
+        raise BadInputError(f"{where}: {text.strip()!r} is not a finite number")
     return v
-
-
-def _is_value(tok: str) -> bool:
-    if tok.upper() in MISSING:
-        return True
-    try:
-        float(tok)
-        return True
-    except ValueError:
-        return False
 
 
 def _entity_width(tok: list[str]) -> int:
     """Tokens of the entity at the start of a dmon line: 'GPU 0', 'GPU-I 1', 'GPU-CI 2' (a type and an
     integer id), or a bare id. Counted from the entity's own shape, not from the line's length, so that
     a short (truncated) line is refused instead of shifting its values into the wrong fields."""
-    if len(tok) >= 2 and not _is_value(tok[0]) and tok[1].isdigit():
+    if len(tok) >= 2 and not (tok[0].upper() in MISSING or is_number(tok[0])) and tok[1].isdigit():
         return 2
     return 1
 

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from calib.core.atomic import atomic_write_text
 from calib.core.errors import BadInputError
 from calib.importers import units as U
 from calib.importers._common import OVERSHOOT_PCT, read_lines, to_float
@@ -618,8 +619,6 @@ def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m calib.importers.ncu_kernel PROFILE.csv -o KERNELS.json``"""
-    from calib.core.atomic import atomic_write_text
-
     ap = argparse.ArgumentParser(prog="python -m calib.importers.ncu_kernel",
                                  description="nvprof/ncu metric export -> kernel descriptions (JSON)")
     ap.add_argument("profile")

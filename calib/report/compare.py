@@ -489,12 +489,11 @@ def prediction_shift(old: ParameterFile, new: ParameterFile, df: Any, source: st
 
     from calib.model.predict import predict_power
 
-    notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         a = predict_power(old, df, source)
         b = predict_power(new, df, source)
-    notes += list(dict.fromkeys(str(w.message) for w in caught))
+    notes = list(dict.fromkeys(str(w.message) for w in caught))
     out = pd.DataFrame({"workload": df["workload"].astype(str).to_numpy() if "workload" in df.columns
                         else [f"row {i + 1}" for i in range(len(df))]})
     if "power_w" in df.columns:

@@ -221,9 +221,7 @@ def _provenance_html(inp: ReportInputs) -> str:
     if sup:
         dpairs.append(("supported clocks", "; ".join(f"{_e(k)}: {len(v)} levels ({fmt(min(v))}-{fmt(max(v))})"
                                                       for k, v in sup.items() if v)))
-    for k in ("preset", "warp_issue_per_cycle"):
-        if dev.get(k) is not None:
-            dpairs.append((k, _e(dev[k])))
+    dpairs += [(k, _e(dev[k])) for k in ("preset", "warp_issue_per_cycle") if dev.get(k) is not None]
     camp = prov.get("campaign")
     camp_s = (", ".join(f"{_e(k)} {_e(camp[k])}" for k in ("name", "seed", "steps") if k in camp)
               or _e(json.dumps(camp)[:300])) if isinstance(camp, dict) else "-" if camp is None else _e(camp)

@@ -70,16 +70,11 @@ def find_session(pf: ParameterFile, params_path: Path, notes: list[str]) -> Path
     """The session directory the parameter file was fitted from, if it is still on disk unchanged."""
     logs = _sources(pf, "log")
     name = pf.provenance.get("session")
-    dirs: list[Path] = []
-    for src in logs:
-        for c in _candidates(src["path"], params_path):
-            if c.is_file() and c.parent not in dirs:
-                dirs.append(c.parent)
+    dirs = [c.parent for src in logs for c in _candidates(src["path"], params_path) if c.is_file()]
     if name:
-        for base in (params_path.parent.parent / "logs", Path.cwd() / "logs", params_path.parent / "logs"):
-            if (base / name).is_dir() and (base / name) not in dirs:
-                dirs.append(base / name)
-    for d in dirs:
+        dirs += [b / name for b in (params_path.parent.parent / "logs", Path.cwd() / "logs", params_path.parent / "logs")
+                 if (b / name).is_dir()]
+    for d in dict.fromkeys(dirs):
         if not (d / MANIFEST_NAME).exists():
             continue
         changed = [s["path"] for s in logs if not (d / Path(s["path"]).name).is_file()

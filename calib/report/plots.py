@@ -10,6 +10,7 @@ Powers in W, temperatures in degC, times in s, clocks in MHz.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,8 +149,6 @@ def per_workload(df: pd.DataFrame, cols: list[str]) -> tuple[pd.DataFrame, bool]
 
 def natural_key(name: str) -> tuple:
     """Sort key that puts 'dram/w4' before 'dram/w16' (numbers compare as numbers)."""
-    import re
-
     return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", str(name)))
 
 

@@ -24,9 +24,7 @@ def recovery_report(preset: str, pf: ParameterFile, heldout_mape_pct: float | No
         section, name = key.split(".", 1)
         sec = pf.get(section)
         p = sec[name] if sec is not None and name in sec else None
-        fitted = None if p is None else float(p.value)
-        se = None if p is None else p.stderr
-        se_total = None if p is None else p.stderr_total
+        fitted, se, se_total = (None, None, None) if p is None else (float(p.value), p.stderr, p.stderr_total)
         if fitted is None:
             err = None
         elif t["value"] == 0:
