@@ -28,6 +28,8 @@ checksum and schema only; the verification says so.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 import os
@@ -43,6 +45,8 @@ from typing import Any
 import pandas as pd
 
 from calib import __version__
+from calib.core.atomic import (atomic_write_bytes, atomic_write_json, atomic_write_text, atomic_writer, check_not_input,
+                               check_output_dir, check_output_file, output_target)
 from calib.core.params import ParameterFile, Section
 from calib.core.errors import BadInputError, CalibError
 from calib.core.session import file_sha256
@@ -81,10 +85,7 @@ def is_archive(path: str | os.PathLike) -> bool:
 def bundle_name(path: str | os.PathLike) -> str:
     """The bundle's name: the file or directory name without its archive suffix."""
     name = Path(path).name
-    for suf in ARCHIVE_SUFFIXES:
-        if name.endswith(suf):
-            return name[: -len(suf)]
-    return name
+    return next((name[: -len(suf)] for suf in ARCHIVE_SUFFIXES if name.endswith(suf)), name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -277,8 +278,6 @@ def check_files(root: Path, man: dict, label: str) -> int:
         if digest != meta["sha256"]:
             raise BundleError(f"{label}/{rel}: sha256 {digest} differs from the manifest's {meta['sha256']}: "
                               "the file was changed after publishing")
-        if "bytes" in meta and f.stat().st_size != meta["bytes"]:  # pragma: no cover - sha256 catches it first
-            raise BundleError(f"{label}/{rel}: size differs from the manifest")
     present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
     extra = sorted(present - set(listed) - {MANIFEST, SIGNATURE_NAME})
     if extra:
@@ -297,8 +296,6 @@ def generate_key(path: str | os.PathLike, force: bool = False) -> tuple[Path, Pa
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from calib.core.atomic import atomic_write_bytes, check_output_file
-
     priv_path, pub_path = Path(path), Path(f"{path}.pub")
     for p in (priv_path, pub_path):
         check_output_file(p, "key file")
@@ -316,8 +313,6 @@ def generate_key(path: str | os.PathLike, force: bool = False) -> tuple[Path, Pa
 
 def key_fingerprint(public_key: Any) -> str:
     """sha256 (hex) of an Ed25519 public key's 32 raw bytes: how messages and manifests name a key."""
-    import hashlib
-
     from cryptography.hazmat.primitives import serialization
 
     return hashlib.sha256(public_key.public_bytes(serialization.Encoding.Raw,
@@ -362,10 +357,6 @@ def load_public_key(path: str | os.PathLike) -> Any:
 def sign_manifest(root: Path, private_key: Any) -> dict:
     """Sign the bytes of ``root/MANIFEST.json`` (which lists every other file's sha256) into
     ``root/MANIFEST.sig``; returns the signature document."""
-    import base64
-
-    from calib.core.atomic import atomic_write_json
-
     data = (root / MANIFEST).read_bytes()
     doc = {"format": SIGNATURE_FORMAT, "algorithm": "Ed25519", "signed_file": MANIFEST,
            "public_key_sha256": key_fingerprint(private_key.public_key()),
@@ -386,8 +377,6 @@ class SignatureCheck:
 
 def check_signature(root: Path, label: str, public_key: Any | None) -> SignatureCheck:
     """The bundle's signature against ``public_key`` (None: not checked; see :class:`SignatureCheck`)."""
-    import base64
-
     from cryptography.exceptions import InvalidSignature
 
     sig_path = root / SIGNATURE_NAME
@@ -421,12 +410,10 @@ def check_consistency(root: Path, man: dict, pf: ParameterFile, label: str) -> l
     """What the parts of a bundle say about each other, each disagreement as a sentence naming the file:
     the manifest's device and toolkit fields against the parameter file, and the report against the
     parameter file (:func:`calib.report.html.check_report`)."""
-    out = []
     dev = man.get("device") if isinstance(man.get("device"), dict) else {}
     pname = man["parameters"]
-    for k in DEVICE_FIELDS:
-        if k in dev and dev.get(k) != pf.device.get(k):
-            out.append(f"{label}/{MANIFEST}: device.{k} is {dev.get(k)!r}, {pname} says {pf.device.get(k)!r}")
+    out = [f"{label}/{MANIFEST}: device.{k} is {dev.get(k)!r}, {pname} says {pf.device.get(k)!r}"
+           for k in DEVICE_FIELDS if k in dev and dev.get(k) != pf.device.get(k)]
     fitted_with = man.get("parameters_toolkit_version")
     if fitted_with is not None and fitted_with != pf.provenance.get("toolkit_version"):
         out.append(f"{label}/{MANIFEST}: parameters_toolkit_version is {fitted_with!r}, {pname} was fitted with calib "
@@ -439,8 +426,8 @@ def check_consistency(root: Path, man: dict, pf: ParameterFile, label: str) -> l
             page = (root / report).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             return out + [f"{label}/{report}: cannot be read ({e.__class__.__name__})"]
-        for what in check_report(page, pf, file_sha256(root / pname), man.get("toolkit_version")):
-            out.append(f"{label}/{report}: disagrees with {pname}: {what}")
+        out += [f"{label}/{report}: disagrees with {pname}: {what}"
+                for what in check_report(page, pf, file_sha256(root / pname), man.get("toolkit_version"))]
     return out
 
 
@@ -535,13 +522,13 @@ def verify_bundle(path: str | os.PathLike, key: str | os.PathLike | None = None,
 # publish
 # ------------------------------------------------------------------------------------------------
 
-def _readme(pf: ParameterFile, man: dict, name: str) -> str:
+def _readme(pf: ParameterFile, created_utc: str, recovery: bool, signer: str | None, name: str) -> str:
     from calib.report_text import rmse_text
 
     dev = pf.device
     prov = pf.provenance
     lines = [f"# Calibrated GPU model parameters: {dev.get('name')}", "",
-             f"Published {man['created_utc']} with calib {man['toolkit_version']} (the toolkit that fits and uses "
+             f"Published {created_utc} with calib {__version__} (the toolkit that fits and uses "
              "these files). Parameter schema version " + str(pf.schema_version) + ".", "",
              "## What is here", "",
              f"- `{PARAMS_NAME}`: the parameter file (models: "
@@ -550,7 +537,7 @@ def _readme(pf: ParameterFile, man: dict, name: str) -> str:
              (f"- `{REPORT_DIR}/index.html`: the report with plots, every parameter with its standard error, the fit's "
              "warnings and provenance. Open it from disk; it needs no network."),
              f"- `{MANIFEST}`: sha256 of every file."]
-    if RECOVERY_NAME in man["files"]:
+    if recovery:
         lines.append(f"- `{RECOVERY_NAME}`: fitted vs ground-truth values (the device was a virtual GPU).")
     lines += ["", "## Device", "",
               (f"{dev.get('name')}, {dev.get('sm_count')} SMs, driver {dev.get('driver_version') or 'unknown'}, "
@@ -567,7 +554,6 @@ def _readme(pf: ParameterFile, man: dict, name: str) -> str:
         mp = f"MAPE {st['mape_pct']:.3g}%" if st.get("mape_pct") is not None else "MAPE -"
         lines.append(f"- {s}: {st.get('n_samples')} samples, {rm}, {mp}{extra}; "
                      f"{len(st.get('warnings', []))} warning(s) (see the report).")
-    signer = (man.get("signed_by") or {}).get("public_key_sha256")
     lines += ["", "## Check it", "",
               "```sh", f"calib verify-bundle {name}" + (" --key PUBLISHER.pub" if signer else ""), "```", "",
               ("This checks every file's sha256 against the manifest, the parameter file against the schema, the "
@@ -593,7 +579,6 @@ def _plan_of(inp: Any) -> list | None:
 
 
 def _stage(inp: Any, root: Path) -> dict:
-    from calib.core.atomic import atomic_write_json
     from calib.report.html import write_report
     from calib.core.samples import write_samples
 
@@ -612,20 +597,19 @@ def _stage(inp: Any, root: Path) -> dict:
     if rec is not None and rec.is_file():
         shutil.copyfile(rec, root / RECOVERY_NAME)
         roles[RECOVERY_NAME] = "recovery"
-    summary = write_report(inp, root / REPORT_DIR)
+    write_report(inp, root / REPORT_DIR)
     for p in sorted((root / REPORT_DIR).rglob("*")):
         if p.is_file():
             roles[p.relative_to(root).as_posix()] = "report"
-    return summary | {"roles": roles}
+    return roles
 
 
-def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, source: Path,
+def _manifest(pf: ParameterFile, root: Path, roles: dict[str, str], name: str, source: Path, created_utc: str,
               signer: str | None = None) -> dict:
     dev = pf.device
     files = {rel: {"sha256": file_sha256(root / rel), "bytes": (root / rel).stat().st_size, "role": role}
              for rel, role in sorted(roles.items())}
-    return {"format": BUNDLE_FORMAT, "name": name, "toolkit_version": __version__,
-            "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    return {"format": BUNDLE_FORMAT, "name": name, "toolkit_version": __version__, "created_utc": created_utc,
             "device": {k: dev.get(k) for k in DEVICE_FIELDS},
             "parameters_toolkit_version": pf.provenance.get("toolkit_version"),
             **({"signed_by": {"algorithm": "Ed25519", "public_key_sha256": signer}} if signer else {}),
@@ -640,24 +624,14 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     """Build a bundle of ``params_path`` at ``out`` (directory, or ``.tar.gz``), sign its manifest with the
     private key file ``sign`` when given, verify it, then move it into place. Nothing is left at ``out``
     unless the bundle verified. ``progress(what)`` is called before each long stage."""
-    from calib.core.atomic import (
-        atomic_write_json,
-        atomic_write_text,
-        check_not_input,
-        check_output_dir,
-        output_target,
-        public_mode,
-    )
     from calib.report.inputs import load_inputs
 
     step = progress or (lambda what: None)
     key = load_private_key(sign) if sign is not None else None  # before the work: a bad key must not cost it
     if is_archive(out):
-        target = output_target(out, "bundle").target  # (a symlink is followed; a device node is refused)
-        out_file = target if target is not None else Path(out)
+        output_target(out, "bundle")  # (a symlink is followed; a device node is refused)
     else:
         check_output_dir(out, "bundle directory")
-        out_file = Path(out)
     out = Path(out)
     if out.exists() and not force:
         raise BadInputError(f"{out}: already exists (use --force to replace it)")
@@ -681,16 +655,13 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=out.parent) as tmp:
         root = Path(tmp) / name
         step("report")
-        staged = _stage(inp, root)
+        roles = _stage(inp, root)
         step("manifest")
-        roles = staged["roles"]
-        roles[README_NAME] = "readme"
         signer = key_fingerprint(key.public_key()) if key is not None else None
-        man = _manifest(inp.params, root, {k: v for k, v in roles.items() if k != README_NAME}, name, inp.params_path,
-                        signer)
-        atomic_write_text(root / README_NAME, _readme(inp.params, man, out.name))
-        man = _manifest(inp.params, root, roles, name, inp.params_path, signer)
-        atomic_write_json(root / MANIFEST, man)
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        atomic_write_text(root / README_NAME, _readme(inp.params, created, RECOVERY_NAME in roles, signer, out.name))
+        roles[README_NAME] = "readme"
+        atomic_write_json(root / MANIFEST, _manifest(inp.params, root, roles, name, inp.params_path, created, signer))
         if key is not None:
             sign_manifest(root, key)
         step("verify")
@@ -699,16 +670,8 @@ def publish(params_path: str | os.PathLike, out: str | os.PathLike, *, samples: 
         for p in [root, *root.rglob("*")]:  # temporary files are private (0600); a bundle is for others
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
         if is_archive(out):
-            fd, tmp_tar = tempfile.mkstemp(prefix=f".{out_file.name}.", suffix=".tmp", dir=out_file.parent)
-            os.close(fd)
-            try:
-                with tarfile.open(tmp_tar, "w:gz") as tf:
-                    tf.add(root, arcname=name)
-                public_mode(tmp_tar)
-                os.replace(tmp_tar, out_file)
-            except BaseException:
-                Path(tmp_tar).unlink(missing_ok=True)
-                raise
+            with atomic_writer(out) as fh, tarfile.open(fileobj=fh, mode="w:gz") as tf:
+                tf.add(root, arcname=name)
         else:
             if out.exists():
                 shutil.rmtree(out)

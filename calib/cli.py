@@ -29,29 +29,11 @@ from calib import __version__  # noqa: E402
 from calib.core.atomic import silence_stdout  # noqa: E402
 from calib.core.errors import CalibError  # noqa: E402
 
-#: verb -> module in calib.commands. Verbs whose module is not installed are not offered.
-VERBS: dict[str, str] = {
-    "run": "run",
-    "devices": "devices",
-    "samples": "samples",
-    "fit": "fit",
-    "predict": "predict",
-    "validate": "validate",
-    "import": "importcmd",
-    "validate-model": "validate_model",
-    "log": "log",
-    "doctor": "doctor",
-    "selftest": "selftest",
-    "optimize": "optimize",
-    "advise": "advise",
-    "report": "report",
-    "diff": "diff",
-    "publish": "publish",
-    "verify-bundle": "verify_bundle",
-    "fleet": "fleet",
-    "hotspot": "hotspot",
-    "keygen": "keygen",
-}
+#: verb -> module in calib.commands (the verb's name, ``-`` as ``_``; ``import`` is a keyword). Verbs whose
+#: module is not installed are not offered.
+VERBS: dict[str, str] = {v: {"import": "importcmd"}.get(v, v.replace("-", "_")) for v in (
+    "run", "devices", "samples", "fit", "predict", "validate", "import", "validate-model", "log", "doctor", "selftest",
+    "optimize", "advise", "report", "diff", "publish", "verify-bundle", "fleet", "hotspot", "keygen")}
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -121,10 +103,6 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _available_verbs() -> dict[str, str]:
-    return {v: m for v, m in VERBS.items() if importlib.util.find_spec(f"calib.commands.{m}") is not None}
-
-
 def get_parser() -> argparse.ArgumentParser:
     """Build the argument parser (all verbs that are installed)."""
     parser = _Parser(prog="calib", description="Calibrate GPU power, performance and thermal models.")
@@ -135,7 +113,9 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="print nothing but warnings and errors (no progress output)")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
-    for verb, modname in _available_verbs().items():
+    for verb, modname in VERBS.items():
+        if importlib.util.find_spec(f"calib.commands.{modname}") is None:
+            continue
         mod = importlib.import_module(f"calib.commands.{modname}")
         # one example per verb (EPILOG; tests/test_cli_friction.py parses each one with this parser)
         p = sub.add_parser(verb, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
@@ -193,45 +173,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(getattr(args, "verbose", 0) or 0)
     from calib.core.atomic import is_stdout, stdout_reserved
 
-    old_show = warnings.showwarning
-    show = _warning_printer()
-    warnings.showwarning = show
     real_stdout = sys.stdout
     sys.stdout = guarded = _PipeGuard(real_stdout)
     try:
-        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:   # (restores showwarning on the way out)
             warnings.simplefilter("default")
-            warnings.showwarning = show
+            warnings.showwarning = _warning_printer()
             quiet = bool(getattr(args, "quiet", False))
             if quiet or any(is_stdout(getattr(args, dest, None)) for dest in STREAMED_OUTPUTS):
                 # -o -: the data alone on stdout, messages on stderr; -q: the messages dropped (warnings and
                 # errors are written to stderr, not printed), a table or JSON streamed with -o - kept
                 stack.enter_context(stdout_reserved(discard=quiet))
             return int(args._module.run(args) or 0)
-    except CalibError as e:
-        if args.verbose >= 2:
-            traceback.print_exc()
-        sys.stderr.write(f"ERROR: {e}\n")
-        return e.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("ERROR: interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # raised past the guard (e.g. by a library writing to fd 1): status unknown
         silence_stdout(real_stdout)
         return EXIT_FAILURE
-    except OSError as e:  # the environment, not a bug: full disk, read-only file system, permissions
+    except Exception as e:  # one line; the traceback is behind -vv
         if args.verbose >= 2:
             traceback.print_exc()
-        where = f"{e.filename}: " if e.filename else ""
-        sys.stderr.write(f"ERROR: {where}{e.strerror or e}\n")
-        return EXIT_FAILURE
-    except Exception as e:  # a bug: say so in one line; the traceback is behind -vv
-        if args.verbose >= 2:
-            traceback.print_exc()
-        sys.stderr.write(f"ERROR: internal error ({type(e).__name__}: {e}); rerun with -vv for the traceback\n")
-        return EXIT_FAILURE
+        if isinstance(e, CalibError):
+            msg = str(e)
+        elif isinstance(e, OSError):  # the environment, not a bug: full disk, read-only file system, permissions
+            msg = (f"{e.filename}: " if e.filename else "") + str(e.strerror or e)
+        else:  # a bug: say so
+            msg = f"internal error ({type(e).__name__}: {e}); rerun with -vv for the traceback"
+        sys.stderr.write(f"ERROR: {msg}\n")
+        return e.exit_code if isinstance(e, CalibError) else EXIT_FAILURE
     finally:
-        warnings.showwarning = old_show
         if sys.stdout is guarded:
             sys.stdout = real_stdout
 

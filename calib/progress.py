@@ -8,6 +8,7 @@ long steps (thermal heat/cool) instead of the step count.
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 from tqdm import tqdm
@@ -43,14 +44,16 @@ class Progress:
         self._bar.update(done - self._done)
         self._done = done
 
-    def update(self, n: float = 1, what: str = "") -> None:
-        """Advance by ``n``."""
-        self.set(self._done + n, what)
-
     def close(self) -> None:
         """Fill the bar (the work is done) and end its line."""
         self.set(self.total)
         self._bar.close()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def wants_progress(args) -> bool | None:  # noqa: ANN001
@@ -71,12 +74,8 @@ class StagedProgress(Progress):
 
     def __init__(self, weights: dict[str, float], label: str = "", enabled: bool | None = None):
         super().__init__(sum(weights.values()), label, enabled, unit="")
-        self._start = {}
+        self._start = dict(zip(weights, itertools.accumulate(weights.values(), initial=0.0)))
         self._weight = dict(weights)
-        acc = 0.0
-        for name, w in weights.items():
-            self._start[name] = acc
-            acc += w
 
     def stage(self, name: str) -> None:
         """Stage ``name`` starts (unknown names only change the label)."""

@@ -8,7 +8,8 @@ from calib.core.params import ParameterFile
 from calib.fit.uncertainty import format_combination
 
 
-def _fmt(x: float | None, spec: str = ".5g") -> str:
+def num_text(x: float | None, spec: str = ".5g") -> str:
+    """A number formatted with ``spec``; '-' for None, NaN and infinities."""
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
 
@@ -40,7 +41,7 @@ def fit_summary(pf: ParameterFile, max_warnings: int = 12) -> str:
         st = section.stats
         rm_s = f", {rmse_text(st)}" if rmse_text(st) else ""
         lines.append(f"[[{sec}: model {section.model}]] {st.get('n_samples', '?')} samples{rm_s}, "
-                     f"MAPE {_fmt(st.get('mape_pct'), '.3g')}%, R^2 {_fmt(st.get('r2'), '.5f')}")
+                     f"MAPE {num_text(st.get('mape_pct'), '.3g')}%, R^2 {num_text(st.get('r2'), '.5f')}")
         for name, p in section.params.items():
             if not p.vary:
                 err = "(fixed)"
@@ -58,8 +59,7 @@ def fit_summary(pf: ParameterFile, max_warnings: int = 12) -> str:
             lines.append(f"    determined: {format_combination(cb['weights'])} = {cb['value']:.6g} +/- {cb['stderr']:.3g} "
                          f"(total +/- {cb['stderr_total']:.3g}); the parameters one by one are not separated")
         ws = st.get("warnings", [])
-        for w in ws[:max_warnings]:
-            lines.append(f"    warning: {w}")
+        lines += [f"    warning: {w}" for w in ws[:max_warnings]]
         if len(ws) > max_warnings:
             lines.append(f"    ... {len(ws) - max_warnings} more warnings in the parameter file")
     return "\n".join(lines)

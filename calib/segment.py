@@ -44,35 +44,31 @@ def sensor_scope(entry: dict[str, Any]) -> str:
 def power_stream(session: Session, prefer: str | None = None) -> str:
     """Name of the stream whose ``power_w`` is the GPU's power: ``prefer`` or the first sensor of the
     GPU itself (:func:`sensor_scope`)."""
-    sensors = session.manifest.get("sensors", [])
-    names = [s["name"] for s in sensors]
+    names = [s["name"] for s in session.manifest.get("sensors", [])]
     if prefer:
         if prefer not in names:
             raise BadInputError(f"{session.path}: no sensor stream '{prefer}' (streams: {', '.join(names)})")
         return prefer
-    for s in sensors:
-        if sensor_scope(s) == "gpu" and "power_w" in s.get("columns", []):
-            return s["name"]
-    for s in sensors:
-        if "power_w" in s.get("columns", []):
-            return s["name"]
-    raise BadInputError(f"{session.path}: no sensor logs power_w; cannot build samples")
+    name = _stream(session, "power_w", lambda s: sensor_scope(s) == "gpu") or _stream(session, "power_w")
+    if name is None:
+        raise BadInputError(f"{session.path}: no sensor logs power_w; cannot build samples")
+    return name
+
+
+def _stream(session: Session, column: str, which: Any = lambda s: True) -> str | None:
+    """Name of the session's first sensor stream that logs ``column`` and that ``which(entry)`` accepts."""
+    return next((s["name"] for s in session.manifest.get("sensors", [])
+                 if column in s.get("columns", []) and which(s)), None)
 
 
 def host_stream(session: Session) -> str | None:
     """Name of the session's host power stream (a sensor of scope ``host`` with ``host_power_w``: RAPL), or None."""
-    for s in session.manifest.get("sensors", []):
-        if sensor_scope(s) == "host" and "host_power_w" in s.get("columns", []):
-            return s["name"]
-    return None
+    return _stream(session, "host_power_w", lambda s: sensor_scope(s) == "host")
 
 
 def analyzer_stream(session: Session) -> str | None:
     """Name of the session's wall-power analyzer stream (a sensor of kind ``analyzer`` with ``power_w``), or None."""
-    for s in session.manifest.get("sensors", []):
-        if s.get("kind") == "analyzer" and "power_w" in s.get("columns", []):
-            return s["name"]
-    return None
+    return _stream(session, "power_w", lambda s: s.get("kind") == "analyzer")
 
 
 @dataclass
@@ -92,9 +88,6 @@ def _completed(markers: pd.DataFrame) -> set[tuple]:
     in the earlier segment must not count twice.
     """
     done = markers[markers["event"] == "workload_done"]
-    has_steps = len(done) > 0 or (markers["event"] == "campaign_done").any()
-    if not has_steps:
-        return set()
     # a resume may record the completion of a step that ran in an earlier segment ("completes_segment")
     return {(m["workload"], int(m["repeat"]) if not pd.isna(m["repeat"]) else 0,
              int(m["info"].get("completes_segment", m["segment"])))
@@ -265,9 +258,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
     markers = session.markers()
     counter_energy_j = _CounterEnergy(pdf)
     sampling = session.manifest.get("power_sampling")
-    sampling = sampling if isinstance(sampling, dict) else None
-    if sampling is not None and "energy_source" not in sampling:
-        sampling = None
+    sampling = sampling if isinstance(sampling, dict) and "energy_source" in sampling else None
     rows: list[dict[str, Any]] = []
 
     def common(rw: pd.DataFrame, w: Window) -> dict[str, Any]:
@@ -312,9 +303,8 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
         if len(rw) < 3:
             continue
         rec = common(rw, w)
-        rec.update({"role": "idle", "stresses": "none", "core_mhz": core0, "mem_mhz": mem0, "active_sms": sm_count})
-        for u in units:
-            rec[ACT_PREFIX + u] = 0.0
+        rec.update({"role": "idle", "stresses": "none", "core_mhz": core0, "mem_mhz": mem0, "active_sms": sm_count,
+                    **{ACT_PREFIX + u: 0.0 for u in units}})
         rows.append(rec)
 
     short = 0
@@ -353,9 +343,7 @@ def session_samples(session: Session, power: str | None = None, settle_s: float 
             if ar > 1.0 + 0.02:
                 warnings.warn(f"{w.workload}: access rate of {u} is {ar:.3f} > 1; measured kernel time too short? clipped to 1")
             rec[ACT_PREFIX + u] = min(1.0, ar)
-        for c in INSTRUCTION_CLASSES:
-            if per_warp.get(c):
-                rec[CNT_PREFIX + c] = float(per_warp[c])
+        rec.update({CNT_PREFIX + c: float(per_warp[c]) for c in INSTRUCTION_CLASSES if per_warp.get(c)})
         rows.append(rec)
     if short:
         warnings.warn(f"{session.path}: {short} measurement windows had fewer than 3 power readings and were skipped")

@@ -54,12 +54,8 @@ class WindowEnergy:
 
 
 def unwrap_energy_mj(energy_mj: Sequence[float]) -> tuple[np.ndarray, int]:
-    """Continuous cumulative energy (mJ, from 0) across counter resets and 64-bit wraps.
-
-    A step down from a value in the top half of the uint64 range is a wrap (add 2^64); any other
-    step down is a reset (driver reload: the counter restarted from 0, so the new value is the
-    energy since the reset). Returns the series and the number of resets/wraps.
-    """
+    """Continuous cumulative energy (mJ, from 0) across counter resets and 64-bit wraps (module
+    docstring, 1.). Returns the series and the number of resets/wraps."""
     e = np.asarray(energy_mj, dtype=float)
     if e.size == 0:
         return e, 0

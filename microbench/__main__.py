@@ -86,10 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb == "verify":
             return _run_verify(args)
-    except BadInputError as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 2
-    except CalibError as e:
+    except CalibError as e:  # BadInputError: 2
         print(f"ERROR: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:

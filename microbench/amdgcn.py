@@ -52,7 +52,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from microbench.ptx import MEM_LEVELS, CodeFunction
+from microbench.ptx import MEM_LEVELS, CodeFunction, place_global, tally
+
 
 def generation(arch: str) -> str:
     """ISA family of a gfx target: ``gfx9`` (GCN5/CDNA1-2), ``gfx940`` (CDNA3), ``gfx10``, ``gfx11``, ``gfx12``."""
@@ -88,9 +89,7 @@ _L1_BYPASS: dict[str, tuple[frozenset[str], ...]] = {
 _UNFUSED_MAD = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32",
                           "v_mac_legacy_f32"})
 _POLICY_WORDS = frozenset({"glc", "slc", "dlc", "scc", "sc0", "sc1", "nt", "lds", "tfe", "lwe"})
-#: waits and scheduling hints: the dependency information that NVIDIA encodes in the control bits of
-#: every SASS instruction (stall count, scoreboard wait mask), here as words of their own; they do
-#: no operation and count zero (they stay in the listing and in :func:`waits`)
+#: waits and scheduling hints (module docstring): no operation, they count zero (:func:`waits` counts them)
 _HINTS = frozenset({"s_delay_alu", "s_clause", "s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt",
                     "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt", "s_waitcnt_depctr"})
 
@@ -118,11 +117,8 @@ class Instruction:
     @property
     def policy(self) -> frozenset[str]:
         """Cache-policy modifiers of a memory instruction (``glc``, ``sc1``, ``nt``, ``scope:...``)."""
-        words = set()
-        for tok in re.split(r"[\s,]+", self.operands):
-            if tok in _POLICY_WORDS or tok.startswith(("scope:", "th:")):
-                words.add(tok)
-        return frozenset(words)
+        return frozenset(t for t in re.split(r"[\s,]+", self.operands)
+                         if t in _POLICY_WORDS or t.startswith(("scope:", "th:")))
 
     @property
     def ops(self) -> int:
@@ -180,15 +176,6 @@ _META_ENTRY = re.compile(r"^  - \.(\w+):\s*(\S+)?")
 _META_KEY = re.compile(r"^    \.(\w+):\s*(\S+)")
 
 
-def _strip_comment(line: str) -> str:
-    # AMDGPU assembly comments start with ';' (also '//' in some listings)
-    for marker in (";", "//"):
-        k = line.find(marker)
-        if k >= 0:
-            line = line[:k]
-    return line
-
-
 def parse_module(text: str) -> dict[str, GcnFunction]:
     """Kernels of ``clang -S`` AMDGCN output by name, with instructions and labels."""
     funcs: dict[str, GcnFunction] = {}
@@ -199,7 +186,7 @@ def parse_module(text: str) -> dict[str, GcnFunction]:
         if m:
             declared.add(m.group(1))
             continue
-        line = _strip_comment(raw).strip()
+        line = re.split(r";|//", raw, maxsplit=1)[0].strip()  # comments: ';' (also '//' in some listings)
         if not line:
             continue
         lm = _LABEL.match(line)
@@ -283,17 +270,6 @@ _ALU = re.compile(r"^v_(and|or|xor|not|xnor|nand|nor|and_or|or3|xor3|lshl_or|lsh
                   r"cubeid|cubema|cubesc|cubetc|sat_pk\w*|pack\w*|pk_lshlrev|pk_lshrrev|pk_ashrrev)(_\w+)?$")
 
 
-def _classify_vector_memory(ins: Instruction, gen: str, mem_level: str) -> str:
-    b = ins.base
-    is_read = "_load" in b and "_store" not in b
-    bypass = (not is_read) or bypasses_l1(ins, gen)
-    if mem_level == "l1":
-        return "l2" if bypass else "l1"
-    if mem_level == "l2":
-        return "l2"
-    return "global"
-
-
 def bypasses_l1(ins: Instruction, gen: str) -> bool:
     """Whether a vector load carries one of ``gen``'s L1-bypass (``.cg``) cache policies."""
     if gen not in _L1_BYPASS:
@@ -318,7 +294,8 @@ def classify(ins: Instruction, gen: str = "gfx9", mem_level: str = "dram") -> st
     if b.startswith("scratch_") or b.startswith("buffer_"):
         return "local"
     if b.startswith(("global_", "flat_")):
-        return _classify_vector_memory(ins, gen, mem_level)
+        is_read = "_load" in b and "_store" not in b
+        return place_global(mem_level, bypass=(not is_read) or bypasses_l1(ins, gen))
     if b in ("v_nop", "s_nop"):
         return "ctrl"
     if _TENSOR.match(b):
@@ -341,13 +318,7 @@ def classify(ins: Instruction, gen: str = "gfx9", mem_level: str = "dram") -> st
 
 def counts(instructions: Iterable[Instruction], gen: str = "gfx9", mem_level: str = "dram") -> dict[str, float]:
     """Operation counts by class (packed instructions twice). Raises ``ValueError`` naming an unknown one."""
-    out: dict[str, float] = {}
-    for ins in instructions:
-        cls = classify(ins, gen, mem_level)
-        if cls is None:
-            raise ValueError(f"unclassified AMDGCN instruction at line {ins.line}: {ins.text}")
-        out[cls] = out.get(cls, 0.0) + ins.ops
-    return out
+    return tally(instructions, lambda ins: classify(ins, gen, mem_level), "AMDGCN")
 
 
 def waits(instructions: Iterable[Instruction]) -> int:

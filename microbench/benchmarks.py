@@ -22,6 +22,7 @@ from typing import Any
 from calib.core.units import INSTRUCTION_CLASSES
 from microbench.devices.base import DeviceInfo
 from microbench.kernels import catalog
+from microbench.kernels.sweeps import sm_points
 from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
 from microbench.timing_plan import timing_benchmarks
 
@@ -167,13 +168,6 @@ CAMPAIGNS: dict[str, CampaignSpec] = {
 THERMAL_WORKLOADS = ("fp32_fma", "dram", "app_blackscholes", "sfu", "app_stencil", "int_mad")
 
 
-def _sm_points(n_sm: int, k: int) -> list[int]:
-    import numpy as np
-
-    pts = sorted({int(round(x)) for x in np.geomspace(1, n_sm, k)} | {n_sm})
-    return pts
-
-
 def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, list[Benchmark]]:
     """The campaign's benchmarks for a device, in run order (thermal steps are listed separately)."""
     if campaign not in CAMPAIGNS:
@@ -212,7 +206,7 @@ def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, li
         for w in mix_warps:
             out.append(Benchmark(name=f"{name}/w{w}", kernel="mix", role="unit", stresses="mixed", kind="app_mix",
                                  params={"ilp": DESIGN_ILP, **mix}, warps_per_sm=w, blocks_per_sm=max(1, w // 8)))
-    for n in _sm_points(info.sm_count, spec.sm_points):
+    for n in sm_points(info.sm_count, spec.sm_points):
         scale = info.sm_count / n  # constant total work: fewer SMs, more iterations each
         for kern, unit in (("fp32_fma", "fp"), ("dram", "global")):
             base = catalog.get(kern).defaults["iters"]
@@ -272,14 +266,8 @@ def thermal_benchmarks(info: DeviceInfo, campaign: str = "standard") -> list[Ben
     spec = CAMPAIGNS[campaign]
     max_w = int(info.extra.get("max_warps_per_sm", 32))
     w = min(32, max_w)
-    out = []
-    for name in THERMAL_WORKLOADS[: spec.thermal_steps]:
-        if name in HELDOUT_MIXES:
-            out.append(Benchmark(name=f"thermal/{name}", kernel="mix", role="thermal", stresses="mixed",
-                                 kind="thermal_step", params=_mix_params(HELDOUT_MIXES[name]), warps_per_sm=w,
-                                 blocks_per_sm=max(1, w // 8)))
-        else:
-            unit = catalog.get(name).stresses
-            out.append(Benchmark(name=f"thermal/{name}", kernel=name, role="thermal", stresses=unit,
-                                 kind="thermal_step", warps_per_sm=w, blocks_per_sm=max(1, w // 8)))
-    return out
+    mixes = HELDOUT_MIXES
+    return [Benchmark(name=f"thermal/{name}", kernel="mix" if name in mixes else name, role="thermal",
+                      stresses="mixed" if name in mixes else catalog.get(name).stresses, kind="thermal_step",
+                      params=_mix_params(mixes[name]) if name in mixes else {}, warps_per_sm=w,
+                      blocks_per_sm=max(1, w // 8)) for name in THERMAL_WORKLOADS[: spec.thermal_steps]]

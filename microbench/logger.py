@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from calib.core.errors import DeviceNotSupportedError, TransientSensorError
@@ -41,8 +41,7 @@ class SensorStats:
     read_time_s: float = 0.0  # total time spent inside read(), s
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "reads": self.reads, "transient_errors": self.transient_errors,
-                "last_error": self.last_error, "read_time_s": round(self.read_time_s, 6)}
+        return {**asdict(self), "read_time_s": round(self.read_time_s, 6)}
 
 
 @dataclass

@@ -37,7 +37,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -120,14 +120,12 @@ class SamplingFacts:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SamplingFacts":
         """Back from :meth:`to_dict` (derived keys ignored); BadInputError naming a missing field."""
-        names = {f for f in cls.__dataclass_fields__}
-        missing = [k for k in ("update_period_s", "update_period_stderr_s", "power_window_s",
-                               "power_window_stderr_s", "power_lag_s", "power_noise_w", "fit_residual_rel")
-                   if k not in d]
+        names = set(cls.__dataclass_fields__)
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+                   and f.name not in d]
         if missing:
             raise BadInputError(f"power_sampling: field(s) {', '.join(missing)} missing")
         return cls(**{k: v for k, v in d.items() if k in names})
-
 
 
 def energy_source(facts: SamplingFacts) -> str:
@@ -378,16 +376,20 @@ class NvmlTap:
         if self._thread is not None:
             self._thread.join(timeout=5.0)
 
+    def _collect(self) -> None:
+        """The sensor's new rows as (t, power_w, energy_mj, read_s); ``polls`` counts the polls of a real
+        GPU, the rows of a virtual one."""
+        rows = [(r.t_mono_s, *(_num(r.values.get(k)) for k in ("power_w", "energy_mj", "read_s")))
+                for r in self.sensor.read()]
+        with self._lock:
+            self._rows += rows
+        self.polls += len(rows) if self.device.virtual else 1
+
     def _poll(self) -> None:
         try:
             while not self._stop.is_set():
                 t0 = time.perf_counter()
-                for r in self.sensor.read():
-                    v = r.values
-                    with self._lock:
-                        self._rows.append((r.t_mono_s, _num(v.get("power_w")), _num(v.get("energy_mj")),
-                                           _num(v.get("read_s"))))
-                self.polls += 1
+                self._collect()
                 rest = self.poll_s - (time.perf_counter() - t0)
                 if rest > 0:
                     self._stop.wait(rest)
@@ -399,10 +401,7 @@ class NvmlTap:
         if self._error is not None:
             raise DeviceError(f"NVML tap stopped: {self._error}") from self._error
         if self.device.virtual:
-            for r in self.sensor.read():
-                v = r.values
-                self._rows.append((r.t_mono_s, _num(v.get("power_w")), _num(v.get("energy_mj")), math.nan))
-                self.polls += 1
+            self._collect()
         with self._lock:
             rows, self._rows = self._rows, []
         a = np.asarray(rows, dtype=float).reshape(-1, 4)
@@ -414,11 +413,6 @@ def _num(x: Any) -> float:
         return float(x) if x is not None else math.nan
     except (TypeError, ValueError):
         return math.nan
-
-
-def _cat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    keys = ("t", "power_w", "energy_mj", "read_s")
-    return {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in keys}
 
 
 def _sim_span(seconds: float) -> float:
@@ -516,20 +510,15 @@ def default_load(device: Device) -> Workload:
     return b.workload(device.info)
 
 
-def latest_update(t_s: np.ndarray, power_w: np.ndarray) -> float | None:
-    """The latest instant at which the reading changed (an update), or None."""
-    tc, _ = change_instants(t_s, power_w)
-    return float(tc[-1]) if tc.size else None
-
-
 def next_phase_start(device: Device, tap_t: np.ndarray, tap_p: np.ndarray, update_period_s: float,
                      offset_s: float, lead_s: float = 0.3) -> float:
     """A start instant at least ``lead_s`` from now at ``offset_s`` past an update instant of the
     reading (the grid extrapolated from the latest change seen in ``tap_t``/``tap_p``)."""
     now = device.clock()[0]
-    last = latest_update(tap_t, tap_p)
-    if last is None:
+    tc, _ = change_instants(tap_t, tap_p)
+    if not tc.size:
         raise DeviceError("cannot align to NVML's sampling grid: the reading never changed")
+    last = float(tc[-1])  # the latest update of the reading
     k = math.ceil((now + lead_s - last - offset_s) / update_period_s)
     return last + k * update_period_s + offset_s
 
@@ -661,7 +650,7 @@ def phased_runs(device: Device, workload: Workload, duration_s: float, facts: Sa
             s0, s1 = run_at(device, workload, start, duration_s, shape)
             wait(device, keep_after)
             more = tap.take()
-            allr = _cat([data, more])
+            allr = {k: np.concatenate([data[k], more[k]]) for k in data}
             sel = (allr["t"] >= s0 - guard_s - facts.power_window_s - 0.5) & (allr["t"] <= s1 + keep_after + 0.5)
             out.append(RunRecord(s0, s1, allr["t"][sel], allr["power_w"][sel], allr["energy_mj"][sel], off))
             wait(device, rest_s)

@@ -137,12 +137,16 @@ def cooldown(device: Device, band_c: tuple[float | None, float], *, timeout_s: f
     ``heat_workload`` while colder than ``lo`` (if given). Gives up after ``timeout_s`` (warning)."""
     w = wait_for_temperature(device, band_c, timeout_s=timeout_s, poll_s=poll_s, heat_workload=heat_workload)
     lo, hi = band_c
+    band = f"{lo:g}..{hi:g}" if lo is not None else f"..{hi:g}"
+    return _warn_unless_reached(w, "cooldown", timeout_s, f"outside the band {band} °C")
+
+
+def _warn_unless_reached(w: ThermalWait, what: str, timeout_s: float, miss: str) -> ThermalWait:
+    """``w``, after a warning when the device reports no temperature or the wait gave up (``miss``: how)."""
     if w.start_c is None:
-        warnings.warn("cooldown: the device reports no temperature; skipping", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"{what}: the device reports no temperature; skipping", RuntimeWarning, stacklevel=3)
     elif not w.reached:
-        band = f"{lo:g}..{hi:g}" if lo is not None else f"..{hi:g}"
-        warnings.warn(f"cooldown: GPU at {w.end_c:.1f} °C after {timeout_s:.0f} s, outside the band {band} °C",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(f"{what}: GPU at {w.end_c:.1f} °C after {timeout_s:.0f} s, {miss}", RuntimeWarning, stacklevel=3)
     return w
 
 
@@ -152,12 +156,7 @@ def temperature_gate(device: Device, workload: Workload, target_c: float, *, tol
     (idle instead while it is hotter than ``target_c + tol_c``). Gives up after ``timeout_s`` (warning)."""
     w = wait_for_temperature(device, (target_c - tol_c, target_c + tol_c), timeout_s=timeout_s, poll_s=poll_s,
                              heat_workload=workload)
-    if w.start_c is None:
-        warnings.warn("temperature gate: the device reports no temperature; skipping", RuntimeWarning, stacklevel=2)
-    elif not w.reached:
-        warnings.warn(f"temperature gate: GPU at {w.end_c:.1f} °C after {timeout_s:.0f} s, target {target_c:g} "
-                      f"± {tol_c:g} °C not reached", RuntimeWarning, stacklevel=2)
-    return w
+    return _warn_unless_reached(w, "temperature gate", timeout_s, f"target {target_c:g} ± {tol_c:g} °C not reached")
 
 
 @dataclass(frozen=True)

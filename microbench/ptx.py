@@ -37,8 +37,9 @@ the never-true store (taken).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 
 #: memory levels a kernel can declare for its global accesses
@@ -53,6 +54,8 @@ class Instruction:
     pred: str | None
     opcode: str
     operands: str
+    #: operations one instruction counts for (see :func:`tally`)
+    ops: ClassVar[int] = 1
 
     @property
     def base(self) -> str:
@@ -292,9 +295,7 @@ def classify(ins: Instruction, mem_level: str = "dram") -> str | None:
     if base in _MEM or base == "wmma":
         return _classify_memory(base, mods, mem_level)
     ty = _type(mods)
-    if base in _SFU:
-        return "dp" if ty == "f64" else "sfu"
-    if base in ("rcp", "sqrt"):
+    if base in _SFU or base in ("rcp", "sqrt"):
         return "dp" if ty == "f64" else "sfu"
     if base in ("dp4a", "dp2a"):
         return "int"
@@ -322,20 +323,29 @@ def _classify_memory(base: str, mods: tuple[str, ...], mem_level: str) -> str:
     if base in ("tex", "tld4", "txq", "suld", "sust", "sured", "suq", "ldu") or "nc" in mods:
         return "tex"
     is_read = base in ("ld", "prefetch", "prefetchu") or (base == "wmma" and "load" in mods)
-    bypass = (not is_read) or any(m in _L1_BYPASS for m in mods)
+    return place_global(mem_level, bypass=(not is_read) or any(m in _L1_BYPASS for m in mods))
+
+
+def place_global(mem_level: str, bypass: bool) -> str:
+    """Class of a global access by the kernel's memory level (module docstring): ``l1`` for an L1 kernel's
+    load that may allocate in L1 (not ``bypass``), ``l2`` for the rest of an L1 or L2 kernel, else ``global``."""
     if mem_level == "l1":
         return "l2" if bypass else "l1"
-    if mem_level == "l2":
-        return "l2"
-    return "global"
+    return "l2" if mem_level == "l2" else "global"
+
+
+def tally(instructions: Iterable, classify: Callable[[Any], str | None], isa: str) -> dict[str, float]:
+    """Operation counts (``ins.ops`` each) by class; ``ValueError`` naming an instruction ``classify`` cannot
+    place (``isa`` names the listing)."""
+    out: dict[str, float] = {}
+    for ins in instructions:
+        cls = classify(ins)
+        if cls is None:
+            raise ValueError(f"unclassified {isa} instruction at line {ins.line}: {ins.text}")
+        out[cls] = out.get(cls, 0.0) + ins.ops
+    return out
 
 
 def counts(instructions: Iterable[Instruction], mem_level: str = "dram") -> dict[str, float]:
     """Instruction counts by class. Raises ``ValueError`` naming any instruction it cannot classify."""
-    out: dict[str, float] = {}
-    for ins in instructions:
-        cls = classify(ins, mem_level)
-        if cls is None:
-            raise ValueError(f"unclassified PTX instruction at line {ins.line}: {ins.text}")
-        out[cls] = out.get(cls, 0.0) + 1.0
-    return out
+    return tally(instructions, lambda ins: classify(ins, mem_level), "PTX")

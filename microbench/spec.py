@@ -54,12 +54,9 @@ MEMORY_UNITS = frozenset({"tex", "l1", "l2", "global", "local"})
 def place_memory(per_warp: Mapping[str, float], units: set[str]) -> dict[str, float]:
     """Move accesses to cache levels the device lacks down to the next level (l1 -> l2 -> global)."""
     out = dict(per_warp)
-    if "l1" not in units and out.get("l1"):
-        out["l2"] = out.get("l2", 0.0) + out.pop("l1")
-    if "l2" not in units and out.get("l2"):
-        out["global"] = out.get("global", 0.0) + out.pop("l2")
-    if "tex" not in units and out.get("tex"):
-        out["global"] = out.get("global", 0.0) + out.pop("tex")
+    for level, below in (("l1", "l2"), ("l2", "global"), ("tex", "global")):
+        if level not in units and out.get(level):
+            out[below] = out.get(below, 0.0) + out.pop(level)
     return {k: v for k, v in out.items() if v}
 
 

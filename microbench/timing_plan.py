@@ -28,9 +28,8 @@ per measurement window):
     round's fill latency is paid every round or only once (Wang & Chu's eq. 6 vs a queue kept full).
 
 The names are for people: what each benchmark measures is its ``kind`` with the kind's parameters
-(:mod:`microbench.spec`: ``pchase`` with ``level`` and ``passes``, ``departure`` with ``access``,
-``where`` and ``reqs``, ``bw_stream``, ``issue_mix``, ``inst_latency``, ``rounds`` with ``rounds``), written into the manifest's
-plan, which is what the fitter reads (it never imports this module). The per-warp counts in the
+(:data:`microbench.spec.KINDS`), written into the manifest's plan, which is what the fitter reads (it
+never imports this module). The per-warp counts in the
 manifest come from the kernels' count models. Every benchmark runs once (no repeats): the event
 timer's noise is small against the differences the fit uses.
 """

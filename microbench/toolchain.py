@@ -34,8 +34,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from calib.core.errors import CalibError
 
@@ -166,6 +168,14 @@ def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess:
     return res
 
 
+def _version(path: str, what: str, pattern: str = r"release (\d+)\.(\d+)", of: str = "CUDA") -> re.Match:
+    """``pattern`` matched in ``path --version`` (ToolchainError naming the tool when it does not match)."""
+    m = re.search(pattern, _run([path, "--version"], f"{what} --version").stdout)
+    if not m:
+        raise ToolchainError(f"{path}: cannot read the {of} version from --version")
+    return m
+
+
 _PTXAS_FN = re.compile(r"Compiling entry function '([^']+)'|Function properties for ([\w$]+)")
 _PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _PTXAS_REGS = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
@@ -199,11 +209,7 @@ class Ptxas:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        out = _run([path, "--version"], "ptxas --version").stdout
-        m = re.search(r"release (\d+)\.(\d+)", out)
-        if not m:
-            raise ToolchainError(f"{path}: cannot read the CUDA version from --version")
-        self.version = (int(m.group(1)), int(m.group(2)))
+        self.version = tuple(int(g) for g in _version(path, "ptxas").groups())
 
     def resources(self, ptx: str, arch: int, workdir: Path) -> dict[str, Resources]:
         src = workdir / "in.ptx"
@@ -236,13 +242,8 @@ class Nvcc(Compiler):
 
     def __init__(self, path: str) -> None:
         self.path = path
-        out = _run([path, "--version"], "nvcc --version").stdout
-        m = re.search(r"release (\d+)\.(\d+)", out)
-        if not m:
-            raise ToolchainError(f"{path}: cannot read the CUDA version from --version")
-        self.version = (int(m.group(1)), int(m.group(2)))
-        ptxas = Path(path).resolve().parent / "ptxas"
-        self.ptxas = Ptxas(str(ptxas))
+        self.version = tuple(int(g) for g in _version(path, "nvcc").groups())
+        self.ptxas = Ptxas(str(Path(path).resolve().parent / "ptxas"))
 
     def ptx(self, source: str, options: list[str], arch: int, workdir: Path) -> str:
         src = workdir / "kernel.cu"
@@ -308,10 +309,7 @@ class Clang:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        out = _run([path, "--version"], "clang --version").stdout
-        m = re.search(r"clang version (\d+)\.(\d+)(?:\.(\d+))?", out)
-        if not m:
-            raise ToolchainError(f"{path}: cannot read the clang version from --version")
+        m = _version(path, "clang", r"clang version (\d+)\.(\d+)(?:\.(\d+))?", of="clang")
         self.version = (int(m.group(1)), int(m.group(2)))
         self.full_version = ".".join(g for g in m.groups() if g is not None)
 
@@ -331,23 +329,28 @@ class Clang:
         return out.read_text()
 
 
+def _working(paths: Iterable[str | None], make: Callable[[str], Any]) -> Iterator[Any]:
+    """``make(path)`` of each path that is a file, in order, skipping the ones it refuses (ToolchainError)."""
+    for p in paths:
+        if p and Path(p).is_file():
+            try:
+                yield make(p)
+            except ToolchainError:
+                continue
+
+
 def find_clang() -> Clang | None:
     """The first clang (``$MICROBENCH_CLANG``, then ``clang++-19``... on PATH) new enough for the AMD targets."""
     cand = [os.environ.get("MICROBENCH_CLANG"), *(shutil.which(n) for n in _CLANG_NAMES)]
-    for c in cand:
-        if c and Path(c).is_file():
-            try:
-                clang = Clang(c)
-            except ToolchainError:
-                continue
-            if clang.version[0] >= CLANG_MIN_VERSION:
-                return clang
-    return None
+    return next((c for c in _working(cand, Clang) if c.version[0] >= CLANG_MIN_VERSION), None)
 
 
-def _site_dirs() -> list[Path]:
-    dirs = [Path(p) for p in sys.path if p and Path(p).is_dir()]
-    return [d for d in dirs if (d / "nvidia").is_dir()]
+def _wheel_files(tool: str, name: str) -> list[str]:
+    """Copies of ``name`` in NVIDIA's pip wheels on ``sys.path`` (``nvidia/cuda_<tool>/`` and ``nvidia/cu*/``)."""
+    out: list[str] = []
+    for d in (Path(p) / "nvidia" for p in sys.path if p and (Path(p) / "nvidia").is_dir()):
+        out += sorted(glob.glob(str(d / f"cuda_{tool}" / name))) + sorted(glob.glob(str(d / "cu*" / name)))
+    return out
 
 
 def find_nvcc() -> Nvcc | None:
@@ -356,41 +359,20 @@ def find_nvcc() -> Nvcc | None:
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
             cand.append(str(Path(home) / "bin" / "nvcc"))
-    for c in cand:
-        if c and Path(c).is_file():
-            try:
-                return Nvcc(c)
-            except ToolchainError:
-                continue
-    return None
+    return next(_working(cand, Nvcc), None)
 
 
 def find_nvrtc_libs() -> list[str]:
     """Paths of NVRTC shared libraries to try, ``$MICROBENCH_NVRTC`` first, then the pip wheels' copies."""
-    cand: list[str] = []
-    if os.environ.get("MICROBENCH_NVRTC"):
-        cand.append(os.environ["MICROBENCH_NVRTC"])
-    for d in _site_dirs():
-        cand += sorted(glob.glob(str(d / "nvidia" / "cuda_nvrtc" / "lib" / "libnvrtc.so*")))
-        cand += sorted(glob.glob(str(d / "nvidia" / "cu*" / "lib" / "libnvrtc.so*")))
+    cand = [os.environ["MICROBENCH_NVRTC"]] if os.environ.get("MICROBENCH_NVRTC") else []
+    cand += _wheel_files("nvrtc", "lib/libnvrtc.so*")
     return [c for c in cand if "builtins" not in Path(c).name and ".alt." not in Path(c).name]
 
 
 def find_ptxas_all() -> list[Ptxas]:
     """Every usable ptxas, in search order: ``$MICROBENCH_PTXAS``, the pip wheels' copies, then PATH."""
-    cand = [os.environ.get("MICROBENCH_PTXAS")]
-    for d in _site_dirs():
-        cand += sorted(glob.glob(str(d / "nvidia" / "cuda_nvcc" / "bin" / "ptxas")))
-        cand += sorted(glob.glob(str(d / "nvidia" / "cu*" / "bin" / "ptxas")))
-    cand.append(shutil.which("ptxas"))
-    out = []
-    for c in cand:
-        if c and Path(c).is_file():
-            try:
-                out.append(Ptxas(c))
-            except ToolchainError:
-                continue
-    return out
+    return list(_working([os.environ.get("MICROBENCH_PTXAS"), *_wheel_files("nvcc", "bin/ptxas"),
+                          shutil.which("ptxas")], Ptxas))
 
 
 _MISSING_HINT = {

@@ -114,10 +114,9 @@ def arch_info(arch: str, l2_bytes: int | None = None) -> ArchInfo:
     if is_amd(arch):
         a_ = arch.strip().lower()
         base = AMD_ARCHS.get(a_) or AMD_ARCHS[AMD_FAMILIES[amdgcn.generation(a_)]]
-        return ArchInfo(base.device, base.l1_bytes, l2_bytes or base.l2_bytes)
-    a = arch_number(arch)
-    older = [k for k in ARCHS if k <= a]
-    base = ARCHS[max(older)] if older else ArchInfo("unknown", 16 * 1024, 1024 * 1024)
+    else:
+        older = [k for k in ARCHS if k <= arch_number(arch)]
+        base = ARCHS[max(older)] if older else ArchInfo("unknown", 16 * 1024, 1024 * 1024)
     return ArchInfo(base.device, base.l1_bytes, l2_bytes or base.l2_bytes)
 
 
@@ -342,12 +341,6 @@ def check_compiled_amd(spec: KernelSpec, params: Mapping[str, Any], compiled: Co
     return chk
 
 
-def _kernel_list(names: Iterable[str] | None) -> list[KernelSpec]:
-    if not names:
-        return list(catalog.KERNELS.values())
-    return [catalog.get(n) for n in names]
-
-
 def verify(archs: Sequence[str] = DEFAULT_ARCHS, kernels: Iterable[str] | None = None,
            compiler: KernelCompiler | None = None, jobs: int = 2, l2_bytes: int | None = None,
            overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[KernelCheck]:
@@ -357,7 +350,7 @@ def verify(archs: Sequence[str] = DEFAULT_ARCHS, kernels: Iterable[str] | None =
     Raises :class:`microbench.toolchain.ToolchainError` if an architecture has no toolchain.
     """
     compiler = compiler or KernelCompiler()
-    specs = _kernel_list(kernels)
+    specs = [catalog.get(n) for n in kernels] if kernels else list(catalog.KERNELS.values())
     for a in archs:
         compiler.toolchains.for_arch(a)  # fail early, with the install hint, before compiling anything
     work: list[tuple[str, KernelSpec, dict[str, Any]]] = []
@@ -394,10 +387,7 @@ Unit = tuple[str, tuple[tuple[str, int], ...], str]
 
 
 def _union_macros(group: Sequence[Unit]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for _, macros, _ in group:
-        out.update(dict(macros))
-    return out
+    return {k: v for _, macros, _ in group for k, v in macros}
 
 
 def group_units(units: Iterable[Unit], max_sources: int = 6) -> list[list[Unit]]:

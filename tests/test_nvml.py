@@ -25,6 +25,7 @@ from calib.core.errors import (
     DeviceNotSupportedError,
 )
 from microbench.devices import nvml
+from microbench.devices.base import CLOCKS_HELD, reset_all_held_clocks
 from microbench.testing.nvml_fake import FakeGpu, install_fake
 from microbench.logger import TransientSensorError
 
@@ -318,9 +319,9 @@ def test_ctrl_c_inside_block_resets_clocks(fake):
 def test_atexit_handler_resets_forgotten_locks(fake):
     g = nvml.NvmlGpu(0)
     g.lock_clocks(1095, 1215)
-    assert g in nvml._LOCKED
-    nvml._reset_all_locked()
-    assert fake.gpus[0].locked_core is None and g not in nvml._LOCKED
+    assert g in CLOCKS_HELD
+    reset_all_held_clocks()
+    assert fake.gpus[0].locked_core is None and g not in CLOCKS_HELD
     g.close()
 
 

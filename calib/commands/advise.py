@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 
-from calib.core.atomic import output_name
+from calib.core.atomic import atomic_write_json, check_output_file, output_name
+from calib.core.errors import BadInputError
 
 HELP = "why a kernel is slow or wasteful (thesis Ch. V category) and what to change, with the predicted effect"
 DESCRIPTION = (
@@ -26,12 +28,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default=None, help="write the analysis (JSON)")
 
 
-def read_kernels(path: str):
-    """Kernel rows from a description JSON (counts not listed stay unknown) or a kernel table CSV."""
+def read_kernels(path: str, fill_counts: bool = True):
+    """Kernel rows from a description JSON (counts not listed: 0, or unknown without ``fill_counts``) or
+    a samples or kernel table CSV."""
     if path.lower().endswith(".json"):
         from calib.model.predict import kernel_description_table
 
-        return kernel_description_table(path, fill_counts=False)
+        return kernel_description_table(path, fill_counts=fill_counts)
     from calib.core.samples import read_samples
 
     return read_samples(path, require_power=False, require_act=False)
@@ -58,19 +61,13 @@ def format_advice(adv) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
-
-    if args.output is not None:
-        check_output_file(args.output, "-o", (args.params, args.kernels))
-    import json
-
-    from calib.core.atomic import atomic_write_text
-    from calib.core.errors import BadInputError
     from calib.model.advise import advise
     from calib.model.checks import load_checked
 
+    check_output_file(args.output, "-o", (args.params, args.kernels))
+
     pf = load_checked(args.params)
-    df = read_kernels(args.kernels)
+    df = read_kernels(args.kernels, fill_counts=False)
     if args.kernel_name is not None:
         names = [str(n) for n in df["workload"]] if "workload" in df.columns else []
         if args.kernel_name not in names:
@@ -82,12 +79,9 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"{args.params}: {e}") from None
     copies = None
     if "transfer" in pf and any(c in df.columns for c in ("bytes_h2d", "bytes_d2h")):
-        from calib.model.predict import predict_copies
+        from calib.report.advice import kernel_copies
 
-        from calib.core.samples import CNT_PREFIX
-
-        cnt = [c for c in df.columns if c.startswith(CNT_PREFIX)]
-        copies = predict_copies(pf, df.assign(**{c: df[c].fillna(0.0) for c in cnt}))
+        copies = kernel_copies(pf, df)
     for i, adv in enumerate(result):
         for line in format_advice(adv):
             print(line)
@@ -100,6 +94,6 @@ def run(args: argparse.Namespace) -> int:
         doc = {"params": args.params, "kernels": args.kernels, "advice": [a.to_dict() for a in result]}
         if copies is not None:
             doc["copies"] = json.loads(copies.to_json(orient="records"))
-        atomic_write_text(args.output, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        atomic_write_json(args.output, doc)
         print(f"analysis: {output_name(args.output)}")
     return 0

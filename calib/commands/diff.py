@@ -53,21 +53,13 @@ EXIT_MOVED = 3
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_not_input, check_output_file
-
-    if args.json is not None:
-        check_output_file(args.json, "--json")
-        check_not_input(args.json, args.old, args.new, args.predict, what="--json output")
-    from calib.core.atomic import atomic_write_json
+    from calib.core.atomic import atomic_write_json, check_not_input, check_output_file, json_safe
     from calib.core.errors import BadInputError
     from calib.model.checks import load_checked
-    from calib.report.compare import (
-        compare,
-        format_prediction_shift,
-        format_text,
-        prediction_shift,
-    )
+    from calib.report.compare import compare, format_prediction_shift, format_text, prediction_shift
 
+    check_output_file(args.json, "--json")
+    check_not_input(args.json, args.old, args.new, args.predict, what="--json output")
     if not 0 < args.alpha < 1:
         raise BadInputError(f"--alpha {args.alpha}: must be between 0 and 1")
     old = load_checked(args.old)
@@ -76,21 +68,16 @@ def run(args: argparse.Namespace) -> int:
     print(format_text(c, args.old, args.new, show_all=not args.changed_only))
     js = c.to_json()
     if args.predict:
-        from calib.model.predict import kernel_description_table
-        from calib.core.samples import read_samples
+        from calib.commands.advise import read_kernels
 
-        if args.predict.lower().endswith(".json"):
-            df = kernel_description_table(args.predict)
-        else:
-            df = read_samples(args.predict, require_power=False, require_act=False)
-        t, notes = prediction_shift(old, new, df, args.predict)
+        t, notes = prediction_shift(old, new, read_kernels(args.predict), args.predict)
         print()
         print(format_prediction_shift(t, args.predict))
         for n in notes:
             print(f"  note: {n}")
         js["predictions"] = {"source": args.predict, "rows": t.to_dict(orient="records"), "notes": notes}
     if args.json:
-        atomic_write_json(args.json, _clean(js))
+        atomic_write_json(args.json, json_safe(js))
     status = EXIT_MOVED if c.moved else 0
     if not status:
         why = "nothing moved significantly"
@@ -104,14 +91,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"exit status {status}: {why}")
     return status
 
-
-def _clean(x):
-    import math
-
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_clean(v) for v in x]
-    return x

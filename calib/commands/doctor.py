@@ -19,7 +19,11 @@ import argparse
 import json
 import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
+
+from calib.core.errors import BadInputError, CalibError, DeviceError
 
 HELP = ("report what this machine can measure: NVML fields, AMD GPUs (amdsmi), clock-control permission, CuPy, "
         "serial analyzers")
@@ -59,19 +63,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "energy counter) on --device or every real GPU: about 35 s of square-wave load each")
 
 
-def _nvml_report(probe_rate: bool) -> dict[str, Any]:
-    from microbench.devices.cuda import BACKEND
-
-    return BACKEND.report(probe_rate)
-
-
-def _backend_reports(probe_rate: bool) -> dict[str, Any]:
-    """What the other real-GPU backends of the registry see (NVML has its own section)."""
-    from microbench.devices.registry import real_backends
-
-    return {b.prefix: {"vendor": b.vendor, **b.report(probe_rate)} for b in real_backends() if b.prefix != "cuda"}
-
-
 def _cupy_report() -> dict[str, Any]:
     try:
         import cupy
@@ -90,28 +81,15 @@ def _cupy_report() -> dict[str, Any]:
 def _serial_report() -> list[dict[str, Any]]:
     from serial.tools import list_ports
 
-    out = []
-    for p in list_ports.comports():
-        hint = _USB_HINTS.get((p.vid, p.pid)) if p.vid is not None else None
-        out.append({"device": p.device, "description": p.description,
-                    "usb": f"{p.vid:04x}:{p.pid:04x}" if p.vid is not None else None,
-                    "serial_number": p.serial_number, "hint": hint,
-                    "by_id": next((str(link) for link in _by_id_links(p.device)), None)})
-    return out
-
-
-def _by_id_links(dev: str) -> list[str]:
-    base = "/dev/serial/by-id"
-    if not os.path.isdir(base):
-        return []
-    return [os.path.join(base, n) for n in sorted(os.listdir(base))
-            if os.path.realpath(os.path.join(base, n)) == os.path.realpath(dev)]
+    links = sorted(Path("/dev/serial/by-id").glob("*"))   # stable names of the ports (none: no directory)
+    return [{"device": p.device, "description": p.description,
+             "usb": f"{p.vid:04x}:{p.pid:04x}" if p.vid is not None else None, "serial_number": p.serial_number,
+             "hint": _USB_HINTS.get((p.vid, p.pid)) if p.vid is not None else None,
+             "by_id": next((str(q) for q in links if os.path.realpath(q) == os.path.realpath(p.device)), None)}
+            for p in list_ports.comports()]
 
 
 def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
-    import time
-
-    from calib.core.errors import BadInputError, CalibError, DeviceError
     from microbench.instruments import PROTOCOLS, open_analyzer
 
     if not protocol or protocol not in PROTOCOLS:
@@ -138,11 +116,15 @@ def _probe_analyzer(port: str, protocol: str | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from microbench.devices.cuda import BACKEND as CUDA
     from microbench.devices.rapl import rapl_status
+    from microbench.devices.registry import real_backends
 
-    report = {"python": sys.version.split()[0], "nvml": _nvml_report(args.probe_rate),
-              "backends": _backend_reports(args.probe_rate), "rapl": rapl_status(), "cupy": _cupy_report(),
-              "serial_ports": _serial_report()}
+    # NVML has its own section; "backends": what the registry's other real-GPU backends see
+    report = {"python": sys.version.split()[0], "nvml": CUDA.report(args.probe_rate),
+              "backends": {b.prefix: {"vendor": b.vendor, **b.report(args.probe_rate)} for b in real_backends()
+                           if b.prefix != "cuda"},
+              "rapl": rapl_status(), "cupy": _cupy_report(), "serial_ports": _serial_report()}
     failure = None
     if getattr(args, "device", None) or getattr(args, "power_sampling", False):
         report["devices"] = _device_reports(args)
@@ -225,32 +207,28 @@ def _print(r: dict[str, Any]) -> None:
 
 def _device_reports(args: argparse.Namespace) -> list[dict[str, Any]]:
     """``--device`` / ``--power-sampling``: each device's identity, sensors and measured sampling."""
-    from calib.core.errors import CalibError
     from microbench.devices.registry import open_device, real_gpus
+    from microbench.power_sampling import characterise
 
-    specs = [args.device] if args.device else [g["spec"] for g in real_gpus()]
     out = []
-    for spec in specs:
+    for spec in [args.device] if args.device else [g["spec"] for g in real_gpus()]:
         rep: dict[str, Any] = {"spec": spec}
+        out.append(rep)
         try:
             dev = open_device(spec)
         except CalibError as e:
             rep["error"] = str(e)
-            out.append(rep)
             continue
         try:
             rep["name"] = dev.info.name
             rep["sensors"] = [s.describe() for s in dev.sensors()]
             if args.power_sampling:
-                from microbench.power_sampling import characterise
-
                 try:
                     rep["power_sampling"] = characterise(dev).to_dict()
                 except CalibError as e:
                     rep["power_sampling"] = {"error": str(e)}
         finally:
             dev.close()
-        out.append(rep)
     return out
 
 

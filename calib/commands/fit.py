@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from calib.core.atomic import output_name
+from calib.core.atomic import check_output_file, output_name
 
 HELP = "fit a parameter file from a session directory or a samples table"
 DESCRIPTION = (HELP + ". The model terms follow from the data: IPP power (one clock configuration), DVFS power "
@@ -47,13 +47,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
+    from pathlib import Path
 
-    check_output_file(args.output, "parameter file", (args.source, args.heldout))
     from calib.core.errors import BadInputError
-    from calib.fit.pipeline import fit_source
+    from calib.fit.pipeline import FIT_STAGES, TABLE_STAGES, fit_source
+    from calib.progress import StagedProgress, wants_progress
     from calib.report_text import fit_summary
 
+    check_output_file(args.output, "parameter file", (args.source, args.heldout))
     if args.cv is not None and args.cv < 2:
         raise BadInputError("--cv needs K >= 2")
     if args.sm_count is not None and args.sm_count < 1:
@@ -78,17 +79,10 @@ def run(args: argparse.Namespace) -> int:
                 raise BadInputError("--ar-threshold must be in (0, 1)")
     if args.fit_method:
         dvfs_opts["method"] = args.fit_method
-    from pathlib import Path
-
-    from calib.fit.pipeline import FIT_STAGES, TABLE_STAGES
-    from calib.progress import StagedProgress, wants_progress
-
-    prog = StagedProgress(FIT_STAGES if Path(args.source).is_dir() else TABLE_STAGES, "fit", wants_progress(args))
-    try:
+    stages = FIT_STAGES if Path(args.source).is_dir() else TABLE_STAGES
+    with StagedProgress(stages, "fit", wants_progress(args)) as prog:
         out = fit_source(args.source, mem_units=mem, cv=args.cv, sm_count=args.sm_count, dvfs_options=dvfs_opts,
                          accept_poor_fit=args.accept_poor_fit, progress=prog.stage, heldout=args.heldout)
-    finally:
-        prog.close()
     out.params.save(args.output)
     print(fit_summary(out.params))
     if out.cv is not None:
@@ -107,12 +101,9 @@ def _run_timing(args: argparse.Namespace) -> int:
     from calib.progress import StagedProgress, wants_progress
     from calib.report_text import fit_summary
 
-    prog = StagedProgress({"kernel table": 0.02, "timing": 0.98}, "fit", wants_progress(args))
-    try:
+    with StagedProgress({"kernel table": 0.02, "timing": 0.98}, "fit", wants_progress(args)) as prog:
         pf = fit_timing_table(args.source, predictor=args.predictor, chip=args.chip, cv_folds=args.cv or 5,
                               sm_count=args.sm_count, accept_poor_fit=args.accept_poor_fit, progress=prog.stage).params
-    finally:
-        prog.close()
     pf.save(args.output)
     print(fit_summary(pf))
     st = pf["timing"].stats

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import html
+import re
+from pathlib import Path
 
-from calib.commands.run import int_at_least
+from calib.commands.run import int_at_least, positive_number
+from calib.core.errors import BadInputError
 
 HELP = "calibrate a fleet: submit a Slurm job array, collect a Parquet dataset, analyse, report"
 DESCRIPTION = (
@@ -34,21 +38,7 @@ REPORT_STAGES = {"read": 1.5, "analyse": 15.5, "tables": 0.5, "figures": 2.5, "p
 _positive, _nonneg = int_at_least(1, "count"), int_at_least(0, "value")
 
 
-def _threshold(text: str) -> float:
-    import math
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid threshold {text!r}: expected a number > 0") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"invalid threshold {text!r}: expected a number > 0")
-    return v
-
-
 def _gres(text: str) -> str:
-    import re
-
     from calib.fleet.submit import GRES_RE
 
     if text.strip().lower() == "none":
@@ -60,8 +50,6 @@ def _gres(text: str) -> str:
 
 
 def _name(text: str) -> str:
-    import re
-
     from calib.commands.run import MAX_SESSION_NAME
 
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+=,-]*", text):
@@ -130,7 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         a.add_argument("fleet", help="dataset directory written by `calib fleet collect`")
         a.add_argument("-o", "--output", required=True,
                        help="output directory (analysis CSV files" + (", index.html and figures)" if verb == "report" else ")"))
-        a.add_argument("--threshold", type=_threshold, default=None,
+        a.add_argument("--threshold", type=positive_number("threshold"), default=None,
                        help="outlier threshold on |robust z| (default 6)")
         a.add_argument("--score", action="store_true",
                        help="virtual fleets only: score against the ground truth (planted outliers found, "
@@ -138,8 +126,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.errors import BadInputError
-
     verb = getattr(args, "fleet_verb", None)
     if verb is None:
         raise BadInputError("calib fleet: no SUBVERB given (submit, collect, analyze or report)")
@@ -147,8 +133,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from calib.fleet.submit import FleetJob, submit
     from calib.progress import printer
 
@@ -217,12 +201,11 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from calib.core.atomic import atomic_write_json, check_output_dir, json_safe
     from calib.fleet.analysis import DEFAULT_THRESHOLD, analyze
     from calib.fleet.dataset import require_gpu_files
-    from calib.fleet.report import GpusTableWriter, HistogramSink, write_tables
+    from calib.fleet.report import GpusTableWriter, HistogramSink, write_report, write_tables
+    from calib.fleet.score import PoolingErrorsSink
     from calib.progress import StagedProgress, printer, wants_progress
 
     out = Path(args.output)
@@ -231,36 +214,25 @@ def _analyze(args: argparse.Namespace) -> int:
     say = printer(args)
     report = args.fleet_verb == "report"
     threshold = args.threshold or DEFAULT_THRESHOLD
-    prog = StagedProgress(REPORT_STAGES if report else ANALYZE_STAGES, args.fleet_verb, wants_progress(args))
-    try:
+    with StagedProgress(REPORT_STAGES if report else ANALYZE_STAGES, args.fleet_verb, wants_progress(args)) as prog:
         out.mkdir(parents=True, exist_ok=True)
         # one parameter at a time: its per-GPU rows go to gpus.csv, its histogram and its score as it is
         # analysed (memory flat in the fleet size); gpus.csv appears, complete, only if the analysis succeeds
         hist = HistogramSink(out, threshold) if report else None
-        pool = None
-        if args.score:
-            from calib.fleet.score import PoolingErrorsSink
-
-            pool = PoolingErrorsSink()
+        pool = PoolingErrorsSink() if args.score else None
         with GpusTableWriter(out / "gpus.csv") as rows:
             sinks = [s for s in (rows, hist, pool) if s is not None]
             an = analyze(args.fleet, threshold=threshold, progress=prog.within, sinks=sinks)
         summary: dict = {"gpus": int(len(an.per_gpu)), "parameters": int(an.params["key"].nunique()),
                          "threshold": an.threshold, "outliers": an.outlier_gpus().to_dict("records"),
                          "notes": an.notes}
-        extra = ""
-        if args.score:
-            extra = _score(an, pool, summary, out)
+        extra = _score(an, pool, summary, out) if args.score else ""
         if report:
-            from calib.fleet.report import write_report
-
             index = write_report(an, out, extra_html=extra, progress=prog.within, histograms=hist.finish())
         else:
             prog.stage("tables")
             write_tables(an, out)
         atomic_write_json(out / "analysis.json", json_safe(summary))
-    finally:
-        prog.close()
     if report:
         say(f"report: {index}")
     o = an.outlier_gpus()
@@ -275,12 +247,8 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def _score(an, pool, summary: dict, out) -> str:  # noqa: ANN001
-    import html
-
     from calib.core.atomic import atomic_write_text
-    from calib.core.errors import BadInputError
     from calib.fleet.score import outlier_score
 
     if an.per_gpu["serial"].isna().all():

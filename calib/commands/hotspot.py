@@ -30,8 +30,6 @@ FILES = ("gpu.flp", "gpu.ptrace", "gpu.config")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the file list and the example as written
-    if p.epilog is None:
-        p.epilog = EPILOG
     p.add_argument("params", metavar="PARAMS.json", help="parameter file with power (IPP) and thermal_network sections")
     p.add_argument("samples", metavar="SAMPLES.csv", help="samples table: one power-trace row per table row")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write (created)")

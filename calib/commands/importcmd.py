@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
+import warnings
 
-from calib.core.atomic import output_name
+from calib.core.atomic import check_output_file, output_name
+from calib.core.errors import BadInputError
 
 HELP = "convert measurements from other tools (gpmTOOL, nvprof, ncu, DCGM) into a samples table"
 DESCRIPTION = (HELP + ". Formats: gpmtool (gpmTOOL measurement CSV), nvprof (nvprof --csv --metrics), ncu "
@@ -44,9 +47,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _join_power(df, path: str):
     """Left-join power (and clocks, temperature) from a CSV keyed by workload (and clocks when both have them)."""
-    import warnings
-
-    from calib.core.errors import BadInputError
     from calib.core.samples import read_samples
 
     pw = read_samples(path, require_power=True, require_act=False)
@@ -75,19 +75,11 @@ def _join_power(df, path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
-
-    check_output_file(args.output, "samples table", (args.file, args.power, getattr(args, "trace", None)))
-    from calib.importers import import_table
     from calib.core.samples import check_samples, table_info, write_samples
+    from calib.importers import import_table
 
-    opts = {}
-    if args.format == "dcgm":
-        opts = {"workload": args.workload, "skip_idle": args.skip_idle}
-    import math
-
-    from calib.core.errors import BadInputError
-
+    check_output_file(args.output, "samples table", (args.file, args.power, args.trace))
+    opts = {"workload": args.workload, "skip_idle": args.skip_idle} if args.format == "dcgm" else {}
     for opt, v in (("--core-mhz", args.core_mhz), ("--mem-mhz", args.mem_mhz)):
         if v is not None and not (math.isfinite(v) and v > 0):
             raise BadInputError(f"{opt} {v}: must be a positive clock in MHz")
@@ -114,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_kernels(args: argparse.Namespace) -> int:
     """``calib import nvprof|ncu FILE --kernels -o KERNELS.csv``: the kernel table (calib.importers.kernels)."""
-    from calib.core.errors import BadInputError
     from calib.core.samples import write_samples
+    from calib.core.units import clock_levels
     from calib.importers.kernels import read_kernels
 
     if args.format not in ("nvprof", "ncu"):
@@ -127,15 +119,10 @@ def _run_kernels(args: argparse.Namespace) -> int:
                       mem_mhz=args.mem_mhz, sm_count=args.sm_count, chip=args.chip, trace=args.trace)
     write_samples(df, args.output)
     timed = int(df["time_s"].notna().sum()) if "time_s" in df.columns else 0
-    clocked = ("core_mhz" in df.columns and df["core_mhz"].notna().all() and "mem_mhz" in df.columns
-               and df["mem_mhz"].notna().all())
-    from calib.core.units import clock_levels
-
-    pairs = (len({(a, b) for a, b in zip(df["core_mhz"].round(-1), df["mem_mhz"].round(-1))}) if clocked else 0)
+    clocked = all(c in df.columns and df[c].notna().all() for c in ("core_mhz", "mem_mhz"))
     arch = sorted({str(a) for a in df.get("arch", []) if str(a) and str(a) != "nan"})
     print(f"{output_name(args.output)}: {len(df)} kernel rows, {df['workload'].nunique()} kernels, {timed} with a measured time, "
           + (f"{len(clock_levels(df['core_mhz']))} core x {len(clock_levels(df['mem_mhz']))} memory clock levels"
              if clocked else "no clocks (give --core-mhz/--mem-mhz)")
-          + (f", arch {', '.join(arch)}" if arch else ", arch unknown (give --chip)")
-          + ("" if pairs or not clocked else ""))
+          + (f", arch {', '.join(arch)}" if arch else ", arch unknown (give --chip)"))
     return 0

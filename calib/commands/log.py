@@ -14,12 +14,16 @@ errors, resyncs and reconnects of a serial analyzer; ``-vv`` also every command 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
+
+from calib.core.errors import BadInputError, DeviceLostError
 
 HELP = "log GPU sensors (NVML, amdsmi) and/or a serial power analyzer into a session directory (no workload)"
 DESCRIPTION = (
@@ -56,22 +60,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _parse_opts(items: list[str]) -> dict[str, Any]:
-    from calib.core.errors import BadInputError
-
     out: dict[str, Any] = {}
     for it in items:
         key, sep, val = it.partition("=")
         if not sep or not key.isidentifier():
             raise BadInputError(f"--analyzer-opt {it!r}: expected KEY=VALUE (e.g. current_range_a=5)")
-        v: Any = val
-        for conv in (int, float):
-            try:
+        v: Any = val.lower() == "true" if val.lower() in ("true", "false") else val
+        for conv in (int, float):   # a number when it reads as one
+            with contextlib.suppress(ValueError):
                 v = conv(val)
                 break
-            except ValueError:
-                continue
-        if val.lower() in ("true", "false"):
-            v = val.lower() == "true"
         out[key] = v
     return out
 
@@ -79,7 +77,6 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
 def _csv_columns(text: str) -> tuple[str, ...]:
     """The ``--columns`` list of the csv protocol, refused (BadInputError) when empty, duplicated or
     clashing with a column the stream adds itself (time columns, ``resync``)."""
-    from calib.core.errors import BadInputError
     from calib.core.session import TIME_COLUMNS
 
     cols = tuple(c.strip() for c in text.split(","))
@@ -96,8 +93,6 @@ def _csv_columns(text: str) -> tuple[str, ...]:
 
 
 def _open_sensors(args: argparse.Namespace) -> list[Any]:
-    from calib.core.errors import BadInputError
-
     sensors: list[Any] = []
     try:
         if args.nvml:
@@ -149,7 +144,6 @@ def _open_sensors(args: argparse.Namespace) -> list[Any]:
 
 def _device_sensor(spec: str) -> Any:
     """The telemetry sensor of ``--device`` ``<prefix>:<index>`` through the backend registry."""
-    from calib.core.errors import BadInputError
     from microbench.devices.registry import backend
 
     prefix, sep, what = spec.partition(":")
@@ -166,21 +160,6 @@ def _device_sensor(spec: str) -> Any:
         raise BadInputError(f"--device {spec!r}: the {b.vendor} backend has no standalone sensor") from None
 
 
-def _check_layouts(out: Path, sensors: list[Any]) -> None:
-    from calib.core.errors import BadInputError
-    from calib.core.session import TIME_COLUMNS
-
-    for s in sensors:
-        path = out / f"{s.name}.csv"
-        if path.exists() and path.stat().st_size:
-            with open(path, encoding="utf-8") as fh:
-                first = fh.readline().rstrip("\r\n")
-            want = ",".join(TIME_COLUMNS + tuple(s.columns))
-            if first != want:
-                raise BadInputError(f"{path}: stream header {first!r} differs from the sensor's columns {want!r}; "
-                                    "refusing to append rows with a different layout (log into a new session)")
-
-
 def _device_entry(sensors: list[Any]) -> dict[str, Any]:
     for s in sensors:
         gpu = s.capabilities().get("gpu") if s.scope == "gpu" else None
@@ -191,7 +170,6 @@ def _device_entry(sensors: list[Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from calib.core.atomic import check_output_dir
-    from calib.core.errors import BadInputError
     from calib.core.session import MANIFEST_NAME, lock_session
 
     if not args.nvml and not args.device and not args.serial and not args.rapl:
@@ -218,8 +196,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
     from calib import __version__
-    from calib.core.errors import BadInputError
-    from calib.core.session import SessionWriter
+    from calib.core.session import SessionWriter, check_stream_header
     from microbench.logger import SensorLogger
 
     sensors = _open_sensors(args)
@@ -229,32 +206,29 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
     old_int = signal.getsignal(signal.SIGINT)
     on_main_thread = threading.current_thread() is threading.main_thread()
 
-    def _on_term(signum: int, frame: Any) -> None:
+    def _on_signal(signum: int, frame: Any) -> None:
+        # SIGTERM or a first Ctrl-C: stop cleanly (the rows read so far are written); a second Ctrl-C
+        # interrupts the stop
         got.append(signum)
         stop.set()
-
-    def _on_int(signum: int, frame: Any) -> None:
-        # first Ctrl-C: stop cleanly (the rows read so far are written); a second one interrupts the stop
-        got.append(signum)
-        stop.set()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signum == signal.SIGINT:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
     writer = None
     logger = None
     interrupted = False
     try:
         if on_main_thread:  # (signal handlers can only be set there)
-            signal.signal(signal.SIGTERM, _on_term)
-            signal.signal(signal.SIGINT, _on_int)
+            signal.signal(signal.SIGTERM, _on_signal)
+            signal.signal(signal.SIGINT, _on_signal)
         described = [s.describe() for s in sensors]
         plan = {"kind": "log", "rate_hz": args.rate, "duration_s": args.duration,
                 "argv": sys.argv[1:] if sys.argv else []}
         if resuming:
-            _check_layouts(out, sensors)  # before resume() adds a segment to the manifest
+            for s in sensors:  # before resume() adds a segment to the manifest
+                check_stream_header(out / f"{s.name}.csv", s.columns, " (log into a new session)")
             writer = SessionWriter.resume(out, note="calib log")
-            known = {d["name"]: d for d in writer.manifest.get("sensors", [])}
-            for d in described:
-                known[d["name"]] = d
+            known = {d["name"]: d for d in [*writer.manifest.get("sensors", []), *described]}  # ours replace theirs
             writer.update_manifest(sensors=list(known.values()))
         else:
             writer = SessionWriter.create(out, {"device": _device_entry(sensors), "toolkit_version": __version__,
@@ -285,10 +259,8 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
             signal.signal(signal.SIGTERM, old_term)
             signal.signal(signal.SIGINT, old_int)
         if logger is not None and logger.running:
-            try:
+            with contextlib.suppress(Exception):  # already failing; keep the first error
                 logger.stop()
-            except Exception:  # noqa: BLE001 - already failing; keep the first error
-                pass
         for s in sensors:
             s.close()
         if writer is not None:
@@ -297,8 +269,6 @@ def _log(args: argparse.Namespace, out: Path, resuming: bool) -> int:
         raise BadInputError(f"{out}: no samples recorded from {', '.join(empty)}; check --protocol, --baud "
                             "and the cable (see the rejected/instrument error counts above)")
     if lost:  # an instrument that vanished and never came back: the session ends in a gap (rows kept)
-        from calib.core.errors import DeviceLostError
-
         raise DeviceLostError("; ".join(lost) + f"; {out} keeps every sample read before")
     if interrupted:
         sys.stderr.write(f"interrupted (Ctrl-C): {out} keeps every sample read so far\n")
@@ -312,9 +282,8 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
     row and the outages still open when the log stopped (an analyzer whose connection was lost and never
     came back), after a loud warning for every analyzer that rejected frames and every outage it
     recovered from (from when to when, in seconds into the segment)."""
-    import warnings
-
     from calib.core.session import read_session
+    from calib.windows import window_energy
 
     seg = writer.segment
     summary: dict[str, Any] = {"segment": seg, "requested_hz": args.rate, "elapsed_s": round(stats.elapsed_s, 3),
@@ -325,24 +294,20 @@ def _summarize(writer: Any, sensors: list[Any], stats: Any, args: argparse.Names
                                  "transient_errors": st.transient_errors}
         if s.scope == "host" and hasattr(s, "wraps"):
             entry["rapl"] = {"wraps": dict(s.wraps), "host_power": s.capabilities()["host_power"]}
-        if s.kind == "analyzer":
-            entry["analyzer"] = {k: v for k, v in s.stats.to_dict().items()}
-            entry["analyzer"]["observed"] = dict(s.observed)  # which reading of unconfirmed facts it used
+        if s.kind == "analyzer":  # "observed": which reading of unconfirmed facts it used
+            entry["analyzer"] = {**s.stats.to_dict(), "observed": dict(s.observed)}
         summary["streams"][s.name] = entry
-    # energy over the segment: counter vs integrated power (GPU streams with an energy counter)
+    # energy over the segment: counter vs integrated power (GPU streams with an energy counter), and the
+    # host's (RAPL, wraps corrected)
     writer.close()
     sess = read_session(writer.path)
     for s in sensors:
-        if s.scope != "gpu" or "energy_mj" not in s.columns or "power_w" not in s.columns:
-            continue
-        from calib.windows import window_energy
-
-        df = sess.stream(s.name)
-        df = df[df["segment"] == seg]
-        if len(df) >= 2:
-            w = window_energy(df, float(df["t_mono_s"].iloc[0]), float(df["t_mono_s"].iloc[-1]))
-            summary["streams"][s.name]["energy"] = w.to_dict()
-    for s in sensors:  # host energy over the segment (RAPL, wraps corrected)
+        if s.scope == "gpu" and "energy_mj" in s.columns and "power_w" in s.columns:
+            df = sess.stream(s.name)
+            df = df[df["segment"] == seg]
+            if len(df) >= 2:
+                w = window_energy(df, float(df["t_mono_s"].iloc[0]), float(df["t_mono_s"].iloc[-1]))
+                summary["streams"][s.name]["energy"] = w.to_dict()
         if s.scope != "host" or "host_energy_j" not in s.columns:
             continue
         df = sess.stream(s.name)

@@ -1,24 +1,14 @@
-"""calib optimize PARAMS.json KERNEL.json|KERNELS.csv|PROFILE.csv [--objective energy|edp|time] [--max-slowdown F]
-[--clocks all|CORE:MEM,...] [-o TABLE.csv]
-
-Objectives (the clock table and the rule are in :mod:`calib.model.energy`):
-
-- ``energy`` / ``edp``: the pair with the least predicted energy (energy-delay product) among those
-  whose predicted time is within ``--max-slowdown`` of the default clocks'. They need a power model
-  (a ``power`` or ``dvfs`` section); asked of a timing-only file they are refused (exit 2).
-- ``time``: a time-only question, answerable with a timing-only file (``calib fit KERNELS.csv
-  --timing``): the lowest clocks whose predicted slowdown stays within ``--max-slowdown``, i.e. the
-  pair minimising ``core_mhz / max core + mem_mhz / max mem`` (maxima over the evaluated pairs; ties:
-  the smaller slowdown, then the lower core clock), plus the fastest pair. The default objective of a
-  timing-only file (the output says so); with a power model ``energy`` stays the default and ``time``
-  keeps the power and energy columns in the table.
-"""
+"""calib optimize PARAMS.json KERNEL.json|KERNELS.csv|PROFILE.csv [--objective energy|edp|time] [--clocks ...]:
+what each objective chooses is :data:`DESCRIPTION`'s (the clock table and the rule: :mod:`calib.model.energy`);
+energy/edp need a power or dvfs section (refused, exit 2, on a timing-only file), and time with a power model
+keeps the power and energy columns in the table."""
 
 from __future__ import annotations
 
 import argparse
 
 from calib.core.atomic import output_name
+from calib.core.errors import BadInputError
 
 HELP = "choose the energy-, EDP- or time-optimal (core, memory) clocks and active-SM count for a kernel"
 DESCRIPTION = (
@@ -33,9 +23,6 @@ DESCRIPTION = (
     "(-o) and left out of the printed one. When the description has a measured time, times are scaled from it "
     "(Wang & Chu's baseline profile). With a power model, also reports the optimal number of active SMs (IPP "
     "eq. 34 and a GIPS/W sweep) with the energy savings (runtime+idle, runtime only, per-SM power gating).")
-
-EPILOG = "example:\n  calib optimize fitted/sim-gtx280.json kernel.json"
-
 
 EPILOG = "example:\n  calib optimize fitted/sim-gtx280.json kernel.json"
 
@@ -74,7 +61,6 @@ def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int
     import tempfile
     from pathlib import Path
 
-    from calib.core.errors import BadInputError
     from calib.model.predict import kernel_description_table
 
     p = Path(path)
@@ -114,7 +100,6 @@ def load_kernel(path: str, name: str | None, blocks: int | None = None, tpb: int
 
 def _kernel_table(p):
     """A kernel table (a samples table with ``cnt_*`` counts and the launch shape), or one ERROR naming the file."""
-    from calib.core.errors import BadInputError
     from calib.core.samples import CNT_PREFIX, read_samples
 
     not_kernels = (f"{p}: not an nvprof/ncu metrics export nor a kernel table (per-warp cnt_* counts, blocks, "
@@ -146,20 +131,15 @@ def _fmt_table(t) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
-
-    for out, what in ((args.output, "-o"), (args.sms_output, "--sms-output")):
-        if out is not None:
-            check_output_file(out, what, (args.params, args.kernel))
     import math
     import sys
 
-    from calib.core.atomic import atomic_write_text
-    from calib.core.errors import BadInputError
+    from calib.core.atomic import atomic_write_text, check_output_file
     from calib.model import energy as E
-
     from calib.model.checks import load_checked
 
+    for out, what in ((args.output, "-o"), (args.sms_output, "--sms-output")):
+        check_output_file(out, what, (args.params, args.kernel))
     pf = load_checked(args.params)
     if "timing" not in pf:
         raise BadInputError(f"{args.params}: the parameter file has no timing section; fit one from a session with "
@@ -241,9 +221,8 @@ def run(args: argparse.Namespace) -> int:
                                                     [float(base["energy_j"])]).iloc[0]):
             print(line)
     for note in table.attrs.get("notes", []):
-        if note == E.NO_POWER_NOTE:  # said on the first line already: a timing-only file is no mistake
-            continue
-        sys.stderr.write(f"WARNING: {note}\n")
+        if note != E.NO_POWER_NOTE:  # (said on the first line already: a timing-only file is no mistake)
+            sys.stderr.write(f"WARNING: {note}\n")
     if args.output:
         atomic_write_text(args.output, table.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
         print(f"clock table: {output_name(args.output)}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from calib.core.atomic import output_name
+from calib.core.atomic import atomic_write_text, check_output_file, output_name
+from calib.core.errors import BadInputError
 
 HELP = "predict power (and time, temperature where the model provides them) for a samples table or kernel description"
 
@@ -38,10 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
-
-    from calib.core.errors import BadInputError
-
     if (args.input is None) == (args.trace is None):
         raise BadInputError("calib predict: give a samples table / kernel description, or --trace POWER.csv (one of them)")
     check_output_file(args.output, not_in=(args.params, args.input or args.trace))
@@ -51,25 +48,17 @@ def run(args: argparse.Namespace) -> int:
         return _trace(args)
     if args.cold_power:
         raise BadInputError("calib predict: --cold-power describes the power of a --trace; give --trace POWER.csv")
-    from calib.core.atomic import atomic_write_text
-    from calib.model.predict import kernel_description_table, predict_table
-    from calib.core.samples import read_samples
-
+    from calib.commands.advise import read_kernels
     from calib.model.checks import load_checked
+    from calib.model.predict import predict_clock_grid, predict_table
 
     pf = load_checked(args.params)
-    if args.input.lower().endswith(".json"):
-        df = kernel_description_table(args.input)
-    else:
-        df = read_samples(args.input, require_power=False, require_act=False)
-    if args.clocks or args.anchor:
-        from calib.model.predict import predict_clock_grid
+    df = read_kernels(args.input)
 
-        def predict(p):  # noqa: ANN001, ANN202
+    def predict(p):  # noqa: ANN001, ANN202
+        if args.clocks or args.anchor:
             return predict_clock_grid(p, df, args.clocks, args.anchor, args.input)
-    else:
-        def predict(p):  # noqa: ANN001, ANN202
-            return predict_table(p, df, args.input)
+        return predict_table(p, df, args.input)
     out = predict(pf)
     if not args.no_intervals:
         from calib.model.intervals import add_intervals
@@ -97,8 +86,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from calib.core.atomic import atomic_write_text
-    from calib.core.errors import BadInputError
     from calib.model.checks import load_checked
     from calib.model.thermal_network import SECTION, FosterNetwork, read_power_trace, trace_prediction
 
@@ -134,7 +121,6 @@ def _check_trace_power(device: dict, df, path: str) -> None:  # noqa: ANN001 - a
     trace on a 236 W board (a trace in mW?) predicted 3,714 C without a word."""
     import numpy as np
 
-    from calib.core.errors import BadInputError
     from calib.core.plausibility import limits_for
 
     lim = limits_for(device, {"columns": ["power_w"]})["power_w"]

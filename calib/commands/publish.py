@@ -30,24 +30,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-
     from calib.bundle import publish
     from calib.commands.verify_bundle import print_verification
     from calib.progress import StagedProgress, wants_progress
 
     # expected shares of the time (measured on the quick campaign's file, 15 s: loading the inputs 10 %,
     # the refit 10 %, the report and its figures 79 %, manifest and verification 1 %)
-    prog = StagedProgress({"inputs": 0.10, "refit": 0.10, "report": 0.79, "manifest": 0.005, "verify": 0.005},
-                          "publish", wants_progress(args))
-    prog.stage("inputs")
-    try:
+    with StagedProgress({"inputs": 0.10, "refit": 0.10, "report": 0.79, "manifest": 0.005, "verify": 0.005},
+                        "publish", wants_progress(args)) as prog:
+        prog.stage("inputs")
         out, ver = publish(args.params, args.output, samples=args.samples, session=args.session, force=args.force,
                            sign=args.sign, progress=prog.stage)
-    finally:
-        prog.close()
     if getattr(args, "quiet", False):
         return 0
     print(f"bundle: {out}")

@@ -38,44 +38,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import matplotlib
+    from pathlib import Path
 
-    matplotlib.use("Agg")  # never open a window, also where a display exists
-
+    from calib.commands.advise import read_kernels
     from calib.core.atomic import check_not_input, check_output_dir
+    from calib.model.floorplan import check_units_placed, ipp_powered_units, read_flp
+    from calib.progress import StagedProgress, wants_progress
     from calib.report.html import write_report
     from calib.report.inputs import load_inputs
+    from calib.report.plots import FIGURES
 
     check_output_dir(args.output, "report directory")  # before the work: not stdout, /proc, or under a file
     check_not_input(args.output, args.source, args.samples, args.session, what="report directory")
-
-    fp = None
-    if args.floorplan is not None:  # refused before any work: overlapping or gapped blocks
-        from calib.model.floorplan import read_flp
-
-        fp = read_flp(args.floorplan)
+    # refused before any work: overlapping or gapped blocks
+    fp = read_flp(args.floorplan) if args.floorplan is not None else None
     inp = load_inputs(args.source, samples=args.samples, session=args.session, discover=not args.no_discover)
     if fp is not None:
-        from pathlib import Path
-
         if inp.params.model_of("power") == "ipp":  # a unit that can have power must have a block
-            from calib.model.floorplan import check_units_placed, ipp_powered_units
-
             check_units_placed(fp, ipp_powered_units(inp.params["power"]), str(args.floorplan))
         inp.floorplan, inp.floorplan_path = fp, Path(args.floorplan)
     if args.kernels is not None:
-        from calib.commands.advise import read_kernels
-
-        inp.kernels = read_kernels(args.kernels)
-    from calib.progress import StagedProgress, wants_progress
-    from calib.report.plots import FIGURES
-
+        inp.kernels = read_kernels(args.kernels, fill_counts=False)
     # each figure about the same share of the time (the page itself is quick)
-    prog = StagedProgress({**{s.key: 1.0 for s in FIGURES}, "page": 0.2}, "report", wants_progress(args))
-    try:
+    with StagedProgress({**{s.key: 1.0 for s in FIGURES}, "page": 0.2}, "report", wants_progress(args)) as prog:
         summary = write_report(inp, args.output, progress=prog.stage)
-    finally:
-        prog.close()
     print(f"report: {summary['path']}")
     print(f"  {len(summary['figures'])} figures ({', '.join(summary['figures']) or 'none'}), "
           f"{summary['parameters']} parameters")

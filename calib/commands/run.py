@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
+import warnings
+
+from calib.core.errors import BadInputError, DeviceError, FitError
 
 HELP = "run the calibration campaign on a device while logging, fit, and write the parameter file"
 DESCRIPTION = (
@@ -29,8 +33,6 @@ MAX_SESSION_NAME = 200
 
 
 def _session_name(text: str) -> str:
-    import re
-
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+=@,-]*", text) or text in (".", ".."):
         raise argparse.ArgumentTypeError(
             f"invalid session name {text!r}: one path component of letters, digits and _ . + = @ , - "
@@ -41,7 +43,8 @@ def _session_name(text: str) -> str:
     return text
 
 
-def _positive(kind: str):  # noqa: ANN202 - an argparse type
+def positive_number(kind: str):  # noqa: ANN201 - an argparse type
+    """An argparse type: a finite number > 0; ``kind`` names the value in the message."""
     def parse(text: str) -> float:
         try:
             v = float(text)
@@ -87,26 +90,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "least-determined power parameters (calib.fit.design), run them, refit, and repeat until "
                         "every MaxPower meets --target, --budget is spent or the next kernels would lower no MaxPower's error "
                         "(a refit with their predicted power); the manifest records every round (e.g. calib run --device sim:titanx --design adaptive --target 5 --budget 1800)")
-    p.add_argument("--target", type=_positive("target"), default=5.0, metavar="PCT",
+    p.add_argument("--target", type=positive_number("target"), default=5.0, metavar="PCT",
                    help="--design adaptive: relative total standard error (%%) each MaxPower should reach (default 5)")
-    p.add_argument("--budget", type=_positive("budget"), default=1800.0, metavar="S",
+    p.add_argument("--budget", type=positive_number("budget"), default=1800.0, metavar="S",
                    help="--design adaptive: device time (s) the design rounds may add (default 1800)")
-
-
-def _check_writable(path, what: str) -> None:
-    """Refuse (BadInputError) a directory we could not write into, before the campaign spends its time
-    (:func:`calib.core.atomic.check_writable`)."""
-    from calib.core.atomic import check_writable
-
-    check_writable(path, what)
 
 
 def _attach_rapl(device) -> None:  # noqa: ANN001
     """Log the host's RAPL counters with a real GPU where they are readable; where not, say why (the fix
     is in the message) and go on without host power."""
-    import warnings
-
-    from calib.core.errors import DeviceError
     from microbench.devices.rapl import RaplSensor
 
     try:
@@ -119,8 +111,7 @@ def _attach_rapl(device) -> None:  # noqa: ANN001
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from calib.core.atomic import check_output_dir
-    from calib.core.errors import BadInputError
+    from calib.core.atomic import check_output_dir, check_writable
     from calib.core.session import lock_session, read_session
     from calib.progress import Progress, printer, wants_progress
     from microbench.campaign import (
@@ -135,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
     logs, fitted = Path(args.logs_dir), Path(args.fitted_dir)
     check_output_dir(logs, "--logs-dir")       # before any work: a bad directory must not cost a campaign
     check_output_dir(fitted, "--fitted-dir")
-    _check_writable(logs, "--logs-dir")
-    _check_writable(fitted, "--fitted-dir")
+    check_writable(logs, "--logs-dir")
+    check_writable(fitted, "--fitted-dir")
     spec = args.device or default_device_spec()
     device = open_device(spec, seed=args.seed)
     if not device.virtual:
@@ -163,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             # the same device, campaign and seed, or the fit (and a recovery report) would describe another run
             check_session_matches(session, sess.manifest, device, args.campaign, args.seed, complete)
         if exists and not complete:
-            _check_writable(session, "session directory")
+            check_writable(session, "session directory")
         if complete:  # measured already (e.g. killed during the fit): fit and write what is missing
             say(f"session {session} is complete; fitting it")
         else:
@@ -204,11 +195,8 @@ def _target_errors(pf) -> dict[str, dict[str, float]]:  # noqa: ANN001 - a Param
 
 def _improved(before: dict, after: dict, targets: list[str]) -> bool:
     """Whether some target's relative total error fell by :data:`DESIGN_MIN_GAIN` of itself."""
-    for n in targets:
-        b, a = (before.get(n) or {}).get("rel_total_pct"), (after.get(n) or {}).get("rel_total_pct")
-        if b is not None and a is not None and a < (1.0 - DESIGN_MIN_GAIN) * b:
-            return True
-    return False
+    pairs = [((before.get(n) or {}).get("rel_total_pct"), (after.get(n) or {}).get("rel_total_pct")) for n in targets]
+    return any(b is not None and a is not None and a < (1.0 - DESIGN_MIN_GAIN) * b for b, a in pairs)
 
 
 def _preview_errors(out, session, device, cands, repeats: int) -> dict[str, dict[str, float]] | None:  # noqa: ANN001
@@ -217,11 +205,8 @@ def _preview_errors(out, session, device, cands, repeats: int) -> dict[str, dict
     total's model-form terms counted (the linear update of the design criterion counts them as noise).
     The refit is :func:`calib.fit.pipeline.refit_power`'s, on the session's samples and these rows. None
     when the preview cannot be fitted (the round is then run)."""
-    import warnings
-
     import pandas as pd
 
-    from calib.core.errors import BadInputError, FitError
     from calib.core.session import read_session
     from calib.fit.design import preview_rows
     from calib.fit.pipeline import session_power_fitter
@@ -252,8 +237,6 @@ def _preview_errors(out, session, device, cands, repeats: int) -> dict[str, dict
 def _design_rounds(args: argparse.Namespace, session, device, say) -> None:  # noqa: ANN001
     """``--design adaptive`` (module docstring of :mod:`calib.fit.design`): fit, choose, run, refit, until
     every target is met, the budget is spent or no candidate helps; a killed round is finished first."""
-    import warnings
-
     from calib.core.session import read_session
     from calib.fit.design import design_round
     from calib.fit.pipeline import fit_session, refit_power
@@ -328,11 +311,8 @@ def _fit_and_write(args: argparse.Namespace, session, fitted, device) -> int:  #
     from calib.report_text import fit_summary
 
     say = printer(args)
-    prog = StagedProgress(FIT_STAGES, "fit", wants_progress(args))
-    try:
+    with StagedProgress(FIT_STAGES, "fit", wants_progress(args)) as prog:
         out = fit_session(session, accept_poor_fit=getattr(args, "accept_poor_fit", False), progress=prog.stage)
-    finally:
-        prog.close()
     pf = out.params
     name = session.name
     fitted.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from calib.core.atomic import output_name
+from calib.core.atomic import check_output_file, output_name
 
 HELP = "turn one logged session into a samples table"
 
@@ -18,13 +18,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
+    from calib.core.samples import write_samples
+    from calib.core.session import read_session
+    from calib.segment import session_samples
 
     check_output_file(args.output, not_in=(args.session,))  # never write into the session (its streams are the data)
-    from calib.core.samples import write_samples
-    from calib.segment import session_samples
-    from calib.core.session import read_session
-
     df = session_samples(read_session(args.session), power=args.power_stream)
     write_samples(df, args.output)
     roles = df["role"].value_counts().to_dict() if "role" in df.columns else {}

@@ -12,7 +12,10 @@ skipped (with its reason), 1 when one failed.
 from __future__ import annotations
 
 import argparse
+import html
+import json
 import math
+import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -99,33 +102,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="print what is checked on a real GPU, and exit")
 
 
-def list_text() -> str:
-    """What ``calib selftest`` checks on a real GPU (``--list``)."""
-    out = ["calib selftest checks, in order (each with pass/fail and its figures):"]
-    for i, (key, title, what) in enumerate(CHECKS, 1):
-        out.append(f"{i}. {key}: {title}\n   {what}")
-    return "\n".join(out)
-
-
 def run(args: argparse.Namespace) -> int:
+    from calib.core.atomic import check_output_dir
     from calib.core.errors import BadInputError
-
-    if args.list:
-        print(list_text())
-        return 0
-    keys = [k for k, _, _ in CHECKS]
-    only = keys
-    if args.only:
-        only = [k.strip() for k in args.only.split(",") if k.strip()]
-        bad = [k for k in only if k not in keys]
-        if bad:
-            raise BadInputError(f"--only: unknown check(s) {', '.join(bad)}; checks: {', '.join(keys)}")
     from microbench.devices.registry import real_gpus
 
+    if args.list:  # what is checked on a real GPU
+        print("\n".join(["calib selftest checks, in order (each with pass/fail and its figures):"]
+                        + [f"{i}. {key}: {title}\n   {what}" for i, (key, title, what) in enumerate(CHECKS, 1)]))
+        return 0
+    keys = [k for k, _, _ in CHECKS]
+    only = [k.strip() for k in args.only.split(",") if k.strip()] if args.only else keys
+    bad = [k for k in only if k not in keys]
+    if bad:
+        raise BadInputError(f"--only: unknown check(s) {', '.join(bad)}; checks: {', '.join(keys)}")
     spec = args.device or next((g["spec"] for g in real_gpus() if g["spec"].startswith("cuda:")), "sim:a100")
     out = Path(args.output or f"selftest-{spec.replace(':', '-')}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
-    from calib.core.atomic import check_output_dir
-
     check_output_dir(out, "--output")
     out.mkdir(parents=True, exist_ok=True)
     st = SelfTest(spec, args.seed, out, quiet=getattr(args, "quiet", False))
@@ -225,8 +217,6 @@ class SelfTest:
 
     # -- checks --------------------------------------------------------------------------------
     def check_doctor(self, res: CheckResult) -> None:
-        import json
-
         code, text = self._cli(["doctor", "--device", self.spec, "--json"])
         res.figures["exit_status"] = code
         if code != 0:
@@ -295,10 +285,7 @@ class SelfTest:
         bad = []
         for row in rows:
             pct, rate = row.get("percent_of_peak"), row.get("rate")
-            if pct is not None:
-                ok = 25.0 <= pct <= 102.0
-            else:
-                ok = rate is not None and math.isfinite(rate) and rate > 0
+            ok = 25.0 <= pct <= 102.0 if pct is not None else rate is not None and math.isfinite(rate) and rate > 0
             row["status"] = "pass" if ok else "fail"
             if not ok:
                 bad.append(row["kernel"])
@@ -457,8 +444,6 @@ class SelfTest:
                        f"{100 * diff / e1:+.3f} %; naive polling off by up to {worst:.1f} %")
 
     def check_clock_lock(self, res: CheckResult) -> None:
-        import signal
-
         from calib.core.errors import DeviceNoPermissionError
         from microbench.devices.registry import open_device
 
@@ -534,6 +519,7 @@ class SelfTest:
 
     def check_campaign(self, res: CheckResult) -> None:
         from calib.core.params import load
+        from calib.core.session import read_manifest
 
         name = "selftest"
         if not self.device.virtual:   # the campaign opens the GPU itself
@@ -556,10 +542,7 @@ class SelfTest:
         res.figures.update(parameter_file=str(params), sections=list(pf), power_rows=stats.get("n_samples"),
                            power_mape_pct=stats.get("mape_pct"), power_r2=stats.get("r2"),
                            heldout_mape_pct=stats.get("heldout_mape_pct"))
-        import json
-
-        man = json.loads((self.out / "logs" / name / "manifest.json").read_text(encoding="utf-8"))
-        res.figures["manifest_power_sampling"] = man.get("power_sampling")
+        res.figures["manifest_power_sampling"] = read_manifest(self.out / "logs" / name).get("power_sampling")
         mape = stats.get("mape_pct")
         ok = mape is not None and mape < 10.0
         res.status = "pass" if ok else "fail"
@@ -596,9 +579,6 @@ def _fmt(v: Any) -> str:
 
 def html_page(doc: dict[str, Any]) -> str:
     """The selftest as one self-contained HTML page (no scripts): a row per check, its figures below."""
-    import html
-    import json
-
     e = html.escape
     colour = {"pass": "#1a7f37", "fail": "#cf222e", "skip": "#9a6700"}
     rows = []

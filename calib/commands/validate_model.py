@@ -43,24 +43,21 @@ def error_table(y, yhat, workloads):
 
 def plot(path, y, yhat, workloads, title: str) -> None:
     """Measured-vs-predicted scatter (PNG, written atomically): y = x line and a +/-10 % band."""
-    import io
-
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
     import pandas as pd
+    from matplotlib.figure import Figure
 
-    from calib.core.atomic import atomic_write_bytes
+    from calib.core.atomic import atomic_write_png
 
     y = np.asarray(y, float)
     yhat = np.asarray(yhat, float)
     wl = pd.Series(workloads).astype(str).to_numpy()
-    fig, ax = plt.subplots(figsize=(6.4, 6.0), dpi=110)
+    fig = Figure(figsize=(6.4, 6.0), dpi=110)
+    ax = fig.subplots()
     names = list(dict.fromkeys(wl))
     if len(names) <= 20:
-        cmap = plt.get_cmap("tab20")
+        cmap = matplotlib.colormaps["tab20"]
         for i, n in enumerate(names):
             m = wl == n
             ax.scatter(y[m], yhat[m], s=10, alpha=0.75, color=cmap(i % 20), label=n)
@@ -72,39 +69,27 @@ def plot(path, y, yhat, workloads, title: str) -> None:
     xs = np.array([lo, hi])
     ax.plot(xs, xs, color="black", lw=1)
     ax.fill_between(xs, xs * 0.9, xs * 1.1, color="grey", alpha=0.15, lw=0, label="+/-10 %")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_aspect("equal")
-    ax.set_xlabel("measured power (W)")
-    ax.set_ylabel("predicted power (W)")
+    ax.set(xlim=(lo, hi), ylim=(lo, hi), aspect="equal", xlabel="measured power (W)", ylabel="predicted power (W)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_png(path, fig)
 
 
 def run(args: argparse.Namespace) -> int:
-    from calib.core.atomic import check_output_file
-
-    for out, what in ((args.table, "--table"), (args.plot, "--plot")):
-        if out is not None:
-            check_output_file(out, what, (args.params, args.test))
     from pathlib import Path
 
     import numpy as np
 
-    from calib.core.atomic import atomic_write_text
-    from calib.model.predict import predict_power
-    from calib.core.samples import read_samples
-
-    from calib.model.checks import load_checked
-
+    from calib.core.atomic import atomic_write_text, check_output_file
     from calib.core.errors import BadInputError
+    from calib.core.samples import read_samples
+    from calib.model.checks import load_checked
     from calib.model.intervals import add_intervals
+    from calib.model.predict import predict_power
 
+    for out, what in ((args.table, "--table"), (args.plot, "--plot")):
+        check_output_file(out, what, (args.params, args.test))
     if not 0.0 < args.level < 1.0:
         raise BadInputError(f"--level {args.level}: must be between 0 and 1 (e.g. 0.9)")
     pf = load_checked(args.params)

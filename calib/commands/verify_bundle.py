@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
 
 HELP = "check a published bundle: checksums, schema, and that refitting its samples reproduces its parameters"
@@ -39,12 +40,9 @@ def print_verification(ver: Any) -> None:
     for c in res.checks:
         by_sec.setdefault(c.section, []).append(c)
     for sec, cs in by_sec.items():
-        ratios = [(c.ratio, c.name) for c in cs if c.ratio is not None]
-        worst = max(ratios) if ratios else None
-        tail = ""
-        if worst is not None:
-            tail = ("; the refit is identical" if worst[0] == 0 else
-                    f"; largest deviation {worst[0]:.2g} standard errors ({worst[1]})")
+        worst = max(((c.ratio, c.name) for c in cs if c.ratio is not None), default=None)
+        tail = "" if worst is None else ("; the refit is identical" if worst[0] == 0 else
+                                         f"; largest deviation {worst[0]:.2g} standard errors ({worst[1]})")
         print(f"  refit:     {sec}: {len(cs)} parameters reproduced within their standard errors{tail}")
     for sec, why in res.not_refitted:
         print(f"  refit:     {sec}: {why}")
@@ -62,16 +60,11 @@ def signature_warning(ver: Any) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import warnings
-
     from calib.bundle import VERIFY_STAGES, verify_bundle
     from calib.progress import StagedProgress, wants_progress
 
-    prog = StagedProgress(VERIFY_STAGES, "verify-bundle", wants_progress(args))
-    try:
+    with StagedProgress(VERIFY_STAGES, "verify-bundle", wants_progress(args)) as prog:
         ver = verify_bundle(args.bundle, key=args.key, progress=prog.stage)
-    finally:
-        prog.close()
     w = signature_warning(ver)
     if w:
         warnings.warn(w)

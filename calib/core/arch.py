@@ -101,12 +101,9 @@ PRODUCTS: dict[str, str] = {
 def chip_of_device_name(name: str) -> str | None:
     """The chip of a board name such as ``GeForce GTX 1080 Ti (0)`` (longest product match), or None."""
     norm = " " + re.sub(r"\s+", " ", name.upper()) + " "
-    best = None
-    for product, chip in PRODUCTS.items():
-        p = product.upper()
-        if re.search(r"(?<![A-Z0-9])" + re.escape(p) + r"(?![A-Z0-9])", norm) and (best is None or len(p) > len(best[0])):
-            best = (p, chip)
-    return None if best is None else best[1]
+    hits = [(len(p), chip) for p, chip in PRODUCTS.items()
+            if re.search(r"(?<![A-Z0-9])" + re.escape(p.upper()) + r"(?![A-Z0-9])", norm)]
+    return max(hits, key=lambda h: h[0])[1] if hits else None   # the first of the longest
 
 
 def arch_of(chip: str | None = None, cc: str | None = None) -> Arch:

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from calib.core.errors import BadInputError
+
 #: the output name that means standard output
 STDOUT = "-"
 #: paths that name this process's standard output
@@ -49,6 +51,11 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (
 
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _pseudo_fs(real: Path) -> Path | None:
+    """The pseudo-file system (/proc, /sys) a resolved path lies on, or None."""
+    return next((fs for fs in _PSEUDO_FS if real == fs or fs in real.parents), None)
 
 
 @dataclass(frozen=True)
@@ -74,8 +81,6 @@ def output_name(path: str | os.PathLike) -> str:
 def output_target(path: str | os.PathLike, what: str = "output") -> OutputTarget:
     """Decide where ``path`` is written (module docstring); BadInputError for a path that must not be
     written: a directory, a device node, a socket, a /proc or /sys path, a parent that is a file."""
-    from calib.core.errors import BadInputError
-
     text = str(path)
     if not text:
         raise BadInputError(f"the {what} path is empty")
@@ -84,10 +89,10 @@ def output_target(path: str | os.PathLike, what: str = "output") -> OutputTarget
     if _FD_ALIAS.match(text) or text == os.devnull:
         return OutputTarget(text, "stream", Path(text))
     target = Path(os.path.realpath(text))  # follows every link, dangling ones to where they point
-    for fs in _PSEUDO_FS:
-        if target == fs or fs in target.parents:
-            raise BadInputError(f"{text}: is on the {fs} pseudo-file system, not a place for the {what}; "
-                                "choose a path on a disk (or - for standard output)")
+    fs = _pseudo_fs(target)
+    if fs is not None:
+        raise BadInputError(f"{text}: is on the {fs} pseudo-file system, not a place for the {what}; "
+                            "choose a path on a disk (or - for standard output)")
     try:
         st = os.stat(target)
     except FileNotFoundError:
@@ -103,11 +108,9 @@ def output_target(path: str | os.PathLike, what: str = "output") -> OutputTarget
             return OutputTarget(text, "stream", target)
         raise BadInputError(f"{text}: is {_kind(st.st_mode)}, not a regular file; refusing to write the {what} "
                             "there (use - for standard output)")
-    for parent in target.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise BadInputError(f"{text}: {parent} is not a directory")
-            break
+    parent = next((p for p in target.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise BadInputError(f"{text}: {parent} is not a directory")
     return OutputTarget(text, "file", target)
 
 
@@ -115,8 +118,6 @@ def check_writable(path: str | os.PathLike, what: str = "output", shown: str | N
     """Refuse (BadInputError) a path we could not create files under: the nearest existing ancestor of
     ``path`` (itself when it is a directory) must accept a new file, checked with a real temporary file
     (``os.access`` misjudges root, ACLs and read-only mounts). The message names ``shown`` (default the path)."""
-    from calib.core.errors import BadInputError
-
     path = Path(path)
     probe = next((p for p in (path, *path.parents) if p.is_dir()), Path("."))
     try:
@@ -128,13 +129,15 @@ def check_writable(path: str | os.PathLike, what: str = "output", shown: str | N
     os.unlink(tmp)
 
 
-def check_output_file(path: str | os.PathLike, what: str = "output",
-                      not_in: tuple[str | os.PathLike | None, ...] = ()) -> Path:
+def check_output_file(path: str | os.PathLike | None, what: str = "output",
+                      not_in: tuple[str | os.PathLike | None, ...] = ()) -> Path | None:
     """Refuse (BadInputError) an output path that must not be written (:func:`output_target`: a
     directory, a device node, a /proc path, a parent that is a file), whose directory does not accept
     a new file (a read-only mount, permissions: :func:`check_writable`) or that is one of the inputs
     ``not_in`` (:func:`check_not_input`); call it before long work so that a typo does not cost the
-    work. Returns the path as given."""
+    work. Returns the path as given (None, an output not asked for, is accepted)."""
+    if path is None:
+        return None
     t = output_target(path, what)
     if t.kind == "file" and t.target is not None:   # the atomic writer's temporary file goes beside it
         check_writable(t.target.parent, what, shown=str(path))
@@ -145,20 +148,15 @@ def check_output_file(path: str | os.PathLike, what: str = "output",
 def check_output_dir(path: str | os.PathLike, what: str = "output directory") -> Path:
     """Refuse (BadInputError) a directory path that exists as a file (or has a file as an ancestor), or
     that is standard output or lies on /proc or /sys."""
-    from calib.core.errors import BadInputError
-
-    if str(path) == STDOUT or is_stdout(path):
+    if is_stdout(path):
         raise BadInputError(f"{what} {path}: a directory cannot be standard output; give a directory path")
     path = Path(path)
-    real = Path(os.path.realpath(path))
-    for fs in _PSEUDO_FS:
-        if real == fs or fs in real.parents:
-            raise BadInputError(f"{what} {path}: is on the {fs} pseudo-file system; choose a directory on a disk")
-    for p in (path, *path.parents):
-        if p.exists():
-            if not p.is_dir():
-                raise BadInputError(f"{what} {path}: {p} exists and is not a directory")
-            break
+    fs = _pseudo_fs(Path(os.path.realpath(path)))
+    if fs is not None:
+        raise BadInputError(f"{what} {path}: is on the {fs} pseudo-file system; choose a directory on a disk")
+    first = next((p for p in (path, *path.parents) if p.exists()), None)
+    if first is not None and not first.is_dir():
+        raise BadInputError(f"{what} {path}: {first} exists and is not a directory")
     return path
 
 
@@ -167,8 +165,6 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
     """Refuse (BadInputError) an output path that is one of the inputs or lies inside an input directory
     (e.g. a session): writing it would destroy the data the command reads. ``None`` entries are skipped,
     and so is an output that goes to standard output."""
-    from calib.core.errors import BadInputError
-
     if output is None or is_stdout(output):
         return
     # realpath, not Path.resolve: it raised RuntimeError on a symbolic link loop (an internal error, exit 1,
@@ -192,27 +188,6 @@ def check_not_input(output: str | os.PathLike | None, *inputs: str | os.PathLike
 _reserved_stdout: list[Any] = []
 
 
-class _Discard(io.TextIOBase):
-    """A text stream that drops what is written to it (``-q``: a verb's messages), binary writes too."""
-
-    class _Bytes(io.RawIOBase):
-        def writable(self) -> bool:
-            return True
-
-        def write(self, data: Any) -> int:  # type: ignore[override]
-            return len(data)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.buffer = self._Bytes()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, s: str) -> int:  # type: ignore[override]
-        return len(s)
-
-
 @contextlib.contextmanager
 def stdout_reserved(discard: bool = False) -> Iterator[None]:
     """While an output streams to standard output (``-o -``), everything the command prints goes to
@@ -220,12 +195,13 @@ def stdout_reserved(discard: bool = False) -> Iterator[None]:
     command prints is dropped instead (warnings and errors go to standard error, not through ``print``)."""
     real = sys.stdout
     _reserved_stdout.append(real)
-    sys.stdout = _Discard() if discard else sys.stderr
-    try:
-        yield
-    finally:
-        sys.stdout = real
-        _reserved_stdout.pop()
+    with open(os.devnull, "w", encoding="utf-8") if discard else contextlib.nullcontext(sys.stderr) as stream:
+        sys.stdout = stream
+        try:
+            yield
+        finally:
+            sys.stdout = real
+            _reserved_stdout.pop()
 
 
 def _write_stdout(data: bytes) -> None:
@@ -247,14 +223,11 @@ def _write_stdout(data: bytes) -> None:
 def silence_stdout(stream: Any) -> None:
     """After a write to a closed pipe: point file descriptor 1 at /dev/null when ``stream`` writes to it,
     so that later writes and the interpreter's final flush do not fail again."""
-    try:
-        if stream.fileno() != 1:
-            return
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.close(fd)
-    except (OSError, ValueError, AttributeError):  # not a file descriptor (captured), or no /dev/null
-        pass
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # not a file descriptor (captured), no /dev/null
+        if stream.fileno() == 1:
+            fd = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(fd, 1)
+            os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -293,14 +266,17 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[Any]:
     if t.kind == "stdout":
         yield _StdoutSink()  # type: ignore[misc]
         return
-    body = _Body()
+    caller_failed = False   # an exception of the caller's own block (e.g. reading its input): not ours to rename
     if t.kind == "stream":
         try:
             with open(t.target, "wb") as fh:
-                with body:
+                try:
                     yield _NamedWrites(fh, t.path)
+                except BaseException:
+                    caller_failed = True
+                    raise
         except OSError as e:
-            if body.failed:   # the caller's own error (e.g. reading its input): not ours to rename
+            if caller_failed:
                 raise
             raise _named(e, t.path) from None
         return
@@ -313,14 +289,17 @@ def atomic_writer(path: str | os.PathLike) -> Iterator[Any]:
         # mkstemp creates 0600; give the file the mode a plain open() would (published files must be readable)
         os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
-            with body:
+            try:
                 yield _NamedWrites(fh, t.path)
+            except BaseException:
+                caller_failed = True
+                raise
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as e:
         _unlink_quietly(tmp)
-        if body.failed:
+        if caller_failed:
             raise
         raise _named(e, t.path) from None
     except BaseException:
@@ -341,26 +320,10 @@ class _NamedWrites:
             raise _named(e, self._path) from None
 
 
-class _Body:
-    """Marks whether an exception came from the caller's block (``failed``) rather than from the writer."""
-
-    failed = False
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, value, tb) -> bool:  # noqa: ANN001
-        self.failed = kind is not None
-        return False
-
-
 def _unlink_quietly(path: str | None) -> None:
-    if path is None:
-        return
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _read_umask() -> int:
@@ -372,12 +335,6 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-def public_mode(path: str | os.PathLike, directory: bool = False) -> None:
-    """Give ``path`` the mode a plain ``open()``/``mkdir()`` would under the process umask (``mkstemp``
-    and ``mkdtemp`` create private 0600/0700 files and directories)."""
-    os.chmod(path, (0o777 if directory else 0o666) & ~_UMASK)
-
-
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Atomically write UTF-8 text."""
     atomic_write_bytes(path, text.encode("utf-8"))
@@ -387,6 +344,12 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Atomically write ``obj`` as indented JSON with a trailing newline."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n")
 
+
+def atomic_write_png(path: str | os.PathLike, fig: Any, dpi: float | None = None) -> None:
+    """Atomically write a matplotlib figure as PNG (``dpi``: the figure's own by default)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def finite_or_none(x: Any) -> float | None:

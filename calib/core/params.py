@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from calib import __version__
-from calib.core.atomic import atomic_write_text
+from calib.core.atomic import atomic_write_text, finite_or_none
 from calib.core.errors import SchemaError
 
 SCHEMA_VERSION = "1.2"
@@ -87,10 +87,8 @@ class Param:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": float(self.value), "unit": self.unit,
-                             "min": None if not math.isfinite(self.min) else float(self.min),
-                             "max": None if not math.isfinite(self.max) else float(self.max),
-                             "vary": bool(self.vary)}
+        d: dict[str, Any] = {"value": float(self.value), "unit": self.unit, "min": finite_or_none(self.min),
+                             "max": finite_or_none(self.max), "vary": bool(self.vary)}
         if self.init is not None:
             d["init"] = float(self.init)
         if self.description:
@@ -110,10 +108,6 @@ class Param:
         if self.vary and self.stderr_total is not None:
             err += f" (total +/- {self.stderr_total:.3g})"
         return f"<Param {self.name} = {self.value:.6g} {self.unit} {err}, bounds=[{self.min}, {self.max}]>"
-
-
-def _finite(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
 
 
 @dataclass
@@ -144,13 +138,9 @@ class Covariance:
         parameters of different fits (NaN for a missing stderr)."""
         names = tuple(p.name for p in params if p.vary)
         m = np.diag([math.nan if p.stderr is None else p.stderr ** 2 for p in params if p.vary])
-        for b in blocks:
-            if b is None:
-                continue
-            idx = [(i, b.index(n)) for i, n in enumerate(names) if n in b.names]
-            for i, bi in idx:
-                for j, bj in idx:
-                    m[i, j] = b.matrix[bi, bj]
+        for b in (b for b in blocks if b is not None):
+            mine = [i for i, n in enumerate(names) if n in b.names]
+            m[np.ix_(mine, mine)] = b.sub([names[i] for i in mine])
         return cls(names, m)
 
     def sub(self, names: Sequence[str]) -> np.ndarray:
@@ -165,8 +155,7 @@ class Covariance:
             return self.matrix / np.outer(sd, sd)
 
     def to_json(self) -> dict[str, Any]:
-        rows = [[None if not math.isfinite(x) else float(x) for x in row] for row in self.matrix]
-        return {"names": list(self.names), "matrix": rows}
+        return {"names": list(self.names), "matrix": [[finite_or_none(x) for x in row] for row in self.matrix]}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Covariance":
@@ -245,9 +234,9 @@ class Section:
         fit = dict(copy.deepcopy(self.stats))
         # fixed parameters carry a standard error only when they are measured inputs (e.g. an idle power a
         # section is referred to); a value entered by hand has none
-        fit["stderr"] = {n: _finite(p.stderr) for n, p in self.params.items() if p.vary or p.stderr is not None}
+        fit["stderr"] = {n: finite_or_none(p.stderr) for n, p in self.params.items() if p.vary or p.stderr is not None}
         if any(p.stderr_total is not None for p in self.params.values() if p.vary):
-            fit["stderr_total"] = {n: _finite(p.stderr_total) for n, p in self.params.items()
+            fit["stderr_total"] = {n: finite_or_none(p.stderr_total) for n, p in self.params.items()
                                    if p.vary or p.stderr_total is not None}
         if self.covariance is not None:
             fit["covariance"] = self.covariance.to_json()
@@ -362,11 +351,8 @@ class ParameterFile:
             for key in ("covariance", "covariance_total"):
                 cov = fit.get(key)
                 if cov:
-                    marks = []
-                    for row in cov["matrix"]:
-                        marks.append(f"@@row{len(rows)}@@")
-                        rows.append(json.dumps(row, allow_nan=False))
-                    cov["matrix"] = marks
+                    rows += [json.dumps(row, allow_nan=False) for row in cov["matrix"]]
+                    cov["matrix"] = [f"@@row{i}@@" for i in range(len(rows) - len(cov["matrix"]), len(rows))]
         text = json.dumps(doc, indent=2, allow_nan=False)
         for i, r in enumerate(rows):
             text = text.replace(f'"@@row{i}@@"', r, 1)

@@ -96,17 +96,13 @@ def limits_for(device: Mapping[str, Any], sensor: Mapping[str, Any]) -> dict[str
                 out[c] = Limit(*PHYSICAL_POWER_W, "W", "physical limits; the manifest gives no power limit")
         elif c in TEMP_COLUMNS:
             stop = _number(device.get("shutdown_temp_c"))
-            if stop is not None:
-                out[c] = Limit(PHYSICAL_TEMP_C[0], min(PHYSICAL_TEMP_C[1], stop + TEMP_MARGIN_C), "C",
-                               f"the board shuts down at {stop:g} C")
-            else:
-                out[c] = Limit(*PHYSICAL_TEMP_C, "C", "physical limits")
+            out[c] = (Limit(*PHYSICAL_TEMP_C, "C", "physical limits") if stop is None else
+                      Limit(PHYSICAL_TEMP_C[0], min(PHYSICAL_TEMP_C[1], stop + TEMP_MARGIN_C), "C",
+                            f"the board shuts down at {stop:g} C"))
         elif c in CLOCK_COLUMNS:
             top = _max_clock(device, CLOCK_COLUMNS[c])
-            if top is not None:
-                out[c] = Limit(0.0, CLOCK_MARGIN * top, "MHz", f"{CLOCK_MARGIN:g} x the highest clock, {top:g} MHz")
-            else:
-                out[c] = Limit(*PHYSICAL_CLOCK_MHZ, "MHz", "physical limits")
+            out[c] = (Limit(*PHYSICAL_CLOCK_MHZ, "MHz", "physical limits") if top is None else
+                      Limit(0.0, CLOCK_MARGIN * top, "MHz", f"{CLOCK_MARGIN:g} x the highest clock, {top:g} MHz"))
     return out
 
 

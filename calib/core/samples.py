@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calib.core.atomic import atomic_write_text
 from calib.core.errors import BadInputError
 from calib.core.units import INSTRUCTION_CLASSES
 
@@ -81,13 +82,9 @@ def act_units(df: pd.DataFrame) -> list[str]:
 
 
 def _is_known(col: str) -> bool:
-    if col in ("workload",) or col in CONTRACT_NUMERIC or col in EXTRA_COLUMNS:
-        return True
-    if col.startswith(ACT_PREFIX) and len(col) > len(ACT_PREFIX):
-        return True
-    if col.startswith(CNT_PREFIX) and col[len(CNT_PREFIX):] in INSTRUCTION_CLASSES:
-        return True
-    return False
+    return (col == "workload" or col in CONTRACT_NUMERIC or col in EXTRA_COLUMNS
+            or (col.startswith(ACT_PREFIX) and len(col) > len(ACT_PREFIX))
+            or (col.startswith(CNT_PREFIX) and col[len(CNT_PREFIX):] in INSTRUCTION_CLASSES))
 
 
 def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool = True,
@@ -201,10 +198,8 @@ def check_samples(df: pd.DataFrame, source: str = "<table>", require_power: bool
     # activities were measured at) divide the DVFS model's terms: 0 gives inf/NaN in the fit.
     for col, lo, hi, strict, rule in (
             ("power_w", 0.0, 1e5, True, "power_w must be > 0 and at most 1e5 W"),
-            ("core_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
-            ("mem_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
-            ("ref_core_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
-            ("ref_mem_mhz", 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz"),
+            *((c, 0.0, 1e5, True, "a clock must be > 0 and at most 1e5 MHz")
+              for c in ("core_mhz", "mem_mhz", "ref_core_mhz", "ref_mem_mhz")),
             ("time_s", 0.0, np.inf, True, "time_s must be > 0"),
             ("active_sms", 0.0, 1e5, True, "active_sms must be > 0"),
             ("energy_j", 0.0, np.inf, False, "energy_j must be >= 0"),
@@ -306,9 +301,8 @@ def read_samples(path: str | os.PathLike, require_power: bool = True,
     dup = sorted({c for c in header if header.count(c) > 1})
     if dup:
         raise BadInputError(f"{path}: column '{dup[0]}' appears more than once")
-    df = pd.DataFrame(records, columns=header, dtype=object) if records else pd.DataFrame(columns=header, dtype=object)
-    out = check_samples(df, str(path), require_power=require_power, needed=needed, require_act=require_act,
-                        locations=locations)
+    out = check_samples(pd.DataFrame(records, columns=header, dtype=object), str(path), require_power=require_power,
+                        needed=needed, require_act=require_act, locations=locations)
     out.attrs["sha256"] = hashlib.sha256(data).hexdigest()
     return out
 
@@ -327,6 +321,4 @@ def table_info(df: pd.DataFrame) -> TableInfo:
 
 def write_samples(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a samples table atomically (CSV, full float precision)."""
-    from calib.core.atomic import atomic_write_text
-
     atomic_write_text(path, df.to_csv(index=False, lineterminator="\n"))

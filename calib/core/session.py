@@ -23,10 +23,13 @@ resume, and the reader ignores it.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import io
 import json
 import math
+import mmap
 import os
 import time
 import warnings
@@ -91,22 +94,12 @@ class StreamWriter:
         self.columns = tuple(columns)
         self.segment = int(segment)
         self.fsync_interval_s = fsync_interval_s
-        header = ",".join(TIME_COLUMNS + self.columns)
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        if exists:
-            with open(self.path, encoding="utf-8") as fh:
-                first = fh.readline().rstrip("\r\n")
-            if first != header:
-                raise BadInputError(
-                    f"{self.path}: stream header {first!r} differs from the sensor's columns {header!r}; "
-                    "refusing to append rows with a different layout"
-                )
+        exists = check_stream_header(self.path, self.columns)
         self._fh = open(self.path, "a", encoding="utf-8", newline="")
         if not exists:
-            self._fh.write(header + "\n")
+            self._fh.write(",".join(TIME_COLUMNS + self.columns) + "\n")
             self._fh.flush()
         self._last_sync = time.monotonic()
-        self.rows_written = 0
 
     def append(self, t_mono_s: float, t_wall_s: float, values: Mapping[str, Any] | None = None) -> None:
         """Append one row; missing columns are written empty."""
@@ -119,13 +112,7 @@ class StreamWriter:
             [_fmt(float(t_mono_s)), _fmt(float(t_wall_s)), self.segment]
             + [_fmt(values.get(c)) for c in self.columns]
         )
-        self._fh.write(buf.getvalue())  # one write per row: a kill leaves at most one partial line
-        self._fh.flush()
-        self.rows_written += 1
-        now = time.monotonic()
-        if now - self._last_sync >= self.fsync_interval_s:
-            os.fsync(self._fh.fileno())
-            self._last_sync = now
+        self._write(buf.getvalue())  # one write per row: a kill leaves at most one partial line
 
     def append_block(self, t_mono_s: Any, t_wall_s: Any, columns: Mapping[str, Any]) -> None:
         """Append many rows at once (arrays of equal length), in one write and one flush.
@@ -155,9 +142,12 @@ class StreamWriter:
                 cols.append(["" if x != x else repr(x) for x in a.tolist()])
             else:
                 cols.append([_csv_field(x) for x in a.tolist()])
-        self._fh.write("".join(",".join(r) + "\n" for r in zip(*cols)))
+        self._write("".join(",".join(r) + "\n" for r in zip(*cols)))
+
+    def _write(self, text: str) -> None:
+        """Write and flush ``text``; ``os.fsync`` when the last one is ``fsync_interval_s`` old."""
+        self._fh.write(text)
         self._fh.flush()
-        self.rows_written += n
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_interval_s:
             os.fsync(self._fh.fileno())
@@ -168,6 +158,20 @@ class StreamWriter:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             self._fh.close()
+
+
+def check_stream_header(path: Path, columns: Iterable[str], hint: str = "") -> bool:
+    """Whether stream ``path`` exists with content; BadInputError (``hint`` ending the message) when its
+    header is not the time columns and ``columns``: rows of another layout are never appended."""
+    if not (path.exists() and path.stat().st_size > 0):
+        return False
+    header = ",".join(TIME_COLUMNS + tuple(columns))
+    with open(path, encoding="utf-8") as fh:
+        first = fh.readline().rstrip("\r\n")
+    if first != header:
+        raise BadInputError(f"{path}: stream header {first!r} differs from the sensor's columns {header!r}; "
+                            f"refusing to append rows with a different layout{hint}")
+    return True
 
 
 def _csv_field(x: Any) -> str:
@@ -186,24 +190,12 @@ def repair_partial_lines(path: Path) -> int:
     if size == 0:
         return 0
     with open(path, "rb+") as fh:
-        fh.seek(-1, os.SEEK_END)
-        if fh.read(1) == b"\n":
-            return 0
-        # scan back to the last newline
-        pos = size - 1
-        chunk = 4096
-        while pos > 0:
-            start = max(0, pos - chunk)
-            fh.seek(start)
-            data = fh.read(pos - start)
-            idx = data.rfind(b"\n")
-            if idx >= 0:
-                cut = start + idx + 1
-                fh.truncate(cut)
-                return size - cut
-            pos = start
-        fh.truncate(0)
-        return size
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:  # the end is read, not the whole file
+            if m[-1:] == b"\n":
+                return 0
+            cut = m.rfind(b"\n") + 1
+        fh.truncate(cut)
+    return size - cut
 
 
 class SessionInUseError(BadInputError):
@@ -252,8 +244,6 @@ class SessionLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
-                if made_dir:
-                    made_dir = False  # someone else's directory now
                 raise SessionInUseError(f"session {path} in use by {_holder(lock_path)}; wait for it to finish "
                                         "(or stop it), or choose another session") from None
             except OSError:
@@ -286,17 +276,12 @@ class SessionLock:
         if self._count > 0 or self._fd < 0:
             return
         self._held.pop(self.path.resolve(), None)
-        try:
-            os.unlink(self.path / LOCK_NAME)  # before unlocking: a waiting process then sees a fresh file
-        except FileNotFoundError:
-            pass
+        (self.path / LOCK_NAME).unlink(missing_ok=True)  # before unlocking: a waiting process then sees a fresh file
         os.close(self._fd)  # closes the lock
         self._fd = -1
         if cleanup and self.made_dir:
-            try:
+            with contextlib.suppress(OSError):
                 self.path.rmdir()  # only if empty: a session with any data stays
-            except OSError:
-                pass
 
     def __enter__(self) -> "SessionLock":
         return self
@@ -345,7 +330,7 @@ class SessionWriter:
         self.path = Path(path)
         self.manifest = manifest
         self.segment = segment
-        self._clock = clock or _host_clock()
+        self._clock = clock or (lambda: (time.monotonic(), time.time()))
         self._streams: dict[str, StreamWriter] = {}
         self._lock = lock
         try:
@@ -448,10 +433,6 @@ class SessionWriter:
         self.close()
 
 
-def _host_clock() -> Callable[[], tuple[float, float]]:
-    return lambda: (time.monotonic(), time.time())
-
-
 # ------------------------------------------------------------------------------------------------
 # Reading
 # ------------------------------------------------------------------------------------------------
@@ -492,63 +473,62 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _names(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
 def _check_manifest_fields(man: dict, mpath: Path) -> None:
     """Types of the manifest fields the samples layer and the fit read (each optional unless said),
     so that a hand-edited manifest is refused here, naming the manifest and the field, rather than
     failing later inside a fit or being blamed on an output file."""
 
-    def bad(field: str, value: Any, what: str) -> BadInputError:
-        return BadInputError(f"{mpath}: field {field}: {value!r} is not {what}")
+    def check(field: str, value: Any, ok: Any, what: str) -> None:
+        if not ok:
+            raise BadInputError(f"{mpath}: field {field}: {value!r} is not {what}")
+
+    def positive(v: Any, or_null: bool = False) -> bool:
+        return (or_null and v is None) or (_is_number(v) and v > 0)
 
     dev = man["device"]
-    name = dev.get("name")
-    if not isinstance(name, str) or not name:
-        raise bad("device.name", name, "a non-empty string")
+    check("device.name", dev.get("name"), isinstance(dev.get("name"), str) and dev["name"], "a non-empty string")
     for key in ("uuid", "driver_version", "cuda_version"):
-        if dev.get(key) is not None and not isinstance(dev[key], str):
-            raise bad(f"device.{key}", dev[key], "a string or null")
+        check(f"device.{key}", dev.get(key), dev.get(key) is None or isinstance(dev[key], str), "a string or null")
     if "sm_count" in dev:
         v = dev["sm_count"]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise bad("device.sm_count", v, "a positive integer")
+        check("device.sm_count", v, isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a positive integer")
     for key in ("max_warps_per_sm", "max_blocks_per_sm"):
-        if key in dev and not (_is_number(dev[key]) and dev[key] > 0):
-            raise bad(f"device.{key}", dev[key], "a positive number")
-    if dev.get("warp_issue_per_cycle") is not None and not (
-            _is_number(dev["warp_issue_per_cycle"]) and dev["warp_issue_per_cycle"] > 0):
-        raise bad("device.warp_issue_per_cycle", dev["warp_issue_per_cycle"], "a positive number or null")
+        if key in dev:
+            check(f"device.{key}", dev[key], positive(dev[key]), "a positive number")
+    v = dev.get("warp_issue_per_cycle")
+    check("device.warp_issue_per_cycle", v, positive(v, or_null=True), "a positive number or null")
     if "clocks" in dev:
         clocks = dev["clocks"]
-        if not isinstance(clocks, dict):
-            raise bad("device.clocks", clocks, "an object (core_mhz, mem_mhz)")
+        check("device.clocks", clocks, isinstance(clocks, dict), "an object (core_mhz, mem_mhz)")
         for key in ("core_mhz", "mem_mhz"):
-            if clocks.get(key) is not None and not (_is_number(clocks[key]) and clocks[key] > 0):
-                raise bad(f"device.clocks.{key}", clocks[key], "a positive number or null")
-        if "supported" in clocks and not isinstance(clocks["supported"], dict):
-            raise bad("device.clocks.supported", clocks["supported"], "an object")
+            check(f"device.clocks.{key}", clocks.get(key), positive(clocks.get(key), or_null=True),
+                  "a positive number or null")
+        if "supported" in clocks:
+            check("device.clocks.supported", clocks["supported"], isinstance(clocks["supported"], dict), "an object")
     for key in ("units", "chip_units", "mem_domain_units"):
-        if key in dev and not (isinstance(dev[key], list) and all(isinstance(u, str) for u in dev[key])):
-            raise bad(f"device.{key}", dev[key], "a list of unit names")
+        if key in dev:
+            check(f"device.{key}", dev[key], _names(dev[key]), "a list of unit names")
     for i, s in enumerate(man["sensors"]):
-        if "columns" in s and not (isinstance(s["columns"], list) and all(isinstance(c, str) for c in s["columns"])):
-            raise bad(f"sensors[{i}].columns", s["columns"], "a list of column names")
-        if "kind" in s and not isinstance(s["kind"], str):
-            raise bad(f"sensors[{i}].kind", s["kind"], "a string")
+        if "columns" in s:
+            check(f"sensors[{i}].columns", s["columns"], _names(s["columns"]), "a list of column names")
+        if "kind" in s:
+            check(f"sensors[{i}].kind", s["kind"], isinstance(s["kind"], str), "a string")
     camp = man.get("campaign")
-    if camp is not None and not isinstance(camp, dict):
-        raise bad("campaign", camp, "an object or null")
+    check("campaign", camp, camp is None or isinstance(camp, dict), "an object or null")
     design = man.get("design")  # rounds of `calib run --design adaptive`
     if design is not None:
-        if not isinstance(design, list):
-            raise bad("design", design, "a list of design rounds")
+        check("design", design, isinstance(design, list), "a list of design rounds")
         for i, r in enumerate(design):
-            if not isinstance(r, dict) or isinstance(r.get("round"), bool) or not isinstance(r.get("round"), int):
-                raise bad(f"design[{i}]", r, "an object with an integer 'round'")
+            check(f"design[{i}]", r, isinstance(r, dict) and isinstance(r.get("round"), int)
+                  and not isinstance(r.get("round"), bool), "an object with an integer 'round'")
             kernels = r.get("kernels", [])
-            if not isinstance(kernels, list) or not all(
-                    isinstance(k, dict) and isinstance(k.get("name"), str) and isinstance(k.get("mix"), dict)
-                    and _is_number(k.get("warps_per_sm")) for k in kernels):
-                raise bad(f"design[{i}].kernels", kernels, "a list of {name, mix, warps_per_sm} objects")
+            check(f"design[{i}].kernels", kernels, isinstance(kernels, list) and all(
+                isinstance(k, dict) and isinstance(k.get("name"), str) and isinstance(k.get("mix"), dict)
+                and _is_number(k.get("warps_per_sm")) for k in kernels), "a list of {name, mix, warps_per_sm} objects")
 
 
 def read_stream_csv(path: Path) -> tuple[pd.DataFrame, int]:
@@ -703,17 +683,13 @@ class Session:
 
 def read_session(path: str | os.PathLike) -> Session:
     """Open a session directory for reading (checks the manifest and that the markers exist)."""
-    path = Path(path)
-    man = read_manifest(path)
-    s = Session(path, man)
+    s = Session(Path(path), read_manifest(path))
     s.stream(MARKERS_STREAM)
     return s
 
 
 def file_sha256(path: str | os.PathLike) -> str:
     """Hex sha256 of a file's content."""
-    import hashlib
-
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

@@ -43,6 +43,7 @@ import logging
 import tempfile
 import warnings
 import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,9 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 
 log = logging.getLogger(__name__)
@@ -253,10 +257,7 @@ def _analyse_groups(groups: Iterable[tuple[str, str, pd.DataFrame]], ngroups: in
             sink.add(chip, key, rows, summary)
     step("analyse", 1.0)
     # a chip with fewer GPUs than an outlier needs: say so, or a planted (or real) outlier goes unflagged in silence
-    gpus_of: dict[str, int] = {}
-    for e in per_gpu.values():
-        gpus_of[e[1]] = gpus_of.get(e[1], 0) + 1
-    for chip, n in sorted(gpus_of.items()):
+    for chip, n in sorted(Counter(e[1] for e in per_gpu.values()).items()):
         if n < min_outlier_gpus:
             msg = (f"{chip}: {n} GPU(s), too few to call any GPU an outlier (a parameter needs at least "
                    f"{min_outlier_gpus} GPUs that share it and its model form); an outlier among them goes unflagged")
@@ -318,9 +319,6 @@ class _Spill:
         self._writers: dict[tuple[str, str, str, str], Any] = {}
 
     def _flush(self, chunk: list) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         if not chunk:
             return
         t = pa.concat_tables(chunk).combine_chunks()   # one record batch per parameter file and chunk
@@ -343,9 +341,6 @@ class _Spill:
             w.write_table(t.slice(a, b - a))
 
     def fill(self, step: Callable[[str, float], None]) -> None:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         from calib.fleet.dataset import open_gpu_file, read_gpu_rows, require_gpu_files
 
         files = self._latest_calibrations(require_gpu_files(self.fleet))
@@ -376,8 +371,6 @@ class _Spill:
         """Each GPU's latest calibration among ``files`` (a GPU calibrated under several drivers has a file
         per driver: the fleet is compared as it is now, the others are named in :attr:`notes`); two files of
         one GPU under one driver are refused (BadInputError naming both)."""
-        import pyarrow.parquet as pq
-
         from calib.fleet.dataset import calibration_key, duplicate_error, open_gpu_file
 
         by_gpu: dict[str, list[tuple[Path, dict]]] = {}
@@ -412,19 +405,12 @@ class _Spill:
     def groups(self) -> list[tuple[str, str, Path]]:
         """(chip, key, file) sorted by chip and key; key is ``section.name``, with ``[form]`` where the
         chip's GPUs have the parameter in several model forms."""
-        nforms: dict[tuple[str, str, str], int] = {}
-        for chip, section, name, _ in self.paths:
-            nforms[(chip, section, name)] = nforms.get((chip, section, name), 0) + 1
-        out = []
-        for (chip, section, name, form), path in self.paths.items():
-            key = f"{section}.{name}" + (f"[{form}]" if nforms[(chip, section, name)] > 1 else "")
-            out.append((chip, key, path))
-        return sorted(out)
+        nforms = Counter(k[:3] for k in self.paths)
+        return sorted((chip, f"{section}.{name}" + (f"[{form}]" if nforms[(chip, section, name)] > 1 else ""), path)
+                      for (chip, section, name, form), path in self.paths.items())
 
     @staticmethod
     def read(chip: str, key: str, path: Path) -> tuple[str, str, pd.DataFrame]:
-        import pyarrow as pa
-
         with pa.memory_map(str(path)) as src:
             df = pa.ipc.open_file(src).read_all().to_pandas()
         df = _clean_columns(df)
@@ -433,16 +419,16 @@ class _Spill:
 
 
 def analyze(fleet: str | Path, threshold: float = DEFAULT_THRESHOLD, rel_floor: float = REL_FLOOR,
-            workers: int = 1, progress: Callable[[str, float], None] | None = None,
+            progress: Callable[[str, float], None] | None = None,
             sinks: Sequence[GroupSink] = (), min_gpus: int = 3, min_outlier_gpus: int = MIN_OUTLIER_GPUS,
             tmp_dir: str | Path | None = None) -> FleetAnalysis:
     """Read dataset ``fleet`` and analyse it, one parameter at a time (module docstring, "Memory"): the
     same results as :func:`analyze_frame` on the whole table, but each parameter's per-GPU rows go to
     ``sinks`` (e.g. :class:`calib.fleet.report.GpusTableWriter`) and are not kept, so the result has no
     ``gpus`` table. The re-sorted copy of the dataset lives in a temporary directory under ``tmp_dir``
-    (default: the system's, ``TMPDIR``; about the size of the dataset) and is removed at the end.
-    ``workers`` is accepted for symmetry with collect (the analysis is vectorised per parameter and runs in
-    one process). ``progress(stage, fraction)`` is called at the stages ``read`` and ``analyse``.
+    (default: the system's, ``TMPDIR``; about the size of the dataset) and is removed at the end (the
+    analysis is vectorised per parameter and runs in one process). ``progress(stage, fraction)`` is called
+    at the stages ``read`` and ``analyse``.
     BadInputError: no dataset, an empty one, a corrupt file or two files of one GPU under one driver (named);
     a GPU calibrated under several drivers is analysed once, with its latest calibration (``notes``)."""
     step = progress or (lambda stage, frac: None)

@@ -7,13 +7,12 @@ Layout (Hive-style partitions, readable by pandas, pyarrow, DuckDB, Spark)::
     FLEET/_collect.jsonl      append-only log: one line per collect (added, skipped, incomplete, failed)
 
 Partition values are slugs (lower-case letters, digits, ``-``, ``.``), so no engine has to decode them;
-the exact names are columns (``gpu_name``, ``driver_version``). One row per GPU and parameter: ``gpu_uuid``,
-``gpu_name``, ``serial`` (virtual units), ``node``, ``gpu_slot``, ``session``, ``section``, ``name``, ``form`` (model
-form the value belongs to, see :func:`calib.fleet.paramrows.param_rows`), ``value``, ``stderr`` (statistical), ``stderr_total`` (with model discrepancy), ``min``, ``max``, ``unit``, ``vary`` and provenance (``param_file``,
-``param_sha256``, ``toolkit_version``, ``toolkit_commit``, ``created_utc``, ``job_id``,
-``restart_count``). Section ``reference`` holds the model's prediction for the reference workload
-(:data:`REFERENCE_KERNEL`: ``power_w_pred``, ``time_s_pred``, ``energy_j_pred``, ``temp_c_pred``),
-computed from the GPU's parameter file at collect time.
+the exact names are columns (``gpu_name``, ``driver_version``). One row per GPU and parameter, the columns of
+:data:`SCHEMA` (``serial``: of virtual units; ``form``: the model form the value belongs to,
+:func:`calib.fleet.paramrows.param_rows`; ``stderr`` statistical, ``stderr_total`` with model discrepancy;
+the parameter file's provenance and the task record). Section ``reference`` holds the model's prediction
+for the reference workload (:data:`REFERENCE_KERNEL`: ``power_w_pred``, ``time_s_pred``, ``energy_j_pred``,
+``temp_c_pred``), computed from the GPU's parameter file at collect time.
 
 Guarantees:
 
@@ -49,7 +48,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from calib.core.atomic import atomic_write_bytes
+from calib.core.atomic import atomic_write_bytes, atomic_write_json
 from calib.core.errors import BadInputError, CalibError
 from calib.core.session import file_sha256
 from calib.fleet.layout import dirs
@@ -148,11 +147,9 @@ def _read_gpu(param_file: str, task_file: str | None) -> dict[str, Any]:
         "created_utc": prov.get("created_utc"), "job_id": task.get("job_id"),
         "restart_count": task.get("restart_count"),
     }
-    rows = list(pf.rows)
     units = {"power_w_pred": "W", "time_s_pred": "s", "energy_j_pred": "J", "temp_c_pred": "C"}
-    for k, v in ref.items():
-        rows.append({"section": "reference", "name": k, "form": "predicted", "value": v, "stderr": None, "min": None, "max": None,
-                     "unit": units.get(k, "1"), "vary": False})
+    rows = list(pf.rows) + [{"section": "reference", "name": k, "form": "predicted", "value": v, "stderr": None,
+                             "min": None, "max": None, "unit": units.get(k, "1"), "vary": False} for k, v in ref.items()]
     return {"gpu": gpu, "rows": rows}
 
 
@@ -168,9 +165,7 @@ def _session_state(session_dir: Path, task: dict | None) -> tuple[str, str]:
     """State of a session without a parameter file: incomplete, unfitted or failed (with why)."""
     from calib.core.session import read_session
 
-    why = ""
-    if task and task.get("state") == "failed":
-        why = f"task exited with status {task.get('exit_status')}"
+    why = f"task exited with status {task.get('exit_status')}" if task and task.get("state") == "failed" else ""
     try:
         complete = read_session(session_dir).is_complete()
     except CalibError as e:
@@ -255,10 +250,7 @@ def _write_gpu(fleet: Path, gpu: dict[str, Any], rows: list[dict[str, Any]]) -> 
     part = fleet / f"chip={slug(gpu['gpu_name'])}" / f"driver={slug(gpu['driver_version'])}" / \
         f"campaign={slug(gpu['campaign_name'])}"
     part.mkdir(parents=True, exist_ok=True)
-    cols: dict[str, list] = {f.name: [] for f in SCHEMA}
-    for r in rows:
-        for name in cols:
-            cols[name].append(r[name] if name in r else gpu.get(name))
+    cols = {f.name: [r[f.name] if f.name in r else gpu.get(f.name) for r in rows] for f in SCHEMA}
     ident = {k: gpu[k] for k in ("gpu_uuid", "gpu_name", "session", "param_sha256", "driver_version", "campaign_name")}
     table = pa.table(cols, schema=SCHEMA.with_metadata({META_KEY: json.dumps(ident).encode()}))
     # slug for readability + hash of the exact uuid, so two uuids with the same slug never share a file
@@ -335,13 +327,10 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
     existing = scan_dataset(fleet)   # first: a corrupt dataset is refused before any work
     names: set[str] = set()
     for sub, pattern in (("logs", "*"), ("fitted", "*.json"), ("tasks", "*.json")):
-        if d[sub].is_dir():
-            for p in d[sub].glob(pattern):
-                n = p.name if sub == "logs" else p.stem
-                if sub == "fitted" and (n.endswith(".recovery") or n.endswith(".samples")):
-                    continue
-                if not n.startswith("."):
-                    names.add(n)
+        for p in d[sub].glob(pattern):   # (nothing when the directory does not exist)
+            n = p.name if sub == "logs" else p.stem
+            if not n.startswith(".") and not (sub == "fitted" and n.endswith((".recovery", ".samples"))):
+                names.add(n)
     if only is not None:
         names &= only
     result = CollectResult()
@@ -424,8 +413,6 @@ def collect(root: str | Path, fleet: str | Path, *, allow_mixed: bool = False, w
 
 
 def _write_status(fleet: Path, root: Path, result: CollectResult) -> None:
-    from calib.core.atomic import atomic_write_json
-
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     atomic_write_json(fleet / "_status.json", {"source": str(root), "collected_utc": when,
                                                "sessions": [s.as_dict() for s in result.statuses]})

@@ -6,12 +6,15 @@ changes (``calib.core.params``) only this module follows it.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from calib.core import params
+from calib.core.atomic import finite_or_none
+from calib.core.errors import SchemaError
 
 
 @dataclass(frozen=True)
@@ -22,10 +25,6 @@ class ParamFileRows:
     provenance: dict[str, Any]
     rows: list[dict[str, Any]]   # section, name, form, value, stderr, stderr_total, min, max, unit, vary
     reference: dict[str, float]  # the model's predictions for the reference kernel ({} when none asked)
-
-
-def _num(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 def _unit_of(name: str, units: dict) -> str | None:
@@ -58,8 +57,8 @@ def param_rows(path: str | Path, reference_kernel: str | Path | None = None) -> 
             if unit is not None and isinstance(units[unit], dict) and units[unit].get("ar_function"):
                 form = f"{sec.model}/ar={units[unit]['ar_function']}"
             rows.append({"section": section, "name": p.name, "form": form, "value": float(p.value),
-                         "stderr": _num(p.stderr), "stderr_total": _num(p.stderr_total), "min": _num(p.min),
-                         "max": _num(p.max), "unit": p.unit, "vary": bool(p.vary)})
+                         **{k: finite_or_none(getattr(p, k)) for k in ("stderr", "stderr_total", "min", "max")},
+                         "unit": p.unit, "vary": bool(p.vary)})
     ref: dict[str, float] = {}
     if reference_kernel is not None:
         from calib.model.predict import kernel_description_table, predict_table
@@ -74,10 +73,6 @@ def param_identity(path: str | Path) -> dict[str, str]:
     """Who parameter file ``path`` says it is, read cheaply (JSON only; :func:`param_rows` does the full
     checks): ``gpu_uuid``, ``gpu_name``, ``session``, ``driver_version``. SchemaError naming the file when it is not JSON or
     has no device block."""
-    import json
-
-    from calib.core.errors import SchemaError
-
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)

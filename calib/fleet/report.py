@@ -14,16 +14,18 @@ parameter is analysed; the node map and the page need only the per-parameter and
 from __future__ import annotations
 
 import html
-import io
 import math
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
-from calib.core.atomic import atomic_write_bytes, atomic_write_text, atomic_writer
+from calib.core.atomic import atomic_write_png, atomic_write_text, atomic_writer
 from calib.fleet.analysis import COLUMNS, RESULT_COLUMNS, FleetAnalysis
+from calib.fleet.dataset import slug
+from calib.report_text import num_text
 
 HIST_PER_FIGURE = 12
 #: the node map labels every GPU's cell up to this many GPUs, beyond it only the outliers' cells
@@ -36,28 +38,14 @@ MAP_MAX_HEIGHT_IN = 16.0
 MAP_MAX_TICKS = 80
 
 
-def _save(fig, path: Path, dpi: int) -> None:  # noqa: ANN001
-    """A figure as PNG at ``path``, written atomically (calib.core.atomic: links followed, devices refused)."""
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
-
-
 def _csv(df: pd.DataFrame) -> str:
     return df.to_csv(index=False, lineterminator="\n")
 
 
 def write_tables(an: FleetAnalysis, out: Path) -> None:
     """``params.csv`` (one row per chip and parameter) and ``outliers.csv`` (one row per outlier GPU) in
-    directory ``out``, each written atomically, and ``gpus.csv`` (one row per GPU and parameter) when the
-    analysis holds it (:func:`calib.fleet.analysis.analyze_frame`; the streamed analysis writes it with
-    :class:`GpusTableWriter`)."""
+    directory ``out``, each written atomically (``gpus.csv``: :class:`GpusTableWriter`)."""
     atomic_write_text(out / "params.csv", _csv(an.params))
-    if an.gpus is not None:
-        atomic_write_text(out / "gpus.csv", _csv(an.gpus))
     atomic_write_text(out / "outliers.csv", _csv(an.outlier_gpus()))
 
 
@@ -87,12 +75,6 @@ class GpusTableWriter:
         return bool(self._cm.__exit__(kind, value, tb))
 
 
-def _fmt(x: float) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    return f"{x:.4g}"
-
-
 class HistogramSink:
     """The report's histograms drawn one parameter at a time (a sink of
     :func:`calib.fleet.analysis.analyze`): :data:`HIST_PER_FIGURE` parameters per PNG, per chip, in the
@@ -120,15 +102,11 @@ class HistogramSink:
     def _draw(self) -> None:
         if not self._pending:
             return
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
         chunk, self._pending = self._pending, []
         ncol = 4
         nrow = math.ceil(len(chunk) / ncol)
-        fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 2.6 * nrow), squeeze=False)
+        fig = Figure(figsize=(4 * ncol, 2.6 * nrow))
+        axes = fig.subplots(nrow, ncol, squeeze=False)
         for ax in axes.flat[len(chunk):]:
             ax.set_visible(False)
         for ax, (key, v, bad, p) in zip(axes.flat, chunk):
@@ -145,26 +123,12 @@ class HistogramSink:
             ax.tick_params(labelsize=7)
         fig.tight_layout()
         names = self.names.setdefault(self._chip, [])
-        name = f"hist-{_safe(self._chip)}-{len(names) + 1}.png"
-        _save(fig, self.out / name, 80)
+        name = f"hist-{slug(self._chip)}-{len(names) + 1}.png"
+        atomic_write_png(self.out / name, fig, 80)
         names.append(name)
 
 
-def _histograms_of(an: FleetAnalysis, out: Path) -> dict[str, list[str]]:
-    """The histograms of an analysis that holds its ``gpus`` table (:func:`calib.fleet.analysis.analyze_frame`)."""
-    sink = HistogramSink(out, an.threshold)
-    for p in an.params.to_dict("records"):
-        g = an.gpus[(an.gpus["chip"] == p["chip"]) & (an.gpus["key"] == p["key"])]
-        sink.add(p["chip"], p["key"], g, p)
-    return sink.finish()
-
-
 def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     # largest |z| per GPU over the screened parameters only (what can call a GPU an outlier)
     per = an.per_gpu[an.per_gpu["chip"] == chip].rename(columns={"gpu_slot": "slot"})
     per = per.sort_values("gpu_uuid", ignore_index=True)
@@ -177,7 +141,8 @@ def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
     total_rows = sum(rows_per_node.values())
     # bounded whatever the fleet's size: the height is capped and beyond MAP_LABEL_MAX_GPUS only the
     # outliers' cells are labelled (1,000 labelled cells cost ~110 MiB of peak memory)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * width + 2.5), min(0.5 * total_rows + 1.2, MAP_MAX_HEIGHT_IN)))
+    fig = Figure(figsize=(max(6.0, 0.55 * width + 2.5), min(0.5 * total_rows + 1.2, MAP_MAX_HEIGHT_IN)))
+    ax = fig.subplots()
     label_all = len(per) <= MAP_LABEL_MAX_GPUS
     grid = np.full((total_rows, width), np.nan)
     labels = []
@@ -205,45 +170,29 @@ def _node_map(an: FleetAnalysis, chip: str, out: Path) -> str:
                  fontsize=8)
     fig.colorbar(im, ax=ax, fraction=0.03)
     fig.tight_layout()
-    name = f"nodes-{_safe(chip)}.png"
-    _save(fig, out / name, 90)
+    name = f"nodes-{slug(chip)}.png"
+    atomic_write_png(out / name, fig, 90)
     return name
-
-
-def _safe(text: str) -> str:
-    from calib.fleet.dataset import slug
-
-    return slug(text)
 
 
 def _table(df: pd.DataFrame, cols: list[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = []
-    for _, r in df.iterrows():
-        cells = []
-        for c in cols:
-            v = r[c]
-            cells.append(f"<td>{html.escape(_fmt(v) if isinstance(v, float) else str(v))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(num_text(v, '.4g') if isinstance(v, float) else str(v))}</td>"
+                                    for v in r) + "</tr>" for r in df[cols].itertuples(index=False))
+    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def write_report(an: FleetAnalysis, out: str | Path, title: str = "GPU fleet calibration",
-                 extra_html: str = "", progress: Callable[[str, float], None] | None = None,
-                 histograms: dict[str, list[str]] | None = None) -> Path:
+                 extra_html: str = "", progress: Callable[[str, float], None] | None = None, *,
+                 histograms: dict[str, list[str]]) -> Path:
     """Write the report of ``an`` into directory ``out``; returns the path of ``index.html``.
-    ``histograms``: the figures a :class:`HistogramSink` drew during a streamed analysis (chip -> file
-    names); without it they are drawn here from ``an.gpus`` (:func:`calib.fleet.analysis.analyze_frame`).
+    ``histograms``: the figures a :class:`HistogramSink` drew during the analysis (chip -> file names).
     ``progress(stage, fraction)`` is called as the stages (``tables``, ``figures``, ``page``) go."""
     step = progress or (lambda stage, frac: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     step("tables", 0.0)
     write_tables(an, out)
-    if histograms is None:
-        if an.gpus is None:
-            raise ValueError("write_report: a streamed analysis needs the histograms its HistogramSink drew")
-        histograms = _histograms_of(an, out)
     outliers = an.outlier_gpus()
     n_gpus = len(an.per_gpu)
     parts = [f"<h1>{html.escape(title)}</h1>",
@@ -252,20 +201,18 @@ def write_report(an: FleetAnalysis, out: str | Path, title: str = "GPU fleet cal
     chips = sorted(an.params["chip"].unique())
     for i, chip in enumerate(chips):
         p = an.params[an.params["chip"] == chip]
-        parts.append(f"<h2>{html.escape(chip)}</h2>")
-        parts.append("<h3>Outlier GPUs</h3>")
         o = outliers[outliers["gpu_uuid"].isin(an.per_gpu.loc[an.per_gpu["chip"] == chip, "gpu_uuid"])]
-        parts.append(_table(o, ["gpu_uuid", "serial", "node", "session", "max_abs_z", "parameters"]) if len(o)
-                     else "<p>none at this threshold</p>")
-        parts.append("<h3>Map by node</h3>")
+        parts += [f"<h2>{html.escape(chip)}</h2>", "<h3>Outlier GPUs</h3>",
+                  _table(o, ["gpu_uuid", "serial", "node", "session", "max_abs_z", "parameters"]) if len(o)
+                  else "<p>none at this threshold</p>", "<h3>Map by node</h3>"]
         step("figures", i / len(chips))
-        parts.append(f'<img src="{_node_map(an, chip, out)}" alt="map by node">')
-        parts.append("<h3>Fleet-typical parameters and between-GPU spread</h3>")
-        parts.append("<p>median and robust SD (1.4826 MAD) over the GPUs; tau: between-GPU SD after removing the "
-                     "typical measurement error; shrinkage: mean weight of the fleet in the pooled estimates.</p>")
-        parts.append(_table(p, ["key", "unit", "n_gpus", "median", "robust_sd", "cv_pct", "median_stderr", "tau",
-                                "mu", "mean_shrinkage", "n_outliers"]))
-        parts.append("<h3>Histograms per parameter</h3>")
+        parts += [f'<img src="{_node_map(an, chip, out)}" alt="map by node">',
+                  "<h3>Fleet-typical parameters and between-GPU spread</h3>",
+                  "<p>median and robust SD (1.4826 MAD) over the GPUs; tau: between-GPU SD after removing the "
+                  "typical measurement error; shrinkage: mean weight of the fleet in the pooled estimates.</p>",
+                  _table(p, ["key", "unit", "n_gpus", "median", "robust_sd", "cv_pct", "median_stderr", "tau",
+                             "mu", "mean_shrinkage", "n_outliers"]),
+                  "<h3>Histograms per parameter</h3>"]
         parts += [f'<img src="{n}" alt="histograms">' for n in histograms.get(chip, [])]
     step("figures", 1.0)
     if an.notes:

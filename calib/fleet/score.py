@@ -52,12 +52,14 @@ def outlier_score(an: FleetAnalysis) -> dict[str, Any]:
 
 
 def _pooling_row(key: str, rows: pd.DataFrame, truth: dict[str, dict[str, float]], campaign: str) -> dict | None:
-    """One parameter's row of :func:`pooling_errors` (None when no GPU qualifies)."""
+    """One parameter's row of :class:`PoolingErrorsSink` (None when no GPU qualifies)."""
     from microbench.devices.sim.fleet import planted_defect
 
     g = rows[(rows["campaign_name"] == campaign) & rows["serial"].notna()].copy()
     g = g[[planted_defect(int(s)) is None for s in g["serial"]]]
-    g["truth"] = [truth.get(p, {}).get(k) for p, k in zip(_preset_names(g), g["section"] + "." + g["name"])]
+    # the dataset's preset column is not among the analysis columns: rebuilt from the uuid
+    presets = [u.removeprefix("SIM-") for u in g["gpu_uuid"]]
+    g["truth"] = [truth.get(p, {}).get(k) for p, k in zip(presets, g["section"] + "." + g["name"])]
     sub = g[g["truth"].notna() & np.isfinite(g["stderr"].astype(float)) & g["shrinkage"].notna()]
     if sub.empty:
         return None
@@ -83,22 +85,14 @@ def _pooling_row(key: str, rows: pd.DataFrame, truth: dict[str, dict[str, float]
             "coverage95_pooled": float(np.mean(np.abs(pooled - t) <= 1.96 * pse))}
 
 
-def pooling_errors(an: FleetAnalysis, truth: dict[str, dict[str, float]], campaign: str = "quick") -> pd.DataFrame:
-    """Per parameter, over the normal (not planted-outlier) GPUs of ``campaign`` that have a truth and a
-    standard error: RMS error against the truth of the GPU's own estimate and of its pooled estimate
-    (absolute and in % of the mean truth), the same for the GPU's deviation from the fleet mean
-    (``rms_dev_err_*``: a bias shared by every GPU cancels),
-    the RMS of the stated standard errors, the mean shrinkage, and the coverage of the +-1.96 stderr
-    intervals (raw and pooled): the check that the stated uncertainties mean what they say. Needs the
-    analysis' ``gpus`` table (:func:`calib.fleet.analysis.analyze_frame`); :class:`PoolingErrorsSink`
-    computes the same during a streamed analysis."""
-    rows = [_pooling_row(key, sub, truth, campaign) for key, sub in an.gpus.groupby("key", sort=True)]
-    return pd.DataFrame([r for r in rows if r is not None])
-
-
 class PoolingErrorsSink:
-    """:func:`pooling_errors` one parameter at a time (a sink of :func:`calib.fleet.analysis.analyze`);
-    the ground truth of each virtual unit is computed when the unit first appears (``workers`` processes)
+    """Per parameter (a sink of :func:`calib.fleet.analysis.analyze`, one parameter at a time), over the
+    normal (not planted-outlier) GPUs of ``campaign`` that have a truth and a standard error: RMS error
+    against the truth of the GPU's own estimate and of its pooled estimate (absolute and in % of the mean
+    truth), the same for the GPU's deviation from the fleet mean (``rms_dev_err_*``: a bias shared by every
+    GPU cancels), the RMS of the stated standard errors, the mean shrinkage, and the coverage of the
+    +-1.96 stderr intervals (raw and pooled): the check that the stated uncertainties mean what they say.
+    The ground truth of each virtual unit is computed when the unit first appears (``workers`` processes)
     and kept. :meth:`table` gives the result."""
 
     def __init__(self, campaign: str = "quick", workers: int = 2):
@@ -118,7 +112,3 @@ class PoolingErrorsSink:
     def table(self) -> pd.DataFrame:
         return pd.DataFrame(sorted(self.rows, key=lambda r: r["key"]))
 
-
-def _preset_names(g: pd.DataFrame) -> list[str]:
-    # the dataset's preset column is not among the analysis columns; rebuild it from the uuid
-    return [u.removeprefix("SIM-") for u in g["gpu_uuid"]]

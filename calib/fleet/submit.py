@@ -101,10 +101,7 @@ def sbatch_script(job: FleetJob) -> str:
         "#SBATCH --open-mode=append",
         f"#SBATCH --output={d['slurm']}/%x-%A_%a.out",
     ]
-    if job.partition:
-        lines.append(f"#SBATCH --partition={job.partition}")
-    if job.time_limit:
-        lines.append(f"#SBATCH --time={job.time_limit}")
+    lines += [f"#SBATCH --{k}={v}" for k, v in (("partition", job.partition), ("time", job.time_limit)) if v]
     lines += [f"#SBATCH {x}" for x in job.extra_sbatch]
     if job.preset:
         device = (f'SERIAL=$(( {job.first_serial - job.first_task} + TASK ))\n'

@@ -34,6 +34,15 @@ def read_text(path: str | os.PathLike) -> tuple[list[str], bool]:
     return lines, text.endswith(("\n", "\r")) or bool(lines and not lines[-1].strip())
 
 
+def is_number(text: str) -> bool:
+    """Whether ``float`` reads ``text``."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def cut_hint(is_last: bool, ends_with_newline: bool) -> str:
     """Suffix for a short-row message: a short last line without a newline is a truncated file."""
     return "; the file ends mid-line (truncated?)" if is_last and not ends_with_newline else ""
@@ -41,8 +50,7 @@ def cut_hint(is_last: bool, ends_with_newline: bool) -> str:
 
 def unit_name(raw: str) -> str:
     """An ``act_`` unit name from a tool's component name: runs of other characters become ``_``."""
-    name = re.sub(r"[^0-9A-Za-z_]+", "_", raw.strip()).strip("_")
-    return name
+    return re.sub(r"[^0-9A-Za-z_]+", "_", raw.strip()).strip("_")
 
 
 def to_float(text: str, where: str, *, thousands: bool = False, percent: bool = False,

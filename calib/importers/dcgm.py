@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
-from calib.importers._common import cut_hint, read_text
+from calib.importers._common import cut_hint, is_number, read_text, to_float
 from calib.core.samples import check_samples
 
 DESCRIPTION = "dcgmi dmon output with profiling fields (FP32A, FP64A, FP16A, TENSO, DRAMA, SMACT, SMOCC, ...)"
@@ -41,37 +41,19 @@ MISSING = {"N/A", "NA", "", "-"}
 
 
 def _value(text: str, where: str) -> float:
-    t = text.strip()
-    if t.upper() in MISSING:
+    if text.strip().upper() in MISSING:
         return np.nan
-    try:
-        v = float(t)
-    except ValueError:
-        raise BadInputError(f"{where}: {t!r} is not a number") from None
+    v = to_float(text, where)
     if np.isinf(v):
-        raise BadInputError(f"{where}: {t!r} is not a finite number")
+        raise BadInputError(f"{where}: {text.strip()!r} is not a finite number")
     return v
-
-
-def _is_int(tok: str) -> bool:
-    return tok.isdigit()
-
-
-def _is_value(tok: str) -> bool:
-    if tok.upper() in MISSING:
-        return True
-    try:
-        float(tok)
-        return True
-    except ValueError:
-        return False
 
 
 def _entity_width(tok: list[str]) -> int:
     """Tokens of the entity at the start of a dmon line: 'GPU 0', 'GPU-I 1', 'GPU-CI 2' (a type and an
     integer id), or a bare id. Counted from the entity's own shape, not from the line's length, so that
     a short (truncated) line is refused instead of shifting its values into the wrong fields."""
-    if len(tok) >= 2 and not _is_value(tok[0]) and _is_int(tok[1]):
+    if len(tok) >= 2 and not (tok[0].upper() in MISSING or is_number(tok[0])) and tok[1].isdigit():
         return 2
     return 1
 
@@ -103,10 +85,8 @@ def _parse_dmon(lines: list[str], p: Path, ends_nl: bool = True) -> pd.DataFrame
             raise BadInputError(f"{p}: line {i}: {len(tok) - w} values after the entity {' '.join(tok[:w])!r}, "
                                 f"expected {n} ({' '.join(header)})"
                                 + cut_hint(i == last and len(tok) - w < n, ends_nl))
-        rec: dict[str, object] = {"entity": " ".join(tok[:w]), "_line": i}
-        for name, v in zip(header, tok[w:]):
-            rec[name] = _value(v, f"{p}: line {i}, field {name}")
-        recs.append(rec)
+        recs.append({"entity": " ".join(tok[:w]), "_line": i,
+                     **{name: _value(v, f"{p}: line {i}, field {name}") for name, v in zip(header, tok[w:])}})
     if header is None:
         raise BadInputError(f"{p}: no dmon header ('#Entity FIELD ...') found")
     if not recs:
@@ -129,13 +109,8 @@ def _parse_csv(lines: list[str], p: Path, ends_nl: bool = True) -> pd.DataFrame:
         if len(r) != len(header):
             raise BadInputError(f"{p}: line {i}: {len(r)} fields, expected {len(header)}"
                                 + cut_hint(k == len(rows) and len(r) < len(header), ends_nl))
-        rec: dict[str, object] = {"_line": i}
-        for h, v in zip(header, r):
-            if h in ("workload", "entity"):
-                rec[h] = v.strip()
-            else:
-                rec[h] = _value(v, f"{p}: line {i}, field {h}")
-        recs.append(rec)
+        recs.append({"_line": i, **{h: v.strip() if h in ("workload", "entity")
+                                    else _value(v, f"{p}: line {i}, field {h}") for h, v in zip(header, r)}})
     if not recs:
         raise BadInputError(f"{p}: no samples after the header")
     return pd.DataFrame(recs)
@@ -199,8 +174,7 @@ def read(path: str | os.PathLike, workload: str | None = None, skip_idle: bool =
     if "workload" in df.columns:
         keys.insert(0, "workload")
     out = []
-    for key, g in df.groupby(keys, sort=False, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
+    for key, g in df.groupby(keys, sort=False, dropna=False):   # (a list of keys: key is a tuple)
         kd = dict(zip(keys, key))
         name = str(kd["workload"]) if "workload" in kd else base
         if multi:

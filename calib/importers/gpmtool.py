@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from calib.core.errors import BadInputError
-from calib.importers._common import cut_hint, read_text, to_float, unit_name
+from calib.importers._common import cut_hint, is_number, read_text, to_float, unit_name
 from calib.core.samples import check_samples
 from calib.core.units import in_memory_domain
 
@@ -97,14 +97,10 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     n_num = 1 + n_dom + n_comp
     rows = [(i + 5, line) for i, line in enumerate(lines[4:]) if line.strip()]
     first = rows[0][1].split(",")
-    if len(first) == n_num + 1:
-        named = True
-    elif len(first) == n_num:
-        named = False
-    else:
-        hint = ""
-        if all(_is_num(f) for f in first) and len(first) != n_num:
-            hint = " (this looks like a gpmTOOL model file with fitted parameters, not measurements)"
+    named = len(first) == n_num + 1
+    if len(first) not in (n_num, n_num + 1):
+        hint = (" (this looks like a gpmTOOL model file with fitted parameters, not measurements)"
+                if all(is_number(f) for f in first) else "")
         raise BadInputError(f"{p}: line {rows[0][0]}: {len(first)} fields, expected {n_num} (power, {n_dom} clock(s), "
                             f"{n_comp} utilizations) or {n_num + 1} with a leading name{hint}"
                             + cut_hint(len(rows) == 1 and len(first) < n_num, ends_nl))
@@ -147,14 +143,6 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     if n_dom == 2:
         df["ref_mem_mhz"] = defaults[1]
     return check_samples(df, str(p), require_power=True, locations=[(r + 1, ln) for r, (ln, _) in enumerate(rows)])
-
-
-def _is_num(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
 
 
 def write(df: pd.DataFrame, path: str | os.PathLike, default_clocks: tuple[float, float] | None = None,

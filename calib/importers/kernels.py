@@ -10,9 +10,8 @@ board name or ``--chip``, else the export's compute capability): the timing fit 
 and warp slots from :mod:`calib.core.arch` by it.
 
 How each metric maps to a class is one table, in :mod:`calib.importers.ncu_kernel` (nvprof and ncu
-names; with nvprof's default metric sets the memory instructions come from the transaction metrics:
-requests = ``*_transactions / *_transactions_per_request``, the L2 hit rate = 1 - DRAM sectors / L2
-sectors, the L1 hit rate = 1 - ``l2_tex_read_transactions`` / ``gld_transactions``).
+names; what each metric gives, the transaction metrics of nvprof's default sets included:
+calib/importers/README.md).
 
 Accepted layouts (as nvprof 11.8 and ncu 2022.3 write them: ``tests/data/profilers/README.md``):
 
@@ -126,10 +125,7 @@ def read_kernels(path: str | os.PathLike, *, blocks: int | None = None, threads_
     GPU (writes ``active_sms``); ``chip``: the GPU chip when the board name does not tell it;
     ``max_warps_per_sm``: warp slots per SM for the achieved occupancy (default: the chip's);
     ``trace``: an ``nvprof --print-gpu-trace --csv`` export of the same application, for the durations
-    and launch shapes an nvprof metrics export lacks (:func:`join_trace`).
-
-    The SM count (``active_sms``) comes from ``sm_count``, else from the export (ncu's
-    ``device__attribute_multiprocessor_count``), else from the board name (:mod:`calib.importers.boards`)."""
+    and launch shapes an nvprof metrics export lacks (:func:`join_trace`)."""
     p = Path(path)
     flavour, layout, launches = NK.read_exported(p)
     if not launches:
@@ -160,16 +156,13 @@ def read_kernels(path: str | os.PathLike, *, blocks: int | None = None, threads_
                 per_warp, extra = describe(la.name, la.metrics, warps)
         except BadInputError as e:
             raise BadInputError(f"{la.where}: {e}") from None
-        row: dict[str, Any] = {"workload": la.name, "blocks": float(nb), "threads_per_block": float(tpb)}
-        for c, x in per_warp.items():
-            row[CNT_PREFIX + c] = x
+        row: dict[str, Any] = {"workload": la.name, "blocks": float(nb), "threads_per_block": float(tpb),
+                               **{CNT_PREFIX + c: x for c, x in per_warp.items()}}
         if "memory" in extra and "uncoalesced_fraction" in extra["memory"]:
             row["uncoal_frac"] = extra["memory"]["uncoalesced_fraction"]
-        act = extra.get("_active_warps")
-        if act is None and extra.get("_occupancy") is not None:
-            act = extra["_occupancy"] * mw
-        if act:
-            row["active_blocks_per_sm"] = max(act / math.ceil(tpb / 32), 1e-6)
+        resident = NK.active_blocks_per_sm(extra, tpb, mw)
+        if resident is not None:
+            row["active_blocks_per_sm"] = resident
         row["time_s"] = la.time_s if la.time_s is not None else extra.get("time_s", math.nan)
         row["core_mhz"] = la.core_mhz if la.core_mhz is not None else extra.get("core_mhz", core_mhz or math.nan)
         row["mem_mhz"] = la.mem_mhz if la.mem_mhz is not None else extra.get("mem_mhz", mem_mhz or math.nan)
@@ -202,9 +195,7 @@ def _arch_of(la: _Launch, chip: str | None) -> arch.Arch | None:
     c = _chip_of(la)
     if c:
         return arch.BY_CHIP[c]
-    if la.cc:
-        return arch.BY_CC.get(la.cc)
-    return None
+    return arch.BY_CC.get(la.cc) if la.cc else None
 
 
 def _merge_launches(df: pd.DataFrame) -> pd.DataFrame:

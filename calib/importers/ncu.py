@@ -106,8 +106,9 @@ def _nvprof_value(text: str, where: str, clipped: list[str] | None = None) -> fl
     raise BadInputError(f"{where}: {text.strip()!r} is neither a utilization level like 'Mid (5)' nor a percentage")
 
 
-def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source: str, ignored: set[str],
-            shadowed: dict[str, str], clipped: list[str]) -> pd.DataFrame:
+def _finish(records: dict[str, dict[str, list[float]]], source: str, ignored: set[str], shadowed: dict[str, str],
+            clipped: list[str]) -> pd.DataFrame:
+    """The samples table of ``records`` (kernel -> unit -> values, kernels in file order) and the warnings."""
     if clipped:
         warnings.warn(f"{source}: {len(clipped)} value(s) above 100 % (at most {100 + OVERSHOOT_PCT:g} %) clipped to "
                       f"100 % (profiler overshoot; first: {clipped[0].removeprefix(source + ': ')})", stacklevel=3)
@@ -122,7 +123,7 @@ def _finish(records: dict[str, dict[str, list[float]]], order: list[str], source
                             "their .avg.pct_of_peak_sustained_active or _elapsed rollups)")
     units = sorted({u for r in records.values() for u in r})
     rows = []
-    for k in order:
+    for k in records:
         row: dict[str, object] = {"workload": k}
         for u in units:
             vals = records[k].get(u)
@@ -151,8 +152,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
 
     header, rows = NK._table(lines, str(p))
     col = {h: i for i, h in enumerate(header)}
-    records: dict[str, dict[str, list[float]]] = {}
-    order: list[str] = []
+    records: dict[str, dict[str, list[float]]] = {}   # kernel -> unit -> values, kernels in file order
     ignored: set[str] = set()
     shadowed: dict[str, str] = {}
     chosen: dict[str, str] = {}  # unit -> metric that supplies it
@@ -169,10 +169,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                 shadowed[metric] = prev
                 return
         chosen[unit] = metric
-        if kernel not in records:
-            records[kernel] = {}
-            order.append(kernel)
-        records[kernel].setdefault(unit, []).append(value)
+        records.setdefault(kernel, {}).setdefault(unit, []).append(value)
 
     if flavour == "nvprof":
         need = ("Kernel", "Metric Name", "Avg")
@@ -189,7 +186,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                 continue
             v = _nvprof_value(r[col["Avg"]], f"{p}: line {ln}, metric {metric}", clipped)
             take(r[col["Kernel"]].strip(), metric, unit, v, prio)
-        return _finish(records, order, str(p), ignored, shadowed, clipped)
+        return _finish(records, str(p), ignored, shadowed, clipped)
     if flavour != "ncu":
         raise BadInputError(f"unknown profiler export flavour {flavour!r}")
     prio = list(NCU_METRICS)
@@ -221,7 +218,7 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
                 raise BadInputError(f"{p}: line {ln}: metric {metric} is in {munit or 'no unit'!r}, not a percentage; "
                                     "export its .avg.pct_of_peak_sustained_active (or _elapsed) rollup")
             ignored.add(metric)  # a count/rate rollup beside the percentage
-        return _finish(records, order, str(p), ignored, shadowed, clipped)
+        return _finish(records, str(p), ignored, shadowed, clipped)
     # --page raw: metrics are columns, the first data row holds the units
     if not rows:
         raise BadInputError(f"{p}: no data rows")
@@ -240,5 +237,5 @@ def read(path: str | os.PathLike, flavour: str = "ncu") -> pd.DataFrame:
         r = fields(ln, r)
         for h, unit in mapped:
             take(r[col[kcol]].strip(), h, unit, _pct_value(r[col[h]], f"{p}: line {ln}, metric {h}", clipped), prio)
-    return _finish(records, order, str(p), ignored, shadowed, clipped)
+    return _finish(records, str(p), ignored, shadowed, clipped)
 

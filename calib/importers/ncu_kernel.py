@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from calib.core.atomic import atomic_write_text
 from calib.core.errors import BadInputError
 from calib.importers import units as U
 from calib.importers._common import OVERSHOOT_PCT, read_lines, to_float
@@ -465,15 +466,9 @@ def _describe_nvprof(name: str, m: Mapping[str, tuple[float, str]], warps: float
     ld = _requests(m, name, "inst_executed_global_loads", "gld_transactions", "gld_transactions_per_request")
     st = _requests(m, name, "inst_executed_global_stores", "gst_transactions", "gst_transactions_per_request")
     gmem = ld + st
-    for cls, pairs in (("local", (("inst_executed_local_loads", "local_load_transactions",
-                                   "local_load_transactions_per_request"),
-                                  ("inst_executed_local_stores", "local_store_transactions",
-                                   "local_store_transactions_per_request"))),
-                       ("shared", (("inst_executed_shared_loads", "shared_load_transactions",
-                                    "shared_load_transactions_per_request"),
-                                   ("inst_executed_shared_stores", "shared_store_transactions",
-                                    "shared_store_transactions_per_request")))):
-        x = sum(_requests(m, name, *pr) for pr in pairs)
+    for cls in ("local", "shared"):   # e.g. inst_executed_local_loads, else local_load_transactions / per request
+        x = sum(_requests(m, name, f"inst_executed_{cls}_{op}s", f"{cls}_{op}_transactions",
+                          f"{cls}_{op}_transactions_per_request") for op in ("load", "store"))
         if x:
             counts[cls] = counts.get(cls, 0.0) + x
     if v("inst_executed_tex_ops"):
@@ -572,6 +567,15 @@ def _describe_ncu(name: str, m: Mapping[str, tuple[float, str]], warps: float) -
     return {c: x / warps for c, x in counts.items() if x > 0}, extra
 
 
+def active_blocks_per_sm(extra: Mapping[str, Any], threads_per_block: float, max_warps_per_sm: float) -> float | None:
+    """Blocks resident per SM from a description's achieved occupancy (``_active_warps``, or ``_occupancy``
+    x ``max_warps_per_sm``), at least 1e-6; None without either (or with none active)."""
+    act = extra.get("_active_warps")
+    if act is None and extra.get("_occupancy") is not None:
+        act = extra["_occupancy"] * max_warps_per_sm
+    return max(act / math.ceil(threads_per_block / 32), 1e-6) if act else None
+
+
 def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_per_block: int | None = None,
                  active_sms: int | None = None, max_warps_per_sm: float = 64.0, core_mhz: float | None = None,
                  mem_mhz: float | None = None) -> list[dict[str, Any]]:
@@ -588,12 +592,10 @@ def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_
                       + (" ..." if len(ignored) > 8 else ""))
     out = []
     for name, m in kernels.items():
-        tpb = threads_per_block
-        nb = blocks
         gs = m.get("launch__grid_size", (None, ""))[0]
         bs = m.get("launch__block_size", (None, ""))[0]
-        nb = nb or (round(gs) if gs else None)
-        tpb = tpb or (round(bs) if bs else None)
+        nb = blocks or (round(gs) if gs else None)
+        tpb = threads_per_block or (round(bs) if bs else None)
         if not nb or not tpb:
             raise BadInputError(f"{path}: kernel {name!r}: no launch shape in the export; give blocks and "
                                 "threads per block (--blocks, --threads-per-block)")
@@ -603,30 +605,20 @@ def read_profile(path: str | os.PathLike, *, blocks: int | None = None, threads_
                                 "launch": {"blocks": nb, "threads_per_block": tpb}}
         if active_sms:
             desc["launch"]["active_sms"] = active_sms
-        wpb = math.ceil(tpb / 32)
-        act_warps = extra.pop("_active_warps", None)
-        occ = extra.pop("_occupancy", None)
-        if act_warps is None and occ is not None:
-            act_warps = occ * max_warps_per_sm
-        if act_warps is not None and act_warps > 0:
-            desc["launch"]["active_blocks_per_sm"] = round(max(act_warps / wpb, 1e-6), 6)
+        resident = active_blocks_per_sm(extra, tpb, max_warps_per_sm)
+        if resident is not None:
+            desc["launch"]["active_blocks_per_sm"] = round(resident, 6)
         if "memory" in extra:
-            desc["memory"] = extra.pop("memory")
-        for key in ("time_s", "core_mhz", "mem_mhz"):
-            if key in extra:
-                desc[key] = extra[key]
-        if core_mhz and "core_mhz" not in desc:
-            desc["core_mhz"] = float(core_mhz)
-        if mem_mhz and "mem_mhz" not in desc:
-            desc["mem_mhz"] = float(mem_mhz)
+            desc["memory"] = extra["memory"]
+        for key, given in (("time_s", None), ("core_mhz", core_mhz), ("mem_mhz", mem_mhz)):
+            if key in extra or given:
+                desc[key] = extra.get(key, float(given or 0.0))
         out.append(desc)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m calib.importers.ncu_kernel PROFILE.csv -o KERNELS.json``"""
-    from calib.core.atomic import atomic_write_text
-
     ap = argparse.ArgumentParser(prog="python -m calib.importers.ncu_kernel",
                                  description="nvprof/ncu metric export -> kernel descriptions (JSON)")
     ap.add_argument("profile")

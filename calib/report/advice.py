@@ -77,12 +77,16 @@ def link_figures(pf: ParameterFile) -> str:
         "<p>&plusmn;: total standard error (statistical and model discrepancy).</p>")
 
 
-def copy_table(pf: ParameterFile, kernels: pd.DataFrame) -> str:
-    """HTML: per kernel with copies, copy and kernel time and energy, ratio and savings."""
+def kernel_copies(pf: ParameterFile, kernels: pd.DataFrame) -> pd.DataFrame:
+    """:func:`calib.model.predict.predict_copies` of kernel rows whose unlisted counts (NaN) are 0."""
     from calib.model.predict import predict_copies
 
-    cnt = [c for c in kernels.columns if c.startswith("cnt_")]
-    b = predict_copies(pf, kernels.assign(**{c: kernels[c].fillna(0.0) for c in cnt}))
+    return predict_copies(pf, kernels.fillna({c: 0.0 for c in kernels.columns if c.startswith("cnt_")}))
+
+
+def copy_table(pf: ParameterFile, kernels: pd.DataFrame) -> str:
+    """HTML: per kernel with copies, copy and kernel time and energy, ratio and savings."""
+    b = kernel_copies(pf, kernels)
     rows = [[_e(r["workload"]), _e(r["host_memory"]), _f(r["bytes_h2d"] / 1e6), _f(r["bytes_d2h"] / 1e6),
              _f(1e3 * r["copy_time_s"]), _f(1e3 * r["kernel_time_s"]), _f(r["copy_compute_ratio"], 3),
              _f(r["copy_energy_j"]), _f(r["kernel_energy_j"]), _f(1e3 * r["overlap_time_saving_s"]),

@@ -29,12 +29,9 @@ parameters are still tested, but with their total standard errors (``stderr_tota
 fit's model-form alternatives and its discrepancy) instead of the statistical ones: the other units'
 MaxPower values absorb the flipped unit's power (figures: tests/benchmarks/code_figures.md).
 
-Exit-status policy of ``calib diff`` (documented in its --help): 3 when a parameter present in both
-files moved significantly, or a model section exists in only one file; 0 otherwise. Device identity
-and driver changes are reported first but do not by themselves change the status (a refit after a
-driver update asks whether the *parameters* moved). Parameters added or removed inside a section and
-model-structure changes (access-rate forms, SM scaling) are reported; since the fitter chooses them
-by BIC, two fits of the same device can differ there by noise, so they count only with ``strict``.
+Exit-status policy of ``calib diff``: its --help (:mod:`calib.commands.diff`). Parameters added or removed
+and model-structure changes count only with ``strict``: the fitter chooses the structure by BIC, so two fits
+of the same device can differ there by noise.
 """
 
 from __future__ import annotations
@@ -135,9 +132,7 @@ class Comparison:
         return False
 
     def to_json(self) -> dict[str, Any]:
-        def fin(x: Any) -> Any:
-            return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-
+        """What ``calib diff --json`` writes (non-finite numbers become null there: calib.core.atomic.json_safe)."""
         return {
             "test": TEST_NAME, "alpha": self.alpha, "strict": self.strict, "moved": self.moved,
             "device_identity_changes": [{"field": f, "old": o, "new": n} for f, o, n in self.identity],
@@ -145,8 +140,8 @@ class Comparison:
             "sections_added": self.sections_added, "sections_removed": self.sections_removed,
             "structure_changes": [{"field": f, "old": o, "new": n} for f, o, n in self.structure],
             "parameters": [{"parameter": c.key, "unit": c.unit, "old": c.old, "new": c.new, "se_old": c.se_old,
-                            "se_new": c.se_new, "change": c.change, "change_pct": fin(c.change_pct), "z": fin(c.z),
-                            "p": fin(c.p), "p_holm": fin(c.p_holm), "dof": fin(c.dof), "verdict": c.verdict,
+                            "se_new": c.se_new, "change": c.change, "change_pct": c.change_pct, "z": c.z,
+                            "p": c.p, "p_holm": c.p_holm, "dof": c.dof, "verdict": c.verdict,
                             "reason": c.reason}
                            for c in self.params],
             "added": [{"parameter": f"{s}.{n}", "value": v, "unit": u} for s, n, v, u in self.added],
@@ -154,16 +149,11 @@ class Comparison:
         }
 
 
-def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(d, dict):
-        return {prefix: d}
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
         key = f"{prefix}.{k}" if prefix else str(k)
-        if isinstance(v, dict):
-            out.update(_flatten(v, key))
-        else:
-            out[key] = v
+        out.update(_flatten(v, key) if isinstance(v, dict) else {key: v})
     return out
 
 
@@ -333,13 +323,10 @@ def _test(ch: ParamChange, dof_old: float | None, dof_new: float | None) -> None
 
 def holm(pvalues: list[float]) -> list[float]:
     """Holm-adjusted p-values (same order as the input)."""
-    m = len(pvalues)
-    order = np.argsort(pvalues)
-    adj = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adj[i] = running
+    p = np.asarray(pvalues, float)
+    order = np.argsort(p)
+    adj = np.empty(len(p))
+    adj[order] = np.maximum.accumulate(np.minimum(1.0, (len(p) - np.arange(len(p))) * p[order]))
     return adj.tolist()
 
 
@@ -349,7 +336,7 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
         raise ValueError("alpha must be in (0, 1)")
     c = Comparison(alpha=alpha, strict=strict)
     c.identity, c.device_other = _device_changes(old.device, new.device)
-    for sec in dict.fromkeys([n for n, _ in old.items()] + [n for n, _ in new.items()]):
+    for sec in dict.fromkeys([*old, *new]):
         if sec in old and sec not in new:
             c.sections_removed.append(sec)
         elif sec in new and sec not in old:
@@ -370,12 +357,8 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
         for side in (old[sec], new[sec]):
             for n, why in declared_undetermined(side).items():
                 undetermined.setdefault(n, f"undetermined by the campaign: {why}")
-        for name in po:
-            if name not in pn:
-                c.removed.append((sec, name, po[name].value, po[name].unit))
-        for name in pn:
-            if name not in po:
-                c.added.append((sec, name, pn[name].value, pn[name].unit))
+        c.removed += [(sec, n, p.value, p.unit) for n, p in po.items() if n not in pn]
+        c.added += [(sec, n, p.value, p.unit) for n, p in pn.items() if n not in po]
         for name, a in po.items():
             if name not in pn:
                 continue
@@ -506,12 +489,11 @@ def prediction_shift(old: ParameterFile, new: ParameterFile, df: Any, source: st
 
     from calib.model.predict import predict_power
 
-    notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         a = predict_power(old, df, source)
         b = predict_power(new, df, source)
-    notes += list(dict.fromkeys(str(w.message) for w in caught))
+    notes = list(dict.fromkeys(str(w.message) for w in caught))
     out = pd.DataFrame({"workload": df["workload"].astype(str).to_numpy() if "workload" in df.columns
                         else [f"row {i + 1}" for i in range(len(df))]})
     if "power_w" in df.columns:

@@ -28,6 +28,7 @@ from calib.core.errors import BadInputError
 from calib.report.compare import declared_undetermined
 from calib.report.inputs import ReportInputs
 from calib.report.plots import FIGURES, Context, Skip, with_predictions
+from calib.report_text import rmse_text
 from calib.core.session import file_sha256
 
 INDEX = "index.html"
@@ -72,9 +73,7 @@ def fmt(x: Any, sig: int = 5) -> str:
     """A number for the page: ``sig`` significant digits, '-' for missing/non-finite values."""
     if x is None:
         return "-"
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, (int,)) and not isinstance(x, bool):
+    if isinstance(x, int):   # bool included
         return str(x)
     try:
         v = float(x)
@@ -111,8 +110,6 @@ def _stat_cards(pf: ParameterFile) -> str:
     cards = []
     for sec, section in pf.items():
         st = section.stats
-        rm = next(((k, st[k]) for k in ("rmse_w", "rmse_c", "rmse_s") if st.get(k) is not None), None)
-        unit = {"rmse_w": "W", "rmse_c": "degC", "rmse_s": "s"}.get(rm[0], "") if rm else ""
         lines = [f"model {_e(section.model)}", f"{st.get('n_samples', '-')} samples"]
         if st.get("r2") is not None:
             lines.append(f"R<sup>2</sup> {fmt(st['r2'], 5)}")
@@ -121,10 +118,10 @@ def _stat_cards(pf: ParameterFile) -> str:
         if st.get("cv_mape_pct") is not None:
             lines.append(f"cross-validated MAPE {fmt(st['cv_mape_pct'], 3)}%")
         # say what the MAPE is of: power, temperature or time (a bare "transfer MAPE 82 %" explained nothing)
-        what = {"rmse_w": "power ", "rmse_c": "temperature ", "rmse_s": "time "}.get(rm[0], "") if rm else ""
+        what = next((w for k, w in (("rmse_w", "power "), ("rmse_c", "temperature "), ("rmse_s", "time "))
+                     if st.get(k) is not None), "")
         head = f"{what}MAPE {fmt(st.get('mape_pct'), 3)}%" if st.get("mape_pct") is not None else "no fit statistics"
-        if rm:
-            head += f", RMSE {fmt(rm[1], 3)} {unit}"
+        head += f", {rmse_text(st)}" if rmse_text(st) else ""
         by = st.get("mape_pct_by_bytes")
         if by:   # copies: the small ones (microseconds of latency and host jitter) dominate the MAPE
             lines.append("copy-time MAPE by copy size: " + ", ".join(
@@ -168,11 +165,7 @@ def _param_table(pf: ParameterFile) -> tuple[str, int]:
 
 def _warnings_html(pf: ParameterFile, extra: list[tuple[str, str]]) -> str:
     items = []
-    for sec, section in pf.items():
-        for w in section.stats.get("warnings", []):
-            k = classify_warning(w)
-            items.append(f'<li><span class="tag {k}">{TAG_TEXT[k]}</span><b>{_e(sec)}</b>: {_e(w)}</li>')
-    for where, w in extra:
+    for where, w in [(sec, w) for sec, section in pf.items() for w in section.stats.get("warnings", [])] + extra:
         k = classify_warning(w)
         items.append(f'<li><span class="tag {k}">{TAG_TEXT[k]}</span><b>{_e(where)}</b>: {_e(w)}</li>')
     if not items:
@@ -228,14 +221,10 @@ def _provenance_html(inp: ReportInputs) -> str:
     if sup:
         dpairs.append(("supported clocks", "; ".join(f"{_e(k)}: {len(v)} levels ({fmt(min(v))}-{fmt(max(v))})"
                                                       for k, v in sup.items() if v)))
-    for k in ("preset", "warp_issue_per_cycle"):
-        if dev.get(k) is not None:
-            dpairs.append((k, _e(dev[k])))
+    dpairs += [(k, _e(dev[k])) for k in ("preset", "warp_issue_per_cycle") if dev.get(k) is not None]
     camp = prov.get("campaign")
-    if isinstance(camp, dict):
-        camp_s = ", ".join(f"{_e(k)} {_e(camp[k])}" for k in ("name", "seed", "steps") if k in camp) or _e(json.dumps(camp)[:300])
-    else:
-        camp_s = "-" if camp is None else _e(camp)
+    camp_s = (", ".join(f"{_e(k)} {_e(camp[k])}" for k in ("name", "seed", "steps") if k in camp)
+              or _e(json.dumps(camp)[:300])) if isinstance(camp, dict) else "-" if camp is None else _e(camp)
     ppairs = [("toolkit version (fit)", _e(prov.get("toolkit_version"))), ("fitted (UTC)", _e(prov.get("created_utc"))),
               ("campaign", camp_s), ("session", _e(prov.get("session") or "-"))]
     if prov.get("citation"):
@@ -336,15 +325,11 @@ def render_report(inp: ReportInputs, out_dir: Path, progress: Any = None) -> dic
         step(spec.key)
         try:
             fig, cap = spec.draw(ctx)
-        except Skip as e:
-            skipped.append((spec.key, str(e)))
-            blocks.append(f'<section id="fig-{spec.key}"><h2>{_e(spec.title)}</h2>'
-                          f'<p class="skip">Not drawn: {_e(e)}.</p></section>')
-            continue
         except Exception as e:  # noqa: BLE001 - one figure failing must not cost the reader the whole page
-            why = f"could not be drawn ({type(e).__name__}: {e}); please report this"
+            why = str(e) if isinstance(e, Skip) else f"could not be drawn ({type(e).__name__}: {e}); please report this"
+            if not isinstance(e, Skip):
+                warnings.warn(f"report figure '{spec.key}' {why}")
             skipped.append((spec.key, why))
-            warnings.warn(f"report figure '{spec.key}' {why}")
             blocks.append(f'<section id="fig-{spec.key}"><h2>{_e(spec.title)}</h2>'
                           f'<p class="skip">Not drawn: {_e(why)}.</p></section>')
             continue

@@ -52,12 +52,8 @@ class ReportInputs:
 
 def _candidates(recorded: str, params_path: Path) -> list[Path]:
     p = Path(recorded)
-    if p.is_absolute():
-        return [p]
-    out = [Path.cwd() / p, params_path.parent / p]
-    # recorded relative to the directory `calib run` was started in, usually the parameter file's parent
-    out.append(params_path.parent.parent / p)
-    return out
+    # a relative path: to the directory `calib run` was started in, usually the parameter file's parent
+    return [p] if p.is_absolute() else [Path.cwd() / p, params_path.parent / p, params_path.parent.parent / p]
 
 
 def _sources(pf: ParameterFile, role: str) -> list[dict]:
@@ -66,26 +62,19 @@ def _sources(pf: ParameterFile, role: str) -> list[dict]:
 
 def _find_recorded(src: dict, params_path: Path) -> Path | None:
     """The first existing file at the recorded path whose sha256 matches the record."""
-    for c in _candidates(src["path"], params_path):
-        if c.is_file() and file_sha256(c) == src["sha256"]:
-            return c
-    return None
+    return next((c for c in _candidates(src["path"], params_path) if c.is_file() and file_sha256(c) == src["sha256"]),
+                None)
 
 
 def find_session(pf: ParameterFile, params_path: Path, notes: list[str]) -> Path | None:
     """The session directory the parameter file was fitted from, if it is still on disk unchanged."""
     logs = _sources(pf, "log")
     name = pf.provenance.get("session")
-    dirs: list[Path] = []
-    for src in logs:
-        for c in _candidates(src["path"], params_path):
-            if c.is_file() and c.parent not in dirs:
-                dirs.append(c.parent)
+    dirs = [c.parent for src in logs for c in _candidates(src["path"], params_path) if c.is_file()]
     if name:
-        for base in (params_path.parent.parent / "logs", Path.cwd() / "logs", params_path.parent / "logs"):
-            if (base / name).is_dir() and (base / name) not in dirs:
-                dirs.append(base / name)
-    for d in dirs:
+        dirs += [b / name for b in (params_path.parent.parent / "logs", Path.cwd() / "logs", params_path.parent / "logs")
+                 if (b / name).is_dir()]
+    for d in dict.fromkeys(dirs):
         if not (d / MANIFEST_NAME).exists():
             continue
         changed = [s["path"] for s in logs if not (d / Path(s["path"]).name).is_file()
@@ -100,10 +89,7 @@ def find_session(pf: ParameterFile, params_path: Path, notes: list[str]) -> Path
 
 def check_session_matches(pf: ParameterFile, session_dir: Path) -> None:
     """Refuse a session given by the user whose log files are not the ones the fit recorded."""
-    logs = _sources(pf, "log")
-    if not logs:
-        return
-    for s in logs:
+    for s in _sources(pf, "log"):
         f = session_dir / Path(s["path"]).name
         if not f.is_file():
             raise BadInputError(f"{session_dir}: has no {f.name}, which the parameter file was fitted on")
@@ -121,35 +107,27 @@ def load_inputs(params_path: str | os.PathLike, *, samples: str | os.PathLike | 
     pf = load_checked(params_path)
     out = ReportInputs(params_path, pf)
     if session is not None:
-        sdir = Path(session)
-        read_session(sdir)  # checks it is a session directory
-        check_session_matches(pf, sdir)
-        out.session = read_session(sdir)
+        out.session = read_session(session)  # checks it is a session directory
+        check_session_matches(pf, Path(session))
     elif discover:
         found = find_session(pf, params_path, out.notes)
         if found is not None:
             out.session = read_session(found)
+    recorded = (_find_recorded(src, params_path) for src in _sources(pf, "samples"))
+    beside = params_path.with_name(params_path.name[:-5] + ".samples.csv")
     if samples is not None:
-        out.samples_path = Path(samples)
+        out.samples_path, out.samples_origin = Path(samples), "given with --samples"
+    elif discover and (found := next(filter(None, recorded), None)) is not None:
+        out.samples_path, out.samples_origin = found, "the fit's input (provenance, sha256 verified)"
+    elif discover and params_path.name.endswith(".json") and beside.is_file():
+        out.samples_path, out.samples_origin = beside, "written beside the parameter file by calib run"
+    if out.samples_path is not None:
         out.samples = read_samples(out.samples_path, require_power=True)
-        out.samples_origin = "given with --samples"
-    elif discover:
-        for src in _sources(pf, "samples"):
-            f = _find_recorded(src, params_path)
-            if f is not None:
-                out.samples_path, out.samples_origin = f, "the fit's input (provenance, sha256 verified)"
-                break
-        if out.samples_path is None:
-            beside = params_path.with_name(params_path.name[:-5] + ".samples.csv") if params_path.name.endswith(".json") else None
-            if beside is not None and beside.is_file():
-                out.samples_path, out.samples_origin = beside, "written beside the parameter file by calib run"
-        if out.samples_path is not None:
-            out.samples = read_samples(out.samples_path, require_power=True)
-        elif out.session is not None:
-            from calib.segment import session_samples
+    elif discover and out.session is not None:
+        from calib.segment import session_samples
 
-            out.samples = session_samples(out.session)
-            out.samples_origin = f"rebuilt from the session {out.session.path}"
+        out.samples = session_samples(out.session)
+        out.samples_origin = f"rebuilt from the session {out.session.path}"
     if out.samples is None:
         out.notes.append("no samples table found (give --samples or --session): plots of the data are skipped")
     if out.session is None:

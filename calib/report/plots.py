@@ -10,6 +10,7 @@ Powers in W, temperatures in degC, times in s, clocks in MHz.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from calib.model.energy import dvfs_section
 from calib.model.arfunc import LOG
 from calib.model.ipp import components as ipp_components, design as ipp_design
 from calib.core.samples import ACT_PREFIX
+from calib.core.units import mem_intensity
 from calib.report.compare import declared_undetermined
 
 #: colours of the sample roles (training, sweeps, held-out, ...), colour-blind safe (Okabe-Ito)
@@ -90,10 +92,7 @@ def with_predictions(pf: ParameterFile, df: pd.DataFrame, notes: list[str]) -> p
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = add_intervals(pf, predict(pf), predict)
-    for w in caught:
-        msg = str(w.message)
-        if msg not in notes:
-            notes.append(msg)
+    notes += [m for m in dict.fromkeys(str(w.message) for w in caught) if m not in notes]
     if "role" not in out.columns:
         out["role"] = ""
     out["role"] = out["role"].fillna("").astype(str)
@@ -123,10 +122,6 @@ def default_rows(ctx: Context) -> pd.DataFrame:
     return df[sel]
 
 
-def _role_rank(role: str) -> int:
-    return ROLE_ORDER.index(role) if role in ROLE_ORDER else len(ROLE_ORDER)
-
-
 def family(names: pd.Series) -> pd.Series:
     """Benchmark family of each workload name: the part before '/' (variant) and '@' (clocks)."""
     return names.astype(str).str.split("/").str[0].str.split("@").str[0]
@@ -134,7 +129,8 @@ def family(names: pd.Series) -> pd.Series:
 
 def per_workload(df: pd.DataFrame, cols: list[str]) -> tuple[pd.DataFrame, bool]:
     """Mean of ``cols`` per workload (repeats merged), ordered by role then name; grouped by benchmark
-    family (name before '/') when there are more than :data:`MAX_BARS` workloads. Returns (table, grouped)."""
+    family (name before '/') when there are more than :data:`MAX_BARS` workloads. Returns (table, grouped);
+    the table's ``label`` names its rows (a family with its number of rows in brackets)."""
     key = df["workload"].astype(str)
     grouped = key.nunique() > MAX_BARS
     if grouped:
@@ -144,16 +140,15 @@ def per_workload(df: pd.DataFrame, cols: list[str]) -> tuple[pd.DataFrame, bool]
     out["role"] = g["role"].first()
     out["n"] = g.size()
     out = out.reset_index().rename(columns={"_key": "workload"})
-    out["_rank"] = out["role"].map(_role_rank)
+    out["_rank"] = out["role"].map(lambda r: ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER))
     out["_name"] = out["workload"].map(natural_key)
     out = out.sort_values(["_rank", "_name"], kind="stable").drop(columns=["_rank", "_name"]).reset_index(drop=True)
+    out["label"] = [f"{w} ({k})" for w, k in zip(out["workload"], out["n"])] if grouped else out["workload"]
     return out, grouped
 
 
 def natural_key(name: str) -> tuple:
     """Sort key that puts 'dram/w4' before 'dram/w16' (numbers compare as numbers)."""
-    import re
-
     return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", str(name)))
 
 
@@ -161,9 +156,23 @@ def _role_legend(where: Any, roles: list[str], loc: str = "lower right", ncol: i
     """A legend of the sample roles present, on an axes or (loc 'outside ...') below a figure."""
     from matplotlib.patches import Patch
 
-    seen = [r for r in ROLE_ORDER if r in roles] + [r for r in dict.fromkeys(roles) if r not in ROLE_ORDER]
-    where.legend(handles=[Patch(color=ROLE_COLOURS.get(r, "#0072B2"), label=ROLE_LABELS.get(r, r)) for r in seen],
-                 loc=loc, fontsize=8, frameon=True, ncol=ncol)
+    where.legend(handles=[Patch(color=ROLE_COLOURS.get(r, "#0072B2"), label=ROLE_LABELS.get(r, r))
+                          for r in _in_role_order(roles)], loc=loc, fontsize=8, frameon=True, ncol=ncol)
+
+
+def _in_role_order(roles: Any) -> list[str]:
+    """The distinct ``roles`` present: :data:`ROLE_ORDER`'s first, then the others as they come."""
+    roles = list(dict.fromkeys(roles))
+    return [r for r in ROLE_ORDER if r in roles] + [r for r in roles if r not in ROLE_ORDER]
+
+
+def _panel(ax: Any, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None,
+           grid: str = "both") -> None:
+    """A panel's axis labels (those given), its title (9 pt) and the light grid (on ``grid``'s axes)."""
+    ax.set(**{k: v for k, v in (("xlabel", xlabel), ("ylabel", ylabel)) if v is not None})
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    ax.grid(axis=grid, alpha=0.3)
 
 
 def _bar_height(n: int) -> float:
@@ -183,7 +192,6 @@ def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
         err = 100 * (df["power_w_pred"] - df["power_w"]) / df["power_w"]
         worst = err.groupby(family(df["workload"])).agg(lambda e: e.loc[e.abs().idxmax()])
         t["err_pct"] = t["workload"].map(worst)
-        t["workload"] = [f"{w} ({k})" for w, k in zip(t["workload"], t["n"])]
     else:
         t["err_pct"] = 100 * (t["power_w_pred"] - t["power_w"]) / t["power_w"]
     n = len(t)
@@ -197,17 +205,15 @@ def fig_power_per_workload(ctx: Context) -> tuple[Figure, str]:
         lo = (t["power_w_pred"] - t["power_w_lo"]).clip(lower=0)
         hi = (t["power_w_hi"] - t["power_w_pred"]).clip(lower=0)
         ax.errorbar(t["power_w_pred"], y, xerr=[lo, hi], fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
-    ax.set_yticks(y, t["workload"], fontsize=7)
+    ax.set_yticks(y, t["label"], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("board power, W (bar: measured, black tick: predicted)")
-    ax.grid(axis="x", alpha=0.3)
+    _panel(ax, "board power, W (bar: measured, black tick: predicted)", grid="x")
     _role_legend(fig, list(t["role"]), loc="outside lower center", ncol=6)
     ax2.barh(y, t["err_pct"], color=cols)
     lim = max(1.0, float(np.nanmax(np.abs(t["err_pct"]))) * 1.1)
     ax2.set_xlim(-lim, lim)
     ax2.axvline(0, color="k", lw=0.8)
-    ax2.set_xlabel("prediction error, % of measured" + ("\n(worst row of the family)" if grouped else ""))
-    ax2.grid(axis="x", alpha=0.3)
+    _panel(ax2, "prediction error, % of measured" + ("\n(worst row of the family)" if grouped else ""), grid="x")
     train = df[~df["role"].isin(NOT_TRAINING)]
     held = df[df["role"] == "heldout"]
     title = f"training rows: MAPE {mape(train['power_w'].to_numpy(float), train['power_w_pred'].to_numpy(float)):.2f}%"
@@ -240,36 +246,25 @@ def fig_residuals(ctx: Context) -> tuple[Figure, str]:
     a.scatter(meas, pred, c=cols, s=14, alpha=0.8)
     lo, hi = float(np.nanmin([meas.min(), pred.min()])), float(np.nanmax([meas.max(), pred.max()]))
     a.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-    a.set_xlabel("measured power, W")
-    a.set_ylabel("predicted power, W")
-    a.set_title("predicted vs measured (dashed: equal)", fontsize=9)
+    _panel(a, "measured power, W", "predicted power, W", "predicted vs measured (dashed: equal)")
     _role_legend(a, list(df["role"]))
     b.scatter(pred, res, c=cols, s=14, alpha=0.8)
     b.axhline(0, color="k", lw=0.8)
-    b.set_xlabel("predicted power, W")
-    b.set_ylabel("residual (predicted - measured), W")
-    b.set_title("residual vs predicted power", fontsize=9)
+    _panel(b, "predicted power, W", "residual (predicted - measured), W", "residual vs predicted power")
     if "temp_c" in df.columns and df["temp_c"].notna().any():
         c.scatter(df["temp_c"], res, c=cols, s=14, alpha=0.8)
-        c.set_xlabel("die temperature during the window, degC")
-        c.set_title("residual vs temperature (a trend means leakage is mis-modelled)", fontsize=9)
+        _panel(c, "die temperature during the window, degC", "residual, W",
+               "residual vs temperature (a trend means leakage is mis-modelled)")
     else:
         c.scatter(np.arange(len(res)), res, c=cols, s=14, alpha=0.8)
-        c.set_xlabel("row of the samples table")
-        c.set_title("residual by row", fontsize=9)
+        _panel(c, "row of the samples table", "residual, W", "residual by row")
     c.axhline(0, color="k", lw=0.8)
-    c.set_ylabel("residual, W")
-    groups = [(r, res[(df["role"] == r).to_numpy()]) for r in ROLE_ORDER if (df["role"] == r).any()]
-    groups += [(r, res[(df["role"] == r).to_numpy()]) for r in df["role"].unique() if r not in ROLE_ORDER]
+    groups = [(r, res[(df["role"] == r).to_numpy()]) for r in _in_role_order(df["role"])]
     bins = np.histogram_bin_edges(res[np.isfinite(res)], bins=30)
     d.hist([g for _, g in groups], bins=bins, stacked=True, color=[ROLE_COLOURS.get(r, "#0072B2") for r, _ in groups],
            label=[ROLE_LABELS.get(r, r) for r, _ in groups])
     d.axvline(0, color="k", lw=0.8)
-    d.set_xlabel("residual (predicted - measured), W")
-    d.set_ylabel("rows")
-    d.set_title("distribution of residuals", fontsize=9)
-    for ax in (a, b, c, d):
-        ax.grid(alpha=0.3)
+    _panel(d, "residual (predicted - measured), W", "rows", "distribution of residuals")
     fig.suptitle(f"Residuals of the power model over all {len(df)} rows "
                  f"(RMSE {float(np.sqrt(np.nanmean(res ** 2))):.3g} W)", fontsize=10)
     return fig, ("Residual diagnostics over every row of the samples table, all clock configurations included. "
@@ -301,8 +296,6 @@ def fig_breakdown(ctx: Context) -> tuple[Figure, str]:
     bd = _breakdown_table(ctx, df)
     comps = list(bd.columns)
     t, grouped = per_workload(pd.concat([df[["workload", "role", "power_w"]], bd], axis=1), ["power_w"] + comps)
-    if grouped:
-        t["workload"] = [f"{w} ({k})" for w, k in zip(t["workload"], t["n"])]
     n = len(t)
     fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
     ax = fig.subplots()
@@ -316,10 +309,9 @@ def fig_breakdown(ctx: Context) -> tuple[Figure, str]:
         ax.barh(y, v, left=left, color=cmap(i % 20), label=c, edgecolor="white", linewidth=0.3)
         left += v
     ax.plot(t["power_w"], y, "k|", markersize=9, markeredgewidth=2, label="measured")
-    ax.set_yticks(y, t["workload"], fontsize=7)
+    ax.set_yticks(y, t["label"], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("power, W")
-    ax.grid(axis="x", alpha=0.3)
+    _panel(ax, "power, W", grid="x")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="component")
     shares = t[comps].clip(lower=0).sum() / t[comps].clip(lower=0).sum().sum() * 100
     top = ", ".join(f"{c} {s:.0f}%" for c, s in shares.sort_values(ascending=False).head(4).items())
@@ -347,15 +339,13 @@ def fig_access_rates(ctx: Context) -> tuple[Figure, str]:
     if not cols:
         raise Skip("the samples table has no act_<unit> columns")
     t, grouped = per_workload(df, cols)
-    if grouped:
-        t["workload"] = [f"{w} ({k})" for w, k in zip(t["workload"], t["n"])]
     n = len(t)
     fig = Figure(figsize=(11, _bar_height(n)), layout="constrained")
     ax = fig.subplots()
     im = ax.imshow(t[cols].to_numpy(float), aspect="auto", cmap="viridis", norm=PowerNorm(0.4, 0.0, 1.0),
                    interpolation="nearest")
     ax.set_xticks(np.arange(len(cols)), [c[len(ACT_PREFIX):] for c in cols], rotation=0, fontsize=8)
-    ax.set_yticks(np.arange(n), t["workload"], fontsize=7)
+    ax.set_yticks(np.arange(n), t["label"], fontsize=7)
     ax.xaxis.tick_top()
     if n * len(cols) <= 1500:
         for (i, j), v in np.ndenumerate(t[cols].to_numpy(float)):
@@ -410,8 +400,7 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
         # fixed decade ticks: matplotlib's automatic log ticks (with minor ticks) dominate the drawing time
         ax.set_xticks([1e-4, 1e-3, 1e-2, 1e-1, 1.0], ["1e-4", "0.001", "0.01", "0.1", "1"])
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_title(f"{u}: {label}", fontsize=9)
-        ax.grid(alpha=0.3)
+        _panel(ax, title=f"{u}: {label}")
         ax.tick_params(labelsize=7)
     for ax in axes[len(units):]:
         ax.set_visible(False)
@@ -446,7 +435,7 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
     ncol = 2
     nrow = math.ceil(n / ncol)
     fig = Figure(figsize=(11, 3.0 * nrow + 0.6), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
     for k in range(n):
         ax = axes[k]
         meta = steps_meta[k] if k < len(steps_meta) else None
@@ -456,8 +445,6 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
             ax.plot(s.heat_t, s.heat_temp_c, ".", ms=2, color="#0072B2", label="measured")
             ax.plot(heat_end + s.cool_t, s.cool_temp_c, ".", ms=2, color="#56B4E9")
             title = s.workload
-            from calib.core.units import mem_intensity
-
             mi = mem_intensity(s.per_warp)
             p_rt = meta["runtime_power_w"] if meta else math.nan
             cool_t = s.cool_t
@@ -473,10 +460,8 @@ def fig_thermal(ctx: Context) -> tuple[Figure, str]:
                     label="model: decay (eq. 18)")
         ax.axhline(tm.idle_temp_c, color="#999999", lw=0.8, ls=":")
         ax.axvline(heat_end, color="k", lw=0.6, alpha=0.5)
-        ax.set_title(f"{title}: runtime power {p_rt:.0f} W, memory intensity {mi:.2g}", fontsize=9)
-        ax.set_xlabel("time from the start of heating, s")
-        ax.set_ylabel("die temperature, degC")
-        ax.grid(alpha=0.3)
+        _panel(ax, "time from the start of heating, s", "die temperature, degC",
+               f"{title}: runtime power {p_rt:.0f} W, memory intensity {mi:.2g}")
         ax.tick_params(labelsize=7)
     for ax in axes[n:]:
         ax.set_visible(False)
@@ -583,26 +568,21 @@ def fig_active_sms(ctx: Context) -> tuple[Figure, str]:
             k = int(np.flatnonzero(s["model_sms"] == s["best_sms"])[0])
             b.plot(s["model_sms"][k], s["ppw_pred"][k], "*", ms=16 - 3 * (i % 3), color=c, markeredgecolor="k",
                    label=f"{s['kernel']} optimum: {s['best_sms']:.0f} SMs ({s['best_gain_pct']:+.0f}% vs all SMs)")
-        a.set_ylabel("board power, W")
-        a.set_title(f"power vs active SMs ({form} scaling" + (f", beta = {beta:.3g})" if form == "log" else ")"),
-                    fontsize=9)
+        _panel(a, "active SMs", "board power, W",
+               f"power vs active SMs ({form} scaling" + (f", beta = {beta:.3g})" if form == "log" else ")"))
         b.axhline(1.0, color="#999999", lw=0.8, ls=":")
-        b.set_ylabel("perf/W relative to all SMs")
-        b.set_title("performance per watt vs active SMs (star: model optimum)", fontsize=9)
+        _panel(b, "active SMs", "perf/W relative to all SMs",
+               "performance per watt vs active SMs (star: model optimum)")
         b.legend(fontsize=7, loc="lower right")
         a.legend(fontsize=7)
     else:
         n = np.linspace(1, n_sm, 200)
         a.plot(n, sm_scale(form, beta, n, n_sm), color="#D55E00", lw=2)
-        a.set_ylabel("fraction of runtime power, S(n)")
-        a.set_title(f"active-SM scaling of runtime power ({form}" + (f", beta = {beta:.3g})" if form == "log" else ")"),
-                    fontsize=9)
+        _panel(a, "active SMs", "fraction of runtime power, S(n)",
+               f"active-SM scaling of runtime power ({form}" + (f", beta = {beta:.3g})" if form == "log" else ")"))
         b.text(0.5, 0.5, "perf/W needs the active-SM sweep rows\n(" + why + ")", ha="center", va="center",
                fontsize=8, wrap=True, transform=b.transAxes)
         b.set_axis_off()
-    for ax in (a, b):
-        ax.set_xlabel("active SMs")
-        ax.grid(alpha=0.3)
     fig.suptitle("Power and performance per watt vs number of active SMs", fontsize=10)
     if sweeps:
         if sweeps[0]["time_source"] == "measured":
@@ -651,10 +631,8 @@ def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
                 ax.annotate(f"+/- {e:.2g} (off scale)", (x, y), textcoords="offset points", xytext=(4, -12),
                             fontsize=7, color="#D55E00")
         ax.axvline(float(ref.get(f"{dom}_mhz", np.nan)), color="#999999", ls=":", lw=0.8)
-        ax.set_xlabel(f"{dom} clock, MHz")
-        ax.set_ylabel("voltage relative to the reference clock")
-        ax.set_title(f"{dom} domain (reference {ref.get(f'{dom}_mhz', float('nan')):g} MHz, dotted)", fontsize=9)
-        ax.grid(alpha=0.3)
+        _panel(ax, f"{dom} clock, MHz", "voltage relative to the reference clock",
+               f"{dom} domain (reference {ref.get(f'{dom}_mhz', float('nan')):g} MHz, dotted)")
         ax.legend(fontsize=7)
     cap = ("The DVFS model's latent relative voltages per clock level (NVML cannot read voltages; they are "
            "fitted, monotone in clock, 1 at the reference clocks).")
@@ -670,8 +648,7 @@ def fig_dvfs(ctx: Context) -> tuple[Figure, str]:
             if np.isfinite(val):
                 ax.text(j, i, f"{val:.1f}", ha="center", va="center", fontsize=6,
                         color="white" if val > np.nanmax(g.to_numpy(float)) * 0.6 else "black")
-        ax.set_xlabel("memory clock, MHz")
-        ax.set_ylabel("core clock, MHz")
+        ax.set(xlabel="memory clock, MHz", ylabel="core clock, MHz")
         ax.set_title("power MAPE (%) per clock configuration", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.8)
         cap += " Right: mean absolute prediction error of every measured clock configuration."
@@ -719,16 +696,13 @@ def fig_floorplan(ctx: Context) -> tuple[Figure, str]:
             ax.text((b.left_m + b.width_m / 2) * 1e3, (b.bottom_m + b.height_m / 2) * 1e3, b.name, ha="center",
                     va="center", fontsize=8, color="white")
     fig.colorbar(im, ax=ax, label="steady temperature, degC", shrink=0.85)
-    ax.set_xlabel("x, mm")
-    ax.set_ylabel("y, mm")
+    ax.set(xlabel="x, mm", ylabel="y, mm")
     ax.set_title(f"{row['workload'].iloc[0]}: {total_w:.0f} W, die mean {tmap.mean():.1f} degC, "
                  f"max {tmap.max():.1f} degC", fontsize=9)
     # the step response of the fitted network, and its Cauer ladder
     t = np.linspace(0, 6 * max(net.tau_s), 400)
     ax2.plot(t, net.step_rise_c(t, 100.0), color="#D55E00", lw=2)
-    ax2.set_xlabel("time after a 100 W step, s")
-    ax2.set_ylabel("rise, degC")
-    ax2.grid(alpha=0.3)
+    _panel(ax2, "time after a 100 W step, s", "rise, degC")
     cauer = ctx.params["thermal_network"].structure.get("cauer", {})
     lines = [f"Foster: " + ", ".join(f"{r:.3g} C/W x {tau:.3g} s" for r, tau in zip(net.r_c_per_w, net.tau_s)),
              f"direct {net.r_direct_c_per_w:.3g} C/W",
@@ -757,7 +731,6 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
     sec = ctx.params.get("thermal_network")
     if sec is None:
         raise Skip("the parameter file has no thermal_network section")
-    from calib.core.units import mem_intensity
     from calib.model.thermal_network import FosterNetwork, simulate_nodes
 
     net = FosterNetwork.from_section(sec)
@@ -777,11 +750,9 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
               if fan is not None and len(fan) == len(temp)]
     for k, (temp, fan) in enumerate(logged):
         ax.plot(temp, fan, ".", ms=2, alpha=0.3, color="#0072B2", label="logged duty" if k == 0 else None)
-    ax.set_xlabel("sensor temperature, degC")
-    ax.set_ylabel("fan duty, %")
-    ax.grid(alpha=0.3)
+    _panel(ax, "sensor temperature, degC", "fan duty, %",
+           "fan controller" if net.controller is not None else "fan duty (no controller fitted)")
     ax.legend(fontsize=7)
-    ax.set_title("fan controller" if net.controller is not None else "fan duty (no controller fitted)", fontsize=9)
     t_off = 0.0
     for k, s in enumerate(steps):
         t = np.concatenate([s.heat_t, s.cool_t + (s.heat_s or 0.0)])
@@ -799,11 +770,9 @@ def fig_fan(ctx: Context) -> tuple[Figure, str]:
         ax2.plot(t_off + t, y, color="0.6", lw=0.8, label="readings" if k == 0 else None)
         ax2.plot(t_off + t, pred, color="#D55E00", lw=1.2, label="predicted from power" if k == 0 else None)
         t_off += float(t[-1]) + 30.0
-    ax2.set_xlabel("time, s (thermal steps back to back)")
-    ax2.set_ylabel("temperature, degC")
-    ax2.grid(alpha=0.3)
+    _panel(ax2, "time, s (thermal steps back to back)", "temperature, degC",
+           "thermal steps: the network from power alone")
     ax2.legend(fontsize=7)
-    ax2.set_title("thermal steps: the network from power alone", fontsize=9)
     und = declared_undetermined(sec)
     slew_txt = f"slew {sec.value('fan_slew_pct_per_s', float('nan')):.3g} %/s"
     if "fan_slew_pct_per_s" in und:  # a bound, not a measurement (thermal_network.fan.controller.slew_reason)

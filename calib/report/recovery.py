@@ -5,10 +5,10 @@ The only consumer of :mod:`microbench.truth` besides the simulator's own tests.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from calib.core.params import ParameterFile
+from calib.report_text import num_text
 from microbench.truth import ar_forms, ground_truth
 
 
@@ -24,9 +24,7 @@ def recovery_report(preset: str, pf: ParameterFile, heldout_mape_pct: float | No
         section, name = key.split(".", 1)
         sec = pf.get(section)
         p = sec[name] if sec is not None and name in sec else None
-        fitted = None if p is None else float(p.value)
-        se = None if p is None else p.stderr
-        se_total = None if p is None else p.stderr_total
+        fitted, se, se_total = (None, None, None) if p is None else (float(p.value), p.stderr, p.stderr_total)
         if fitted is None:
             err = None
         elif t["value"] == 0:
@@ -70,15 +68,11 @@ def error_text(row: dict[str, Any]) -> str:
 
 def format_table(rep: dict[str, Any]) -> str:
     """The recovery report as a plain-text table."""
+    f = num_text
     lines = [f"{'parameter':34s} {'truth':>11s} {'fitted':>11s} {'+/-':>9s} {'total':>9s} {'error':>12s}"]
-
-    def f(x: Any, spec: str = ".4g") -> str:
-        return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
-
     for r in rep["parameters"]:
-        err = error_text(r)
-        lines.append(f"{r['parameter']:34s} {f(r['truth']):>11s} {f(r['fitted']):>11s} {f(r['stderr'], '.2g'):>9s} "
-                     f"{f(r.get('stderr_total'), '.2g'):>9s} {err:>12s}")
+        lines.append(f"{r['parameter']:34s} {f(r['truth'], '.4g'):>11s} {f(r['fitted'], '.4g'):>11s} "
+                     f"{f(r['stderr'], '.2g'):>9s} {f(r.get('stderr_total'), '.2g'):>9s} {error_text(r):>12s}")
     a = rep["ar_function_agreement"]
     differs = ", ".join(f"{u} (truth {d['truth']}, fitted {d['fitted']})" for u, d in a["disagree"].items())
     lines.append(f"access-rate function (linear/log) agrees with the physics for {a['agree']} of {a['of']} units"

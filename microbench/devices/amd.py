@@ -88,6 +88,7 @@ from microbench.devices.base import (
     RealGpu,
     Sensor,
     VendorGpu,
+    clock_control_note,
     install_clock_reset_handlers,
     runtime_properties,
 )
@@ -218,10 +219,8 @@ class AmdGpu(VendorGpu):
         self.index = hip_index if hip_index is not None else (amdsmi_index or 0)
         self.name = "AMD GPU"
         self._call(lib.amdsmi_init, "amdsmi_init", lib.AmdSmiInitFlags.INIT_AMD_GPUS)
-        self._open = True
+        self._start()
         self.energy_check_s = float(energy_check_s)
-        self._clock_lock = threading.Lock()
-        self.locked: dict[str, int | None] = {"core": None, "mem": None}
         try:
             self.handles = list(self._call(lib.amdsmi_get_processor_handles, "processor handles"))
             n = len(self.handles)
@@ -235,7 +234,6 @@ class AmdGpu(VendorGpu):
             self.asic = asic
             self.uuid = str(self._call(lib.amdsmi_get_gpu_device_uuid, "UUID", self.handle))
             self._power_handle = self.handle
-            self._start_counts()
         except BaseException:
             self._call(lib.amdsmi_shut_down, "amdsmi_shut_down")
             self._open = False
@@ -343,13 +341,15 @@ class AmdGpu(VendorGpu):
         faults: dict[str, str] = {}
         caps: dict[str, Any] = {"gpu": self.identity(), "supported": sup, "unsupported_reasons": why,
                                 "faults": faults, "power_scope": "gpu"}
+
+        def note(k: str, ok: bool, reason: str) -> None:
+            sup[k] = ok
+            if not ok:
+                why[k] = reason
+
         info, how = self._try(lib.amdsmi_get_power_info, "power info", h)
         key = self._power_field(info) if info else None
-        sup["power"] = key is not None
-        if info is None:
-            why["power"] = how
-        elif key is None:
-            why["power"] = "every power field reads N/A"
+        note("power", key is not None, how if info is None else "every power field reads N/A")
         caps["power_w_source"] = f"amdsmi_get_power_info['{key}']" if key else None
         caps["power_avg_source"] = ("amdsmi_get_power_info['average_socket_power']"
                                     if info and _num(info.get("average_socket_power")) is not None else None)
@@ -378,11 +378,7 @@ class AmdGpu(VendorGpu):
         if e1 is not None:
             self._energy_key = "energy_accumulator" if "energy_accumulator" in e1 else (
                 "power" if "power" in e1 else None)
-        sup["energy_counter"] = self._energy_key is not None
-        if e1 is None:
-            why["energy_counter"] = how
-        elif self._energy_key is None:
-            why["energy_counter"] = f"unknown reply keys {sorted(e1)}"
+        note("energy_counter", self._energy_key is not None, how if e1 is None else f"unknown reply keys {sorted(e1)}")
         caps["energy_mj_source"] = None
         if sup["energy_counter"]:
             res = float(e1["counter_resolution"])
@@ -405,9 +401,7 @@ class AmdGpu(VendorGpu):
         }
         for k, (what, fn, args) in self._calls.items():
             v, how = self._try(fn, what, *args)
-            sup[k] = v is not None
-            if v is None:
-                why[k] = how
+            note(k, v is not None, how)
         caps["temp_c_source"] = ("hotspot (junction)" if sup["temp_hotspot"] else "edge" if sup["temp_edge"] else None)
         caps["temperature_unit"] = "degC as returned by amdsmi (not divided by 1000)"
         self._caps = caps
@@ -577,35 +571,22 @@ class AmdSmiSensor(PolledGpuSensor):
     gpu_class = AmdGpu
 
 
-def hip_properties(index: int) -> dict[str, Any] | None:
-    """HIP device properties of ``index`` through CuPy built for ROCm (``cupy-rocm-7-0``), or None when
-    CuPy is missing or is the CUDA build."""
-    return runtime_properties(index, "rocm", hip=True)
-
-
 class RocmDevice(RealGpu):
-    """AMD GPU ``rocm:<HIP index>``: amdsmi sensor and clocks, kernels through CuPy for ROCm.
-
-    ``runner``: a kernel runner with ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)``
-    and ``close()``; default :class:`microbench.kernels.runner.KernelRunner`, created on first use
-    (it needs CuPy built for ROCm and kernels that compile for AMD).
-    """
+    """AMD GPU ``rocm:<HIP index>``: amdsmi sensor and clocks, kernels through CuPy for ROCm; ``analyzer`` and
+    ``runner`` as :meth:`RealGpu._attach` takes them (the default :class:`microbench.kernels.runner.KernelRunner`
+    needs CuPy built for ROCm and kernels that compile for AMD)."""
 
     def __init__(self, index: int, *, analyzer: Sensor | None = None, runner: Any = None,
                  energy_check_s: float = 0.5):
         from calib.core.arch import amd_facts
 
         self.index = int(index)
-        props = hip_properties(self.index)
+        props = runtime_properties(self.index, "rocm", hip=True)  # via CuPy for ROCm; None without it
         pci = (f"{int(props['pciDomainID']):04x}:{int(props['pciBusID']):02x}:{int(props['pciDeviceID']):02x}.0"
                if props else None)
         self.gpu = AmdGpu(self.index, hip_pci=pci, energy_check_s=energy_check_s)
         try:
-            self._sensor = AmdSmiSensor(self.gpu, name=f"amdsmi{self.index}")
-            self._analyzer = analyzer
-            self._runner = runner
-            self._owns_runner = runner is None
-            self._prepared: dict[Any, Any] = {}
+            self._attach(AmdSmiSensor(self.gpu, name=f"amdsmi{self.index}"), analyzer, runner)
             ident = self.gpu.identity()
             try:
                 table = self.gpu.supported_clocks()
@@ -628,9 +609,6 @@ class RocmDevice(RealGpu):
         except BaseException:
             self.gpu.close()
             raise
-
-    def sensors(self) -> list[Sensor]:
-        return [self._sensor] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
     def _new_runner(self) -> Any:
         try:
@@ -687,8 +665,7 @@ class AmdBackend(Backend):
                     if g.mapping == "hip_id":
                         ident["index"] = int(_num(_smi(lib, "enumeration info", lib.amdsmi_get_gpu_enumeration_info,
                                                        g.handle)["hip_id"]))
-                    yes, no = _measures(g.capabilities())
-                    ident["measures"], ident["not_available"] = yes, no
+                    ident["measures"], ident["not_available"] = _measures(g.capabilities())
                     ident["notes"] = list(g.capabilities()["faults"].values())
                     out.append(ident)
                 finally:
@@ -700,18 +677,14 @@ class AmdBackend(Backend):
 
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """What each AMD GPU can measure, its power scope, faults found, clock control."""
-        import os
-
         ok, msg = amdsmi_available()
         rep: dict[str, Any] = {"library": self.library, "available": ok, "message": msg, "gpus": []}
         if not ok:
             return rep
-        root = hasattr(os, "geteuid") and os.geteuid() == 0
         for ident in self.list_gpus():
             g: dict[str, Any] = {"identity": ident, "measurable": ident.pop("measures"),
-                                 "not_available": ident.pop("not_available"), "notes": {}}
-            for i, note in enumerate(ident.pop("notes")):
-                g["notes"][f"fault {i + 1}"] = note
+                                 "not_available": ident.pop("not_available"),
+                                 "notes": {f"fault {i + 1}": note for i, note in enumerate(ident.pop("notes"))}}
             try:
                 with AmdGpu(ident["index"], energy_check_s=0.0) as gpu:
                     g["notes"]["power scope"] = gpu.capabilities()["power_scope"]
@@ -721,8 +694,7 @@ class AmdBackend(Backend):
                     g["notes"]["clocks"] = f"GFX levels {clk['core_mhz']} MHz, memory {clk['mem_mhz']} MHz"
             except DeviceError as e:
                 g["error"] = str(e)
-            g["notes"]["clock control"] = ("possible (running as root)" if root else
-                                           "needs root: DVFS points (held clocks) will fail with 'not permitted'")
+            g["notes"]["clock control"] = clock_control_note("held")
             rep["gpus"].append(g)
         return rep
 

@@ -17,6 +17,8 @@ discovery, opening a device (telemetry, clock control, kernel runner), opening i
 from __future__ import annotations
 
 import atexit
+import contextlib
+import os
 import signal
 import threading
 import time
@@ -214,7 +216,8 @@ class PolledGpuSensor(Sensor):
     stream's columns), stamped at the middle of the poll -- the best host-side estimate of when the values
     were taken. ``gpu``: a ``gpu_class`` object, or an index to open one, which the sensor then owns
     (closes with itself, and when its first probe fails). ``name``: the stream, default ``<kind><index>``.
-    Subclasses set ``kind``, ``columns`` and ``gpu_class``."""
+    Subclasses set ``kind``, ``columns`` (the GPU object's own ``columns`` instead where it has them: they can
+    depend on the board) and ``gpu_class``."""
 
     gpu_class: Any
 
@@ -230,6 +233,7 @@ class PolledGpuSensor(Sensor):
             if owns:
                 self.gpu.close()
             raise
+        self.columns = getattr(self.gpu, "columns", self.columns)
 
     def capabilities(self) -> dict[str, Any]:
         return self.gpu.capabilities()
@@ -306,8 +310,9 @@ def runtime_properties(index: int, prefix: str, hip: bool = False) -> dict[str, 
 
 class VendorGpu:
     """What a vendor library's GPU object (``NvmlGpu``, ``AmdGpu``) does the same way: :meth:`close` resets
-    held clocks and then releases the library once, and it is a context manager. Subclasses set ``_open``
-    and define ``reset_clocks`` and ``_shutdown`` (the library's release, its errors already typed)."""
+    held clocks and then releases the library once, and it is a context manager. Subclasses call :meth:`_start`
+    once the library is initialised and define ``reset_clocks`` and ``_shutdown`` (the library's release, its
+    errors already typed)."""
 
     _open: bool
     where: str
@@ -316,8 +321,12 @@ class VendorGpu:
         """``fn(*args)`` through the vendor library's boundary, its errors typed, messages naming this GPU."""
         raise NotImplementedError
 
-    def _start_counts(self) -> None:
-        """No capabilities probed yet; no energy-counter reset and no query refused mid-run so far."""
+    def _start(self) -> None:
+        """The library is initialised (``close`` releases it); no clock held, no capabilities probed yet, no
+        energy-counter reset and no query refused mid-run so far."""
+        self._open = True
+        self._clock_lock = threading.Lock()
+        self.locked: dict[str, Any] = {"core": None, "mem": None}
         self._caps: dict[str, Any] | None = None
         self._prev_energy_mj: float | None = None
         self.energy_resets = 0
@@ -365,10 +374,8 @@ class VendorGpu:
             self.reset_clocks()
         finally:
             self._open = False
-            try:
+            with contextlib.suppress(DeviceError):
                 self._shutdown()
-            except DeviceError:
-                pass
 
     def __enter__(self) -> Any:
         return self
@@ -377,19 +384,34 @@ class VendorGpu:
         self.close()
 
 
+def clock_control_note(held: str) -> str:
+    """What ``calib doctor`` says about clock control here: possible as root, else what DVFS points (whose
+    clocks are ``held``: locked, held) will meet."""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return "possible (running as root)"
+    return f"needs root: DVFS points ({held} clocks) will fail with 'not permitted'"
+
+
 class RealGpu(Device):
-    """What a real GPU of any vendor does the same way: wall-clock time, kernels through a runner
-    prepared once per shape, sleeping idle, clocks and temperature through the vendor's GPU object
-    (``self.gpu``: ``lock_clocks``, ``clocks_mhz``, ``temperature_c``, ``reset_clocks``, ``close``), and
-    a close that releases everything. Subclasses set ``gpu``, ``_runner`` (None: :meth:`_new_runner`
-    on first use), ``_owns_runner``, ``_analyzer`` and ``_prepared``."""
+    """What a real GPU of any vendor does the same way: wall-clock time, its own stream plus an optional
+    analyzer as sensors, kernels through a runner prepared once per shape, sleeping idle, clocks and
+    temperature through the vendor's GPU object (``self.gpu``: ``lock_clocks``, ``clocks_mhz``,
+    ``temperature_c``, ``reset_clocks``, ``close``), and a close that releases everything. Subclasses
+    set ``gpu`` and call :meth:`_attach`."""
 
     virtual = False
     gpu: Any
-    _runner: Any
-    _owns_runner: bool
-    _analyzer: Sensor | None
-    _prepared: dict[Any, Any]
+
+    def _attach(self, sensor: Sensor, analyzer: Sensor | None, runner: Any) -> None:
+        """The GPU's own stream, an optional external power analyzer (started by the caller or lazily on first
+        read), and the kernel runner: ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)``,
+        ``close()`` (None: the vendor's, :meth:`_new_runner`, created on first use and closed with the device)."""
+        self._sensor, self._analyzer, self._runner = sensor, analyzer, runner
+        self._owns_runner = runner is None
+        self._prepared: dict[Any, Any] = {}
+
+    def sensors(self) -> list[Sensor]:
+        return [self._sensor] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
 
     def _new_runner(self) -> Any:
         """The vendor's kernel runner (DeviceError naming what to install when it cannot run kernels)."""

@@ -23,7 +23,6 @@ from microbench.devices.base import Backend, CopyResult, DeviceInfo, RealGpu, Se
 from microbench.devices.nvml import NvmlGpu, NvmlSensor
 
 
-
 def _arch_fields(props: dict[str, Any] | None, name: str) -> tuple[float, dict[str, Any]]:
     """Issue rate and ``DeviceInfo.extra`` entries of a GPU from :mod:`calib.core.arch` (by compute
     capability when CuPy gives it, else by the board name), with CUDA's own resident-warp limit and L2
@@ -49,18 +48,8 @@ def pci_bus_id(props: dict[str, Any]) -> str:
 
 
 class CudaDevice(RealGpu):
-    """GPU ``cuda:<index>``.
-
-    Parameters
-    ----------
-    index:
-        CUDA device index.
-    analyzer:
-        an optional external power analyzer sensor (started by the caller or lazily on first read).
-    runner:
-        a kernel runner with ``prepare(kernel, params, launch)``, ``run_for(prepared, duration_s)`` and
-        ``close()``; default: ``microbench.kernels.runner.KernelRunner(index)``, created on first use.
-    """
+    """GPU ``cuda:<index>`` (CUDA device index); ``analyzer`` and ``runner`` as :meth:`RealGpu._attach` takes
+    them (the default runner: ``microbench.kernels.runner.KernelRunner(index)``)."""
 
     def __init__(self, index: int, *, analyzer: Sensor | None = None, runner: Any = None):
         self.index = int(index)
@@ -79,11 +68,7 @@ class CudaDevice(RealGpu):
                                   f"unknown; assuming NVML GPU {self.index}. Install CuPy (pip install "
                                   "'gpu-calib[gpu]') or set CUDA_DEVICE_ORDER=PCI_BUS_ID", RuntimeWarning,
                                   stacklevel=2)
-            self._nvml = NvmlSensor(self.gpu, name=f"nvml{self.index}")
-            self._analyzer = analyzer
-            self._runner = runner
-            self._owns_runner = runner is None
-            self._prepared: dict[Any, Any] = {}
+            self._attach(NvmlSensor(self.gpu, name=f"nvml{self.index}"), analyzer, runner)
             self.info = self._make_info(props)
         except BaseException:
             self.gpu.close()
@@ -110,14 +95,11 @@ class CudaDevice(RealGpu):
             extra={**arch,
                    "pci_bus_id": ident.get("pci_bus_id"), "architecture": ident.get("architecture"),
                    "compute_capability": f"{props['major']}.{props['minor']}" if props else None,
-                   "cuda_index": self.index, "nvml_capabilities": self._nvml.capabilities()["supported"],
+                   "cuda_index": self.index, "nvml_capabilities": self._sensor.capabilities()["supported"],
                    **{k: ident[k] for k in ("power_limit_w", "shutdown_temp_c") if ident.get(k) is not None}},
         )
 
     # -- Device interface (the rest is RealGpu's) --------------------------------------------
-    def sensors(self) -> list[Sensor]:
-        return [self._nvml] + ([self._analyzer] if self._analyzer is not None else []) + self.attached()
-
     def _new_runner(self) -> Any:
         try:
             from microbench.kernels.runner import KernelRunner
@@ -168,10 +150,10 @@ class CudaBackend(Backend):
     def report(self, probe_rate: bool = False) -> dict[str, Any]:
         """NVML's view of every GPU: fields supported and their sources, clocks, clock-locking permission."""
         import importlib.metadata
-        import os
 
         from calib.core.errors import CalibError
         from microbench.devices import nvml
+        from microbench.devices.base import clock_control_note
 
         def version(dist: str) -> str | None:
             try:
@@ -186,7 +168,6 @@ class CudaBackend(Backend):
         rep["gpus"] = []
         if not ok:
             return rep
-        root = hasattr(os, "geteuid") and os.geteuid() == 0
         for ident in nvml.list_gpus():
             g: dict[str, Any] = {"identity": ident}
             try:
@@ -202,8 +183,7 @@ class CudaBackend(Backend):
                                        "core_mhz_count": {m: len(c) for m, c in table.items()}}
                     except CalibError as e:
                         g["clocks"] = {"error": str(e)}
-                    g["clock_locking"] = ("possible (running as root)" if root else
-                                          "needs root: DVFS points (locked clocks) will fail with 'not permitted'")
+                    g["clock_locking"] = clock_control_note("locked")
                     if probe_rate:
                         g["update_period_s"] = gpu.measure_update_period_s(1.0)
             except CalibError as e:

@@ -1,18 +1,8 @@
 """NVIDIA GPUs through NVML (package ``nvidia-ml-py``): enumeration, the NVML sensor, clock control.
 
-All use of ``pynvml`` in the toolkit is confined to this module; NVML errors are mapped here, once, to
-the toolkit's typed errors (see :func:`map_nvml_error`):
-
-=====================================================  ============================================
-NVML return code                                       raised as
-=====================================================  ============================================
-NOT_SUPPORTED, FUNCTION_NOT_FOUND, FREQ_NOT_SUPPORTED,  :class:`calib.core.errors.DeviceNotSupportedError`
-ARGUMENT_VERSION_MISMATCH, DEPRECATED
-NO_PERMISSION                                          :class:`calib.core.errors.DeviceNoPermissionError`
-GPU_IS_LOST, RESET_REQUIRED, GPU_NOT_FOUND             :class:`calib.core.errors.DeviceLostError`
-TIMEOUT, NOT_READY, NO_DATA, IN_USE, IRQ_ISSUE         :class:`microbench.logger.TransientSensorError`
-anything else (driver not loaded, library not found)   :class:`calib.core.errors.DeviceError`
-=====================================================  ============================================
+All use of ``pynvml`` in the toolkit is confined to this module; NVML return codes are mapped here, once,
+to the toolkit's typed errors (:func:`map_nvml_error`: not supported, no permission, lost, transient, NVML
+not usable; anything else a :class:`calib.core.errors.DeviceError`).
 
 The sensor's stream columns (one row per poll; NVML units converted here, once):
 
@@ -47,7 +37,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -69,7 +58,6 @@ from microbench.devices.base import (
     PolledGpuSensor,
     VendorGpu,
     install_clock_reset_handlers,
-    reset_all_held_clocks,
 )
 from microbench.logger import TransientSensorError
 
@@ -218,9 +206,7 @@ class NvmlGpu(VendorGpu):
 
     def __init__(self, index: int | None = None, *, pci_bus_id: str | None = None):
         _nvml("nvmlInit", pynvml.nvmlInit)
-        self._open = True
-        self._clock_lock = threading.Lock()
-        self.locked: dict[str, tuple[int, int] | None] = {"core": None, "mem": None}
+        self._start()
         try:
             count = _nvml("device count", pynvml.nvmlDeviceGetCount)
             if pci_bus_id is not None:
@@ -236,7 +222,6 @@ class NvmlGpu(VendorGpu):
             self.name = _str(_nvml("GPU name", pynvml.nvmlDeviceGetName, self.handle))
             self.uuid = _str(_nvml("GPU UUID", pynvml.nvmlDeviceGetUUID, self.handle))
             self._fields: list[tuple[str, Any]] = []
-            self._start_counts()
         except BaseException:
             _nvml("nvmlShutdown", pynvml.nvmlShutdown)
             self._open = False
@@ -362,19 +347,11 @@ class NvmlGpu(VendorGpu):
         self._fields = [(k, fields[k]) for k in ("power_instant", "power_average", "energy_field", "mem_temp")
                         if supported[k]]
         fans_logged = self._probe_fans()
-        if supported["power_instant"]:
-            src = "field NVML_FI_DEV_POWER_INSTANT (instantaneous)"
-        elif supported["power_usage"]:
-            src = ("nvmlDeviceGetPowerUsage (1 s average on Ampere-except-GA100 and newer, instantaneous on "
-                   "older GPUs)")
-        else:
-            src = None
-        if supported["energy_field"]:
-            esrc = "field NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, ~100 ms updates)"
-        elif supported["energy_counter"]:
-            esrc = "nvmlDeviceGetTotalEnergyConsumption (mJ, ~100 ms updates)"
-        else:
-            esrc = None
+        src = ("field NVML_FI_DEV_POWER_INSTANT (instantaneous)" if supported["power_instant"] else
+               "nvmlDeviceGetPowerUsage (1 s average on Ampere-except-GA100 and newer, instantaneous on older GPUs)"
+               if supported["power_usage"] else None)
+        esrc = ("field NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ, ~100 ms updates)" if supported["energy_field"] else
+                "nvmlDeviceGetTotalEnergyConsumption (mJ, ~100 ms updates)" if supported["energy_counter"] else None)
         self._caps = {
             "gpu": self.identity(),
             "supported": supported,
@@ -403,8 +380,7 @@ class NvmlGpu(VendorGpu):
         t0 = time.perf_counter()
         v: dict[str, Any] = dict.fromkeys(self.columns)
         if self._fields:
-            fvs = _nvml(f"{self.where}: field values", pynvml.nvmlDeviceGetFieldValues, h,
-                        [fid for _, fid in self._fields])
+            fvs = self._call(pynvml.nvmlDeviceGetFieldValues, "field values", h, [fid for _, fid in self._fields])
             for (key, _), fv in zip(self._fields, fvs):
                 if fv.nvmlReturn != pynvml.NVML_SUCCESS:
                     err = map_nvml_error(pynvml.NVMLError(fv.nvmlReturn), f"{self.where}: field {key}")
@@ -480,8 +456,8 @@ class NvmlGpu(VendorGpu):
     def temperature_c(self) -> float | None:
         """GPU core temperature now, °C (None when not supported)."""
         try:
-            return float(_nvml(f"{self.where}: temperature", pynvml.nvmlDeviceGetTemperatureV, self.handle,
-                               pynvml.NVML_TEMPERATURE_GPU))
+            return float(self._call(pynvml.nvmlDeviceGetTemperatureV, "temperature", self.handle,
+                                    pynvml.NVML_TEMPERATURE_GPU))
         except DeviceNotSupportedError:
             return None
 
@@ -494,8 +470,7 @@ class NvmlGpu(VendorGpu):
     # -- clock control ---------------------------------------------------------------------------
     def supported_clocks(self) -> dict[int, list[int]]:
         """``{mem_mhz: [core_mhz, ...]}``: the graphics clocks valid with each memory clock (descending)."""
-        mems = _nvml(f"{self.where}: supported memory clocks", pynvml.nvmlDeviceGetSupportedMemoryClocks,
-                     self.handle)
+        mems = self._call(pynvml.nvmlDeviceGetSupportedMemoryClocks, "supported memory clocks", self.handle)
         out: dict[int, list[int]] = {}
         for m in sorted((int(x) for x in mems), reverse=True):
             cores = _nvml(f"{self.where}: supported graphics clocks at {m} MHz",
@@ -530,7 +505,7 @@ class NvmlGpu(VendorGpu):
             self._check_pair(core, mem)
         install_clock_reset_handlers()
         with self._clock_lock:
-            _LOCKED.add(self)
+            CLOCKS_HELD.add(self)
             if mem is None:
                 self._reset_domain("mem")
             else:
@@ -561,21 +536,12 @@ class NvmlGpu(VendorGpu):
                 except DeviceError as e:  # try the other domain anyway
                     errors.append(e)
                     self.locked[dom] = None
-            _LOCKED.discard(self)
+            CLOCKS_HELD.discard(self)
             if errors:
                 raise errors[0]
 
     def _shutdown(self) -> None:
         _nvml("nvmlShutdown", pynvml.nvmlShutdown)
-
-
-# ------------------------------------------------------------------------------------------------
-# Clock reset at exit / Ctrl-C / SIGTERM
-# ------------------------------------------------------------------------------------------------
-
-#: the GPUs with locked clocks and their reset at exit, shared by every vendor (microbench.devices.base)
-_LOCKED = CLOCKS_HELD
-_reset_all_locked = reset_all_held_clocks
 
 
 # ------------------------------------------------------------------------------------------------
@@ -591,13 +557,8 @@ class NvmlSensor(PolledGpuSensor):
     """
 
     kind = "nvml"
-    columns = SENSOR_COLUMNS
+    columns = SENSOR_COLUMNS  # and fan<i>_pct per fan (NvmlGpu.columns)
     gpu_class = NvmlGpu
-
-    def __init__(self, gpu: NvmlGpu | int, name: str | None = None,
-                 clock: Callable[[], tuple[float, float]] | None = None):
-        super().__init__(gpu, name, clock)
-        self.columns = self.gpu.columns  # the per-fan columns depend on the board (probed once)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ read; empty on the first row). The sensor's scope is ``host``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import warnings
@@ -105,10 +106,8 @@ def discover(root: Path | str | None = None) -> tuple[list[RaplZone], dict[str, 
             continue
         host = name.startswith("package") or name == "dram"
         limit = None
-        try:
+        with contextlib.suppress(OSError, ValueError):
             limit = int(_read_text(d / "constraint_0_power_limit_uw")) / 1e6
-        except (OSError, ValueError):
-            pass
         zones.append(RaplZone(key, d, rng, host, limit))
     absent = []
     if packages and not any(z.key.endswith("dram") for z in zones) and not any(k.endswith("dram") for k in unreadable):

@@ -30,14 +30,9 @@ def analyzer_options(protocol: str) -> list[str]:
     options."""
     import inspect
 
-    names: set[str] = set()
-    for klass in PROTOCOLS[protocol].__mro__:
-        if "__init__" not in vars(klass) or not issubclass(klass, SerialAnalyzer):
-            continue
-        for p in inspect.signature(klass.__init__).parameters.values():
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in _NOT_OPTIONS:
-                names.add(p.name)
-    return sorted(names)
+    inits = [k.__init__ for k in PROTOCOLS[protocol].__mro__ if "__init__" in vars(k) and issubclass(k, SerialAnalyzer)]
+    return sorted({p.name for init in inits for p in inspect.signature(init).parameters.values()
+                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in _NOT_OPTIONS})
 
 
 def open_analyzer(port: str, protocol: str, **kw: Any) -> SerialAnalyzer:

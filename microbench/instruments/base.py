@@ -18,9 +18,7 @@ protocol-independent:
   query is discarded (it cannot be the answer); a reply that does not complete within
   ``response_timeout_s`` is dropped as truncated.
 
-Counters (``stats``): frames_ok, rejected (failed checks), truncated, instrument_errors (with
-``error_values`` by kind when the instrument sent an error value instead of a reading),
-bytes_discarded, timeouts, reconnects, gaps.
+Counters: ``stats``, an :class:`AnalyzerStats`.
 
 Declared commands: each protocol lists its instrument commands in a table (``COMMANDS``: name ->
 :class:`Command`, with the reply shape and a parameter validator, and where it is documented), and
@@ -37,6 +35,7 @@ the capabilities.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import queue
@@ -76,7 +75,7 @@ class InstrumentErrorReply(FrameError):
 
 @dataclass
 class AnalyzerStats:
-    """Counters of one analyzer connection (all protocols)."""
+    """Counters of one analyzer connection (all protocols); ``rejected``: frames that failed the checks."""
 
     frames_ok: int = 0
     rejected: int = 0
@@ -457,31 +456,26 @@ class SerialAnalyzer(Sensor):
 
     def _close_port(self) -> None:
         if self._ser is not None:
-            try:
+            with contextlib.suppress(*IO_ERRORS):
                 self._ser.close()
-            except IO_ERRORS:
-                pass
             self._ser = None
 
-    def _connect(self) -> None:
+    def connect(self) -> "SerialAnalyzer":
+        """Open the port and configure the instrument, without starting the reader thread (replay tests
+        drive :meth:`step` themselves; :meth:`start` does both)."""
         self._open_port()
         try:
             self.configure()
         except BaseException:
             self._close_port()
             raise
-
-    def connect(self) -> "SerialAnalyzer":
-        """Open the port and configure the instrument, without starting the reader thread (replay tests
-        drive :meth:`step` themselves; :meth:`start` does both)."""
-        self._connect()
         return self
 
     def start(self) -> "SerialAnalyzer":
         """Open the port, configure the instrument and start the reader thread (errors raised here)."""
         if self._thread is not None:
             return self
-        self._connect()
+        self.connect()
         self._thread = threading.Thread(target=self._run, name=f"analyzer-{self.name}", daemon=True)
         self._thread.start()
         return self
@@ -490,11 +484,9 @@ class SerialAnalyzer(Sensor):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2.0)
-        try:
+        with contextlib.suppress(*IO_ERRORS):
             if self._ser is not None:
                 self.shutdown()
-        except IO_ERRORS:
-            pass
         self._close_port()
 
     def shutdown(self) -> None:
@@ -524,29 +516,22 @@ class SerialAnalyzer(Sensor):
 
     def take_rows(self) -> list[Row]:
         """Rows parsed and not yet taken (without starting anything)."""
-        rows = []
-        while True:
-            try:
-                rows.append(self._rows.get_nowait())
-            except queue.Empty:
-                return rows
+        return [self._rows.get_nowait() for _ in range(self._rows.qsize())]  # (one consumer: all are there)
 
     # -- reader thread ----------------------------------------------------------------------------
     def _emit(self, frame: Any, t_mono: float, t_wall: float, latency_s: float | None = None) -> bool:
         try:
             values = self.parse(frame)
-        except InstrumentErrorReply as e:
-            self.stats.instrument_errors += 1
-            if isinstance(e, ErrorValueReply):
-                self.stats.error_values[e.kind] = self.stats.error_values.get(e.kind, 0) + 1
-            self.stats.last_reject = str(e)
-            log.info("%s on %s: instrument error reply dropped: %s", self.name, self.port_path, e)
-            self._resync = True
-            return False
         except FrameError as e:
-            self.stats.rejected += 1
+            if isinstance(e, InstrumentErrorReply):
+                self.stats.instrument_errors += 1
+                if isinstance(e, ErrorValueReply):
+                    self.stats.error_values[e.kind] = self.stats.error_values.get(e.kind, 0) + 1
+            else:
+                self.stats.rejected += 1
             self.stats.last_reject = str(e)
-            log.info("%s on %s: frame rejected: %s", self.name, self.port_path, e)
+            log.info("%s on %s: %s: %s", self.name, self.port_path, "instrument error reply dropped"
+                     if isinstance(e, InstrumentErrorReply) else "frame rejected", e)
             self._resync = True
             return False
         self.stats.frames_ok += 1
@@ -671,7 +656,7 @@ class SerialAnalyzer(Sensor):
             if self._stop.wait(backoff):
                 return
             try:
-                self._connect()
+                self.connect()
             except (*IO_ERRORS, CalibError) as e:  # still unplugged, or not answering yet
                 log.debug("analyzer %s on %s: reconnect attempt failed (%s)", self.name, self.port_path, e)
                 backoff = min(backoff * 2, self.max_backoff_s)

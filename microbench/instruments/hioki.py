@@ -50,9 +50,6 @@ ERROR_VALUES = {999.99e9: "over-range", 888.88e9: "scaling error", 777.77e9: "no
 
 _NUM = r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?"
 _CODE = re.compile(r"^(?P<payload>.*?)[;,]?(?P<code>\d{3})$")
-#: a reply that is only a confirmation code: ``000`` or ``;000`` (the manuals' "replies like ;000" read
-#: either way; a ``,`` where the meter separates items with commas)
-_CODE_ONLY = re.compile(r"[;,]?(?P<code>\d{3})")
 _ITEM = re.compile(r"^(?P<head>[A-Za-z]+\s+)?(?P<num>\S+)$")
 
 
@@ -110,7 +107,8 @@ class HiokiPW3335(SerialAnalyzer):
                 "items": ["U", "I", "P"]}
 
     # -- setup -----------------------------------------------------------------------------------
-    def _split_code(self, text: str) -> tuple[str, str | None]:
+    @staticmethod
+    def _split_code(text: str) -> tuple[str, str | None]:
         """(payload, code) of a reply; code None when the reply carries no confirmation code."""
         t = text.strip()
         if re.fullmatch(r"\d{3}", t):
@@ -120,11 +118,12 @@ class HiokiPW3335(SerialAnalyzer):
             return m.group("payload"), m.group("code")
         return t, None
 
-    @staticmethod
-    def _code_only(reply: bytes) -> str | None:
-        """The 3-digit code of a reply that is only a confirmation code (``000``, ``;000``), else None."""
-        m = _CODE_ONLY.fullmatch(reply.decode("ascii", "replace").strip())
-        return m.group("code") if m else None
+    @classmethod
+    def _code_only(cls, reply: bytes) -> str | None:
+        """The 3-digit code of a reply that is only a confirmation code, else None: ``000`` or ``;000`` (the
+        manuals' "replies like ;000" read either way; a ``,`` where the meter separates items with commas)."""
+        payload, code = cls._split_code(reply.decode("ascii", "replace"))
+        return None if payload else code
 
     def _setting(self, name: str, **params: Any) -> None:
         """Send one setting; refused (code or ``:ERR?``) -> InstrumentError naming it."""

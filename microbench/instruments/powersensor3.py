@@ -283,10 +283,7 @@ class FrameBatch:
     def concat(parts: list["FrameBatch"]) -> "FrameBatch":
         if not parts:
             return FrameBatch(np.zeros(0, int), np.zeros((0, N_SENSORS), int), np.zeros(0, bool), np.zeros(0, bool))
-        if len(parts) == 1:
-            return parts[0]
-        return FrameBatch(np.concatenate([p.ts for p in parts]), np.concatenate([p.levels for p in parts]),
-                          np.concatenate([p.marker for p in parts]), np.concatenate([p.lost for p in parts]))
+        return FrameBatch(*(np.concatenate(a) for a in zip(*((p.ts, p.levels, p.marker, p.lost) for p in parts))))
 
     def __len__(self) -> int:
         return int(self.ts.shape[0])
@@ -350,15 +347,12 @@ class PowerSensor3(SerialAnalyzer):
         self._lags: collections.deque[tuple[float, float]] = collections.deque()
         self._acc_resync = False
         super().__init__(port, name, **kw)
-        self.VALUE_COLUMNS = self._columns(pairs if pairs is not None else [])  # type: ignore[misc]
-        self.columns = tuple(self.VALUE_COLUMNS) + ("resync",)
+        self._set_columns(pairs if pairs is not None else [])
 
-    @staticmethod
-    def _columns(pairs: Sequence[int]) -> tuple[str, ...]:
-        cols = ["power_w"]
-        for p in pairs:
-            cols += [f"power{p}_w", f"voltage{p}_v", f"current{p}_a"]
-        return tuple(cols) + ("device_t_s", "marker", "frames")
+    def _set_columns(self, pairs: Sequence[int]) -> None:
+        per_pair = [c for p in pairs for c in (f"power{p}_w", f"voltage{p}_v", f"current{p}_a")]
+        self.VALUE_COLUMNS = ("power_w", *per_pair, "device_t_s", "marker", "frames")  # type: ignore[misc]
+        self.columns = tuple(self.VALUE_COLUMNS) + ("resync",)
 
     def make_framer(self) -> PS3Framer:
         return PS3Framer()
@@ -454,8 +448,7 @@ class PowerSensor3(SerialAnalyzer):
         self._sens = np.array([c.sensitivity if c.sensitivity else np.nan for c in config])
         if not self.pairs:
             self.pairs = list(want)
-            self.VALUE_COLUMNS = self._columns(self.pairs)  # type: ignore[misc]
-            self.columns = tuple(self.VALUE_COLUMNS) + ("resync",)
+            self._set_columns(self.pairs)
         self.observe("pairs_in_use", used)
         for p in self.pairs:
             c, v = config[2 * p], config[2 * p + 1]
@@ -564,10 +557,8 @@ class PowerSensor3(SerialAnalyzer):
             vv, cc = volt[a:z].mean(0), cur[a:z].mean(0)
             for j, p in enumerate(self.pairs):
                 row[f"power{p}_w"], row[f"voltage{p}_v"], row[f"current{p}_a"] = float(pw[j]), float(vv[j]), float(cc[j])
-            row["device_t_s"] = float(dev_t[z - 1])
-            row["marker"] = int(mark[a:z].any())
-            row["frames"] = z - a
-            row["resync"] = int(self._acc_resync)
+            row.update(device_t_s=float(dev_t[z - 1]), marker=int(mark[a:z].any()), frames=z - a,
+                       resync=int(self._acc_resync))
             self._acc_resync = False
             self._rows.put(Row(t_mono, t_wall, row))
         used = groups[-1][1] if groups else 0
@@ -576,7 +567,6 @@ class PowerSensor3(SerialAnalyzer):
     def _flush(self, t_mono: float, t_wall: float) -> None:
         """Emit the partial average (frames < average_frames) before a gap."""
         self._emit_rows(t_mono, t_wall, final=True)
-        self._pending = []
 
     def parse(self, frame: tuple[int, list[int], bool]) -> dict[str, Any]:
         """Values of one frame (the reader decodes in bulk; this is the same arithmetic for one frame)."""

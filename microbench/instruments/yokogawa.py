@@ -3,19 +3,12 @@
 As working tools drive them (intel/yoko-tool ``_yokobase.py``, ``_wt310.py``, ``_wt210.py``;
 mlcommons/power-dev; pycoolr; facts in ``shared/reference/instrument-protocol-facts.md``).
 
-WT310 setup, sent at start and after every reconnect (the table :attr:`YokogawaWT310.COMMANDS`)::
-
-    *CLS, *CLS              clear the error queue (twice, as yoko-tool): an interrupted earlier query
-                            leaves an error that a later :STAT:ERR? would blame on the wrong command
-    :COMM:REM ON            remote mode
-    *IDN?                   identity (recorded in the manifest)
-    :SYST:COMM:COMM WT300   the WT300 command set (a meter left in WT200-compatible mode rejects
-                            every :NUM / :INP command)
-    :COMM:HEAD OFF          replies without headers
-    :NUM:FORM ASCII, :NUM:NORM:NUM 3, :NUM:NORM:ITEM1..3 U/I/P,<element>
-    :RATE <rate>            100MS ... 5S (50MS on WT300E models only)
-    :INP:VOLT:AUTO OFF, :INP:VOLT:RANG <v>V, :INP:CURR:AUTO OFF, :INP:CURR:RANG <a>A
-    :STAT:FILT1 FALL        EESR bit 0 (UPD) set when an update completes
+WT310 setup, sent at start and after every reconnect (:meth:`YokogawaWT310.configure`, over the commands
+of :attr:`YokogawaWT310.COMMANDS`): ``*CLS`` twice, as yoko-tool does (an interrupted earlier query leaves
+an error that a later ``:STAT:ERR?`` would blame on the wrong command), remote mode, the identity (recorded
+in the manifest), the WT300 command set (a meter left in WT200-compatible mode rejects every ``:NUM`` /
+``:INP`` command), replies without headers, ASCII items U, I, P of the element, the rate, fixed ranges,
+and ``:STAT:FILT1 FALL`` (EESR bit 0 set when an update completes).
 
 Every setting is followed by ``:STAT:ERR?``; anything but ``0,...`` raises :class:`InstrumentError`
 naming the command. Each poll sends ``:COMM:WAIT 1;:NUM:NORM:VAL?;:STAT:EESR?`` (wait until an update

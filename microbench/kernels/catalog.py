@@ -162,10 +162,10 @@ class KernelSpec:
 
     # -- count model --------------------------------------------------------------------------
     def body_counts(self, params: Mapping[str, Any]) -> Counts:
-        return dict(self.body(params)) if callable(self.body) else dict(self.body)
+        return dict(self.body(params) if callable(self.body) else self.body)
 
     def overhead_counts(self, params: Mapping[str, Any]) -> Counts:
-        return dict(self.overhead(params)) if callable(self.overhead) else dict(self.overhead)
+        return dict(self.overhead(params) if callable(self.overhead) else self.overhead)
 
     def loop_models(self, params: Mapping[str, Any]) -> list[LoopModel]:
         """The kernel's loops in program order (the hot one flagged)."""
@@ -278,12 +278,8 @@ def _fma_intensity_body(p: Mapping[str, Any]) -> Counts:
     return {"global": 1.0 * p["ilp"], "fp": (k + 1.0) * p["ilp"]}
 
 
-def _stream_overhead(p: Mapping[str, Any]) -> Counts:
-    return _add(dict(LOOP_OVERHEAD), STREAM_UPDATE)
-
-
-def _index_overhead(p: Mapping[str, Any]) -> Counts:
-    return _add(dict(LOOP_OVERHEAD), INDEX_UPDATE)
+#: per-trip overhead of the streaming memory kernels and of the constant and local kernels
+_STREAM_OVERHEAD, _INDEX_OVERHEAD = _add(dict(LOOP_OVERHEAD), STREAM_UPDATE), _add(dict(LOOP_OVERHEAD), INDEX_UPDATE)
 
 
 # -- mix ---------------------------------------------------------------------------------------
@@ -312,12 +308,8 @@ def _mix_loops(p: Mapping[str, Any]) -> list[LoopModel]:
     if consume:
         trip["fp"] = trip.get("fp", 0.0) + consume
     _add(trip, LOOP_OVERHEAD)
-    if n["tex"] or n["l1"]:
-        _add(trip, STREAM_UPDATE)
-    if n["l2"]:
-        _add(trip, STREAM_UPDATE)
-    if n["global"]:
-        _add(trip, STREAM_UPDATE)
+    # one streaming address update per region read: the L1 one (tex, l1), the L2 one, the DRAM one
+    _add(trip, STREAM_UPDATE, float(bool(n["tex"] or n["l1"]) + bool(n["l2"]) + bool(n["global"])))
     if n["const"]:
         # index update (mul.wide, add.s64, add, and) + the bank's address (mix.cu: one mov.u64 per trip)
         _add(trip, {"int": 3.0, "alu": 2.0})
@@ -425,7 +417,7 @@ def _stream_spec(name: str, entry: str, level: str, stresses: str, cls: str, foo
         return _window_bytes(p, 2 * p["ilp"])
 
     return KernelSpec(name, "mem.cu", entry, stresses, _pair_body(cls), {**_LOOP, "footprint_bytes": foot}, desc,
-                      _mem_traits("tex" if cls == "tex" else level), overhead=_stream_overhead, mem_level=level, min_share=min_share,
+                      _mem_traits("tex" if cls == "tex" else level), overhead=_STREAM_OVERHEAD, mem_level=level, min_share=min_share,
                       runtime=lambda p: {"fb": CHAIN_SCALE}, validate=_check_footprint(window),
                       load_op=load_op, footprint_rule=rule, extra_macros=_MEM_EXTRA)
 
@@ -468,7 +460,7 @@ KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
     KernelSpec("const", "const.cu", "const_ld", "const", lambda p: {"const": 2.0 * p["ilp"], "fp": 1.0 * p["ilp"]},
                {**_LOOP, "footprint_bytes": 1024},
                "warp-uniform constant-cache loads (ld.const) from a moving base, consumed in pairs by FMAs",
-               overhead=_index_overhead, min_share=0.6,
+               overhead=_INDEX_OVERHEAD, min_share=0.6,
                runtime=lambda p: {"fb": CHAIN_SCALE, "ia": 2 * p["unroll"] * p["ilp"],
                                   "ib": p["footprint_bytes"] // 4 - 1},
                validate=lambda p: _const_validate(p)),
@@ -483,19 +475,19 @@ KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
                  "streaming loads (ld.global.cg) over a working set far larger than L2", "cg", ">l2"),
     KernelSpec("local", "local.cu", "local_spill", "local", _per_ilp("local", 2), {**_LOOP, "local_words": 256},
                "local-memory traffic from a dynamically indexed per-thread array (ld/st.local, as spills)",
-               _mem_traits("local"), overhead=_index_overhead, macros={"unroll": "UNROLL", "ilp": "ILP", "local_words": "LOCAL_WORDS"},
+               _mem_traits("local"), overhead=_INDEX_OVERHEAD, macros={"unroll": "UNROLL", "ilp": "ILP", "local_words": "LOCAL_WORDS"},
                runtime=lambda p: {"fb": 1.0, "ia": 2 * p["unroll"] * p["ilp"], "ib": 0},
                validate=lambda p: _local_validate(p)),
     KernelSpec("fma_intensity", "mem.cu", "fma_intensity", "global", _fma_intensity_body,
                {"iters": 1024, "unroll": 16, "ilp": 4, "k": 8, "footprint_bytes": 1 << 30},
                "mixbench-style arithmetic-intensity sweep: k dependent FMAs per loaded element (ld.global.cg)",
-               _mem_traits("dram"), overhead=_stream_overhead, macros={"unroll": "UNROLL", "ilp": "ILP", "k": "K_FMA"}, min_share=0.0,
+               _mem_traits("dram"), overhead=_STREAM_OVERHEAD, macros={"unroll": "UNROLL", "ilp": "ILP", "k": "K_FMA"}, min_share=0.0,
                share_classes=("global",), runtime=lambda p: {"fa": CHAIN_C, "fb": CHAIN_SCALE},
                validate=lambda p: _intensity_validate(p), load_op="cg", footprint_rule=">l2"),
     KernelSpec("bw_stream", "mem.cu", "bw_stream", "global", lambda p: {"global": 1.0 * p["ilp"], "fp": 2.0 * p["ilp"]},
                {"iters": 1024, "unroll": 16, "ilp": 4, "footprint_bytes": 1 << 30},
                "streaming bandwidth: 16-byte vector loads (ld.global.cg.v4.f32, 512 bytes per warp request)",
-               _mem_traits("dram", bytes_per_access=512.0), overhead=_stream_overhead, min_share=0.3, runtime=lambda p: {"fb": CHAIN_SCALE},
+               _mem_traits("dram", bytes_per_access=512.0), overhead=_STREAM_OVERHEAD, min_share=0.3, runtime=lambda p: {"fb": CHAIN_SCALE},
                validate=_check_footprint(lambda p: _window_bytes(p, p["ilp"], 16)), load_op="cg",
                footprint_rule=">l2", extra_macros=_MEM_EXTRA),
     KernelSpec("tensor", "tensor.cu", "tensor_mma", "tensor", _per_ilp("tensor", 1), _LOOP,
@@ -612,6 +604,13 @@ KERNELS = {name: replace(spec, prologue={k: float(v) for k, v in PROLOGUES[name]
 # -- AMD (python -m microbench verify --arch gfx90a,gfx942,gfx1100) ------------------------------
 
 _GFX9_LOAD, _GFX11_LOAD = ("global_load_dword",), ("global_load_b32",)
+
+
+def _same_ops(*ops: str) -> dict[str, tuple[str, ...]]:
+    """The same mnemonics on gfx9 and gfx11."""
+    return {"gfx9": ops, "gfx11": ops}
+
+
 #: AMDGCN instructions of each kernel's stressed unit per ISA family (mnemonics without the encoding
 #: suffix; microbench.amdgcn.generation: gfx9 = GCN5/CDNA1-2, gfx940 = CDNA3, gfx11 = RDNA3). The
 #: verify share counts them (a packed v_pk_*_f32 twice), and the hot loop must hold unroll x the body's
@@ -622,23 +621,18 @@ AMD_HOT_OPS: dict[str, dict[str, tuple[str, ...]]] = {
     # v_mad_f32 / v_mac_f32: gfx9's unfused multiply-add (a multiply and an add, counted twice)
     "fp32_addmul": {"gfx9": ("v_pk_mul_f32", "v_pk_add_f32", "v_mul_f32", "v_add_f32", "v_mad_f32", "v_mac_f32"),
                     "gfx11": ("v_mul_f32", "v_add_f32")},
-    "fp64_fma": {"gfx9": ("v_fma_f64",), "gfx11": ("v_fma_f64",)},
+    "fp64_fma": _same_ops("v_fma_f64"),
     # one multiply per mad: v_mul_lo_u32 (+ a v_add_u32) on gfx9, v_mad_u64_u32 on gfx11
     "int_mad": {"gfx9": ("v_mul_lo_u32", "v_mad_u32_u24", "v_mad_u64_u32"),
                 "gfx11": ("v_mad_u64_u32", "v_mul_lo_u32", "v_mad_u32_u24")},
-    "alu_logic": {"gfx9": ("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32"),
-                  "gfx11": ("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32")},
-    "sfu": {"gfx9": ("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32"),
-            "gfx11": ("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32")},
-    "reg_mov": {"gfx9": ("v_not_b32", "v_and_b32", "v_xor_b32"), "gfx11": ("v_not_b32", "v_and_b32", "v_xor_b32")},
-    "ctrl": {"gfx9": ("s_nop",), "gfx11": ("s_nop",)},
+    "alu_logic": _same_ops("v_lshlrev_b32", "v_lshrrev_b32", "v_xor_b32"),
+    "sfu": _same_ops("v_exp_f32", "v_log_f32", "v_rsq_f32", "v_sin_f32", "v_cos_f32"),
+    "reg_mov": _same_ops("v_not_b32", "v_and_b32", "v_xor_b32"),
+    "ctrl": _same_ops("s_nop"),
     "shared": {"gfx9": ("ds_read_b32", "ds_write_b32"), "gfx11": ("ds_load_b32", "ds_store_b32")},
     "const": {"gfx9": ("s_load_dword", "s_load_dwordx2", "s_load_dwordx4", "s_load_dwordx8", "s_load_dwordx16"),
               "gfx11": ("s_load_b32", "s_load_b64", "s_load_b128", "s_load_b256", "s_load_b512")},
-    "tex": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
-    "l1": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
-    "l2": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
-    "dram": {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD},
+    **{k: {"gfx9": _GFX9_LOAD, "gfx11": _GFX11_LOAD} for k in ("tex", "l1", "l2", "dram")},
     "local": {"gfx9": ("buffer_load_dword", "buffer_store_dword", "buffer_load_dwordx2", "buffer_store_dwordx2",
                        "buffer_load_dwordx4", "buffer_store_dwordx4", "scratch_load_dword", "scratch_store_dword",
                        "scratch_load_dwordx2", "scratch_store_dwordx2", "scratch_load_dwordx4",
@@ -665,10 +659,7 @@ AMD_MIN_SHARE: dict[str, dict[str, tuple[float, str]]] = {
     "int_mad": {"gfx9": (0.45, "gfx9 has no 32-bit integer multiply-add: v_mul_lo_u32 then v_add_u32 per mad")},
     "const": {"gfx9": (0.45, "a gfx9 VALU instruction reads one SGPR (one constant-bus read): the second scalar "
                              "operand of each FMA is first copied to a VGPR (v_mov_b32)")},
-    "tex": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
-    "l1": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
-    "l2": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
-    "dram": {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)},
+    **{k: {"gfx9": (0.55, _OFFSET_WHY), "gfx11": (0.55, _OFFSET_WHY)} for k in ("tex", "l1", "l2", "dram")},
     "bw_stream": {"gfx9": (0.25, _OFFSET_WHY), "gfx11": (0.25, _OFFSET_WHY)},
 }
 #: parameters verify compiles for AMD targets instead of verify_params, and why

@@ -80,10 +80,6 @@ class Rate:
         return {"rate": self.value, "unit": self.unit, "peak": self.peak, "percent_of_peak": self.percent_of_peak}
 
 
-def _lookup(table: Mapping[int, float], cc: int) -> float | None:
-    return table.get(cc)
-
-
 #: how each kernel's achieved rate is expressed: (instruction class, unit, work per warp instruction,
 #: peak kind). Work per warp instruction: 32 lanes x (2 flops for FMA), bytes for memory.
 RATE_KINDS: dict[str, tuple[str, str, float, str]] = {
@@ -112,17 +108,17 @@ def peak(kind: str, dev: DeviceRates) -> float | None:
     """Theoretical peak of ``kind`` (see RATE_KINDS) on ``dev``, in the unit of RATE_KINDS."""
     cc, sms, f = dev.cc, dev.sm_count, dev.sm_clock_hz
     if kind in ("fp", "dp", "int", "alu", "sfu", "ctrl"):
-        lanes = _lookup(LANES_PER_SM_CLK[kind], cc)
+        lanes = LANES_PER_SM_CLK[kind].get(cc)
         return lanes * sms * f if lanes else None
     if kind in ("fp2", "dp2"):
-        lanes = _lookup(LANES_PER_SM_CLK[kind[:-1]], cc)
+        lanes = LANES_PER_SM_CLK[kind[:-1]].get(cc)
         return 2.0 * lanes * sms * f if lanes else None
     per_sm = {"tensor": TENSOR_FLOP_PER_SM_CLK, "shared": SHARED_BYTES_PER_SM_CLK, "l1": L1_BYTES_PER_SM_CLK}
     if kind in per_sm:
-        v = _lookup(per_sm[kind], cc)
+        v = per_sm[kind].get(cc)
         return v * sms * f if v else None
     if kind == "l2":
-        v = _lookup(L2_BYTES_PER_CLK, cc)
+        v = L2_BYTES_PER_CLK.get(cc)
         return v * f if v else None
     if kind == "dram":
         return dev.dram_bytes_per_s if dev.mem_clock_hz and dev.bus_bits else None

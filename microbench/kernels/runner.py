@@ -298,16 +298,20 @@ class KernelRunner:
         for _ in range(count):
             fn(prep.grid, prep.block, prep.args, shared_mem=prep.shared_mem)
 
-    def time_launches(self, prep: PreparedKernel, count: int = 1) -> float:
-        """Mean kernel time of ``count`` back-to-back launches, s (CUDA events; waits for them)."""
-        cp = self._cp
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    def _timed(self, launch: Callable[[], None]) -> tuple[Any, Any]:
+        """CUDA events recorded on the runner's stream around ``launch()`` (not waited for)."""
+        e0, e1 = self._cp.cuda.Event(), self._cp.cuda.Event()
         with self.device, self.stream:
             e0.record(self.stream)
-            self._launch(prep, count)
+            launch()
             e1.record(self.stream)
+        return e0, e1
+
+    def time_launches(self, prep: PreparedKernel, count: int = 1) -> float:
+        """Mean kernel time of ``count`` back-to-back launches, s (CUDA events; waits for them)."""
+        e0, e1 = self._timed(lambda: self._launch(prep, count))
         e1.synchronize()
-        return cp.cuda.get_elapsed_time(e0, e1) / 1e3 / count
+        return self._cp.cuda.get_elapsed_time(e0, e1) / 1e3 / count
 
     def run_for(self, prepared: PreparedKernel, duration_s: float) -> RunResult:
         """Launch ``prepared`` back to back for ``duration_s`` s of wall time (at least once).
@@ -340,12 +344,7 @@ class KernelRunner:
                 if launches and remaining <= 0:
                     break
                 batch = max(1, min(int(BATCH_S / max(per_launch, 1e-9)), int(remaining / max(per_launch, 1e-9)) or 1))
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            with self.device, self.stream:
-                e0.record(self.stream)
-                self._launch(prepared, batch)
-                e1.record(self.stream)
-            pending.append((e0, e1, batch))
+            pending.append((*self._timed(lambda: self._launch(prepared, batch)), batch))
             launches += batch
             if per_launch is None or len(pending) >= 2:
                 drain_one()
@@ -372,18 +371,13 @@ class KernelRunner:
     # -- measurements --------------------------------------------------------------------------
     def measure_sm_clock_hz(self, cycles: int = 1 << 27) -> float:
         """Average SM clock while one warp spins for ``cycles`` cycles, Hz (clock64 vs events)."""
-        spec = _util_spec()
-        mod = self.module(spec, {})
+        mod = self.module(KernelSpec("clock_spin", "util.cu", "clock_spin", "fds", {}, {}, macros={}), {})
         fn = mod.get_function("clock_spin")
         cp = self._cp
         out = cp.zeros(4, dtype=cp.float32)
         args = (out, out, np.int32(0), np.uint64(0), np.float32(0), np.float32(0),
                 np.uint32(cycles >> 20), np.uint32(cycles & 0xFFFFF), np.float32(np.nan))
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        with self.device, self.stream:
-            e0.record(self.stream)
-            fn((1, 1, 1), (32, 1, 1), args)
-            e1.record(self.stream)
+        e0, e1 = self._timed(lambda: fn((1, 1, 1), (32, 1, 1), args))
         e1.synchronize()
         spun = int(out.view(cp.uint64)[0].get())
         return spun / (cp.cuda.get_elapsed_time(e0, e1) / 1e3)
@@ -419,23 +413,20 @@ class KernelRunner:
         """Achieved rate of the kernel's stressed unit and its share of the peak (verify --gpu)."""
         p = dict(params or {})
         if kernel_name.startswith("pchase_"):
-            return {"rate": self.latency_cycles(kernel_name, p), "unit": "cyc/load", "peak": None,
-                    "percent_of_peak": None}
+            return peaks.Rate(self.latency_cycles(kernel_name, p), "cyc/load", None).to_dict()
         if kernel_name == "departure_delay":
-            fit = self.departure_delay(p)
-            return {"rate": fit["dm_del_cycles"], "unit": "cyc/txn", "peak": None, "percent_of_peak": None}
+            return peaks.Rate(self.departure_delay(p)["dm_del_cycles"], "cyc/txn", None).to_dict()
         launch = launch or Launch(self.sm_count * 4, 256, self.sm_count)
         if kernel_name != "idle":
             p["iters"] = self.calibrate_iters(kernel_name, p, launch, target_launch_s=0.02)
         prep = self.prepare(kernel_name, p, launch)
         res = self.run_for(prep, duration_s)
         if kernel_name == "idle":
-            return {"rate": 1.0 / res.kernel_time_s, "unit": "launch/s", "peak": None, "percent_of_peak": None}
+            return peaks.Rate(1.0 / res.kernel_time_s, "launch/s", None).to_dict()
         rate = None if self.is_hip else peaks.achieved(kernel_name, prep.per_warp, prep.total_warps, 1,
                                                        res.kernel_time_s, self.rates())
         if rate is None:
-            total = sum(prep.per_warp.values()) * prep.total_warps / res.kernel_time_s
-            return {"rate": total, "unit": "warp-inst/s", "peak": None, "percent_of_peak": None}
+            rate = peaks.Rate(sum(prep.per_warp.values()) * prep.total_warps / res.kernel_time_s, "warp-inst/s", None)
         return rate.to_dict()
 
     def close(self) -> None:
@@ -448,7 +439,3 @@ class KernelRunner:
         finally:
             self._modules.clear()
             self._data.clear()
-
-
-def _util_spec() -> KernelSpec:
-    return KernelSpec("clock_spin", "util.cu", "clock_spin", "fds", {}, {}, macros={})

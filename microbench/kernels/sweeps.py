@@ -64,12 +64,8 @@ def active_sm_sweep(kernel: str, sm_count: int, points: Sequence[int] | int, war
     pts = sm_points(sm_count, points) if isinstance(points, int) else sorted(set(points))
     if not pts or pts[0] < 1 or pts[-1] > sm_count:
         raise BadInputError(f"active SM counts must be in [1, {sm_count}], not {pts}")
-    out = []
-    for n in pts:
-        iters = max(1, round(base["iters"] * sm_count / n))
-        out.append(SweepPoint(kernel, spec.params(**{**params, "iters": iters}),
-                              Launch(blocks=n, threads_per_block=32 * warps_per_block, active_sms=n)))
-    return out
+    return [SweepPoint(kernel, spec.params(**{**params, "iters": max(1, round(base["iters"] * sm_count / n))}),
+                       Launch(blocks=n, threads_per_block=32 * warps_per_block, active_sms=n)) for n in pts]
 
 
 def warps_per_sm_sweep(kernel: str, sm_count: int, warps: Iterable[int] = (1, 2, 4, 8, 16, 32, 48, 64),

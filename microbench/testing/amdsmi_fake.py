@@ -124,76 +124,19 @@ class AmdSmiParameterException(AmdSmiException):
 
 # -- enums (amdsmi_interface.py) -------------------------------------------------------------------
 
-class AmdSmiInitFlags(IntEnum):
-    INIT_ALL_PROCESSORS = 4294967295
-    INIT_AMD_CPUS = 1
-    INIT_AMD_GPUS = 2
-    INIT_AMD_APUS = 3
-    INIT_NON_AMD_CPUS = 4
-    INIT_NON_AMD_GPUS = 8
-
-
-class AmdSmiClkType(IntEnum):
-    SYS = 0
-    GFX = 0
-    DF = 1
-    DCEF = 2
-    SOC = 3
-    MEM = 4
-    PCIE = 5
-    VCLK0 = 6
-    VCLK1 = 7
-    DCLK0 = 8
-    DCLK1 = 9
-
-
-class AmdSmiTemperatureType(IntEnum):
-    EDGE = 0
-    HOTSPOT = 1
-    JUNCTION = 1
-    VRAM = 2
-    HBM_0 = 3
-    HBM_1 = 4
-    HBM_2 = 5
-    HBM_3 = 6
-    PLX = 7
-
-
-class AmdSmiTemperatureMetric(IntEnum):
-    CURRENT = 0
-    MAX = 1
-    MIN = 2
-    MAX_HYST = 3
-    MIN_HYST = 4
-    CRITICAL = 5
-    CRITICAL_HYST = 6
-    EMERGENCY = 7
-    EMERGENCY_HYST = 8
-    CRIT_MIN = 9
-    CRIT_MIN_HYST = 10
-    OFFSET = 11
-    LOWEST = 12
-    HIGHEST = 13
-
-
-class AmdSmiDevPerfLevel(IntEnum):
-    AUTO = 0
-    LOW = 1
-    HIGH = 2
-    MANUAL = 3
-    STABLE_STD = 4
-    STABLE_PEAK = 5
-    STABLE_MIN_MCLK = 6
-    STABLE_MIN_SCLK = 7
-    DETERMINISM = 8
-    UNKNOWN = 256
-
-
-_PERF_NAMES = {0: "AMDSMI_DEV_PERF_LEVEL_AUTO", 1: "AMDSMI_DEV_PERF_LEVEL_LOW", 2: "AMDSMI_DEV_PERF_LEVEL_HIGH",
-               3: "AMDSMI_DEV_PERF_LEVEL_MANUAL", 4: "AMDSMI_DEV_PERF_LEVEL_STABLE_STD",
-               5: "AMDSMI_DEV_PERF_LEVEL_STABLE_PEAK", 6: "AMDSMI_DEV_PERF_LEVEL_STABLE_MIN_MCLK",
-               7: "AMDSMI_DEV_PERF_LEVEL_STABLE_MIN_SCLK", 8: "AMDSMI_DEV_PERF_LEVEL_DETERMINISM",
-               256: "AMDSMI_DEV_PERF_LEVEL_UNKNOWN"}
+AmdSmiInitFlags = IntEnum("AmdSmiInitFlags", {"INIT_ALL_PROCESSORS": 4294967295, "INIT_AMD_CPUS": 1,
+                                               "INIT_AMD_GPUS": 2, "INIT_AMD_APUS": 3, "INIT_NON_AMD_CPUS": 4,
+                                               "INIT_NON_AMD_GPUS": 8})
+AmdSmiClkType = IntEnum("AmdSmiClkType", {"SYS": 0, "GFX": 0, "DF": 1, "DCEF": 2, "SOC": 3, "MEM": 4, "PCIE": 5,
+                                           "VCLK0": 6, "VCLK1": 7, "DCLK0": 8, "DCLK1": 9})
+AmdSmiTemperatureType = IntEnum("AmdSmiTemperatureType", {"EDGE": 0, "HOTSPOT": 1, "JUNCTION": 1, "VRAM": 2,
+                                                           "HBM_0": 3, "HBM_1": 4, "HBM_2": 5, "HBM_3": 6, "PLX": 7})
+AmdSmiTemperatureMetric = IntEnum("AmdSmiTemperatureMetric", "CURRENT MAX MIN MAX_HYST MIN_HYST CRITICAL CRITICAL_HYST "
+                                  "EMERGENCY EMERGENCY_HYST CRIT_MIN CRIT_MIN_HYST OFFSET LOWEST HIGHEST", start=0)
+AmdSmiDevPerfLevel = IntEnum("AmdSmiDevPerfLevel", {
+    "AUTO": 0, "LOW": 1, "HIGH": 2, "MANUAL": 3, "STABLE_STD": 4, "STABLE_PEAK": 5, "STABLE_MIN_MCLK": 6,
+    "STABLE_MIN_SCLK": 7, "DETERMINISM": 8, "UNKNOWN": 256})
+_PERF_NAMES = {m.value: f"AMDSMI_DEV_PERF_LEVEL_{m.name}" for m in AmdSmiDevPerfLevel}
 
 
 # -- one fake GPU (processor handle) ---------------------------------------------------------------
@@ -429,13 +372,9 @@ def fake_module(gpus: list[FakeAmdGpu], clock: Callable[[], float] = time.time) 
         g = gpu_of(processor_handle, "amdsmi_get_gpu_perf_level")
         return _PERF_NAMES[g.perf_level]
 
-    for fn in (amdsmi_init, amdsmi_shut_down, amdsmi_get_lib_version, amdsmi_get_processor_handles,
-               amdsmi_get_gpu_asic_info, amdsmi_get_gpu_device_uuid, amdsmi_get_gpu_device_bdf,
-               amdsmi_get_gpu_enumeration_info, amdsmi_get_gpu_driver_info, amdsmi_get_power_info,
-               amdsmi_get_energy_count, amdsmi_get_temp_metric, amdsmi_get_clock_info, amdsmi_get_clk_freq,
-               amdsmi_get_gpu_activity, amdsmi_get_power_cap_info, amdsmi_set_gpu_clk_range,
-               amdsmi_set_gpu_perf_determinism_mode, amdsmi_set_gpu_perf_level, amdsmi_get_gpu_perf_level):
-        setattr(m, fn.__name__, fn)
+    for name, fn in list(locals().items()):  # every amdsmi_* function defined above
+        if name.startswith("amdsmi_"):
+            setattr(m, name, fn)
     return m
 
 

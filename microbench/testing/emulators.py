@@ -3,30 +3,9 @@
 Source: ``shared/reference/instrument-protocol-facts.md`` (the makers' host code, manuals and working
 third-party loggers). Nothing here is taken from the drivers in :mod:`microbench.instruments` -- this
 module does not import them -- so a mistake shared by a driver and its test double can still fail a
-test. Each emulator behaves as its source says the instrument does, awkward parts included:
-
-=================  ===========================================================================
-emulator           documented behaviour it reproduces
-=================  ===========================================================================
-PowerSensor3       binary words ``1iiiaaaa 0mbbbbbb``; ``S``/``X``/``M``/``R``; after ``X`` the
-                   sentinel ``FF 3F`` twice, 100 ms later, streaming or not; EEPROM records
-                   (41 bytes: type, pair name, vref, sensitivity, in use) acknowledged one by one,
-                   then ``D``; real sensor physics (vref, V/A) with dither; unwired channels
-                   float; frames dropped in the USB queue are invisible; 10-bit µs timestamp
-WT310 / WT310E     SCPI error queue that survives an unplug; an interrupted query leaves
-                   ``-410`` behind; WT200-compatible command set rejects ``:NUM``/``:INP``;
-                   ``:RATE`` 100MS..5S (50MS only on the E model); EESR/``:COMM:WAIT`` update sync;
-                   ``9.91E+37`` / ``9.9E+37`` / ``-9.9E+37`` error values
-WT210              ``:CONF``/``:MEAS`` tree, ``:SAMP:RATE`` in bare seconds (a ``250MS`` suffix
-                   refused unless told otherwise), V, A, W order, EESR/``:COMM:WAIT`` sync
-HIOKI PW3335       items separated by ``;`` (``,`` as the scraped manual page shows, on request);
-                   headers on at power-on; no confirmation codes (``:RS232:ANSW`` is a dummy;
-                   PW3336-like codes on request); ``:ERR?``; error values +-999.99E+9 /
-                   +-888.88E+9 / +-777.77E+9
-Watts up? PRO      ``#L,W,3,E,,<interval>;`` starts logging, ``#L,R,0;`` stops it, ``#L,W,0;``
-                   does not; ``#d,-,18,...;`` records of 21 fields
-CSV bridge         one ``<power_w>,<voltage_v>`` line per sample, no setup
-=================  ===========================================================================
+test. Each emulator behaves as its source says the instrument does, awkward parts included, and its
+class docstring says how: :class:`PowerSensor3Emulator`, :class:`YokogawaEmulator` (WT310, WT310E,
+WT210), :class:`HiokiEmulator` (PW3335), :class:`WattsUpEmulator` (Watts up? PRO), :class:`CsvEmulator`.
 
 Each emulator owns the master side of an ``os.openpty()`` pair; the driver opens the slave, either by
 its tty name (:attr:`PtyEmulator.path`) or through a symlink ``link`` (like a udev symlink of a USB
@@ -50,6 +29,7 @@ its device path, to try ``calib log --serial PATH --protocol PROTOCOL`` without 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import math
 import os
@@ -133,10 +113,8 @@ class PtyEmulator:
             if self.link is not None and self.link.is_symlink():
                 self.link.unlink()
             for fd in (self.master, self.slave):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             self.master = self.slave = -1
             self._rx.clear()
             self._scheduled.clear()
@@ -236,12 +214,9 @@ class PtyEmulator:
 
     def commands(self, data: bytes, end: bytes = b"\n") -> list[bytes]:
         """The commands completed by ``data`` (bytes from the driver, buffered until ``end``), ``end`` included."""
-        self._rx += data
-        out = []
-        while (idx := self._rx.find(end)) >= 0:
-            out.append(bytes(self._rx[: idx + len(end)]))
-            del self._rx[: idx + len(end)]
-        return out
+        *done, rest = bytes(self._rx + data).split(end)
+        self._rx = bytearray(rest)
+        return [c + end for c in done]
 
     def on_bytes(self, data: bytes) -> None:
         """Commands from the driver (default: CR LF / LF terminated lines, see :meth:`on_command`)."""
@@ -426,6 +401,8 @@ class YokogawaEmulator(PtyEmulator):
     - Value query: the latest update's U, I, P (WT310 ``:NUM:NORM:VAL?`` in ITEM order; WT210
       ``:MEAS:NORM:VAL?`` always V, A, W); frame ``seq`` = update number, so repeated or skipped
       updates show in the driver's rows.
+    - The "error" fault answers a value query with the error value ``error_value`` (``9.91E+37`` no data,
+      as default; ``9.9E+37`` / ``-9.9E+37`` over-range) in every item.
     """
 
     STREAMING = False
@@ -514,9 +491,7 @@ class YokogawaEmulator(PtyEmulator):
                     return
                 continue
             r = self._handle(p)
-            if r == "__FRAME__":
-                replies.append("__FRAME__")
-            elif r is not None:
+            if r is not None:  # a reply, or "__FRAME__" for the value query
                 replies.append(r)
         if not replies:
             return
@@ -603,11 +578,9 @@ class YokogawaEmulator(PtyEmulator):
             return "__FRAME__"
         if head == ":SAMP:RATE":
             val: float | None = None
-            try:
+            with contextlib.suppress(ValueError):
                 if "seconds" in self.rate_forms:
                     val = float(arg)
-            except ValueError:
-                pass
             if val is None and "suffix" in self.rate_forms and arg.endswith("MS"):
                 val = float(arg[:-2]) / 1000
             if val is None or not any(math.isclose(val, r) for r in self.RATES_WT210_S):
@@ -628,10 +601,7 @@ class YokogawaEmulator(PtyEmulator):
             return self._err(-224)
         if val not in (self.VOLT_RANGES if volt else self.CURR_RANGES):
             return self._err(-222)
-        if volt:
-            self.vrange = val
-        else:
-            self.crange = val
+        setattr(self, "vrange" if volt else "crange", val)
         return None
 
     # -- data ------------------------------------------------------------------------------------
@@ -639,16 +609,13 @@ class YokogawaEmulator(PtyEmulator):
         self.seq = self.update + 1
         return self.update
 
-    def _values_text(self, seq: int) -> str:
-        u, p = 230.0, _power(seq)
-        vals = {"U": u, "I": p / u, "P": p}
-        order = ["U", "I", "P"] if self.wt210 else [self.items.get(k, "U") for k in range(1, self.n_items + 1)]
-        return ",".join(f"{vals[f]:.4E}" for f in order)
-
     _affix = ("", "")  # replies of the other queries of the message, before and after the values
 
     def frame(self, seq: int) -> bytes:
-        return (self._affix[0] + self._values_text(seq) + self._affix[1]).encode() + b"\r\n"
+        u, p = 230.0, _power(seq)
+        vals = {"U": u, "I": p / u, "P": p}
+        order = ["U", "I", "P"] if self.wt210 else [self.items.get(k, "U") for k in range(1, self.n_items + 1)]
+        return (self._affix[0] + ",".join(f"{vals[f]:.4E}" for f in order) + self._affix[1]).encode() + b"\r\n"
 
     def error_reply(self) -> bytes:
         e = f"{self.error_value:.2E}"
@@ -717,9 +684,6 @@ class HiokiEmulator(PtyEmulator):
     def on_tick(self) -> None:
         pass  # every reply is a fresh measurement (the 200 ms update is not modelled)
 
-    def _items(self, values: dict[str, float]) -> str:
-        return self.separator.join((f"{k} " if self.headers else "") + _hioki_num(v) for k, v in values.items())
-
     def on_command(self, line: bytes) -> None:
         p = line.decode("ascii", "replace").strip().upper()
         if not p:
@@ -743,14 +707,11 @@ class HiokiEmulator(PtyEmulator):
             except ValueError:
                 val = float("nan")
             if val in (self.VOLT_RANGES if volt else self.CURR_RANGES):
-                if volt:
-                    self.vrange = val
-                else:
-                    self.crange = val
+                setattr(self, "vrange" if volt else "crange", val)
             else:
                 code = 2
         elif head == ":MEAS?" and arg.replace(" ", "") == "U,I,P":
-            self._reply_frame()
+            self.send_frame()
             return
         else:
             code = 1
@@ -762,18 +723,18 @@ class HiokiEmulator(PtyEmulator):
         elif payload is not None:
             self.send(payload.encode() + b"\r\n")
 
-    def _reply_frame(self) -> None:
-        self.send_frame()
+    def _items(self, values: dict[str, float]) -> bytes:
+        """A reply of items (with their headers while headers are on; the code ``;000`` after ``:RS232:ANSW ON``)."""
+        text = self.separator.join((f"{k} " if self.headers else "") + _hioki_num(v) for k, v in values.items())
+        return (text + (";000" if self.answ else "") + "\r\n").encode()
 
     def frame(self, seq: int) -> bytes:
         u, p = 230.0, _power(seq)
-        text = self._items({"U": u, "I": p / u, "P": p})
-        return (text + (";000" if self.answ else "") + "\r\n").encode()
+        return self._items({"U": u, "I": p / u, "P": p})
 
     def error_reply(self) -> bytes:
         # over-range on the voltage input: U and P carry the error value
-        text = self._items({"U": self.error_value, "I": 0.4348, "P": self.error_value})
-        return (text + (";000" if self.answ else "") + "\r\n").encode()
+        return self._items({"U": self.error_value, "I": 0.4348, "P": self.error_value})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -960,6 +921,15 @@ class PowerSensor3Emulator(PtyEmulator):
         """``n`` whole frames (vectorised), accounted as sent."""
         seqs = np.arange(self.seq, self.seq + n)
         self.seq += n
+        out = self._encode(seqs)
+        self.sent.extend(int(s) for s in seqs)
+        self.sent_t.extend([time.monotonic()] * n)
+        return out
+
+    def _encode(self, seqs: np.ndarray) -> bytes:
+        """The frames of ``seqs``, each ``frame_us`` of device time after the previous one (the marker bit
+        asked for with ``M`` on the first)."""
+        n = len(seqs)
         t_us = self.device_us + self.frame_us * np.arange(1, n + 1)
         self.device_us = int(t_us[-1])
         levels = self._levels(n)
@@ -971,36 +941,15 @@ class PowerSensor3Emulator(PtyEmulator):
             self._mark = False
         ts = _words(np.full(n, 7), t_us & 0x3FF, np.ones(n, dtype=np.int64))
         sw = _words(np.broadcast_to(np.arange(8), (n, 8)), levels, marker)
-        now = time.monotonic()
-        self.sent.extend(int(s) for s in seqs)
-        self.sent_t.extend([now] * n)
         return np.concatenate([ts[:, None, :], sw], axis=1).tobytes()
 
-    def send_frame(self, prefix: bytes = b"") -> None:
-        with self._lock:
-            fault, self._fault = self._fault, None
-            if fault is None:
-                self.send(prefix + self._frames(1))
-                return
-            self.faults.append(fault)
-            if fault == "error":  # the frame due now is never sent
-                self.corrupted.append(self.next_seq())
-                self.device_us += self.frame_us
-                self.send(self.error_reply())
-                return
-            frame = self._frames(1)  # accounted as sent...
-            if fault == "truncate":  # ...unless cut short
-                self.sent_t.pop()
-                self.corrupted.append(self.sent.pop())
-                self.send(frame[:7])
-            else:
-                self.send(frame + GARBAGE)
-
-    def frame(self, seq: int) -> bytes:  # pragma: no cover - frames are made by _frames
-        raise NotImplementedError
+    def frame(self, seq: int) -> bytes:
+        return self._encode(np.array([seq]))
 
     def error_reply(self) -> bytes:
-        # the device stops streaming as after X (the sentinel pair); it streams again on "S"
+        # the frame due now is never sent; the device stops streaming as after X (the sentinel pair) and
+        # streams again on "S"
+        self.device_us += self.frame_us
         self.streaming = False
         return SENTINEL + SENTINEL
 
@@ -1049,8 +998,7 @@ def run_fault_scenario(protocol: str, workdir: str | os.PathLike, frames_per_pha
         return unwrap_mod(xs) if protocol == "powersensor3" else xs
 
     def received_beyond(seq: int) -> bool:
-        xs = seqs()
-        return bool(xs) and max(xs) >= seq
+        return max(seqs(), default=-1) >= seq
 
     def pump_until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
         end = time.monotonic() + timeout_s

@@ -121,9 +121,7 @@ class FakeNvml:
                 fv.nvmlReturn = gpu.fail[key]
                 continue
             fv.nvmlReturn = real.NVML_SUCCESS
-            if key == "power_instant":
-                fv.valueType, fv.value.uiVal = real.NVML_VALUE_TYPE_UNSIGNED_INT, int(gpu.power_fn(now) * 1000)
-            elif key == "power_average":
+            if key in ("power_instant", "power_average"):
                 fv.valueType, fv.value.uiVal = real.NVML_VALUE_TYPE_UNSIGNED_INT, int(gpu.power_fn(now) * 1000)
             elif key == "energy_field":
                 fv.valueType, fv.value.ullVal = real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, gpu.energy_mj(now)
@@ -233,15 +231,8 @@ def install_fake(mod: Any, gpus: list[FakeGpu] | None = None) -> FakeNvml:
     def fan_list(h: FakeGpu) -> list[int]:
         return [h.fan_pct] if h.fans_pct is None else list(h.fans_pct)
 
-    def fan_speed(h: FakeGpu) -> int:  # NVML's single-fan call reports fan 0
-        fake._check(h, "fan")
-        fans = fan_list(h)
-        if not fans:
-            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
-        return fans[0]
-
-    def fan_speed_v2(h: FakeGpu, fan: int) -> int:
-        fake._check(h, "fan_v2")
+    def fan_speed_v2(h: FakeGpu, fan: int, query: str = "fan_v2") -> int:
+        fake._check(h, query)
         fans = fan_list(h)
         if not fans:
             raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
@@ -249,7 +240,7 @@ def install_fake(mod: Any, gpus: list[FakeGpu] | None = None) -> FakeNvml:
             raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
         return fans[fan]
 
-    m.nvmlDeviceGetFanSpeed.side_effect = fan_speed
+    m.nvmlDeviceGetFanSpeed.side_effect = lambda h: fan_speed_v2(h, 0, "fan")  # the single-fan call: fan 0
     m.nvmlDeviceGetFanSpeed_v2.side_effect = fan_speed_v2
     m.nvmlDeviceGetNumFans.side_effect = q("num_fans", lambda h: len(fan_list(h)))
     m.nvmlDeviceGetUtilizationRates.side_effect = q("utilization", lambda h: _Util(97, 12))

@@ -235,6 +235,10 @@ NVPROF_METRICS: dict[str, tuple[str, str]] = {
 #: nvprof 11.8's unit tables (strings of the binary): binary byte multiples, time from ns to s
 _NVPROF_THROUGHPUT = (("GB/s", 2.0**30), ("MB/s", 2.0**20), ("KB/s", 2.0**10), ("B/s", 1.0))
 _NVPROF_TIME = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+#: ncu 2022.3's: decimal byte multiples
+_NCU_TIME = (("second", 1.0), ("msecond", 1e-3), ("usecond", 1e-6), ("nsecond", 1e-9))
+_NCU_THROUGHPUT = (("Tbyte/second", 1e12), ("Gbyte/second", 1e9), ("Mbyte/second", 1e6), ("Kbyte/second", 1e3),
+                   ("byte/second", 1.0))
 _LEVELS = ("Idle", "Low", "Low", "Low", "Mid", "Mid", "Mid", "High", "High", "High", "Max")
 
 
@@ -384,23 +388,13 @@ _NCU_UNITS = {"launch__grid_size": "", "launch__block_size": "", "l1tex__t_secto
 def _ncu_scaled(metric: str, v: float) -> tuple[str, float]:
     """(unit, value) as ncu prints the metric: times and clocks scaled (``usecond``, ``cycle/nsecond``),
     throughputs in decimal byte multiples, counts in ``inst``."""
-    if metric == "gpu__time_duration.sum":
-        for unit, f in (("second", 1.0), ("msecond", 1e-3), ("usecond", 1e-6), ("nsecond", 1e-9)):
-            if v >= f:
-                return unit, v / f
-        return "nsecond", v / 1e-9
+    table = {"gpu__time_duration.sum": _NCU_TIME, "dram__bytes.sum.per_second": _NCU_THROUGHPUT}.get(metric)
+    if table:
+        unit, f = _scale(v, table)
+        return unit, v / f
     if metric.endswith("cycles_elapsed.avg.per_second"):
         return ("cycle/nsecond", v / 1e9) if v >= 1e9 else ("cycle/usecond", v / 1e6)
-    if metric.endswith("bytes.sum.per_second"):
-        for unit, f in (("Tbyte/second", 1e12), ("Gbyte/second", 1e9), ("Mbyte/second", 1e6), ("Kbyte/second", 1e3)):
-            if v >= f:
-                return unit, v / f
-        return "byte/second", v
     return _NCU_UNITS.get(metric, "inst"), v
-
-
-def _ncu_number(v: float, decimals: int) -> str:
-    return str(int(v)) if float(v).is_integer() and decimals == 2 else f"{v:.{decimals}f}"
 
 
 _NCU_HEAD = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream"]
@@ -424,8 +418,9 @@ def ncu_details_csv(launches: Sequence[Launched]) -> str:
                           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum.pct_of_peak_sustained_elapsed"):
                 continue  # not asked for with --metrics
             unit, x = _ncu_scaled(metric, v)
+            value = str(int(x)) if float(x).is_integer() else f"{x:.2f}"
             out.append(",".join(_q(f) for f in _ncu_launch_fields(i, la) + ["Command line profiler metrics", metric,
-                                                                            unit, _ncu_number(x, 2)]) + ",")
+                                                                            unit, value]) + ",")
     return "\n".join(out) + "\n"
 
 
@@ -435,18 +430,14 @@ def ncu_raw_csv(launches: Sequence[Launched], device_name: str) -> str:
     column, scaled to the column's largest value), values with 6 decimals (launch sizes whole), the board's
     name and SM count among the metrics."""
     vals = [_ncu_values(la) for la in launches]
-    metrics = sorted(set(vals[0]) | {"device__attribute_display_name", "device__attribute_multiprocessor_count"})
+    device = {"device__attribute_display_name": [device_name] * len(launches),
+              "device__attribute_multiprocessor_count": [str(la.sm_count) for la in launches]}
+    metrics = sorted(set(vals[0]) | set(device))
     units, cols = [], []
     for m in metrics:
-        if m == "device__attribute_display_name":
+        if m in device or m.startswith("launch__"):
             units.append("")
-            cols.append([device_name] * len(launches))
-        elif m == "device__attribute_multiprocessor_count":
-            units.append("")
-            cols.append([str(la.sm_count) for la in launches])
-        elif m.startswith("launch__"):
-            units.append("")
-            cols.append([str(int(v[m])) for v in vals])
+            cols.append(device[m] if m in device else [str(int(v[m])) for v in vals])
         else:
             top = max(v[m] for v in vals)
             unit, x = _ncu_scaled(m, top)

@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
              else [(a.old, a.new)])
     bad = 0
     for old, new in pairs:
+        if not new.exists():
+            print(f"{old.name}: only in old (not compared)")
+            continue
         diffs = differences(json.loads(old.read_text()), json.loads(new.read_text()), a.rtol, a.atol)
         print(f"{old.name}: {'same' if not diffs else f'{len(diffs)} differences'}")
         for d in diffs[:40]:

@@ -175,11 +175,9 @@ class VirtualGPU(Device):
             setattr(self, k, float(state[k]))
         self._avg_buf.clear()
         self._avg_buf.extend(state["avg_buf"])
-        self._next_nvml, self._next_wall = state["next_nvml"], state["next_wall"]
-        self._wall_acc, self._wall_n = state["wall_acc"], state["wall_n"]
+        for k in ("next_nvml", "next_wall", "wall_acc", "wall_n", "core_mhz", "mem_mhz", "fan_override"):
+            setattr(self, f"_{k}", state[k])
         self._calls = int(state["calls"])
-        self._core_mhz, self._mem_mhz = state["core_mhz"], state["mem_mhz"]
-        self._fan_override = state["fan_override"]
         if self._rapl is not None:
             self._rapl_j = np.asarray(state["rapl_j"], float)
             last = state["rapl_last"]
@@ -451,7 +449,6 @@ def open_sim(spec: str, seed: int = 0) -> VirtualGPU:
 
     name = spec.split(":", 1)[1] if ":" in spec else spec
     return VirtualGPU(get_preset(name), seed=seed)
-
 
 
 class SimBackend(Backend):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -56,7 +56,10 @@ SIGMA_RTH = 0.08
 #: planted defects: serial % DEFECT_PERIOD == DEFECT_PHASE, kind = DEFECT_KINDS[(serial // period) % 4]
 DEFECT_PERIOD = 16
 DEFECT_PHASE = 11
-DEFECT_KINDS = ("leaky", "hot", "hungry", "slow-memory")
+#: each defect's factors on the dynamic power, leakage, cooler resistance, DRAM latency and bandwidth
+DEFECT_FACTORS: dict[str, dict[str, float]] = {"leaky": {"leak": 3.0}, "hot": {"r_th": 1.6}, "hungry": {"dyn": 1.5},
+                                               "slow-memory": {"dram_lat": 1.6, "dram_bw": 1.0 / 1.5}}
+DEFECT_KINDS = tuple(DEFECT_FACTORS)
 
 _SPEC = re.compile(r"(?P<preset>[^@\s]+)@(?P<serial>\d+)")
 
@@ -73,8 +76,7 @@ class Variation:
     defect: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"serial": self.serial, "dyn": self.dyn, "leak": self.leak, "dv": self.dv, "r_th": self.r_th,
-                "defect": self.defect}
+        return asdict(self)
 
 
 def planted_defect(serial: int) -> str | None:
@@ -98,16 +100,9 @@ def apply_variation(preset: Any, var: Variation) -> Any:
     """``preset`` as manufactured unit ``var.serial``: its physics transformed by ``var`` (see module
     docstring); identity renamed to ``<preset>@<serial>``."""
     pp, th, tm = preset.power, preset.thermal, preset.timing
-    dyn, leak, r_th = var.dyn, var.leak, var.r_th
-    dram_lat, dram_bw = 1.0, 1.0
-    if var.defect == "leaky":
-        leak *= 3.0
-    elif var.defect == "hot":
-        r_th *= 1.6
-    elif var.defect == "hungry":
-        dyn *= 1.5
-    elif var.defect == "slow-memory":
-        dram_lat, dram_bw = 1.6, 1.0 / 1.5
+    f = {"dyn": 1.0, "leak": 1.0, "r_th": 1.0, "dram_lat": 1.0, "dram_bw": 1.0, **DEFECT_FACTORS.get(var.defect, {})}
+    dyn, leak, r_th = var.dyn * f["dyn"], var.leak * f["leak"], var.r_th * f["r_th"]
+    dram_lat, dram_bw = f["dram_lat"], f["dram_bw"]
     v2 = (1.0 + var.dv) ** 2
     units = {n: replace(u, max_power_w=u.max_power_w * dyn * v2) for n, u in pp.units.items()}
     power = replace(pp, units=units, const_sm_w=pp.const_sm_w * dyn * v2, activation_w=pp.activation_w * dyn * v2,

@@ -54,13 +54,6 @@ class LoadShape:
                                 "0 <= start_after_s < stop_after_s")
         return cls(period, duty, low, float(t0_s) + start, float(t0_s) + start, float(t0_s) + stop)
 
-    def activity(self, t_s: np.ndarray) -> np.ndarray:
-        """Activity (share of the full runtime power) at times ``t_s``."""
-        t = np.asarray(t_s, dtype=float)
-        phase = np.mod(t - self.t0_s, self.period_s)
-        act = np.where(phase < self.duty * self.period_s, 1.0, self.low)
-        return np.where((t >= self.start_s) & (t < self.stop_s), act, 0.0)
-
     def _high_time(self, t: np.ndarray) -> np.ndarray:
         """Time spent in high phases from ``t0_s`` to ``t`` (s), ``t >= t0_s``."""
         x = t - self.t0_s

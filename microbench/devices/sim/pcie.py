@@ -135,17 +135,14 @@ def truth(link: PcieLink, preset: Any = None) -> dict[str, Any]:
             vals = []
             for d in DIRECTIONS:
                 db, dh = copy_power(link, copy(link, big, d, pinned))
-                dh += preset.power.host_busy_w  # the CPU waits in the synchronous copy call
-                on, off = pb + db + ph + dh, pb + ph
+                on, off = pb + db + ph + (dh + preset.power.host_busy_w), pb + ph  # the CPU waits in the copy call
                 vals.append(on / eff(on) - off / eff(off) - db)
             out[f"host_power_{mode}_w"] = sum(vals) / len(vals)
         h = preset.host_rapl
         if h is not None:  # what RAPL sees of it: the launch work's package share, the copy's package + DRAM
+            seen = h.copy_package_share + (1.0 - h.copy_package_share) * (h.dram_idle_w is not None)
             for mode, pinned in (("pinned", True), ("pageable", False)):
-                vals = []
-                for d in DIRECTIONS:
-                    extra = copy_power(link, copy(link, big, d, pinned))[1]
-                    seen = h.copy_package_share + (1.0 - h.copy_package_share) * (h.dram_idle_w is not None)
-                    vals.append(h.busy_share * preset.power.host_busy_w + seen * extra)
+                vals = [h.busy_share * preset.power.host_busy_w
+                        + seen * copy_power(link, copy(link, big, d, pinned))[1] for d in DIRECTIONS]
                 out[f"host_rapl_power_{mode}_w"] = sum(vals) / len(vals)
     return out

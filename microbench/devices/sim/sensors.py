@@ -170,8 +170,7 @@ class _Buffered(Sensor):
         rows = []
         for t_mono, t_wall, values in self.read_blocks():
             cols = {k: v.tolist() for k, v in values.items()}
-            for i in range(len(t_mono)):
-                rows.append(Row(float(t_mono[i]), float(t_wall[i]), {k: cols[k][i] for k in cols}))
+            rows += [Row(float(t_mono[i]), float(t_wall[i]), {k: cols[k][i] for k in cols}) for i in range(len(t_mono))]
         return rows
 
 

@@ -89,6 +89,14 @@ def occupied_warps(threads_per_block: int, warp_size: int = 32) -> int:
     return -(-int(threads_per_block) // warp_size) * (warp_size // 32)
 
 
+def _residency(tp: TimingPhysics, launch: Launch) -> tuple[int, float]:
+    """Rounds of resident blocks per SM, and the 32-thread warps resident per SM in a round."""
+    warps_per_block = occupied_warps(launch.threads_per_block, tp.warp_size)
+    blocks_per_sm = launch.blocks / launch.active_sms
+    resident_blocks = max(1, min(tp.max_blocks_per_sm, tp.max_warps_per_sm // warps_per_block))
+    return math.ceil(blocks_per_sm / resident_blocks - 1e-9), min(blocks_per_sm, resident_blocks) * warps_per_block
+
+
 def _softmax(vals: list[float], p: float) -> float:
     m = max(vals)
     if m <= 0:
@@ -138,11 +146,7 @@ def kernel_time_s(tp: TimingPhysics, per_warp: Mapping[str, float], launch: Laun
     if kind == "departure":
         return _departure_cycles(tp, per_warp, launch, traits, core_mhz, mem_mhz, default_core_mhz,
                                  default_mem_mhz) / (core_mhz * 1e6) + tp.launch_overhead_s
-    warps_per_block = occupied_warps(launch.threads_per_block, tp.warp_size)
-    blocks_per_sm = launch.blocks / launch.active_sms
-    resident_blocks = max(1, min(tp.max_blocks_per_sm, tp.max_warps_per_sm // warps_per_block))
-    rounds = math.ceil(blocks_per_sm / resident_blocks - 1e-9)
-    n_res = min(blocks_per_sm, resident_blocks) * warps_per_block  # warps resident per SM in a round
+    rounds, n_res = _residency(tp, launch)
     ilp = max(1.0, float(traits.get("ilp", 1.0)))
     coalesced = bool(traits.get("coalesced", True))
     dependent = bool(traits.get("dependent_loads", False))
@@ -272,11 +276,7 @@ def _departure_cycles(tp: TimingPhysics, per_warp: Mapping[str, float], launch: 
     coalesced = int(traits.get("lane_stride", 1)) == 1
     iters = max(1.0, float(traits.get("iters", 1)))
     tx = 1.0 if coalesced else tp.uncoalesced_transactions
-    warps_per_block = occupied_warps(launch.threads_per_block, tp.warp_size)
-    blocks_per_sm = launch.blocks / launch.active_sms
-    resident_blocks = max(1, min(tp.max_blocks_per_sm, tp.max_warps_per_sm // warps_per_block))
-    rounds = math.ceil(blocks_per_sm / resident_blocks - 1e-9)
-    n_res = min(blocks_per_sm, resident_blocks) * warps_per_block
+    rounds, n_res = _residency(tp, launch)
     lat = tp.dram_latency_cycles(core_mhz, mem_mhz, default_core_mhz / default_mem_mhz)
     local, chip = departure_delays(tp, core_mhz, mem_mhz, default_core_mhz, default_mem_mhz, coalesced,
                                    launch.active_sms)
