@@ -151,14 +151,12 @@ def throughput_time(basis: Any, df: pd.DataFrame, measured: pd.DataFrame | None)
     """Kernel time (s) of kernel-description rows bounded by issue and by each unit's ceiling: the
     highest access rate of that unit in ``measured`` (1 without measurements). Access rates scale as 1 /
     time, so the time that brings the highest ratio of rate to ceiling to 1 is the bound."""
-    ones = table_access_rates(basis, df.assign(time_s=1.0))  # rates at a 1 s kernel (clipped: recompute)
     from calib.core.activity import access_rates, count_columns, warps_per_sm
 
     active = df["active_sms"].to_numpy(float)
     wps = warps_per_sm(df["threads_per_block"].to_numpy(float), df["blocks"].to_numpy(float), active)
     raw = access_rates(basis, unit_counts(count_columns(df), size=len(df)), wps, np.ones(len(df)),
                        df["core_mhz"].to_numpy(float), df["mem_mhz"].to_numpy(float))
-    del ones
     t = np.zeros(len(df))
     for u, a in raw.items():
         cap = 1.0

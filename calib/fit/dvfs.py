@@ -72,7 +72,7 @@ from calib.core.params import Covariance, Param, Section
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import in_memory_domain
 from calib.fit.base import CLOCK_PAIR, Estimator, either, mapping_of, names_of, number, optional, options
-from calib.fit.core import covariance, solve
+from calib.fit.core import covariance, solve, stderr_of
 from calib.fit.uncertainty import (
     IDLE_GROUP,
     apply_total,
@@ -682,7 +682,7 @@ class DvfsPowerFitter(Estimator):
         wscale = max(1.0, float(np.max(np.abs(lin)))) if len(lin) else 1.0
 
         def add(name: str, idx: int, unit: str, desc: str) -> None:
-            se = None if dead[idx] else _se(cov[idx, idx])
+            se = None if dead[idx] else stderr_of(cov[idx, idx])
             v = float(max(x[idx], lo[idx]))
             if idx < prob.nlin and v - lo[idx] <= 1e-6 * wscale:
                 v = float(lo[idx])  # the solver stops a hair inside the bound: report the bound
@@ -740,7 +740,7 @@ class DvfsPowerFitter(Estimator):
                     params.append(Param(level_names[i], 1.0, "V/Vref", 0.0, math.inf, False, None, None,
                                         f"relative {dom} voltage at the reference clock {f:g} MHz"))
                     continue
-                se = _se(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
+                se = stderr_of(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
                 params.append(Param(level_names[i], float(v[i]), "V/Vref", 0.0, math.inf, True, None, se,
                                     f"relative {dom} voltage at {f:g} MHz{where} (latent, monotone in clock)"))
                 g = np.zeros(len(x))
@@ -818,7 +818,3 @@ def _solve_alternating(prob: Problem, x0: np.ndarray, max_iter: int = 500, rtol:
         if calm >= patience:
             return x, nfev, f"converged after {it + 1} alternations"
     return x, nfev, f"stopped after {max_iter} alternations without converging"
-
-
-def _se(v: float) -> float | None:
-    return float(math.sqrt(v)) if v is not None and math.isfinite(v) and v >= 0 else None

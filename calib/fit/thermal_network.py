@@ -82,7 +82,7 @@ from calib.core import names
 from calib.core.errors import FitError
 from calib.core.params import Covariance, Param, Section
 from calib.fit.base import Estimator, number, optional, options
-from calib.fit.core import fit_lsq
+from calib.fit.core import fit_lsq, stderr_of
 from calib.fit.thermal import fan_power
 from calib.fit.uncertainty import ar1_inflation, jackknife_sd, total_stderr
 from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
@@ -101,11 +101,8 @@ class _StepData:
     """One thermal step on the fit grid."""
 
     workload: str
-    edges_s: np.ndarray       # bin starts (s after heat start)
+    dur_s: float              # start of the last bin (s after heat start)
     du_w: np.ndarray          # board power above idle per bin, W
-    theta_c: np.ndarray       # mean rise above idle per bin (NaN where no reading)
-    pre_theta_c: float        # rise above idle before the step
-    heat_s: float
     fan_end_pct: float        # mean fan duty over the last 30 s of heating
     heat_theta: np.ndarray    # heating-phase readings for the leakage fit
     heat_dp: np.ndarray
@@ -128,39 +125,49 @@ def _bin(t: np.ndarray, y: np.ndarray, n: int, width: float) -> np.ndarray:
         return np.where(c > 0, s / np.maximum(c, 1), np.nan)
 
 
+def _held(x: np.ndarray) -> pd.Series:
+    """Per-bin values with a bin without a reading holding the previous bin's (the first ones the next's)."""
+    return pd.Series(x).ffill().bfill()
+
+
+def _trace(s: ThermalStep, width: float) -> tuple[np.ndarray, ...]:
+    """A step's heating and cooling as one trace: time (s after heat start), temperature (C), board power (W),
+    the fan duty (%) of the heating and of the cooling readings (NaN where none is logged), and its number of
+    bins of ``width`` s."""
+    t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
+    hf = s.heat_fan_pct if s.heat_fan_pct is not None else np.full(len(s.heat_t), np.nan)
+    cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
+    return (t, np.concatenate([s.heat_temp_c, s.cool_temp_c]).astype(float),
+            np.concatenate([s.heat_power_w, s.cool_power_w]).astype(float), hf, cf, int(math.ceil(t.max() / width)))
+
+
+def _crossings(t: np.ndarray, temp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An integer sensor's readings as observations: a reading that changes from k to k+1 says the temperature
+    crossed k + 1/2 between the two readings (time, level C); its plateaus say only which degree it is in (a
+    stuck reading is no measurement of the approach to steady state)."""
+    ok = np.isfinite(temp)
+    tt, yy = t[ok], temp[ok]
+    ch = np.flatnonzero(np.diff(yy) != 0) + 1
+    return 0.5 * (tt[ch] + tt[ch - 1]), 0.5 * (yy[ch] + yy[ch - 1])
+
+
 def _prepare(s: ThermalStep, idle_temp_c: float, idle_power_w: float, width: float,
              quantized: bool = False) -> _StepData:
     if s.cool_power_w is None or s.heat_s is None:
         raise FitError(f"thermal step {s.workload}: no power trace while cooling (a session of an older toolkit?)")
-    t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
-    temp = np.concatenate([s.heat_temp_c, s.cool_temp_c]).astype(float)
-    pw = np.concatenate([s.heat_power_w, s.cool_power_w]).astype(float)
-    n = int(math.ceil(t.max() / width))
-    p_bin = _bin(t, pw, n, width)
-    # a bin without a power reading holds the previous bin's power
-    p_bin = pd.Series(p_bin).ffill().bfill().to_numpy()
-    th = _bin(t, temp, n, width) - idle_temp_c
-    hf = s.heat_fan_pct if s.heat_fan_pct is not None else np.full(len(s.heat_t), np.nan)
-    cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
+    t, temp, pw, hf, cf, n = _trace(s, width)
     last = s.heat_t >= s.heat_t.max() - 30.0
     fan_end = float(np.nanmean(hf[last])) if np.isfinite(hf[last]).any() else math.nan
-    ok = np.isfinite(temp)
     if quantized:
-        # an integer sensor: a reading that changes from k to k+1 says the temperature crossed k + 1/2 between
-        # the two readings; its plateaus say only which degree it is in (a stuck reading is no measurement
-        # of the approach to steady state), so the crossings are the observations
-        tt, yy = t[ok], temp[ok]
-        ch = np.flatnonzero(np.diff(yy) != 0) + 1
-        obs_t = 0.5 * (tt[ch] + tt[ch - 1])
-        obs_y = 0.5 * (yy[ch] + yy[ch - 1]) - idle_temp_c
+        obs_t, obs_y = _crossings(t, temp)
+        obs_y = obs_y - idle_temp_c
     else:
-        mid = (np.arange(n) + 0.5) * width
+        th = _bin(t, temp, n, width) - idle_temp_c
         keep = np.isfinite(th)
-        obs_t, obs_y = mid[keep], th[keep]
-    return _StepData(s.workload, np.arange(n) * width, p_bin - idle_power_w, th, s.start_temp_c - idle_temp_c,
-                     float(s.heat_s), fan_end, s.heat_temp_c - idle_temp_c, s.heat_power_w - idle_power_w,
-                     s.cool_temp_c - idle_temp_c, s.cool_power_w - idle_power_w, hf, cf, s.heat_t, s.cool_t,
-                     obs_t, obs_y)
+        obs_t, obs_y = ((np.arange(n) + 0.5) * width)[keep], th[keep]
+    return _StepData(s.workload, (n - 1) * width, _held(_bin(t, pw, n, width)).to_numpy() - idle_power_w, fan_end,
+                     s.heat_temp_c - idle_temp_c, s.heat_power_w - idle_power_w, s.cool_temp_c - idle_temp_c,
+                     s.cool_power_w - idle_power_w, hf, cf, s.heat_t, s.cool_t, obs_t, obs_y)
 
 
 def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarray) -> np.ndarray:
@@ -188,7 +195,7 @@ def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tup
     """Initial poles from a non-negative least-squares spectrum over a log-spaced grid of time constants."""
     from scipy.optimize import nnls
 
-    dur = max(float(d.edges_s[-1]) for d in data)
+    dur = max(d.dur_s for d in data)
     grid = np.geomspace(2.0 * width, 2.0 * dur, 40)
     cols, ys = [], []
     for d in data:
@@ -300,27 +307,18 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
     has_fan = False
     for k in order:
         s = steps[k]
-        t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
-        temp = np.concatenate([s.heat_temp_c, s.cool_temp_c]).astype(float)
-        p = np.concatenate([s.heat_power_w, s.cool_power_w]).astype(float)
-        hf = s.heat_fan_pct if s.heat_fan_pct is not None else np.full(len(s.heat_t), np.nan)
-        cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
-        f = np.concatenate([hf, cf]).astype(float) / 100.0
-        n = int(math.ceil(t.max() / width))
-        p_bin = pd.Series(_bin(t, p, n, width)).ffill().bfill().to_numpy()
-        f_bin = _bin(t, f, n, width)
+        t, temp, p, hf, cf, n = _trace(s, width)
+        p_bin = _held(_bin(t, p, n, width)).to_numpy()
+        f_bin = _bin(t, np.concatenate([hf, cf]).astype(float) / 100.0, n, width)
         has_fan = has_fan or bool(np.isfinite(f_bin).any())
-        f_bin = pd.Series(f_bin).ffill().bfill().fillna(0.0).to_numpy()
+        f_bin = _held(f_bin).fillna(0.0).to_numpy()
         gap = None
         if chain and prev_end_t is not None and s.segment == prev_seg:
             gap = s.heat_t0_s - prev_end_t
         if gap is not None and -width < gap <= MAX_GAP_S and n_bins:
             g = max(0, int(round(gap / width)))
-            pw.append(np.full(g, pw[-1][-1]))
-            du.append(np.full(g, du[-1][-1]))
-            bz.append(np.zeros(g))
-            mm.append(np.zeros(g))
-            tb.append(np.full(g, np.nan))
+            for per_bin, held in ((pw, pw[-1][-1]), (du, du[-1][-1]), (bz, 0.0), (mm, 0.0), (tb, np.nan)):
+                per_bin.append(np.full(g, held))
             n_bins += g
         else:
             starts.append(n_bins)
@@ -328,23 +326,17 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
         busy = (mid < s.heat_s).astype(float)
         if util:  # mean utilization over each bin (the readings' own period), gaps held
             u = np.concatenate([s.heat_util_mem_pct, s.cool_util_mem_pct]).astype(float) / 100.0
-            mem = np.clip(pd.Series(_bin(t, u, n, width)).ffill().bfill().fillna(0.0).to_numpy(), 0.0, 1.0)
+            mem = np.clip(_held(_bin(t, u, n, width)).fillna(0.0).to_numpy(), 0.0, 1.0)
         else:
             mem = busy * float(mem_intensity(s.per_warp) > 0)
-        pw.append(p_bin)
-        du.append(f_bin)
-        bz.append(busy)
-        mm.append(mem)
-        tb.append(_bin(t, temp, n, width))
+        th = _bin(t, temp, n, width)
+        for per_bin, v in zip((pw, du, bz, mm, tb), (p_bin, f_bin, busy, mem, th)):
+            per_bin.append(v)
         heat_bins = int(round(s.heat_s / width))
         spans[k] = (n_bins, n_bins + heat_bins, n_bins + n)
-        ok = np.isfinite(temp)
         if crossings:
-            tt, yy = t[ok], temp[ok]
-            ch = np.flatnonzero(np.diff(yy) != 0) + 1
-            ot, oyv = 0.5 * (tt[ch] + tt[ch - 1]), 0.5 * (yy[ch] + yy[ch - 1])
+            ot, oyv = _crossings(t, temp)
         else:
-            th = _bin(t, temp, n, width)
             keep = np.isfinite(th)
             ot, oyv = mid[keep], th[keep]
         pos = np.clip(ot / width, 0.0, n - 1e-9)
@@ -1248,7 +1240,7 @@ class ThermalNetworkFitter(Estimator):
         units = ["C/W"] * n + ["s"] * n + ["C/W"]
         params = []
         for j, nm in enumerate(out_names):
-            se = math.sqrt(cov[j, j]) if cov is not None and np.isfinite(cov[j, j]) and cov[j, j] >= 0 else None
+            se = stderr_of(cov[j, j]) if cov is not None else None
             desc = ("Foster pole resistance at the reference fan duty" if nm.startswith("r") and nm != names.R_DIRECT
                     else "Foster pole time constant at the reference fan duty" if nm.startswith("tau")
                     else "resistance of the poles faster than the fit grid (the die itself), direct term")
@@ -1278,7 +1270,7 @@ class ThermalNetworkFitter(Estimator):
             m = fc.matrix[np.ix_(idx, idx)]
             g = np.array([f.values["busy_w"], f.values[rn]])
             var = float(g @ m @ g) * self._infl
-            se = math.sqrt(var) if np.isfinite(var) and var >= 0 else None
+            se = stderr_of(var)
             den = math.sqrt(m[0, 0] * m[1, 1])
             corr = float(m[0, 1] / den) if den > 0 and np.isfinite(den) else None
         jk = 0.0

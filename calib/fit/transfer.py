@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -191,12 +192,10 @@ class TransferFitter(Estimator):
             if n >= 2 and all(math.isfinite(v[0]) for v in vals if v[2]):
                 mean = sum(v[0] * v[2] for v in vals if v[2]) / n
                 se = math.sqrt(sum((v[1] * v[2]) ** 2 for v in vals if v[2] and math.isfinite(v[1]))) / n
-                p = (_param(names.copy_host_rapl_power(m), max(mean, 0.0), "W",
-                            f"host CPU package and DRAM power above idle (RAPL) while a {m} copy streams", 0.0, 1e3)
-                     if rapl else
-                     _param(names.copy_host_power(m), max(mean, 0.0), "W",
-                            f"wall power above idle beyond the board's while a {m} copy streams "
-                            "(host CPU and memory, PSU losses included)", 0.0, 1e3))
+                p = _param(names.copy_host_rapl_power(m) if rapl else names.copy_host_power(m), max(mean, 0.0), "W",
+                           f"host CPU package and DRAM power above idle (RAPL) while a {m} copy streams" if rapl else
+                           f"wall power above idle beyond the board's while a {m} copy streams "
+                           "(host CPU and memory, PSU losses included)", 0.0, 1e3)
                 p.stderr = se
                 out[p.name] = (p, None)
                 if dof is not None:
@@ -229,25 +228,17 @@ class TransferFitter(Estimator):
             for k in full:
                 if k in part:
                     jack[k].append(part[k][0].value)
-        params: list[Param] = []
-        stats: dict[str, Any] = {}
-        for k, (p, r) in full.items():
-            jk = jackknife_sd(jack[k]) if len(jack[k]) >= 3 else None
-            stat = p.stderr
-            p = Param(**{**p.__dict__})
-            p.stderr = stat
-            p.stderr_total = total_stderr(stat, jk, [forms.get(k, 0.0)])
-            params.append(p)
+        params = [replace(p, stderr_total=total_stderr(p.stderr, jackknife_sd(jack[k]) if len(jack[k]) >= 3 else None,
+                                                       [forms.get(k, 0.0)])) for k, (p, _) in full.items()]
         idle = table["ref_power_w"].to_numpy(float)
         pid = _param("board_idle_power_w", float(idle.mean()), "W", "board power in the idle windows before the copies")
         pid.stderr = float(idle.std(ddof=1) / math.sqrt(len(idle))) if len(idle) > 1 else None
         pid.stderr_total = float(idle.std(ddof=1)) if len(idle) > 1 else None  # drifts with temperature between windows
         params.append(pid)
-        t_pred = np.zeros(len(table))
         v = {p.name: p.value for p in params}
-        for i, r in table.iterrows():
-            t_pred[i] = v[names.copy_latency(r["direction"], r["host_memory"])] + r["bytes"] / v[
-                names.copy_bandwidth(r["direction"], r["host_memory"])]
+        lines = list(zip(table["direction"], table["host_memory"]))
+        t_pred = (np.array([v[names.copy_latency(d, m)] for d, m in lines])
+                  + table["bytes"].to_numpy(float) / np.array([v[names.copy_bandwidth(d, m)] for d, m in lines]))
         rel = t_pred / table["copy_time_s"].to_numpy(float) - 1.0
         from calib.core.metrics import errors
 
