@@ -48,16 +48,12 @@ linear (IPP's sigma) and exponential; the exponential form is selected when its 
 
 Fan controller: the logged duty against the sensor temperature over the record, a line from the lowest
 duty with a slew limit (:func:`_fit_controller`), so that a prediction without a fan log follows the fan.
-Its gain (and with it the temperature the ramp starts at) is determined only where the controller's input
-moves over the ramp by at least :data:`RAMP_SPAN_STEPS` steps of the sensor: a steep thermostat whose
-duty climbs within a degree or two of an integer sensor gives a least-squares slope diluted towards 0
-(errors in the input), so the file then names ``fan_gain_pct_per_c`` and ``fan_t0_c`` undetermined and
-states what the log does fix (the duty the ramp reached, the temperatures it happened at). Its slew is
-determined only where it limits the logged duty (:func:`_slew_binds`; on 1 s bins a card's slew binds for
-a second or so after a power step, if at all), else named undetermined with the bound the log gives (the
-fastest logged duty change): a slew fitted where it never binds is arbitrary above that bound, and where
-the gain is undetermined a slow slew smooths the noise of the steep ramp's input instead (sim:gtx280: 0.66
-%/s fitted against 7.8 %/s logged).
+A steep thermostat on an integer sensor gives a least-squares slope diluted towards 0 (errors in the
+input): the file then names ``fan_gain_pct_per_c`` and ``fan_t0_c`` undetermined and states what the log
+does fix; likewise the slew where it never limits the logged duty (:func:`_slew_binds`; on 1 s bins a
+card's slew binds for a second or so after a power step, if at all): a slew fitted there is arbitrary
+above the fastest logged duty change, and where the gain is undetermined a slow slew smooths the noise of
+the steep ramp's input instead (sim:gtx280: 0.66 %/s fitted against 7.8 %/s logged).
 
 Host heat: ``busy_w`` enters the outer node, whose only path to the ambient is the outer link R_n, so the
 sensor sees ``busy_w`` x R_n (published as ``busy_rise_c`` with its standard errors); ``busy_w`` alone
@@ -142,9 +138,8 @@ def _trace(s: ThermalStep, width: float) -> tuple[np.ndarray, ...]:
 
 
 def _crossings(t: np.ndarray, temp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An integer sensor's readings as observations: a reading that changes from k to k+1 says the temperature
-    crossed k + 1/2 between the two readings (time, level C); its plateaus say only which degree it is in (a
-    stuck reading is no measurement of the approach to steady state)."""
+    """A clean integer sensor's observations (module docstring): (time, level C) where its reading changes from
+    k to k+1, the temperature crossing k + 1/2 between the two readings (a stuck reading measures no approach)."""
     ok = np.isfinite(temp)
     tt, yy = t[ok], temp[ok]
     ch = np.flatnonzero(np.diff(yy) != 0) + 1
@@ -276,9 +271,7 @@ class _Record:
 
 
 def _dithered(series: Sequence[np.ndarray]) -> bool:
-    """Whether integer readings flicker between neighbouring degrees (sensor noise before the rounding):
-    then the bin means are unbiased observations. A clean integer sensor changes its reading only when the
-    temperature crosses a half degree, and the crossings are the observations."""
+    """Whether integer readings flicker between neighbouring degrees (module docstring, observations)."""
     changes = blips = 0
     for y in series:
         y = np.asarray(y, dtype=float)
@@ -983,13 +976,10 @@ class ThermalNetworkFitter(Estimator):
         warns += [f"{chosen}-pole fit: {m}" for m in f.warnings if not m.startswith(("p0_", "dev"))
                   and "p0_" not in m and "dev" not in m]
         params, cov = self._foster_params(f, rec)
-        # stderr_total by the one rule (calib.fit.uncertainty.total_stderr): the statistical standard error
-        # (autocorrelation-scaled) plus the spread across model forms -- the same poles in the fit with one
-        # more pole. Not the leave-one-step-out jackknife where that fit exists (the rule would take the
-        # jackknife where larger): the thermal steps are not exchangeable groups (each alone pins part of the network: without the one low-power
-        # step without memory traffic the host heat and the outer pole trade), so it measured the steps'
-        # leverage, not an error: 4-10x the errors against truth on the standard presets' seeds
-        # (tests/benchmarks/thermal_results.md, session 7), as the sigma work found for the IPP sigma's.
+        # stderr_total by the one rule (calib.fit.uncertainty.total_stderr; module docstring): not the
+        # leave-one-step-out jackknife where the fit with one more pole exists (without the one low-power step
+        # without memory traffic the host heat and the outer pole trade): 4-10x the errors against truth on
+        # the standard presets' seeds (tests/benchmarks/thermal_results.md, session 7)
         shift: list[float] = [0.0] * len(params)
         se_jack: list[float | None] = [None] * len(params)
         alt = fits.get(chosen + 1)
@@ -1010,9 +1000,6 @@ class ThermalNetworkFitter(Estimator):
                 se_jack = [jackknife_sd([_foster_vector(rp, chosen)[j] for rp in reps]) for j in range(len(params))]
         for j, p in enumerate(params):
             p.stderr_total = total_stderr(p.stderr, se_jack[j], [shift[j]])
-        for p in params:
-            if p.stderr_total is None:
-                p.stderr_total = p.stderr
         cov_obj = Covariance(tuple(p.name for p in params), cov) if cov is not None else None
         params.insert(0, Param("idle_temp_c", float(idle_temp_c), "C", 0.0, 125.0, True, stderr=idle_temp_se,
                                stderr_total=idle_temp_se, description="idle temperature the rises are measured from"))
@@ -1249,13 +1236,10 @@ class ThermalNetworkFitter(Estimator):
         return params, cov
 
     def _busy_rise(self, f: LadderFit, reps: Sequence[LadderFit]) -> tuple[Param, str] | None:
-        """The steady sensor rise (C) of the heat ``busy_w`` into the outer node while a kernel runs:
-        ``busy_w`` x the outer link's resistance R_n at the reference duty (the only path of that heat to
-        the ambient), its standard error by the delta method from the ladder's covariance (scaled as the
-        poles') and its jackknife over steps (``reps``). The ladder's watts are not the host's: its outer
-        node is reached by the share of the card's heat that stays at the intake, so ``busy_w`` is the host
-        heat over that share; and ``busy_w`` and R_n trade against each other along their product. Returns
-        (parameter, why ``busy_heat_w`` is undetermined), None when the host heat is not fitted."""
+        """The steady sensor rise (C) of the heat ``busy_w`` into the outer node while a kernel runs, ``busy_w``
+        x R_n at the reference duty (module docstring, host heat), its standard error by the delta method
+        (scaled as the poles') and its jackknife over steps (``reps``). Returns (parameter, why
+        ``busy_heat_w`` is undetermined), None when the host heat is not fitted."""
         from calib.model.thermal_network import NODE_BUSY_RISE
 
         src = f.result.by_name().get("busy_w")

@@ -102,17 +102,15 @@ def _repeat_noise(df: pd.DataFrame) -> tuple[float | None, int]:
     if "repeat" not in df.columns or "time_s" not in df.columns:
         return None, 0
     d = df[df["time_s"].notna() & (df["time_s"] > 0)]
-    rel = []
+    rel, dof = [], 0
     for _, g in d.groupby(["workload", "core_mhz", "mem_mhz"], dropna=False):
         if len(g) > 1:
             t = g["time_s"].to_numpy(float)
             rel.extend((t / t.mean() - 1.0).tolist())
-            rel.append(None)  # marker of a group boundary for the dof count below
-    vals = [r for r in rel if r is not None]
-    groups = rel.count(None)
-    if len(vals) - groups < 2:
+            dof += len(g) - 1
+    if dof < 2:
         return None, 0
-    return float(math.sqrt(np.sum(np.square(vals)) / (len(vals) - groups))), len(vals) - groups
+    return float(math.sqrt(np.sum(np.square(rel)) / dof)), dof
 
 
 def line_noise_rel(lines: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | None, int]:
