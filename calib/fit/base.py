@@ -1,6 +1,7 @@
 """The estimator contract every fitter follows (in the manner of scikit-learn).
 
-- The constructor takes keyword-only settings and stores them unchanged (no work, no validation).
+- The constructor takes keyword-only settings and stores them unchanged (no work, no validation:
+  :meth:`Estimator._store`).
 - ``fit(...)`` validates the settings against the class's declared ``constraints`` (one
   ``BadInputError`` naming the setting and what it accepts), learns, and returns ``self``.
 - What was learned ends in ``_``; the fitted section is ``section_`` (a
@@ -117,6 +118,11 @@ class Estimator:
         """The constructor's keyword arguments, in order."""
         sig = inspect.signature(cls.__init__)
         return [p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+    def _store(self, given: Mapping[str, Any]) -> None:
+        """Store the constructor's settings unchanged: ``self._store(locals())`` in ``__init__``."""
+        for n in self.setting_names():
+            setattr(self, n, given[n])
 
     def get_params(self) -> dict[str, Any]:
         """The settings as given to the constructor."""

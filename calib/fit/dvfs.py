@@ -429,19 +429,7 @@ class DvfsPowerFitter(Estimator):
                  ref_clocks: tuple[float, float] | None = None, ar_threshold: float | None = DEFAULT_THRESHOLD,
                  max_nfev: int | None = None, core_voltage: str = "auto",
                  temperature_correction: Mapping[str, float] | None = None):
-        self.mem_units = mem_units
-        self.ar_form = ar_form
-        self.ar_forms = ar_forms
-        self.method = method
-        self.activity_clocks = activity_clocks
-        self.weighting = weighting
-        self.fit_log_a = fit_log_a
-        self.active_terms = active_terms
-        self.ref_clocks = ref_clocks
-        self.ar_threshold = ar_threshold
-        self.max_nfev = max_nfev
-        self.core_voltage = core_voltage
-        self.temperature_correction = temperature_correction
+        self._store(locals())
 
     def fit(self, data: SessionData | pd.DataFrame, source: str = "", *, uncertainty: bool = True) -> "DvfsPowerFitter":
         """Fit to the rows of a session's samples table (``data.samples``, or the table itself) the model

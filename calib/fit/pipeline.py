@@ -114,8 +114,7 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
         # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
         stage("thermal network")
         pf["thermal_network"] = ThermalNetworkFitter().fit(data).section_
-        correction = {"sigma_w_per_c": pf["thermal"].value("sigma_w_per_c"),
-                      "idle_temp_c": pf["thermal"].value("idle_temp_c")}
+        correction = _correction(pf["thermal"])
     stage("power")
     ipp = session_power_fitter(dev, df, correction, mem_units).fit(data)
     pf["power"] = ipp.section_
@@ -173,6 +172,11 @@ def session_power_fitter(dev: DeviceFacts, df: pd.DataFrame, correction: dict | 
                           temperature_correction=correction)
 
 
+def _correction(thermal: Section | None) -> dict | None:
+    """The temperature correction a thermal section gives the power fits (its sigma and idle temperature)."""
+    return None if thermal is None else {k: thermal.value(k) for k in ("sigma_w_per_c", "idle_temp_c")}
+
+
 def refit_power(pf: ParameterFile, path: str | os.PathLike) -> FitOutcome:
     """``pf`` (a fit of the session at ``path``) with its IPP power section refitted on the session's
     samples as they are now (a design round added kernels; the thermal and timing sections, fitted on
@@ -180,10 +184,7 @@ def refit_power(pf: ParameterFile, path: str | os.PathLike) -> FitOutcome:
     import copy
 
     data = session_data(read_session(Path(path)))
-    th = pf.get("thermal")
-    correction = ({"sigma_w_per_c": th.value("sigma_w_per_c"), "idle_temp_c": th.value("idle_temp_c")}
-                  if th is not None else None)
-    ipp = session_power_fitter(data.device, data.samples, correction).fit(data)
+    ipp = session_power_fitter(data.device, data.samples, _correction(pf.get("thermal"))).fit(data)
     out = copy.deepcopy(pf)
     out["power"] = ipp.section_
     annotate(out)
@@ -245,14 +246,13 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     pf = ParameterFile.new(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
                                      "role": "samples"}])
     out = FitOutcome(pf, df)
-    if info.multi_clock:
-        from calib.fit.dvfs import training_rows
+    from calib.fit.dvfs import DvfsPowerFitter, training_rows
+
     if cv:  # before the fit: an impossible --cv must not cost the fit
         check_folds(training_rows(df)[0] if info.multi_clock
                     else IppPowerFitter(default_clocks=device["clocks"]).training_rows(df), cv)
     step("power")
     if info.multi_clock:
-        from calib.fit.dvfs import DvfsPowerFitter, training_rows
         from calib.model.dvfs import predict_power
 
         fitter = DvfsPowerFitter(mem_units=mem_units, **(dvfs_options or {}))

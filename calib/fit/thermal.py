@@ -288,9 +288,7 @@ class ThermalFitter(Estimator):
 
     def __init__(self, *, cold_window_s: tuple[float, float] = COLD_WINDOW_S, sigma_skip_s: float = SIGMA_SKIP_S,
                  sigma_bin_s: float = SIGMA_BIN_S):
-        self.cold_window_s = cold_window_s
-        self.sigma_skip_s = sigma_skip_s
-        self.sigma_bin_s = sigma_bin_s
+        self._store(locals())
 
     def fit(self, data: SessionData, *, uncertainty: bool = True) -> "ThermalFitter":
         """Fit to a session's thermal steps (heat/cool traces), idle baseline (temperature C with its
@@ -307,7 +305,6 @@ class ThermalFitter(Estimator):
         warns: list[str] = []
         params: list[Param] = [Param("idle_temp_c", float(idle_temp_c), "C", -50.0, 150.0, True, stderr=idle_temp_se,
                                      description="cold-state idle temperature (the coldest idle window)")]
-        n_pts = 0
         # RC rise and decay
         noise_c, noise_se = reading_noise_c([st.heat_temp_c for st in steps])
         self.reading_noise_c_ = noise_c
@@ -324,7 +321,7 @@ class ThermalFitter(Estimator):
         rise = self._pooled(steps, "rise", idle_temp_c)
         decay = self._pooled(steps, "decay", idle_temp_c)
         params += [rise[0], decay[0]]
-        n_pts += rise[2] + decay[2]
+        n_pts = rise[2] + decay[2]
         rmse_c = math.sqrt((rise[3] ** 2 * rise[2] + decay[3] ** 2 * decay[2]) / max(1, rise[2] + decay[2]))
         deltas = rise[1]
         # fan power: P = P0 + fan_max x duty^3 + s x (T - idle), jointly (a faster fan also cools the die)
@@ -510,16 +507,14 @@ class ThermalFitter(Estimator):
         through 4-6 steps for 2-3 constants lean on each step differently), so leaving one out measured
         its leverage, not an error, as for sigma and the thermal network (tests/benchmarks/thermal_results.md,
         session 8)."""
-        import warnings as _w
-
         names = list(cov.names)
         steps, fan = data.thermal_steps, data.fan
 
         def refit(sub_fan: pd.DataFrame | None) -> dict[str, float] | None:
             sub = ThermalFitter(**self.get_params())
             sub._sigma_ref_rise_c = self._sigma_ref   # the secant to the same temperature as the full fit's
-            with _w.catch_warnings():
-                _w.simplefilter("ignore")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 try:
                     sub.fit(replace(data, thermal_steps=list(steps), fan=sub_fan), uncertainty=False)
                 except FitError:

@@ -759,7 +759,6 @@ def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
     heat = g >= 0
     gi = np.where(heat, g, 0)
     # idle-power offset of the cooling rows: the fan at its idle duty and sensor offsets; one shared constant
-    out: dict[str, Any] = {}
     ind = {f"c{k}": (heat & (gi == k)).astype(float) for k in range(ng)}
     ind["c_idle"] = (~heat).astype(float)
 
@@ -806,11 +805,7 @@ def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
             for p in fit.params:
                 if p.stderr is not None and p.name in shift:
                     p.stderr = math.hypot(p.stderr, shift[p.name].value - p.value)
-    out["linear"] = lin
-    out["exponential"] = expo
-    out["n"] = int(len(y))
-    out["span_c"] = float(np.ptp(x)) if len(x) else 0.0
-    return out
+    return {"linear": lin, "exponential": expo, "n": int(len(y)), "span_c": float(np.ptp(x)) if len(x) else 0.0}
 
 
 class ThermalNetworkFitter(Estimator):
@@ -841,16 +836,7 @@ class ThermalNetworkFitter(Estimator):
     def __init__(self, *, max_poles: int = MAX_POLES, poles: int | None = None, selection: str = "cv",
                  cv_tolerance: float = 0.05, bin_s: float = 1.0, leakage: str = "auto", leak_skip_s: float = 8.0,
                  leak_bic_margin: float = 10.0, slowdown_temp_c: float | None = None, fan: str = "auto"):
-        self.max_poles = max_poles
-        self.poles = poles
-        self.selection = selection
-        self.cv_tolerance = cv_tolerance
-        self.bin_s = bin_s
-        self.leakage = leakage
-        self.leak_skip_s = leak_skip_s
-        self.leak_bic_margin = leak_bic_margin
-        self.slowdown_temp_c = slowdown_temp_c
-        self.fan = fan
+        self._store(locals())
 
     def fit(self, data: SessionData) -> "ThermalNetworkFitter":
         """Fit to a session's thermal steps, idle baseline, fan sweep, device slowdown temperature and
@@ -1024,10 +1010,7 @@ class ThermalNetworkFitter(Estimator):
                                  if problems[chosen].hot_exp_free else "exponent of the memory utilization in the hot "
                                  "spot (held at 1: the thermal steps' kernels do not load the memory to different "
                                  "degrees)")}
-        jack = {}
-        if chosen in loo:
-            for k in node_desc:
-                jack[k] = jackknife_sd([rp.values[k] for rp in loo[chosen]])
+        jack = {k: jackknife_sd([rp.values[k] for rp in loo[chosen]]) for k in node_desc} if chosen in loo else {}
         for k, (nm, unit, desc) in node_desc.items():
             src = byn[k]
             if k == "g_fan" and not use_fan:

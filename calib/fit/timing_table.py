@@ -163,18 +163,7 @@ class TimingFitter(Estimator):
                  max_warps_per_sm: float | None = None, max_blocks_per_sm: float | None = None,
                  ref_clocks: Sequence[float] | None = None, anchored: bool = True,
                  anchor_clocks: Sequence[float] | None = None, anchor_match: bool = True):
-        self.predictor = predictor
-        self.comp_form = comp_form
-        self.cv_folds = cv_folds
-        self.jackknife = jackknife
-        self.warp_issue_per_cycle = warp_issue_per_cycle
-        self.sm_count = sm_count
-        self.max_warps_per_sm = max_warps_per_sm
-        self.max_blocks_per_sm = max_blocks_per_sm
-        self.ref_clocks = ref_clocks
-        self.anchored = anchored
-        self.anchor_clocks = anchor_clocks
-        self.anchor_match = anchor_match
+        self._store(locals())
 
     # -- inputs ------------------------------------------------------------------------------------
     def _rows(self, df: pd.DataFrame, source: str) -> pd.DataFrame:

@@ -67,9 +67,7 @@ class TransferFitter(Estimator):
                    "stream_share": number(0.0, 1.0, lo_open=True)}
 
     def __init__(self, *, min_bytes: float = float(4 << 20), min_sizes: int = 3, stream_share: float = 0.8):
-        self.min_bytes = min_bytes
-        self.min_sizes = min_sizes
-        self.stream_share = stream_share
+        self._store(locals())
 
     # -- the three fits, each on a table (the jackknife refits them) -----------------------------
     @staticmethod

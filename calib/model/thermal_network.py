@@ -405,23 +405,15 @@ def _check_trace(time_s: Any, power_w: Any, where: str = "trace") -> tuple[np.nd
     p = np.asarray(power_w, dtype=float)
     if t.ndim != 1 or p.shape != t.shape or len(t) == 0:
         raise BadInputError(f"{where}: time and power must be two columns of the same non-zero length")
-    bad = np.flatnonzero(~np.isfinite(t))
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: time {t[bad[0]]} is not a finite number")
-    bad = np.flatnonzero(~np.isfinite(p))
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: power {p[bad[0]]} is not a finite number")
-    bad = np.flatnonzero(t < 0)
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: time {t[bad[0]]:g} s is negative")
-    bad = np.flatnonzero(np.diff(t) <= 0)
-    if len(bad):
-        k = bad[0] + 1
-        raise BadInputError(f"{where}: row {k + 1}: time {t[k]:g} s does not come after the previous row's "
-                            f"{t[k - 1]:g} s (times must increase)")
-    bad = np.flatnonzero(p < 0)
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: power {p[bad[0]]:g} W is negative")
+    for bad, what in ((~np.isfinite(t), lambda k: f"time {t[k]} is not a finite number"),
+                      (~np.isfinite(p), lambda k: f"power {p[k]} is not a finite number"),
+                      (t < 0, lambda k: f"time {t[k]:g} s is negative"),
+                      (np.r_[False, np.diff(t) <= 0], lambda k: f"time {t[k]:g} s does not come after the previous "
+                                                                f"row's {t[k - 1]:g} s (times must increase)"),
+                      (p < 0, lambda k: f"power {p[k]:g} W is negative")):
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise BadInputError(f"{where}: row {k + 1}: {what(k)}")
     return t, p
 
 
@@ -580,8 +572,6 @@ def steady_state(net: FosterNetwork, run_w: float, mem: float = 0.0) -> SteadySt
     grid = np.linspace(min(0.0, rt * run_w), th_max, 2001)
     vals = f(grid)
     sign = np.flatnonzero(np.sign(vals[:-1]) * np.sign(vals[1:]) <= 0)
-    if vals[0] < 0:  # a negative run power: the fixed point is below idle, start from it
-        sign = np.flatnonzero(np.sign(vals[:-1]) * np.sign(vals[1:]) <= 0)
     if not len(sign):
         return SteadyState(run_w, None, None, None, True)
     j = int(sign[0])
