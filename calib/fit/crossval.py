@@ -41,14 +41,6 @@ class CVResult:
     predictions: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     warnings: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
-        lines = [f"{self.k}-fold cross-validation by workload (seed {self.seed}): MAPE {self.mape_pct:.2f}% over "
-                 f"{int(self.per_workload['n_rows'].sum())} held-out rows ({len(self.per_workload)} workloads), "
-                 f"max {self.max_abs_pct:.1f}%"]
-        for f in self.per_fold:
-            lines.append(f"  fold {f['fold']}: {len(f['workloads'])} workloads, {f['n_rows']} rows, MAPE {f['mape_pct']:.2f}%")
-        return "\n".join(lines)
-
 
 def make_folds(workloads: pd.Series, k: int, seed: int = 0, strata: pd.Series | None = None) -> list[list[str]]:
     """Deal the distinct workload names (shuffled with ``seed``) into ``k`` folds of similar row counts.

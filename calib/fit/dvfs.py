@@ -675,9 +675,7 @@ class DvfsPowerFitter(Estimator):
             if idx < prob.nlin and v - lo[idx] <= 1e-6 * wscale:
                 v = float(lo[idx])  # the solver stops a hair inside the bound: report the bound
             p = Param(name, v, unit, float(lo[idx]), float(hi[idx]), True, None, se, desc)
-            g = np.zeros(len(x))
-            g[idx] = 1.0
-            grads.append(g)
+            grads.append(np.eye(len(x))[idx])
             if dead[idx]:
                 warns.append(f"{name}: the data do not depend on this parameter (not identifiable); no standard error")
             elif p.at_bound():
@@ -739,9 +737,8 @@ class DvfsPowerFitter(Estimator):
             "units": [{"name": u, "domain": MEM if mem else CORE, "ar_form": f}
                       for u, mem, f in zip(meta["units"], d.is_mem, d.forms)],
             "ref_clocks": {"core_mhz": d.f0c, "mem_mhz": d.f0m},
-            "voltage": {CORE: {"mhz": [float(f) for f in prob.lc],
-                               "params": [names.voltage_level(CORE, f) for f in prob.lc]},
-                        MEM: {"mhz": [float(f) for f in prob.lm], "params": [names.voltage_level(MEM, f) for f in prob.lm]}},
+            "voltage": {dom: {"mhz": [float(f) for f in lv], "params": [names.voltage_level(dom, f) for f in lv]}
+                        for dom, lv in ((CORE, prob.lc), (MEM, prob.lm))},
             "activity_clocks": meta["act_info"],
             "temp_ref_c": meta["temp_ref_c"],
         }

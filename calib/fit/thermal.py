@@ -417,15 +417,10 @@ class ThermalFitter(Estimator):
                 alt = fan_power(fan, idle_temp_c, leak_slope_w_per_c=sig_p.value)
                 if alt is not None:
                     self._form_sd["fan_max_power_w"] = 0.5 * abs(alt.value - fan_w.value)
-            # the time constants: one pole for a network of several depends on the window it is fitted over, but
-            # their definition (microbench/truth.py) is the one-pole fit of the same window, so that misfit is no
-            # error (the first-half window's shift, the old form term, was 2-7x the errors). Their error beyond
-            # the readings' noise is the rounding the noise dithers only partly: the mean reading is off the
-            # temperature periodically (expected_reading_c), and a one-pole fit through a sweep of temperatures
-            # turns that into a shift of tau (0.1-0.8 s at 0.3 C of noise, session 9). Which shift depends on
-            # where the whole degrees fall on the true curve, which the fitted curve, off it by its misfit, does
-            # not tell: the largest shift of refits to the fitted curves moved by a quarter degree at a time and
-            # read through the expected rounding is one standard error (_rounding_sd)
+            # the time constants: their definition (microbench/truth.py) is the one-pole fit of the same window, so
+            # its misfit to a network of several poles is no error (the first-half window's shift, the old form
+            # term, was 2-7x the errors); their error beyond the readings' noise is the rounding the noise dithers
+            # only partly (0.1-0.8 s at 0.3 C of noise, session 9; _rounding_sd)
             for kind, est, fitted in (("rise", rise[0], rise[7]), ("decay", decay[0], decay[7])):
                 sd = self._rounding_sd(steps, kind, est.value, fitted, noise_c)
                 if sd is not None:

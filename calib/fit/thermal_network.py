@@ -462,14 +462,6 @@ class _LadderProblem:
         lv = np.sort(su[su > 0.02]) if rec.util_logged else np.array([])
         self.hot_exp_free = self.hot_free and bool(len(lv) >= 2 and lv[-1] >= HOT_EXP_MIN_RATIO * lv[0])
 
-    def names(self) -> list[str]:
-        n = self.n
-        out = [f"R{i}" for i in range(1, n + 1)] + [f"C{i}" for i in range(1, n + 1)]
-        out += ["r_direct", "ambient", "g_fan", "busy_w", "hot_c", "hot_exp"]
-        for j in range(self.n_rec):
-            out += [f"p0_{j}"] + [f"dev{j}_{i}" for i in range(2, n + 1)]
-        return out
-
     def params(self, start: dict[str, float], frozen: Sequence[str] = ()) -> list[Param]:
         n = self.n
         ps = [Param(f"R{i}", float(np.clip(start[f"R{i}"], 2e-5, 0.99 * R_MAX)), "C/W", 1e-5, R_MAX)

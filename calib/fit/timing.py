@@ -220,8 +220,8 @@ class _Bench:
     def cycles(self, rows: pd.DataFrame) -> np.ndarray:
         return (rows["time_s"].to_numpy(float) - self.ovh) * rows["core_mhz"].to_numpy(float) * 1e6
 
-    def rel_se(self, value: float, rows: pd.DataFrame, amplification: float = 1.0) -> float | None:
-        return None if self.noise is None else abs(value) * self.noise * amplification / math.sqrt(max(1, len(rows)))
+    def rel_se(self, value: float, rows: pd.DataFrame) -> float | None:
+        return None if self.noise is None else abs(value) * self.noise / math.sqrt(max(1, len(rows)))
 
 
 def _pchase(b: _Bench) -> None:

@@ -136,17 +136,6 @@ class FanController:
         lim = self.slew_per_s * dt_s
         return duty + min(max(want - duty, -lim), lim)
 
-    def follow(self, time_s: np.ndarray, temp_c: np.ndarray, duty0: float) -> np.ndarray:
-        """Duty (0..1) at each time for a sensor temperature series, starting at ``duty0``."""
-        t = np.asarray(time_s, dtype=float)
-        out = np.empty(len(t))
-        d = float(duty0)
-        for k in range(len(t)):
-            out[k] = d
-            if k + 1 < len(t):
-                d = self.step(d, float(temp_c[k]), float(t[k + 1] - t[k]))
-        return out
-
 
 @dataclass(frozen=True)
 class FosterNetwork:
@@ -267,19 +256,25 @@ class FosterNetwork:
         dts = np.diff(t, append=t[-1])
         rd = self.r_direct_c_per_w
         for k in range(len(t)):
-            dp0 = pc[k] - self.idle_power_w
-            # the direct term answers at once: solve theta = rd (dp0 + L(theta)) + sum x by a few iterations
-            theta = rd * dp0 + x.sum()
-            for _ in range(20):
-                new = rd * (dp0 + float(self.leakage.power_w(theta))) + x.sum()
-                if abs(new - theta) < 1e-9:
-                    break
-                theta = new
-            dp = dp0 + float(self.leakage.power_w(theta))
+            dp0, xs = pc[k] - self.idle_power_w, x.sum()
+            theta, leak_w = _with_leakage(self.leakage, lambda lw: rd * (dp0 + lw) + xs, 20)
+            dp = dp0 + leak_w
             temp[k], power[k] = self.idle_temp_c + theta, self.idle_power_w + dp
             a = np.exp(-dts[k] / tau)
             x = a * x + r * (1.0 - a) * dp
         return temp, power
+
+
+def _with_leakage(leak: Leakage, rise_c: Any, iterations: int) -> tuple[float, float]:
+    """The rise theta (C) that the leakage it causes gives, ``theta = rise_c(L(theta))`` (the direct term answers
+    at once: a contraction, iterated from ``rise_c(0)``), and that leakage L(theta) (W)."""
+    theta = rise_c(0.0)
+    for _ in range(iterations):
+        new = rise_c(float(leak.power_w(theta)))
+        if abs(new - theta) < 1e-9:
+            break
+        theta = new
+    return theta, float(leak.power_w(theta))
 
 
 class _Ladder:
@@ -362,13 +357,8 @@ def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any =
         base = amb + hot * mw[k] + x[0]
         if cold:
             extra = p[k] + fan_w - fan_idle_w
-            theta = base + rd * (extra - fan_w) - t_idle
-            for _ in range(30):  # the direct term answers at once: theta = f(L(theta)), a contraction
-                new = base + rd * (extra + float(net.leakage.power_w(theta)) - fan_w) - t_idle
-                if abs(new - theta) < 1e-9:
-                    break
-                theta = new
-            pb = extra + float(net.leakage.power_w(theta))
+            _, leak_w = _with_leakage(net.leakage, lambda lw: base + rd * (extra + lw - fan_w) - t_idle, 30)
+            pb = extra + leak_w
         else:
             pb = p[k]
         die_w = pb - fan_w

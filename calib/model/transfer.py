@@ -146,7 +146,7 @@ def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = Non
     pin_t = np.where(pinned > 0.5, 0.0, tc - (tp_h + tp_d))
     pin_e = np.where(pinned > 0.5, 0.0, (eb_h + eb_d) - (pb_h + pb_d))
     pin_host = np.where(pinned > 0.5, 0.0, (eh_h + eh_d) - (ph_h + ph_d))
-    out = pd.DataFrame({
+    return pd.DataFrame({
         "workload": df["workload"].astype(str).to_numpy() if "workload" in df.columns else [f"row {i + 1}" for i in range(len(df))],
         "bytes_h2d": h2d, "bytes_d2h": d2h, "host_memory": np.where(pinned > 0.5, "pinned", "pageable"),
         "copy_h2d_time_s": t_h, "copy_d2h_time_s": t_d, "copy_time_s": tc,
@@ -158,7 +158,6 @@ def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = Non
         "overlap_time_saving_s": overlap_t, "overlap_energy_saving_j": idle * overlap_t,
         "pinned_time_saving_s": pin_t, "pinned_energy_saving_j": pin_e, "pinned_host_energy_saving_j": pin_host,
     })
-    return out
 
 
 def format_breakdown(r: pd.Series) -> list[str]:
