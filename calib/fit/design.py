@@ -176,9 +176,7 @@ def jacobian_rows(section: Section, df: pd.DataFrame, free: Sequence[str]) -> np
 
     st = section.structure
     act = {u: df[ACT_PREFIX + u].to_numpy(float) for u in st["units"]}
-    n = np.full(len(df), float(st["sm_count"]))
-    if "active_sms" in df.columns:
-        n = df["active_sms"].to_numpy(float)
+    n = df["active_sms"].to_numpy(float) if "active_sms" in df.columns else np.full(len(df), float(st["sm_count"]))
     jd = model.jacobian(section.values(), model.design(st, act, np.ones(len(df), bool), n))
     return np.column_stack([np.broadcast_to(jd[name], (len(df),)) for name in free]) if free else np.zeros((len(df), 0))
 
@@ -281,10 +279,7 @@ def preview_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, measu
     kernel rows (:func:`candidate_rows`), each ``repeats`` times (``repeat`` 0, 1, ...), at the thermal
     section's idle temperature (``temp_c``; the temperature correction is then 0), their power (``power_w``,
     W) the IPP section's prediction. Refitting the session with these rows added previews what a round of
-    ``cands`` does to every standard error, the total's model-form terms included (the extrapolation
-    of a MaxPower beyond its highest reachable access rate, the split of units always active together,
-    the structures the search compares): the linear update of :func:`choose` counts all of them as noise
-    that new rows shrink, which they are not (tests/benchmarks/identify_results.md, session 8)."""
+    ``cands`` does to every standard error, the model-form terms included (module docstring)."""
     from calib.model.ipp import IppPowerModel
 
     rows = candidate_rows(pf, cands, info, measured, workload_of=workload_of)
@@ -292,5 +287,4 @@ def preview_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, measu
     if th is not None and "idle_temp_c" in th:
         rows["temp_c"] = float(th.value("idle_temp_c"))
     rows["power_w"] = IppPowerModel(pf["power"], th, basis_of(pf)).predict(rows, use_temperature=False)
-    out = pd.concat([rows.assign(repeat=float(r)) for r in range(max(1, int(repeats)))], ignore_index=True)
-    return out
+    return pd.concat([rows.assign(repeat=float(r)) for r in range(max(1, int(repeats)))], ignore_index=True)

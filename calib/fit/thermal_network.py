@@ -305,9 +305,7 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
         f_bin = _bin(t, np.concatenate([hf, cf]).astype(float) / 100.0, n, width)
         has_fan = has_fan or bool(np.isfinite(f_bin).any())
         f_bin = _held(f_bin).fillna(0.0).to_numpy()
-        gap = None
-        if chain and prev_end_t is not None and s.segment == prev_seg:
-            gap = s.heat_t0_s - prev_end_t
+        gap = s.heat_t0_s - prev_end_t if chain and prev_end_t is not None and s.segment == prev_seg else None
         if gap is not None and -width < gap <= MAX_GAP_S and n_bins:
             g = max(0, int(round(gap / width)))
             for per_bin, held in ((pw, pw[-1][-1]), (du, du[-1][-1]), (bz, 0.0), (mm, 0.0), (tb, np.nan)):
@@ -831,20 +829,14 @@ class ThermalNetworkFitter(Estimator):
         self._store(locals())
 
     def fit(self, data: SessionData) -> "ThermalNetworkFitter":
-        """Fit to a session's thermal steps, idle baseline, fan sweep, device slowdown temperature and
-        measured ambient (:class:`calib.segment.SessionData`)."""
+        """Fit to a session's thermal steps, idle baseline (temperature C and power W with their standard errors:
+        the idle power is measured, not fitted here, and ``calib diff`` tests it with that), idle fan sweep (for
+        the fan's power), device slowdown temperature and measured ambient (C) (:class:`calib.segment.SessionData`)."""
         if data.idle is None:
             raise FitError("no idle window; cannot fit the thermal network")
-        return self._fit(data.thermal_steps, data.idle.temp_c, data.idle.power_w, idle_temp_se=data.idle.temp_se_c,
-                         idle_power_se=data.idle.power_se_w, fan=data.fan, ambient_temp_c=data.ambient_temp_c,
-                         device_slowdown_c=None if data.device is None else data.device.raw.get("slowdown_temp_c"))
-
-    def _fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_power_w: float, *,
-             idle_temp_se: float | None = None, idle_power_se: float | None = None, fan: pd.DataFrame | None = None,
-             device_slowdown_c: float | None = None, ambient_temp_c: float | None = None) -> "ThermalNetworkFitter":
-        """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W; its standard
-        error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
-        fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""
+        steps, fan, ambient_temp_c, idle = data.thermal_steps, data.fan, data.ambient_temp_c, data.idle
+        idle_temp_c, idle_power_w, idle_temp_se, idle_power_se = idle.temp_c, idle.power_w, idle.temp_se_c, idle.power_se_w
+        device_slowdown_c = None if data.device is None else data.device.raw.get("slowdown_temp_c")
         from calib.model.thermal_network import (NODE_AMBIENT, NODE_BUSY_HEAT, NODE_BUSY_RISE,
                                                  NODE_FAN_G, NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)
 
@@ -1232,9 +1224,7 @@ class ThermalNetworkFitter(Estimator):
             se = stderr_of(var)
             den = math.sqrt(m[0, 0] * m[1, 1])
             corr = float(m[0, 1] / den) if den > 0 and np.isfinite(den) else None
-        jk = 0.0
-        if len(reps) >= 3:
-            jk = jackknife_sd([rp.values[rn] * rp.values["busy_w"] for rp in reps])
+        jk = jackknife_sd([rp.values[rn] * rp.values["busy_w"] for rp in reps]) if len(reps) >= 3 else 0.0
         p = Param(NODE_BUSY_RISE, float(rise), "C", 0.0, math.inf, True, None, se,
                   f"steady sensor rise from the heat into the outermost node while a kernel runs (busy_heat_w x the "
                   f"outer link's resistance {rn} of the ladder, thermal_network.cauer): the host launching the kernels "

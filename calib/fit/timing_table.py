@@ -215,10 +215,8 @@ class TimingFitter(Estimator):
         mw = self.max_warps_per_sm or (a.max_warps_per_sm if a is not None else 64.0)
         major = int(a.cc.split(".")[0]) if a is not None else 5
         mb = self.max_blocks_per_sm or (8.0 if major < 3 else 16.0 if major == 3 else 32.0)
-        if self.ref_clocks is not None:
-            fc0, fm0 = (float(x) for x in self.ref_clocks)
-        else:
-            fc0, fm0 = float(rows["core_mhz"].max()), float(rows["mem_mhz"].max())
+        ref = self.ref_clocks if self.ref_clocks is not None else (rows["core_mhz"].max(), rows["mem_mhz"].max())
+        fc0, fm0 = (float(x) for x in ref)
         devname = ""
         if "device" in rows.columns:
             names = sorted({str(x) for x in rows["device"].dropna() if str(x).strip() and str(x) != "nan"})

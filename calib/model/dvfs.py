@@ -179,10 +179,7 @@ def scaled_activities(U: np.ndarray, is_mem: np.ndarray, fc: np.ndarray, fm: np.
     ``mem_sat``: summed memory activity at which a kernel is memory bound; module docstring)."""
     rc = ac / fc
     rm = am / fm
-    if is_mem.any():
-        beta = np.minimum(1.0, U[:, is_mem].sum(axis=1) / mem_sat)
-    else:
-        beta = np.zeros(len(fc))
+    beta = np.minimum(1.0, U[:, is_mem].sum(axis=1) / mem_sat) if is_mem.any() else np.zeros(len(fc))
     tau = np.maximum(rc, beta * rm)
     out = np.empty_like(U)
     out[:, ~is_mem] = np.minimum(1.0, U[:, ~is_mem] * (rc / tau)[:, None])
@@ -316,9 +313,8 @@ def rows_from_table(c: Compiled, df: pd.DataFrame) -> tuple[Rows, list[str]]:
     if np.isnan(U).any():
         r, j = np.argwhere(np.isnan(U))[0]
         raise BadInputError(f"row {r + 1}, column 'act_{c.units[j]}': missing activity")
-    temp = None
-    if c.temp_ref_c is not None and "leak_core_w_per_c" in c.coef:
-        temp = _column(df, "temp_c", c.temp_ref_c, "the reference temperature (degC)", notes)
+    temp = (_column(df, "temp_c", c.temp_ref_c, "the reference temperature (degC)", notes)
+            if c.temp_ref_c is not None and "leak_core_w_per_c" in c.coef else None)
     ac = am = None
     if c.act_clocks is not None:
         ac = df["ref_core_mhz"].to_numpy(float) if "ref_core_mhz" in df.columns else np.full(len(df), float(c.act_clocks["core_mhz"]))

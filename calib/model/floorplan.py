@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -105,14 +106,12 @@ def check_floorplan(fp: Floorplan, source: str = "floorplan") -> Floorplan:
     x0, y0, x1, y1 = fp.bounds()
     tol = _TOL * max(x1 - x0, y1 - y0)
     bl = fp.blocks
-    for i in range(len(bl)):
-        for j in range(i + 1, len(bl)):
-            a, b = bl[i], bl[j]
-            ox = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
-            oy = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
-            if ox > tol and oy > tol:
-                raise BadInputError(f"{source}: blocks {a.name!r} and {b.name!r} overlap "
-                                    f"({ox * 1e3:.4g} x {oy * 1e3:.4g} mm)")
+    for a, b in itertools.combinations(bl, 2):
+        ox = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
+        oy = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
+        if ox > tol and oy > tol:
+            raise BadInputError(f"{source}: blocks {a.name!r} and {b.name!r} overlap "
+                                f"({ox * 1e3:.4g} x {oy * 1e3:.4g} mm)")
     # gaps: every cell of the grid of block edges must be inside a block
     xs = np.unique(np.concatenate([[b.left_m, b.right_m] for b in bl]))
     ys = np.unique(np.concatenate([[b.bottom_m, b.top_m] for b in bl]))
@@ -380,20 +379,17 @@ class GridSolver:
             n_die = len(fp.blocks)
             cell_area = np.array([b.area_m2 for b in fp.blocks])
             tol = _TOL * max(x1 - x0, y1 - y0)
-            bl = fp.blocks
-            for i in range(n_die):
-                for j in range(i + 1, n_die):
-                    a, b = bl[i], bl[j]
-                    if abs(a.right_m - b.left_m) < tol or abs(b.right_m - a.left_m) < tol:
-                        shared = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
-                        dist = 0.5 * (a.width_m + b.width_m)
-                    elif abs(a.top_m - b.bottom_m) < tol or abs(b.top_m - a.bottom_m) < tol:
-                        shared = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
-                        dist = 0.5 * (a.height_m + b.height_m)
-                    else:
-                        continue
-                    if shared > tol:
-                        lat.append((i, j, kt * shared / dist))
+            for (i, a), (j, b) in itertools.combinations(enumerate(fp.blocks), 2):
+                if abs(a.right_m - b.left_m) < tol or abs(b.right_m - a.left_m) < tol:
+                    shared = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
+                    dist = 0.5 * (a.width_m + b.width_m)
+                elif abs(a.top_m - b.bottom_m) < tol or abs(b.top_m - a.bottom_m) < tol:
+                    shared = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
+                    dist = 0.5 * (a.height_m + b.height_m)
+                else:
+                    continue
+                if shared > tol:
+                    lat.append((i, j, kt * shared / dist))
             self.overlap = np.diag(cell_area)
         self.n_die = n_die
         lr = [float(x) for x in ladder_r_c_per_w]
@@ -526,8 +522,7 @@ def hotspot_config(net: Any, fp: Floorplan, ambient_c: float, sampling_s: float 
 
 def config_text(cfg: Mapping[str, Any]) -> str:
     lines = ["# HotSpot configuration written by gpu-calib: package R and C from the fitted thermal network"]
-    for k, v in cfg.items():
-        lines.append(f"\t-{k}\t\t{v:.9g}" if isinstance(v, float) else f"\t-{k}\t\t{v}")
+    lines += [f"\t-{k}\t\t{v:.9g}" if isinstance(v, float) else f"\t-{k}\t\t{v}" for k, v in cfg.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -166,10 +166,7 @@ def n_pw(n: Any, mem_req: Any, ind_req: Any, form: str = "fixed") -> np.ndarray:
     i = np.clip(i, 0.0, None)
     dep = m - i
     with np.errstate(divide="ignore", invalid="ignore"):
-        if form == "fixed":
-            val = np.where(dep > 0, n * m / dep, n * np.maximum(m, 1.0))
-        else:
-            val = np.where(dep > 0, n * i / dep, n * np.maximum(m, 1.0))
+        val = np.where(dep > 0, n * (m if form == "fixed" else i) / dep, n * np.maximum(m, 1.0))
     return np.where(i > 0, np.maximum(val, n if form == "fixed" else 0.0), n)
 
 

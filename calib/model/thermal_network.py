@@ -336,15 +336,10 @@ def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any =
     lad = _Ladder(net)
     fan, ctl = net.fan, net.controller
     n_rows = len(t)
-    if busy is None:
-        bz = (p - net.idle_power_w > net.busy_threshold_w).astype(float)
-    else:
-        bz = np.asarray(busy, dtype=float)
+    bz = (p - net.idle_power_w > net.busy_threshold_w).astype(float) if busy is None else np.asarray(busy, dtype=float)
     mw = net.hot_spot_weights(None, bz) if mem is None else np.asarray(mem, dtype=float)
     logged = None if duty is None or fan is None else np.clip(np.asarray(duty, dtype=float), 0.0, 1.0)
-    d = fan.idle_duty if fan is not None else 0.0
-    if logged is not None:
-        d = float(logged[0])
+    d = float(logged[0]) if logged is not None else fan.idle_duty if fan is not None else 0.0
     fan_idle_w = 0.0 if fan is None else float(fan.fan_w(fan.idle_duty))
     x = lad.steady(fan.idle_duty if fan is not None else 0.0, net.idle_power_w - fan_idle_w, 0.0)
     dts = np.diff(t, append=t[-1])
