@@ -100,14 +100,6 @@ class _StepData:
     dur_s: float              # start of the last bin (s after heat start)
     du_w: np.ndarray          # board power above idle per bin, W
     fan_end_pct: float        # mean fan duty over the last 30 s of heating
-    heat_theta: np.ndarray    # heating-phase readings for the leakage fit
-    heat_dp: np.ndarray
-    cool_theta: np.ndarray
-    cool_dp: np.ndarray
-    heat_fan: np.ndarray
-    cool_fan: np.ndarray
-    heat_t: np.ndarray
-    cool_t: np.ndarray
     obs_t: np.ndarray = None        # times (s after heat start) the model is compared at
     obs_theta: np.ndarray = None    # observed rise above idle there (C)
 
@@ -161,8 +153,7 @@ def _prepare(s: ThermalStep, idle_temp_c: float, idle_power_w: float, width: flo
         keep = np.isfinite(th)
         obs_t, obs_y = ((np.arange(n) + 0.5) * width)[keep], th[keep]
     return _StepData(s.workload, (n - 1) * width, _held(_bin(t, pw, n, width)).to_numpy() - idle_power_w, fan_end,
-                     s.heat_temp_c - idle_temp_c, s.heat_power_w - idle_power_w, s.cool_temp_c - idle_temp_c,
-                     s.cool_power_w - idle_power_w, hf, cf, s.heat_t, s.cool_t, obs_t, obs_y)
+                     obs_t, obs_y)
 
 
 def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarray) -> np.ndarray:
@@ -719,25 +710,26 @@ def _slew_binds(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndar
             "fastest_pct_per_s": 100.0 * fastest}
 
 
-def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
-              fan_max_se_w: float | None = None) -> dict[str, Any]:
-    """Linear and exponential leakage fits (module docstring). ``fan_max_se_w``: the standard error of the
-    fan power subtracted from every sample; the leakage parameters' standard errors count it (below)."""
+def _leak_fit(steps: Sequence[ThermalStep], idle_temp_c: float, idle_power_w: float, skip_s: float,
+              fan_max_w: float | None, fan_max_se_w: float | None = None) -> dict[str, Any]:
+    """Linear and exponential leakage fits (module docstring) to the steps' readings above idle. ``fan_max_se_w``:
+    the standard error of the fan power subtracted from every sample; the leakage parameters' standard errors
+    count it (below)."""
     xs, ys, ds, grp = [], [], [], []
-    for k, d in enumerate(data):
-        sel = d.heat_t >= skip_s
-        hp = d.heat_dp[sel].astype(float)
-        cp = d.cool_dp.astype(float)
+    for k, s in enumerate(steps):
+        sel = s.heat_t >= skip_s
+        hp = (s.heat_power_w - idle_power_w)[sel].astype(float)
+        cp = (s.cool_power_w - idle_power_w).astype(float)
         hd, cd = np.zeros(len(hp)), np.zeros(len(cp))
         if fan_max_w is not None:
-            if np.isfinite(d.heat_fan).all():
-                hd = (d.heat_fan[sel] / 100.0) ** 3
-            if np.isfinite(d.cool_fan).all():
-                cd = (d.cool_fan / 100.0) ** 3
+            if s.heat_fan_pct is not None and np.isfinite(s.heat_fan_pct).all():
+                hd = (s.heat_fan_pct[sel] / 100.0) ** 3
+            if s.cool_fan_pct is not None and np.isfinite(s.cool_fan_pct).all():
+                cd = (s.cool_fan_pct / 100.0) ** 3
             hp, cp = hp - fan_max_w * hd, cp - fan_max_w * cd
         # cooling: skip the first seconds (the kernel's end, the power sensor's averaging)
-        csel = d.cool_t >= 3.0
-        xs += [d.heat_theta[sel], d.cool_theta[csel]]
+        csel = s.cool_t >= 3.0
+        xs += [(s.heat_temp_c - idle_temp_c)[sel], (s.cool_temp_c - idle_temp_c)[csel]]
         ys += [hp, cp[csel]]
         ds += [hd, cd[csel]]
         grp += [np.full(int(sel.sum()), k), np.full(int(csel.sum()), -1)]
@@ -745,7 +737,7 @@ def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
     duty3 = np.concatenate(ds)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y, g, duty3 = x[ok], y[ok], g[ok], duty3[ok]
-    ng = len(data)
+    ng = len(steps)
     heat = g >= 0
     gi = np.where(heat, g, 0)
     # idle-power offset of the cooling rows: the fan at its idle duty and sensor offsets; one shared constant
@@ -1017,7 +1009,7 @@ class ThermalNetworkFitter(Estimator):
                     p.description += (f" (UNDETERMINED by this campaign: {busy[1]}; the determined quantity is "
                                       f"{NODE_BUSY_RISE})")
         # leakage
-        lk = _leak_fit(data, self.leak_skip_s, None if fan_w is None else fan_w.value,
+        lk = _leak_fit(steps, idle_temp_c, idle_power_w, self.leak_skip_s, None if fan_w is None else fan_w.value,
                        None if fan_w is None else fan_w.stderr)
         form = self.leakage
         lin, expo = lk["linear"], lk["exponential"]

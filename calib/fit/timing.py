@@ -202,8 +202,7 @@ class _Bench:
     """The timing microbenchmarks of one session as the per-kind measurements read them."""
 
     out: _Collector
-    df: pd.DataFrame                      # the session's rows (without idle)
-    tim: pd.DataFrame                     # its timing microbenchmarks (role timing)
+    tim: pd.DataFrame                     # the session's timing microbenchmarks (role timing)
     decl: list[Mapping[str, Any]]         # their plan entries, in the order of ``tim``
     fc0: float                            # default clocks, MHz
     fm0: float
@@ -358,7 +357,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     out.checks["timing_noise_rel"] = noise
     out.checks["timing_noise_dof"] = noise_dof
     at_default = np.isclose(df["core_mhz"].to_numpy(float), fc0) & np.isclose(df["mem_mhz"].to_numpy(float), fm0)
-    b = _Bench(out, df, tim, decl, fc0, fm0, int(device.get("sm_count", 1)), noise, lines)
+    b = _Bench(out, tim, decl, fc0, fm0, int(device.get("sm_count", 1)), noise, lines)
 
     # launch overhead: the launch-only kernel
     idle = df[(df["role"] == "idle_kernel") & at_default]

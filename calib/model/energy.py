@@ -258,9 +258,8 @@ def clock_table(pf: ParameterFile, kernel: pd.DataFrame, pairs: Sequence[tuple[f
     if (f0c, f0m) not in pairs:
         pairs = [(f0c, f0m)] + pairs
     rows = pd.concat([k] * len(pairs), ignore_index=True)
-    base_core = float(k["core_mhz"].iloc[0]) if "core_mhz" in k.columns and pd.notna(k["core_mhz"].iloc[0]) else f0c
-    base_mem = float(k["mem_mhz"].iloc[0]) if "mem_mhz" in k.columns and pd.notna(k["mem_mhz"].iloc[0]) else f0m
-    base_t = float(k["time_s"].iloc[0]) if "time_s" in k.columns and pd.notna(k["time_s"].iloc[0]) else math.nan
+    base_core, base_mem, base_t = (float(k[c].iloc[0]) if c in k.columns and pd.notna(k[c].iloc[0]) else default
+                                   for c, default in (("core_mhz", f0c), ("mem_mhz", f0m), ("time_s", math.nan)))
     rows["core_mhz"] = [p[0] for p in pairs]
     rows["mem_mhz"] = [p[1] for p in pairs]
     if "active_sms" not in rows.columns or rows["active_sms"].isna().all():

@@ -89,10 +89,7 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
     clocks = pf.device.get("clocks") or {}
     for col in ("core_mhz", "mem_mhz"):  # a kernel description without clocks runs at the default ones
         if clocks.get(col) is not None:
-            if col not in df.columns:
-                df[col] = float(clocks[col])
-            else:
-                df[col] = df[col].fillna(float(clocks[col]))
+            df[col] = df[col].fillna(float(clocks[col])) if col in df.columns else float(clocks[col])
     out = df.copy()
     time_pred = None
     if "timing" in pf and any(c.startswith(CNT_PREFIX) for c in df.columns):
