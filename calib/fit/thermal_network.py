@@ -989,11 +989,8 @@ class ThermalNetworkFitter(Estimator):
         jack = {k: jackknife_sd([rp.values[k] for rp in loo[chosen]]) for k in node_desc} if chosen in loo else {}
         for k, (nm, unit, desc) in node_desc.items():
             src = byn[k]
-            if k == "g_fan" and not use_fan:
-                continue
-            if k == "hot_c" and not src.vary:
-                continue
-            if k == "hot_exp" and not (rec.util_logged and byn["hot_c"].vary):
+            if ((k == "g_fan" and not use_fan) or (k == "hot_c" and not src.vary)
+                    or (k == "hot_exp" and not (rec.util_logged and byn["hot_c"].vary))):
                 continue
             se = src.stderr * math.sqrt(self._infl) if src.stderr is not None else None
             params.append(Param(nm, float(src.value), unit, src.min, src.max, src.vary, None, se, desc,

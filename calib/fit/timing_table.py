@@ -437,8 +437,7 @@ class TimingFitter(Estimator):
         fits = {form_name(f): (f, self._fit_form(df, dev, f)) for f in forms}
         cv: dict[str, Any] = {}
         if len(forms) > 1:
-            for name, (f, res) in fits.items():
-                cv[name] = self._cv(df, dev, f, res.params)
+            cv = {name: self._cv(df, dev, f, res.params) for name, (f, res) in fits.items()}
             key = "anchored_mape_pct" if all("anchored_mape_pct" in c for c in cv.values()) else "mape_pct"
             chosen = min(cv, key=lambda n: (math.inf if cv[n][key] is None else cv[n][key], n))
         else:
@@ -462,10 +461,8 @@ class TimingFitter(Estimator):
         notes = list(res.warnings)
         cov = res.covariance()
         if self.jackknife:
-            jk = self._jackknife(df, dev, form, res.params)
-            for n, se in jk.items():
-                p = params[n]
-                params[n] = dataclasses.replace(p, stderr_total=total_stderr(p.stderr, se))
+            for n, se in self._jackknife(df, dev, form, res.params).items():
+                params[n] = dataclasses.replace(params[n], stderr_total=total_stderr(params[n].stderr, se))
         fplan = self._plan(df, dev)
         y = df["time_s"].to_numpy(float)
         if fplan is not None:
@@ -491,8 +488,7 @@ class TimingFitter(Estimator):
             stats["anchor_clocks"] = [float(v) for v in (self.anchor_clocks or dev["ref"])]
             # each anchored kernel's ILP as the final fit infers it (not written as parameters: a property of the
             # kernel, which calib predict --anchor infers again for every kernel it is given)
-            fs = Section(T.MODEL_NAME, params, self._structure(dev, form))
-            ts = T.compile_section(fs)
+            ts = T.compile_section(Section(T.MODEL_NAME, params, self._structure(dev, form)))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 xa = T.inputs_from_table(ts, df.iloc[fplan["anchor"]].reset_index(drop=True))
@@ -528,11 +524,6 @@ class TimingFitter(Estimator):
 
         cov = refit_jackknife(refit, df["workload"].astype(str).to_numpy(), names)
         return {} if cov is None else {n: float(math.sqrt(cov[i, i])) for i, n in enumerate(names)}
-
-    def predict(self, rows: pd.DataFrame) -> np.ndarray:
-        """Time (s) of ``rows`` with the fitted section."""
-        self.check_is_fitted()
-        return T.predict_time(self.section_, rows)
 
 
 def with_plan_inputs(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> pd.DataFrame:
