@@ -45,10 +45,6 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def _sources_of_session(path: Path) -> list[dict[str, str]]:
-    return [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"} for p in sorted(path.glob("*.csv"))]
-
-
 #: stages of a session fit and their expected share of its time (measured with calib -v, which logs each
 #: stage's duration: tests/benchmarks/uncertainty_results.md): progress and its ETA follow them
 FIT_STAGES = {"samples": 0.17, "thermal": 0.08, "thermal network": 0.21, "power": 0.40, "dvfs": 0.03,
@@ -97,7 +93,8 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     stage("samples")
     data = session_data(sess, power)
     df, dev = data.samples, data.device
-    pf = ParameterFile.new(dict(dev.raw), _sources_of_session(path), campaign=man.get("campaign"))
+    pf = ParameterFile.new(dict(dev.raw), [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"}
+                                           for p in sorted(path.glob("*.csv"))], campaign=man.get("campaign"))
     pf.provenance["session"] = path.name
     if data.idle is None:
         raise BadInputError(f"{path}: the session has no idle window; cannot fit idle power")

@@ -173,10 +173,6 @@ def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarr
     return e * x[j] + (1.0 - e) * u[j]
 
 
-def _direct(d: _StepData, width: float, t_eval: np.ndarray) -> np.ndarray:
-    return d.du_w[np.clip(np.floor(t_eval / width).astype(int), 0, len(d.du_w) - 1)]
-
-
 def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Initial poles from a non-negative least-squares spectrum over a log-spaced grid of time constants."""
     from scipy.optimize import nnls
@@ -185,7 +181,8 @@ def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tup
     grid = np.geomspace(2.0 * width, 2.0 * dur, 40)
     cols, ys = [], []
     for d in data:
-        colsd = [_direct(d, width, d.obs_t)] + [_unit_at(d, float(g), 0.0, width, d.obs_t) for g in grid]
+        direct = d.du_w[np.clip(np.floor(d.obs_t / width).astype(int), 0, len(d.du_w) - 1)]
+        colsd = [direct] + [_unit_at(d, float(g), 0.0, width, d.obs_t) for g in grid]
         cols.append(np.column_stack(colsd))
         ys.append(d.obs_theta)
     a, y = np.vstack(cols), np.concatenate(ys)

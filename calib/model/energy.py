@@ -80,12 +80,6 @@ def with_activities(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, u
     return out
 
 
-def _power_units(pf: ParameterFile, section: Section | None) -> list[str]:
-    if section is not None:
-        return [u["name"] for u in section.structure["units"]]
-    return list(pf["power"].structure.get("units", {})) if "power" in pf else []
-
-
 def dvfs_section(pf: ParameterFile) -> Section | None:
     """The section that answers power at other clocks (:func:`calib.model.registry.power_sections`), if any."""
     other = power_sections(pf).other_clocks
@@ -102,7 +96,8 @@ def board_power(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, prefe
     """(board power, idle power at the same clocks and SMs), W, for kernel rows running for ``time_s``."""
     ps = power_sections(pf)
     sec = dvfs_section(pf) if prefer_dvfs or ps.default is None or pf.model_of(ps.default) != "ipp" else None
-    units = _power_units(pf, sec)
+    units = ([u["name"] for u in sec.structure["units"]] if sec is not None
+             else list(pf["power"].structure.get("units", {})) if "power" in pf else [])
     if not units:
         raise BadInputError("the parameter file has no power model to predict energy with")
     df = with_activities(pf, rows, time_s, units)

@@ -76,7 +76,6 @@ def parameter_sd(pf: ParameterFile, predict: Callable[[ParameterFile], pd.DataFr
             sd = math.sqrt(S[j, j]) if S[j, j] > 0 else 0.0
             if p is None or sd == 0.0:
                 continue
-            moved, step = None, 0.0
             # a small step on the scale of the uncertainty (the models are smooth there); downwards when
             # upwards leaves what the model accepts (e.g. a voltage level equal to the next one's)
             for step in (1e-3 * sd, -1e-3 * sd):
