@@ -90,7 +90,6 @@ class LsqResult:
         return d
 
 
-
 def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Param], y: np.ndarray,
             weights: np.ndarray | None = None, *, loss: str = "linear", max_nfev: int | None = None,
             x_scale: str | np.ndarray = "jac",

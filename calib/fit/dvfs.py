@@ -743,10 +743,8 @@ class DvfsPowerFitter(Estimator):
             "temp_ref_c": meta["temp_ref_c"],
         }
         if prob.ncg > 1:
-            structure["voltage"][CORE]["per_mem"] = {
-                "mem_mhz": [float(f) for f in prob.lm],
-                "params": [[names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
-                           for g in range(prob.ncg)]}
+            structure["voltage"][CORE]["per_mem"] = {"mem_mhz": [float(f) for f in prob.lm],
+                                                     "params": [c[-1] for c in curves if c[0] == CORE]}
         structure["outside_fitted_clocks"] = "voltage interpolated linearly between levels, held at the end value outside"
         stats: dict[str, Any] = {
             "n_samples": int(len(prob.P)), "n_workloads": meta["n_workloads"],

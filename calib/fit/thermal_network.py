@@ -220,9 +220,8 @@ MIN_POLE_SHARE = 0.02
 
 @dataclass
 class _Record:
-    """The thermal steps on one uniform grid of ``width`` s, chained where they ran back to back (the
-    campaign's settle between steps is a few tens of seconds of idle): the slow nodes carry their heat
-    from one step into the next instead of a free start per step."""
+    """The thermal steps on one uniform grid of ``width`` s, chained where they ran back to back (module
+    docstring): the slow nodes carry their heat from one step into the next instead of a free start per step."""
 
     width: float
     power_w: np.ndarray            # board power per bin, W (held over the bin)

@@ -582,8 +582,6 @@ def _score_heldout(sec: Section, rows: pd.DataFrame, fc0: float, fm0: float) -> 
         sec.stats["heldout_dvfs"] = json_safe(dv)
 
 
-
-
 def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "auto") -> Section:
     """Fit the timing parameters to a session's (kernel, clocks, time) rows alone, without microbenchmarks.
 

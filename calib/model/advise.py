@@ -107,7 +107,6 @@ class Advice:
                 "effects": [e.to_dict() for e in self.effects]}
 
 
-
 def _given(df: pd.DataFrame, col: str) -> np.ndarray:
     if col not in df.columns:
         return np.zeros(len(df), bool)

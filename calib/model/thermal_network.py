@@ -439,8 +439,8 @@ def simulate_states(r: np.ndarray, tau: np.ndarray, time_s: np.ndarray, dp_w: np
 
 def ladder_matrices(r_c_per_w: Any, tau_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(C, G, R) of the Cauer ladder with the impedance of the Foster poles (:func:`foster_to_cauer`): node
-    heat capacities (J/C, junction first), the conductance matrix (W/C) and the link resistances (C/W);
-    link i joins node i to node i + 1, the last link joins the last node to ambient."""
+    heat capacities (J/C, junction first), the conductance matrix (W/C, :func:`ladder_conductance`) and the
+    link resistances (C/W)."""
     rs, cs = foster_to_cauer(r_c_per_w, tau_s)
     return np.asarray(cs, dtype=float), ladder_conductance(rs), np.asarray(rs, dtype=float)
 
