@@ -102,16 +102,11 @@ class Estimator:
         setting recorded at its no-op value is dropped; BadInputError names any other setting the
         constructor does not take."""
         known = set(cls.setting_names())
-        kept = {}
         for k, v in settings.items():
-            if k in known:
-                kept[k] = v
-            elif k in cls.retired_settings and cls.retired_settings[k] in (None, v):
-                continue
-            else:
+            if k not in known and not (k in cls.retired_settings and cls.retired_settings[k] in (None, v)):
                 raise BadInputError(f"{cls.__name__}: setting {k}={v!r} is not supported by this version "
                                     f"(settings: {', '.join(sorted(known))})")
-        return cls(**kept)
+        return cls(**{k: v for k, v in settings.items() if k in known})
 
     @classmethod
     def setting_names(cls) -> list[str]:

@@ -75,9 +75,7 @@ class LsqResult:
 
     def covariance(self) -> Covariance | None:
         """Covariance of the varied parameters (None when it could not be computed)."""
-        if self.covar is None:
-            return None
-        return Covariance(tuple(p.name for p in self.params if p.vary), self.covar)
+        return None if self.covar is None else Covariance(tuple(p.name for p in self.params if p.vary), self.covar)
 
     def stats(self, unit: str = "w") -> dict[str, Any]:
         """Statistics for the parameter file's ``fit`` section."""

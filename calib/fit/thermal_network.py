@@ -823,7 +823,8 @@ class ThermalNetworkFitter(Estimator):
         if data.idle is None:
             raise FitError("no idle window; cannot fit the thermal network")
         steps, fan, ambient_temp_c, idle = data.thermal_steps, data.fan, data.ambient_temp_c, data.idle
-        idle_temp_c, idle_power_w, idle_temp_se, idle_power_se = idle.temp_c, idle.power_w, idle.temp_se_c, idle.power_se_w
+        idle_temp_c, idle_power_w = idle.temp_c, idle.power_w
+        idle_temp_se, idle_power_se = idle.temp_se_c, idle.power_se_w
         device_slowdown_c = None if data.device is None else data.device.raw.get("slowdown_temp_c")
         from calib.model.thermal_network import (NODE_AMBIENT, NODE_BUSY_HEAT, NODE_BUSY_RISE,
                                                  NODE_FAN_G, NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)

@@ -265,8 +265,10 @@ class TimingFitter(Estimator):
     def _plan(self, rows: pd.DataFrame, dev: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
         """Which rows are fitted and how (module docstring, anchored residuals), or None for plain log-time
         residuals at every row (not ``anchored``, or no kernel to anchor); one-row kernels without ``ilp`` inform
-        nothing (their anchor is their only row). Keys: ``anchor`` (row index per anchored kernel), ``anchor_of`` (per row: position of its kernel's
-        anchor in ``anchor``, -1 for other rows), ``resid`` (rows with a residual, ascending)."""
+        nothing (their anchor is their only row). Keys: ``anchor`` (row index per anchored kernel),
+        ``anchor_of`` (per row: position of its kernel's anchor in ``anchor``, -1 for other rows), ``resid``
+        (rows with a residual, ascending), ``fit_rows`` (the residual rows, then the anchors with
+        ``anchor_match``)."""
         if not self.anchored:
             return None
         given = (pd.to_numeric(rows["ilp"], errors="coerce").notna().to_numpy() if "ilp" in rows.columns

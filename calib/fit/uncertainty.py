@@ -401,9 +401,8 @@ def poorly_determined(p) -> bool:  # noqa: ANN001 - a Param
 
 def quantity_label(q: dict) -> str:
     """``max_power_reg_w + max_power_fds_w`` or ``power of dp at AR 0.031``."""
-    if q.get("kind") == "power_at_ar":
-        return f"power of {q['unit']} at AR {q['ar']:.3g}"
-    return format_combination(q["weights"])
+    return (f"power of {q['unit']} at AR {q['ar']:.3g}" if q.get("kind") == "power_at_ar"
+            else format_combination(q["weights"]))
 
 
 def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.params.Section

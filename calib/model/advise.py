@@ -108,9 +108,7 @@ class Advice:
 
 
 def _given(df: pd.DataFrame, col: str) -> np.ndarray:
-    if col not in df.columns:
-        return np.zeros(len(df), bool)
-    return pd.to_numeric(df[col], errors="coerce").notna().to_numpy()
+    return pd.to_numeric(df[col], errors="coerce").notna().to_numpy() if col in df.columns else np.zeros(len(df), bool)
 
 
 def missing_inputs(df: pd.DataFrame) -> list[list[str]]:

@@ -351,9 +351,8 @@ def activities_at_clocks(d: Design, shape: Mapping[str, float]) -> np.ndarray:
     """The rows' activities at their own clocks: rescaled when they were measured at other clocks and
     the section has the memory-bound rescaling (``mem_sat``), else as given."""
     r = d.rows
-    if r.ac is not None and "mem_sat" in shape:
-        return scaled_activities(r.U, d.is_mem, r.fc, r.fm, r.ac, r.am, shape["mem_sat"])
-    return r.U
+    return (scaled_activities(r.U, d.is_mem, r.fc, r.fm, r.ac, r.am, shape["mem_sat"])
+            if r.ac is not None and "mem_sat" in shape else r.U)
 
 
 def clock_factors(d: Design, vc: np.ndarray, vm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -373,9 +373,7 @@ def hot_spot_weight(util: Any, exponent: float | None) -> np.ndarray:
     grows with the traffic; the fitted exponent carries how), 0 without traffic; ``exponent`` None: the
     on/off hot spot of older files (1 with any traffic)."""
     u = np.clip(np.asarray(util, dtype=float), 0.0, 1.0)
-    if exponent is None:
-        return (u > 0).astype(float)
-    return np.where(u > 0, np.power(np.maximum(u, 1e-12), exponent), 0.0)
+    return (u > 0).astype(float) if exponent is None else np.where(u > 0, np.power(np.maximum(u, 1e-12), exponent), 0.0)
 
 
 def network_ambient_c(sec: Section, net: FosterNetwork | None = None) -> float:

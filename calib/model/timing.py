@@ -272,9 +272,8 @@ def inputs_from_table(ts: TimingSection, df: pd.DataFrame, source: str = "<table
 
 def dram_latency(ts: TimingSection, fc: np.ndarray, fm: np.ndarray) -> np.ndarray:
     """DRAM latency in core cycles at core clock ``fc`` and memory clock ``fm`` (MHz; module docstring)."""
-    if ts.has_dvfs_latency:
-        return W.dram_latency_cycles(ts.values["dm_lat_a_cycles"], ts.values["dm_lat_b_cycles"], fc, fm)
-    return np.zeros(np.broadcast(fc, fm).shape) + ts.values["mem_ld_cycles"]
+    return (W.dram_latency_cycles(ts.values["dm_lat_a_cycles"], ts.values["dm_lat_b_cycles"], fc, fm)
+            if ts.has_dvfs_latency else np.zeros(np.broadcast(fc, fm).shape) + ts.values["mem_ld_cycles"])
 
 
 def with_ref_latency(values: Mapping[str, Any], ref_core_mhz: float, ref_mem_mhz: float) -> dict[str, Any]:

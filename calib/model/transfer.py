@@ -111,9 +111,8 @@ def link_power_w(section: Section, direction: str) -> float:
 
 
 def _col(df: pd.DataFrame, name: str, default: float) -> np.ndarray:
-    if name not in df.columns:
-        return np.full(len(df), default)
-    return pd.to_numeric(df[name], errors="coerce").fillna(default).to_numpy(float)
+    return (pd.to_numeric(df[name], errors="coerce").fillna(default).to_numpy(float) if name in df.columns
+            else np.full(len(df), default))
 
 
 def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = None,
