@@ -636,25 +636,23 @@ class DvfsPowerFitter(Estimator):
                           lm: np.ndarray, src: str) -> tuple[float, float]:
         """The clock levels where V = 1 (module docstring); predictions do not depend on the choice, only
         the normalisation of the coefficients does."""
-        f0c, f0m = float(lc[-1]), float(lm[-1])
+        def level(lv: np.ndarray, f: float, default: float) -> float:
+            hit = np.isclose(lv, f)
+            return float(lv[hit][0]) if hit.any() else default
+
         want = None
         if act_info is not None:
             want = (act_info["core_mhz"], act_info["mem_mhz"])
         elif {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
             want = (float(data["ref_core_mhz"].median()), float(data["ref_mem_mhz"].median()))
-        if want is not None:
-            if np.isclose(lc, want[0]).any():
-                f0c = float(lc[np.isclose(lc, want[0])][0])
-            if np.isclose(lm, want[1]).any():
-                f0m = float(lm[np.isclose(lm, want[1])][0])
         if self.ref_clocks is not None:
             for dom, f, lv in (("core", self.ref_clocks[0], lc), ("memory", self.ref_clocks[1], lm)):
                 if not np.isclose(lv, f).any():
                     raise BadInputError(f"{src}: reference {dom} clock {f:g} MHz is not a clock level of the table "
                                         f"({', '.join(f'{x:g}' for x in lv)})")
-            f0c = float(lc[np.isclose(lc, self.ref_clocks[0])][0])
-            f0m = float(lm[np.isclose(lm, self.ref_clocks[1])][0])
-        return f0c, f0m
+            want = self.ref_clocks
+        f0c, f0m = float(lc[-1]), float(lm[-1])
+        return (f0c, f0m) if want is None else (level(lc, want[0], f0c), level(lm, want[1], f0m))
 
     def _section(self, prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np.ndarray,
                  dead: np.ndarray, nfev: int, msg: str, elapsed: float, jack: np.ndarray | None) -> Section:

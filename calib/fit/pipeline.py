@@ -237,8 +237,8 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
             raise BadInputError(f"{path}: column 'active_sms' reaches {most}, more than --sm-count {sm_count}")
     one = not info.multi_clock
     device = {"name": "unknown (fitted from a samples table)", "sm_count": int(sm_count or 1),
-              "clocks": {"core_mhz": info.clock_configs[0][0] if one and not math.isnan(info.clock_configs[0][0]) else None,
-                         "mem_mhz": info.clock_configs[0][1] if one and not math.isnan(info.clock_configs[0][1]) else None}}
+              "clocks": {k: f if one and not math.isnan(f) else None
+                         for k, f in zip(("core_mhz", "mem_mhz"), info.clock_configs[0])}}
     # the hash of the bytes actually read (a pipe cannot be read twice)
     pf = ParameterFile.new(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
                                      "role": "samples"}])
@@ -299,8 +299,7 @@ def fit_timing_table(path: str | os.PathLike, *, predictor: str = "auto", chip: 
     sec, dev, rows = ft.section_, ft.device_, ft.rows_
     device = {"name": dev["name"] or "GPU of the kernel table", "sm_count": dev["sm_count"],
               "clocks": {"core_mhz": dev["ref"][0], "mem_mhz": dev["ref"][1],
-                         "supported": {"core_mhz": [round(x, 1) for x in clock_levels(rows["core_mhz"])],
-                                       "mem_mhz": [round(x, 1) for x in clock_levels(rows["mem_mhz"])]}},
+                         "supported": {k: [round(x, 1) for x in clock_levels(rows[k])] for k in ("core_mhz", "mem_mhz")}},
               "warp_issue_per_cycle": 1.0 / sec.value("issue_cycles")}
     if dev.get("chip"):
         device["chip"] = dev["chip"]

@@ -43,7 +43,7 @@ GPUs (tests/benchmarks/identify_study.py; tests/test_uncertainty.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -214,7 +214,7 @@ def row_groups(df, by: Sequence[str] = ("kernel", "stresses", "workload")) -> np
     without one, the unit the benchmark stresses (``stresses``), else the workload (the first column of
     ``by`` the table has; else each row alone); idle rows (role ``idle``) form :data:`IDLE_GROUP`."""
     col = next((c for c in by if c in df.columns), None)
-    g = df[col].astype(str).to_numpy().copy() if col else np.array([str(i) for i in range(len(df))])
+    g = df[col].astype(str).to_numpy().copy() if col is not None else np.array([str(i) for i in range(len(df))])
     if "role" in df.columns:
         g[(df["role"].astype(str) == "idle").to_numpy()] = IDLE_GROUP
     return g
@@ -299,7 +299,7 @@ def _linked_groups(items: Sequence, links: Sequence[tuple]) -> list[list]:
     in the order of their first members."""
     root = {x: x for x in items}
 
-    def find(x):  # noqa: ANN001, ANN202
+    def find(x: Hashable) -> Hashable:
         while root[x] != x:
             x = root[x]
         return x

@@ -145,19 +145,17 @@ def compile_section(section: Section) -> TimingSection:
     pred = st.get("predictor", "mwp_cwp")
     if pred not in PREDICTORS:
         raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
-    for key, default, allowed in (("rounds_form", "paper", W.ROUNDS_FORMS),
-                                  ("departure_scale", "dram", DEPARTURE_SCALES),
-                                  ("bandwidth_form", "thesis", M.BANDWIDTH_FORMS),
-                                  ("case3_form", "thesis", M.CASE3_FORMS)):
-        if st.get(key, default) not in allowed:
+    for key, allowed in (("rounds_form", W.ROUNDS_FORMS), ("departure_scale", DEPARTURE_SCALES),
+                         ("bandwidth_form", M.BANDWIDTH_FORMS), ("case3_form", M.CASE3_FORMS)):
+        if key in st and st[key] not in allowed:
             raise BadInputError(f"timing section: {key} {st.get(key)!r} is not one of {allowed}")
+    # the forms a section may leave out take TimingSection's defaults
+    forms = {k: st[k] for k in ("case2_form", "rounds_form", "case3_form", "departure_scale", "bandwidth_form") if k in st}
     return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
                          float(st.get("max_warps_per_sm", 32)), float(st.get("max_blocks_per_sm", 32)),
                          float(st.get("uncoal_per_mw", 32)), float(st.get("uncoal_tx_bytes", 32)),
                          st.get("mem_l_coal", "thesis"), st.get("n_pw_form", "fixed"), st.get("comp_form", "max"),
-                         bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"),
-                         st.get("rounds_form", "paper"), st.get("case3_form", "thesis"),
-                         st.get("departure_scale", "dram"), st.get("bandwidth_form", "thesis"))
+                         bool(st.get("shared_cases", False)), **forms)
 
 
 def validate(section: Section, where: str = "timing") -> None:
