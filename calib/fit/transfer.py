@@ -181,11 +181,8 @@ class TransferFitter(Estimator):
                 dof[r.params[0].name] = float(r.nfree)
         for m, rapl in ((m, rapl) for m in HOST_MEMORY for rapl in (False, True)):
             sub = table[table["host_memory"] == m]
-            vals = []
-            for d in DIRECTIONS:
-                bw = out[names.copy_bandwidth(d, m)][0].value
-                lat = out[names.copy_latency(d, m)][0].value
-                vals.append(self._host_mean(sub[sub["direction"] == d], bw, lat, rapl))
+            vals = [self._host_mean(sub[sub["direction"] == d], out[names.copy_bandwidth(d, m)][0].value,
+                                    out[names.copy_latency(d, m)][0].value, rapl) for d in DIRECTIONS]
             n = sum(v[2] for v in vals)
             if n >= 2 and all(math.isfinite(v[0]) for v in vals if v[2]):
                 mean = sum(v[0] * v[2] for v in vals if v[2]) / n

@@ -53,9 +53,7 @@ def _cov(sec: Section) -> tuple[list[str], np.ndarray] | None:
     if sec.covariance is not None:
         return list(sec.covariance.names), np.where(np.isfinite(sec.covariance.matrix), sec.covariance.matrix, 0.0)
     names = [n for n, p in sec.params.items() if p.vary and p.stderr]
-    if not names:
-        return None
-    return names, np.diag([sec[n].stderr ** 2 for n in names])
+    return (names, np.diag([sec[n].stderr ** 2 for n in names])) if names else None
 
 
 def parameter_sd(pf: ParameterFile, predict: Callable[[ParameterFile], pd.DataFrame],
