@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, lsq_linear
 
 from calib.core.atomic import finite_or_none
 from calib.core.errors import FitError
@@ -223,8 +223,6 @@ def solve_linear(X: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -
     """Bounded linear least squares ``min |X b - y|^2`` over ``lo <= b <= hi`` (scipy's ``lsq_linear``,
     BVLS, on unit-norm columns): the exact solve of a model's linear parameters for its others (a
     fitter's starting point). None when it fails or is not finite."""
-    from scipy.optimize import lsq_linear
-
     scale = np.linalg.norm(X, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     try:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.core.activity import basis_of, table_access_rates
+from calib.core.activity import access_rates, basis_of, count_columns, table_access_rates, warps_per_sm
 from calib.core.params import ParameterFile, Section
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
 from calib.core.units import DESIGN_CLASSES, DESIGN_ILP, unit_counts
@@ -151,8 +151,6 @@ def throughput_time(basis: Any, df: pd.DataFrame, measured: pd.DataFrame | None)
     """Kernel time (s) of kernel-description rows bounded by issue and by each unit's ceiling: the
     highest access rate of that unit in ``measured`` (1 without measurements). Access rates scale as 1 /
     time, so the time that brings the highest ratio of rate to ceiling to 1 is the bound."""
-    from calib.core.activity import access_rates, count_columns, warps_per_sm
-
     active = df["active_sms"].to_numpy(float)
     wps = warps_per_sm(df["threads_per_block"].to_numpy(float), df["blocks"].to_numpy(float), active)
     raw = access_rates(basis, unit_counts(count_columns(df), size=len(df)), wps, np.ones(len(df)),

@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.core.errors import BadInputError
+from calib.core.errors import BadInputError, FitError
 from calib.core.params import ParameterFile, Section
 from calib.fit.crossval import check_folds, cross_validate
 from calib.fit.ipp import IppPowerFitter
 from calib.core.samples import act_units, read_samples, table_info
-from calib.segment import DeviceFacts, IdleBaseline, session_data
+from calib.segment import DeviceFacts, IdleBaseline, host_stream, session_data
 from calib.core.session import MANIFEST_NAME, file_sha256, read_session
-from calib.core.units import CHIP_UNITS
+from calib.core.units import CHIP_UNITS, clock_levels
 
 
 @dataclass
@@ -59,8 +59,6 @@ def _system_baseline(pf: ParameterFile, idle: IdleBaseline, sess: Any) -> None:
     samples stage measured it (:func:`calib.segment.idle_baseline`)."""
     if idle.host_power_w is None:
         return
-    from calib.segment import host_stream
-
     entry = next((s for s in sess.manifest.get("sensors", []) if s.get("name") == host_stream(sess)), {})
     st = pf["power"].stats
     st["host_idle_power_w"] = idle.host_power_w
@@ -282,7 +280,6 @@ def fit_timing_table(path: str | os.PathLike, *, predictor: str = "auto", chip: 
     gives the SM issue width when the table's arch column does not; ``progress(stage)`` as the stages
     ``kernel table`` and ``timing`` start."""
     from calib.core import arch
-    from calib.core.units import clock_levels
     from calib.fit.timing_table import TimingFitter
 
     step = progress or (lambda name: None)
@@ -318,7 +315,6 @@ def check_fit_quality(pf: ParameterFile, source: str, accept: bool = False) -> l
     refuses. Returns the problems."""
     import warnings
 
-    from calib.core.errors import FitError
     from calib.model.validation import fit_quality_problems
 
     problems = fit_quality_problems(pf.items())
@@ -351,8 +347,6 @@ def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
     """Fit from a session directory or a samples table, whichever ``source`` is.
 
     A fit the data cannot support (FitError) is reported with the source named."""
-    from calib.core.errors import FitError
-
     heldout = kw.pop("heldout", None)
     try:
         out = _fit_source(Path(source), **kw)

@@ -81,8 +81,11 @@ from calib.fit.base import Estimator, number, optional, options
 from calib.fit.core import fit_lsq, stderr_of
 from calib.fit.thermal import fan_power
 from calib.fit.uncertainty import ar1_inflation, jackknife_sd, total_stderr
-from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
-                                         cauer_of, runaway_power_w, steady_state)
+from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MIN_LINK_G, MODEL_NAME, NODE_AMBIENT,
+                                         NODE_BUSY_HEAT, NODE_BUSY_RISE, NODE_FAN_G, NODE_FORM, NODE_HOT_EXP,
+                                         NODE_HOT_SPOT, FanController, FanCooling, FosterNetwork, Leakage, cauer_of,
+                                         foster_to_cauer, hot_spot_weight, ladder_conductance, ladder_foster,
+                                         link_vector, runaway_power_w, steady_state)
 from calib.model.thermal import rc_decay
 from calib.segment import SessionData, ThermalStep
 
@@ -245,8 +248,6 @@ class _Record:
     def hot_weight(self, exponent: Any) -> np.ndarray:
         """The memory hot spot's weight per bin (B x N for B exponents; :func:`calib.model.thermal_network.
         hot_spot_weight`): ``mem`` ^ exponent where the utilization is logged, else ``mem`` (on/off)."""
-        from calib.model.thermal_network import hot_spot_weight
-
         e = np.atleast_1d(np.asarray(exponent, dtype=float))[:, None]
         return hot_spot_weight(self.mem[None, :], e) if self.util_logged else np.broadcast_to(self.mem, (len(e), len(self.mem)))
 
@@ -355,8 +356,6 @@ def _ladder_response(rec: _Record, r_link: np.ndarray, c_node: np.ndarray, g_fan
     Exact zero-order hold: over a run of bins at one duty the ladder is time-invariant, so in its modes
     (the symmetric form C^-1/2 G C^-1/2 is diagonalised) each run is a geometric sum done with one
     cumulative sum, chunked so that no power of the decay overflows."""
-    from calib.model.thermal_network import MIN_LINK_G, ladder_conductance, link_vector
-
     b_sz, n = r_link.shape
     q = np.round(rec.duty * FIT_DUTY_STEPS).astype(int)
     uniq, inv = np.unique(q, return_inverse=True)
@@ -524,16 +523,12 @@ class _LadderProblem:
 
 def ladder_poles(v: dict[str, float], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Foster poles (s, C/W; fastest first) at the reference duty of fitted ladder values ``v``."""
-    from calib.model.thermal_network import ladder_foster
-
     return ladder_foster([v[f"R{i}"] for i in range(1, n + 1)], [v[f"C{i}"] for i in range(1, n + 1)])
 
 
 def _ladder_start(n: int, spectrum: tuple | None) -> dict[str, float]:
     """Start of an n-node ladder from scratch: the Cauer ladder of the Foster spectrum's n poles when it has
     one, else a default ladder (poles of some tens, hundreds and a thousand seconds)."""
-    from calib.model.thermal_network import foster_to_cauer
-
     rs = cs = None
     if spectrum is not None:
         r, tau = spectrum
@@ -619,8 +614,6 @@ def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0, duty_s
     otherwise it is named undetermined with the bound the log gives, the fastest change of the logged duty
     between bins less its resolution ``duty_step`` (0..1; 0.01 for an integer percent)."""
     from scipy.optimize import least_squares
-
-    from calib.model.thermal_network import FanController
 
     h = rec.width
     temp = pd.Series(rec.temp_bin).interpolate(limit_direction="both").to_numpy()
@@ -826,9 +819,6 @@ class ThermalNetworkFitter(Estimator):
         idle_temp_c, idle_power_w = idle.temp_c, idle.power_w
         idle_temp_se, idle_power_se = idle.temp_se_c, idle.power_se_w
         device_slowdown_c = None if data.device is None else data.device.raw.get("slowdown_temp_c")
-        from calib.model.thermal_network import (NODE_AMBIENT, NODE_BUSY_HEAT, NODE_BUSY_RISE,
-                                                 NODE_FAN_G, NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)
-
         self._validate_settings()
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal network")
@@ -956,7 +946,8 @@ class ThermalNetworkFitter(Estimator):
             # the only model-form evidence left; it over-states it (leverage), so it stands only here
             if chosen in loo:
                 reps = loo[chosen]
-                se_jack = [jackknife_sd([_foster_vector(rp, chosen)[j] for rp in reps]) for j in range(len(params))]
+                se_jack = [jackknife_sd([_foster_vector(rp.values, chosen)[j] for rp in reps])
+                           for j in range(len(params))]
         for j, p in enumerate(params):
             p.stderr_total = total_stderr(p.stderr, se_jack[j], [shift[j]])
         cov_obj = Covariance(tuple(p.name for p in params), cov) if cov is not None else None
@@ -1163,13 +1154,13 @@ class ThermalNetworkFitter(Estimator):
         parts = [f.resid[rec.obs_step == k] for k in np.unique(rec.obs_step)]
         self._infl = ar1_inflation(parts)
         inner = [f"R{i}" for i in range(1, n + 1)] + [f"C{i}" for i in range(1, n + 1)] + ["r_direct"]
-        base = _foster_vector(f, n)
+        base = _foster_vector(f.values, n)
         jac = np.zeros((2 * n + 1, len(inner)))
         for j, nm in enumerate(inner):
             h = 1e-6 * max(abs(f.values[nm]), 1e-6)
             v = dict(f.values)
             v[nm] += h
-            jac[:, j] = (_foster_vector(LadderFit(n, f.link, v, None, *ladder_poles(v, n), 0, 0, [], None), n) - base) / h
+            jac[:, j] = (_foster_vector(v, n) - base) / h
         cov = None
         fc = f.result.covariance()
         if fc is not None and all(nm in fc.names for nm in inner):
@@ -1193,8 +1184,6 @@ class ThermalNetworkFitter(Estimator):
         x R_n at the reference duty (module docstring, host heat), its standard error by the delta method
         (scaled as the poles') and its jackknife over steps (``reps``). Returns (parameter, why
         ``busy_heat_w`` is undetermined), None when the host heat is not fitted."""
-        from calib.model.thermal_network import NODE_BUSY_RISE
-
         src = f.result.by_name().get("busy_w")
         rn = f"R{f.n}"
         if src is None or not src.vary:
@@ -1231,10 +1220,10 @@ class ThermalNetworkFitter(Estimator):
         return 0.25 * min(runs) if runs else 10.0
 
 
-def _foster_vector(f: LadderFit, n: int) -> np.ndarray:
-    """(r_1..r_n, tau_1..tau_n, r_direct) of a ladder fit at the reference duty."""
-    tau, r = ladder_poles(f.values, n)
-    return np.concatenate([r, tau, [f.values["r_direct"]]])
+def _foster_vector(v: dict[str, float], n: int) -> np.ndarray:
+    """(r_1..r_n, tau_1..tau_n, r_direct) at the reference duty of fitted ladder values ``v``."""
+    tau, r = ladder_poles(v, n)
+    return np.concatenate([r, tau, [v["r_direct"]]])
 
 
 def _num(x: float) -> float | None:

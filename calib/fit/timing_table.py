@@ -80,7 +80,7 @@ from calib.core.samples import CNT_PREFIX
 from calib.core.units import clock_levels, nearest_level
 from calib.fit.base import CLOCK_PAIR, Estimator, number, optional, options
 from calib.fit.core import fit_lsq
-from calib.fit.uncertainty import refit_jackknife, total_stderr
+from calib.fit.uncertainty import prediction_stats, refit_jackknife, total_stderr
 from calib.model import timing as T
 
 log = logging.getLogger(__name__)
@@ -450,8 +450,6 @@ class TimingFitter(Estimator):
         rel = cv.get(chosen, {}).get("_rel")
         prediction = None
         if rel is not None:
-            from calib.model.intervals import prediction_stats
-
             prediction = prediction_stats(rel, cv[chosen]["_kernels"],
                                           f"relative errors of the kernels left out by {cv[chosen]['folds']}-fold "
                                           "cross-validation by kernel, each predicted from its anchor row as calib "

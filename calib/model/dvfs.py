@@ -91,6 +91,7 @@ from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import Section
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG, ar_transform
 from calib.model.thermal import leakage_w
+from calib.model.validation import MIN_IDLE_POWER_W, check_names, in_range
 
 MODEL_NAME = "dvfs"
 POW = "pow"
@@ -534,8 +535,6 @@ def validate(section: Section, where: str = "power") -> None:
     """SchemaError (naming the field) for what the schema cannot express: unit names unique, voltage
     parameters present, the shape parameters each unit's form needs present and in range, a plausible
     idle power."""
-    from calib.model.validation import MIN_IDLE_POWER_W, check_names, in_range
-
     st = section.structure
     units = [u["name"] for u in st["units"]]
     dup = sorted({u for u in units if units.count(u) > 1})

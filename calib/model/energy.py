@@ -48,6 +48,8 @@ from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
 from calib.model import mwp_cwp as M
 from calib.model import timing as T
+from calib.model.ipp import IppPowerModel
+from calib.model.predict import dvfs_power  # the power `calib predict` gives the same rows
 from calib.model.registry import power_sections
 from calib.core.activity import basis_of, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
@@ -107,11 +109,7 @@ def board_power(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, prefe
     idle["role"] = "idle"
     df["role"] = "kernel"
     if sec is not None:
-        from calib.model.predict import dvfs_power  # the same power `calib predict` gives these rows
-
         return dvfs_power(pf, sec, df), dvfs_power(pf, sec, idle)
-    from calib.model.ipp import IppPowerModel
-
     m = IppPowerModel.from_file(pf)
     return m.predict(df, use_temperature=False), m.predict(idle, use_temperature=False)
 

@@ -29,9 +29,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from calib.core import names
 from calib.core.atomic import atomic_write_text
 from calib.core.errors import BadInputError
+from calib.core.samples import read_text_file
+from calib.core.units import DIE_AREA_PRIOR
+from calib.model.ipp import IppPowerModel
+from calib.model.predict import predict_power
+from calib.model.thermal_network import foster_to_cauer
 
 #: silicon: thermal conductivity W/(m K), volumetric heat capacity J/(m^3 K) (HotSpot's defaults)
 K_SI_W_PER_M_K = 100.0
@@ -131,8 +138,6 @@ def check_floorplan(fp: Floorplan, source: str = "floorplan") -> Floorplan:
 
 def read_flp(path: str | os.PathLike) -> Floorplan:
     """A HotSpot ``.flp`` file (module docstring), checked. BadInputError naming the file and line."""
-    from calib.core.samples import read_text_file
-
     _, text = read_text_file(path, "a HotSpot floorplan (.flp)", "text (.flp) file")
     blocks = []
     for ln, line in enumerate(text.splitlines(), 1):
@@ -240,8 +245,6 @@ def ipp_floorplan(power: Any, die_side_m: float = 0.024) -> Floorplan:
     """The generic floorplan (:func:`generic_floorplan`) of an IPP power section (:class:`calib.core.params.Section`):
     its units (those of scope ``chip`` in the band), its SM count and the die-area priors of the power fit
     (:data:`calib.core.units.DIE_AREA_PRIOR`)."""
-    from calib.core.units import DIE_AREA_PRIOR
-
     st = power.structure
     units = list(st["units"])
     chip = [u for u, spec in st["units"].items() if spec.get("scope") == "chip"]
@@ -250,8 +253,6 @@ def ipp_floorplan(power: Any, die_side_m: float = 0.024) -> Floorplan:
 
 def ipp_powered_units(power: Any) -> list[str]:
     """The units of an IPP power section whose MaxPower is not 0: those a kernel can give power."""
-    from calib.core import names
-
     return [u for u in power.structure["units"] if power.value(names.max_power(u), 0.0) != 0.0]
 
 
@@ -264,16 +265,10 @@ def ipp_block_powers(pf: Any, fp: Floorplan, df: Any, total_w: Any = None,
     :func:`calib.model.predict.predict_power`) -- idle, activation and constant per-SM power, and what a DVFS
     section adds for rows off the default clocks -- is spread over the die by area. So every row sums to its
     total. BadInputError (naming ``source``) for a unit with power and no block."""
-    import pandas as pd
-
-    from calib.model.ipp import IppPowerModel
-
     if pf.model_of("power") != "ipp":
         raise BadInputError(f"{source}: the parameter file has no IPP power section (power model "
                             f"{pf.model_of('power')!r}); the floorplan needs the per-unit power breakdown")
     if total_w is None:
-        from calib.model.predict import predict_power
-
         total_w = predict_power(pf, df, source)
     total = np.asarray(total_w, dtype=float).reshape(len(df))
     bd = IppPowerModel.from_file(pf).breakdown(df)
@@ -311,8 +306,6 @@ def write_ptrace(path: str | os.PathLike, names: Sequence[str], rows_w: np.ndarr
 def read_ptrace(path: str | os.PathLike, fp: Floorplan | None = None) -> tuple[list[str], np.ndarray]:
     """(block names, rows of W) of a ``.ptrace``; a leading ``Cycle`` column (the Hassan thesis's variant)
     is dropped. With a floorplan, every column must name one of its blocks."""
-    from calib.core.samples import read_text_file
-
     _, text = read_text_file(path, "a HotSpot power trace (.ptrace)", "text (.ptrace) file")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     names = lines[0].split()
@@ -473,8 +466,6 @@ class GridSolver:
 def solver_for(net: Any, fp: Floorplan, **kw: Any) -> GridSolver:
     """A :class:`GridSolver` on the fitted network's Cauer ladder
     (:class:`calib.model.thermal_network.FosterNetwork`)."""
-    from calib.model.thermal_network import foster_to_cauer
-
     rs, cs = foster_to_cauer(net.r_c_per_w, net.tau_s)
     return GridSolver(fp, net.r_direct_c_per_w, rs, cs, **kw)
 
@@ -500,8 +491,6 @@ def hotspot_config(net: Any, fp: Floorplan, ambient_c: float, sampling_s: float 
     the sink's volumetric heat capacity carries the first node's capacitance. Temperatures in K;
     ``sampling_s``: the power trace's interval (s). HotSpot's block model, or with ``grid`` its grid
     model at ``grid`` x ``grid`` cells."""
-    from calib.model.thermal_network import foster_to_cauer
-
     d = dict(HOTSPOT_DEFAULTS)
     area = fp.area_m2
     cond = (d["t_chip"] / (d["k_chip"] * area) + d["t_interface"] / (d["k_interface"] * area)

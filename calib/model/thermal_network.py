@@ -30,17 +30,21 @@ no physical meaning).
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from calib.core import names
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import Section
+from calib.core.samples import read_text_file
 from calib.model.thermal import leakage_w
+from calib.model.validation import check_names
 
 MODEL_NAME = "foster"
 SECTION = "thermal_network"
@@ -679,8 +683,6 @@ def validate(sec: Section, where: str = SECTION) -> None:
     sd = st.get("slowdown_temp_c", DEFAULT_SLOWDOWN_C)
     if isinstance(sd, bool) or not isinstance(sd, (int, float)) or not 0 < sd <= 150:
         raise SchemaError(f"{where}.slowdown_temp_c: {sd!r} is not a temperature in (0, 150] C")
-    from calib.model.validation import check_names
-
     if st.get("form", NODE_FORM) != NODE_FORM:
         raise SchemaError(f"{where}.form: {st.get('form')!r} is not {NODE_FORM!r} (or absent: the Foster form)")
     if st.get("form") == NODE_FORM:
@@ -726,16 +728,10 @@ TRACE_FAN = "fan_pct"
 TRACE_UTIL_MEM = "util_mem_pct"
 
 
-def read_power_trace(path: Any) -> "pd.DataFrame":
+def read_power_trace(path: Any) -> pd.DataFrame:
     """A power trace CSV: ``time_s`` (s, increasing, >= 0) and ``power_w`` (W, board power held until the
     next row), optionally ``ambient_c`` (C), ``fan_pct`` and ``util_mem_pct`` (%, 0-100). BadInputError
     naming the file and the row or column."""
-    import io
-
-    import pandas as pd
-
-    from calib.core.samples import read_text_file
-
     _, text = read_text_file(path, "a power trace (CSV with time_s, power_w)", "text (CSV) file")
     try:
         df = pd.read_csv(io.StringIO(text))
@@ -760,7 +756,7 @@ def read_power_trace(path: Any) -> "pd.DataFrame":
     return df
 
 
-def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
+def predict_trace(net: FosterNetwork, df: pd.DataFrame, source: str = "trace",
                   ambient_ref_c: float | None = None) -> np.ndarray:
     """Temperature (C) at each row of a measured power trace (``time_s``, ``power_w``): the network's
     exact update from idle equilibrium; a row's ``ambient_c`` shifts it by its difference from the
@@ -773,7 +769,7 @@ def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
     return trace_prediction(net, df, source, ambient_ref_c)[0]
 
 
-def trace_prediction(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
+def trace_prediction(net: FosterNetwork, df: pd.DataFrame, source: str = "trace",
                      ambient_ref_c: float | None = None, *, cold: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Temperature (C) and board power (W) at each row of a power trace (:func:`predict_trace`).
 

@@ -70,6 +70,7 @@ from calib.model import mwp_cwp as M
 from calib.model import wangchu as W
 from calib.core.samples import CNT_PREFIX
 from calib.core.units import INSTRUCTION_CLASSES
+from calib.model.validation import check_names, in_range
 
 MODEL_NAME = "mwp_cwp_wangchu"
 PREDICTORS = ("mwp_cwp", "wangchu")
@@ -161,8 +162,6 @@ def compile_section(section: Section) -> TimingSection:
 def validate(section: Section, where: str = "timing") -> None:
     """SchemaError (naming the field): the latencies and delays the model divides by or multiplies
     cycle counts with must be positive and moderate, M_Factors in (0, 1024]."""
-    from calib.model.validation import in_range
-
     for name in ("issue_cycles", "mem_ld_cycles", "dram_del_coal_mem_cycles", "departure_del_coal_cycles"):
         in_range(section, name, where, 0.0, 1e6, "the timing model divides by it or needs a positive latency",
                  lo_open=True)
@@ -170,8 +169,6 @@ def validate(section: Section, where: str = "timing") -> None:
         if names.m_factor_class(name) is not None:
             in_range(section, name, where, 0.0, 1024.0, "issue cycles per warp instruction relative to the base "
                      "rate (1 to 32 on real GPUs)", lo_open=True)
-    from calib.model.validation import check_names
-
     check_names(section, where, PARAMETERS, patterns=(re.escape(names.M_FACTOR_PREFIX) + r"[A-Za-z0-9_]+",))
 
 

@@ -35,6 +35,7 @@ from calib.core import names
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
 from calib.core.units import COPY_DIRECTIONS as DIRECTIONS, HOST_MEMORY
+from calib.model.validation import check_names, in_range
 
 MODEL_NAME = "pcie"
 
@@ -42,8 +43,6 @@ MODEL_NAME = "pcie"
 def validate(section: Section, where: str = "transfer") -> None:
     """SchemaError (naming the field): every direction/memory pair needs a positive bandwidth (at most
     10 TB/s) and a latency in [0, 1 s]; energies per byte in [0, 1e-6] J; powers in [0, 1 kW]."""
-    from calib.model.validation import in_range
-
     for d in DIRECTIONS:
         for m in HOST_MEMORY:
             in_range(section, names.copy_bandwidth(d, m), where, 0.0, 1e13, "copy time divides by it", lo_open=True)
@@ -54,8 +53,6 @@ def validate(section: Section, where: str = "transfer") -> None:
         for name in (names.copy_host_power(m), names.copy_host_rapl_power(m)):
             if name in section.params:
                 in_range(section, name, where, 0.0, 1e3, "host power while copying")
-    from calib.model.validation import check_names
-
     check_names(section, where, ["board_idle_power_w"]
                 + [names.copy_bandwidth(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
                 + [names.copy_latency(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
