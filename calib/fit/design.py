@@ -49,6 +49,8 @@ from calib.core.activity import access_rates, basis_of, count_columns, table_acc
 from calib.core.params import ParameterFile, Section
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
 from calib.core.units import DESIGN_CLASSES, DESIGN_ILP, unit_counts
+from calib.model import ipp
+from calib.model.timing import predict_time
 
 #: per-step counts of the two or three classes of a candidate: ratios of the first to the others
 RATIOS = ((1, 1), (3, 1), (1, 3))
@@ -130,8 +132,6 @@ def candidate_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, mea
     df["mem_mhz"] = float(clocks.get("mem_mhz") or info.default_mem_mhz)
     time_s = None
     if "timing" in pf:
-        from calib.model.timing import predict_time
-
         try:
             time_s = np.asarray(predict_time(pf["timing"], df), float)
         except Exception:  # noqa: BLE001 - a timing model that cannot describe a mix: use the bound below
@@ -170,12 +170,10 @@ def jacobian_rows(section: Section, df: pd.DataFrame, free: Sequence[str]) -> np
     """d power / d parameter (W per parameter unit; rows x ``free``) of the IPP model at the section's
     values: :func:`calib.model.ipp.jacobian`, the model's own analytic derivatives (whatever terms the
     section has). Every row runs a kernel; ``active_sms`` defaults to every SM."""
-    from calib.model import ipp as model
-
     st = section.structure
     act = {u: df[ACT_PREFIX + u].to_numpy(float) for u in st["units"]}
     n = df["active_sms"].to_numpy(float) if "active_sms" in df.columns else np.full(len(df), float(st["sm_count"]))
-    jd = model.jacobian(section.values(), model.design(st, act, np.ones(len(df), bool), n))
+    jd = ipp.jacobian(section.values(), ipp.design(st, act, np.ones(len(df), bool), n))
     return np.column_stack([np.broadcast_to(jd[name], (len(df),)) for name in free]) if free else np.zeros((len(df), 0))
 
 
@@ -278,11 +276,9 @@ def preview_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, measu
     section's idle temperature (``temp_c``; the temperature correction is then 0), their power (``power_w``,
     W) the IPP section's prediction. Refitting the session with these rows added previews what a round of
     ``cands`` does to every standard error, the model-form terms included (module docstring)."""
-    from calib.model.ipp import IppPowerModel
-
     rows = candidate_rows(pf, cands, info, measured, workload_of=workload_of)
     th = pf.get("thermal")
     if th is not None and "idle_temp_c" in th:
         rows["temp_c"] = float(th.value("idle_temp_c"))
-    rows["power_w"] = IppPowerModel(pf["power"], th, basis_of(pf)).predict(rows, use_temperature=False)
+    rows["power_w"] = ipp.IppPowerModel(pf["power"], th, basis_of(pf)).predict(rows, use_temperature=False)
     return pd.concat([rows.assign(repeat=float(r)) for r in range(max(1, int(repeats)))], ignore_index=True)

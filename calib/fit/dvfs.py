@@ -73,6 +73,7 @@ from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import in_memory_domain
 from calib.fit.base import CLOCK_PAIR, Estimator, either, mapping_of, names_of, number, optional, options
 from calib.fit.core import covariance, solve, stderr_of
+from calib.fit.ipp import EXCLUDED_ROLES
 from calib.fit.uncertainty import (
     IDLE_GROUP,
     apply_total,
@@ -369,8 +370,6 @@ def training_rows(df: pd.DataFrame, temperature_correction: Mapping[str, float] 
     the correction back (:func:`calib.model.dvfs.predict_power`). Returns (rows, the correction applied
     or None).
     """
-    from calib.fit.ipp import EXCLUDED_ROLES
-
     data = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)] if "role" in df.columns else df
     if "active_sms" in data.columns:
         data = data[data["active_sms"].isna() | (data["active_sms"] >= data["active_sms"].max())]

@@ -8,8 +8,12 @@ one clock configuration, DVFS fit otherwise.
 
 from __future__ import annotations
 
+import copy
+import logging
 import math
 import os
+import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +22,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calib.core import arch
 from calib.core.errors import BadInputError, FitError
+from calib.core.metrics import errors
 from calib.core.params import ParameterFile, Section
 from calib.fit.crossval import check_folds, cross_validate
+from calib.fit.dvfs import DvfsPowerFitter, training_rows
 from calib.fit.ipp import IppPowerFitter
+from calib.fit.thermal import ThermalFitter
+from calib.fit.thermal_network import ThermalNetworkFitter
+from calib.fit.timing import SessionTimingFitter
+from calib.fit.timing_table import TimingFitter
+from calib.fit.transfer import TransferFitter
+from calib.fit.uncertainty import annotate_identifiability
 from calib.core.samples import act_units, read_samples, table_info
 from calib.segment import DeviceFacts, IdleBaseline, host_stream, session_data
 from calib.core.session import MANIFEST_NAME, file_sha256, read_session
 from calib.core.units import CHIP_UNITS, clock_levels
+from calib.model import dvfs as dvfs_model
+from calib.model.intervals import MIN_HELDOUT_WORKLOADS, set_heldout_discrepancy
+from calib.model.ipp import IppPowerModel
+from calib.model.predict import predict_power
+from calib.model.validation import fit_quality_problems
 
 
 @dataclass
@@ -71,9 +89,6 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
                 progress: Callable[[str], None] | None = None) -> FitOutcome:
     """Fit every model part the session supports (module docstring). ``progress(stage)`` is called as each
     stage of :data:`FIT_STAGES` starts."""
-    import logging
-    import time
-
     log = logging.getLogger(__name__)
     t_stage = [time.monotonic(), ""]
 
@@ -102,9 +117,6 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     correction = None
     if data.thermal_steps:
         stage("thermal")
-        from calib.fit.thermal import ThermalFitter
-        from calib.fit.thermal_network import ThermalNetworkFitter
-
         pf["thermal"] = ThermalFitter().fit(data).section_
         # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
         stage("thermal network")
@@ -125,21 +137,15 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     out = FitOutcome(pf, df, list(ipp.warnings_))
     if len(table_info(df).clock_configs) > 1:
         stage("dvfs")
-        from calib.fit.dvfs import DvfsPowerFitter
-
         # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
         opts = {"ar_threshold": None, **(dvfs_options or {})}
         pf["dvfs"] = DvfsPowerFitter(mem_units=ipp.mem_units, temperature_correction=correction, **opts).fit(data).section_
-    from calib.fit.timing import SessionTimingFitter
-
     stage("timing")
     timing = SessionTimingFitter().fit(data).section_
     if timing is not None:
         pf["timing"] = timing
     stage("transfer")
     if data.copies is not None and len(data.copies):  # host-device copy windows (microbench.transfer_plan)
-        from calib.fit.transfer import TransferFitter
-
         pf["transfer"] = TransferFitter().fit(data).section_
     stage("held-out")
     _score_heldout(pf, df)
@@ -176,8 +182,6 @@ def refit_power(pf: ParameterFile, path: str | os.PathLike) -> FitOutcome:
     """``pf`` (a fit of the session at ``path``) with its IPP power section refitted on the session's
     samples as they are now (a design round added kernels; the thermal and timing sections, fitted on
     steps the round did not change, are kept)."""
-    import copy
-
     data = session_data(read_session(Path(path)))
     ipp = session_power_fitter(data.device, data.samples, _correction(pf.get("thermal"))).fit(data)
     out = copy.deepcopy(pf)
@@ -190,10 +194,6 @@ def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
     """Power error on the campaign's held-out application-like workloads (role ``heldout``, never
     fitted), overall and split by default vs other clocks, into the power section's statistics; the
     power sections' prediction discrepancy from the same workloads."""
-    from calib.core.metrics import errors
-    from calib.model.intervals import set_heldout_discrepancy
-    from calib.model.predict import predict_power
-
     held = df[df["role"] == "heldout"] if "role" in df.columns else df.iloc[:0]
     if not len(held):
         return
@@ -212,8 +212,6 @@ def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
 
 
 def _ipp_predictor(thermal: Section | None) -> Callable[[Section, pd.DataFrame], np.ndarray]:
-    from calib.model.ipp import IppPowerModel
-
     return lambda section, df: IppPowerModel(section, thermal).predict(df)
 
 
@@ -241,21 +239,17 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
     pf = ParameterFile.new(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
                                      "role": "samples"}])
     out = FitOutcome(pf, df)
-    from calib.fit.dvfs import DvfsPowerFitter, training_rows
-
     if cv:  # before the fit: an impossible --cv must not cost the fit
         check_folds(training_rows(df)[0] if info.multi_clock
                     else IppPowerFitter(default_clocks=device["clocks"]).training_rows(df), cv)
     step("power")
     if info.multi_clock:
-        from calib.model.dvfs import predict_power
-
         fitter = DvfsPowerFitter(mem_units=mem_units, **(dvfs_options or {}))
         pf["power"] = fitter.fit(df, source=str(path)).section_
         if cv:
             out.cv = cross_validate(training_rows(df)[0], cv,
                                     lambda d: DvfsPowerFitter(**fitter.get_params()).fit(d, source=str(path)).section_,
-                                    predict_power)
+                                    dvfs_model.predict_power)
     else:
         fitter = IppPowerFitter(mem_units=mem_units, sm_count=int(sm_count or 1),
                                 chip_units=sorted(CHIP_UNITS) if sm_count else [],
@@ -279,9 +273,6 @@ def fit_timing_table(path: str | os.PathLike, *, predictor: str = "auto", chip: 
     --timing``; :class:`calib.fit.timing_table.TimingFitter`): ``chip`` (a name or compute capability)
     gives the SM issue width when the table's arch column does not; ``progress(stage)`` as the stages
     ``kernel table`` and ``timing`` start."""
-    from calib.core import arch
-    from calib.fit.timing_table import TimingFitter
-
     step = progress or (lambda name: None)
     src = Path(path)
     if src.is_dir():
@@ -313,10 +304,6 @@ def check_fit_quality(pf: ParameterFile, source: str, accept: bool = False) -> l
     numbers when a fitted section's error is absurd; with ``accept`` (``--accept-poor-fit``) a warning
     instead, and each such section records why in its statistics (``poor_fit``), which `calib validate`
     refuses. Returns the problems."""
-    import warnings
-
-    from calib.model.validation import fit_quality_problems
-
     problems = fit_quality_problems(pf.items())
     if not problems:
         return []
@@ -337,8 +324,6 @@ def check_fit_quality(pf: ParameterFile, source: str, accept: bool = False) -> l
 def annotate(pf: ParameterFile) -> None:
     """State, in every fitted section, which combinations of parameters the campaign determines where it
     does not separate them (:func:`calib.fit.uncertainty.annotate_identifiability`)."""
-    from calib.fit.uncertainty import annotate_identifiability
-
     for _, sec in pf.items():
         annotate_identifiability(sec)
 
@@ -367,8 +352,6 @@ def score_heldout_table(out: FitOutcome, path: str | os.PathLike) -> None:
     a time (:file:`tests/benchmarks/uncertainty_results.md` has how much that matters on real applications).
     The table joins the file's sources with role ``heldout``. Refused, nothing fitted: a workload that is
     also a training workload, fewer than :data:`calib.model.intervals.MIN_HELDOUT_WORKLOADS` workloads."""
-    from calib.model.intervals import MIN_HELDOUT_WORKLOADS
-
     path = Path(path)
     held = read_samples(path, require_power=True, needed=("workload",))
     sha = held.attrs.get("sha256") or file_sha256(path)  # before the concat below, which drops attrs

@@ -39,6 +39,8 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import brentq, minimize, minimize_scalar
+from scipy.stats import norm
 
 from calib.core.errors import FitError
 from calib.core.metrics import errors
@@ -132,9 +134,6 @@ def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> tuple[fl
     (:func:`_dithered` false on every trace; error 0). Not the readings' spread less the rounding's 1/12 C^2: at a
     steady temperature the rounding's share of the spread depends on where the temperature falls between
     two degrees (0.21-0.36 C read for 0.30 C, session 9)."""
-    from scipy.optimize import minimize
-    from scipy.stats import norm
-
     if not any(_dithered(y) for y in temp_c):
         return 0.0, 0.0
     tails = []
@@ -171,8 +170,6 @@ def undithered_c(mean_reading_c: float, noise_c: float) -> float | None:
     """The steady temperature (C) whose mean whole-degree reading at readings' noise ``noise_c`` C is
     ``mean_reading_c`` (:func:`expected_reading_c` inverted); None where the noise is too small for the mean
     reading to tell the temperature apart within a degree (below 0.2 C it is not monotonic)."""
-    from scipy.optimize import brentq
-
     if noise_c < 0.2 or not np.isfinite(mean_reading_c):
         return None
     f = lambda x: float(expected_reading_c(np.array([x]), noise_c)[0]) - mean_reading_c  # noqa: E731
@@ -199,8 +196,6 @@ def _secant_fit(x: np.ndarray, y: np.ndarray, g: np.ndarray, ref_rise_c: float, 
     """y = c_step + L(x) (:func:`_secant_leak`) over the binned drift: sigma_w_per_c (the secant to
     ``ref_rise_c``), leak_k_per_c and the steps' intercepts c0.. (W), by least squares (``fit_lsq``), started
     from the curvature that fits best with the rest solved linearly (or from ``start``, a previous fit)."""
-    from scipy.optimize import minimize_scalar
-
     ng = int(g.max()) + 1
     if start is None:
         def solve(k: float) -> tuple[np.ndarray, float]:
@@ -595,8 +590,6 @@ class ThermalFitter(Estimator):
                 sse += float(np.sum((a @ c - y) ** 2))
                 coefs.append(c)
             return sse, coefs
-
-        from scipy.optimize import minimize_scalar
 
         ltau = minimize_scalar(lambda lt: linear(math.exp(lt))[0], bounds=(math.log(1.0), math.log(4000.0)),
                                method="bounded").x

@@ -73,10 +73,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import least_squares, nnls
 
 from calib.core import names
 from calib.core.errors import FitError
 from calib.core.params import Covariance, Param, Section
+from calib.core.units import mem_intensity
 from calib.fit.base import Estimator, number, optional, options
 from calib.fit.core import fit_lsq, stderr_of
 from calib.fit.thermal import fan_power
@@ -178,8 +180,6 @@ def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarr
 
 def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Initial poles from a non-negative least-squares spectrum over a log-spaced grid of time constants."""
-    from scipy.optimize import nnls
-
     dur = max(d.dur_s for d in data)
     grid = np.geomspace(2.0 * width, 2.0 * dur, 40)
     cols, ys = [], []
@@ -273,8 +273,6 @@ def _dithered(series: Sequence[np.ndarray]) -> bool:
 
 def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Record:
     """Bin the steps (module docstring) and chain those that ran back to back in one segment."""
-    from calib.core.units import mem_intensity
-
     dith = quantized and _dithered([np.concatenate([s.heat_temp_c, s.cool_temp_c]) for s in steps])
     # the hot spot by the logged memory utilization where every step has it (else on/off from the counts)
     util = all(s.heat_util_mem_pct is not None and s.cool_util_mem_pct is not None
@@ -613,8 +611,6 @@ def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0, duty_s
     BIC's price of the parameter (ln N) and the gain is determined (else a slow slew stands in for the gain);
     otherwise it is named undetermined with the bound the log gives, the fastest change of the logged duty
     between bins less its resolution ``duty_step`` (0..1; 0.01 for an integer percent)."""
-    from scipy.optimize import least_squares
-
     h = rec.width
     temp = pd.Series(rec.temp_bin).interpolate(limit_direction="both").to_numpy()
     duty = rec.duty

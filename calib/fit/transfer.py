@@ -40,6 +40,7 @@ import pandas as pd
 
 from calib.core import names
 from calib.core.errors import BadInputError, FitError
+from calib.core.metrics import errors
 from calib.core.params import Param, Section
 from calib.fit.base import Estimator, number
 from calib.fit.core import fit_lsq
@@ -235,8 +236,6 @@ class TransferFitter(Estimator):
         t_pred = (np.array([v[names.copy_latency(d, m)] for d, m in lines])
                   + table["bytes"].to_numpy(float) / np.array([v[names.copy_bandwidth(d, m)] for d, m in lines]))
         rel = t_pred / table["copy_time_s"].to_numpy(float) - 1.0
-        from calib.core.metrics import errors
-
         err = errors(table["copy_time_s"], t_pred)
         # the copy-time error by size: small copies are a few microseconds of latency and host jitter, and
         # their relative errors dominate the MAPE (a report showing "MAPE 82 %" alone explained nothing)

@@ -53,6 +53,7 @@ from calib.core.metrics import ar1_inflation  # noqa: F401 - its home is calib.c
 from calib.core.params import Covariance, Param, transferred_total_se
 from calib.fit.core import stderr_of
 from calib.model.intervals import prediction_stats  # noqa: F401 - the fitters' import of the one definition
+from calib.model.ipp import unit_power
 
 
 def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequence | None = None,
@@ -315,8 +316,6 @@ def _linked_groups(items: Sequence, links: Sequence[tuple]) -> list[list]:
 def power_at_ar(form: str, values: Mapping[str, float], unit: str, ar: float) -> tuple[float, dict[str, float]]:
     """A unit's IPP power at access rate ``ar`` (MaxPower x AR', W per SM or per chip) for its access-rate
     function ``form`` and parameter ``values``, and its gradient over those parameters."""
-    from calib.model.ipp import unit_power
-
     return unit_power(values, unit, form, ar)
 
 
