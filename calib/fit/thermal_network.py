@@ -76,6 +76,7 @@ import pandas as pd
 from scipy.optimize import least_squares, nnls
 
 from calib.core import names
+from calib.core.atomic import finite_or_none
 from calib.core.errors import FitError
 from calib.core.params import Covariance, Param, Section
 from calib.core.units import mem_intensity
@@ -1124,7 +1125,7 @@ class ThermalNetworkFitter(Estimator):
             "busy_threshold_w": busy_thr,
             "bin_s": w,
             "observations": rec.observations,
-            "steps": [{"workload": d.workload, "fan_end_pct": _num(d.fan_end_pct)} for d in data],
+            "steps": [{"workload": d.workload, "fan_end_pct": finite_or_none(d.fan_end_pct)} for d in data],
         }
         stats = {"n_samples": int(len(rec.obs_y)), "rmse_c": f.rmse_c, "mape_pct": None, "r2": None,
                  "n_steps": len(data), "cv_rmse_c": cv.get(chosen)}
@@ -1220,7 +1221,3 @@ def _foster_vector(v: dict[str, float], n: int) -> np.ndarray:
     """(r_1..r_n, tau_1..tau_n, r_direct) at the reference duty of fitted ladder values ``v``."""
     tau, r = ladder_poles(v, n)
     return np.concatenate([r, tau, [v["r_direct"]]])
-
-
-def _num(x: float) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
