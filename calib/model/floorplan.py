@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
+from scipy.sparse.linalg import splu, spsolve
 
 from calib.core import names
 from calib.core.atomic import atomic_write_text
@@ -342,8 +344,6 @@ class GridSolver:
     def __init__(self, fp: Floorplan, r_direct_c_per_w: float, ladder_r_c_per_w: Sequence[float],
                  ladder_c_j_per_c: Sequence[float], *, mode: str = "grid", rows: int = 64, cols: int = 64,
                  k_si: float = K_SI_W_PER_M_K, t_chip_m: float = T_CHIP_M, cp_si: float = CP_SI_J_PER_M3_K):
-        from scipy import sparse
-
         if mode not in ("grid", "block"):
             raise BadInputError(f"grid solver: mode {mode!r} is not 'grid' or 'block'")
         self.fp, self.mode = fp, mode
@@ -420,17 +420,12 @@ class GridSolver:
 
     def steady(self, block_power_w: Mapping[str, float]) -> np.ndarray:
         """Steady rise above ambient (C) of every node (die cells first, then the ladder's nodes)."""
-        from scipy.sparse.linalg import spsolve
-
         return np.asarray(spsolve(self.g, self.power_vector(block_power_w)))
 
     def transient(self, times_s: Sequence[float], block_power_rows: Sequence[Mapping[str, float]],
                   dt_s: float = 0.1, theta0: np.ndarray | None = None) -> np.ndarray:
         """Node rises (C) at each of ``times_s`` (from 0); row k of powers holds from times_s[k-1] (0 for
         k = 0) to times_s[k]. Backward Euler with steps of at most ``dt_s``."""
-        from scipy.sparse import diags
-        from scipy.sparse.linalg import splu
-
         n = self.g.shape[0]
         th = np.zeros(n) if theta0 is None else np.asarray(theta0, dtype=float).copy()
         out = np.empty((len(times_s), n))
@@ -443,7 +438,7 @@ class GridSolver:
             h = span / steps
             key = round(h, 12)
             if key not in cache:
-                cache[key] = splu((diags(self.c / h) + self.g).tocsc())
+                cache[key] = splu((sparse.diags(self.c / h) + self.g).tocsc())
             lu = cache[key]
             for _ in range(steps):
                 th = lu.solve(self.c / h * th + p)
