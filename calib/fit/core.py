@@ -125,9 +125,7 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     x0 = np.where(x0 >= hi, hi - 1e-6 * span, x0)
 
     def values(x: np.ndarray) -> dict[str, float]:
-        d = dict(fixed)
-        d.update(zip(names, x))
-        return d
+        return {**fixed, **dict(zip(names, x))}
 
     def resid(x: np.ndarray) -> np.ndarray:
         return (model(values(x)) - y) * w
@@ -345,8 +343,7 @@ def _batched_forward_jacobian(model: Callable[[dict[str, Any]], np.ndarray], nam
         pts = np.repeat(x[None, :], k + 1, axis=0)
         pts[np.arange(1, k + 1), np.arange(k)] += h
         dx = pts[np.arange(1, k + 1), np.arange(k)] - x       # the step as represented
-        vals: dict[str, Any] = dict(fixed)
-        vals.update({nm: pts[:, j:j + 1] for j, nm in enumerate(names)})
+        vals: dict[str, Any] = {**fixed, **{nm: pts[:, j:j + 1] for j, nm in enumerate(names)}}
         r = (np.asarray(model(vals), dtype=float) - y) * w
         return ((r[1:] - r[0]) / dx[:, None]).T
 

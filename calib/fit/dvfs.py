@@ -208,8 +208,7 @@ class Problem:
     def split(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, float], np.ndarray, np.ndarray]:
         """(linear coefficients, shape values, core voltages (levels x curves), memory level voltages)."""
         a, b = self.nlin, self.nlin + self.nshape
-        shape = dict(self.fixed_shape)
-        shape.update(zip(self.shapes, x[a:b]))
+        shape = {**self.fixed_shape, **dict(zip(self.shapes, x[a:b]))}
         vc = self.core_table(x[b:b + self.nu_c])
         vm = np.exp(self.Am @ x[b + self.nu_c:])
         return x[:a], shape, vc, vm
@@ -275,8 +274,7 @@ class Problem:
     def start(self) -> np.ndarray:
         """Shapes at their defaults, voltages a little below 1 away from the reference, and the coefficients
         from non-negative least squares at those."""
-        shape0 = dict(self.fixed_shape)
-        shape0.update({s: SHAPES[s][0] for s in self.shapes})
+        shape0 = {**self.fixed_shape, **{s: SHAPES[s][0] for s in self.shapes}}
         u0 = np.full(self.nu_c + self.nu_m, 0.01)
         u0[self.nu_c - self.n_off:self.nu_c] = 0.0  # curve offsets
         x = np.concatenate([np.zeros(self.nlin), [shape0[s] for s in self.shapes], u0])

@@ -1155,9 +1155,7 @@ class ThermalNetworkFitter(Estimator):
         jac = np.zeros((2 * n + 1, len(inner)))
         for j, nm in enumerate(inner):
             h = 1e-6 * max(abs(f.values[nm]), 1e-6)
-            v = dict(f.values)
-            v[nm] += h
-            jac[:, j] = (_foster_vector(v, n) - base) / h
+            jac[:, j] = (_foster_vector({**f.values, nm: f.values[nm] + h}, n) - base) / h
         cov = None
         fc = f.result.covariance()
         if fc is not None and all(nm in fc.names for nm in inner):
