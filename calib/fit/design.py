@@ -142,9 +142,7 @@ def candidate_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, mea
     if time_s is None:
         time_s = throughput_time(basis, df, measured)
     df["time_s"] = time_s
-    for u, a in table_access_rates(basis, df).items():
-        df[ACT_PREFIX + u] = a
-    return df
+    return df.assign(**{ACT_PREFIX + u: a for u, a in table_access_rates(basis, df).items()})
 
 
 def throughput_time(basis: Any, df: pd.DataFrame, measured: pd.DataFrame | None) -> np.ndarray:

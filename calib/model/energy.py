@@ -75,11 +75,8 @@ def _quiet(fn, *a, **kw):
 def with_activities(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, units: Sequence[str]) -> pd.DataFrame:
     """``rows`` plus ``time_s`` and ``act_<unit>`` from per-warp counts at that time (IPP eq. 10/27,
     :mod:`calib.core.activity`: the same activities ``calib predict`` computes)."""
-    out = rows.copy()
-    out["time_s"] = time_s
-    for u, a in table_access_rates(basis_of(pf, units), out).items():
-        out[ACT_PREFIX + u] = a
-    return out
+    out = rows.assign(time_s=time_s)
+    return out.assign(**{ACT_PREFIX + u: a for u, a in table_access_rates(basis_of(pf, units), out).items()})
 
 
 def dvfs_section(pf: ParameterFile) -> Section | None:
@@ -103,10 +100,7 @@ def board_power(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, prefe
     if not units:
         raise BadInputError("the parameter file has no power model to predict energy with")
     df = with_activities(pf, rows, time_s, units)
-    idle = df.copy()
-    for u in units:
-        idle[ACT_PREFIX + u] = 0.0
-    idle["role"] = "idle"
+    idle = df.assign(**{ACT_PREFIX + u: 0.0 for u in units}, role="idle")
     df["role"] = "kernel"
     if sec is not None:
         return dvfs_power(pf, sec, df), dvfs_power(pf, sec, idle)

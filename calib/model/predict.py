@@ -52,10 +52,7 @@ def _with_count_activities(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
     units = [u for u in pf["power"].structure["units"] if ACT_PREFIX + u not in df.columns]
     if not units or not has_counts(df) or "time_s" not in df.columns:
         return df
-    out = df.copy()
-    for u, a in table_access_rates(basis_of(pf), df, units=units).items():
-        out[ACT_PREFIX + u] = a
-    return out
+    return df.assign(**{ACT_PREFIX + u: a for u, a in table_access_rates(basis_of(pf), df, units=units).items()})
 
 
 def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
