@@ -492,8 +492,7 @@ def breakdown(section: Section, df: pd.DataFrame) -> pd.DataFrame:
     out = {g: np.zeros(len(df)) for g in ("static_w", "const_dynamic_w", "active_w")}
     for i, t in enumerate(d.terms):
         out[group[t]] += parts[:, i]
-    for k, u in enumerate(c.units):
-        out[f"unit_{u}_w"] = parts[:, len(d.terms) + k]
+    out.update({f"unit_{u}_w": parts[:, len(d.terms) + k] for k, u in enumerate(c.units)})
     return pd.DataFrame(out, index=df.index)
 
 
@@ -503,8 +502,8 @@ def relative_voltages(section: Section) -> dict[str, list[tuple[float, float]]]:
     c = compile_section(section)
     out = {CORE: list(zip(c.core_mhz.tolist(), c.vcore.tolist())), MEM: list(zip(c.mem_mhz.tolist(), c.vmem.tolist()))}
     if c.vcore_tab is not None:
-        for j, fm in enumerate(c.vcore_mem_mhz):
-            out[f"core_mem_{fm:g}"] = list(zip(c.core_mhz.tolist(), c.vcore_tab[:, j].tolist()))
+        out.update({f"core_mem_{fm:g}": list(zip(c.core_mhz.tolist(), c.vcore_tab[:, j].tolist()))
+                    for j, fm in enumerate(c.vcore_mem_mhz)})
     return out
 
 
