@@ -134,10 +134,9 @@ def _with_copies(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame) -> pd.D
         df["time_s"] if "time_s" in df.columns else np.full(len(df), math.nan))
     ke = out["energy_j_pred"] if "energy_j_pred" in out.columns else np.full(len(df), math.nan)
     b = copy_breakdown(pf, df, np.asarray(kt, float), np.asarray(ke, float))
-    for c in ("copy_time_s", "copy_energy_j", "copy_host_energy_j", "copy_compute_ratio", "overlap_time_saving_s",
-              "overlap_energy_saving_j", "pinned_time_saving_s", "pinned_energy_saving_j"):
-        out[c + "_pred"] = b[c].to_numpy()
-    return out
+    return out.assign(**{c + "_pred": b[c].to_numpy() for c in (
+        "copy_time_s", "copy_energy_j", "copy_host_energy_j", "copy_compute_ratio", "overlap_time_saving_s",
+        "overlap_energy_saving_j", "pinned_time_saving_s", "pinned_energy_saving_j")})
 
 
 def predict_copies(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
