@@ -1,6 +1,7 @@
 """The estimator contract every fitter follows (in the manner of scikit-learn).
 
-- The constructor takes keyword-only settings and stores them unchanged (no work, no validation).
+- The constructor takes keyword-only settings and stores them unchanged (no work, no validation:
+  :meth:`Estimator._store`).
 - ``fit(...)`` validates the settings against the class's declared ``constraints`` (one
   ``BadInputError`` naming the setting and what it accepts), learns, and returns ``self``.
 - What was learned ends in ``_``; the fitted section is ``section_`` (a
@@ -101,22 +102,22 @@ class Estimator:
         setting recorded at its no-op value is dropped; BadInputError names any other setting the
         constructor does not take."""
         known = set(cls.setting_names())
-        kept = {}
         for k, v in settings.items():
-            if k in known:
-                kept[k] = v
-            elif k in cls.retired_settings and cls.retired_settings[k] in (None, v):
-                continue
-            else:
+            if k not in known and not (k in cls.retired_settings and cls.retired_settings[k] in (None, v)):
                 raise BadInputError(f"{cls.__name__}: setting {k}={v!r} is not supported by this version "
                                     f"(settings: {', '.join(sorted(known))})")
-        return cls(**kept)
+        return cls(**{k: v for k, v in settings.items() if k in known})
 
     @classmethod
     def setting_names(cls) -> list[str]:
         """The constructor's keyword arguments, in order."""
         sig = inspect.signature(cls.__init__)
         return [p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+    def _store(self, given: Mapping[str, Any]) -> None:
+        """Store the constructor's settings unchanged: ``self._store(locals())`` in ``__init__``."""
+        for n in self.setting_names():
+            setattr(self, n, given[n])
 
     def get_params(self) -> dict[str, Any]:
         """The settings as given to the constructor."""

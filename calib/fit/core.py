@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, lsq_linear
 
 from calib.core.atomic import finite_or_none
 from calib.core.errors import FitError
@@ -63,11 +63,8 @@ class LsqResult:
         of ``fit_lsq(..., stats=True)`` at the same solution."""
         if self.pending is None:
             return self
-        jac, fun, active, lo, hi = self.pending
-        covar, params, warns = _statistics(self.params, jac, fun, active, lo, hi)
-        return LsqResult(params, self.success, self.message, self.nfev, self.ndata, self.nvarys, self.chisqr,
-                         self.redchi, self.aic, self.bic, self.rmse, self.mape_pct, self.r2, covar, self.y, self.yhat,
-                         warns, self.solver_kwargs)
+        covar, params, warns = _statistics(self.params, *self.pending)
+        return replace(self, params=params, covar=covar, warnings=warns, pending=None)
 
     @property
     def nfree(self) -> int:
@@ -78,9 +75,7 @@ class LsqResult:
 
     def covariance(self) -> Covariance | None:
         """Covariance of the varied parameters (None when it could not be computed)."""
-        if self.covar is None:
-            return None
-        return Covariance(tuple(p.name for p in self.params if p.vary), self.covar)
+        return None if self.covar is None else Covariance(tuple(p.name for p in self.params if p.vary), self.covar)
 
     def stats(self, unit: str = "w") -> dict[str, Any]:
         """Statistics for the parameter file's ``fit`` section."""
@@ -91,7 +86,6 @@ class LsqResult:
         if self.warnings:
             d["warnings"] = list(self.warnings)
         return d
-
 
 
 def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Param], y: np.ndarray,
@@ -112,7 +106,7 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     :meth:`LsqResult.with_stats` (a search that compares many fits by their sum of squares needs them for
     the one it keeps).
     """
-    params = [Param(**{**p.__dict__}) for p in params]
+    params = [replace(p) for p in params]
     y = np.asarray(y, dtype=float)
     w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=float)
     free = [p for p in params if p.vary]
@@ -131,9 +125,7 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     x0 = np.where(x0 >= hi, hi - 1e-6 * span, x0)
 
     def values(x: np.ndarray) -> dict[str, float]:
-        d = dict(fixed)
-        d.update(zip(names, x))
-        return d
+        return {**fixed, **dict(zip(names, x))}
 
     def resid(x: np.ndarray) -> np.ndarray:
         return (model(values(x)) - y) * w
@@ -158,22 +150,13 @@ def fit_lsq(model: Callable[[dict[str, float]], np.ndarray], params: Sequence[Pa
     yhat = model(values(sol.x))
     n, k = len(y), len(free)
     chisqr = float(np.sum(sol.fun**2))
-    redchi = chisqr / max(1, n - k)
-    aic = n * math.log(max(chisqr, 1e-300) / n) + 2 * k
-    bic = n * math.log(max(chisqr, 1e-300) / n) + k * math.log(n)
+    loglike = n * math.log(max(chisqr, 1e-300) / n)
     m = errors(y, yhat)
-    rmse, mape, r2 = m.rmse, m.mape_pct, m.r2
-    out = []
-    it = iter(range(k))
-    for p in params:
-        if p.vary:
-            i = next(it)
-            out.append(Param(p.name, float(sol.x[i]), p.unit, p.min, p.max, True, p.init if p.init is not None else float(x0[i]),
-                             None, p.description))
-        else:
-            out.append(p)
-    res = LsqResult(out, bool(sol.success), str(sol.message), int(sol.nfev), n, k, chisqr, redchi, aic, bic,
-                    rmse, mape, r2, None, y, yhat, [], {"method": "trf", "loss": loss, "x_scale": str(x_scale) if isinstance(x_scale, str) else "array",
+    out = [replace(p, value=float(x), init=p.init if p.init is not None else float(s), stderr=None, stderr_total=None)
+           if p.vary else p for p, x, s in zip(params, _spread(params, sol.x), _spread(params, x0))]
+    res = LsqResult(out, bool(sol.success), str(sol.message), int(sol.nfev), n, k, chisqr, chisqr / max(1, n - k),
+                    loglike + 2 * k, loglike + k * math.log(n), m.rmse, m.mape_pct, m.r2, None, y, yhat, [],
+                    {"method": "trf", "loss": loss, "x_scale": str(x_scale) if isinstance(x_scale, str) else "array",
                      "jacobian": jac_kind},
                     (np.asarray(sol.jac, dtype=float), sol.fun, np.asarray(sol.active_mask), lo, hi))
     return res.with_stats() if stats else res
@@ -186,21 +169,26 @@ def _statistics(params: Sequence[Param], J: np.ndarray, fun: np.ndarray, side: n
     upper), ``lo``/``hi`` the varied parameters' bounds."""
     names = [p.name for p in params if p.vary]
     covar, dead = covariance(J, fun)
-    stderr = [float(math.sqrt(v)) if v >= 0 and math.isfinite(v) else None for v in np.diag(covar)]
+    stderr = [stderr_of(v) for v in np.diag(covar)]
     warnings_ = identifiability_warnings(J, names, covar, dead)
     for i, nm in enumerate(names):
         if side[i]:
             # the bound itself, not the solution's last digits there (1e-19 above 0 differs between runs)
             warnings_.append(f"{nm}: at a bound ({(lo[i] if side[i] < 0 else hi[i]):.6g}); its standard error "
                              "describes the local curvature only")
-    out = []
-    it = iter(range(len(names)))
-    for p in params:
-        if p.vary:
-            out.append(Param(p.name, p.value, p.unit, p.min, p.max, True, p.init, stderr[next(it)], p.description))
-        else:
-            out.append(p)
+    out = [replace(p, stderr=se, stderr_total=None) if p.vary else p for p, se in zip(params, _spread(params, stderr))]
     return covar, out, warnings_
+
+
+def stderr_of(var: float | None) -> float | None:
+    """The standard error of a variance: its square root, None when it is unknown, not finite or negative."""
+    return float(math.sqrt(var)) if var is not None and math.isfinite(var) and var >= 0 else None
+
+
+def _spread(params: Sequence[Param], varied: Sequence) -> list:
+    """``varied`` (one entry per varied parameter, in order) spread over ``params``: None at the fixed ones."""
+    it = iter(varied)
+    return [next(it) if p.vary else None for p in params]
 
 
 #: rows x parameters^2 above which a tall problem's trust-region steps are taken on its n x n factor
@@ -233,8 +221,6 @@ def solve_linear(X: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -
     """Bounded linear least squares ``min |X b - y|^2`` over ``lo <= b <= hi`` (scipy's ``lsq_linear``,
     BVLS, on unit-norm columns): the exact solve of a model's linear parameters for its others (a
     fitter's starting point). None when it fails or is not finite."""
-    from scipy.optimize import lsq_linear
-
     scale = np.linalg.norm(X, axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     try:
@@ -357,8 +343,7 @@ def _batched_forward_jacobian(model: Callable[[dict[str, Any]], np.ndarray], nam
         pts = np.repeat(x[None, :], k + 1, axis=0)
         pts[np.arange(1, k + 1), np.arange(k)] += h
         dx = pts[np.arange(1, k + 1), np.arange(k)] - x       # the step as represented
-        vals: dict[str, Any] = dict(fixed)
-        vals.update({nm: pts[:, j:j + 1] for j, nm in enumerate(names)})
+        vals: dict[str, Any] = {**fixed, **{nm: pts[:, j:j + 1] for j, nm in enumerate(names)}}
         r = (np.asarray(model(vals), dtype=float) - y) * w
         return ((r[1:] - r[0]) / dx[:, None]).T
 

@@ -41,14 +41,6 @@ class CVResult:
     predictions: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     warnings: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
-        lines = [f"{self.k}-fold cross-validation by workload (seed {self.seed}): MAPE {self.mape_pct:.2f}% over "
-                 f"{int(self.per_workload['n_rows'].sum())} held-out rows ({len(self.per_workload)} workloads), "
-                 f"max {self.max_abs_pct:.1f}%"]
-        for f in self.per_fold:
-            lines.append(f"  fold {f['fold']}: {len(f['workloads'])} workloads, {f['n_rows']} rows, MAPE {f['mape_pct']:.2f}%")
-        return "\n".join(lines)
-
 
 def make_folds(workloads: pd.Series, k: int, seed: int = 0, strata: pd.Series | None = None) -> list[list[str]]:
     """Deal the distinct workload names (shuffled with ``seed``) into ``k`` folds of similar row counts.
@@ -58,34 +50,30 @@ def make_folds(workloads: pd.Series, k: int, seed: int = 0, strata: pd.Series | 
     are spread over the folds, so that no fold takes away every benchmark of one unit (which would leave
     that unit's parameters undetermined in training, a failure of the split, not of the model).
     """
+    wl = workloads.astype(str)
+    counts = wl.value_counts(sort=False)
+    rng = np.random.default_rng(seed)
+    folds: list[list[str]] = [[] for _ in range(k)]
+    sizes = np.zeros(k, dtype=int)
     if strata is not None:
-        wl = workloads.astype(str)
         first = pd.DataFrame({"w": wl.to_numpy(), "s": strata.astype(str).to_numpy()}).drop_duplicates("w")
-        counts = wl.value_counts(sort=False)
-        rng = np.random.default_rng(seed)
-        folds_s: list[list[str]] = [[] for _ in range(k)]
-        sizes = np.zeros(k, dtype=int)
         for _, grp in sorted(first.groupby("s"), key=lambda g: str(g[0])):
             names = np.array(sorted(grp["w"]))
             rng.shuffle(names)
             for name in names:
                 # within a stratum, the fold with the fewest of this stratum, then the fewest rows
-                have = np.array([sum(1 for x in f if x in set(names)) for f in folds_s])
+                have = np.array([sum(1 for x in f if x in set(names)) for f in folds])
                 j = int(np.lexsort((sizes, have))[0])
-                folds_s[j].append(str(name))
+                folds[j].append(str(name))
                 sizes[j] += counts[name]
-        return folds_s
-    counts = workloads.astype(str).value_counts(sort=False)
+        return folds
     names = np.array(sorted(counts.index))
-    rng = np.random.default_rng(seed)
     rng.shuffle(names)
-    folds: list[list[str]] = [[] for _ in range(k)]
-    sizes = np.zeros(k, dtype=int)
     # in shuffled order, each workload joins the fold with the fewest rows so far
-    for i in range(len(names)):
+    for name in names:
         j = int(np.argmin(sizes))
-        folds[j].append(str(names[i]))
-        sizes[j] += counts[names[i]]
+        folds[j].append(str(name))
+        sizes[j] += counts[name]
     return folds
 
 

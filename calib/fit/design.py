@@ -45,10 +45,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.core.activity import basis_of, table_access_rates
+from calib.core.activity import access_rates, basis_of, count_columns, table_access_rates, warps_per_sm
 from calib.core.params import ParameterFile, Section
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
 from calib.core.units import DESIGN_CLASSES, DESIGN_ILP, unit_counts
+from calib.model import ipp
+from calib.model.timing import predict_time
 
 #: per-step counts of the two or three classes of a candidate: ratios of the first to the others
 RATIOS = ((1, 1), (3, 1), (1, 3))
@@ -130,8 +132,6 @@ def candidate_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, mea
     df["mem_mhz"] = float(clocks.get("mem_mhz") or info.default_mem_mhz)
     time_s = None
     if "timing" in pf:
-        from calib.model.timing import predict_time
-
         try:
             time_s = np.asarray(predict_time(pf["timing"], df), float)
         except Exception:  # noqa: BLE001 - a timing model that cannot describe a mix: use the bound below
@@ -142,23 +142,17 @@ def candidate_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, mea
     if time_s is None:
         time_s = throughput_time(basis, df, measured)
     df["time_s"] = time_s
-    for u, a in table_access_rates(basis, df).items():
-        df[ACT_PREFIX + u] = a
-    return df
+    return df.assign(**{ACT_PREFIX + u: a for u, a in table_access_rates(basis, df).items()})
 
 
 def throughput_time(basis: Any, df: pd.DataFrame, measured: pd.DataFrame | None) -> np.ndarray:
     """Kernel time (s) of kernel-description rows bounded by issue and by each unit's ceiling: the
     highest access rate of that unit in ``measured`` (1 without measurements). Access rates scale as 1 /
     time, so the time that brings the highest ratio of rate to ceiling to 1 is the bound."""
-    ones = table_access_rates(basis, df.assign(time_s=1.0))  # rates at a 1 s kernel (clipped: recompute)
-    from calib.core.activity import access_rates, count_columns, warps_per_sm
-
     active = df["active_sms"].to_numpy(float)
     wps = warps_per_sm(df["threads_per_block"].to_numpy(float), df["blocks"].to_numpy(float), active)
     raw = access_rates(basis, unit_counts(count_columns(df), size=len(df)), wps, np.ones(len(df)),
                        df["core_mhz"].to_numpy(float), df["mem_mhz"].to_numpy(float))
-    del ones
     t = np.zeros(len(df))
     for u, a in raw.items():
         cap = 1.0
@@ -174,14 +168,10 @@ def jacobian_rows(section: Section, df: pd.DataFrame, free: Sequence[str]) -> np
     """d power / d parameter (W per parameter unit; rows x ``free``) of the IPP model at the section's
     values: :func:`calib.model.ipp.jacobian`, the model's own analytic derivatives (whatever terms the
     section has). Every row runs a kernel; ``active_sms`` defaults to every SM."""
-    from calib.model import ipp as model
-
     st = section.structure
     act = {u: df[ACT_PREFIX + u].to_numpy(float) for u in st["units"]}
-    n = np.full(len(df), float(st["sm_count"]))
-    if "active_sms" in df.columns:
-        n = df["active_sms"].to_numpy(float)
-    jd = model.jacobian(section.values(), model.design(st, act, np.ones(len(df), bool), n))
+    n = df["active_sms"].to_numpy(float) if "active_sms" in df.columns else np.full(len(df), float(st["sm_count"]))
+    jd = ipp.jacobian(section.values(), ipp.design(st, act, np.ones(len(df), bool), n))
     return np.column_stack([np.broadcast_to(jd[name], (len(df),)) for name in free]) if free else np.zeros((len(df), 0))
 
 
@@ -283,16 +273,10 @@ def preview_rows(pf: ParameterFile, cands: Sequence[Candidate], info: Any, measu
     kernel rows (:func:`candidate_rows`), each ``repeats`` times (``repeat`` 0, 1, ...), at the thermal
     section's idle temperature (``temp_c``; the temperature correction is then 0), their power (``power_w``,
     W) the IPP section's prediction. Refitting the session with these rows added previews what a round of
-    ``cands`` does to every standard error, the total's model-form terms included (the extrapolation
-    of a MaxPower beyond its highest reachable access rate, the split of units always active together,
-    the structures the search compares): the linear update of :func:`choose` counts all of them as noise
-    that new rows shrink, which they are not (tests/benchmarks/identify_results.md, session 8)."""
-    from calib.model.ipp import IppPowerModel
-
+    ``cands`` does to every standard error, the model-form terms included (module docstring)."""
     rows = candidate_rows(pf, cands, info, measured, workload_of=workload_of)
     th = pf.get("thermal")
     if th is not None and "idle_temp_c" in th:
         rows["temp_c"] = float(th.value("idle_temp_c"))
-    rows["power_w"] = IppPowerModel(pf["power"], th, basis_of(pf)).predict(rows, use_temperature=False)
-    out = pd.concat([rows.assign(repeat=float(r)) for r in range(max(1, int(repeats)))], ignore_index=True)
-    return out
+    rows["power_w"] = ipp.IppPowerModel(pf["power"], th, basis_of(pf)).predict(rows, use_temperature=False)
+    return pd.concat([rows.assign(repeat=float(r)) for r in range(max(1, int(repeats)))], ignore_index=True)

@@ -72,7 +72,8 @@ from calib.core.params import Covariance, Param, Section
 from calib.core.samples import ACT_PREFIX, act_units
 from calib.core.units import in_memory_domain
 from calib.fit.base import CLOCK_PAIR, Estimator, either, mapping_of, names_of, number, optional, options
-from calib.fit.core import covariance, solve
+from calib.fit.core import covariance, solve, stderr_of
+from calib.fit.ipp import EXCLUDED_ROLES
 from calib.fit.uncertainty import (
     IDLE_GROUP,
     apply_total,
@@ -207,8 +208,7 @@ class Problem:
     def split(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, float], np.ndarray, np.ndarray]:
         """(linear coefficients, shape values, core voltages (levels x curves), memory level voltages)."""
         a, b = self.nlin, self.nlin + self.nshape
-        shape = dict(self.fixed_shape)
-        shape.update(zip(self.shapes, x[a:b]))
+        shape = {**self.fixed_shape, **dict(zip(self.shapes, x[a:b]))}
         vc = self.core_table(x[b:b + self.nu_c])
         vm = np.exp(self.Am @ x[b + self.nu_c:])
         return x[:a], shape, vc, vm
@@ -274,8 +274,7 @@ class Problem:
     def start(self) -> np.ndarray:
         """Shapes at their defaults, voltages a little below 1 away from the reference, and the coefficients
         from non-negative least squares at those."""
-        shape0 = dict(self.fixed_shape)
-        shape0.update({s: SHAPES[s][0] for s in self.shapes})
+        shape0 = {**self.fixed_shape, **{s: SHAPES[s][0] for s in self.shapes}}
         u0 = np.full(self.nu_c + self.nu_m, 0.01)
         u0[self.nu_c - self.n_off:self.nu_c] = 0.0  # curve offsets
         x = np.concatenate([np.zeros(self.nlin), [shape0[s] for s in self.shapes], u0])
@@ -369,8 +368,6 @@ def training_rows(df: pd.DataFrame, temperature_correction: Mapping[str, float] 
     the correction back (:func:`calib.model.dvfs.predict_power`). Returns (rows, the correction applied
     or None).
     """
-    from calib.fit.ipp import EXCLUDED_ROLES
-
     data = df[~df["role"].astype(str).isin(EXCLUDED_ROLES)] if "role" in df.columns else df
     if "active_sms" in data.columns:
         data = data[data["active_sms"].isna() | (data["active_sms"] >= data["active_sms"].max())]
@@ -429,19 +426,7 @@ class DvfsPowerFitter(Estimator):
                  ref_clocks: tuple[float, float] | None = None, ar_threshold: float | None = DEFAULT_THRESHOLD,
                  max_nfev: int | None = None, core_voltage: str = "auto",
                  temperature_correction: Mapping[str, float] | None = None):
-        self.mem_units = mem_units
-        self.ar_form = ar_form
-        self.ar_forms = ar_forms
-        self.method = method
-        self.activity_clocks = activity_clocks
-        self.weighting = weighting
-        self.fit_log_a = fit_log_a
-        self.active_terms = active_terms
-        self.ref_clocks = ref_clocks
-        self.ar_threshold = ar_threshold
-        self.max_nfev = max_nfev
-        self.core_voltage = core_voltage
-        self.temperature_correction = temperature_correction
+        self._store(locals())
 
     def fit(self, data: SessionData | pd.DataFrame, source: str = "", *, uncertainty: bool = True) -> "DvfsPowerFitter":
         """Fit to the rows of a session's samples table (``data.samples``, or the table itself) the model
@@ -648,25 +633,23 @@ class DvfsPowerFitter(Estimator):
                           lm: np.ndarray, src: str) -> tuple[float, float]:
         """The clock levels where V = 1 (module docstring); predictions do not depend on the choice, only
         the normalisation of the coefficients does."""
-        f0c, f0m = float(lc[-1]), float(lm[-1])
+        def level(lv: np.ndarray, f: float, default: float) -> float:
+            hit = np.isclose(lv, f)
+            return float(lv[hit][0]) if hit.any() else default
+
         want = None
         if act_info is not None:
             want = (act_info["core_mhz"], act_info["mem_mhz"])
         elif {"ref_core_mhz", "ref_mem_mhz"} <= set(data.columns) and data[["ref_core_mhz", "ref_mem_mhz"]].notna().all().all():
             want = (float(data["ref_core_mhz"].median()), float(data["ref_mem_mhz"].median()))
-        if want is not None:
-            if np.isclose(lc, want[0]).any():
-                f0c = float(lc[np.isclose(lc, want[0])][0])
-            if np.isclose(lm, want[1]).any():
-                f0m = float(lm[np.isclose(lm, want[1])][0])
         if self.ref_clocks is not None:
             for dom, f, lv in (("core", self.ref_clocks[0], lc), ("memory", self.ref_clocks[1], lm)):
                 if not np.isclose(lv, f).any():
                     raise BadInputError(f"{src}: reference {dom} clock {f:g} MHz is not a clock level of the table "
                                         f"({', '.join(f'{x:g}' for x in lv)})")
-            f0c = float(lc[np.isclose(lc, self.ref_clocks[0])][0])
-            f0m = float(lm[np.isclose(lm, self.ref_clocks[1])][0])
-        return f0c, f0m
+            want = self.ref_clocks
+        f0c, f0m = float(lc[-1]), float(lm[-1])
+        return (f0c, f0m) if want is None else (level(lc, want[0], f0c), level(lm, want[1], f0m))
 
     def _section(self, prob: Problem, meta: dict, notes: list[str], x: np.ndarray, cov: np.ndarray,
                  dead: np.ndarray, nfev: int, msg: str, elapsed: float, jack: np.ndarray | None) -> Section:
@@ -682,14 +665,12 @@ class DvfsPowerFitter(Estimator):
         wscale = max(1.0, float(np.max(np.abs(lin)))) if len(lin) else 1.0
 
         def add(name: str, idx: int, unit: str, desc: str) -> None:
-            se = None if dead[idx] else _se(cov[idx, idx])
+            se = None if dead[idx] else stderr_of(cov[idx, idx])
             v = float(max(x[idx], lo[idx]))
             if idx < prob.nlin and v - lo[idx] <= 1e-6 * wscale:
                 v = float(lo[idx])  # the solver stops a hair inside the bound: report the bound
             p = Param(name, v, unit, float(lo[idx]), float(hi[idx]), True, None, se, desc)
-            g = np.zeros(len(x))
-            g[idx] = 1.0
-            grads.append(g)
+            grads.append(np.eye(len(x))[idx])
             if dead[idx]:
                 warns.append(f"{name}: the data do not depend on this parameter (not identifiable); no standard error")
             elif p.at_bound():
@@ -740,7 +721,7 @@ class DvfsPowerFitter(Estimator):
                     params.append(Param(level_names[i], 1.0, "V/Vref", 0.0, math.inf, False, None, None,
                                         f"relative {dom} voltage at the reference clock {f:g} MHz"))
                     continue
-                se = _se(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
+                se = stderr_of(cv[i, i]) if np.all(np.isfinite(cv[i])) else None
                 params.append(Param(level_names[i], float(v[i]), "V/Vref", 0.0, math.inf, True, None, se,
                                     f"relative {dom} voltage at {f:g} MHz{where} (latent, monotone in clock)"))
                 g = np.zeros(len(x))
@@ -751,17 +732,14 @@ class DvfsPowerFitter(Estimator):
             "units": [{"name": u, "domain": MEM if mem else CORE, "ar_form": f}
                       for u, mem, f in zip(meta["units"], d.is_mem, d.forms)],
             "ref_clocks": {"core_mhz": d.f0c, "mem_mhz": d.f0m},
-            "voltage": {CORE: {"mhz": [float(f) for f in prob.lc],
-                               "params": [names.voltage_level(CORE, f) for f in prob.lc]},
-                        MEM: {"mhz": [float(f) for f in prob.lm], "params": [names.voltage_level(MEM, f) for f in prob.lm]}},
+            "voltage": {dom: {"mhz": [float(f) for f in lv], "params": [names.voltage_level(dom, f) for f in lv]}
+                        for dom, lv in ((CORE, prob.lc), (MEM, prob.lm))},
             "activity_clocks": meta["act_info"],
             "temp_ref_c": meta["temp_ref_c"],
         }
         if prob.ncg > 1:
-            structure["voltage"][CORE]["per_mem"] = {
-                "mem_mhz": [float(f) for f in prob.lm],
-                "params": [[names.core_voltage_level(f, None if g == prob.rg else prob.lm[g]) for f in prob.lc]
-                           for g in range(prob.ncg)]}
+            structure["voltage"][CORE]["per_mem"] = {"mem_mhz": [float(f) for f in prob.lm],
+                                                     "params": [c[-1] for c in curves if c[0] == CORE]}
         structure["outside_fitted_clocks"] = "voltage interpolated linearly between levels, held at the end value outside"
         stats: dict[str, Any] = {
             "n_samples": int(len(prob.P)), "n_workloads": meta["n_workloads"],
@@ -818,7 +796,3 @@ def _solve_alternating(prob: Problem, x0: np.ndarray, max_iter: int = 500, rtol:
         if calm >= patience:
             return x, nfev, f"converged after {it + 1} alternations"
     return x, nfev, f"stopped after {max_iter} alternations without converging"
-
-
-def _se(v: float) -> float | None:
-    return float(math.sqrt(v)) if v is not None and math.isfinite(v) and v >= 0 else None

@@ -8,8 +8,12 @@ one clock configuration, DVFS fit otherwise.
 
 from __future__ import annotations
 
+import copy
+import logging
 import math
 import os
+import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +22,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calib.core.errors import BadInputError
+from calib.core import arch
+from calib.core.errors import BadInputError, FitError
+from calib.core.metrics import errors
 from calib.core.params import ParameterFile, Section
 from calib.fit.crossval import check_folds, cross_validate
+from calib.fit.dvfs import DvfsPowerFitter, training_rows
 from calib.fit.ipp import IppPowerFitter
+from calib.fit.thermal import ThermalFitter
+from calib.fit.thermal_network import ThermalNetworkFitter
+from calib.fit.timing import SessionTimingFitter
+from calib.fit.timing_table import TimingFitter
+from calib.fit.transfer import TransferFitter
+from calib.fit.uncertainty import annotate_identifiability
 from calib.core.samples import act_units, read_samples, table_info
-from calib.segment import DeviceFacts, IdleBaseline, session_data
+from calib.segment import DeviceFacts, IdleBaseline, host_stream, session_data
 from calib.core.session import MANIFEST_NAME, file_sha256, read_session
-from calib.core.units import CHIP_UNITS
+from calib.core.units import CHIP_UNITS, clock_levels
+from calib.model import dvfs as dvfs_model
+from calib.model.intervals import MIN_HELDOUT_WORKLOADS, set_heldout_discrepancy
+from calib.model.ipp import IppPowerModel
+from calib.model.predict import predict_power
+from calib.model.validation import fit_quality_problems
 
 
 @dataclass
@@ -45,10 +63,6 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def _sources_of_session(path: Path) -> list[dict[str, str]]:
-    return [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"} for p in sorted(path.glob("*.csv"))]
-
-
 #: stages of a session fit and their expected share of its time (measured with calib -v, which logs each
 #: stage's duration: tests/benchmarks/uncertainty_results.md): progress and its ETA follow them
 FIT_STAGES = {"samples": 0.17, "thermal": 0.08, "thermal network": 0.21, "power": 0.40, "dvfs": 0.03,
@@ -63,8 +77,6 @@ def _system_baseline(pf: ParameterFile, idle: IdleBaseline, sess: Any) -> None:
     samples stage measured it (:func:`calib.segment.idle_baseline`)."""
     if idle.host_power_w is None:
         return
-    from calib.segment import host_stream
-
     entry = next((s for s in sess.manifest.get("sensors", []) if s.get("name") == host_stream(sess)), {})
     st = pf["power"].stats
     st["host_idle_power_w"] = idle.host_power_w
@@ -77,9 +89,6 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
                 progress: Callable[[str], None] | None = None) -> FitOutcome:
     """Fit every model part the session supports (module docstring). ``progress(stage)`` is called as each
     stage of :data:`FIT_STAGES` starts."""
-    import logging
-    import time
-
     log = logging.getLogger(__name__)
     t_stage = [time.monotonic(), ""]
 
@@ -97,7 +106,8 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     stage("samples")
     data = session_data(sess, power)
     df, dev = data.samples, data.device
-    pf = ParameterFile.new(dict(dev.raw), _sources_of_session(path), campaign=man.get("campaign"))
+    pf = ParameterFile.new(dict(dev.raw), [{"path": _rel(p), "sha256": file_sha256(p), "role": "log"}
+                                           for p in sorted(path.glob("*.csv"))], campaign=man.get("campaign"))
     pf.provenance["session"] = path.name
     if data.idle is None:
         raise BadInputError(f"{path}: the session has no idle window; cannot fit idle power")
@@ -107,15 +117,11 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     correction = None
     if data.thermal_steps:
         stage("thermal")
-        from calib.fit.thermal import ThermalFitter
-        from calib.fit.thermal_network import ThermalNetworkFitter
-
         pf["thermal"] = ThermalFitter().fit(data).section_
         # the network beside IPP's single pole (a section of its own: files with only `thermal` stay valid)
         stage("thermal network")
         pf["thermal_network"] = ThermalNetworkFitter().fit(data).section_
-        correction = {"sigma_w_per_c": pf["thermal"].value("sigma_w_per_c"),
-                      "idle_temp_c": pf["thermal"].value("idle_temp_c")}
+        correction = _correction(pf["thermal"])
     stage("power")
     ipp = session_power_fitter(dev, df, correction, mem_units).fit(data)
     pf["power"] = ipp.section_
@@ -131,21 +137,15 @@ def fit_session(path: str | os.PathLike, *, power: str | None = None, mem_units:
     out = FitOutcome(pf, df, list(ipp.warnings_))
     if len(table_info(df).clock_configs) > 1:
         stage("dvfs")
-        from calib.fit.dvfs import DvfsPowerFitter
-
         # IPP access rates of memory units are small (a few % of issue slots): fit the transform's threshold
         opts = {"ar_threshold": None, **(dvfs_options or {})}
         pf["dvfs"] = DvfsPowerFitter(mem_units=ipp.mem_units, temperature_correction=correction, **opts).fit(data).section_
-    from calib.fit.timing import SessionTimingFitter
-
     stage("timing")
     timing = SessionTimingFitter().fit(data).section_
     if timing is not None:
         pf["timing"] = timing
     stage("transfer")
     if data.copies is not None and len(data.copies):  # host-device copy windows (microbench.transfer_plan)
-        from calib.fit.transfer import TransferFitter
-
         pf["transfer"] = TransferFitter().fit(data).section_
     stage("held-out")
     _score_heldout(pf, df)
@@ -173,17 +173,17 @@ def session_power_fitter(dev: DeviceFacts, df: pd.DataFrame, correction: dict | 
                           temperature_correction=correction)
 
 
+def _correction(thermal: Section | None) -> dict | None:
+    """The temperature correction a thermal section gives the power fits (its sigma and idle temperature)."""
+    return None if thermal is None else {k: thermal.value(k) for k in ("sigma_w_per_c", "idle_temp_c")}
+
+
 def refit_power(pf: ParameterFile, path: str | os.PathLike) -> FitOutcome:
     """``pf`` (a fit of the session at ``path``) with its IPP power section refitted on the session's
     samples as they are now (a design round added kernels; the thermal and timing sections, fitted on
     steps the round did not change, are kept)."""
-    import copy
-
     data = session_data(read_session(Path(path)))
-    th = pf.get("thermal")
-    correction = ({"sigma_w_per_c": th.value("sigma_w_per_c"), "idle_temp_c": th.value("idle_temp_c")}
-                  if th is not None else None)
-    ipp = session_power_fitter(data.device, data.samples, correction).fit(data)
+    ipp = session_power_fitter(data.device, data.samples, _correction(pf.get("thermal"))).fit(data)
     out = copy.deepcopy(pf)
     out["power"] = ipp.section_
     annotate(out)
@@ -194,10 +194,6 @@ def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
     """Power error on the campaign's held-out application-like workloads (role ``heldout``, never
     fitted), overall and split by default vs other clocks, into the power section's statistics; the
     power sections' prediction discrepancy from the same workloads."""
-    from calib.core.metrics import errors
-    from calib.model.intervals import set_heldout_discrepancy
-    from calib.model.predict import predict_power
-
     held = df[df["role"] == "heldout"] if "role" in df.columns else df.iloc[:0]
     if not len(held):
         return
@@ -216,8 +212,6 @@ def _score_heldout(pf: ParameterFile, df: pd.DataFrame) -> None:
 
 
 def _ipp_predictor(thermal: Section | None) -> Callable[[Section, pd.DataFrame], np.ndarray]:
-    from calib.model.ipp import IppPowerModel
-
     return lambda section, df: IppPowerModel(section, thermal).predict(df)
 
 
@@ -239,28 +233,23 @@ def fit_table(path: str | os.PathLike, *, mem_units: set[str] | None = None, cv:
             raise BadInputError(f"{path}: column 'active_sms' reaches {most}, more than --sm-count {sm_count}")
     one = not info.multi_clock
     device = {"name": "unknown (fitted from a samples table)", "sm_count": int(sm_count or 1),
-              "clocks": {"core_mhz": info.clock_configs[0][0] if one and not math.isnan(info.clock_configs[0][0]) else None,
-                         "mem_mhz": info.clock_configs[0][1] if one and not math.isnan(info.clock_configs[0][1]) else None}}
+              "clocks": {k: f if one and not math.isnan(f) else None
+                         for k, f in zip(("core_mhz", "mem_mhz"), info.clock_configs[0])}}
     # the hash of the bytes actually read (a pipe cannot be read twice)
     pf = ParameterFile.new(device, [{"path": _rel(path), "sha256": df.attrs.get("sha256") or file_sha256(path),
                                      "role": "samples"}])
     out = FitOutcome(pf, df)
-    if info.multi_clock:
-        from calib.fit.dvfs import training_rows
     if cv:  # before the fit: an impossible --cv must not cost the fit
         check_folds(training_rows(df)[0] if info.multi_clock
                     else IppPowerFitter(default_clocks=device["clocks"]).training_rows(df), cv)
     step("power")
     if info.multi_clock:
-        from calib.fit.dvfs import DvfsPowerFitter, training_rows
-        from calib.model.dvfs import predict_power
-
         fitter = DvfsPowerFitter(mem_units=mem_units, **(dvfs_options or {}))
         pf["power"] = fitter.fit(df, source=str(path)).section_
         if cv:
             out.cv = cross_validate(training_rows(df)[0], cv,
                                     lambda d: DvfsPowerFitter(**fitter.get_params()).fit(d, source=str(path)).section_,
-                                    predict_power)
+                                    dvfs_model.predict_power)
     else:
         fitter = IppPowerFitter(mem_units=mem_units, sm_count=int(sm_count or 1),
                                 chip_units=sorted(CHIP_UNITS) if sm_count else [],
@@ -284,10 +273,6 @@ def fit_timing_table(path: str | os.PathLike, *, predictor: str = "auto", chip: 
     --timing``; :class:`calib.fit.timing_table.TimingFitter`): ``chip`` (a name or compute capability)
     gives the SM issue width when the table's arch column does not; ``progress(stage)`` as the stages
     ``kernel table`` and ``timing`` start."""
-    from calib.core import arch
-    from calib.core.units import clock_levels
-    from calib.fit.timing_table import TimingFitter
-
     step = progress or (lambda name: None)
     src = Path(path)
     if src.is_dir():
@@ -302,8 +287,7 @@ def fit_timing_table(path: str | os.PathLike, *, predictor: str = "auto", chip: 
     sec, dev, rows = ft.section_, ft.device_, ft.rows_
     device = {"name": dev["name"] or "GPU of the kernel table", "sm_count": dev["sm_count"],
               "clocks": {"core_mhz": dev["ref"][0], "mem_mhz": dev["ref"][1],
-                         "supported": {"core_mhz": [round(x, 1) for x in clock_levels(rows["core_mhz"])],
-                                       "mem_mhz": [round(x, 1) for x in clock_levels(rows["mem_mhz"])]}},
+                         "supported": {k: [round(x, 1) for x in clock_levels(rows[k])] for k in ("core_mhz", "mem_mhz")}},
               "warp_issue_per_cycle": 1.0 / sec.value("issue_cycles")}
     if dev.get("chip"):
         device["chip"] = dev["chip"]
@@ -320,11 +304,6 @@ def check_fit_quality(pf: ParameterFile, source: str, accept: bool = False) -> l
     numbers when a fitted section's error is absurd; with ``accept`` (``--accept-poor-fit``) a warning
     instead, and each such section records why in its statistics (``poor_fit``), which `calib validate`
     refuses. Returns the problems."""
-    import warnings
-
-    from calib.core.errors import FitError
-    from calib.model.validation import fit_quality_problems
-
     problems = fit_quality_problems(pf.items())
     if not problems:
         return []
@@ -345,8 +324,6 @@ def check_fit_quality(pf: ParameterFile, source: str, accept: bool = False) -> l
 def annotate(pf: ParameterFile) -> None:
     """State, in every fitted section, which combinations of parameters the campaign determines where it
     does not separate them (:func:`calib.fit.uncertainty.annotate_identifiability`)."""
-    from calib.fit.uncertainty import annotate_identifiability
-
     for _, sec in pf.items():
         annotate_identifiability(sec)
 
@@ -355,8 +332,6 @@ def fit_source(source: str | os.PathLike, **kw: Any) -> FitOutcome:
     """Fit from a session directory or a samples table, whichever ``source`` is.
 
     A fit the data cannot support (FitError) is reported with the source named."""
-    from calib.core.errors import FitError
-
     heldout = kw.pop("heldout", None)
     try:
         out = _fit_source(Path(source), **kw)
@@ -377,8 +352,6 @@ def score_heldout_table(out: FitOutcome, path: str | os.PathLike) -> None:
     a time (:file:`tests/benchmarks/uncertainty_results.md` has how much that matters on real applications).
     The table joins the file's sources with role ``heldout``. Refused, nothing fitted: a workload that is
     also a training workload, fewer than :data:`calib.model.intervals.MIN_HELDOUT_WORKLOADS` workloads."""
-    from calib.model.intervals import MIN_HELDOUT_WORKLOADS
-
     path = Path(path)
     held = read_samples(path, require_power=True, needed=("workload",))
     sha = held.attrs.get("sha256") or file_sha256(path)  # before the concat below, which drops attrs

@@ -39,6 +39,8 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import brentq, minimize, minimize_scalar
+from scipy.stats import norm
 
 from calib.core.errors import FitError
 from calib.core.metrics import errors
@@ -132,9 +134,6 @@ def reading_noise_c(temp_c: Sequence[np.ndarray], tail: float = 0.1) -> tuple[fl
     (:func:`_dithered` false on every trace; error 0). Not the readings' spread less the rounding's 1/12 C^2: at a
     steady temperature the rounding's share of the spread depends on where the temperature falls between
     two degrees (0.21-0.36 C read for 0.30 C, session 9)."""
-    from scipy.optimize import minimize
-    from scipy.stats import norm
-
     if not any(_dithered(y) for y in temp_c):
         return 0.0, 0.0
     tails = []
@@ -171,8 +170,6 @@ def undithered_c(mean_reading_c: float, noise_c: float) -> float | None:
     """The steady temperature (C) whose mean whole-degree reading at readings' noise ``noise_c`` C is
     ``mean_reading_c`` (:func:`expected_reading_c` inverted); None where the noise is too small for the mean
     reading to tell the temperature apart within a degree (below 0.2 C it is not monotonic)."""
-    from scipy.optimize import brentq
-
     if noise_c < 0.2 or not np.isfinite(mean_reading_c):
         return None
     f = lambda x: float(expected_reading_c(np.array([x]), noise_c)[0]) - mean_reading_c  # noqa: E731
@@ -199,8 +196,6 @@ def _secant_fit(x: np.ndarray, y: np.ndarray, g: np.ndarray, ref_rise_c: float, 
     """y = c_step + L(x) (:func:`_secant_leak`) over the binned drift: sigma_w_per_c (the secant to
     ``ref_rise_c``), leak_k_per_c and the steps' intercepts c0.. (W), by least squares (``fit_lsq``), started
     from the curvature that fits best with the rest solved linearly (or from ``start``, a previous fit)."""
-    from scipy.optimize import minimize_scalar
-
     ng = int(g.max()) + 1
     if start is None:
         def solve(k: float) -> tuple[np.ndarray, float]:
@@ -288,9 +283,7 @@ class ThermalFitter(Estimator):
 
     def __init__(self, *, cold_window_s: tuple[float, float] = COLD_WINDOW_S, sigma_skip_s: float = SIGMA_SKIP_S,
                  sigma_bin_s: float = SIGMA_BIN_S):
-        self.cold_window_s = cold_window_s
-        self.sigma_skip_s = sigma_skip_s
-        self.sigma_bin_s = sigma_bin_s
+        self._store(locals())
 
     def fit(self, data: SessionData, *, uncertainty: bool = True) -> "ThermalFitter":
         """Fit to a session's thermal steps (heat/cool traces), idle baseline (temperature C with its
@@ -307,7 +300,6 @@ class ThermalFitter(Estimator):
         warns: list[str] = []
         params: list[Param] = [Param("idle_temp_c", float(idle_temp_c), "C", -50.0, 150.0, True, stderr=idle_temp_se,
                                      description="cold-state idle temperature (the coldest idle window)")]
-        n_pts = 0
         # RC rise and decay
         noise_c, noise_se = reading_noise_c([st.heat_temp_c for st in steps])
         self.reading_noise_c_ = noise_c
@@ -324,7 +316,7 @@ class ThermalFitter(Estimator):
         rise = self._pooled(steps, "rise", idle_temp_c)
         decay = self._pooled(steps, "decay", idle_temp_c)
         params += [rise[0], decay[0]]
-        n_pts += rise[2] + decay[2]
+        n_pts = rise[2] + decay[2]
         rmse_c = math.sqrt((rise[3] ** 2 * rise[2] + decay[3] ** 2 * decay[2]) / max(1, rise[2] + decay[2]))
         deltas = rise[1]
         # fan power: P = P0 + fan_max x duty^3 + s x (T - idle), jointly (a faster fan also cools the die)
@@ -420,15 +412,10 @@ class ThermalFitter(Estimator):
                 alt = fan_power(fan, idle_temp_c, leak_slope_w_per_c=sig_p.value)
                 if alt is not None:
                     self._form_sd["fan_max_power_w"] = 0.5 * abs(alt.value - fan_w.value)
-            # the time constants: one pole for a network of several depends on the window it is fitted over, but
-            # their definition (microbench/truth.py) is the one-pole fit of the same window, so that misfit is no
-            # error (the first-half window's shift, the old form term, was 2-7x the errors). Their error beyond
-            # the readings' noise is the rounding the noise dithers only partly: the mean reading is off the
-            # temperature periodically (expected_reading_c), and a one-pole fit through a sweep of temperatures
-            # turns that into a shift of tau (0.1-0.8 s at 0.3 C of noise, session 9). Which shift depends on
-            # where the whole degrees fall on the true curve, which the fitted curve, off it by its misfit, does
-            # not tell: the largest shift of refits to the fitted curves moved by a quarter degree at a time and
-            # read through the expected rounding is one standard error (_rounding_sd)
+            # the time constants: their definition (microbench/truth.py) is the one-pole fit of the same window, so
+            # its misfit to a network of several poles is no error (the first-half window's shift, the old form
+            # term, was 2-7x the errors); their error beyond the readings' noise is the rounding the noise dithers
+            # only partly (0.1-0.8 s at 0.3 C of noise, session 9; _rounding_sd)
             for kind, est, fitted in (("rise", rise[0], rise[7]), ("decay", decay[0], decay[7])):
                 sd = self._rounding_sd(steps, kind, est.value, fitted, noise_c)
                 if sd is not None:
@@ -510,16 +497,14 @@ class ThermalFitter(Estimator):
         through 4-6 steps for 2-3 constants lean on each step differently), so leaving one out measured
         its leverage, not an error, as for sigma and the thermal network (tests/benchmarks/thermal_results.md,
         session 8)."""
-        import warnings as _w
-
         names = list(cov.names)
         steps, fan = data.thermal_steps, data.fan
 
         def refit(sub_fan: pd.DataFrame | None) -> dict[str, float] | None:
             sub = ThermalFitter(**self.get_params())
             sub._sigma_ref_rise_c = self._sigma_ref   # the secant to the same temperature as the full fit's
-            with _w.catch_warnings():
-                _w.simplefilter("ignore")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 try:
                     sub.fit(replace(data, thermal_steps=list(steps), fan=sub_fan), uncertainty=False)
                 except FitError:
@@ -605,8 +590,6 @@ class ThermalFitter(Estimator):
                 sse += float(np.sum((a @ c - y) ** 2))
                 coefs.append(c)
             return sse, coefs
-
-        from scipy.optimize import minimize_scalar
 
         ltau = minimize_scalar(lambda lt: linear(math.exp(lt))[0], bounds=(math.log(1.0), math.log(4000.0)),
                                method="bounded").x

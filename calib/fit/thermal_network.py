@@ -48,16 +48,12 @@ linear (IPP's sigma) and exponential; the exponential form is selected when its 
 
 Fan controller: the logged duty against the sensor temperature over the record, a line from the lowest
 duty with a slew limit (:func:`_fit_controller`), so that a prediction without a fan log follows the fan.
-Its gain (and with it the temperature the ramp starts at) is determined only where the controller's input
-moves over the ramp by at least :data:`RAMP_SPAN_STEPS` steps of the sensor: a steep thermostat whose
-duty climbs within a degree or two of an integer sensor gives a least-squares slope diluted towards 0
-(errors in the input), so the file then names ``fan_gain_pct_per_c`` and ``fan_t0_c`` undetermined and
-states what the log does fix (the duty the ramp reached, the temperatures it happened at). Its slew is
-determined only where it limits the logged duty (:func:`_slew_binds`; on 1 s bins a card's slew binds for
-a second or so after a power step, if at all), else named undetermined with the bound the log gives (the
-fastest logged duty change): a slew fitted where it never binds is arbitrary above that bound, and where
-the gain is undetermined a slow slew smooths the noise of the steep ramp's input instead (sim:gtx280: 0.66
-%/s fitted against 7.8 %/s logged).
+A steep thermostat on an integer sensor gives a least-squares slope diluted towards 0 (errors in the
+input): the file then names ``fan_gain_pct_per_c`` and ``fan_t0_c`` undetermined and states what the log
+does fix; likewise the slew where it never limits the logged duty (:func:`_slew_binds`; on 1 s bins a
+card's slew binds for a second or so after a power step, if at all): a slew fitted there is arbitrary
+above the fastest logged duty change, and where the gain is undetermined a slow slew smooths the noise of
+the steep ramp's input instead (sim:gtx280: 0.66 %/s fitted against 7.8 %/s logged).
 
 Host heat: ``busy_w`` enters the outer node, whose only path to the ambient is the outer link R_n, so the
 sensor sees ``busy_w`` x R_n (published as ``busy_rise_c`` with its standard errors); ``busy_w`` alone
@@ -77,16 +73,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import least_squares, nnls
 
 from calib.core import names
+from calib.core.atomic import finite_or_none
 from calib.core.errors import FitError
 from calib.core.params import Covariance, Param, Section
+from calib.core.units import mem_intensity
 from calib.fit.base import Estimator, number, optional, options
-from calib.fit.core import fit_lsq
+from calib.fit.core import fit_lsq, stderr_of
 from calib.fit.thermal import fan_power
 from calib.fit.uncertainty import ar1_inflation, jackknife_sd, total_stderr
-from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MODEL_NAME, FosterNetwork, Leakage,
-                                         cauer_of, runaway_power_w, steady_state)
+from calib.model.thermal_network import (DEFAULT_SLOWDOWN_C, MAX_POLES, MIN_LINK_G, MODEL_NAME, NODE_AMBIENT,
+                                         NODE_BUSY_HEAT, NODE_BUSY_RISE, NODE_FAN_G, NODE_FORM, NODE_HOT_EXP,
+                                         NODE_HOT_SPOT, FanController, FanCooling, FosterNetwork, Leakage, cauer_of,
+                                         foster_to_cauer, hot_spot_weight, ladder_conductance, ladder_foster,
+                                         link_vector, runaway_power_w, steady_state)
 from calib.model.thermal import rc_decay
 from calib.segment import SessionData, ThermalStep
 
@@ -101,20 +103,9 @@ class _StepData:
     """One thermal step on the fit grid."""
 
     workload: str
-    edges_s: np.ndarray       # bin starts (s after heat start)
+    dur_s: float              # start of the last bin (s after heat start)
     du_w: np.ndarray          # board power above idle per bin, W
-    theta_c: np.ndarray       # mean rise above idle per bin (NaN where no reading)
-    pre_theta_c: float        # rise above idle before the step
-    heat_s: float
     fan_end_pct: float        # mean fan duty over the last 30 s of heating
-    heat_theta: np.ndarray    # heating-phase readings for the leakage fit
-    heat_dp: np.ndarray
-    cool_theta: np.ndarray
-    cool_dp: np.ndarray
-    heat_fan: np.ndarray
-    cool_fan: np.ndarray
-    heat_t: np.ndarray
-    cool_t: np.ndarray
     obs_t: np.ndarray = None        # times (s after heat start) the model is compared at
     obs_theta: np.ndarray = None    # observed rise above idle there (C)
 
@@ -128,38 +119,46 @@ def _bin(t: np.ndarray, y: np.ndarray, n: int, width: float) -> np.ndarray:
         return np.where(c > 0, s / np.maximum(c, 1), np.nan)
 
 
+def _held(x: np.ndarray) -> pd.Series:
+    """Per-bin values with a bin without a reading holding the previous bin's (the first ones the next's)."""
+    return pd.Series(x).ffill().bfill()
+
+
+def _trace(s: ThermalStep, width: float) -> tuple[np.ndarray, ...]:
+    """A step's heating and cooling as one trace: time (s after heat start), temperature (C), board power (W),
+    the fan duty (%) of the heating and of the cooling readings (NaN where none is logged), and its number of
+    bins of ``width`` s."""
+    t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
+    hf = s.heat_fan_pct if s.heat_fan_pct is not None else np.full(len(s.heat_t), np.nan)
+    cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
+    return (t, np.concatenate([s.heat_temp_c, s.cool_temp_c]).astype(float),
+            np.concatenate([s.heat_power_w, s.cool_power_w]).astype(float), hf, cf, int(math.ceil(t.max() / width)))
+
+
+def _crossings(t: np.ndarray, temp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A clean integer sensor's observations (module docstring): (time, level C) where its reading changes from
+    k to k+1, the temperature crossing k + 1/2 between the two readings (a stuck reading measures no approach)."""
+    ok = np.isfinite(temp)
+    tt, yy = t[ok], temp[ok]
+    ch = np.flatnonzero(np.diff(yy) != 0) + 1
+    return 0.5 * (tt[ch] + tt[ch - 1]), 0.5 * (yy[ch] + yy[ch - 1])
+
+
 def _prepare(s: ThermalStep, idle_temp_c: float, idle_power_w: float, width: float,
              quantized: bool = False) -> _StepData:
     if s.cool_power_w is None or s.heat_s is None:
         raise FitError(f"thermal step {s.workload}: no power trace while cooling (a session of an older toolkit?)")
-    t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
-    temp = np.concatenate([s.heat_temp_c, s.cool_temp_c]).astype(float)
-    pw = np.concatenate([s.heat_power_w, s.cool_power_w]).astype(float)
-    n = int(math.ceil(t.max() / width))
-    p_bin = _bin(t, pw, n, width)
-    # a bin without a power reading holds the previous bin's power
-    p_bin = pd.Series(p_bin).ffill().bfill().to_numpy()
-    th = _bin(t, temp, n, width) - idle_temp_c
-    hf = s.heat_fan_pct if s.heat_fan_pct is not None else np.full(len(s.heat_t), np.nan)
-    cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
+    t, temp, pw, hf, cf, n = _trace(s, width)
     last = s.heat_t >= s.heat_t.max() - 30.0
     fan_end = float(np.nanmean(hf[last])) if np.isfinite(hf[last]).any() else math.nan
-    ok = np.isfinite(temp)
     if quantized:
-        # an integer sensor: a reading that changes from k to k+1 says the temperature crossed k + 1/2 between
-        # the two readings; its plateaus say only which degree it is in (a stuck reading is no measurement
-        # of the approach to steady state), so the crossings are the observations
-        tt, yy = t[ok], temp[ok]
-        ch = np.flatnonzero(np.diff(yy) != 0) + 1
-        obs_t = 0.5 * (tt[ch] + tt[ch - 1])
-        obs_y = 0.5 * (yy[ch] + yy[ch - 1]) - idle_temp_c
+        obs_t, obs_y = _crossings(t, temp)
+        obs_y = obs_y - idle_temp_c
     else:
-        mid = (np.arange(n) + 0.5) * width
+        th = _bin(t, temp, n, width) - idle_temp_c
         keep = np.isfinite(th)
-        obs_t, obs_y = mid[keep], th[keep]
-    return _StepData(s.workload, np.arange(n) * width, p_bin - idle_power_w, th, s.start_temp_c - idle_temp_c,
-                     float(s.heat_s), fan_end, s.heat_temp_c - idle_temp_c, s.heat_power_w - idle_power_w,
-                     s.cool_temp_c - idle_temp_c, s.cool_power_w - idle_power_w, hf, cf, s.heat_t, s.cool_t,
+        obs_t, obs_y = ((np.arange(n) + 0.5) * width)[keep], th[keep]
+    return _StepData(s.workload, (n - 1) * width, _held(_bin(t, pw, n, width)).to_numpy() - idle_power_w, fan_end,
                      obs_t, obs_y)
 
 
@@ -180,19 +179,14 @@ def _unit_at(d: _StepData, tau: float, p0: float, width: float, t_eval: np.ndarr
     return e * x[j] + (1.0 - e) * u[j]
 
 
-def _direct(d: _StepData, width: float, t_eval: np.ndarray) -> np.ndarray:
-    return d.du_w[np.clip(np.floor(t_eval / width).astype(int), 0, len(d.du_w) - 1)]
-
-
 def _spectrum_init(data: Sequence[_StepData], n_poles: int, width: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Initial poles from a non-negative least-squares spectrum over a log-spaced grid of time constants."""
-    from scipy.optimize import nnls
-
-    dur = max(float(d.edges_s[-1]) for d in data)
+    dur = max(d.dur_s for d in data)
     grid = np.geomspace(2.0 * width, 2.0 * dur, 40)
     cols, ys = [], []
     for d in data:
-        colsd = [_direct(d, width, d.obs_t)] + [_unit_at(d, float(g), 0.0, width, d.obs_t) for g in grid]
+        direct = d.du_w[np.clip(np.floor(d.obs_t / width).astype(int), 0, len(d.du_w) - 1)]
+        colsd = [direct] + [_unit_at(d, float(g), 0.0, width, d.obs_t) for g in grid]
         cols.append(np.column_stack(colsd))
         ys.append(d.obs_theta)
     a, y = np.vstack(cols), np.concatenate(ys)
@@ -230,9 +224,8 @@ MIN_POLE_SHARE = 0.02
 
 @dataclass
 class _Record:
-    """The thermal steps on one uniform grid of ``width`` s, chained where they ran back to back (the
-    campaign's settle between steps is a few tens of seconds of idle): the slow nodes carry their heat
-    from one step into the next instead of a free start per step."""
+    """The thermal steps on one uniform grid of ``width`` s, chained where they ran back to back (module
+    docstring): the slow nodes carry their heat from one step into the next instead of a free start per step."""
 
     width: float
     power_w: np.ndarray            # board power per bin, W (held over the bin)
@@ -256,8 +249,6 @@ class _Record:
     def hot_weight(self, exponent: Any) -> np.ndarray:
         """The memory hot spot's weight per bin (B x N for B exponents; :func:`calib.model.thermal_network.
         hot_spot_weight`): ``mem`` ^ exponent where the utilization is logged, else ``mem`` (on/off)."""
-        from calib.model.thermal_network import hot_spot_weight
-
         e = np.atleast_1d(np.asarray(exponent, dtype=float))[:, None]
         return hot_spot_weight(self.mem[None, :], e) if self.util_logged else np.broadcast_to(self.mem, (len(e), len(self.mem)))
 
@@ -269,9 +260,7 @@ class _Record:
 
 
 def _dithered(series: Sequence[np.ndarray]) -> bool:
-    """Whether integer readings flicker between neighbouring degrees (sensor noise before the rounding):
-    then the bin means are unbiased observations. A clean integer sensor changes its reading only when the
-    temperature crosses a half degree, and the crossings are the observations."""
+    """Whether integer readings flicker between neighbouring degrees (module docstring, observations)."""
     changes = blips = 0
     for y in series:
         y = np.asarray(y, dtype=float)
@@ -285,8 +274,6 @@ def _dithered(series: Sequence[np.ndarray]) -> bool:
 
 def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Record:
     """Bin the steps (module docstring) and chain those that ran back to back in one segment."""
-    from calib.core.units import mem_intensity
-
     dith = quantized and _dithered([np.concatenate([s.heat_temp_c, s.cool_temp_c]) for s in steps])
     # the hot spot by the logged memory utilization where every step has it (else on/off from the counts)
     util = all(s.heat_util_mem_pct is not None and s.cool_util_mem_pct is not None
@@ -300,27 +287,16 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
     has_fan = False
     for k in order:
         s = steps[k]
-        t = np.concatenate([s.heat_t, s.cool_t + s.heat_s])
-        temp = np.concatenate([s.heat_temp_c, s.cool_temp_c]).astype(float)
-        p = np.concatenate([s.heat_power_w, s.cool_power_w]).astype(float)
-        hf = s.heat_fan_pct if s.heat_fan_pct is not None else np.full(len(s.heat_t), np.nan)
-        cf = s.cool_fan_pct if s.cool_fan_pct is not None else np.full(len(s.cool_t), np.nan)
-        f = np.concatenate([hf, cf]).astype(float) / 100.0
-        n = int(math.ceil(t.max() / width))
-        p_bin = pd.Series(_bin(t, p, n, width)).ffill().bfill().to_numpy()
-        f_bin = _bin(t, f, n, width)
+        t, temp, p, hf, cf, n = _trace(s, width)
+        p_bin = _held(_bin(t, p, n, width)).to_numpy()
+        f_bin = _bin(t, np.concatenate([hf, cf]).astype(float) / 100.0, n, width)
         has_fan = has_fan or bool(np.isfinite(f_bin).any())
-        f_bin = pd.Series(f_bin).ffill().bfill().fillna(0.0).to_numpy()
-        gap = None
-        if chain and prev_end_t is not None and s.segment == prev_seg:
-            gap = s.heat_t0_s - prev_end_t
+        f_bin = _held(f_bin).fillna(0.0).to_numpy()
+        gap = s.heat_t0_s - prev_end_t if chain and prev_end_t is not None and s.segment == prev_seg else None
         if gap is not None and -width < gap <= MAX_GAP_S and n_bins:
             g = max(0, int(round(gap / width)))
-            pw.append(np.full(g, pw[-1][-1]))
-            du.append(np.full(g, du[-1][-1]))
-            bz.append(np.zeros(g))
-            mm.append(np.zeros(g))
-            tb.append(np.full(g, np.nan))
+            for per_bin, held in ((pw, pw[-1][-1]), (du, du[-1][-1]), (bz, 0.0), (mm, 0.0), (tb, np.nan)):
+                per_bin.append(np.full(g, held))
             n_bins += g
         else:
             starts.append(n_bins)
@@ -328,23 +304,17 @@ def _record(steps: Sequence[ThermalStep], width: float, quantized: bool) -> _Rec
         busy = (mid < s.heat_s).astype(float)
         if util:  # mean utilization over each bin (the readings' own period), gaps held
             u = np.concatenate([s.heat_util_mem_pct, s.cool_util_mem_pct]).astype(float) / 100.0
-            mem = np.clip(pd.Series(_bin(t, u, n, width)).ffill().bfill().fillna(0.0).to_numpy(), 0.0, 1.0)
+            mem = np.clip(_held(_bin(t, u, n, width)).fillna(0.0).to_numpy(), 0.0, 1.0)
         else:
             mem = busy * float(mem_intensity(s.per_warp) > 0)
-        pw.append(p_bin)
-        du.append(f_bin)
-        bz.append(busy)
-        mm.append(mem)
-        tb.append(_bin(t, temp, n, width))
+        th = _bin(t, temp, n, width)
+        for per_bin, v in zip((pw, du, bz, mm, tb), (p_bin, f_bin, busy, mem, th)):
+            per_bin.append(v)
         heat_bins = int(round(s.heat_s / width))
         spans[k] = (n_bins, n_bins + heat_bins, n_bins + n)
-        ok = np.isfinite(temp)
         if crossings:
-            tt, yy = t[ok], temp[ok]
-            ch = np.flatnonzero(np.diff(yy) != 0) + 1
-            ot, oyv = 0.5 * (tt[ch] + tt[ch - 1]), 0.5 * (yy[ch] + yy[ch - 1])
+            ot, oyv = _crossings(t, temp)
         else:
-            th = _bin(t, temp, n, width)
             keep = np.isfinite(th)
             ot, oyv = mid[keep], th[keep]
         pos = np.clip(ot / width, 0.0, n - 1e-9)
@@ -385,8 +355,6 @@ def _ladder_response(rec: _Record, r_link: np.ndarray, c_node: np.ndarray, g_fan
     Exact zero-order hold: over a run of bins at one duty the ladder is time-invariant, so in its modes
     (the symmetric form C^-1/2 G C^-1/2 is diagonalised) each run is a geometric sum done with one
     cumulative sum, chunked so that no power of the decay overflows."""
-    from calib.model.thermal_network import MIN_LINK_G, ladder_conductance, link_vector
-
     b_sz, n = r_link.shape
     q = np.round(rec.duty * FIT_DUTY_STEPS).astype(int)
     uniq, inv = np.unique(q, return_inverse=True)
@@ -477,14 +445,6 @@ class _LadderProblem:
         lv = np.sort(su[su > 0.02]) if rec.util_logged else np.array([])
         self.hot_exp_free = self.hot_free and bool(len(lv) >= 2 and lv[-1] >= HOT_EXP_MIN_RATIO * lv[0])
 
-    def names(self) -> list[str]:
-        n = self.n
-        out = [f"R{i}" for i in range(1, n + 1)] + [f"C{i}" for i in range(1, n + 1)]
-        out += ["r_direct", "ambient", "g_fan", "busy_w", "hot_c", "hot_exp"]
-        for j in range(self.n_rec):
-            out += [f"p0_{j}"] + [f"dev{j}_{i}" for i in range(2, n + 1)]
-        return out
-
     def params(self, start: dict[str, float], frozen: Sequence[str] = ()) -> list[Param]:
         n = self.n
         ps = [Param(f"R{i}", float(np.clip(start[f"R{i}"], 2e-5, 0.99 * R_MAX)), "C/W", 1e-5, R_MAX)
@@ -562,16 +522,12 @@ class _LadderProblem:
 
 def ladder_poles(v: dict[str, float], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Foster poles (s, C/W; fastest first) at the reference duty of fitted ladder values ``v``."""
-    from calib.model.thermal_network import ladder_foster
-
     return ladder_foster([v[f"R{i}"] for i in range(1, n + 1)], [v[f"C{i}"] for i in range(1, n + 1)])
 
 
 def _ladder_start(n: int, spectrum: tuple | None) -> dict[str, float]:
     """Start of an n-node ladder from scratch: the Cauer ladder of the Foster spectrum's n poles when it has
     one, else a default ladder (poles of some tens, hundreds and a thousand seconds)."""
-    from calib.model.thermal_network import foster_to_cauer
-
     rs = cs = None
     if spectrum is not None:
         r, tau = spectrum
@@ -656,10 +612,6 @@ def _fit_controller(rec: _Record, hot_c: np.ndarray, step_c: float = 0.0, duty_s
     BIC's price of the parameter (ln N) and the gain is determined (else a slow slew stands in for the gain);
     otherwise it is named undetermined with the bound the log gives, the fastest change of the logged duty
     between bins less its resolution ``duty_step`` (0..1; 0.01 for an integer percent)."""
-    from scipy.optimize import least_squares
-
-    from calib.model.thermal_network import FanController
-
     h = rec.width
     temp = pd.Series(rec.temp_bin).interpolate(limit_direction="both").to_numpy()
     duty = rec.duty
@@ -744,25 +696,26 @@ def _slew_binds(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndar
             "fastest_pct_per_s": 100.0 * fastest}
 
 
-def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
-              fan_max_se_w: float | None = None) -> dict[str, Any]:
-    """Linear and exponential leakage fits (module docstring). ``fan_max_se_w``: the standard error of the
-    fan power subtracted from every sample; the leakage parameters' standard errors count it (below)."""
+def _leak_fit(steps: Sequence[ThermalStep], idle_temp_c: float, idle_power_w: float, skip_s: float,
+              fan_max_w: float | None, fan_max_se_w: float | None = None) -> dict[str, Any]:
+    """Linear and exponential leakage fits (module docstring) to the steps' readings above idle. ``fan_max_se_w``:
+    the standard error of the fan power subtracted from every sample; the leakage parameters' standard errors
+    count it (below)."""
     xs, ys, ds, grp = [], [], [], []
-    for k, d in enumerate(data):
-        sel = d.heat_t >= skip_s
-        hp = d.heat_dp[sel].astype(float)
-        cp = d.cool_dp.astype(float)
+    for k, s in enumerate(steps):
+        sel = s.heat_t >= skip_s
+        hp = (s.heat_power_w - idle_power_w)[sel].astype(float)
+        cp = (s.cool_power_w - idle_power_w).astype(float)
         hd, cd = np.zeros(len(hp)), np.zeros(len(cp))
         if fan_max_w is not None:
-            if np.isfinite(d.heat_fan).all():
-                hd = (d.heat_fan[sel] / 100.0) ** 3
-            if np.isfinite(d.cool_fan).all():
-                cd = (d.cool_fan / 100.0) ** 3
+            if s.heat_fan_pct is not None and np.isfinite(s.heat_fan_pct).all():
+                hd = (s.heat_fan_pct[sel] / 100.0) ** 3
+            if s.cool_fan_pct is not None and np.isfinite(s.cool_fan_pct).all():
+                cd = (s.cool_fan_pct / 100.0) ** 3
             hp, cp = hp - fan_max_w * hd, cp - fan_max_w * cd
         # cooling: skip the first seconds (the kernel's end, the power sensor's averaging)
-        csel = d.cool_t >= 3.0
-        xs += [d.heat_theta[sel], d.cool_theta[csel]]
+        csel = s.cool_t >= 3.0
+        xs += [(s.heat_temp_c - idle_temp_c)[sel], (s.cool_temp_c - idle_temp_c)[csel]]
         ys += [hp, cp[csel]]
         ds += [hd, cd[csel]]
         grp += [np.full(int(sel.sum()), k), np.full(int(csel.sum()), -1)]
@@ -770,11 +723,10 @@ def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
     duty3 = np.concatenate(ds)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y, g, duty3 = x[ok], y[ok], g[ok], duty3[ok]
-    ng = len(data)
+    ng = len(steps)
     heat = g >= 0
     gi = np.where(heat, g, 0)
     # idle-power offset of the cooling rows: the fan at its idle duty and sensor offsets; one shared constant
-    out: dict[str, Any] = {}
     ind = {f"c{k}": (heat & (gi == k)).astype(float) for k in range(ng)}
     ind["c_idle"] = (~heat).astype(float)
 
@@ -821,11 +773,7 @@ def _leak_fit(data: Sequence[_StepData], skip_s: float, fan_max_w: float | None,
             for p in fit.params:
                 if p.stderr is not None and p.name in shift:
                     p.stderr = math.hypot(p.stderr, shift[p.name].value - p.value)
-    out["linear"] = lin
-    out["exponential"] = expo
-    out["n"] = int(len(y))
-    out["span_c"] = float(np.ptp(x)) if len(x) else 0.0
-    return out
+    return {"linear": lin, "exponential": expo, "n": int(len(y)), "span_c": float(np.ptp(x)) if len(x) else 0.0}
 
 
 class ThermalNetworkFitter(Estimator):
@@ -856,35 +804,18 @@ class ThermalNetworkFitter(Estimator):
     def __init__(self, *, max_poles: int = MAX_POLES, poles: int | None = None, selection: str = "cv",
                  cv_tolerance: float = 0.05, bin_s: float = 1.0, leakage: str = "auto", leak_skip_s: float = 8.0,
                  leak_bic_margin: float = 10.0, slowdown_temp_c: float | None = None, fan: str = "auto"):
-        self.max_poles = max_poles
-        self.poles = poles
-        self.selection = selection
-        self.cv_tolerance = cv_tolerance
-        self.bin_s = bin_s
-        self.leakage = leakage
-        self.leak_skip_s = leak_skip_s
-        self.leak_bic_margin = leak_bic_margin
-        self.slowdown_temp_c = slowdown_temp_c
-        self.fan = fan
+        self._store(locals())
 
     def fit(self, data: SessionData) -> "ThermalNetworkFitter":
-        """Fit to a session's thermal steps, idle baseline, fan sweep, device slowdown temperature and
-        measured ambient (:class:`calib.segment.SessionData`)."""
+        """Fit to a session's thermal steps, idle baseline (temperature C and power W with their standard errors:
+        the idle power is measured, not fitted here, and ``calib diff`` tests it with that), idle fan sweep (for
+        the fan's power), device slowdown temperature and measured ambient (C) (:class:`calib.segment.SessionData`)."""
         if data.idle is None:
             raise FitError("no idle window; cannot fit the thermal network")
-        return self._fit(data.thermal_steps, data.idle.temp_c, data.idle.power_w, idle_temp_se=data.idle.temp_se_c,
-                         idle_power_se=data.idle.power_se_w, fan=data.fan, ambient_temp_c=data.ambient_temp_c,
-                         device_slowdown_c=None if data.device is None else data.device.raw.get("slowdown_temp_c"))
-
-    def _fit(self, steps: Sequence[ThermalStep], idle_temp_c: float, idle_power_w: float, *,
-             idle_temp_se: float | None = None, idle_power_se: float | None = None, fan: pd.DataFrame | None = None,
-             device_slowdown_c: float | None = None, ambient_temp_c: float | None = None) -> "ThermalNetworkFitter":
-        """Fit to thermal steps, the idle temperature (C; its standard error) and idle power (W; its standard
-        error: the value is measured, not fitted here, and ``calib diff`` tests it with that), the idle
-        fan sweep (for the fan's power), the device's slowdown temperature and a measured ambient (C)."""
-        from calib.model.thermal_network import (NODE_AMBIENT, NODE_BUSY_HEAT, NODE_BUSY_RISE,
-                                                 NODE_FAN_G, NODE_FORM, NODE_HOT_EXP, NODE_HOT_SPOT, FanCooling)
-
+        steps, fan, ambient_temp_c, idle = data.thermal_steps, data.fan, data.ambient_temp_c, data.idle
+        idle_temp_c, idle_power_w = idle.temp_c, idle.power_w
+        idle_temp_se, idle_power_se = idle.temp_se_c, idle.power_se_w
+        device_slowdown_c = None if data.device is None else data.device.raw.get("slowdown_temp_c")
         self._validate_settings()
         if not steps:
             raise FitError("no complete thermal step in the session; cannot fit the thermal network")
@@ -991,13 +922,10 @@ class ThermalNetworkFitter(Estimator):
         warns += [f"{chosen}-pole fit: {m}" for m in f.warnings if not m.startswith(("p0_", "dev"))
                   and "p0_" not in m and "dev" not in m]
         params, cov = self._foster_params(f, rec)
-        # stderr_total by the one rule (calib.fit.uncertainty.total_stderr): the statistical standard error
-        # (autocorrelation-scaled) plus the spread across model forms -- the same poles in the fit with one
-        # more pole. Not the leave-one-step-out jackknife where that fit exists (the rule would take the
-        # jackknife where larger): the thermal steps are not exchangeable groups (each alone pins part of the network: without the one low-power
-        # step without memory traffic the host heat and the outer pole trade), so it measured the steps'
-        # leverage, not an error: 4-10x the errors against truth on the standard presets' seeds
-        # (tests/benchmarks/thermal_results.md, session 7), as the sigma work found for the IPP sigma's.
+        # stderr_total by the one rule (calib.fit.uncertainty.total_stderr; module docstring): not the
+        # leave-one-step-out jackknife where the fit with one more pole exists (without the one low-power step
+        # without memory traffic the host heat and the outer pole trade): 4-10x the errors against truth on
+        # the standard presets' seeds (tests/benchmarks/thermal_results.md, session 7)
         shift: list[float] = [0.0] * len(params)
         se_jack: list[float | None] = [None] * len(params)
         alt = fits.get(chosen + 1)
@@ -1015,12 +943,10 @@ class ThermalNetworkFitter(Estimator):
             # the only model-form evidence left; it over-states it (leverage), so it stands only here
             if chosen in loo:
                 reps = loo[chosen]
-                se_jack = [jackknife_sd([_foster_vector(rp, chosen)[j] for rp in reps]) for j in range(len(params))]
+                se_jack = [jackknife_sd([_foster_vector(rp.values, chosen)[j] for rp in reps])
+                           for j in range(len(params))]
         for j, p in enumerate(params):
             p.stderr_total = total_stderr(p.stderr, se_jack[j], [shift[j]])
-        for p in params:
-            if p.stderr_total is None:
-                p.stderr_total = p.stderr
         cov_obj = Covariance(tuple(p.name for p in params), cov) if cov is not None else None
         params.insert(0, Param("idle_temp_c", float(idle_temp_c), "C", 0.0, 125.0, True, stderr=idle_temp_se,
                                stderr_total=idle_temp_se, description="idle temperature the rises are measured from"))
@@ -1045,17 +971,11 @@ class ThermalNetworkFitter(Estimator):
                                  if problems[chosen].hot_exp_free else "exponent of the memory utilization in the hot "
                                  "spot (held at 1: the thermal steps' kernels do not load the memory to different "
                                  "degrees)")}
-        jack = {}
-        if chosen in loo:
-            for k in node_desc:
-                jack[k] = jackknife_sd([rp.values[k] for rp in loo[chosen]])
+        jack = {k: jackknife_sd([rp.values[k] for rp in loo[chosen]]) for k in node_desc} if chosen in loo else {}
         for k, (nm, unit, desc) in node_desc.items():
             src = byn[k]
-            if k == "g_fan" and not use_fan:
-                continue
-            if k == "hot_c" and not src.vary:
-                continue
-            if k == "hot_exp" and not (rec.util_logged and byn["hot_c"].vary):
+            if ((k == "g_fan" and not use_fan) or (k == "hot_c" and not src.vary)
+                    or (k == "hot_exp" and not (rec.util_logged and byn["hot_c"].vary))):
                 continue
             se = src.stderr * math.sqrt(self._infl) if src.stderr is not None else None
             params.append(Param(nm, float(src.value), unit, src.min, src.max, src.vary, None, se, desc,
@@ -1071,7 +991,7 @@ class ThermalNetworkFitter(Estimator):
                     p.description += (f" (UNDETERMINED by this campaign: {busy[1]}; the determined quantity is "
                                       f"{NODE_BUSY_RISE})")
         # leakage
-        lk = _leak_fit(data, self.leak_skip_s, None if fan_w is None else fan_w.value,
+        lk = _leak_fit(steps, idle_temp_c, idle_power_w, self.leak_skip_s, None if fan_w is None else fan_w.value,
                        None if fan_w is None else fan_w.stderr)
         form = self.leakage
         lin, expo = lk["linear"], lk["exponential"]
@@ -1205,7 +1125,7 @@ class ThermalNetworkFitter(Estimator):
             "busy_threshold_w": busy_thr,
             "bin_s": w,
             "observations": rec.observations,
-            "steps": [{"workload": d.workload, "fan_end_pct": _num(d.fan_end_pct)} for d in data],
+            "steps": [{"workload": d.workload, "fan_end_pct": finite_or_none(d.fan_end_pct)} for d in data],
         }
         stats = {"n_samples": int(len(rec.obs_y)), "rmse_c": f.rmse_c, "mape_pct": None, "r2": None,
                  "n_steps": len(data), "cv_rmse_c": cv.get(chosen)}
@@ -1231,13 +1151,11 @@ class ThermalNetworkFitter(Estimator):
         parts = [f.resid[rec.obs_step == k] for k in np.unique(rec.obs_step)]
         self._infl = ar1_inflation(parts)
         inner = [f"R{i}" for i in range(1, n + 1)] + [f"C{i}" for i in range(1, n + 1)] + ["r_direct"]
-        base = _foster_vector(f, n)
+        base = _foster_vector(f.values, n)
         jac = np.zeros((2 * n + 1, len(inner)))
         for j, nm in enumerate(inner):
             h = 1e-6 * max(abs(f.values[nm]), 1e-6)
-            v = dict(f.values)
-            v[nm] += h
-            jac[:, j] = (_foster_vector(LadderFit(n, f.link, v, None, *ladder_poles(v, n), 0, 0, [], None), n) - base) / h
+            jac[:, j] = (_foster_vector({**f.values, nm: f.values[nm] + h}, n) - base) / h
         cov = None
         fc = f.result.covariance()
         if fc is not None and all(nm in fc.names for nm in inner):
@@ -1248,7 +1166,7 @@ class ThermalNetworkFitter(Estimator):
         units = ["C/W"] * n + ["s"] * n + ["C/W"]
         params = []
         for j, nm in enumerate(out_names):
-            se = math.sqrt(cov[j, j]) if cov is not None and np.isfinite(cov[j, j]) and cov[j, j] >= 0 else None
+            se = stderr_of(cov[j, j]) if cov is not None else None
             desc = ("Foster pole resistance at the reference fan duty" if nm.startswith("r") and nm != names.R_DIRECT
                     else "Foster pole time constant at the reference fan duty" if nm.startswith("tau")
                     else "resistance of the poles faster than the fit grid (the die itself), direct term")
@@ -1257,15 +1175,10 @@ class ThermalNetworkFitter(Estimator):
         return params, cov
 
     def _busy_rise(self, f: LadderFit, reps: Sequence[LadderFit]) -> tuple[Param, str] | None:
-        """The steady sensor rise (C) of the heat ``busy_w`` into the outer node while a kernel runs:
-        ``busy_w`` x the outer link's resistance R_n at the reference duty (the only path of that heat to
-        the ambient), its standard error by the delta method from the ladder's covariance (scaled as the
-        poles') and its jackknife over steps (``reps``). The ladder's watts are not the host's: its outer
-        node is reached by the share of the card's heat that stays at the intake, so ``busy_w`` is the host
-        heat over that share; and ``busy_w`` and R_n trade against each other along their product. Returns
-        (parameter, why ``busy_heat_w`` is undetermined), None when the host heat is not fitted."""
-        from calib.model.thermal_network import NODE_BUSY_RISE
-
+        """The steady sensor rise (C) of the heat ``busy_w`` into the outer node while a kernel runs, ``busy_w``
+        x R_n at the reference duty (module docstring, host heat), its standard error by the delta method
+        (scaled as the poles') and its jackknife over steps (``reps``). Returns (parameter, why
+        ``busy_heat_w`` is undetermined), None when the host heat is not fitted."""
         src = f.result.by_name().get("busy_w")
         rn = f"R{f.n}"
         if src is None or not src.vary:
@@ -1278,12 +1191,10 @@ class ThermalNetworkFitter(Estimator):
             m = fc.matrix[np.ix_(idx, idx)]
             g = np.array([f.values["busy_w"], f.values[rn]])
             var = float(g @ m @ g) * self._infl
-            se = math.sqrt(var) if np.isfinite(var) and var >= 0 else None
+            se = stderr_of(var)
             den = math.sqrt(m[0, 0] * m[1, 1])
             corr = float(m[0, 1] / den) if den > 0 and np.isfinite(den) else None
-        jk = 0.0
-        if len(reps) >= 3:
-            jk = jackknife_sd([rp.values[rn] * rp.values["busy_w"] for rp in reps])
+        jk = jackknife_sd([rp.values[rn] * rp.values["busy_w"] for rp in reps]) if len(reps) >= 3 else 0.0
         p = Param(NODE_BUSY_RISE, float(rise), "C", 0.0, math.inf, True, None, se,
                   f"steady sensor rise from the heat into the outermost node while a kernel runs (busy_heat_w x the "
                   f"outer link's resistance {rn} of the ladder, thermal_network.cauer): the host launching the kernels "
@@ -1304,11 +1215,7 @@ class ThermalNetworkFitter(Estimator):
         return 0.25 * min(runs) if runs else 10.0
 
 
-def _foster_vector(f: LadderFit, n: int) -> np.ndarray:
-    """(r_1..r_n, tau_1..tau_n, r_direct) of a ladder fit at the reference duty."""
-    tau, r = ladder_poles(f.values, n)
-    return np.concatenate([r, tau, [f.values["r_direct"]]])
-
-
-def _num(x: float) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
+def _foster_vector(v: dict[str, float], n: int) -> np.ndarray:
+    """(r_1..r_n, tau_1..tau_n, r_direct) at the reference duty of fitted ladder values ``v``."""
+    tau, r = ladder_poles(v, n)
+    return np.concatenate([r, tau, [v["r_direct"]]])

@@ -102,17 +102,15 @@ def _repeat_noise(df: pd.DataFrame) -> tuple[float | None, int]:
     if "repeat" not in df.columns or "time_s" not in df.columns:
         return None, 0
     d = df[df["time_s"].notna() & (df["time_s"] > 0)]
-    rel = []
+    rel, dof = [], 0
     for _, g in d.groupby(["workload", "core_mhz", "mem_mhz"], dropna=False):
         if len(g) > 1:
             t = g["time_s"].to_numpy(float)
             rel.extend((t / t.mean() - 1.0).tolist())
-            rel.append(None)  # marker of a group boundary for the dof count below
-    vals = [r for r in rel if r is not None]
-    groups = rel.count(None)
-    if len(vals) - groups < 2:
+            dof += len(g) - 1
+    if dof < 2:
         return None, 0
-    return float(math.sqrt(np.sum(np.square(vals)) / (len(vals) - groups))), len(vals) - groups
+    return float(math.sqrt(np.sum(np.square(rel)) / dof)), dof
 
 
 def line_noise_rel(lines: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | None, int]:
@@ -204,8 +202,7 @@ class _Bench:
     """The timing microbenchmarks of one session as the per-kind measurements read them."""
 
     out: _Collector
-    df: pd.DataFrame                      # the session's rows (without idle)
-    tim: pd.DataFrame                     # its timing microbenchmarks (role timing)
+    tim: pd.DataFrame                     # the session's timing microbenchmarks (role timing)
     decl: list[Mapping[str, Any]]         # their plan entries, in the order of ``tim``
     fc0: float                            # default clocks, MHz
     fm0: float
@@ -222,8 +219,8 @@ class _Bench:
     def cycles(self, rows: pd.DataFrame) -> np.ndarray:
         return (rows["time_s"].to_numpy(float) - self.ovh) * rows["core_mhz"].to_numpy(float) * 1e6
 
-    def rel_se(self, value: float, rows: pd.DataFrame, amplification: float = 1.0) -> float | None:
-        return None if self.noise is None else abs(value) * self.noise * amplification / math.sqrt(max(1, len(rows)))
+    def rel_se(self, value: float, rows: pd.DataFrame) -> float | None:
+        return None if self.noise is None else abs(value) * self.noise / math.sqrt(max(1, len(rows)))
 
 
 def _pchase(b: _Bench) -> None:
@@ -360,7 +357,7 @@ def fit_microbenchmarks(df: pd.DataFrame, device: Mapping[str, Any],
     out.checks["timing_noise_rel"] = noise
     out.checks["timing_noise_dof"] = noise_dof
     at_default = np.isclose(df["core_mhz"].to_numpy(float), fc0) & np.isclose(df["mem_mhz"].to_numpy(float), fm0)
-    b = _Bench(out, df, tim, decl, fc0, fm0, int(device.get("sm_count", 1)), noise, lines)
+    b = _Bench(out, tim, decl, fc0, fm0, int(device.get("sm_count", 1)), noise, lines)
 
     # launch overhead: the launch-only kernel
     idle = df[(df["role"] == "idle_kernel") & at_default]
@@ -583,8 +580,6 @@ def _score_heldout(sec: Section, rows: pd.DataFrame, fc0: float, fm0: float) -> 
         dv = dvfs_check(sec, rows, fc0, fm0)
     if dv is not None:
         sec.stats["heldout_dvfs"] = json_safe(dv)
-
-
 
 
 def fit_table(df: pd.DataFrame, device: Mapping[str, Any], predictor: str = "auto") -> Section:

@@ -39,7 +39,7 @@ faster than its bytes over the bandwidth; :mod:`calib.model.mwp_cwp`), or Wang &
 Cost: the finite-difference Jacobian is one model call for all parameters (values of shape (P, 1),
 :func:`calib.fit.core.fit_lsq` ``vectorized=True``), the same differences scipy takes.
 
-Physical lower bounds (:data:`BOUNDS`): no latency can be shorter than a few cycles of pipeline: DRAM
+Physical lower bounds (:data:`PARAMETERS`): no latency can be shorter than a few cycles of pipeline: DRAM
 latency at fc/fm -> 0 at least 50 cycles, L2 latency at least 30, an instruction's dependent-issue
 latency at least 2; service times and delays positive; the launch overhead at least 1 us.
 
@@ -80,20 +80,30 @@ from calib.core.samples import CNT_PREFIX
 from calib.core.units import clock_levels, nearest_level
 from calib.fit.base import CLOCK_PAIR, Estimator, number, optional, options
 from calib.fit.core import fit_lsq
-from calib.fit.uncertainty import refit_jackknife, total_stderr
+from calib.fit.uncertainty import prediction_stats, refit_jackknife, total_stderr
 from calib.model import timing as T
 
 log = logging.getLogger(__name__)
 
 #: share of a kernel's instructions that makes a class's M_Factor fitted (classes: T.M_CLASSES)
 MIN_CLASS_SHARE = 0.3
-#: (min, max) per parameter: physical lower bounds (module docstring), generous upper ones
-BOUNDS: dict[str, tuple[float, float]] = {
-    "issue_cycles": (0.1, 64.0), "mem_ld_cycles": (50.0, 5000.0), "dm_lat_a_cycles": (0.0, 5000.0),
-    "dm_lat_b_cycles": (50.0, 5000.0), "departure_del_coal_cycles": (0.5, 1000.0),
-    "departure_del_uncoal_cycles": (0.5, 1000.0), "dram_del_coal_mem_cycles": (0.05, 100.0),
-    "l2_lat_cycles": (30.0, 2000.0), "l1_lat_cycles": (10.0, 1000.0), "sh_lat_cycles": (5.0, 500.0), "l2_del_cycles": (0.01, 100.0), "inst_lat_cycles": (2.0, 200.0),
-    "launch_overhead_s": (1e-6, 1e-3),
+#: (min, max, unit, description) per parameter: physical lower bounds (module docstring), generous upper ones
+PARAMETERS: dict[str, tuple[float, float, str, str]] = {
+    "issue_cycles": (0.1, 64.0, "cycles", "cycles per warp instruction issued by an SM"),
+    "mem_ld_cycles": (50.0, 5000.0, "cycles", "DRAM round trip at the reference clocks"),
+    "dm_lat_a_cycles": (0.0, 5000.0, "cycles", "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)"),
+    "dm_lat_b_cycles": (50.0, 5000.0, "cycles", "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)"),
+    "departure_del_coal_cycles": (0.5, 1000.0, "cycles",
+                                  "minimum distance between two coalesced transactions of one SM"),
+    "departure_del_uncoal_cycles": (0.5, 1000.0, "cycles",
+                                    "minimum distance between two uncoalesced transactions of one SM"),
+    "dram_del_coal_mem_cycles": (0.05, 100.0, "mem cycles", "DRAM service time per 128-byte transaction of the chip"),
+    "l2_lat_cycles": (30.0, 2000.0, "cycles", "L2 load-to-use latency"),
+    "l1_lat_cycles": (10.0, 1000.0, "cycles", "L1 load-to-use latency"),
+    "sh_lat_cycles": (5.0, 500.0, "cycles", "shared-memory load-to-use latency"),
+    "l2_del_cycles": (0.01, 100.0, "cycles", "L2 service time per 128-byte transaction"),
+    "inst_lat_cycles": (2.0, 200.0, "cycles", "dependent-issue latency of an instruction"),
+    "launch_overhead_s": (1e-6, 1e-3, "s", "time of a launch beyond its cycles"),
 }
 M_FACTOR_BOUNDS = (1.0, 64.0)
 #: start points: fractions of each parameter's log range [min, min(max, 30 x min)] (fixed, row-free)
@@ -103,20 +113,6 @@ STARTS = (0.35, 0.6, 0.85)
 #: independent chains looks like one with shorter latencies), and from there alone the anchored fit can
 #: stop in a local minimum (figures: tests/benchmarks/code_figures.md)
 LATENCY_SCALES = (1.0, 1.5, 2.0)
-UNITS = {"dram_del_coal_mem_cycles": "mem cycles", "launch_overhead_s": "s"}
-DESCRIPTIONS = {
-    "issue_cycles": "cycles per warp instruction issued by an SM",
-    "mem_ld_cycles": "DRAM round trip at the reference clocks",
-    "dm_lat_a_cycles": "DRAM latency slope vs fc/fm (Wang & Chu eq. 4)",
-    "dm_lat_b_cycles": "DRAM latency at fc/fm -> 0 (Wang & Chu eq. 4)",
-    "departure_del_coal_cycles": "minimum distance between two coalesced transactions of one SM",
-    "departure_del_uncoal_cycles": "minimum distance between two uncoalesced transactions of one SM",
-    "dram_del_coal_mem_cycles": "DRAM service time per 128-byte transaction of the chip",
-    "l2_lat_cycles": "L2 load-to-use latency", "l1_lat_cycles": "L1 load-to-use latency",
-    "sh_lat_cycles": "shared-memory load-to-use latency", "l2_del_cycles": "L2 service time per 128-byte transaction",
-    "inst_lat_cycles": "dependent-issue latency of an instruction",
-    "launch_overhead_s": "time of a launch beyond its cycles",
-}
 FORMS = tuple({"predictor": p, "comp_form": c} for p in T.PREDICTORS for c in ("max", "sum"))
 
 
@@ -167,18 +163,7 @@ class TimingFitter(Estimator):
                  max_warps_per_sm: float | None = None, max_blocks_per_sm: float | None = None,
                  ref_clocks: Sequence[float] | None = None, anchored: bool = True,
                  anchor_clocks: Sequence[float] | None = None, anchor_match: bool = True):
-        self.predictor = predictor
-        self.comp_form = comp_form
-        self.cv_folds = cv_folds
-        self.jackknife = jackknife
-        self.warp_issue_per_cycle = warp_issue_per_cycle
-        self.sm_count = sm_count
-        self.max_warps_per_sm = max_warps_per_sm
-        self.max_blocks_per_sm = max_blocks_per_sm
-        self.ref_clocks = ref_clocks
-        self.anchored = anchored
-        self.anchor_clocks = anchor_clocks
-        self.anchor_match = anchor_match
+        self._store(locals())
 
     # -- inputs ------------------------------------------------------------------------------------
     def _rows(self, df: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -230,10 +215,8 @@ class TimingFitter(Estimator):
         mw = self.max_warps_per_sm or (a.max_warps_per_sm if a is not None else 64.0)
         major = int(a.cc.split(".")[0]) if a is not None else 5
         mb = self.max_blocks_per_sm or (8.0 if major < 3 else 16.0 if major == 3 else 32.0)
-        if self.ref_clocks is not None:
-            fc0, fm0 = (float(x) for x in self.ref_clocks)
-        else:
-            fc0, fm0 = float(rows["core_mhz"].max()), float(rows["mem_mhz"].max())
+        ref = self.ref_clocks if self.ref_clocks is not None else (rows["core_mhz"].max(), rows["mem_mhz"].max())
+        fc0, fm0 = (float(x) for x in ref)
         devname = ""
         if "device" in rows.columns:
             names = sorted({str(x) for x in rows["device"].dropna() if str(x).strip() and str(x) != "nan"})
@@ -262,13 +245,12 @@ class TimingFitter(Estimator):
         names += ["inst_lat_cycles", "launch_overhead_s"]
         out = []
         for n in names:
-            lo, hi = BOUNDS[n]
+            lo, hi, unit, desc = PARAMETERS[n]
             v = math.sqrt(lo * max(hi, lo * 30.0)) if lo > 0 else hi / 10.0
             vary = True
             if n == "issue_cycles" and dev["warp_issue_per_cycle"]:
                 v, vary = 1.0 / float(dev["warp_issue_per_cycle"]), False
-            out.append(Param(n, float(min(max(v, lo), hi)), UNITS.get(n, "cycles"), lo, hi, vary, None, None,
-                             DESCRIPTIONS.get(n, "")))
+            out.append(Param(n, float(min(max(v, lo), hi)), unit, lo, hi, vary, None, None, desc))
         for c in m_cls:
             out.append(Param(f"m_factor_{c}", 2.0, "1", *M_FACTOR_BOUNDS, True, None, None,
                              f"issue slots per {c} warp instruction (pipe throughput ratio)"))
@@ -281,16 +263,12 @@ class TimingFitter(Estimator):
                            bandwidth_form="roofline", shared_cases=False)
 
     def _plan(self, rows: pd.DataFrame, dev: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
-        """Which rows are fitted and how, or None for plain (unanchored) log-time residuals at every row.
-
-        Anchored (the default, ``anchored=True``): a kernel none of whose rows gives ``ilp`` (profilers do not
-        report it) and that has rows at two or more pairs gets its ILP from its measured time at its anchor row
-        -- its row nearest ``anchor_clocks`` (None: the highest core and memory clocks of the rows), the pair a
-        user profiles at -- exactly as ``calib predict --anchor`` does (:func:`calib.model.timing.infer_ilp`);
-        its residuals are the anchored predictions at its other rows. Kernels that give ``ilp`` keep plain
-        residuals at every row; one-row kernels without ``ilp`` inform nothing (their anchor is their only row).
-        Keys: ``anchor`` (row index per anchored kernel), ``anchor_of`` (per row: position of its kernel's
-        anchor in ``anchor``, -1 for other rows), ``resid`` (rows with a residual, ascending)."""
+        """Which rows are fitted and how (module docstring, anchored residuals), or None for plain log-time
+        residuals at every row (not ``anchored``, or no kernel to anchor); one-row kernels without ``ilp`` inform
+        nothing (their anchor is their only row). Keys: ``anchor`` (row index per anchored kernel),
+        ``anchor_of`` (per row: position of its kernel's anchor in ``anchor``, -1 for other rows), ``resid``
+        (rows with a residual, ascending), ``fit_rows`` (the residual rows, then the anchors with
+        ``anchor_match``)."""
         if not self.anchored:
             return None
         given = (pd.to_numeric(rows["ilp"], errors="coerce").notna().to_numpy() if "ilp" in rows.columns
@@ -351,12 +329,9 @@ class TimingFitter(Estimator):
 
     def _fit_form(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any],
                   start: Sequence[Param] | None = None, anchored: bool = True):
-        """Best bounded least-squares fit of one form: from ``start`` when given, else from every point of
-        :data:`STARTS`. Anchored (:meth:`_plan`) without a ``start``: two stages -- the plain fit of log time
-        (every kernel at its table ILP, 1 for profiler rows) from the starts, then the anchored fit from its
-        result and from it with the latencies times :data:`LATENCY_SCALES` (from the fixed starts alone the
-        anchored fit stalls where the model is too fast for every ILP).
-        Returns the :class:`calib.fit.core.LsqResult`."""
+        """Best bounded least-squares fit of one form (a :class:`calib.fit.core.LsqResult`): from ``start`` when
+        given, else from every point of :data:`STARTS`; anchored (:meth:`_plan`) without a ``start``, in the two
+        stages of the module docstring (from the fixed starts alone the anchored fit stalls)."""
         base = self._params(rows, dev)
         plan = self._plan(rows, dev) if anchored else None
         scales: Sequence[float] = (1.0,)
@@ -413,9 +388,9 @@ class TimingFitter(Estimator):
         out[plan["resid"]] = t[:len(plan["resid"])]
         return out
 
-    def _anchored(self, rows: pd.DataFrame, pred: np.ndarray, dev: Mapping[str, Any]) -> np.ndarray | None:
-        """Each kernel's time at every pair scaled from its measured time at the pair nearest the
-        reference clocks, or None when no kernel has two pairs."""
+    def _anchored(self, rows: pd.DataFrame, pred: np.ndarray, dev: Mapping[str, Any]) -> dict[str, float | None]:
+        """``{"anchored_mape_pct": MAPE}`` of each kernel's time at every pair scaled by ``pred`` from its
+        measured time at the pair nearest the reference clocks; {} when no kernel has two pairs."""
         out = np.full(len(rows), np.nan)
         y = rows["time_s"].to_numpy(float)
         any_pair = False
@@ -425,7 +400,8 @@ class TimingFitter(Estimator):
             any_pair = True
             others = idx[idx != b]
             out[others] = y[b] * pred[others] / pred[b]
-        return out if any_pair else None
+        ok = np.isfinite(out)
+        return {"anchored_mape_pct": finite_or_none(mape(y[ok], out[ok]))} if any_pair else {}
 
     def _cv(self, rows: pd.DataFrame, dev: Mapping[str, Any], form: Mapping[str, Any], full: Sequence[Param]) -> dict[str, Any]:
         kernels = sorted(rows["workload"].astype(str).unique())
@@ -445,12 +421,8 @@ class TimingFitter(Estimator):
             # held-out kernels scored as calib predict --anchor predicts them (their ILP from their anchor)
             return {"folds": k, "anchored_mape_pct": finite_or_none(mape(y[ok], pred[ok])) if ok.any() else None,
                     "_rel": (pred[ok] - y[ok]) / y[ok], "_kernels": int(rows["workload"][ok].nunique())}
-        out = {"folds": k, "mape_pct": finite_or_none(mape(y[ok], pred[ok])) if ok.any() else None}
-        anch = self._anchored(rows, pred, dev)
-        if anch is not None:
-            ok2 = np.isfinite(anch)
-            out["anchored_mape_pct"] = finite_or_none(mape(y[ok2], anch[ok2]))
-        return out
+        return {"folds": k, "mape_pct": finite_or_none(mape(y[ok], pred[ok])) if ok.any() else None,
+                **self._anchored(rows, pred, dev)}
 
     # -- fit ----------------------------------------------------------------------------------------
     def fit(self, rows: pd.DataFrame, plan: Sequence[Mapping[str, Any]] | None = None, source: str = "") -> "TimingFitter":
@@ -467,8 +439,7 @@ class TimingFitter(Estimator):
         fits = {form_name(f): (f, self._fit_form(df, dev, f)) for f in forms}
         cv: dict[str, Any] = {}
         if len(forms) > 1:
-            for name, (f, res) in fits.items():
-                cv[name] = self._cv(df, dev, f, res.params)
+            cv = {name: self._cv(df, dev, f, res.params) for name, (f, res) in fits.items()}
             key = "anchored_mape_pct" if all("anchored_mape_pct" in c for c in cv.values()) else "mape_pct"
             chosen = min(cv, key=lambda n: (math.inf if cv[n][key] is None else cv[n][key], n))
         else:
@@ -479,8 +450,6 @@ class TimingFitter(Estimator):
         rel = cv.get(chosen, {}).get("_rel")
         prediction = None
         if rel is not None:
-            from calib.model.intervals import prediction_stats
-
             prediction = prediction_stats(rel, cv[chosen]["_kernels"],
                                           f"relative errors of the kernels left out by {cv[chosen]['folds']}-fold "
                                           "cross-validation by kernel, each predicted from its anchor row as calib "
@@ -492,10 +461,8 @@ class TimingFitter(Estimator):
         notes = list(res.warnings)
         cov = res.covariance()
         if self.jackknife:
-            jk = self._jackknife(df, dev, form, res.params)
-            for n, se in jk.items():
-                p = params[n]
-                params[n] = dataclasses.replace(p, stderr_total=total_stderr(p.stderr, se))
+            for n, se in self._jackknife(df, dev, form, res.params).items():
+                params[n] = dataclasses.replace(params[n], stderr_total=total_stderr(params[n].stderr, se))
         fplan = self._plan(df, dev)
         y = df["time_s"].to_numpy(float)
         if fplan is not None:
@@ -521,18 +488,14 @@ class TimingFitter(Estimator):
             stats["anchor_clocks"] = [float(v) for v in (self.anchor_clocks or dev["ref"])]
             # each anchored kernel's ILP as the final fit infers it (not written as parameters: a property of the
             # kernel, which calib predict --anchor infers again for every kernel it is given)
-            fs = Section(T.MODEL_NAME, params, self._structure(dev, form))
-            ts = T.compile_section(fs)
+            ts = T.compile_section(Section(T.MODEL_NAME, params, self._structure(dev, form)))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 xa = T.inputs_from_table(ts, df.iloc[fplan["anchor"]].reset_index(drop=True))
             ilp = T.infer_ilp(ts, xa, df["time_s"].to_numpy(float)[fplan["anchor"]])
             stats["kernel_ilp"] = {str(df["workload"].iloc[b]): round(float(v), 4) for b, v in zip(fplan["anchor"], ilp)}
         else:
-            anch = self._anchored(df, yhat, dev)
-            if anch is not None:
-                ok = np.isfinite(anch)
-                stats["anchored_mape_pct"] = finite_or_none(mape(df["time_s"].to_numpy(float)[ok], anch[ok]))
+            stats.update(self._anchored(df, yhat, dev))
         if prediction is not None:
             stats["prediction"] = prediction
         if notes:
@@ -561,11 +524,6 @@ class TimingFitter(Estimator):
 
         cov = refit_jackknife(refit, df["workload"].astype(str).to_numpy(), names)
         return {} if cov is None else {n: float(math.sqrt(cov[i, i])) for i, n in enumerate(names)}
-
-    def predict(self, rows: pd.DataFrame) -> np.ndarray:
-        """Time (s) of ``rows`` with the fitted section."""
-        self.check_is_fitted()
-        return T.predict_time(self.section_, rows)
 
 
 def with_plan_inputs(samples: pd.DataFrame, plan: list[Mapping[str, Any]] | None) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ import pandas as pd
 
 from calib.core import names
 from calib.core.errors import BadInputError, FitError
+from calib.core.metrics import errors
 from calib.core.params import Param, Section
 from calib.fit.base import Estimator, number
 from calib.fit.core import fit_lsq
@@ -66,9 +68,7 @@ class TransferFitter(Estimator):
                    "stream_share": number(0.0, 1.0, lo_open=True)}
 
     def __init__(self, *, min_bytes: float = float(4 << 20), min_sizes: int = 3, stream_share: float = 0.8):
-        self.min_bytes = min_bytes
-        self.min_sizes = min_sizes
-        self.stream_share = stream_share
+        self._store(locals())
 
     # -- the three fits, each on a table (the jackknife refits them) -----------------------------
     @staticmethod
@@ -182,21 +182,16 @@ class TransferFitter(Estimator):
                 dof[r.params[0].name] = float(r.nfree)
         for m, rapl in ((m, rapl) for m in HOST_MEMORY for rapl in (False, True)):
             sub = table[table["host_memory"] == m]
-            vals = []
-            for d in DIRECTIONS:
-                bw = out[names.copy_bandwidth(d, m)][0].value
-                lat = out[names.copy_latency(d, m)][0].value
-                vals.append(self._host_mean(sub[sub["direction"] == d], bw, lat, rapl))
+            vals = [self._host_mean(sub[sub["direction"] == d], out[names.copy_bandwidth(d, m)][0].value,
+                                    out[names.copy_latency(d, m)][0].value, rapl) for d in DIRECTIONS]
             n = sum(v[2] for v in vals)
             if n >= 2 and all(math.isfinite(v[0]) for v in vals if v[2]):
                 mean = sum(v[0] * v[2] for v in vals if v[2]) / n
                 se = math.sqrt(sum((v[1] * v[2]) ** 2 for v in vals if v[2] and math.isfinite(v[1]))) / n
-                p = (_param(names.copy_host_rapl_power(m), max(mean, 0.0), "W",
-                            f"host CPU package and DRAM power above idle (RAPL) while a {m} copy streams", 0.0, 1e3)
-                     if rapl else
-                     _param(names.copy_host_power(m), max(mean, 0.0), "W",
-                            f"wall power above idle beyond the board's while a {m} copy streams "
-                            "(host CPU and memory, PSU losses included)", 0.0, 1e3))
+                p = _param(names.copy_host_rapl_power(m) if rapl else names.copy_host_power(m), max(mean, 0.0), "W",
+                           f"host CPU package and DRAM power above idle (RAPL) while a {m} copy streams" if rapl else
+                           f"wall power above idle beyond the board's while a {m} copy streams "
+                           "(host CPU and memory, PSU losses included)", 0.0, 1e3)
                 p.stderr = se
                 out[p.name] = (p, None)
                 if dof is not None:
@@ -229,28 +224,18 @@ class TransferFitter(Estimator):
             for k in full:
                 if k in part:
                     jack[k].append(part[k][0].value)
-        params: list[Param] = []
-        stats: dict[str, Any] = {}
-        for k, (p, r) in full.items():
-            jk = jackknife_sd(jack[k]) if len(jack[k]) >= 3 else None
-            stat = p.stderr
-            p = Param(**{**p.__dict__})
-            p.stderr = stat
-            p.stderr_total = total_stderr(stat, jk, [forms.get(k, 0.0)])
-            params.append(p)
+        params = [replace(p, stderr_total=total_stderr(p.stderr, jackknife_sd(jack[k]) if len(jack[k]) >= 3 else None,
+                                                       [forms.get(k, 0.0)])) for k, (p, _) in full.items()]
         idle = table["ref_power_w"].to_numpy(float)
         pid = _param("board_idle_power_w", float(idle.mean()), "W", "board power in the idle windows before the copies")
         pid.stderr = float(idle.std(ddof=1) / math.sqrt(len(idle))) if len(idle) > 1 else None
         pid.stderr_total = float(idle.std(ddof=1)) if len(idle) > 1 else None  # drifts with temperature between windows
         params.append(pid)
-        t_pred = np.zeros(len(table))
         v = {p.name: p.value for p in params}
-        for i, r in table.iterrows():
-            t_pred[i] = v[names.copy_latency(r["direction"], r["host_memory"])] + r["bytes"] / v[
-                names.copy_bandwidth(r["direction"], r["host_memory"])]
+        lines = list(zip(table["direction"], table["host_memory"]))
+        t_pred = (np.array([v[names.copy_latency(d, m)] for d, m in lines])
+                  + table["bytes"].to_numpy(float) / np.array([v[names.copy_bandwidth(d, m)] for d, m in lines]))
         rel = t_pred / table["copy_time_s"].to_numpy(float) - 1.0
-        from calib.core.metrics import errors
-
         err = errors(table["copy_time_s"], t_pred)
         # the copy-time error by size: small copies are a few microseconds of latency and host jitter, and
         # their relative errors dominate the MAPE (a report showing "MAPE 82 %" alone explained nothing)

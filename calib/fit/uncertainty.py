@@ -43,7 +43,7 @@ GPUs (tests/benchmarks/identify_study.py; tests/test_uncertainty.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,9 @@ import pandas as pd
 from calib.core import names
 from calib.core.metrics import ar1_inflation  # noqa: F401 - its home is calib.core.metrics
 from calib.core.params import Covariance, Param, transferred_total_se
+from calib.fit.core import stderr_of
 from calib.model.intervals import prediction_stats  # noqa: F401 - the fitters' import of the one definition
+from calib.model.ipp import unit_power
 
 
 def group_jackknife(J: np.ndarray, r: np.ndarray, groups: Sequence, keep: Sequence | None = None,
@@ -190,8 +192,7 @@ def apply_total(params: Sequence[Param], names: Sequence[str], cov_total: np.nda
         i = idx.get(p.name)
         if i is None or p.stderr is None:
             continue
-        v = cov_total[i, i]
-        p.stderr_total = float(np.sqrt(v)) if np.isfinite(v) and v >= 0 else None
+        p.stderr_total = stderr_of(cov_total[i, i])
         if p.stderr_total is not None and p.stderr_total < p.stderr:
             p.stderr_total = p.stderr
 
@@ -206,23 +207,15 @@ def workload_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table
     """Every row's workload (its repeats and clock pairs together), idle rows :data:`IDLE_GROUP`: the
     groups of the leave-one-workload-out prediction errors (a new workload uses units the campaign
     measured, so its error is that of one workload left out, not of a whole benchmark family)."""
-    g = df["workload"].astype(str).to_numpy().copy() if "workload" in df.columns else \
-        np.array([str(i) for i in range(len(df))])
-    if "role" in df.columns:
-        g[(df["role"].astype(str) == "idle").to_numpy()] = IDLE_GROUP
-    return g
+    return row_groups(df, ("workload",))
 
 
-def row_groups(df) -> np.ndarray:  # noqa: ANN001 - a samples table
+def row_groups(df, by: Sequence[str] = ("kernel", "stresses", "workload")) -> np.ndarray:  # noqa: ANN001
     """The jackknife group of every row of a samples table: the benchmark kernel (``kernel`` column) or,
-    without one, the unit the benchmark stresses (``stresses``), else the workload; idle rows (role
-    ``idle``) form :data:`IDLE_GROUP`."""
-    for col in ("kernel", "stresses", "workload"):
-        if col in df.columns:
-            g = df[col].astype(str).to_numpy().copy()
-            break
-    else:
-        g = np.array([str(i) for i in range(len(df))])
+    without one, the unit the benchmark stresses (``stresses``), else the workload (the first column of
+    ``by`` the table has; else each row alone); idle rows (role ``idle``) form :data:`IDLE_GROUP`."""
+    col = next((c for c in by if c in df.columns), None)
+    g = df[col].astype(str).to_numpy().copy() if col is not None else np.array([str(i) for i in range(len(df))])
     if "role" in df.columns:
         g[(df["role"].astype(str) == "idle").to_numpy()] = IDLE_GROUP
     return g
@@ -252,29 +245,12 @@ def determined_combinations(cov: Covariance, values: dict[str, float], total: di
         R = C[np.ix_(ok, ok)] / np.outer(sd[ok], sd[ok])
     R = 0.5 * (R + R.T)
     lam, vec = np.linalg.eigh(R)
-    parent = list(range(len(ok)))
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    tied: set[int] = set()
+    links = []
     for k in np.where(lam < 1.0 - corr_limit)[0]:
         members = [int(i) for i in np.where(vec[:, k] ** 2 >= member_share)[0]]
-        if len(members) < 2:
-            continue
-        tied.update(members)
-        for m in members[1:]:
-            parent[find(m)] = find(members[0])
-    comps: dict[int, list[int]] = {}
-    for i in sorted(tied):
-        comps.setdefault(find(i), []).append(i)
+        links += [(members[0], m) for m in members[1:]]
     out = []
-    for comp in comps.values():
-        if len(comp) < 2:
-            continue
+    for comp in _linked_groups(sorted({i for pair in links for i in pair}), links):
         w_eval, w_vec = np.linalg.eigh(R[np.ix_(comp, comp)])
         v = w_vec[:, int(np.argmin(w_eval))]
         idx = [int(ok[i]) for i in comp]
@@ -315,29 +291,31 @@ def collinear_units(act: dict[str, np.ndarray], limit: float = COLLINEAR_ACTIVIT
     """Groups of units whose activities (access rates over the same rows) correlate at least ``limit``
     (pairs joined into groups)."""
     us = [u for u, a in act.items() if np.nanstd(a) > 0]
-    parent = {u: u for u in us}
+    links = [(a, b) for i, a in enumerate(us) for b in us[i + 1:] if np.corrcoef(act[a], act[b])[0, 1] >= limit]
+    return [g for g in _linked_groups(us, links) if len(g) > 1]
 
-    def find(u: str) -> str:
-        while parent[u] != u:
-            u = parent[u]
-        return u
 
-    for i, a in enumerate(us):
-        for b in us[i + 1:]:
-            c = np.corrcoef(act[a], act[b])[0, 1]
-            if np.isfinite(c) and c >= limit:
-                parent[find(b)] = find(a)
-    groups: dict[str, list[str]] = {}
-    for u in us:
-        groups.setdefault(find(u), []).append(u)
-    return [g for g in groups.values() if len(g) > 1]
+def _linked_groups(items: Sequence, links: Sequence[tuple]) -> list[list]:
+    """The groups of ``items`` that the pairs ``links`` join (transitively), each in the order of ``items``,
+    in the order of their first members."""
+    root = {x: x for x in items}
+
+    def find(x: Hashable) -> Hashable:
+        while root[x] != x:
+            x = root[x]
+        return x
+
+    for a, b in links:
+        root[find(b)] = find(a)
+    groups: dict = {}
+    for x in items:
+        groups.setdefault(find(x), []).append(x)
+    return list(groups.values())
 
 
 def power_at_ar(form: str, values: Mapping[str, float], unit: str, ar: float) -> tuple[float, dict[str, float]]:
     """A unit's IPP power at access rate ``ar`` (MaxPower x AR', W per SM or per chip) for its access-rate
     function ``form`` and parameter ``values``, and its gradient over those parameters."""
-    from calib.model.ipp import unit_power
-
     return unit_power(values, unit, form, ar)
 
 
@@ -398,7 +376,7 @@ def _extrapolated_quantities(section, skip: set[str]) -> list[dict]:  # noqa: AN
         if n in skip or n not in section.params or not q.get("value"):
             continue
         p = section.params[n]
-        se_m = p.stderr_total if p.stderr_total is not None else p.stderr
+        se_m = total_se(p)
         if se_m is None or not p.value:
             continue
         rel_m = se_m / abs(p.value)
@@ -422,9 +400,8 @@ def poorly_determined(p) -> bool:  # noqa: ANN001 - a Param
 
 def quantity_label(q: dict) -> str:
     """``max_power_reg_w + max_power_fds_w`` or ``power of dp at AR 0.031``."""
-    if q.get("kind") == "power_at_ar":
-        return f"power of {q['unit']} at AR {q['ar']:.3g}"
-    return format_combination(q["weights"])
+    return (f"power of {q['unit']} at AR {q['ar']:.3g}" if q.get("kind") == "power_at_ar"
+            else format_combination(q["weights"]))
 
 
 def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.params.Section

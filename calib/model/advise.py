@@ -107,11 +107,8 @@ class Advice:
                 "effects": [e.to_dict() for e in self.effects]}
 
 
-
 def _given(df: pd.DataFrame, col: str) -> np.ndarray:
-    if col not in df.columns:
-        return np.zeros(len(df), bool)
-    return pd.to_numeric(df[col], errors="coerce").notna().to_numpy()
+    return pd.to_numeric(df[col], errors="coerce").notna().to_numpy() if col in df.columns else np.zeros(len(df), bool)
 
 
 def missing_inputs(df: pd.DataFrame) -> list[list[str]]:
@@ -191,15 +188,10 @@ def quantities(pf: ParameterFile, df: pd.DataFrame) -> dict[str, np.ndarray]:
     return q
 
 
-def _time_energy(pf: ParameterFile, rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    t = _quiet(T.predict_time, pf["timing"], rows)
-    p, _ = _quiet(E.board_power, pf, rows, t, False)
-    return t, p
-
-
 def _relative(pf: ParameterFile, base: pd.DataFrame, variant: pd.DataFrame) -> tuple[float, float, float]:
     both = pd.concat([base, variant], ignore_index=True)
-    t, p = _time_energy(pf, both)
+    t = _quiet(T.predict_time, pf["timing"], both)
+    p, _ = _quiet(E.board_power, pf, both, t, False)
     return float(t[1] / t[0] - 1.0), float(p[1] / p[0] - 1.0), float(p[1] * t[1] / (p[0] * t[0]) - 1.0)
 
 

@@ -11,12 +11,16 @@ are SchemaError (exit status 2) naming the file and the field.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
+
+import numpy as np
 
 from calib.core import params as P
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import ParameterFile, Section
 from calib.model.registry import MODELS
+from calib.model.validation import fit_quality_problems
 
 #: the model that reads a section, by the section's model name: its own check of the section
 VALIDATORS: dict[str, Callable[[Section, str], None]] = {name: m.validate for name, m in MODELS.items()}
@@ -30,10 +34,6 @@ def _dry_run(pf: ParameterFile, source: str) -> None:
     idle, half and full activity; one small kernel) and refuse the file, naming the section, when a
     model fails or predicts a non-finite value. Precise checks give the better messages; this catches
     the rest."""
-    import warnings
-
-    import numpy as np
-
     for name, sec in pf.items():
         model = MODELS.get(sec.model)
         if model is None or (name not in ("power", "dvfs") and sec.model in ("ipp", "dvfs")):
@@ -66,10 +66,6 @@ def load_checked(path: str | os.PathLike, fit_quality: str = "warn") -> Paramete
     (:func:`calib.model.validation.fit_quality_problems`, written with --accept-poor-fit) is refused with
     ``fit_quality="error"`` (`calib validate`) and warned about otherwise, so that it can still be
     reported on and compared."""
-    import warnings
-
-    from calib.model.validation import fit_quality_problems
-
     pf = P.load(path)
     problems = fit_quality_problems(pf.items())
     what = "; ".join(problems)

@@ -91,6 +91,7 @@ from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import Section
 from calib.model.arfunc import IPP_A, IPP_B, LINEAR, LOG, ar_transform
 from calib.model.thermal import leakage_w
+from calib.model.validation import MIN_IDLE_POWER_W, check_names, in_range
 
 MODEL_NAME = "dvfs"
 POW = "pow"
@@ -179,10 +180,7 @@ def scaled_activities(U: np.ndarray, is_mem: np.ndarray, fc: np.ndarray, fm: np.
     ``mem_sat``: summed memory activity at which a kernel is memory bound; module docstring)."""
     rc = ac / fc
     rm = am / fm
-    if is_mem.any():
-        beta = np.minimum(1.0, U[:, is_mem].sum(axis=1) / mem_sat)
-    else:
-        beta = np.zeros(len(fc))
+    beta = np.minimum(1.0, U[:, is_mem].sum(axis=1) / mem_sat) if is_mem.any() else np.zeros(len(fc))
     tau = np.maximum(rc, beta * rm)
     out = np.empty_like(U)
     out[:, ~is_mem] = np.minimum(1.0, U[:, ~is_mem] * (rc / tau)[:, None])
@@ -316,9 +314,8 @@ def rows_from_table(c: Compiled, df: pd.DataFrame) -> tuple[Rows, list[str]]:
     if np.isnan(U).any():
         r, j = np.argwhere(np.isnan(U))[0]
         raise BadInputError(f"row {r + 1}, column 'act_{c.units[j]}': missing activity")
-    temp = None
-    if c.temp_ref_c is not None and "leak_core_w_per_c" in c.coef:
-        temp = _column(df, "temp_c", c.temp_ref_c, "the reference temperature (degC)", notes)
+    temp = (_column(df, "temp_c", c.temp_ref_c, "the reference temperature (degC)", notes)
+            if c.temp_ref_c is not None and "leak_core_w_per_c" in c.coef else None)
     ac = am = None
     if c.act_clocks is not None:
         ac = df["ref_core_mhz"].to_numpy(float) if "ref_core_mhz" in df.columns else np.full(len(df), float(c.act_clocks["core_mhz"]))
@@ -355,9 +352,8 @@ def activities_at_clocks(d: Design, shape: Mapping[str, float]) -> np.ndarray:
     """The rows' activities at their own clocks: rescaled when they were measured at other clocks and
     the section has the memory-bound rescaling (``mem_sat``), else as given."""
     r = d.rows
-    if r.ac is not None and "mem_sat" in shape:
-        return scaled_activities(r.U, d.is_mem, r.fc, r.fm, r.ac, r.am, shape["mem_sat"])
-    return r.U
+    return (scaled_activities(r.U, d.is_mem, r.fc, r.fm, r.ac, r.am, shape["mem_sat"])
+            if r.ac is not None and "mem_sat" in shape else r.U)
 
 
 def clock_factors(d: Design, vc: np.ndarray, vm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -496,8 +492,7 @@ def breakdown(section: Section, df: pd.DataFrame) -> pd.DataFrame:
     out = {g: np.zeros(len(df)) for g in ("static_w", "const_dynamic_w", "active_w")}
     for i, t in enumerate(d.terms):
         out[group[t]] += parts[:, i]
-    for k, u in enumerate(c.units):
-        out[f"unit_{u}_w"] = parts[:, len(d.terms) + k]
+    out.update({f"unit_{u}_w": parts[:, len(d.terms) + k] for k, u in enumerate(c.units)})
     return pd.DataFrame(out, index=df.index)
 
 
@@ -507,8 +502,8 @@ def relative_voltages(section: Section) -> dict[str, list[tuple[float, float]]]:
     c = compile_section(section)
     out = {CORE: list(zip(c.core_mhz.tolist(), c.vcore.tolist())), MEM: list(zip(c.mem_mhz.tolist(), c.vmem.tolist()))}
     if c.vcore_tab is not None:
-        for j, fm in enumerate(c.vcore_mem_mhz):
-            out[f"core_mem_{fm:g}"] = list(zip(c.core_mhz.tolist(), c.vcore_tab[:, j].tolist()))
+        out.update({f"core_mem_{fm:g}": list(zip(c.core_mhz.tolist(), c.vcore_tab[:, j].tolist()))
+                    for j, fm in enumerate(c.vcore_mem_mhz)})
     return out
 
 
@@ -539,8 +534,6 @@ def validate(section: Section, where: str = "power") -> None:
     """SchemaError (naming the field) for what the schema cannot express: unit names unique, voltage
     parameters present, the shape parameters each unit's form needs present and in range, a plausible
     idle power."""
-    from calib.model.validation import MIN_IDLE_POWER_W, check_names, in_range
-
     st = section.structure
     units = [u["name"] for u in st["units"]]
     dup = sorted({u for u in units if units.count(u) > 1})

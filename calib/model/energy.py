@@ -48,6 +48,8 @@ from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
 from calib.model import mwp_cwp as M
 from calib.model import timing as T
+from calib.model.ipp import IppPowerModel
+from calib.model.predict import dvfs_power  # the power `calib predict` gives the same rows
 from calib.model.registry import power_sections
 from calib.core.activity import basis_of, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX
@@ -73,17 +75,8 @@ def _quiet(fn, *a, **kw):
 def with_activities(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, units: Sequence[str]) -> pd.DataFrame:
     """``rows`` plus ``time_s`` and ``act_<unit>`` from per-warp counts at that time (IPP eq. 10/27,
     :mod:`calib.core.activity`: the same activities ``calib predict`` computes)."""
-    out = rows.copy()
-    out["time_s"] = time_s
-    for u, a in table_access_rates(basis_of(pf, units), out).items():
-        out[ACT_PREFIX + u] = a
-    return out
-
-
-def _power_units(pf: ParameterFile, section: Section | None) -> list[str]:
-    if section is not None:
-        return [u["name"] for u in section.structure["units"]]
-    return list(pf["power"].structure.get("units", {})) if "power" in pf else []
+    out = rows.assign(time_s=time_s)
+    return out.assign(**{ACT_PREFIX + u: a for u, a in table_access_rates(basis_of(pf, units), out).items()})
 
 
 def dvfs_section(pf: ParameterFile) -> Section | None:
@@ -102,21 +95,15 @@ def board_power(pf: ParameterFile, rows: pd.DataFrame, time_s: np.ndarray, prefe
     """(board power, idle power at the same clocks and SMs), W, for kernel rows running for ``time_s``."""
     ps = power_sections(pf)
     sec = dvfs_section(pf) if prefer_dvfs or ps.default is None or pf.model_of(ps.default) != "ipp" else None
-    units = _power_units(pf, sec)
+    units = ([u["name"] for u in sec.structure["units"]] if sec is not None
+             else list(pf["power"].structure.get("units", {})) if "power" in pf else [])
     if not units:
         raise BadInputError("the parameter file has no power model to predict energy with")
     df = with_activities(pf, rows, time_s, units)
-    idle = df.copy()
-    for u in units:
-        idle[ACT_PREFIX + u] = 0.0
-    idle["role"] = "idle"
+    idle = df.assign(**{ACT_PREFIX + u: 0.0 for u in units}, role="idle")
     df["role"] = "kernel"
     if sec is not None:
-        from calib.model.predict import dvfs_power  # the same power `calib predict` gives these rows
-
         return dvfs_power(pf, sec, df), dvfs_power(pf, sec, idle)
-    from calib.model.ipp import IppPowerModel
-
     m = IppPowerModel.from_file(pf)
     return m.predict(df, use_temperature=False), m.predict(idle, use_temperature=False)
 
@@ -258,9 +245,8 @@ def clock_table(pf: ParameterFile, kernel: pd.DataFrame, pairs: Sequence[tuple[f
     if (f0c, f0m) not in pairs:
         pairs = [(f0c, f0m)] + pairs
     rows = pd.concat([k] * len(pairs), ignore_index=True)
-    base_core = float(k["core_mhz"].iloc[0]) if "core_mhz" in k.columns and pd.notna(k["core_mhz"].iloc[0]) else f0c
-    base_mem = float(k["mem_mhz"].iloc[0]) if "mem_mhz" in k.columns and pd.notna(k["mem_mhz"].iloc[0]) else f0m
-    base_t = float(k["time_s"].iloc[0]) if "time_s" in k.columns and pd.notna(k["time_s"].iloc[0]) else math.nan
+    base_core, base_mem, base_t = (float(k[c].iloc[0]) if c in k.columns and pd.notna(k[c].iloc[0]) else default
+                                   for c, default in (("core_mhz", f0c), ("mem_mhz", f0m), ("time_s", math.nan)))
     rows["core_mhz"] = [p[0] for p in pairs]
     rows["mem_mhz"] = [p[1] for p in pairs]
     if "active_sms" not in rows.columns or rows["active_sms"].isna().all():

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -28,9 +29,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.sparse.linalg import splu, spsolve
 
+from calib.core import names
 from calib.core.atomic import atomic_write_text
 from calib.core.errors import BadInputError
+from calib.core.samples import read_text_file
+from calib.core.units import DIE_AREA_PRIOR
+from calib.model.ipp import IppPowerModel
+from calib.model.predict import predict_power
+from calib.model.thermal_network import foster_to_cauer
 
 #: silicon: thermal conductivity W/(m K), volumetric heat capacity J/(m^3 K) (HotSpot's defaults)
 K_SI_W_PER_M_K = 100.0
@@ -105,14 +115,12 @@ def check_floorplan(fp: Floorplan, source: str = "floorplan") -> Floorplan:
     x0, y0, x1, y1 = fp.bounds()
     tol = _TOL * max(x1 - x0, y1 - y0)
     bl = fp.blocks
-    for i in range(len(bl)):
-        for j in range(i + 1, len(bl)):
-            a, b = bl[i], bl[j]
-            ox = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
-            oy = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
-            if ox > tol and oy > tol:
-                raise BadInputError(f"{source}: blocks {a.name!r} and {b.name!r} overlap "
-                                    f"({ox * 1e3:.4g} x {oy * 1e3:.4g} mm)")
+    for a, b in itertools.combinations(bl, 2):
+        ox = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
+        oy = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
+        if ox > tol and oy > tol:
+            raise BadInputError(f"{source}: blocks {a.name!r} and {b.name!r} overlap "
+                                f"({ox * 1e3:.4g} x {oy * 1e3:.4g} mm)")
     # gaps: every cell of the grid of block edges must be inside a block
     xs = np.unique(np.concatenate([[b.left_m, b.right_m] for b in bl]))
     ys = np.unique(np.concatenate([[b.bottom_m, b.top_m] for b in bl]))
@@ -132,8 +140,6 @@ def check_floorplan(fp: Floorplan, source: str = "floorplan") -> Floorplan:
 
 def read_flp(path: str | os.PathLike) -> Floorplan:
     """A HotSpot ``.flp`` file (module docstring), checked. BadInputError naming the file and line."""
-    from calib.core.samples import read_text_file
-
     _, text = read_text_file(path, "a HotSpot floorplan (.flp)", "text (.flp) file")
     blocks = []
     for ln, line in enumerate(text.splitlines(), 1):
@@ -241,8 +247,6 @@ def ipp_floorplan(power: Any, die_side_m: float = 0.024) -> Floorplan:
     """The generic floorplan (:func:`generic_floorplan`) of an IPP power section (:class:`calib.core.params.Section`):
     its units (those of scope ``chip`` in the band), its SM count and the die-area priors of the power fit
     (:data:`calib.core.units.DIE_AREA_PRIOR`)."""
-    from calib.core.units import DIE_AREA_PRIOR
-
     st = power.structure
     units = list(st["units"])
     chip = [u for u, spec in st["units"].items() if spec.get("scope") == "chip"]
@@ -251,8 +255,6 @@ def ipp_floorplan(power: Any, die_side_m: float = 0.024) -> Floorplan:
 
 def ipp_powered_units(power: Any) -> list[str]:
     """The units of an IPP power section whose MaxPower is not 0: those a kernel can give power."""
-    from calib.core import names
-
     return [u for u in power.structure["units"] if power.value(names.max_power(u), 0.0) != 0.0]
 
 
@@ -265,16 +267,10 @@ def ipp_block_powers(pf: Any, fp: Floorplan, df: Any, total_w: Any = None,
     :func:`calib.model.predict.predict_power`) -- idle, activation and constant per-SM power, and what a DVFS
     section adds for rows off the default clocks -- is spread over the die by area. So every row sums to its
     total. BadInputError (naming ``source``) for a unit with power and no block."""
-    import pandas as pd
-
-    from calib.model.ipp import IppPowerModel
-
     if pf.model_of("power") != "ipp":
         raise BadInputError(f"{source}: the parameter file has no IPP power section (power model "
                             f"{pf.model_of('power')!r}); the floorplan needs the per-unit power breakdown")
     if total_w is None:
-        from calib.model.predict import predict_power
-
         total_w = predict_power(pf, df, source)
     total = np.asarray(total_w, dtype=float).reshape(len(df))
     bd = IppPowerModel.from_file(pf).breakdown(df)
@@ -312,8 +308,6 @@ def write_ptrace(path: str | os.PathLike, names: Sequence[str], rows_w: np.ndarr
 def read_ptrace(path: str | os.PathLike, fp: Floorplan | None = None) -> tuple[list[str], np.ndarray]:
     """(block names, rows of W) of a ``.ptrace``; a leading ``Cycle`` column (the Hassan thesis's variant)
     is dropped. With a floorplan, every column must name one of its blocks."""
-    from calib.core.samples import read_text_file
-
     _, text = read_text_file(path, "a HotSpot power trace (.ptrace)", "text (.ptrace) file")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     names = lines[0].split()
@@ -350,8 +344,6 @@ class GridSolver:
     def __init__(self, fp: Floorplan, r_direct_c_per_w: float, ladder_r_c_per_w: Sequence[float],
                  ladder_c_j_per_c: Sequence[float], *, mode: str = "grid", rows: int = 64, cols: int = 64,
                  k_si: float = K_SI_W_PER_M_K, t_chip_m: float = T_CHIP_M, cp_si: float = CP_SI_J_PER_M3_K):
-        from scipy import sparse
-
         if mode not in ("grid", "block"):
             raise BadInputError(f"grid solver: mode {mode!r} is not 'grid' or 'block'")
         self.fp, self.mode = fp, mode
@@ -380,20 +372,17 @@ class GridSolver:
             n_die = len(fp.blocks)
             cell_area = np.array([b.area_m2 for b in fp.blocks])
             tol = _TOL * max(x1 - x0, y1 - y0)
-            bl = fp.blocks
-            for i in range(n_die):
-                for j in range(i + 1, n_die):
-                    a, b = bl[i], bl[j]
-                    if abs(a.right_m - b.left_m) < tol or abs(b.right_m - a.left_m) < tol:
-                        shared = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
-                        dist = 0.5 * (a.width_m + b.width_m)
-                    elif abs(a.top_m - b.bottom_m) < tol or abs(b.top_m - a.bottom_m) < tol:
-                        shared = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
-                        dist = 0.5 * (a.height_m + b.height_m)
-                    else:
-                        continue
-                    if shared > tol:
-                        lat.append((i, j, kt * shared / dist))
+            for (i, a), (j, b) in itertools.combinations(enumerate(fp.blocks), 2):
+                if abs(a.right_m - b.left_m) < tol or abs(b.right_m - a.left_m) < tol:
+                    shared = min(a.top_m, b.top_m) - max(a.bottom_m, b.bottom_m)
+                    dist = 0.5 * (a.width_m + b.width_m)
+                elif abs(a.top_m - b.bottom_m) < tol or abs(b.top_m - a.bottom_m) < tol:
+                    shared = min(a.right_m, b.right_m) - max(a.left_m, b.left_m)
+                    dist = 0.5 * (a.height_m + b.height_m)
+                else:
+                    continue
+                if shared > tol:
+                    lat.append((i, j, kt * shared / dist))
             self.overlap = np.diag(cell_area)
         self.n_die = n_die
         lr = [float(x) for x in ladder_r_c_per_w]
@@ -431,17 +420,12 @@ class GridSolver:
 
     def steady(self, block_power_w: Mapping[str, float]) -> np.ndarray:
         """Steady rise above ambient (C) of every node (die cells first, then the ladder's nodes)."""
-        from scipy.sparse.linalg import spsolve
-
         return np.asarray(spsolve(self.g, self.power_vector(block_power_w)))
 
     def transient(self, times_s: Sequence[float], block_power_rows: Sequence[Mapping[str, float]],
                   dt_s: float = 0.1, theta0: np.ndarray | None = None) -> np.ndarray:
         """Node rises (C) at each of ``times_s`` (from 0); row k of powers holds from times_s[k-1] (0 for
         k = 0) to times_s[k]. Backward Euler with steps of at most ``dt_s``."""
-        from scipy.sparse import diags
-        from scipy.sparse.linalg import splu
-
         n = self.g.shape[0]
         th = np.zeros(n) if theta0 is None else np.asarray(theta0, dtype=float).copy()
         out = np.empty((len(times_s), n))
@@ -454,7 +438,7 @@ class GridSolver:
             h = span / steps
             key = round(h, 12)
             if key not in cache:
-                cache[key] = splu((diags(self.c / h) + self.g).tocsc())
+                cache[key] = splu((sparse.diags(self.c / h) + self.g).tocsc())
             lu = cache[key]
             for _ in range(steps):
                 th = lu.solve(self.c / h * th + p)
@@ -477,8 +461,6 @@ class GridSolver:
 def solver_for(net: Any, fp: Floorplan, **kw: Any) -> GridSolver:
     """A :class:`GridSolver` on the fitted network's Cauer ladder
     (:class:`calib.model.thermal_network.FosterNetwork`)."""
-    from calib.model.thermal_network import foster_to_cauer
-
     rs, cs = foster_to_cauer(net.r_c_per_w, net.tau_s)
     return GridSolver(fp, net.r_direct_c_per_w, rs, cs, **kw)
 
@@ -504,8 +486,6 @@ def hotspot_config(net: Any, fp: Floorplan, ambient_c: float, sampling_s: float 
     the sink's volumetric heat capacity carries the first node's capacitance. Temperatures in K;
     ``sampling_s``: the power trace's interval (s). HotSpot's block model, or with ``grid`` its grid
     model at ``grid`` x ``grid`` cells."""
-    from calib.model.thermal_network import foster_to_cauer
-
     d = dict(HOTSPOT_DEFAULTS)
     area = fp.area_m2
     cond = (d["t_chip"] / (d["k_chip"] * area) + d["t_interface"] / (d["k_interface"] * area)
@@ -526,8 +506,7 @@ def hotspot_config(net: Any, fp: Floorplan, ambient_c: float, sampling_s: float 
 
 def config_text(cfg: Mapping[str, Any]) -> str:
     lines = ["# HotSpot configuration written by gpu-calib: package R and C from the fitted thermal network"]
-    for k, v in cfg.items():
-        lines.append(f"\t-{k}\t\t{v:.9g}" if isinstance(v, float) else f"\t-{k}\t\t{v}")
+    lines += [f"\t-{k}\t\t{v:.9g}" if isinstance(v, float) else f"\t-{k}\t\t{v}" for k, v in cfg.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -53,9 +53,7 @@ def _cov(sec: Section) -> tuple[list[str], np.ndarray] | None:
     if sec.covariance is not None:
         return list(sec.covariance.names), np.where(np.isfinite(sec.covariance.matrix), sec.covariance.matrix, 0.0)
     names = [n for n, p in sec.params.items() if p.vary and p.stderr]
-    if not names:
-        return None
-    return names, np.diag([sec[n].stderr ** 2 for n in names])
+    return (names, np.diag([sec[n].stderr ** 2 for n in names])) if names else None
 
 
 def parameter_sd(pf: ParameterFile, predict: Callable[[ParameterFile], pd.DataFrame],
@@ -76,7 +74,6 @@ def parameter_sd(pf: ParameterFile, predict: Callable[[ParameterFile], pd.DataFr
             sd = math.sqrt(S[j, j]) if S[j, j] > 0 else 0.0
             if p is None or sd == 0.0:
                 continue
-            moved, step = None, 0.0
             # a small step on the scale of the uncertainty (the models are smooth there); downwards when
             # upwards leaves what the model accepts (e.g. a voltage level equal to the next one's)
             for step in (1e-3 * sd, -1e-3 * sd):

@@ -123,18 +123,11 @@ class MwpHardware:
     l2_bandwidth_bytes_per_s: Any = None
 
     def __post_init__(self) -> None:
-        if self.mem_l_coal not in MEM_L_COAL_FORMS:
-            raise ValueError(f"mem_l_coal must be one of {MEM_L_COAL_FORMS}, not {self.mem_l_coal!r}")
-        if self.n_pw_form not in N_PW_FORMS:
-            raise ValueError(f"n_pw_form must be one of {N_PW_FORMS}, not {self.n_pw_form!r}")
-        if self.comp_form not in COMP_FORMS:
-            raise ValueError(f"comp_form must be one of {COMP_FORMS}, not {self.comp_form!r}")
-        if self.case3_form not in CASE3_FORMS:
-            raise ValueError(f"case3_form must be one of {CASE3_FORMS}, not {self.case3_form!r}")
-        if self.bandwidth_form not in BANDWIDTH_FORMS:
-            raise ValueError(f"bandwidth_form must be one of {BANDWIDTH_FORMS}, not {self.bandwidth_form!r}")
-        if self.case2_form not in CASE2_FORMS:
-            raise ValueError(f"case2_form must be one of {CASE2_FORMS}, not {self.case2_form!r}")
+        for name, allowed in (("mem_l_coal", MEM_L_COAL_FORMS), ("n_pw_form", N_PW_FORMS), ("comp_form", COMP_FORMS),
+                              ("case3_form", CASE3_FORMS), ("bandwidth_form", BANDWIDTH_FORMS),
+                              ("case2_form", CASE2_FORMS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
 
 
 def _arr(x: Any) -> np.ndarray:
@@ -173,10 +166,7 @@ def n_pw(n: Any, mem_req: Any, ind_req: Any, form: str = "fixed") -> np.ndarray:
     i = np.clip(i, 0.0, None)
     dep = m - i
     with np.errstate(divide="ignore", invalid="ignore"):
-        if form == "fixed":
-            val = np.where(dep > 0, n * m / dep, n * np.maximum(m, 1.0))
-        else:
-            val = np.where(dep > 0, n * i / dep, n * np.maximum(m, 1.0))
+        val = np.where(dep > 0, n * (m if form == "fixed" else i) / dep, n * np.maximum(m, 1.0))
     return np.where(i > 0, np.maximum(val, n if form == "fixed" else 0.0), n)
 
 

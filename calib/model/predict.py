@@ -28,7 +28,12 @@ from calib.core.params import ParameterFile, Section
 from calib.core.activity import basis_of, count_columns, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
 from calib.core.units import INSTRUCTION_CLASSES, mem_intensity
+from calib.model import dvfs, timing as T
+from calib.model.ipp import IppPowerModel
 from calib.model.registry import off_default_clocks, power_sections
+from calib.model.thermal import ThermalModel
+from calib.model.thermal_network import FosterNetwork, sequence_temperatures
+from calib.model.transfer import copy_breakdown
 
 
 def dvfs_power(pf: ParameterFile, section: Section, df: pd.DataFrame) -> np.ndarray:
@@ -36,11 +41,9 @@ def dvfs_power(pf: ParameterFile, section: Section, df: pd.DataFrame) -> np.ndar
     columns (kernel descriptions) get their activities from their counts and time
     (:mod:`calib.core.activity`, the units and clock domains of the file's IPP power section), as the
     samples layer computes them."""
-    from calib.model.dvfs import predict_power
-
     if pf.model_of("power") == "ipp":
         df = _with_count_activities(pf, df)
-    return predict_power(section, df)
+    return dvfs.predict_power(section, df)
 
 
 def _with_count_activities(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
@@ -49,10 +52,7 @@ def _with_count_activities(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
     units = [u for u in pf["power"].structure["units"] if ACT_PREFIX + u not in df.columns]
     if not units or not has_counts(df) or "time_s" not in df.columns:
         return df
-    out = df.copy()
-    for u, a in table_access_rates(basis_of(pf), df, units=units).items():
-        out[ACT_PREFIX + u] = a
-    return out
+    return df.assign(**{ACT_PREFIX + u: a for u, a in table_access_rates(basis_of(pf), df, units=units).items()})
 
 
 def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") -> np.ndarray:
@@ -70,8 +70,6 @@ def predict_power(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
             except BadInputError as e:  # the DVFS model does not know the table's name
                 raise BadInputError(f"{source}: {e}") from None
         else:
-            from calib.model.ipp import IppPowerModel
-
             pred[mask] = IppPowerModel.from_file(pf).predict(df[mask] if not mask.all() else df, source=source)
     if ps.other_clocks is None and ps.default is not None and pf.model_of(ps.default) == "ipp":
         off = off_default_clocks(pf, df)
@@ -89,16 +87,11 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
     clocks = pf.device.get("clocks") or {}
     for col in ("core_mhz", "mem_mhz"):  # a kernel description without clocks runs at the default ones
         if clocks.get(col) is not None:
-            if col not in df.columns:
-                df[col] = float(clocks[col])
-            else:
-                df[col] = df[col].fillna(float(clocks[col]))
+            df[col] = df[col].fillna(float(clocks[col])) if col in df.columns else float(clocks[col])
     out = df.copy()
     time_pred = None
     if "timing" in pf and any(c.startswith(CNT_PREFIX) for c in df.columns):
-        from calib.model.timing import predict_time
-
-        time_pred = predict_time(pf["timing"], df)
+        time_pred = T.predict_time(pf["timing"], df)
         out["time_s_pred"] = time_pred
     # power at the measured time where there is one, else at the predicted time
     filled = df
@@ -119,9 +112,6 @@ def predict_table(pf: ParameterFile, df: pd.DataFrame, source: str = "<table>") 
         out["energy_j_pred"] = predict_power(pf, df.assign(time_s=time_pred), source) * time_pred
     out = _with_copies(pf, df, out)
     if "thermal" in pf and pf.model_of("power") == "ipp":
-        from calib.model.ipp import IppPowerModel
-        from calib.model.thermal import ThermalModel
-
         tm = ThermalModel(pf["thermal"])
         idle = pf["power"].value("idle_power_w")
         running = (df["role"].astype(str) != "idle").to_numpy() if "role" in df.columns else np.ones(len(df), bool)
@@ -140,24 +130,19 @@ def _with_copies(pf: ParameterFile, df: pd.DataFrame, out: pd.DataFrame) -> pd.D
     have copies: against the predicted kernel time and energy where there are ones, else the measured time."""
     if "transfer" not in pf or not any(c in df.columns for c in COPY_COLUMNS[:2]):
         return out
-    from calib.model.transfer import copy_breakdown
-
     kt = out["time_s_pred"] if "time_s_pred" in out.columns else (
         df["time_s"] if "time_s" in df.columns else np.full(len(df), math.nan))
     ke = out["energy_j_pred"] if "energy_j_pred" in out.columns else np.full(len(df), math.nan)
     b = copy_breakdown(pf, df, np.asarray(kt, float), np.asarray(ke, float))
-    for c in ("copy_time_s", "copy_energy_j", "copy_host_energy_j", "copy_compute_ratio", "overlap_time_saving_s",
-              "overlap_energy_saving_j", "pinned_time_saving_s", "pinned_energy_saving_j"):
-        out[c + "_pred"] = b[c].to_numpy()
-    return out
+    return out.assign(**{c + "_pred": b[c].to_numpy() for c in (
+        "copy_time_s", "copy_energy_j", "copy_host_energy_j", "copy_compute_ratio", "overlap_time_saving_s",
+        "overlap_energy_saving_j", "pinned_time_saving_s", "pinned_energy_saving_j")})
 
 
 def predict_copies(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
     """Host-device copies of each row (:func:`calib.model.transfer.copy_breakdown`, s and J) beside the
     kernel's predicted time and energy (:func:`predict_table` without the rows' copy columns); where the
     model predicts no time, the row's measured ``time_s``."""
-    from calib.model.transfer import copy_breakdown
-
     kt, ke = np.full(len(df), math.nan), np.full(len(df), math.nan)
     try:
         pred = predict_table(pf, df.drop(columns=[c for c in COPY_COLUMNS if c in df.columns]))
@@ -176,9 +161,6 @@ def _sequence_temperatures(pf: ParameterFile, df: pd.DataFrame, filled: pd.DataF
     """A kernel table with ``start_s`` is a sequence: each kernel's ``temp_c_pred`` is its temperature when
     it ends, from the thermal network with the leakage feedback stepped (``duration_s``, else ``time_s``,
     is how long it runs); ``power_w_pred`` becomes its mean power in the sequence."""
-    from calib.model.ipp import IppPowerModel
-    from calib.model.thermal_network import FosterNetwork, sequence_temperatures
-
     net = FosterNetwork.from_section(pf["thermal_network"])
     dur_col = "duration_s" if "duration_s" in df.columns else "time_s"
     if dur_col not in filled.columns:
@@ -394,8 +376,6 @@ def predict_clock_grid(pf: ParameterFile, df: pd.DataFrame, clocks: str | None, 
     ``mem_mhz``) times the model's ratio between the two pairs (:func:`calib.model.timing.predict_time_anchored`;
     its ILP is set from that time when the row does not give it). Output columns ``profiled_core_mhz``,
     ``profiled_mem_mhz``, ``profiled_time_s`` say what each prediction was scaled from."""
-    from calib.model import timing as T
-
     has_timing = "timing" in pf
     power_off_clocks = power_sections(pf).other_clocks is not None
     if anchor and not has_timing:

@@ -40,11 +40,9 @@ class Model:
 
 def _table(units: list[str], core_mhz: float, mem_mhz: float, sm_count: int) -> pd.DataFrame:
     """Idle, half and full activity of every unit at the given clocks."""
-    df = pd.DataFrame({"role": ["idle", "kernel", "kernel"], "core_mhz": core_mhz, "mem_mhz": mem_mhz,
-                       "ref_core_mhz": core_mhz, "ref_mem_mhz": mem_mhz, "active_sms": float(sm_count)})
-    for u in units:
-        df["act_" + u] = [0.0, 0.5, 1.0]
-    return df
+    return pd.DataFrame({"role": ["idle", "kernel", "kernel"], "core_mhz": core_mhz, "mem_mhz": mem_mhz,
+                         "ref_core_mhz": core_mhz, "ref_mem_mhz": mem_mhz, "active_sms": float(sm_count),
+                         **{"act_" + u: [0.0, 0.5, 1.0] for u in units}})
 
 
 def _ipp_dry(pf: ParameterFile, name: str) -> np.ndarray:

@@ -15,6 +15,7 @@ import numpy as np
 
 from calib.core.errors import SchemaError
 from calib.core.params import Section
+from calib.model.validation import check_names
 
 
 def leakage_w(sigma_w_per_c: float | np.ndarray, temp_c: float | np.ndarray | None,
@@ -77,8 +78,6 @@ class ThermalModel:
         for name in ("rc_rise_s", "rc_decay_s"):
             if not sec.value(name) > 0:
                 raise SchemaError(f"{where}.parameters.{name}: must be > 0")
-        from calib.model.validation import check_names
-
         check_names(sec, where, PARAMETERS)
 
     def max_rise_c(self, runtime_power_w: float | np.ndarray, mem_intensity: float | np.ndarray = 0.0) -> np.ndarray:

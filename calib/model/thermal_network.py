@@ -30,17 +30,21 @@ no physical meaning).
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from calib.core import names
 from calib.core.errors import BadInputError, SchemaError
 from calib.core.params import Section
+from calib.core.samples import read_text_file
 from calib.model.thermal import leakage_w
+from calib.model.validation import check_names
 
 MODEL_NAME = "foster"
 SECTION = "thermal_network"
@@ -135,17 +139,6 @@ class FanController:
         want = float(self.target(temp_c))
         lim = self.slew_per_s * dt_s
         return duty + min(max(want - duty, -lim), lim)
-
-    def follow(self, time_s: np.ndarray, temp_c: np.ndarray, duty0: float) -> np.ndarray:
-        """Duty (0..1) at each time for a sensor temperature series, starting at ``duty0``."""
-        t = np.asarray(time_s, dtype=float)
-        out = np.empty(len(t))
-        d = float(duty0)
-        for k in range(len(t)):
-            out[k] = d
-            if k + 1 < len(t):
-                d = self.step(d, float(temp_c[k]), float(t[k + 1] - t[k]))
-        return out
 
 
 @dataclass(frozen=True)
@@ -267,19 +260,25 @@ class FosterNetwork:
         dts = np.diff(t, append=t[-1])
         rd = self.r_direct_c_per_w
         for k in range(len(t)):
-            dp0 = pc[k] - self.idle_power_w
-            # the direct term answers at once: solve theta = rd (dp0 + L(theta)) + sum x by a few iterations
-            theta = rd * dp0 + x.sum()
-            for _ in range(20):
-                new = rd * (dp0 + float(self.leakage.power_w(theta))) + x.sum()
-                if abs(new - theta) < 1e-9:
-                    break
-                theta = new
-            dp = dp0 + float(self.leakage.power_w(theta))
+            dp0, xs = pc[k] - self.idle_power_w, x.sum()
+            theta, leak_w = _with_leakage(self.leakage, lambda lw: rd * (dp0 + lw) + xs, 20)
+            dp = dp0 + leak_w
             temp[k], power[k] = self.idle_temp_c + theta, self.idle_power_w + dp
             a = np.exp(-dts[k] / tau)
             x = a * x + r * (1.0 - a) * dp
         return temp, power
+
+
+def _with_leakage(leak: Leakage, rise_c: Any, iterations: int) -> tuple[float, float]:
+    """The rise theta (C) that the leakage it causes gives, ``theta = rise_c(L(theta))`` (the direct term answers
+    at once: a contraction, iterated from ``rise_c(0)``), and that leakage L(theta) (W)."""
+    theta = rise_c(0.0)
+    for _ in range(iterations):
+        new = rise_c(float(leak.power_w(theta)))
+        if abs(new - theta) < 1e-9:
+            break
+        theta = new
+    return theta, float(leak.power_w(theta))
 
 
 class _Ladder:
@@ -341,15 +340,10 @@ def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any =
     lad = _Ladder(net)
     fan, ctl = net.fan, net.controller
     n_rows = len(t)
-    if busy is None:
-        bz = (p - net.idle_power_w > net.busy_threshold_w).astype(float)
-    else:
-        bz = np.asarray(busy, dtype=float)
+    bz = (p - net.idle_power_w > net.busy_threshold_w).astype(float) if busy is None else np.asarray(busy, dtype=float)
     mw = net.hot_spot_weights(None, bz) if mem is None else np.asarray(mem, dtype=float)
     logged = None if duty is None or fan is None else np.clip(np.asarray(duty, dtype=float), 0.0, 1.0)
-    d = fan.idle_duty if fan is not None else 0.0
-    if logged is not None:
-        d = float(logged[0])
+    d = float(logged[0]) if logged is not None else fan.idle_duty if fan is not None else 0.0
     fan_idle_w = 0.0 if fan is None else float(fan.fan_w(fan.idle_duty))
     x = lad.steady(fan.idle_duty if fan is not None else 0.0, net.idle_power_w - fan_idle_w, 0.0)
     dts = np.diff(t, append=t[-1])
@@ -362,13 +356,8 @@ def simulate_nodes(net: FosterNetwork, time_s: Any, power_w: Any, *, duty: Any =
         base = amb + hot * mw[k] + x[0]
         if cold:
             extra = p[k] + fan_w - fan_idle_w
-            theta = base + rd * (extra - fan_w) - t_idle
-            for _ in range(30):  # the direct term answers at once: theta = f(L(theta)), a contraction
-                new = base + rd * (extra + float(net.leakage.power_w(theta)) - fan_w) - t_idle
-                if abs(new - theta) < 1e-9:
-                    break
-                theta = new
-            pb = extra + float(net.leakage.power_w(theta))
+            _, leak_w = _with_leakage(net.leakage, lambda lw: base + rd * (extra + lw - fan_w) - t_idle, 30)
+            pb = extra + leak_w
         else:
             pb = p[k]
         die_w = pb - fan_w
@@ -388,9 +377,7 @@ def hot_spot_weight(util: Any, exponent: float | None) -> np.ndarray:
     grows with the traffic; the fitted exponent carries how), 0 without traffic; ``exponent`` None: the
     on/off hot spot of older files (1 with any traffic)."""
     u = np.clip(np.asarray(util, dtype=float), 0.0, 1.0)
-    if exponent is None:
-        return (u > 0).astype(float)
-    return np.where(u > 0, np.power(np.maximum(u, 1e-12), exponent), 0.0)
+    return (u > 0).astype(float) if exponent is None else np.where(u > 0, np.power(np.maximum(u, 1e-12), exponent), 0.0)
 
 
 def network_ambient_c(sec: Section, net: FosterNetwork | None = None) -> float:
@@ -405,23 +392,15 @@ def _check_trace(time_s: Any, power_w: Any, where: str = "trace") -> tuple[np.nd
     p = np.asarray(power_w, dtype=float)
     if t.ndim != 1 or p.shape != t.shape or len(t) == 0:
         raise BadInputError(f"{where}: time and power must be two columns of the same non-zero length")
-    bad = np.flatnonzero(~np.isfinite(t))
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: time {t[bad[0]]} is not a finite number")
-    bad = np.flatnonzero(~np.isfinite(p))
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: power {p[bad[0]]} is not a finite number")
-    bad = np.flatnonzero(t < 0)
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: time {t[bad[0]]:g} s is negative")
-    bad = np.flatnonzero(np.diff(t) <= 0)
-    if len(bad):
-        k = bad[0] + 1
-        raise BadInputError(f"{where}: row {k + 1}: time {t[k]:g} s does not come after the previous row's "
-                            f"{t[k - 1]:g} s (times must increase)")
-    bad = np.flatnonzero(p < 0)
-    if len(bad):
-        raise BadInputError(f"{where}: row {bad[0] + 1}: power {p[bad[0]]:g} W is negative")
+    for bad, what in ((~np.isfinite(t), lambda k: f"time {t[k]} is not a finite number"),
+                      (~np.isfinite(p), lambda k: f"power {p[k]} is not a finite number"),
+                      (t < 0, lambda k: f"time {t[k]:g} s is negative"),
+                      (np.r_[False, np.diff(t) <= 0], lambda k: f"time {t[k]:g} s does not come after the previous "
+                                                                f"row's {t[k - 1]:g} s (times must increase)"),
+                      (p < 0, lambda k: f"power {p[k]:g} W is negative")):
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise BadInputError(f"{where}: row {k + 1}: {what(k)}")
     return t, p
 
 
@@ -462,8 +441,8 @@ def simulate_states(r: np.ndarray, tau: np.ndarray, time_s: np.ndarray, dp_w: np
 
 def ladder_matrices(r_c_per_w: Any, tau_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(C, G, R) of the Cauer ladder with the impedance of the Foster poles (:func:`foster_to_cauer`): node
-    heat capacities (J/C, junction first), the conductance matrix (W/C) and the link resistances (C/W);
-    link i joins node i to node i + 1, the last link joins the last node to ambient."""
+    heat capacities (J/C, junction first), the conductance matrix (W/C, :func:`ladder_conductance`) and the
+    link resistances (C/W)."""
     rs, cs = foster_to_cauer(r_c_per_w, tau_s)
     return np.asarray(cs, dtype=float), ladder_conductance(rs), np.asarray(rs, dtype=float)
 
@@ -580,8 +559,6 @@ def steady_state(net: FosterNetwork, run_w: float, mem: float = 0.0) -> SteadySt
     grid = np.linspace(min(0.0, rt * run_w), th_max, 2001)
     vals = f(grid)
     sign = np.flatnonzero(np.sign(vals[:-1]) * np.sign(vals[1:]) <= 0)
-    if vals[0] < 0:  # a negative run power: the fixed point is below idle, start from it
-        sign = np.flatnonzero(np.sign(vals[:-1]) * np.sign(vals[1:]) <= 0)
     if not len(sign):
         return SteadyState(run_w, None, None, None, True)
     j = int(sign[0])
@@ -706,8 +683,6 @@ def validate(sec: Section, where: str = SECTION) -> None:
     sd = st.get("slowdown_temp_c", DEFAULT_SLOWDOWN_C)
     if isinstance(sd, bool) or not isinstance(sd, (int, float)) or not 0 < sd <= 150:
         raise SchemaError(f"{where}.slowdown_temp_c: {sd!r} is not a temperature in (0, 150] C")
-    from calib.model.validation import check_names
-
     if st.get("form", NODE_FORM) != NODE_FORM:
         raise SchemaError(f"{where}.form: {st.get('form')!r} is not {NODE_FORM!r} (or absent: the Foster form)")
     if st.get("form") == NODE_FORM:
@@ -753,16 +728,10 @@ TRACE_FAN = "fan_pct"
 TRACE_UTIL_MEM = "util_mem_pct"
 
 
-def read_power_trace(path: Any) -> "pd.DataFrame":
+def read_power_trace(path: Any) -> pd.DataFrame:
     """A power trace CSV: ``time_s`` (s, increasing, >= 0) and ``power_w`` (W, board power held until the
     next row), optionally ``ambient_c`` (C), ``fan_pct`` and ``util_mem_pct`` (%, 0-100). BadInputError
     naming the file and the row or column."""
-    import io
-
-    import pandas as pd
-
-    from calib.core.samples import read_text_file
-
     _, text = read_text_file(path, "a power trace (CSV with time_s, power_w)", "text (CSV) file")
     try:
         df = pd.read_csv(io.StringIO(text))
@@ -787,7 +756,7 @@ def read_power_trace(path: Any) -> "pd.DataFrame":
     return df
 
 
-def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
+def predict_trace(net: FosterNetwork, df: pd.DataFrame, source: str = "trace",
                   ambient_ref_c: float | None = None) -> np.ndarray:
     """Temperature (C) at each row of a measured power trace (``time_s``, ``power_w``): the network's
     exact update from idle equilibrium; a row's ``ambient_c`` shifts it by its difference from the
@@ -800,7 +769,7 @@ def predict_trace(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
     return trace_prediction(net, df, source, ambient_ref_c)[0]
 
 
-def trace_prediction(net: FosterNetwork, df: "pd.DataFrame", source: str = "trace",
+def trace_prediction(net: FosterNetwork, df: pd.DataFrame, source: str = "trace",
                      ambient_ref_c: float | None = None, *, cold: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Temperature (C) and board power (W) at each row of a power trace (:func:`predict_trace`).
 

@@ -70,6 +70,7 @@ from calib.model import mwp_cwp as M
 from calib.model import wangchu as W
 from calib.core.samples import CNT_PREFIX
 from calib.core.units import INSTRUCTION_CLASSES
+from calib.model.validation import check_names, in_range
 
 MODEL_NAME = "mwp_cwp_wangchu"
 PREDICTORS = ("mwp_cwp", "wangchu")
@@ -145,26 +146,22 @@ def compile_section(section: Section) -> TimingSection:
     pred = st.get("predictor", "mwp_cwp")
     if pred not in PREDICTORS:
         raise BadInputError(f"timing section: predictor {pred!r} is not one of {PREDICTORS}")
-    for key, default, allowed in (("rounds_form", "paper", W.ROUNDS_FORMS),
-                                  ("departure_scale", "dram", DEPARTURE_SCALES),
-                                  ("bandwidth_form", "thesis", M.BANDWIDTH_FORMS),
-                                  ("case3_form", "thesis", M.CASE3_FORMS)):
-        if st.get(key, default) not in allowed:
+    for key, allowed in (("rounds_form", W.ROUNDS_FORMS), ("departure_scale", DEPARTURE_SCALES),
+                         ("bandwidth_form", M.BANDWIDTH_FORMS), ("case3_form", M.CASE3_FORMS)):
+        if key in st and st[key] not in allowed:
             raise BadInputError(f"timing section: {key} {st.get(key)!r} is not one of {allowed}")
+    # the forms a section may leave out take TimingSection's defaults
+    forms = {k: st[k] for k in ("case2_form", "rounds_form", "case3_form", "departure_scale", "bandwidth_form") if k in st}
     return TimingSection(pred, values, float(ref["core_mhz"]), float(ref["mem_mhz"]), int(st.get("sm_count", 1)),
                          float(st.get("max_warps_per_sm", 32)), float(st.get("max_blocks_per_sm", 32)),
                          float(st.get("uncoal_per_mw", 32)), float(st.get("uncoal_tx_bytes", 32)),
                          st.get("mem_l_coal", "thesis"), st.get("n_pw_form", "fixed"), st.get("comp_form", "max"),
-                         bool(st.get("shared_cases", False)), st.get("case2_form", "fixed"),
-                         st.get("rounds_form", "paper"), st.get("case3_form", "thesis"),
-                         st.get("departure_scale", "dram"), st.get("bandwidth_form", "thesis"))
+                         bool(st.get("shared_cases", False)), **forms)
 
 
 def validate(section: Section, where: str = "timing") -> None:
     """SchemaError (naming the field): the latencies and delays the model divides by or multiplies
     cycle counts with must be positive and moderate, M_Factors in (0, 1024]."""
-    from calib.model.validation import in_range
-
     for name in ("issue_cycles", "mem_ld_cycles", "dram_del_coal_mem_cycles", "departure_del_coal_cycles"):
         in_range(section, name, where, 0.0, 1e6, "the timing model divides by it or needs a positive latency",
                  lo_open=True)
@@ -172,8 +169,6 @@ def validate(section: Section, where: str = "timing") -> None:
         if names.m_factor_class(name) is not None:
             in_range(section, name, where, 0.0, 1024.0, "issue cycles per warp instruction relative to the base "
                      "rate (1 to 32 on real GPUs)", lo_open=True)
-    from calib.model.validation import check_names
-
     check_names(section, where, PARAMETERS, patterns=(re.escape(names.M_FACTOR_PREFIX) + r"[A-Za-z0-9_]+",))
 
 
@@ -272,9 +267,8 @@ def inputs_from_table(ts: TimingSection, df: pd.DataFrame, source: str = "<table
 
 def dram_latency(ts: TimingSection, fc: np.ndarray, fm: np.ndarray) -> np.ndarray:
     """DRAM latency in core cycles at core clock ``fc`` and memory clock ``fm`` (MHz; module docstring)."""
-    if ts.has_dvfs_latency:
-        return W.dram_latency_cycles(ts.values["dm_lat_a_cycles"], ts.values["dm_lat_b_cycles"], fc, fm)
-    return np.zeros(np.broadcast(fc, fm).shape) + ts.values["mem_ld_cycles"]
+    return (W.dram_latency_cycles(ts.values["dm_lat_a_cycles"], ts.values["dm_lat_b_cycles"], fc, fm)
+            if ts.has_dvfs_latency else np.zeros(np.broadcast(fc, fm).shape) + ts.values["mem_ld_cycles"])
 
 
 def with_ref_latency(values: Mapping[str, Any], ref_core_mhz: float, ref_mem_mhz: float) -> dict[str, Any]:

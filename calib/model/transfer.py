@@ -35,6 +35,7 @@ from calib.core import names
 from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
 from calib.core.units import COPY_DIRECTIONS as DIRECTIONS, HOST_MEMORY
+from calib.model.validation import check_names, in_range
 
 MODEL_NAME = "pcie"
 
@@ -42,8 +43,6 @@ MODEL_NAME = "pcie"
 def validate(section: Section, where: str = "transfer") -> None:
     """SchemaError (naming the field): every direction/memory pair needs a positive bandwidth (at most
     10 TB/s) and a latency in [0, 1 s]; energies per byte in [0, 1e-6] J; powers in [0, 1 kW]."""
-    from calib.model.validation import in_range
-
     for d in DIRECTIONS:
         for m in HOST_MEMORY:
             in_range(section, names.copy_bandwidth(d, m), where, 0.0, 1e13, "copy time divides by it", lo_open=True)
@@ -54,8 +53,6 @@ def validate(section: Section, where: str = "transfer") -> None:
         for name in (names.copy_host_power(m), names.copy_host_rapl_power(m)):
             if name in section.params:
                 in_range(section, name, where, 0.0, 1e3, "host power while copying")
-    from calib.model.validation import check_names
-
     check_names(section, where, ["board_idle_power_w"]
                 + [names.copy_bandwidth(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
                 + [names.copy_latency(d, m) for d in DIRECTIONS for m in HOST_MEMORY]
@@ -111,9 +108,8 @@ def link_power_w(section: Section, direction: str) -> float:
 
 
 def _col(df: pd.DataFrame, name: str, default: float) -> np.ndarray:
-    if name not in df.columns:
-        return np.full(len(df), default)
-    return pd.to_numeric(df[name], errors="coerce").fillna(default).to_numpy(float)
+    return (pd.to_numeric(df[name], errors="coerce").fillna(default).to_numpy(float) if name in df.columns
+            else np.full(len(df), default))
 
 
 def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = None,
@@ -146,7 +142,7 @@ def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = Non
     pin_t = np.where(pinned > 0.5, 0.0, tc - (tp_h + tp_d))
     pin_e = np.where(pinned > 0.5, 0.0, (eb_h + eb_d) - (pb_h + pb_d))
     pin_host = np.where(pinned > 0.5, 0.0, (eh_h + eh_d) - (ph_h + ph_d))
-    out = pd.DataFrame({
+    return pd.DataFrame({
         "workload": df["workload"].astype(str).to_numpy() if "workload" in df.columns else [f"row {i + 1}" for i in range(len(df))],
         "bytes_h2d": h2d, "bytes_d2h": d2h, "host_memory": np.where(pinned > 0.5, "pinned", "pageable"),
         "copy_h2d_time_s": t_h, "copy_d2h_time_s": t_d, "copy_time_s": tc,
@@ -158,7 +154,6 @@ def copy_breakdown(pf: ParameterFile, df: pd.DataFrame, kernel_time_s: Any = Non
         "overlap_time_saving_s": overlap_t, "overlap_energy_saving_j": idle * overlap_t,
         "pinned_time_saving_s": pin_t, "pinned_energy_saving_j": pin_e, "pinned_host_energy_saving_j": pin_host,
     })
-    return out
 
 
 def format_breakdown(r: pd.Series) -> list[str]:

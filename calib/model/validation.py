@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from calib.core.errors import SchemaError
@@ -34,8 +35,6 @@ def check_names(sec: Section, where: str, known: Iterable[str] = (), patterns: I
     matching none of ``patterns`` (regular expressions of per-unit / per-level names). A typo such as
     ``bogus_w`` would otherwise be carried along, shown in reports and compared by ``calib diff``
     without any model ever reading it."""
-    import re
-
     known = set(known)
     rx = [re.compile(p) for p in patterns]
     for name in sec.params:
