@@ -56,6 +56,9 @@ def fit_summary(pf: ParameterFile, max_warnings: int = 12) -> str:
             flag = f"  [at {p.at_bound()} bound]" if p.vary and p.at_bound() else ""
             lines.append(f"    {name:28s} = {p.value:12.6g} {p.unit:5s} {err}{flag}")
         for cb in st.get("identifiability") or []:
+            if len(cb["weights"]) == 1:
+                lines.append(f"    not determined: {next(iter(cb['weights']))} ({cb.get('reason', 'undetermined')})")
+                continue
             lines.append(f"    determined: {format_combination(cb['weights'])} = {cb['value']:.6g} +/- {cb['stderr']:.3g} "
                          f"(total +/- {cb['stderr_total']:.3g}); the parameters one by one are not separated")
         ws = st.get("warnings", [])

@@ -391,6 +391,38 @@ def _extrapolated_quantities(section, skip: set[str]) -> list[dict]:  # noqa: AN
     return out
 
 
+def _imprecise_quantities(section, covered: set[str], values: dict[str, float],  # noqa: ANN001
+                          total: dict[str, float]) -> list[dict]:
+    """Units' MaxPowers (and Const_SM) that no entry names undetermined but whose total relative error is
+    above :data:`UNDETERMINED_REL`: the campaign does not determine them to that precision. Their spread is
+    model form (shapes, the split between units always active together, the structures that fit as
+    well), which the statistical covariance does not hold, so the combinations the *total* covariance
+    determines (:func:`determined_combinations` on it) that include one of them are published; a member
+    with no such combination is named on its own (a one-member entry with its own value and errors).
+    These entries carry ``basis: "total"``: two fits of one structure still compare their members one by
+    one (the model form is the same in both; ``calib diff`` tests them with the statistical errors)."""
+    poor = [n for n, p in section.params.items() if p.vary and n not in covered and poorly_determined(p)
+            and (n.startswith("max_power_") or n == "const_sm_power_w")]
+    if not poor:
+        return []
+    out = []
+    if section.covariance_total is not None:
+        for c in determined_combinations(section.covariance_total, values, total):
+            und = [n for n in c["parameters"] if poorly_determined(section.params[n])]
+            if set(poor) & set(und):
+                out.append(dict(c, kind="combination", undetermined=und, basis="total",
+                                reason="the total uncertainty (model form) ties these parameters"))
+                poor = [n for n in poor if n not in und]
+    for n in poor:
+        p = section.params[n]
+        out.append({"kind": "combination", "parameters": [n], "weights": {n: 1.0}, "value": p.value,
+                    "stderr": p.stderr, "stderr_total": total_se(p), "undetermined": [n], "basis": "total",
+                    "reason": f"total relative error {100 * total_se(p) / abs(p.value):.0f} % above "
+                              f"{100 * UNDETERMINED_REL:.0f} %: not determined by this campaign to that precision"
+                    if total_se(p) is not None and p.value else "no total standard error"})
+    return out
+
+
 def poorly_determined(p) -> bool:  # noqa: ANN001 - a Param
     """A parameter the file does not determine on its own: no total standard error, a value of 0, a total
     relative error above :data:`UNDETERMINED_REL`, or on a bound."""
@@ -428,6 +460,7 @@ def annotate_identifiability(section) -> None:  # noqa: ANN001 - a calib.core.pa
         covered = {n for q in extra for n in q["undetermined"]}
         extra += _extrapolated_quantities(section, covered)
         combos = [c for c in combos if not set(c["parameters"]) <= {n for q in extra for n in q["undetermined"]}] + extra
+        combos += _imprecise_quantities(section, {n for q in combos for n in q["undetermined"]}, values, total)
     combos = [c for c in combos if c["undetermined"] or c["kind"] != "combination" or c.get("reason")]
     for c in combos:
         c["label"] = quantity_label(c)

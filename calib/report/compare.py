@@ -252,6 +252,9 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
     seen: set[str] = set()
     for q in entries:
         kind = q.get("kind", "combination")
+        if q.get("basis") == "total" and len(q.get("parameters", [])) < 2:
+            continue  # a parameter imprecise on its own: tested as itself
+
         key = f"{kind}:{q.get('unit')}" if kind == "power_at_ar" else f"{kind}:{sorted(q.get('parameters', []))}"
         if key in seen:
             continue
@@ -260,7 +263,9 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
         # a file written before the identifiability entries named their undetermined members: a member
         # that either file determines on its own (its total error small, e.g. the idle power, a 0.05 weight
         # in a near-null direction of beta and the activation power) is still tested one by one
-        und = q.get("undetermined")
+        # a tie of the total uncertainty (model form) is the same in two fits of one structure: its members
+        # are still tested one by one (with the statistical errors), the combination beside them
+        und = [] if q.get("basis") == "total" else q.get("undetermined")
         if und is None:
             und = [n for n in q.get("parameters", [])
                    if any(n in side.params and poorly_determined(side.params[n]) for side in (old, new))]

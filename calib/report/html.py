@@ -135,6 +135,18 @@ def _param_table(pf: ParameterFile) -> tuple[str, int]:
     count = 0
     for sec, section in pf.items():
         und = declared_undetermined(section)
+        # parameters the campaign does not determine one by one: what it determines instead (issue 29)
+        for cb in section.stats.get("identifiability") or []:
+            if len(cb.get("weights") or {}) == 1:
+                what = cb.get("reason", "not determined on its own")
+            elif cb.get("kind") == "power_at_ar":
+                what = f"determined as the power of {cb['unit']} at AR {cb['ar']:.3g}: {fmt(cb['value'], 4)} W"
+            else:
+                tot = cb.get("stderr_total", cb.get("stderr"))
+                what = (f"determined only as {cb.get('label', '')} = {fmt(cb['value'], 4)}"
+                        + ("" if tot is None else f" +/- {fmt(tot, 2)} (total)"))
+            for n in cb.get("undetermined") or []:
+                und.setdefault(n, what)
         for name, p in section.params.items():
             count += 1
             side = p.at_bound() if p.vary else None

@@ -131,6 +131,8 @@ def score(preset: str, sec, seed: int) -> list[dict]:  # noqa: ANN001
     undetermined = set()
     for q in sec.stats.get("identifiability") or []:
         undetermined |= set(q.get("undetermined", q.get("parameters", [])))
+        if len(q.get("weights") or {}) == 1:
+            continue  # a parameter named undetermined on its own: scored as itself below
         t = truth_of_quantity(preset, q, truth)
         if t is None:
             continue
