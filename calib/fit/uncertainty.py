@@ -410,8 +410,12 @@ def _imprecise_quantities(section, covered: set[str], values: dict[str, float], 
         for c in determined_combinations(section.covariance_total, values, total):
             und = [n for n in c["parameters"] if poorly_determined(section.params[n])]
             if set(poor) & set(und):
-                out.append(dict(c, kind="combination", undetermined=und, basis="total",
-                                reason="the total uncertainty (model form) ties these parameters"))
+                q = dict(c, kind="combination", undetermined=und, basis="total",
+                         reason="the total uncertainty (model form) ties these parameters")
+                v = quantity_value(section, q)  # its statistical and total errors, as for every entry
+                if v is not None and v[1] is not None:
+                    q.update(value=v[0], stderr=v[1], stderr_total=v[2] if v[2] is not None else v[1])
+                out.append(q)
                 poor = [n for n in poor if n not in und]
     for n in poor:
         p = section.params[n]
