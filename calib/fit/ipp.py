@@ -203,9 +203,9 @@ class IppPowerFitter(Estimator):
 
     def fit(self, data: SessionData | pd.DataFrame, *, uncertainty: bool = True) -> "IppPowerFitter":
         """Fit to the rows of a session's checked samples table (``data.samples``, or the table itself) that
-        the model covers (:meth:`training_rows`);
-        ``uncertainty=False`` learns the values only (no multi-start, repeat jackknife or total
-        covariance: what a replicate of an uncertainty estimate needs). Returns self."""
+        the model covers (:meth:`training_rows`); ``uncertainty=False`` learns the values only (no
+        multi-start, repeat jackknife or total covariance: what a replicate of an uncertainty estimate
+        needs). Returns self."""
         self._validate_settings()
         self._uncertainty = uncertainty
         df = SessionData.of(data).samples
@@ -293,8 +293,7 @@ class IppPowerFitter(Estimator):
         self.section_ = self._make_section()
         return self
 
-    #: multi-start: starting points besides the selection's warm start (the default start, and these many
-    #: with every free parameter scaled by a factor in [0.5, 1.5] from a fixed random stream)
+    #: random starting points (:meth:`_random_starts`) of the multi-start and of each restart of the search
     N_RANDOM_STARTS = 2
 
     def _multistart(self, res: LsqResult, st: "_Struct") -> tuple[LsqResult, list[LsqResult]]:
@@ -307,9 +306,7 @@ class IppPowerFitter(Estimator):
             return res, []
         cands = [res, *self._fits_from(st, [None, *self._random_starts(res)])]
         best = min(cands, key=lambda r: r.chisqr)
-        tol = 3.84 * best.redchi
-        alts = [r for r in cands if r is not best and r.chisqr <= best.chisqr + tol]
-        return best, alts
+        return best, [r for r in cands if r is not best and r.chisqr <= best.chisqr + 3.84 * best.redchi]
 
     def _repeatability(self, data: pd.DataFrame) -> Covariance | None:
         """The statistical covariance: the least-squares one, with each variance raised to what the
@@ -364,12 +361,11 @@ class IppPowerFitter(Estimator):
         jd = model.jacobian(vals, d)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
         pred = model.power(vals, d)
-        r = pred - y
         # delete-a-workload: a whole stressed unit's benchmarks left out leaves its MaxPower to the few
         # kernels where the unit runs beside others, and the linearised step then swings without bound
         oog = np.empty(len(y))
         wl = workload_groups(data)
-        jack, n_wl = group_jackknife(J, r, wl, keep=[IDLE_GROUP], out_of_group=oog)
+        jack, n_wl = group_jackknife(J, pred - y, wl, keep=[IDLE_GROUP], out_of_group=oog)
         self.prediction_ = prediction_stats(oog / y, n_wl)
         dyn = np.where(running, pred - vals["idle_power_w"], 0.0)
         tau, source, n_tau = self._discrepancy_scale(vals, oog, dyn, wl)
@@ -378,11 +374,12 @@ class IppPowerFitter(Estimator):
         self.measured_ar_ = {}
         for u, f in self.forms_.items():
             on = running & (act[u] > 0)
-            x = float(np.max(act[u][on])) if on.any() else 0.0
-            self.measured_ar_[u] = x
+            x = self.measured_ar_[u] = float(np.max(act[u][on])) if on.any() else 0.0
+            m = vals[names.max_power(u)]
+            if not (0.0 < x < 1.0 and m > 0.0):
+                continue
             if f != LOG:
-                m = vals[names.max_power(u)]
-                if 0.0 < x < 1.0 and m > 0.0 and self.LINEAR_EXTRAPOLATION:
+                if self.LINEAR_EXTRAPOLATION:
                     # a linear unit measured only up to x: its MaxPower is P(x) / x, a straight line
                     # continued beyond the data. The other curve through the same measurements is the
                     # saturating one the model also has, the log with the line's value and slope at x
@@ -392,13 +389,9 @@ class IppPowerFitter(Estimator):
                     i = free.index(names.max_power(u))
                     form[i, i] += (self.EXTRAPOLATION_SE * gap) ** 2
                 continue
-            m, a = vals[names.max_power(u)], vals[names.ar_log_a(u)]
-            sh = vals.get(LINEAR_SHARE, 0.0)
-            inside = 0.0 < x < 1.0
-            b = vals.get("ar_log_b", 1.0)
-            raw = float(ar_transform(x, LOG, a, b)) if inside else 0.0
-            level = float(ar_transform(x, LOG, a, b, sh)) if inside else 0.0
-            if raw > 0.0 and m > 0.0:
+            a, b, sh = vals[names.ar_log_a(u)], vals.get("ar_log_b", 1.0), vals.get(LINEAR_SHARE, 0.0)
+            level = float(ar_transform(x, LOG, a, b, sh))
+            if float(ar_transform(x, LOG, a, b)) > 0.0:
                 # another saturating curve through the same measurements: the power law AR^e with the
                 # fitted curve's value and elasticity e at x; its value at AR = 1 differs from the fitted
                 # one's by m (f(x) x^-e - 1), about m (a ln x)^2 / 2 for the pure log (figures:
@@ -412,8 +405,7 @@ class IppPowerFitter(Estimator):
                 v[free.index(names.ar_log_a(u))] = -level / (m * (1.0 - sh) * math.log(x))
                 form += (self.EXTRAPOLATION_SE * gap) ** 2 * np.outer(v, v)
         # other structures that fit nearly as well once the discrepancy is counted
-        s2 = float(self.result_.redchi) + tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else \
-            float(self.result_.redchi)
+        s2 = float(res.redchi) + (tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else 0.0)
         alt_cov, alts = self._structure_average(free, vals, s2, len(y))
         split_cov = self._split_profile(free, vals)
         self.discrepancy_ = {"tau_rel_runtime": tau, "source": source, "n_workloads": n_tau,
@@ -427,8 +419,6 @@ class IppPowerFitter(Estimator):
         self.quantities_ = self._unit_quantities(free, vals, jack, disc + split_cov)
         return None if cov is None else Covariance(tuple(free), cov)
 
-    #: fewest held-out workloads whose residuals set the discrepancy scale (else leave-one-workload-out)
-    MIN_HELDOUT_WORKLOADS = MIN_HELDOUT_WORKLOADS
     #: one standard error of an extrapolated MaxPower, as a fraction of the gap between the log and the
     #: power-law curves through its highest measured access rate (:meth:`_total_covariance`): the whole
     #: gap, not half of it (the power law is one concave curve among many through the same point, not
@@ -442,11 +432,11 @@ class IppPowerFitter(Estimator):
                            wl: np.ndarray) -> tuple[float, str, int]:
         """Relative discrepancy of the runtime power for a workload the fit has not seen (RMS over
         workloads of their mean relative error): from the campaign's held-out workloads when it has at
-        least :attr:`MIN_HELDOUT_WORKLOADS`, else from the training workloads left out one at a time.
-        Returns (scale, source, number of workloads)."""
+        least :data:`~calib.model.intervals.MIN_HELDOUT_WORKLOADS`, else from the training workloads left
+        out one at a time. Returns (scale, source, number of workloads)."""
         act, running, active, temp, y, sigma, idle_temp_c = self._data
         h = self._heldout
-        if h is not None and h["workload"].nunique() >= self.MIN_HELDOUT_WORKLOADS:
+        if h is not None and h["workload"].nunique() >= MIN_HELDOUT_WORKLOADS:
             hact = {u: h[ACT_PREFIX + u].to_numpy(float) for u in self.units_}
             hd = model.table_design(self._structure(self.struct_), h, hact, sigma, idle_temp_c)
             hp = model.power(vals, hd)
@@ -557,13 +547,11 @@ class IppPowerFitter(Estimator):
 
     def _label(self, st: "_Struct") -> str:
         """What ``st`` changes against the chosen structure, e.g. ``sfu log + shared activation off``."""
-        parts = [f"{u} {f}" for (u, f), (_, f0) in zip(st.forms, self.struct_.forms) if f != f0]
-        if st.smf != self.struct_.smf:
-            parts.append(f"sm_scaling {st.smf}")
-        if st.shared != self.struct_.shared:
-            parts.append(f"shared activation {'on' if st.shared else 'off'}")
-        if st.share != self.struct_.share:
-            parts.append(f"per-access share {'on' if st.share else 'off'}")
+        ref, on = self.struct_, {True: "on", False: "off"}
+        parts = [f"{u} {f}" for (u, f), (_, f0) in zip(st.forms, ref.forms) if f != f0]
+        parts += [text for changed, text in ((st.smf != ref.smf, f"sm_scaling {st.smf}"),
+                                             (st.shared != ref.shared, f"shared activation {on[st.shared]}"),
+                                             (st.share != ref.share, f"per-access share {on[st.share]}")) if changed]
         return " + ".join(parts) or "(same structure, another optimum)"
 
     # -- structures and their fits --------------------------------------------------------------
@@ -636,14 +624,11 @@ class IppPowerFitter(Estimator):
     _LINEAR = ("idle_power_w", "activation_power_w", "const_sm_power_w")
 
     def _fit(self, st: "_Struct", start: Mapping[str, float] | None = None) -> LsqResult:
-        """One structure fitted from ``start`` (None: the default start). The parameters the model is
-        linear in (idle, activation, Const_SM, every MaxPower) are first solved exactly for the start's
-        nonlinear ones (bounded linear least squares), so each fit starts at its conditional optimum
-        and needs a few iterations. Every fit is kept in :attr:`_seen` (the best per structure).
-
-        A fit is a function of (structure, start) alone, so each one is made once per :meth:`fit` and
-        repeats are read back (:attr:`_memo`): the search's last restarts are the final structure's
-        multi-start, and its cold passes fit the same flips from the default start again."""
+        """One structure fitted from ``start`` (None: the default start; :meth:`_lsq`). Every fit is kept in
+        :attr:`_seen` (the best per structure). A fit is a function of (structure, start) alone, so each
+        one is made once per :meth:`fit` and repeats are read back (:attr:`_memo`): the search's last
+        restarts are the final structure's multi-start, and its cold passes fit the same flips from the
+        default start again."""
         key = (st, None if start is None else tuple(sorted(start.items())))
         if key not in self._memo:
             try:
@@ -659,9 +644,11 @@ class IppPowerFitter(Estimator):
         return hit
 
     def _lsq(self, st: "_Struct", ps: list[Param]) -> LsqResult:
-        """``st`` fitted to the training rows from ``ps``, its linear parameters solved first
-        (:meth:`_linear_start`). Without standard errors: the search compares fits by their sum of
-        squares, and :meth:`fit` adds them to the one it keeps."""
+        """``st`` fitted to the training rows from ``ps``, the parameters the model is linear in (idle,
+        activation, Const_SM, every MaxPower) first solved exactly for the others (:meth:`_linear_start`),
+        so that each fit starts at its conditional optimum and needs a few iterations. Without standard
+        errors: the search compares fits by their sum of squares, and :meth:`fit` adds them to the one it
+        keeps."""
         y, d = self._data[4], self._design(st)
         return fit_lsq(lambda v: model.power(v, d), self._linear_start(d, ps, y), y, loss=self.loss,
                        jac=lambda v: model.jacobian(v, d), stats=False)
@@ -675,8 +662,8 @@ class IppPowerFitter(Estimator):
         return d
 
     def _linear_start(self, d: model.Design, ps: list[Param], y: np.ndarray) -> list[Param]:
-        """``ps`` with the linear parameters solved for the others (see :meth:`_fit`); MaxPowers kept a
-        little above 0 so that the slopes of their access-rate functions still move the fit."""
+        """``ps`` with the linear parameters solved for the others (bounded linear least squares); MaxPowers
+        kept a little above 0 so that the slopes of their access-rate functions still move the fit."""
         vals = _values(ps)
         lin = [p for p in ps if p.vary and (p.name in self._LINEAR or p.name.startswith("max_power_"))]
         if not lin:
@@ -751,15 +738,13 @@ class IppPowerFitter(Estimator):
 
     def _hops(self, res: LsqResult) -> list[tuple[tuple[str, float], dict[str, float]]]:
         """Starting points one nonlinear parameter away from ``res`` (an access-rate slope, ``sm_beta`` or
-        the shared share, scaled by each of :attr:`HOP_FACTORS` within its bounds; the linear parameters
-        are solved again for each start by :meth:`_fit`). The clamped log access-rate functions make the
-        sum of squares piecewise smooth: rows enter and leave a unit's clamp as its slope moves, and the
-        fit has several optima a few % apart in the sum of squares. Which one the random starts of
-        :meth:`_random_starts` (every parameter moved at once) reached was chance, and a 5 % change of the
-        temperature correction moved MaxPowers by up to 18 %; moved one at a time, one of the slopes
-        leads into the better optimum from either side (tests/benchmarks/thermal_results.md, session 7).
-        Deterministic, so a refit of the same rows is the same fit. Each start comes with its recipe,
-        (parameter, factor), for :meth:`_recipe_fits`."""
+        the shared share, scaled by each of :attr:`HOP_FACTORS` within its bounds), each with its recipe
+        (parameter, factor) for :meth:`_recipe_fits`. The clamped log access-rate functions make the sum
+        of squares piecewise smooth (rows enter and leave a unit's clamp as its slope moves), with several
+        optima a few % apart: which one the random starts (every parameter moved at once) reached was
+        chance, while one slope moved alone leads into the better one from either side
+        (tests/benchmarks/thermal_results.md, session 7). Deterministic: a refit of the same rows is the
+        same fit."""
         base = _values(res.params, free=True)
         out = []
         for p in res.params:
@@ -813,11 +798,10 @@ class IppPowerFitter(Estimator):
     GIVE_UP_BIC = 100.0
 
     def _search(self, st: "_Struct", res: LsqResult, give_up: float = math.inf) -> tuple["_Struct", LsqResult]:
-        """The greedy search (:meth:`_select`), its result restarted from the default and the random
-        starts, and the search continued from a better optimum when a restart found one. The greedy
-        trials are warm-started from the current solution, which is cheap but keeps the search in one
-        basin (figures: tests/benchmarks/code_figures.md). No restarts once the greedy result's BIC is
-        above ``give_up``."""
+        """The greedy search (:meth:`_select`), its result restarted from the default start, the random
+        starts and the hops, and the search continued from a better optimum when a restart found one: the
+        greedy trials' warm starts keep the search in one basin (figures: tests/benchmarks/code_figures.md).
+        No restarts once the greedy result's BIC is above ``give_up``."""
         if not self._flips():
             return st, res
         for _ in range(self.MAX_SEARCH_ROUNDS):
@@ -837,14 +821,12 @@ class IppPowerFitter(Estimator):
     FLIPS_FITTED_PER_PASS = 6
 
     def _select(self, st: "_Struct", res: LsqResult) -> tuple["_Struct", LsqResult]:
-        """Greedy search by BIC over :meth:`_flips`. Each pass screens every flip (:meth:`_screen`: its
-        linear parameters solved with the others held, no iteration), fits the most promising ones
-        (:attr:`FLIPS_FITTED_PER_PASS`) warm-started from the current solution, takes the best, then
-        tries the other flips that helped on their own, best first, each on top of what was taken. A
-        pass that finds no better flip is repeated cold, each flip fitted from the default start and the
-        random starts (:meth:`_random_starts`; the linear parameters solved for each): a flip that needs
-        the other units' parameters to move far (ALU against REG/FDS, which every instruction touches)
-        looks worse from the warm start than it is."""
+        """Greedy search by BIC over :meth:`_flips`. Each pass screens every flip (:meth:`_screen`), fits
+        the most promising ones (:attr:`FLIPS_FITTED_PER_PASS`) warm-started from the current solution,
+        takes the best, then tries the other flips that helped on their own, best first, each on top of
+        what was taken. A pass that finds no better flip is repeated cold, each flip fitted from the
+        default start and the random starts: a flip that needs the other units' parameters to move far
+        (ALU against REG/FDS, which every instruction touches) looks worse from the warm start than it is."""
         warm = True
         while True:
             start = _values(res.params) if warm else None
