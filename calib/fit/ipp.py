@@ -106,14 +106,10 @@ class _Struct:
     shared: bool
     share: bool = False
 
-    @property
-    def form_map(self) -> dict[str, str]:
-        return dict(self.forms)
-
     def flip(self, what: str, fitter: "IppPowerFitter") -> "_Struct":
         """This structure with one flip (a unit's function, :data:`SM_FLIP`, :data:`SHARED_FLIP` or
         :data:`SHARE_FLIP`)."""
-        forms = self.form_map
+        forms = dict(self.forms)
         if what in forms:
             forms[what] = LINEAR if forms[what] == LOG else LOG
         smf = {"log": "linear", "linear": "log"}[self.smf] if what == SM_FLIP else self.smf
@@ -207,7 +203,6 @@ class IppPowerFitter(Estimator):
         multi-start, repeat jackknife or total covariance: what a replicate of an uncertainty estimate
         needs). Returns self."""
         self._validate_settings()
-        self._uncertainty = uncertainty
         df = SessionData.of(data).samples
         data = self.training_rows(df).reset_index(drop=True)
         if len(data) < 3:
@@ -226,11 +221,10 @@ class IppPowerFitter(Estimator):
                 units.append(u)
         if not units:
             raise FitError("no unit activity varies across the samples; nothing to fit")
-        if self.mem_units is not None:
-            unknown = sorted(set(self.mem_units) - set(act_units(data)))
-            if unknown:  # a typo would silently move the memory units to the core domain
-                raise BadInputError(f"memory unit(s) {', '.join(unknown)} not in the table "
-                                    f"(units: {', '.join(act_units(data))})")
+        unknown = sorted(set(self.mem_units or ()) - set(act_units(data)))
+        if unknown:  # a typo would silently move the memory units to the core domain
+            raise BadInputError(f"memory unit(s) {', '.join(unknown)} not in the table "
+                                f"(units: {', '.join(act_units(data))})")
         self.units_ = units
         self._chip = frozenset(CHIP_UNITS if self.chip_units is None else self.chip_units)
         self._pinned: set[str] = set()
@@ -258,8 +252,7 @@ class IppPowerFitter(Estimator):
         shared = [False, True] if self.shared_activation == "auto" else [self.shared_activation == "on"]
         # the SM scaling and the shared-activation term first (with the starting unit forms), then the
         # unit forms (and both again, as flips of the search) from the best of them
-        share0 = self.linear_share == "on"
-        first = [self._struct(forms, smf, sh, share0) for smf in sm_forms for sh in shared]
+        first = [self._struct(forms, smf, sh, self.linear_share == "on") for smf in sm_forms for sh in shared]
         first = [(s_, self._fit(s_)) for s_ in first]
         st, res = min(first, key=lambda t: t[1].bic)
         st, res = self._search(st, res)
@@ -273,10 +266,10 @@ class IppPowerFitter(Estimator):
                              "linear form used instead")
             self._pinned |= set(dead)
             st, res = self._search(st, self._fit(st))
-        res, self.alternatives_ = self._multistart(res, st)
+        res, self.alternatives_ = self._multistart(res, st) if uncertainty else (res, [])
         self.result_ = res = res.with_stats()
         self.struct_ = st
-        self.forms_ = st.form_map
+        self.forms_ = dict(st.forms)
         self.sm_scaling_ = st.smf
         self.shared_ = st.shared
         self.share_ = st.share
@@ -302,8 +295,6 @@ class IppPowerFitter(Estimator):
         of the best, chi-square(1) at 95 %). Units that every instruction touches (REG, FDS) can leave
         two such optima; which one a campaign lands in is then chance, and the statistical uncertainty
         must span both (:meth:`_repeatability`)."""
-        if not self._uncertainty:
-            return res, []
         cands = [res, *self._fits_from(st, [None, *self._random_starts(res)])]
         best = min(cands, key=lambda r: r.chisqr)
         return best, [r for r in cands if r is not best and r.chisqr <= best.chisqr + 3.84 * best.redchi]
@@ -319,12 +310,11 @@ class IppPowerFitter(Estimator):
         if stat is None:
             return stat
         names_ = list(stat.names)
-        best = _values(self.result_.params)
         # optima that fit as well (multi-start): the direction to the farthest of them is one the data do
         # not fix; half the distance along it is one standard error (a rank-one term, so that what both
         # optima agree on stays determined)
         sd = np.sqrt(np.clip(np.diag(stat.matrix), 1e-300, None))
-        halves = [_shift(alt.params, best, names_) / 2.0 for alt in self.alternatives_]
+        halves = [_shift(alt.params, _values(self.result_.params), names_) / 2.0 for alt in self.alternatives_]
         if halves:
             d = max(halves, key=lambda h: float(np.sum((h / sd) ** 2)))
             stat = Covariance(stat.names, np.where(np.isfinite(stat.matrix), stat.matrix, 0.0) + np.outer(d, d))
@@ -346,7 +336,7 @@ class IppPowerFitter(Estimator):
                 p.stderr = float(math.sqrt(v)) if np.isfinite(v) and v >= 0 else p.stderr
         return cov
 
-    def _total_covariance(self, data: pd.DataFrame) -> np.ndarray | None:
+    def _total_covariance(self, data: pd.DataFrame) -> Covariance | None:
         """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-workload
         jackknife (:func:`calib.fit.uncertainty.workload_groups`; idle rows always kept), the workload
         discrepancy propagated through the fit, the extrapolation to AR = 1 of each MaxPower measured only
@@ -469,24 +459,20 @@ class IppPowerFitter(Estimator):
         logw = [evidence_log_weight(r.chisqr, r.nvarys, best.chisqr, best.nvarys, s2, n) for _, r in alts]
         cov, w = model_average_covariance(shifts, logw, k)
         self._weights = [(st, r, float(wi)) for (st, r), wi in zip(alts, w)]
-        kept = [f"{self._label(alts[i][0])} (weight {w[i]:.2f})" for i in np.argsort(-w) if w[i] >= 0.01]
-        return cov, kept
+        return cov, [f"{self._label(alts[i][0])} (weight {w[i]:.2f})" for i in np.argsort(-w) if w[i] >= 0.01]
 
     def _split_profile(self, free: list[str], vals: Mapping[str, float]) -> np.ndarray:
         """Covariance of the split of a group of units whose activities the campaign does not separate
         (:func:`calib.fit.uncertainty.collinear_units`): the data fix the sum of their MaxPowers, not how
-        it divides. The split is a nuisance with a uniform prior, profiled: the structure refitted with
-        each member's share of the fitted sum held at the points 1/6, 1/2, 5/6 of a two-unit split (for
-        more units, the centroid and the points 2/3 of the way to each vertex), every other parameter
-        free; the mean of ``d d^T`` over the points (``d`` the parameters' shift from the fit) is the
-        term, on the members' own parameters (MaxPower and log slope) only: the other units' shifts under
-        a forced split are what rows their own benchmarks measure reject, not their uncertainty (figures:
+        it divides. The split, a nuisance with a uniform prior, is profiled: the structure refitted with
+        the members' shares of the fitted sum held at 1/6, 1/2, 5/6 (two units; more: the centroid and the
+        points 2/3 of the way to each vertex), the mean of ``d d^T`` (``d``: the shift from the fit) on the
+        members' own parameters (MaxPower and log slope) only: the other units' shifts under a forced split
+        are what the rows of their own benchmarks reject, not their uncertainty (figures:
         tests/benchmarks/code_figures.md)."""
-        k = len(free)
-        out = np.zeros((k, k))
+        out = np.zeros((len(free), len(free)))
         act, running = self._data[0], self._data[1]
-        groups = collinear_units({u: a[running] for u, a in act.items()})
-        self.collinear_ = groups
+        self.collinear_ = groups = collinear_units({u: a[running] for u, a in act.items()})
         for g in groups:
             ms = [names.max_power(u) for u in g]
             if not set(ms) <= set(free):
@@ -537,7 +523,7 @@ class IppPowerFitter(Estimator):
 
             v_struct = 0.0
             for st, r, w in self._weights:
-                v_struct += w * (model.unit_power(_values(r.params), u, st.form_map[u], x)[0] - q0) ** 2
+                v_struct += w * (model.unit_power(_values(r.params), u, dict(st.forms)[u], x)[0] - q0) ** 2
             v_stat = var(stat)
             v_total = max(v_stat, var(jack)) + var(disc) + v_struct
             out.append({"kind": "power_at_ar", "unit": u, "ar": float(x), "value": float(q0),
@@ -572,7 +558,7 @@ class IppPowerFitter(Estimator):
         ``start``'s values where it has them (clipped to their bounds)."""
         running, y = self._data[1], self._data[4]
         n_sm = int(self.sm_count)
-        forms = st.form_map
+        forms = dict(st.forms)
         idle_rows = y[~running]
         idle0 = float(np.median(idle_rows)) if len(idle_rows) else float(np.min(y))
         run_excess = max(1.0, float(np.percentile(y, 90)) - idle0)
@@ -787,14 +773,11 @@ class IppPowerFitter(Estimator):
             st2, r2 = self._search(other, r, give_up=res.bic + self.GIVE_UP_BIC)
         finally:
             self._hold = frozenset()
-        if r2.bic >= res.bic - 1e-9:
-            return st, res
-        return self._search(st2, r2)
+        return (st, res) if r2.bic >= res.bic - 1e-9 else self._search(st2, r2)
 
     #: the second search (:meth:`_other_shared`) makes no restarts once its greedy result is this much
-    #: BIC behind the first search's: on the recorded fits (tests/benchmarks/bench_power_fit.py) a round
-    #: of restarts and hops gained at most 45 (mi300x, 783.6 -> 739.1), and the other setting's greedy
-    #: result was either within 16 (gtx280, mi250x: restarted) or 130-235 behind (gtx580, titanx, mi300x)
+    #: BIC behind the first search's: a round of restarts and hops gained at most 45 on the recorded fits,
+    #: and the other setting's greedy result was within 16 or 130-235 behind (tests/benchmarks/power_fit_speed.md)
     GIVE_UP_BIC = 100.0
 
     def _search(self, st: "_Struct", res: LsqResult, give_up: float = math.inf) -> tuple["_Struct", LsqResult]:

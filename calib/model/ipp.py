@@ -255,10 +255,7 @@ def components(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
     out = {"idle": np.full(len(d.run), values["idle_power_w"]),
            "activation": d.run * values.get("activation_power_w", 0.0),
            "const_sm": rs * d.n_sm * values.get("const_sm_power_w", 0.0)}
-    unit_w = _terms(values, d)[4]
-    for i, u in enumerate(d.units):
-        out[u] = rs * unit_w[i]
-    return out
+    return {**out, **{u: rs * w for u, w in zip(d.units, _terms(values, d)[4])}}
 
 
 def launch_facts(df: pd.DataFrame, act: Mapping[str, np.ndarray], sm_count: int) -> tuple[np.ndarray, np.ndarray]:
