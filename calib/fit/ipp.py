@@ -72,6 +72,29 @@ SHARED_FLIP = "<shared_activation>"
 SHARE_FLIP = "<linear_share>"
 
 
+def _values(params: Iterable[Param], free: bool = False) -> dict[str, float]:
+    """Parameter name -> value (``free``: of the varied parameters only)."""
+    return {p.name: p.value for p in params if p.vary or not free}
+
+
+def _shift(params: Iterable[Param], ref: Mapping[str, float], names_: Sequence[str],
+           absent: Mapping[str, float] = {}) -> np.ndarray:
+    """Each of ``names_``'s value in ``params`` less its value in ``ref``: 0 for a parameter ``params`` lack
+    unless ``absent`` gives the value its absence means."""
+    got = {**absent, **_values(params)}
+    return np.array([got.get(n, ref[n]) - ref[n] for n in names_])
+
+
+def _quiet(fit: Any, *args: Any, errors: tuple[type[Exception], ...] = (FitError,)) -> Any:
+    """``fit(*args)`` with its warnings silenced, or None when it raises one of ``errors``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fit(*args)
+    except errors:
+        return None
+
+
 @dataclass(frozen=True)
 class _Struct:
     """A model structure the search compares: each unit's access-rate function (in unit order), the
@@ -83,24 +106,14 @@ class _Struct:
     shared: bool
     share: bool = False
 
-    @property
-    def form_map(self) -> dict[str, str]:
-        return dict(self.forms)
-
     def flip(self, what: str, fitter: "IppPowerFitter") -> "_Struct":
         """This structure with one flip (a unit's function, :data:`SM_FLIP`, :data:`SHARED_FLIP` or
         :data:`SHARE_FLIP`)."""
-        forms = self.form_map
-        smf, shared, share = self.smf, self.shared, self.share
-        if what == SM_FLIP:
-            smf = "linear" if smf == "log" else "log"
-        elif what == SHARED_FLIP:
-            shared = not shared
-        elif what == SHARE_FLIP:
-            share = not share
-        else:
+        forms = dict(self.forms)
+        if what in forms:
             forms[what] = LINEAR if forms[what] == LOG else LOG
-        return fitter._struct(forms, smf, shared, share)
+        smf = {"log": "linear", "linear": "log"}[self.smf] if what == SM_FLIP else self.smf
+        return fitter._struct(forms, smf, self.shared != (what == SHARED_FLIP), self.share != (what == SHARE_FLIP))
 
 
 class IppPowerFitter(Estimator):
@@ -182,20 +195,12 @@ class IppPowerFitter(Estimator):
                 data = data[np.isclose(data[col].to_numpy(float), float(clocks[col]))]
         return data
 
-    def _arrays(self, data: pd.DataFrame, units: list[str], sigma: float | None) -> tuple:
-        """(activities per unit, running mask, active SMs, temperature or None, power W) of ``data``."""
-        act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
-        running, active = model.launch_facts(data, act, int(self.sm_count))
-        temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
-        return act, running, active, temp, data["power_w"].to_numpy(float)
-
     def fit(self, data: SessionData | pd.DataFrame, *, uncertainty: bool = True) -> "IppPowerFitter":
         """Fit to the rows of a session's checked samples table (``data.samples``, or the table itself) that
-        the model covers (:meth:`training_rows`);
-        ``uncertainty=False`` learns the values only (no multi-start, repeat jackknife or total
-        covariance: what a replicate of an uncertainty estimate needs). Returns self."""
+        the model covers (:meth:`training_rows`); ``uncertainty=False`` learns the values only (no
+        multi-start, repeat jackknife or total covariance: what a replicate of an uncertainty estimate
+        needs). Returns self."""
         self._validate_settings()
-        self._uncertainty = uncertainty
         df = SessionData.of(data).samples
         data = self.training_rows(df).reset_index(drop=True)
         if len(data) < 3:
@@ -214,11 +219,10 @@ class IppPowerFitter(Estimator):
                 units.append(u)
         if not units:
             raise FitError("no unit activity varies across the samples; nothing to fit")
-        if self.mem_units is not None:
-            unknown = sorted(set(self.mem_units) - set(act_units(data)))
-            if unknown:  # a typo would silently move the memory units to the core domain
-                raise BadInputError(f"memory unit(s) {', '.join(unknown)} not in the table "
-                                    f"(units: {', '.join(act_units(data))})")
+        unknown = sorted(set(self.mem_units or ()) - set(act_units(data)))
+        if unknown:  # a typo would silently move the memory units to the core domain
+            raise BadInputError(f"memory unit(s) {', '.join(unknown)} not in the table "
+                                f"(units: {', '.join(act_units(data))})")
         self.units_ = units
         self._chip = frozenset(CHIP_UNITS if self.chip_units is None else self.chip_units)
         self._pinned: set[str] = set()
@@ -227,11 +231,12 @@ class IppPowerFitter(Estimator):
         self._twins: dict[tuple, list[tuple[dict[str, float], LsqResult | None]]] = {}
         self._designs: dict[_Struct, model.Design] = {}
         self._hold: frozenset[str] = frozenset()
-        act, running, active, temp, y = self._arrays(data, units, sigma)
-        has_sweep = len(np.unique(active)) > 2
-        self._has_sweep = has_sweep
+        act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
+        running, active = model.launch_facts(data, act, int(self.sm_count))
+        temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
+        self._has_sweep = len(np.unique(active)) > 2
         self._has_idle = bool((~running).any())
-        self._data = (act, running, active, temp, y, sigma, idle_temp_c)
+        self._data = (act, running, active, temp, data["power_w"].to_numpy(float), sigma, idle_temp_c)
         # the campaign's held-out workloads (application-like mixes, never fitted) at the clocks the model
         # covers: only their residuals are read, for the discrepancy scale of the total uncertainty
         held = df[df["role"].astype(str) == "heldout"] if "role" in df.columns else df.iloc[:0]
@@ -239,44 +244,36 @@ class IppPowerFitter(Estimator):
         held = held[np.isfinite(held["power_w"].to_numpy(float))] if len(held) else held
         self._heldout = held if len(held) and all(ACT_PREFIX + u in held.columns for u in units) else None
 
-        if isinstance(self.ar_forms, Mapping):
-            forms = {u: self.ar_forms.get(u, LOG) for u in units}
-        else:
-            forms = {u: LOG for u in units}
-        sm_forms = [self.sm_scaling] if self.sm_scaling != "auto" else (["log", "linear"] if has_sweep else ["linear"])
+        given = self.ar_forms if isinstance(self.ar_forms, Mapping) else {}
+        forms = {u: given.get(u, LOG) for u in units}
+        sm_forms = [self.sm_scaling] if self.sm_scaling != "auto" else (["log", "linear"] if self._has_sweep else ["linear"])
         shared = [False, True] if self.shared_activation == "auto" else [self.shared_activation == "on"]
         # the SM scaling and the shared-activation term first (with the starting unit forms), then the
         # unit forms (and both again, as flips of the search) from the best of them
-        share0 = self.linear_share == "on"
-        first = [(self._struct(forms, smf, sh, share0), None) for smf in sm_forms for sh in shared]
-        first = [(s_, self._fit(s_)) for s_, _ in first]
+        first = [self._struct(forms, smf, sh, self.linear_share == "on") for smf in sm_forms for sh in shared]
+        first = [(s_, self._fit(s_)) for s_ in first]
         st, res = min(first, key=lambda t: t[1].bic)
         st, res = self._search(st, res)
         st, res = self._other_shared(st, res, first)
         # a log form clamped to 0 on every row where its unit is active contributes nothing, and its
         # MaxPower then means nothing: such units are given the linear form (and stay linear)
-        dead = self._dead_log_units(res, st)
-        while dead:
-            forms = st.form_map
+        while dead := self._dead_log_units(res, st):
             for u in dead:
-                forms[u] = LINEAR
+                st = st.flip(u, self)
                 warns.append(f"unit {u}: the fitted log access-rate function was 0 at every observed access rate; "
                              "linear form used instead")
             self._pinned |= set(dead)
-            st = self._struct(forms, st.smf, st.shared, st.share)
             st, res = self._search(st, self._fit(st))
-            dead = self._dead_log_units(res, st)
-        res, self.alternatives_ = self._multistart(res, st)
-        res = res.with_stats()
-        self.result_ = res
+        res, self.alternatives_ = self._multistart(res, st) if uncertainty else (res, [])
+        self.result_ = res = res.with_stats()
         self.struct_ = st
-        self.forms_ = st.form_map
+        self.forms_ = dict(st.forms)
         self.sm_scaling_ = st.smf
         self.shared_ = st.shared
         self.share_ = st.share
         self.params_ = res.params
         self.warnings_ = warns + res.warnings
-        if not has_sweep:
+        if not self._has_sweep:
             self.warnings_.append("no active-SM sweep in the samples: SM scaling not identified (linear assumed)")
         for w in self.warnings_:
             warnings.warn(w)
@@ -287,8 +284,7 @@ class IppPowerFitter(Estimator):
         self.section_ = self._make_section()
         return self
 
-    #: multi-start: starting points besides the selection's warm start (the default start, and these many
-    #: with every free parameter scaled by a factor in [0.5, 1.5] from a fixed random stream)
+    #: random starting points (:meth:`_random_starts`) of the multi-start and of each restart of the search
     N_RANDOM_STARTS = 2
 
     def _multistart(self, res: LsqResult, st: "_Struct") -> tuple[LsqResult, list[LsqResult]]:
@@ -297,14 +293,9 @@ class IppPowerFitter(Estimator):
         of the best, chi-square(1) at 95 %). Units that every instruction touches (REG, FDS) can leave
         two such optima; which one a campaign lands in is then chance, and the statistical uncertainty
         must span both (:meth:`_repeatability`)."""
-        if not self._uncertainty:
-            return res, []
-        cands = [res]
-        cands += self._fits_from(st, [None, *self._random_starts(res)])
+        cands = [res, *self._fits_from(st, [None, *self._random_starts(res)])]
         best = min(cands, key=lambda r: r.chisqr)
-        tol = 3.84 * best.redchi
-        alts = [r for r in cands if r is not best and r.chisqr <= best.chisqr + tol]
-        return best, alts
+        return best, [r for r in cands if r is not best and r.chisqr <= best.chisqr + 3.84 * best.redchi]
 
     def _repeatability(self, data: pd.DataFrame) -> Covariance | None:
         """The statistical covariance: the least-squares one, with each variance raised to what the
@@ -317,73 +308,52 @@ class IppPowerFitter(Estimator):
         if stat is None:
             return stat
         names_ = list(stat.names)
-        best = {p.name: p.value for p in self.result_.params}
         # optima that fit as well (multi-start): the direction to the farthest of them is one the data do
         # not fix; half the distance along it is one standard error (a rank-one term, so that what both
         # optima agree on stays determined)
         sd = np.sqrt(np.clip(np.diag(stat.matrix), 1e-300, None))
-        halves = [np.array([{p.name: p.value for p in alt.params}.get(n, best[n]) - best[n] for n in names_]) / 2.0
-                  for alt in self.alternatives_]
+        halves = [_shift(alt.params, _values(self.result_.params), names_) / 2.0 for alt in self.alternatives_]
         if halves:
             d = max(halves, key=lambda h: float(np.sum((h / sd) ** 2)))
             stat = Covariance(stat.names, np.where(np.isfinite(stat.matrix), stat.matrix, 0.0) + np.outer(d, d))
-        groups = repeat_groups(data)
-        if groups is None:
-            self._set_stderr(stat)
-            return stat
         settings = dict(self.get_params(), ar_forms=dict(self.forms_), sm_scaling=self.sm_scaling_,
                         shared_activation="on" if self.shared_ else "off",
                         linear_share="on" if self.share_ else "off")
 
         def refit(mask: np.ndarray) -> dict[str, float] | None:
-            sub = IppPowerFitter(**settings)
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    sub.fit(data[mask], uncertainty=False)
-            except (FitError, BadInputError):
-                return None
-            return {p.name: p.value for p in sub.params_}
+            sub = _quiet(lambda: IppPowerFitter(**settings).fit(data[mask], uncertainty=False),
+                         errors=(FitError, BadInputError))
+            return None if sub is None else _values(sub.params_)
 
-        rep = refit_jackknife(refit, groups, names_, keep=[KEEP_GROUP])
+        groups = repeat_groups(data)
+        rep = None if groups is None else refit_jackknife(refit, groups, names_, keep=[KEEP_GROUP])
         cov = stat if rep is None else Covariance(stat.names, total_covariance(stat, rep))
-        self._set_stderr(cov)
-        return cov
-
-    def _set_stderr(self, cov: Covariance) -> None:
-        names_ = list(cov.names)
         for p in self.params_:
             if p.vary and p.name in names_ and p.stderr is not None:
                 v = cov.matrix[names_.index(p.name), names_.index(p.name)]
                 p.stderr = float(math.sqrt(v)) if np.isfinite(v) and v >= 0 else p.stderr
+        return cov
 
-    def _total_covariance(self, data: pd.DataFrame) -> np.ndarray | None:
-        """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-group
-        jackknife over the benchmark groups (:func:`calib.fit.uncertainty.row_groups`; idle rows always
-        kept), the workload discrepancy propagated through the fit, for a unit with the log access-rate
-        function measured only below AR = 1 the extrapolation of its MaxPower to AR = 1 (the gap at AR = 1
-        between the fitted log curve and the power law through its value and elasticity at the highest
-        measured access rate, times :attr:`EXTRAPOLATION_SE`, is one standard error, along the direction
-        of (MaxPower, slope) that leaves the power at the highest measured rate unchanged; for a unit with
-        the linear function, the gap to the log curve with the line's value and slope there, on its
-        MaxPower), the split of
-        units the campaign does not separate (:meth:`_split_profile`), and the structures the search
-        fitted, averaged by their evidence (:meth:`_structure_average`). Also sets ``stderr_total`` of
-        the fitted parameters."""
+    def _total_covariance(self, data: pd.DataFrame) -> Covariance | None:
+        """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-workload
+        jackknife (:func:`calib.fit.uncertainty.workload_groups`; idle rows always kept), the workload
+        discrepancy propagated through the fit, the extrapolation to AR = 1 of each MaxPower measured only
+        below it (:attr:`EXTRAPOLATION_SE`), the split of units the campaign does not separate
+        (:meth:`_split_profile`), and the structures the search fitted, averaged by their evidence
+        (:meth:`_structure_average`). Also sets ``stderr_total`` of the fitted parameters."""
         res = self.result_
-        free = [p.name for p in res.params if p.vary]
-        vals = {p.name: p.value for p in res.params}
-        act, running, active, temp, y, sigma, idle_temp_c = self._data
+        free = list(_values(res.params, free=True))
+        vals = _values(res.params)
+        act, running, y = self._data[0], self._data[1], self._data[4]
         d = self._design(self.struct_)
         jd = model.jacobian(vals, d)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
         pred = model.power(vals, d)
-        r = pred - y
         # delete-a-workload: a whole stressed unit's benchmarks left out leaves its MaxPower to the few
         # kernels where the unit runs beside others, and the linearised step then swings without bound
         oog = np.empty(len(y))
         wl = workload_groups(data)
-        jack, n_wl = group_jackknife(J, r, wl, keep=[IDLE_GROUP], out_of_group=oog)
+        jack, n_wl = group_jackknife(J, pred - y, wl, keep=[IDLE_GROUP], out_of_group=oog)
         self.prediction_ = prediction_stats(oog / y, n_wl)
         dyn = np.where(running, pred - vals["idle_power_w"], 0.0)
         tau, source, n_tau = self._discrepancy_scale(vals, oog, dyn, wl)
@@ -392,11 +362,12 @@ class IppPowerFitter(Estimator):
         self.measured_ar_ = {}
         for u, f in self.forms_.items():
             on = running & (act[u] > 0)
-            x = float(np.max(act[u][on])) if on.any() else 0.0
-            self.measured_ar_[u] = x
+            x = self.measured_ar_[u] = float(np.max(act[u][on])) if on.any() else 0.0
+            m = vals[names.max_power(u)]
+            if not (0.0 < x < 1.0 and m > 0.0):
+                continue
             if f != LOG:
-                m = vals[names.max_power(u)]
-                if 0.0 < x < 1.0 and m > 0.0 and self.LINEAR_EXTRAPOLATION:
+                if self.LINEAR_EXTRAPOLATION:
                     # a linear unit measured only up to x: its MaxPower is P(x) / x, a straight line
                     # continued beyond the data. The other curve through the same measurements is the
                     # saturating one the model also has, the log with the line's value and slope at x
@@ -406,13 +377,9 @@ class IppPowerFitter(Estimator):
                     i = free.index(names.max_power(u))
                     form[i, i] += (self.EXTRAPOLATION_SE * gap) ** 2
                 continue
-            m, a = vals[names.max_power(u)], vals[names.ar_log_a(u)]
-            sh = vals.get(LINEAR_SHARE, 0.0)
-            inside = 0.0 < x < 1.0
-            b = vals.get("ar_log_b", 1.0)
-            raw = float(ar_transform(x, LOG, a, b)) if inside else 0.0
-            level = float(ar_transform(x, LOG, a, b, sh)) if inside else 0.0
-            if raw > 0.0 and m > 0.0:
+            a, b, sh = vals[names.ar_log_a(u)], vals.get("ar_log_b", 1.0), vals.get(LINEAR_SHARE, 0.0)
+            level = float(ar_transform(x, LOG, a, b, sh))
+            if float(ar_transform(x, LOG, a, b)) > 0.0:
                 # another saturating curve through the same measurements: the power law AR^e with the
                 # fitted curve's value and elasticity e at x; its value at AR = 1 differs from the fitted
                 # one's by m (f(x) x^-e - 1), about m (a ln x)^2 / 2 for the pure log (figures:
@@ -426,8 +393,7 @@ class IppPowerFitter(Estimator):
                 v[free.index(names.ar_log_a(u))] = -level / (m * (1.0 - sh) * math.log(x))
                 form += (self.EXTRAPOLATION_SE * gap) ** 2 * np.outer(v, v)
         # other structures that fit nearly as well once the discrepancy is counted
-        s2 = float(self.result_.redchi) + tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else \
-            float(self.result_.redchi)
+        s2 = float(res.redchi) + (tau ** 2 * float(np.mean(dyn[running] ** 2)) if running.any() else 0.0)
         alt_cov, alts = self._structure_average(free, vals, s2, len(y))
         split_cov = self._split_profile(free, vals)
         self.discrepancy_ = {"tau_rel_runtime": tau, "source": source, "n_workloads": n_tau,
@@ -441,8 +407,6 @@ class IppPowerFitter(Estimator):
         self.quantities_ = self._unit_quantities(free, vals, jack, disc + split_cov)
         return None if cov is None else Covariance(tuple(free), cov)
 
-    #: fewest held-out workloads whose residuals set the discrepancy scale (else leave-one-workload-out)
-    MIN_HELDOUT_WORKLOADS = MIN_HELDOUT_WORKLOADS
     #: one standard error of an extrapolated MaxPower, as a fraction of the gap between the log and the
     #: power-law curves through its highest measured access rate (:meth:`_total_covariance`): the whole
     #: gap, not half of it (the power law is one concave curve among many through the same point, not
@@ -456,17 +420,18 @@ class IppPowerFitter(Estimator):
                            wl: np.ndarray) -> tuple[float, str, int]:
         """Relative discrepancy of the runtime power for a workload the fit has not seen (RMS over
         workloads of their mean relative error): from the campaign's held-out workloads when it has at
-        least :attr:`MIN_HELDOUT_WORKLOADS`, else from the training workloads left out one at a time.
-        Returns (scale, source, number of workloads)."""
+        least :data:`~calib.model.intervals.MIN_HELDOUT_WORKLOADS`, else from the training workloads left
+        out one at a time. Returns (scale, source, number of workloads)."""
         act, running, active, temp, y, sigma, idle_temp_c = self._data
         h = self._heldout
-        if h is not None and h["workload"].nunique() >= self.MIN_HELDOUT_WORKLOADS:
-            ha, hr, hn, ht, hy = self._arrays(h, list(self.units_), sigma)
-            hp = model.power(vals, model.design(self._structure(self.struct_), ha, hr, hn, ht, sigma, idle_temp_c))
+        if h is not None and h["workload"].nunique() >= MIN_HELDOUT_WORKLOADS:
+            hact = {u: h[ACT_PREFIX + u].to_numpy(float) for u in self.units_}
+            hd = model.table_design(self._structure(self.struct_), h, hact, sigma, idle_temp_c)
+            hp = model.power(vals, hd)
             hdyn = hp - vals["idle_power_w"]
-            ok = hr & (hdyn > 0)
+            ok = (hd.run > 0) & (hdyn > 0)
             names_h = h["workload"].astype(str).to_numpy()
-            tau, n = workload_rms((hy - hp)[ok] / hdyn[ok], names_h[ok])
+            tau, n = workload_rms((h["power_w"].to_numpy(float) - hp)[ok] / hdyn[ok], names_h[ok])
             return tau, "held-out workloads of the campaign", n
         ok = running & np.isfinite(oog) & (dyn > 0)
         tau, n = workload_rms(oog[ok] / dyn[ok], wl[ok])
@@ -488,36 +453,27 @@ class IppPowerFitter(Estimator):
             return np.zeros((k, k)), []
         best = self.result_
         alts = [(st, r) for st, r in self._seen.items() if st != self.struct_]
-        shifts = []
-        for _, r in alts:
-            # a structure without the per-access share is the share at 0
-            got = {LINEAR_SHARE: 0.0, **{p.name: p.value for p in r.params}}
-            shifts.append(np.array([got.get(nm, vals[nm]) - vals[nm] for nm in free]))
+        shifts = [_shift(r.params, vals, free, {LINEAR_SHARE: 0.0}) for _, r in alts]
         logw = [evidence_log_weight(r.chisqr, r.nvarys, best.chisqr, best.nvarys, s2, n) for _, r in alts]
         cov, w = model_average_covariance(shifts, logw, k)
         self._weights = [(st, r, float(wi)) for (st, r), wi in zip(alts, w)]
-        kept = [f"{self._label(alts[i][0])} (weight {w[i]:.2f})" for i in np.argsort(-w) if w[i] >= 0.01]
-        return cov, kept
+        return cov, [f"{self._label(alts[i][0])} (weight {w[i]:.2f})" for i in np.argsort(-w) if w[i] >= 0.01]
 
     def _split_profile(self, free: list[str], vals: Mapping[str, float]) -> np.ndarray:
         """Covariance of the split of a group of units whose activities the campaign does not separate
         (:func:`calib.fit.uncertainty.collinear_units`): the data fix the sum of their MaxPowers, not how
-        it divides. The split is a nuisance with a uniform prior, profiled: the structure refitted with
-        each member's share of the fitted sum held at the points 1/6, 1/2, 5/6 of a two-unit split (for
-        more units, the centroid and the points 2/3 of the way to each vertex), every other parameter
-        free; the mean of ``d d^T`` over the points (``d`` the parameters' shift from the fit) is the
-        term, on the members' own parameters (MaxPower and log slope) only: the other units' shifts under
-        a forced split are what rows their own benchmarks measure reject, not their uncertainty (figures:
+        it divides. The split, a nuisance with a uniform prior, is profiled: the structure refitted with
+        the members' shares of the fitted sum held at 1/6, 1/2, 5/6 (two units; more: the centroid and the
+        points 2/3 of the way to each vertex), the mean of ``d d^T`` (``d``: the shift from the fit) on the
+        members' own parameters (MaxPower and log slope) only: the other units' shifts under a forced split
+        are what the rows of their own benchmarks reject, not their uncertainty (figures:
         tests/benchmarks/code_figures.md)."""
-        k = len(free)
-        out = np.zeros((k, k))
+        out = np.zeros((len(free), len(free)))
         act, running = self._data[0], self._data[1]
-        groups = collinear_units({u: a[running] for u, a in act.items()})
-        self.collinear_ = groups
-        idx = {n: i for i, n in enumerate(free)}
+        self.collinear_ = groups = collinear_units({u: a[running] for u, a in act.items()})
         for g in groups:
             ms = [names.max_power(u) for u in g]
-            if any(n not in idx for n in ms):
+            if not set(ms) <= set(free):
                 continue
             total = sum(vals[n] for n in ms)
             m = len(g)
@@ -525,39 +481,24 @@ class IppPowerFitter(Estimator):
             points = [centre] + [centre + 2.0 / 3.0 * (np.eye(m)[i] - centre) for i in range(m)]
             if m == 2:
                 points = [np.array([0.5, 0.5]), np.array([5 / 6, 1 / 6]), np.array([1 / 6, 5 / 6])]
-            ds = []
-            for share in points:
-                held = {n: float(total * sh) for n, sh in zip(ms, share)}
-                r = self._fit_held(held, vals)
-                if r is None:
-                    continue
-                got = {p.name: p.value for p in r.params}
-                ds.append(np.array([got.get(n, vals[n]) - vals[n] for n in free]))
+            fits = [self._fit_held({n: float(total * sh) for n, sh in zip(ms, share)}, vals) for share in points]
+            ds = [_shift(r.params, vals, free) for r in fits if r is not None]
             if ds:
                 # equal weights: the fit's likelihood of a split rests on the assumed access-rate curves,
                 # which is what cannot be trusted here (weighted by it, the REG/FDS totals shrank until
                 # their truths were 3-7 total stderr away on every preset)
-                D = np.array(ds)
                 own = np.array([any(n in (names.max_power(u), names.ar_log_a(u)) for u in g) for n in free])
-                D = D * own
+                D = np.array(ds) * own
                 out += D.T @ D / len(ds)
         return out
 
     def _fit_held(self, held: Mapping[str, float], start: Mapping[str, float]) -> LsqResult | None:
-        """The chosen structure refitted with the parameters ``held`` fixed at their values."""
-        y = self._data[4]
-        d = self._design(self.struct_)
+        """The chosen structure refitted from ``start`` with the parameters ``held`` fixed at their values."""
         ps = self._params(self.struct_, start)
         for p in ps:
             if p.name in held:
                 p.value, p.vary = held[p.name], False
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return fit_lsq(lambda v: model.power(v, d), self._linear_start(d, ps, y), y, loss=self.loss,
-                               jac=lambda v: model.jacobian(v, d))
-        except FitError:
-            return None
+        return _quiet(self._lsq, self.struct_, ps)
 
     def _unit_quantities(self, free: list[str], vals: Mapping[str, float], jack: np.ndarray, disc: np.ndarray
                          ) -> list[dict]:
@@ -567,45 +508,34 @@ class IppPowerFitter(Estimator):
         :func:`calib.fit.uncertainty.total_covariance`), and its structure term evaluated in each
         structure the search fitted (the quantity is the same physical power whatever access-rate
         function a structure gives the unit, while the MaxPower and slope are not)."""
-        from calib.fit.uncertainty import power_at_ar
-
-        st0 = self._structure(self.struct_)
         stat = self.covariance_.matrix if self.covariance_ is not None else None
-        idx = {n: i for i, n in enumerate(free)}
         out = []
-        for u, x in (getattr(self, "measured_ar_", None) or {}).items():
+        for u, x in self.measured_ar_.items():
             if not 0.0 < x <= 1.0:
                 continue
-            q0, grad = power_at_ar(st0["units"][u]["ar_function"], vals, u, x)
-            g = np.zeros(len(free))
-            for n, d in grad.items():
-                if n in idx:
-                    g[idx[n]] = d
+            q0, grad = model.unit_power(vals, u, self.forms_[u], x)
+            g = np.array([grad.get(n, 0.0) for n in free])
 
             def var(c: np.ndarray | None) -> float:
                 return float(g @ np.nan_to_num(c) @ g) if c is not None else 0.0
 
             v_struct = 0.0
-            for st, r, w in getattr(self, "_weights", []):
-                got = {p.name: p.value for p in r.params}
-                qk, _ = power_at_ar(st.form_map[u], got, u, x)
-                v_struct += w * (qk - q0) ** 2
+            for st, r, w in self._weights:
+                v_struct += w * (model.unit_power(_values(r.params), u, dict(st.forms)[u], x)[0] - q0) ** 2
             v_stat = var(stat)
             v_total = max(v_stat, var(jack)) + var(disc) + v_struct
             out.append({"kind": "power_at_ar", "unit": u, "ar": float(x), "value": float(q0),
                         "stderr": float(math.sqrt(max(v_stat, 0.0))), "stderr_total": float(math.sqrt(max(v_total, 0.0))),
-                        "parameters": [n for n in grad if n in idx]})
+                        "parameters": [n for n in grad if n in free]})
         return out
 
     def _label(self, st: "_Struct") -> str:
         """What ``st`` changes against the chosen structure, e.g. ``sfu log + shared activation off``."""
-        parts = [f"{u} {f}" for (u, f), (_, f0) in zip(st.forms, self.struct_.forms) if f != f0]
-        if st.smf != self.struct_.smf:
-            parts.append(f"sm_scaling {st.smf}")
-        if st.shared != self.struct_.shared:
-            parts.append(f"shared activation {'on' if st.shared else 'off'}")
-        if st.share != self.struct_.share:
-            parts.append(f"per-access share {'on' if st.share else 'off'}")
+        ref, on = self.struct_, {True: "on", False: "off"}
+        parts = [f"{u} {f}" for (u, f), (_, f0) in zip(st.forms, ref.forms) if f != f0]
+        parts += [text for changed, text in ((st.smf != ref.smf, f"sm_scaling {st.smf}"),
+                                             (st.shared != ref.shared, f"shared activation {on[st.shared]}"),
+                                             (st.share != ref.share, f"per-access share {on[st.share]}")) if changed]
         return " + ".join(parts) or "(same structure, another optimum)"
 
     # -- structures and their fits --------------------------------------------------------------
@@ -619,35 +549,29 @@ class IppPowerFitter(Estimator):
     def _fits_from(self, st: "_Struct", starts: Sequence[Mapping[str, float] | None]) -> list[LsqResult]:
         """The structure fitted from each starting point (None: the default start); starts whose fit
         fails are left out."""
-        out = []
-        for start in starts:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    out.append(self._fit(st, start))
-            except FitError:
-                continue
-        return out
+        return [r for r in (_quiet(self._fit, st, start) for start in starts) if r is not None]
 
     def _params(self, st: "_Struct", start: Mapping[str, float] | None = None) -> list[Param]:
-        act, running, active, temp, y, *_ = self._data
+        """The parameters of ``st`` at the default start (MaxPowers from the die-area priors), or at
+        ``start``'s values where it has them (clipped to their bounds)."""
+        running, y = self._data[1], self._data[4]
         n_sm = int(self.sm_count)
-        forms = st.form_map
+        forms = dict(st.forms)
         idle_rows = y[~running]
         idle0 = float(np.median(idle_rows)) if len(idle_rows) else float(np.min(y))
         run_excess = max(1.0, float(np.percentile(y, 90)) - idle0)
-        ps = [Param("idle_power_w", idle0, "W", 0.0, math.inf, True, description="IdlePower: GPU on, no kernel")]
-        ps.append(Param("activation_power_w", 0.0 + 1e-3, "W", 0.0, math.inf, True,
-                        description="constant power of any running kernel (Fermi 'Activation')"))
-        ps.append(Param("const_sm_power_w", 0.1 * run_excess / n_sm, "W", 0.0, math.inf, True,
-                        description="RP_Const_SM: constant runtime power per active SM"))
+        idle = self._has_idle
+        ps = [Param("idle_power_w", idle0, "W", 0.0, math.inf, True, description="IdlePower: GPU on, no kernel"),
+              Param("activation_power_w", 1e-3 if idle else 0.0, "W", 0.0, math.inf, idle,
+                    description="constant power of any running kernel (Fermi 'Activation')"
+                    + ("" if idle else " (fixed at 0: no idle samples to separate it from idle power)")),
+              Param("const_sm_power_w", 0.1 * run_excess / n_sm, "W", 0.0, math.inf, True,
+                    description="RP_Const_SM: constant runtime power per active SM")]
         prior_total = sum(DIE_AREA_PRIOR.get(u, 0.5) * (1 if u in self._chip else n_sm) for u in forms)
         for u, form in forms.items():
-            mult = 1 if u in self._chip else n_sm
             seed = run_excess * DIE_AREA_PRIOR.get(u, 0.5) / max(prior_total, 1e-9) * 2.0
-            ps.append(Param(names.max_power(u), max(seed / 1.0, 1e-3) if mult == 1 else max(seed, 1e-3),
-                            "W", 0.0, math.inf, True,
-                            description=f"MaxPower of {u} at AR = 1 ({'per chip' if mult == 1 else 'per SM'})"))
+            ps.append(Param(names.max_power(u), max(seed, 1e-3), "W", 0.0, math.inf, True,
+                            description=f"MaxPower of {u} at AR = 1 ({'per chip' if u in self._chip else 'per SM'})"))
             if form == LOG:
                 ps.append(Param(names.ar_log_a(u), IPP_A, "1", 0.005, 2.0, True,
                                 description=f"slope a of {u}'s access-rate function a ln(AR) + b"))
@@ -665,16 +589,9 @@ class IppPowerFitter(Estimator):
             ps.append(Param(SHARED_PARAM, 0.1, "1", 0.0, 1.0, True,
                             description="share of a pooled pipe's power drawn by the activation stage the pipes "
                                         "share (on when any of them is on)"))
-        if start:  # warm start from a neighbouring model's solution
-            for p in ps:
-                if p.name in start and p.vary:
-                    p.value = min(max(start[p.name], p.min), p.max)
-        if not self._has_idle:
-            for p in ps:
-                if p.name == "activation_power_w":
-                    p.vary = False
-                    p.value = 0.0
-                    p.description += " (fixed at 0: no idle samples to separate it from idle power)"
+        for p in ps:  # warm start from a neighbouring model's solution
+            if start and p.name in start and p.vary:
+                p.value = min(max(start[p.name], p.min), p.max)
         return ps
 
     def _structure(self, st: "_Struct") -> dict[str, Any]:
@@ -691,35 +608,34 @@ class IppPowerFitter(Estimator):
     _LINEAR = ("idle_power_w", "activation_power_w", "const_sm_power_w")
 
     def _fit(self, st: "_Struct", start: Mapping[str, float] | None = None) -> LsqResult:
-        """One structure fitted from ``start`` (None: the default start). The parameters the model is
-        linear in (idle, activation, Const_SM, every MaxPower) are first solved exactly for the start's
-        nonlinear ones (bounded linear least squares), so each fit starts at its conditional optimum
-        and needs a few iterations. Every fit is kept in :attr:`_seen` (the best per structure).
-
-        A fit is a function of (structure, start) alone, so each one is made once per :meth:`fit` and
-        repeats are read back (:attr:`_memo`): the search's last restarts are the final structure's
-        multi-start, and its cold passes fit the same flips from the default start again."""
+        """One structure fitted from ``start`` (None: the default start; :meth:`_lsq`). Every fit is kept in
+        :attr:`_seen` (the best per structure). A fit is a function of (structure, start) alone, so each
+        one is made once per :meth:`fit` and repeats are read back (:attr:`_memo`): the search's last
+        restarts are the final structure's multi-start, and its cold passes fit the same flips from the
+        default start again."""
         key = (st, None if start is None else tuple(sorted(start.items())))
-        hit = self._memo.get(key)
-        if hit is not None:
-            if isinstance(hit, FitError):
-                raise hit
-            return hit
-        y = self._data[4]
-        d = self._design(st)
-        ps = self._linear_start(d, self._params(st, start), y)
-        try:
-            # the search compares fits by their sum of squares: standard errors for the one kept (fit)
-            r = fit_lsq(lambda v: model.power(v, d), ps, y, loss=self.loss, jac=lambda v: model.jacobian(v, d),
-                        stats=False)
-        except FitError as e:
-            self._memo[key] = e
-            raise
-        self._memo[key] = r
-        old = self._seen.get(st)
-        if old is None or r.chisqr < old.chisqr:
-            self._seen[st] = r
-        return r
+        if key not in self._memo:
+            try:
+                r = self._memo[key] = self._lsq(st, self._params(st, start))
+            except FitError as e:
+                self._memo[key] = e
+            else:
+                if st not in self._seen or r.chisqr < self._seen[st].chisqr:
+                    self._seen[st] = r
+        hit = self._memo[key]
+        if isinstance(hit, FitError):
+            raise hit
+        return hit
+
+    def _lsq(self, st: "_Struct", ps: list[Param]) -> LsqResult:
+        """``st`` fitted to the training rows from ``ps``, the parameters the model is linear in (idle,
+        activation, Const_SM, every MaxPower) first solved exactly for the others (:meth:`_linear_start`),
+        so that each fit starts at its conditional optimum and needs a few iterations. Without standard
+        errors: the search compares fits by their sum of squares, and :meth:`fit` adds them to the one it
+        keeps."""
+        y, d = self._data[4], self._design(st)
+        return fit_lsq(lambda v: model.power(v, d), self._linear_start(d, ps, y), y, loss=self.loss,
+                       jac=lambda v: model.jacobian(v, d), stats=False)
 
     def _design(self, st: "_Struct") -> model.Design:
         """The training rows' design for ``st`` (made once per structure and :meth:`fit`)."""
@@ -730,9 +646,9 @@ class IppPowerFitter(Estimator):
         return d
 
     def _linear_start(self, d: model.Design, ps: list[Param], y: np.ndarray) -> list[Param]:
-        """``ps`` with the linear parameters solved for the others (see :meth:`_fit`); MaxPowers kept a
-        little above 0 so that the slopes of their access-rate functions still move the fit."""
-        vals = {p.name: p.value for p in ps}
+        """``ps`` with the linear parameters solved for the others (bounded linear least squares); MaxPowers
+        kept a little above 0 so that the slopes of their access-rate functions still move the fit."""
+        vals = _values(ps)
         lin = [p for p in ps if p.vary and (p.name in self._LINEAR or p.name.startswith("max_power_"))]
         if not lin:
             return ps
@@ -748,16 +664,10 @@ class IppPowerFitter(Estimator):
         return ps
 
     def _dead_log_units(self, res: LsqResult, st: "_Struct") -> list[str]:
-        act = self._data[0]
-        v = {p.name: p.value for p in res.params}
-        dead = []
-        for u, f in st.forms:
-            if f != LOG:
-                continue
-            pos = act[u][act[u] > 0]
-            if len(pos) and not np.any(ar_transform(pos, LOG, v[names.ar_log_a(u)], v.get("ar_log_b", 1.0))):
-                dead.append(u)
-        return dead
+        """The units of ``st`` whose fitted log access-rate function is 0 at every access rate observed."""
+        act, v = self._data[0], _values(res.params)
+        return [u for u, f in st.forms if f == LOG and (act[u] > 0).any() and not np.any(
+            ar_transform(act[u][act[u] > 0], LOG, v[names.ar_log_a(u)], v.get("ar_log_b", 1.0)))]
 
     #: rounds of (greedy search, restart of its result) at most: a bound on the loop, each round must
     #: lower the sum of squares
@@ -766,9 +676,8 @@ class IppPowerFitter(Estimator):
     def _random_starts(self, res: LsqResult) -> list[dict[str, float]]:
         """:attr:`N_RANDOM_STARTS` starting points: every free parameter of ``res`` scaled by a factor in
         [0.5, 1.5] from a fixed random stream (the same for every call: results do not depend on order)."""
-        rng = np.random.default_rng(0)
-        free = [p for p in res.params if p.vary]
-        return [{p.name: p.value * float(rng.uniform(0.5, 1.5)) for p in free} for _ in range(self.N_RANDOM_STARTS)]
+        rng, free = np.random.default_rng(0), _values(res.params, free=True)
+        return [{n: x * float(rng.uniform(0.5, 1.5)) for n, x in free.items()} for _ in range(self.N_RANDOM_STARTS)]
 
     #: the factors of :meth:`_hops`: each nonlinear parameter scaled by each, one parameter at a time (0.7
     #: and 1.4 as well made titanx's standard-campaign power fit 57 s of CPU; these two reach the same optima
@@ -785,52 +694,42 @@ class IppPowerFitter(Estimator):
         current solution ``res`` -- a hop, a random start, a flip's warm or cold start), except a start
         whose recipe was made before from a solution within :attr:`TWIN_TOLERANCE` of ``res`` and reached
         a fit that does not beat ``res`` by BIC and is not ``res`` itself: that earlier fit stands for it
-        (failed fits are left out). Consecutive rounds of :meth:`_search` restart from nearby optima (on
-        titanx's reference rows 3.7e-3 and 1.2e-3 apart, 0.01 BIC: the flat REG/FDS valleys), and each
-        round made every restart again, to the same optima; the restart that produced ``res`` is made
-        again (from where it ended the search continues). The same fits chosen on the reference sessions
-        and the robustness rows of tests/test_ipp_fit.py; titanx's reference fit 303 -> 179 least-squares
-        runs (tests/benchmarks/power_fit_speed.md)."""
-        here = {p.name: p.value for p in res.params if p.vary}
+        (failed fits are left out). Consecutive rounds of :meth:`_search` restart from nearby optima (the
+        flat REG/FDS valleys), and each round made every restart again, to the same optima; the restart
+        that produced ``res`` is made again (from where it ended the search continues). Figures:
+        tests/benchmarks/power_fit_speed.md."""
+        here = _values(res.params, free=True)
         out = []
         for recipe, start in recipes:
             key = (st, recipe)
-            twin = next((r for b, r in self._twins.get(key, ())
-                         if r is not res and (r is None or r.bic >= res.bic)
-                         and self._moved(b, here) < self.TWIN_TOLERANCE), False)
-            if twin is not False:
-                out += [] if twin is None else [twin]
-                continue
-            got = self._fits_from(st, [start])
-            self._twins.setdefault(key, []).append((here, got[0] if got else None))
-            out += got
+            r = next((r for b, r in self._twins.get(key, ()) if r is not res and (r is None or r.bic >= res.bic)
+                      and self._moved(b, here) < self.TWIN_TOLERANCE), False)
+            if r is False:
+                r = _quiet(self._fit, st, start)
+                self._twins.setdefault(key, []).append((here, r))
+            if r is not None:
+                out.append(r)
         return out
 
     @staticmethod
     def _moved(a: Mapping[str, float], b: Mapping[str, float]) -> float:
         """The largest relative change (dimensionless) of a parameter between two solutions of one
         structure (parameter name -> value)."""
-        out = 0.0
-        for n, x in a.items():
-            y = b.get(n, x)
-            scale = max(abs(x), abs(y))
-            if scale > 0:
-                out = max(out, abs(x - y) / scale)
-        return out
+        x = np.array(list(a.values()))
+        y = np.array([b.get(n, v) for n, v in a.items()])
+        scale = np.maximum(np.abs(x), np.abs(y))
+        return float(np.max(np.abs(x - y) / np.where(scale > 0, scale, 1.0), initial=0.0))
 
     def _hops(self, res: LsqResult) -> list[tuple[tuple[str, float], dict[str, float]]]:
         """Starting points one nonlinear parameter away from ``res`` (an access-rate slope, ``sm_beta`` or
-        the shared share, scaled by each of :attr:`HOP_FACTORS` within its bounds; the linear parameters
-        are solved again for each start by :meth:`_fit`). The clamped log access-rate functions make the
-        sum of squares piecewise smooth: rows enter and leave a unit's clamp as its slope moves, and the
-        fit has several optima a few % apart in the sum of squares. Which one the random starts of
-        :meth:`_random_starts` (every parameter moved at once) reached was chance, so a 5 % change of
-        the temperature correction moved mi300x's L2 and HBM MaxPowers by 18 % and 7 % (the better
-        optimum found at sigma x 1.00, missed at x 0.95 and x 1.05; tests/benchmarks/
-        thermal_results.md, session 7): moved one at a time, one of them (L1's slope) leads into the
-        better optimum from either side. Deterministic, so a refit of the same rows is the same fit.
-        Each start comes with its recipe, (parameter, factor), for :meth:`_recipe_fits`."""
-        base = {p.name: p.value for p in res.params if p.vary}
+        the shared share, scaled by each of :attr:`HOP_FACTORS` within its bounds), each with its recipe
+        (parameter, factor) for :meth:`_recipe_fits`. The clamped log access-rate functions make the sum
+        of squares piecewise smooth (rows enter and leave a unit's clamp as its slope moves), with several
+        optima a few % apart: which one the random starts (every parameter moved at once) reached was
+        chance, while one slope moved alone leads into the better one from either side
+        (tests/benchmarks/thermal_results.md, session 7). Deterministic: a refit of the same rows is the
+        same fit."""
+        base = _values(res.params, free=True)
         out = []
         for p in res.params:
             if not p.vary or p.name in self._LINEAR or p.name.startswith("max_power_"):
@@ -846,12 +745,9 @@ class IppPowerFitter(Estimator):
         an active-SM sweep, when not given), the shared-activation term and the per-access share (each when
         not given)."""
         out = [] if isinstance(self.ar_forms, Mapping) else [u for u in self.units_ if u not in self._pinned]
-        if self._has_sweep and self.sm_scaling == "auto":
-            out.append(SM_FLIP)
-        if self.shared_activation == "auto":
-            out.append(SHARED_FLIP)
-        if self.linear_share == "auto":
-            out.append(SHARE_FLIP)
+        out += [f for f, on in ((SM_FLIP, self._has_sweep and self.sm_scaling == "auto"),
+                                (SHARED_FLIP, self.shared_activation == "auto"),
+                                (SHARE_FLIP, self.linear_share == "auto")) if on]
         return [f for f in out if f not in self._hold]
 
     def _other_shared(self, st: "_Struct", res: LsqResult, first: Sequence[tuple["_Struct", LsqResult]] = ()
@@ -861,20 +757,13 @@ class IppPowerFitter(Estimator):
         functions at their starting forms) searched again with the term held (:meth:`_search`, its
         restarts included), and the full search continued from there when it beats ``res`` by BIC. One
         search from the all-log start stays in the term's first basin (figures:
-        tests/benchmarks/code_figures.md). Always made: it used to be skipped when the searched structure
-        with the term flipped, warm-started from ``res``, was more than 10 BIC worse, but that warm start
-        is in ``res``'s basin, not the other setting's: on sim:titanx (standard campaign without the
-        training mixes) the term stayed off at BIC -91 with sigma 0.2953 while at sigma x 0.95 and
-        x 1.05 the search found it on at -248 (the flipped warm start read +27; tests/benchmarks/
-        thermal_results.md, session 7). Also puts the best structures of the other setting into the
-        structure average (:meth:`_structure_average`). Costs one more search, without its restarts when
-        its greedy result is more than :attr:`GIVE_UP_BIC` behind ``res``."""
-        if self.shared_activation != "auto":
-            return st, res
-        if st.flip(SHARED_FLIP, self) == st:
-            return st, res
+        tests/benchmarks/code_figures.md). Always made, not gated by the term flipped on ``res``: that
+        warm start is in ``res``'s basin, not the other setting's (tests/benchmarks/thermal_results.md,
+        session 7). Also puts the best structures of the other setting into the structure average
+        (:meth:`_structure_average`). Costs one more search, without its restarts when its greedy result
+        is more than :attr:`GIVE_UP_BIC` behind ``res``."""
         cands = [x for x in first if x[0].shared != st.shared]
-        if not cands:
+        if self.shared_activation != "auto" or st.flip(SHARED_FLIP, self) == st or not cands:
             return st, res
         other, r = min(cands, key=lambda x: x[1].bic)
         self._hold = frozenset({SHARED_FLIP})
@@ -882,22 +771,18 @@ class IppPowerFitter(Estimator):
             st2, r2 = self._search(other, r, give_up=res.bic + self.GIVE_UP_BIC)
         finally:
             self._hold = frozenset()
-        if r2.bic >= res.bic - 1e-9:
-            return st, res
-        return self._search(st2, r2)
+        return (st, res) if r2.bic >= res.bic - 1e-9 else self._search(st2, r2)
 
     #: the second search (:meth:`_other_shared`) makes no restarts once its greedy result is this much
-    #: BIC behind the first search's: on the recorded fits (tests/benchmarks/bench_power_fit.py) a round
-    #: of restarts and hops gained at most 45 (mi300x, 783.6 -> 739.1), and the other setting's greedy
-    #: result was either within 16 (gtx280, mi250x: restarted) or 130-235 behind (gtx580, titanx, mi300x)
+    #: BIC behind the first search's: a round of restarts and hops gained at most 45 on the recorded fits,
+    #: and the other setting's greedy result was within 16 or 130-235 behind (tests/benchmarks/power_fit_speed.md)
     GIVE_UP_BIC = 100.0
 
     def _search(self, st: "_Struct", res: LsqResult, give_up: float = math.inf) -> tuple["_Struct", LsqResult]:
-        """The greedy search (:meth:`_select`), its result restarted from the default and the random
-        starts, and the search continued from a better optimum when a restart found one. The greedy
-        trials are warm-started from the current solution, which is cheap but keeps the search in one
-        basin (figures: tests/benchmarks/code_figures.md). No restarts once the greedy result's BIC is
-        above ``give_up``."""
+        """The greedy search (:meth:`_select`), its result restarted from the default start, the random
+        starts and the hops, and the search continued from a better optimum when a restart found one: the
+        greedy trials' warm starts keep the search in one basin (figures: tests/benchmarks/code_figures.md).
+        No restarts once the greedy result's BIC is above ``give_up``."""
         if not self._flips():
             return st, res
         for _ in range(self.MAX_SEARCH_ROUNDS):
@@ -917,26 +802,23 @@ class IppPowerFitter(Estimator):
     FLIPS_FITTED_PER_PASS = 6
 
     def _select(self, st: "_Struct", res: LsqResult) -> tuple["_Struct", LsqResult]:
-        """Greedy search by BIC over :meth:`_flips`. Each pass screens every flip (:meth:`_screen`: its
-        linear parameters solved with the others held, no iteration), fits the most promising ones
-        (:attr:`FLIPS_FITTED_PER_PASS`) warm-started from the current solution, takes the best, then
-        tries the other flips that helped on their own, best first, each on top of what was taken. A
-        pass that finds no better flip is repeated cold, each flip fitted from the default start and the
-        random starts (:meth:`_random_starts`; the linear parameters solved for each): a flip that needs
-        the other units' parameters to move far (ALU against REG/FDS, which every instruction touches)
-        looks worse from the warm start than it is."""
+        """Greedy search by BIC over :meth:`_flips`. Each pass screens every flip (:meth:`_screen`), fits
+        the most promising ones (:attr:`FLIPS_FITTED_PER_PASS`) warm-started from the current solution,
+        takes the best, then tries the other flips that helped on their own, best first, each on top of
+        what was taken. A pass that finds no better flip is repeated cold, each flip fitted from the
+        default start and the random starts: a flip that needs the other units' parameters to move far
+        (ALU against REG/FDS, which every instruction touches) looks worse from the warm start than it is."""
         warm = True
         while True:
-            start = {p.name: p.value for p in res.params} if warm else None
+            start = _values(res.params) if warm else None
             gains: list[tuple[float, str, _Struct, LsqResult]] = []
             for what, trial in self._screen(st, start)[: self.FLIPS_FITTED_PER_PASS]:
                 if warm:
-                    r = min(self._recipe_fits(trial, res, [(("warm", what), start)]), key=lambda x: x.bic,
-                            default=None)
+                    fits = self._recipe_fits(trial, res, [(("warm", what), start)])
                 else:  # cold: the default start and the random starts of the current solution
                     cold = [(("cold", what, i), x) for i, x in enumerate(self._random_starts(res))]
-                    r = min([*self._fits_from(trial, [None]), *self._recipe_fits(trial, res, cold)],
-                            key=lambda x: x.bic, default=None)
+                    fits = [*self._fits_from(trial, [None]), *self._recipe_fits(trial, res, cold)]
+                r = min(fits, key=lambda x: x.bic, default=None)
                 if r is not None and r.bic < res.bic - 1e-9:
                     gains.append((r.bic, what, trial, r))
             if not gains:
@@ -945,23 +827,19 @@ class IppPowerFitter(Estimator):
                 warm = False
                 continue
             gains.sort(key=lambda g: g[0])
-            _, first, st, res = gains[0]
-            taken = {first}
-            for _, what, _, _ in gains[1:]:
+            _, _, st, res = gains[0]
+            for _, what, _, _ in gains[1:]:  # each flip once: _flips has no repeats
                 trial = st.flip(what, self)
-                if what in taken or trial == st:
-                    continue
-                r = self._try(trial, {p.name: p.value for p in res.params})
+                r = None if trial == st else _quiet(self._fit, trial, _values(res.params))
                 if r is not None and r.bic < res.bic - 1e-9:
                     st, res = trial, r
-                    taken.add(what)
             warm = True
 
     def _screen(self, st: "_Struct", start: Mapping[str, float] | None) -> list[tuple[str, "_Struct"]]:
         """Every flip of ``st`` (:meth:`_flips`) with the BIC it reaches when only its linear parameters
         are solved at ``start``'s others (a new log slope at IPP's 0.1365): an upper bound of what its fit
         reaches, cheap enough to rank all flips; returned best first."""
-        act, running, active, temp, y, sigma, idle_temp_c = self._data
+        y = self._data[4]
         n = len(y)
         out = []
         for what in self._flips():
@@ -970,44 +848,30 @@ class IppPowerFitter(Estimator):
                 continue
             d = self._design(trial)
             ps = self._linear_start(d, self._params(trial, start), y)
-            vals = {p.name: p.value for p in ps}
-            ssr = float(np.sum((model.power(vals, d) - y) ** 2))
+            ssr = float(np.sum((model.power(_values(ps), d) - y) ** 2))
             k = sum(1 for p in ps if p.vary)
             out.append((n * math.log(max(ssr, 1e-300) / n) + k * math.log(n), what, trial))
         out.sort(key=lambda t: t[0])
         return [(what, trial) for _, what, trial in out]
-
-    def _try(self, st: "_Struct", start: Mapping[str, float] | None) -> LsqResult | None:
-        """:meth:`_fit`, or None when the fit fails."""
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return self._fit(st, start)
-        except FitError:
-            return None
 
     # -- output ---------------------------------------------------------------------------------
     def _make_section(self) -> Section:
         """The fitted ``power`` section (model ``ipp``) with its statistics, covariance and settings."""
         structure = self._structure(self.struct_)
         clocks = self.default_clocks or {}
-        structure["warp_issue_per_cycle"] = self.warp_issue_per_cycle
-        structure["default_clocks"] = {"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")}
-        structure["ar_function_choice"] = "BIC, greedy per unit from all-log (with the SM scaling and the shared activation)"
         tc = self.temperature_correction
-        structure["temperature_correction"] = (
-            {"sigma_w_per_c": tc["sigma_w_per_c"], "idle_temp_c": tc["idle_temp_c"]} if tc else None)
+        tc = {"sigma_w_per_c": tc["sigma_w_per_c"], "idle_temp_c": tc["idle_temp_c"]} if tc else None
+        structure.update(
+            warp_issue_per_cycle=self.warp_issue_per_cycle,
+            default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
+            ar_function_choice="BIC, greedy per unit from all-log (with the SM scaling and the shared activation)",
+            temperature_correction=tc)
         stats = self.result_.stats("w")
         stats["units_fitted"] = list(self.units_)
-        if getattr(self, "measured_ar_", None):
-            stats["measured_ar_max"] = {u: float(x) for u, x in self.measured_ar_.items()}
-        if getattr(self, "quantities_", None):
-            stats["unit_power_at_measured_ar"] = self.quantities_
-        if getattr(self, "collinear_", None):
-            stats["collinear_units"] = self.collinear_
-        if getattr(self, "prediction_", None):
-            stats["prediction"] = self.prediction_
-        if getattr(self, "discrepancy_", None):
-            stats["discrepancy"] = self.discrepancy_
+        for key, attr in (("measured_ar_max", "measured_ar_"), ("unit_power_at_measured_ar", "quantities_"),
+                          ("collinear_units", "collinear_"), ("prediction", "prediction_"),
+                          ("discrepancy", "discrepancy_")):
+            if getattr(self, attr, None):
+                stats[key] = getattr(self, attr)
         return Section("ipp", self.params_, structure, stats, self.covariance_, self.settings(),
                        getattr(self, "covariance_total_", None))

@@ -45,11 +45,9 @@ def mixed_rate(ar: np.ndarray, ln_ar: np.ndarray, positive: np.ndarray, a: float
 
 def ar_transform(ar: np.ndarray | float, form: str, a: float = IPP_A, b: float = IPP_B,
                  share: float = 0.0) -> np.ndarray:
-    """Transformed access rate: ``ar`` itself (``"linear"``) or ``s*ar + (1 - s)*max(0, a*ln(ar) + b)``
-    (``"log"``, share ``s`` 0 by default: IPP's form).
-
-    ``ar`` is dimensionless in [0, 1]; the result is dimensionless. Works elementwise on arrays.
-    """
+    """Transformed access rate, elementwise: ``ar`` itself (``"linear"``) or ``s*ar + (1 - s)*max(0,
+    a*ln(ar) + b)`` (``"log"``, share ``s`` 0 by default: IPP's form); ``ar`` in [0, 1] and the result
+    are dimensionless."""
     x = np.asarray(ar, dtype=float)
     if form == LINEAR:
         return x

@@ -173,13 +173,6 @@ def _terms(values: Mapping[str, float], d: Design) -> tuple[np.ndarray, ...]:
            values.get(LINEAR_SHARE, 0.0))
     if d.last_terms is not None and d.last_terms[0] == key:
         return d.last_terms[1]
-    out = _make_terms(values, d, m, a)
-    d.last_terms = (key, out)
-    return out
-
-
-def _make_terms(values: Mapping[str, float], d: Design, m: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:func:`_terms` computed (``m``, ``a``: the units' MaxPowers and log slopes)."""
     mixed, dmix, dshare = mixed_rate(d.ar, d.lnar, d.pos, a[:, None], values.get("ar_log_b", 1.0),
                                      values.get(LINEAR_SHARE, 0.0))
     f = np.where(d.is_log[:, None], mixed, d.ar)
@@ -193,7 +186,8 @@ def _make_terms(values: Mapping[str, float], d: Design, m: np.ndarray, a: np.nda
         pool_w = unit_w[d.in_pool].sum(axis=0)
         unit_w = unit_w.copy()
         unit_w[d.in_pool] *= 1.0 - values.get(SHARED_PARAM, 0.0) * r
-    return f, dfa, dfs, m, unit_w, r, dr, pool_w
+    d.last_terms = (key, (f, dfa, dfs, m, unit_w, r, dr, pool_w))
+    return d.last_terms[1]
 
 
 def unit_power(values: Mapping[str, float], unit: str, form: str, ar: float) -> tuple[float, dict[str, float]]:
@@ -261,10 +255,7 @@ def components(values: Mapping[str, float], d: Design) -> dict[str, np.ndarray]:
     out = {"idle": np.full(len(d.run), values["idle_power_w"]),
            "activation": d.run * values.get("activation_power_w", 0.0),
            "const_sm": rs * d.n_sm * values.get("const_sm_power_w", 0.0)}
-    unit_w = _terms(values, d)[4]
-    for i, u in enumerate(d.units):
-        out[u] = rs * unit_w[i]
-    return out
+    return {**out, **{u: rs * w for u, w in zip(d.units, _terms(values, d)[4])}}
 
 
 def launch_facts(df: pd.DataFrame, act: Mapping[str, np.ndarray], sm_count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -273,10 +264,7 @@ def launch_facts(df: pd.DataFrame, act: Mapping[str, np.ndarray], sm_count: int)
     if "role" in df.columns:
         running = (df["role"].astype(str) != "idle").to_numpy()
     else:
-        tot = np.zeros(len(df))
-        for a in act.values():
-            tot = tot + np.nan_to_num(a)
-        running = tot > 0
+        running = sum((np.nan_to_num(a) for a in act.values()), np.zeros(len(df))) > 0
     active = df["active_sms"].to_numpy(float) if "active_sms" in df.columns else np.full(len(df), sm_count)
     return running, np.where(np.isnan(active), sm_count, active)
 
@@ -302,9 +290,9 @@ class IppPowerModel:
 
     MODEL = "ipp"
 
-    def __init__(self, power: Section, thermal: Section | None = None, basis: ActivityBasis | None = None,
+    def __init__(self, power: Section | None, thermal: Section | None = None, basis: ActivityBasis | None = None,
                  where: str = "power"):
-        if power.model != self.MODEL:
+        if power is None or power.model != self.MODEL:
             raise BadInputError("parameter file has no IPP power section (power.model == 'ipp')")
         self.validate(power, where)
         self.section = power
@@ -319,10 +307,7 @@ class IppPowerModel:
     @classmethod
     def from_file(cls, pf: ParameterFile) -> "IppPowerModel":
         """The model of a file's ``power`` section (BadInputError when it is not an IPP section)."""
-        power = pf.get("power")
-        if power is None or power.model != cls.MODEL:
-            raise BadInputError("parameter file has no IPP power section (power.model == 'ipp')")
-        return cls(power, pf.get("thermal"), basis_of(pf))
+        return cls(pf.get("power"), pf.get("thermal"), basis_of(pf))
 
     @staticmethod
     def validate(sec: Section, where: str = "power") -> None:
