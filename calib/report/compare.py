@@ -49,6 +49,7 @@ from scipy.stats import t as student_t
 from calib.core import names
 from calib.core.metrics import mape
 from calib.core.params import ParameterFile, Section
+from calib.model.ipp import LINEAR_SHARE, SHARED_KEY
 
 #: device fields that identify the GPU and its software, reported first, in this order
 IDENTITY_FIELDS = ("name", "uuid", "driver_version", "cuda_version", "sm_count", "clocks.core_mhz", "clocks.mem_mhz")
@@ -201,6 +202,12 @@ def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple
             for n in set(old.params) & set(new.params):
                 if n.startswith(("max_power_", "const_sm", "sm_beta", "activation")):
                     blocked.setdefault(n, why)
+    # the IPP shared-activation term or the per-access share on in one fit and off in the other (BIC chooses
+    # them, and seeds of one card differ there): the other estimates are conditional on different models
+    if (SHARED_KEY in so or SHARED_KEY in sn) and so.get(SHARED_KEY) != sn.get(SHARED_KEY):
+        changes.append((f"{sec}.shared_activation", so.get(SHARED_KEY), sn.get(SHARED_KEY)))
+    if (LINEAR_SHARE in old.params) != (LINEAR_SHARE in new.params):
+        changes.append((f"{sec}.linear_share", LINEAR_SHARE in old.params, LINEAR_SHARE in new.params))
     # a thermal network with another pole count: its poles (tau_i, R_i, the direct term) are other
     # quantities (R1 of one pole is the sum of two), so they are not comparable; the rest is tested
     # with the total standard errors (the pole count is chosen by cross-validation, and seeds differ in it)
@@ -351,7 +358,7 @@ def compare(old: ParameterFile, new: ParameterFile, *, alpha: float = 0.05, stri
         st, blocked = _structure_changes(sec, old[sec], new[sec])
         c.structure += st
         # the forms differ: the estimates are conditional on different models (module docstring)
-        total = any(f.endswith((".ar_function", ".sm_scaling", ".poles")) or ".shared_activation" in f
+        total = any(f.endswith((".ar_function", ".sm_scaling", ".poles", ".shared_activation", ".linear_share"))
                     for f, _o, _n in st)
         why_total = "model structure changed: tested with the total standard errors" if total else ""
         po, pn = old[sec].params, new[sec].params
