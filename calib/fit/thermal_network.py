@@ -24,11 +24,16 @@ ladder) are the section's parameters; the model rebuilds the ladder from them (C
 Fit: bounded least squares (:func:`calib.fit.core.fit_lsq`) for every pole count and every fan link; per
 pole count the link with the lowest BIC. Starts: the Cauer ladder of a non-negative least-squares
 time-constant spectrum, and the fit with one node fewer plus a slow outer node. The number of poles is
-chosen by leave-one-step-out cross-validation (each step's readings left out, its power still driving the
-record, and predicted): the fewest poles whose held-out RMSE is within ``cv_tolerance`` of the best; or by
-BIC (``selection="bic"``, and always when there are fewer than 3 steps). A pole count is not a candidate
-when a pole is faster than two bins (the die, which the direct term stands for), carries less than
-:data:`MIN_POLE_SHARE` of the resistance, or is slower than ten times the record.
+chosen by BIC with AR(1) errors (``selection="bic_ar1"``, :func:`_ar1_bic`): the residuals of 1 s bins
+are autocorrelated (the sensor's averaging, the model's misfit), and a likelihood that counts each bin as
+independent takes a small systematic gain for another pole; the innovations e_t - rho e_(t-1) are the
+independent part. Alternatives: leave-one-step-out cross-validation (``selection="cv"``, each step's
+readings left out, its power still driving the record, and predicted; the fewest poles whose held-out
+RMSE is within ``cv_tolerance`` of the best; BIC with fewer than 3 steps), which scores what only the
+left-out step pins (the hot spot's utilization exponent, the host heat) more than the poles; plain BIC
+(``selection="bic"``). A pole count is not a candidate when a pole is faster than two bins (the die,
+which the direct term stands for), carries less than :data:`MIN_POLE_SHARE` of the resistance, or is
+slower than ten times the record.
 
 Observations: integer readings of a noisy sensor flicker between neighbouring degrees, and their bin means
 are unbiased; a clean integer sensor (readings change only when the temperature crosses a half degree)
@@ -36,10 +41,9 @@ gives the crossing times instead, since its plateaus would bias the time constan
 
 Uncertainties: ``stderr`` by the delta method from the ladder's covariance, scaled for the residuals'
 lag-1 autocorrelation; ``stderr_total`` adds, in quadrature, the spread across model forms (each pole in
-the fit with one more pole; an extra pole faster than two bins counted in the direct term). The
-leave-one-step-out fits choose the pole count; their spread (the steps are not exchangeable: each pins
-part of the network, so leaving one out measures its leverage) replaces the form term only where there
-is no sound fit with one more pole.
+the fit with one more pole; an extra pole faster than two bins counted in the direct term). The spread
+of the leave-one-step-out fits (the steps are not exchangeable: each pins part of the network, so leaving
+one out measures its leverage) replaces the form term only where there is no sound fit with one more pole.
 
 Leakage: static power above idle against the rise above idle, from the heating phases (each step with its
 own runtime power) and the cooling phases (kernel off: the power above idle is leakage, plus the fan),
@@ -580,6 +584,19 @@ def _dominant(f: LadderFit, width: float) -> int:
     return int(np.sum(f.tau >= 2.0 * width))
 
 
+def _ar1_bic(f: LadderFit, rec: _Record) -> tuple[float, float]:
+    """BIC of a ladder fit whose errors are AR(1) (module docstring, selection): the residuals' lag-1
+    coefficient rho pooled over the steps, the innovations e_t - rho e_(t-1) Gaussian, N ln(their mean
+    square) + (k + 1) ln N over the N innovations, k the fit's varied parameters (plus rho). Returns
+    (BIC, rho)."""
+    parts = [f.resid[rec.obs_step == k] for k in np.unique(rec.obs_step)]
+    infl = ar1_inflation(parts)
+    rho = (infl - 1.0) / (infl + 1.0)  # ar1_inflation is (1 + rho) / (1 - rho)
+    e = np.concatenate([p[1:] - rho * p[:-1] for p in parts])
+    k = sum(p.vary for p in f.result.params) + 1
+    return len(e) * math.log(max(float(np.mean(e ** 2)), 1e-300)) + k * math.log(len(e)), float(rho)
+
+
 def _follow(x: np.ndarray, inp: np.ndarray, duty: np.ndarray, first: np.ndarray, h: float) -> np.ndarray:
     """Duty (K x N) a controller gives for K parameter sets ``x`` (K x 4: floor, t0, gain, slew per s) along
     the input temperature ``inp`` (N bins of ``h`` s), restarting from the logged ``duty`` where ``first``."""
@@ -781,8 +798,9 @@ class ThermalNetworkFitter(Estimator):
     Fitted state: ``fits_`` (pole count -> :class:`LadderFit`, the best fan link), ``cv_`` (pole count ->
     held-out RMSE, C), ``loo_``, ``poles_``, ``network_``, ``record_``, ``warnings_``, ``section_``.
 
-    Settings: ``max_poles`` (1-3), ``poles`` (force a pole count; None: select), ``selection`` ("cv" or
-    "bic"), ``cv_tolerance`` (relative held-out RMSE within which fewer poles are preferred), ``bin_s``
+    Settings: ``max_poles`` (1-3), ``poles`` (force a pole count; None: select), ``selection`` ("bic_ar1",
+    "cv" or "bic"), ``cv_tolerance`` (with "cv": relative held-out RMSE within which fewer poles are
+    preferred), ``bin_s``
     (fit grid, s), ``leakage`` ("auto", "linear", "exponential", "none"), ``leak_skip_s`` (seconds of
     heating left out of the leakage fit), ``leak_bic_margin``, ``slowdown_temp_c`` (None: the device's, else
     95 C), ``fan`` ("auto": the fan in the model when the logged duty moved by at least 2 points; "none").
@@ -791,7 +809,7 @@ class ThermalNetworkFitter(Estimator):
     constraints = {
         "max_poles": number(1, MAX_POLES, integer=True),
         "poles": optional(number(1, MAX_POLES, integer=True)),
-        "selection": options("cv", "bic"),
+        "selection": options("bic_ar1", "cv", "bic"),
         "cv_tolerance": number(0.0, 1.0),
         "bin_s": number(0.1, 60.0),
         "leakage": options("auto", "linear", "exponential", "none"),
@@ -801,7 +819,7 @@ class ThermalNetworkFitter(Estimator):
         "fan": options("auto", "none"),
     }
 
-    def __init__(self, *, max_poles: int = MAX_POLES, poles: int | None = None, selection: str = "cv",
+    def __init__(self, *, max_poles: int = MAX_POLES, poles: int | None = None, selection: str = "bic_ar1",
                  cv_tolerance: float = 0.05, bin_s: float = 1.0, leakage: str = "auto", leak_skip_s: float = 8.0,
                  leak_bic_margin: float = 10.0, slowdown_temp_c: float | None = None, fan: str = "auto"):
         self._store(locals())
@@ -885,23 +903,27 @@ class ThermalNetworkFitter(Estimator):
 
         ok_counts = [n for n in counts if sound(n)] or counts[:1]
         # leave-one-step-out: each step's readings left out of the fit (its power still drives the record)
-        # and predicted; cross-validation of the pole count and jackknife of the chosen network
+        # and predicted; the jackknife of the chosen network (and, with selection="cv", the selection)
         loo: dict[int, list[LadderFit]] = {}
         cv: dict[int, float] = {}
-        if len(steps) >= 3:
-            for n in ok_counts:
-                errs, reps = [], []
-                for k in range(len(steps)):
-                    out = rec.obs_step == k
-                    f = problems[n].fit(fits[n].values, mask=~out, frozen=problems[n].initial_state_names(k))
-                    reps.append(f)
-                    errs.append(problems[n].sensor(f.values, out) - rec.obs_y[out])
-                loo[n] = reps
-                cv[n] = float(np.sqrt(np.mean(np.concatenate(errs) ** 2)))
-                log.info("thermal network: %d pole(s): held-out RMSE %.3f C", n, cv[n])
+
+        def leave_steps_out(n: int) -> None:
+            errs, reps = [], []
+            for k in range(len(steps)):
+                out = rec.obs_step == k
+                g = problems[n].fit(fits[n].values, mask=~out, frozen=problems[n].initial_state_names(k))
+                reps.append(g)
+                errs.append(problems[n].sensor(g.values, out) - rec.obs_y[out])
+            loo[n] = reps
+            cv[n] = float(np.sqrt(np.mean(np.concatenate(errs) ** 2)))
+            log.info("thermal network: %d pole(s): held-out RMSE %.3f C", n, cv[n])
+
+        ar1 = {n: _ar1_bic(fits[n], rec) for n in ok_counts}
         if self.poles is not None:
             chosen, how = int(self.poles), "given"
-        elif self.selection == "cv" and cv:
+        elif self.selection == "cv" and len(steps) >= 3:
+            for n in ok_counts:
+                leave_steps_out(n)
             # per count of resolved poles the ladder (with or without the die node) that predicts best; then
             # the fewest resolved poles within cv_tolerance of the best
             by_dom: dict[int, int] = {}
@@ -913,10 +935,15 @@ class ThermalNetworkFitter(Estimator):
             chosen = by_dom[min(m for m, n in by_dom.items() if cv[n] <= best_cv * (1.0 + self.cv_tolerance))]
             how = "cross-validation over thermal steps"
         else:
-            bics = {n: fits[n].bic for n in ok_counts}
-            chosen, how = min(bics, key=bics.get), "BIC"
+            if self.selection == "bic_ar1":
+                score, how = {n: ar1[n][0] for n in ok_counts}, "BIC with AR(1) residuals"
+            else:
+                score, how = {n: fits[n].bic for n in ok_counts}, "BIC"
+            chosen = min(score, key=score.get)
             if self.selection == "cv":
                 warns.append(f"only {len(steps)} thermal steps: pole count chosen by BIC, not cross-validation")
+        if len(steps) >= 3 and chosen not in loo:
+            leave_steps_out(chosen)
         f = fits[chosen]
         prob = problems[chosen]
         warns += [f"{chosen}-pole fit: {m}" for m in f.warnings if not m.startswith(("p0_", "dev"))
@@ -1114,6 +1141,8 @@ class ThermalNetworkFitter(Estimator):
                           "candidates": [int(n) for n in ok_counts],
                           "rmse_c": {str(n): fits[n].rmse_c for n in counts},
                           "bic": {str(n): fits[n].bic for n in counts},
+                          "bic_ar1": {str(n): v[0] for n, v in ar1.items()},
+                          "residual_lag1": {str(n): v[1] for n, v in ar1.items()},
                           "fan_link": {str(n): int(fits[n].link) for n in counts}, "cv_tolerance": self.cv_tolerance},
             "cauer": cauer_of(net),
             "leakage": leak_struct,
