@@ -142,9 +142,10 @@ def cmd_table(a: argparse.Namespace) -> int:
                     if r["stderr_total"] and r["fitted"] is not None and "dominant" not in r["parameter"]:
                         per[r["parameter"].split(".")[1]].append((r["error_pct"], abs(r["abs_error"]) / r["stderr_total"]))
             for name, v in sorted(per.items()):
-                e = [x for x, _ in v]
+                e = [x for x, _ in v if x is not None]  # no error % where the truth is 0
                 z = [y for _, y in v]
-                print(f"| {preset} | {name} | {len(v)} | {statistics.median(e):+.1f} | {min(e):+.1f}..{max(e):+.1f} | "
+                pct = f"{statistics.median(e):+.1f} | {min(e):+.1f}..{max(e):+.1f}" if e else "- | -"
+                print(f"| {preset} | {name} | {len(v)} | {pct} | "
                       f"{statistics.median(z):.2f} | {sum(x <= 2 for x in z)}/{len(z)} |")
     return 0
 
