@@ -68,7 +68,13 @@ def test_two_pole_preset_recovers_both_time_constants(two_pole):
     assert abs(_direct_c_per_w(sec) - truth["r_direct_c_per_w"]) <= 0.10 * truth["r_direct_c_per_w"]
     rmse = sec.structure["selection"]["rmse_c"]
     assert rmse["2"] < 0.5 * rmse["1"]  # the 2-pole step response is much closer than the 1-pole one
-    assert sec.structure["selection"]["cv_rmse_c"]["2"] < sec.structure["selection"]["cv_rmse_c"]["1"]
+    # the pole count is chosen by BIC with AR(1) residuals (issue 30, b3d9215); the leave-one-step-out held-out
+    # RMSE is computed for the chosen count only, so the 2-pole held-out error is compared with the 1-pole
+    # in-sample one (a lower bound of its held-out error in practice). Measured on this quick campaign: BIC_AR1
+    # -7227 (2 poles) against -6141 (1 pole); held-out 0.138 C (2 poles) against in-sample 0.385 C (1 pole)
+    sel = sec.structure["selection"]
+    assert sel["bic_ar1"]["2"] < sel["bic_ar1"]["1"]
+    assert sel["cv_rmse_c"]["2"] < rmse["1"]
 
 
 @pytest.mark.parametrize("fixture", ["two_pole", "one_pole"])

@@ -34,7 +34,6 @@ def fit_rows(session: Path, preset: str, sections: tuple[str, ...] = ("thermal",
     (only the ``sections`` named: the network's fit is the slow one)."""
     from calib.core.params import ParameterFile
     from calib.core.session import read_session
-    from calib.fit.pipeline import _sources_of_session
     from calib.fit.thermal import ThermalFitter
     from calib.fit.thermal_network import ThermalNetworkFitter
     from calib.report.recovery import recovery_report
@@ -42,7 +41,7 @@ def fit_rows(session: Path, preset: str, sections: tuple[str, ...] = ("thermal",
 
     sess = read_session(session)
     data = session_data(sess)
-    pf = ParameterFile.new(dict(data.device.raw), _sources_of_session(session), campaign=sess.manifest.get("campaign"))
+    pf = ParameterFile.new(dict(data.device.raw), [], campaign=sess.manifest.get("campaign"))
     if "thermal" in sections:
         pf["thermal"] = ThermalFitter().fit(data).section_
     if "thermal_network" in sections:
