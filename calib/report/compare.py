@@ -210,7 +210,7 @@ def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple
         changes.append((f"{sec}.linear_share", LINEAR_SHARE in old.params, LINEAR_SHARE in new.params))
     # a thermal network with another pole count: its poles (tau_i, R_i, the direct term) are other
     # quantities (R1 of one pole is the sum of two), so they are not comparable; the rest is tested
-    # with the total standard errors (the pole count is chosen by cross-validation, and seeds differ in it)
+    # with the total standard errors (the pole count is chosen from the data, and seeds can differ in it)
     if sec == "thermal_network" and so.get("poles") != sn.get("poles"):
         changes.append((f"{sec}.poles", so.get("poles"), sn.get("poles")))
         why = f"{sec}.poles changed ({so.get('poles')} -> {sn.get('poles')}): another network"
