@@ -366,3 +366,26 @@ def test_a_linear_units_maxpower_beyond_its_measured_access_rates_is_an_extrapol
     old = _fit_linear_dram(df).params["max_power_global_w"]
     assert old.value == pytest.approx(p.value)
     assert abs(old.value - dram.max_power_w) > 2.0 * old.stderr_total
+
+
+def test_every_published_maxpower_is_within_ten_percent_at_two_total_errors():
+    """Issue 29: a MaxPower published as determined is one a user may quote per unit "within 10 %". With
+    the rule at 10 % total relative error, values of 8-10 % passed and missed their truth by more than 10 %
+    one time in four or five (20 seeds: gtx280 const on 7, titanx_nonadd fp on 5). So every MaxPower and
+    Const_SM of the committed reference fits either has value +/- 2 total errors within +/- 10 %, or the file
+    names it undetermined (gtx280's const at 9 % total is one such: it fails this test with the old rule)."""
+    from calib.core.params import load
+    from calib.fit.uncertainty import PUBLISH_REL, total_se
+
+    assert PUBLISH_REL == 0.05
+    named = 0
+    for path in sorted((Path(__file__).resolve().parents[1] / "fitted").glob("sim-*.json")):
+        if path.name.endswith(".recovery.json"):
+            continue
+        sec = load(path)["power"]
+        und = {n for q in sec.stats.get("identifiability") or [] for n in q.get("undetermined", [])}
+        for n, p in sec.params.items():
+            if p.vary and (n.startswith("max_power_") or n == "const_sm_power_w") and n not in und:
+                assert 2 * total_se(p) <= 0.10 * abs(p.value), (path.name, n, p.value, total_se(p))
+            named += n in und and total_se(p) is not None and 2 * total_se(p) <= 0.2 * abs(p.value or 1e-300)
+    assert named >= 1  # the rule names some values of 5-10 % total error: not vacuous
