@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from calib.core.params import ParameterFile
-from calib.fit.uncertainty import format_combination
+from calib.fit.uncertainty import format_combination, named_alone
 
 
 def num_text(x: float | None, spec: str = ".5g") -> str:
@@ -56,7 +56,7 @@ def fit_summary(pf: ParameterFile, max_warnings: int = 12) -> str:
             flag = f"  [at {p.at_bound()} bound]" if p.vary and p.at_bound() else ""
             lines.append(f"    {name:28s} = {p.value:12.6g} {p.unit:5s} {err}{flag}")
         for cb in st.get("identifiability") or []:
-            if len(cb["weights"]) == 1:
+            if named_alone(cb):
                 lines.append(f"    not determined: {next(iter(cb['weights']))} ({cb.get('reason', 'undetermined')})")
                 continue
             lines.append(f"    determined: {format_combination(cb['weights'])} = {cb['value']:.6g} +/- {cb['stderr']:.3g} "

@@ -389,3 +389,18 @@ def test_every_published_maxpower_is_within_ten_percent_at_two_total_errors():
                 assert 2 * total_se(p) <= 0.10 * abs(p.value), (path.name, n, p.value, total_se(p))
             named += n in und and total_se(p) is not None and 2 * total_se(p) <= 0.2 * abs(p.value or 1e-300)
     assert named >= 1  # the rule names some values of 5-10 % total error: not vacuous
+
+
+def test_a_parameter_named_alone_is_told_from_a_one_weight_quantity():
+    """The report, the HTML table, `calib diff` and the identify study each asked "one weight?" to find a
+    parameter named undetermined on its own; a linear unit's power at its highest access rate (MaxPower x
+    AR, one weight) is a determined quantity and would have been shown as "not determined"."""
+    from calib.fit.uncertainty import named_alone
+
+    alone = {"kind": "combination", "parameters": ["max_power_sfu_w"], "weights": {"max_power_sfu_w": 1.0},
+             "undetermined": ["max_power_sfu_w"], "basis": "total"}
+    linear_at_ar = {"kind": "power_at_ar", "unit": "sfu", "ar": 0.25, "parameters": ["max_power_sfu_w"],
+                    "weights": {"max_power_sfu_w": 0.25}, "undetermined": ["max_power_sfu_w"]}
+    pair = dict(alone, parameters=["max_power_reg_w", "max_power_fds_w"],
+                weights={"max_power_reg_w": 1.0, "max_power_fds_w": 1.0})
+    assert named_alone(alone) and not named_alone(linear_at_ar) and not named_alone(pair)

@@ -75,13 +75,18 @@ def per_workload(workloads: Any, y: Any, yhat: Any, **extra: Any) -> pd.DataFram
     return tab.groupby("workload", sort=True).agg(**agg)
 
 
-def ar1_inflation(parts: Sequence[np.ndarray]) -> float:
-    """Variance inflation ``(1 + rho) / (1 - rho)`` for residual series with lag-1 autocorrelation
-    ``rho`` (pooled over the series in ``parts``, clipped to [0, 0.98]): time series of a quantized
-    sensor and a model error are not white noise, and a least-squares covariance that counts every
-    sample as independent understates how much a refit on another run moves (effective number of
-    independent points ``n (1 - rho) / (1 + rho)``)."""
+def ar1_rho(parts: Sequence[np.ndarray]) -> float:
+    """Lag-1 autocorrelation of residual series, pooled over the series in ``parts`` and clipped to
+    [0, 0.98] (0 for all-zero residuals)."""
     num = sum(float(np.sum(p[1:] * p[:-1])) for p in parts if len(p) > 1)
     den = sum(float(np.sum(p * p)) for p in parts)
-    rho = float(np.clip(num / den, 0.0, 0.98)) if den > 0 else 0.0
+    return float(np.clip(num / den, 0.0, 0.98)) if den > 0 else 0.0
+
+
+def ar1_inflation(parts: Sequence[np.ndarray]) -> float:
+    """Variance inflation ``(1 + rho) / (1 - rho)`` for residual series with lag-1 autocorrelation
+    ``rho`` (:func:`ar1_rho`): time series of a quantized sensor and a model error are not white noise,
+    and a least-squares covariance that counts every sample as independent understates how much a refit
+    on another run moves (effective number of independent points ``n (1 - rho) / (1 + rho)``)."""
+    rho = ar1_rho(parts)
     return (1.0 + rho) / (1.0 - rho)

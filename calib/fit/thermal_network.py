@@ -83,6 +83,7 @@ from scipy.optimize import least_squares, nnls
 from calib.core import names
 from calib.core.atomic import finite_or_none
 from calib.core.errors import FitError
+from calib.core.metrics import ar1_rho
 from calib.core.params import Covariance, Param, Section
 from calib.core.units import mem_intensity
 from calib.fit.base import Estimator, number, optional, options
@@ -593,8 +594,7 @@ def _ar1_bic(f: LadderFit, rec: _Record) -> tuple[float, float]:
     square) + (k + 1) ln N over the N innovations, k the fit's varied parameters (plus rho). Returns
     (BIC, rho)."""
     parts = [f.resid[rec.obs_step == k] for k in np.unique(rec.obs_step)]
-    infl = ar1_inflation(parts)
-    rho = (infl - 1.0) / (infl + 1.0)  # ar1_inflation is (1 + rho) / (1 - rho)
+    rho = ar1_rho(parts)
     e = np.concatenate([p[1:] - rho * p[:-1] for p in parts])
     k = sum(p.vary for p in f.result.params) + 1
     return len(e) * math.log(max(float(np.mean(e ** 2)), 1e-300)) + k * math.log(len(e)), float(rho)

@@ -425,12 +425,20 @@ def _imprecise_quantities(section, covered: set[str], values: dict[str, float], 
                 poor = [n for n in poor if n not in und]
     for n in poor:
         p = section.params[n]
+        se = total_se(p)
         out.append({"kind": "combination", "parameters": [n], "weights": {n: 1.0}, "value": p.value,
-                    "stderr": p.stderr, "stderr_total": total_se(p), "undetermined": [n], "basis": "total",
-                    "reason": f"total relative error {100 * total_se(p) / abs(p.value):.0f} % above "
+                    "stderr": p.stderr, "stderr_total": se, "undetermined": [n], "basis": "total",
+                    "reason": f"total relative error {100 * se / abs(p.value):.0f} % above "
                               f"{100 * PUBLISH_REL:.0f} %: not determined by this campaign to +/- {200 * PUBLISH_REL:.0f} %"
-                    if total_se(p) is not None and p.value else "no total standard error"})
+                    if se is not None and p.value else "no total standard error"})
     return out
+
+
+def named_alone(q: dict) -> bool:
+    """An identifiability entry that names one parameter undetermined on its own (basis "total", one
+    member, :func:`_imprecise_quantities`): no combination to publish, show or test in its place. (A
+    power-at-AR entry of a linear unit also has one weight, and is a determined quantity.)"""
+    return q.get("basis") == "total" and len(q.get("parameters", [])) == 1
 
 
 def poorly_determined(p, rel: float = UNDETERMINED_REL) -> bool:  # noqa: ANN001 - a Param

@@ -246,7 +246,7 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
     changed, ``blocked_units``, it is added from the fitter's ``unit_power_at_measured_ar``: its MaxPower
     is not comparable, its power where it was measured is); it is tested with the statistical standard
     errors when the structures agree and with the total ones when they differ (``total``)."""
-    from calib.fit.uncertainty import poorly_determined, quantity_label, quantity_value
+    from calib.fit.uncertainty import named_alone, poorly_determined, quantity_label, quantity_value
 
     entries: list[dict] = []
     for side in (old, new):
@@ -259,9 +259,8 @@ def _quantities(sec: str, old: Section, new: Section, total: bool = False,
     seen: set[str] = set()
     for q in entries:
         kind = q.get("kind", "combination")
-        if q.get("basis") == "total" and len(q.get("parameters", [])) < 2:
+        if named_alone(q):
             continue  # a parameter imprecise on its own: tested as itself
-
         key = f"{kind}:{q.get('unit')}" if kind == "power_at_ar" else f"{kind}:{sorted(q.get('parameters', []))}"
         if key in seen:
             continue

@@ -25,6 +25,7 @@ from typing import Any
 from calib import __version__
 from calib.core.params import ParameterFile
 from calib.core.errors import BadInputError
+from calib.fit.uncertainty import named_alone
 from calib.report.compare import declared_undetermined
 from calib.report.inputs import ReportInputs
 from calib.report.plots import FIGURES, Context, Skip, with_predictions
@@ -137,7 +138,7 @@ def _param_table(pf: ParameterFile) -> tuple[str, int]:
         und = declared_undetermined(section)
         # parameters the campaign does not determine one by one: what it determines instead (issue 29)
         for cb in section.stats.get("identifiability") or []:
-            if len(cb.get("weights") or {}) == 1:
+            if named_alone(cb):
                 what = cb.get("reason", "not determined on its own")
             elif cb.get("kind") == "power_at_ar":
                 what = f"determined as the power of {cb['unit']} at AR {cb['ar']:.3g}: {fmt(cb['value'], 4)} W"

@@ -124,6 +124,7 @@ def truth_of_quantity(preset: str, q: dict, truth: dict) -> float | None:
 
 def score(preset: str, sec, seed: int) -> list[dict]:  # noqa: ANN001
     """One row per parameter (and determined quantity) with a truth."""
+    from calib.fit.uncertainty import named_alone
     from microbench.truth import ground_truth
 
     truth = ground_truth(preset)
@@ -131,7 +132,7 @@ def score(preset: str, sec, seed: int) -> list[dict]:  # noqa: ANN001
     undetermined = set()
     for q in sec.stats.get("identifiability") or []:
         undetermined |= set(q.get("undetermined", q.get("parameters", [])))
-        if len(q.get("weights") or {}) == 1:
+        if named_alone(q):
             continue  # a parameter named undetermined on its own: scored as itself below
         t = truth_of_quantity(preset, q, truth)
         if t is None:
