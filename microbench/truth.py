@@ -148,9 +148,8 @@ def truth_of(p: Preset, thermal_only: bool = False, campaign: str | None = None)
         put("power.sm_beta", p.power.sm_beta, "1", "design")
     for u, up in p.power.units.items():
         put(f"power.max_power_{u}_w", up.max_power_w, "W", "design (power at AR = 1)")
-    # the shared issue/dispatch stage (physics.PowerPhysics.issue_w, per SM), at a summed pipe AR of 1;
-    # 0 where the physics has none (a fitted stage there is spurious)
-    put("power.max_power_issue_w", p.power.issue_w, "W", "design (issue stage at summed pipe AR = 1; 0: none)")
+    if p.power.issue_w:  # the shared issue/dispatch stage (physics.PowerPhysics.issue_w, per SM)
+        put("power.max_power_issue_w", p.power.issue_w, "W", "design (issue stage at summed pipe AR = 1)")
     put("thermal.idle_temp_c", idle["sensor_c"], "C", "idle equilibrium")
     put("thermal.fan_max_power_w", p.power.fan_max_w, "W", "design")
 

@@ -459,3 +459,74 @@ def test_the_standard_campaigns_training_mixes_let_the_data_choose_the_shared_ac
     assert abs(err["with"]["fp"]) < 17.0 and abs(err["with"]["const"]) < 9.0 and abs(err["with"]["tex"]) < 3.0, err
     assert err["without"]["shared"] is False, err
     assert err["without"]["fp"] < -17.0 and err["without"]["const"] < -10.0 and err["without"]["tex"] < -4.0, err
+
+
+#: the fitter settings of a standard campaign on sim:gtx580_nonadd, seed 0 (its thermal fit's correction)
+GTX580_NONADD_S0 = {"mem_units": ["global", "local"], "sm_count": 16, "chip_units": ["l2", "global", "local"],
+                    "warp_issue_per_cycle": 1.0, "default_clocks": {"core_mhz": 1544.0, "mem_mhz": 2004.0},
+                    "temperature_correction": {"sigma_w_per_c": 0.26797316238276175, "idle_temp_c": 35.217356281607955}}
+
+
+@pytest.fixture(scope="module")
+def nonadd_issue_fits():
+    """sim:gtx580_nonadd seed 0's standard-campaign rows (tests/data/ipp_gtx580_nonadd_seed0_rows.csv.gz:
+    its power benchmarks, SM sweep, training mixes and held-out mixes at the default clocks) fitted with
+    the issue stage chosen by the data and held off."""
+    import warnings
+    from pathlib import Path
+
+    df = pd.read_csv(Path(__file__).parent / "data" / "ipp_gtx580_nonadd_seed0_rows.csv.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return df, {s: IppPowerFitter(**GTX580_NONADD_S0, issue_stage=s).fit(df) for s in ("auto", "off")}
+
+
+def test_the_issue_stage_is_chosen_where_the_gpu_has_one_and_each_pipe_is_its_own_increment(nonadd_issue_fits):
+    """sim:gtx580_nonadd draws a per-SM issue stage (1.8 W at full issue, following the pipes' summed
+    access rate to the power 0.4: microbench/devices/sim/physics.py), which the model's log-form issue
+    unit is not a copy of. Without the stage every pipe's MaxPower absorbs a share of it: FP, INT and ALU
+    +34 %, +37 %, +65 % (1.47, 1.51, 0.83 W against 1.1, 1.1, 0.5; from the session's unrounded table
+    +66 %, +69 %, +110 %: the search lands in another optimum). With it (chosen by leave-one-workload-out
+    prediction, searched with the stage held) they are within 2, 11 and 1 % (1.12, 1.22, 0.50 W) and
+    their total errors cover them; the stage's own MaxPower is 1.40 +/- 0.99 W (truth 1.8: it follows
+    nearly the sum REG follows); the held-out mixes' MAPE (no temperature term) falls from 1.7 % to
+    0.9 %."""
+    from microbench.truth import ground_truth
+
+    df, fits = nonadd_issue_fits
+    truth = ground_truth("gtx580_nonadd")
+    on, off = fits["auto"], fits["off"]
+    assert on.issue_ and "issue_stage" in on.section_.structure and not off.issue_
+    assert on.section_.structure["issue_stage"]["units"] == ["fp", "int", "sfu", "alu", "shared", "const", "tex", "l1"]
+    for u in ("fp", "int", "alu"):
+        t = truth[f"power.max_power_{u}_w"]["value"]
+        p_on, p_off = on.section_[f"max_power_{u}_w"], off.section_[f"max_power_{u}_w"]
+        assert abs(p_on.value / t - 1) <= 0.12, (u, p_on.value, t)
+        assert abs(p_on.value - t) <= 2 * p_on.stderr_total, (u, p_on.value, p_on.stderr_total, t)
+        assert p_off.value / t - 1 >= 0.3, (u, p_off.value, t)
+    iss = on.section_["max_power_issue_w"]
+    assert abs(iss.value - truth["power.max_power_issue_w"]["value"]) <= 2 * iss.stderr_total
+    held = df[df["role"] == "heldout"]
+    from calib.model.ipp import IppPowerModel
+
+    def mape(f):  # noqa: ANN001, ANN202
+        pred = IppPowerModel(f.section_).predict(held, use_temperature=False)
+        return float(np.mean(np.abs(pred / held["power_w"].to_numpy(float) - 1)))
+    assert mape(on) < 0.7 * mape(off), (mape(on), mape(off))
+
+
+def test_the_issue_stage_is_not_taken_where_the_gpu_has_none():
+    """On the committed sim:gtx580 campaign (no issue stage in its physics) the fitter leaves the stage
+    out: the section has neither the structure key nor the unit (on seed 0's session the stage won by
+    BIC, -591 against -576, and lost on left-out workloads, held-out MAPE 0.50 % against 0.34 %)."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    settings = json.loads((root / "fitted" / "sim-gtx580.json").read_text())["fit"]["power"]["settings"]
+    df = pd.read_csv(root / "fitted" / "sim-gtx580.samples.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = IppPowerFitter(**dict(settings, issue_stage="auto")).fit(df, uncertainty=False)
+    assert not f.issue_ and "issue_stage" not in f.section_.structure and "issue" not in f.section_.structure["units"]
