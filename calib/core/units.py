@@ -53,7 +53,7 @@ POWER_UNITS: tuple[str, ...] = (
 
 #: Units whose activity the power model derives from the other units' rather than from instruction counts:
 #: the issue/dispatch stage (``issue``), driven by the SM pipes' summed access rate (calib.model.ipp).
-DERIVED_UNITS: frozenset[str] = frozenset({"issue"})
+DERIVED_UNITS: frozenset[str] = frozenset({"dispatch"})
 
 #: Units whose MaxPower is chip-level rather than per SM (shared L2 and the DRAM interface).
 CHIP_UNITS: frozenset[str] = frozenset({"l2", "global", "local"})

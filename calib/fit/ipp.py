@@ -40,8 +40,8 @@ from calib.fit.core import LsqResult, fit_lsq, solve_linear
 from calib.model.arfunc import IPP_A, LINEAR, LOG, ar_transform
 from calib.model.intervals import MIN_HELDOUT_WORKLOADS
 from calib.model import ipp as model
-from calib.model.ipp import (ISSUE_KEY, ISSUE_UNIT, LINEAR_SHARE, SHARED_KEY, SHARED_PARAM, issue_pool,
-                              shared_pool, with_issue_activity)
+from calib.model.ipp import (DISPATCH_KEY, DISPATCH_UNIT, LINEAR_SHARE, SHARED_KEY, SHARED_PARAM, dispatch_pool,
+                              shared_pool, with_dispatch_activity)
 from calib.core.params import Covariance, Param, Section
 from calib.fit.uncertainty import (
     IDLE_GROUP,
@@ -71,8 +71,8 @@ SM_FLIP = "<sm_scaling>"
 SHARED_FLIP = "<shared_activation>"
 #: the flip of the log access-rate function's per-access share (on/off)
 SHARE_FLIP = "<linear_share>"
-#: the flip of the issue stage (on/off)
-ISSUE_FLIP = "<issue_stage>"
+#: the flip of the dispatch stage (on/off)
+DISPATCH_FLIP = "<dispatch_stage>"
 
 
 def _values(params: Iterable[Param], free: bool = False) -> dict[str, float]:
@@ -102,23 +102,23 @@ def _quiet(fit: Any, *args: Any, errors: tuple[type[Exception], ...] = (FitError
 class _Struct:
     """A model structure the search compares: each unit's access-rate function (in unit order), the
     active-SM scaling, whether the shared-activation term is on, whether the log function has its
-    per-access share and whether the issue stage is modelled (its unit then among ``forms``)."""
+    per-access share and whether the dispatch stage is modelled (its unit then among ``forms``)."""
 
     forms: tuple[tuple[str, str], ...]
     smf: str
     shared: bool
     share: bool = False
-    issue: bool = False
+    dispatch: bool = False
 
     def flip(self, what: str, fitter: "IppPowerFitter") -> "_Struct":
         """This structure with one flip (a unit's function, :data:`SM_FLIP`, :data:`SHARED_FLIP`,
-        :data:`SHARE_FLIP` or :data:`ISSUE_FLIP`)."""
+        :data:`SHARE_FLIP` or :data:`DISPATCH_FLIP`)."""
         forms = dict(self.forms)
         if what in forms:
             forms[what] = LINEAR if forms[what] == LOG else LOG
         smf = {"log": "linear", "linear": "log"}[self.smf] if what == SM_FLIP else self.smf
         return fitter._struct(forms, smf, self.shared != (what == SHARED_FLIP), self.share != (what == SHARE_FLIP),
-                              self.issue != (what == ISSUE_FLIP))
+                              self.dispatch != (what == DISPATCH_FLIP))
 
 
 class IppPowerFitter(Estimator):
@@ -152,8 +152,8 @@ class IppPowerFitter(Estimator):
         ``"auto"`` (default: the log access-rate function's per-access share ``ar_linear_share``,
         :mod:`calib.model.arfunc`, on or off by BIC, one more flip of the search, which starts without
         it), ``"on"`` (fitted from the start, 0 included) or ``"off"`` (IPP's pure log).
-    issue_stage:
-        ``"auto"`` (default: the issue stage, :mod:`calib.model.ipp`, a per-SM unit driven by the pooled
+    dispatch_stage:
+        ``"auto"`` (default: the dispatch stage, :mod:`calib.model.ipp`, a per-SM unit driven by the pooled
         pipes' summed access rate, on or off by BIC, one more flip of the search, which starts without
         it), ``"on"`` (from the start) or ``"off"`` (IPP's units only).
     """
@@ -170,7 +170,7 @@ class IppPowerFitter(Estimator):
         "temperature_correction": optional(mapping_of(number(), "sigma_w_per_c/idle_temp_c")),
         "shared_activation": options("auto", "on", "off"),
         "linear_share": options("auto", "on", "off"),
-        "issue_stage": options("auto", "on", "off"),
+        "dispatch_stage": options("auto", "on", "off"),
     }
 
     def __init__(self, *, ar_forms: str | Mapping[str, str] = "auto", sm_scaling: str = "auto",
@@ -178,7 +178,7 @@ class IppPowerFitter(Estimator):
                  chip_units: Iterable[str] | None = None, warp_issue_per_cycle: float | None = None,
                  default_clocks: Mapping[str, float | None] | None = None,
                  temperature_correction: Mapping[str, float] | None = None, shared_activation: str = "auto",
-                 linear_share: str = "auto", issue_stage: str = "auto"):
+                 linear_share: str = "auto", dispatch_stage: str = "auto"):
         self.ar_forms = ar_forms
         self.sm_scaling = sm_scaling
         self.loss = loss
@@ -190,7 +190,7 @@ class IppPowerFitter(Estimator):
         self.temperature_correction = temperature_correction
         self.shared_activation = shared_activation
         self.linear_share = linear_share
-        self.issue_stage = issue_stage
+        self.dispatch_stage = dispatch_stage
 
     # -- fitting ------------------------------------------------------------------------------
     def training_rows(self, df: pd.DataFrame) -> pd.DataFrame:
@@ -244,9 +244,9 @@ class IppPowerFitter(Estimator):
         self._hold: frozenset[str] = frozenset()
         act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
         spec = {u: {"scope": "chip" if u in self._chip else "sm"} for u in units}
-        self._issue_pool = issue_pool(spec)
-        if self._issue_pool:  # the issue stage's derived access rate (calib.model.ipp), for every structure
-            act = dict(with_issue_activity({ISSUE_KEY: {"units": self._issue_pool}}, act))
+        self._dispatch_pool = dispatch_pool(spec)
+        if self._dispatch_pool:  # the dispatch stage's derived access rate (calib.model.ipp), for every structure
+            act = dict(with_dispatch_activity({DISPATCH_KEY: {"units": self._dispatch_pool}}, act))
         running, active = model.launch_facts(data, act, int(self.sm_count))
         temp = data["temp_c"].to_numpy(float) if "temp_c" in data.columns and sigma is not None else None
         self._workloads = workload_groups(data)
@@ -266,8 +266,8 @@ class IppPowerFitter(Estimator):
         shared = [False, True] if self.shared_activation == "auto" else [self.shared_activation == "on"]
         # the SM scaling and the shared-activation term first (with the starting unit forms), then the
         # unit forms (and both again, as flips of the search) from the best of them
-        issue = self.issue_stage == "on"
-        first = [self._struct(forms, smf, sh, self.linear_share == "on", issue) for smf in sm_forms for sh in shared]
+        dispatch = self.dispatch_stage == "on"
+        first = [self._struct(forms, smf, sh, self.linear_share == "on", dispatch) for smf in sm_forms for sh in shared]
         first = [(s_, self._fit(s_)) for s_ in first]
         st, res = min(first, key=lambda t: t[1].bic)
         st, res = self._search(st, res)
@@ -281,7 +281,7 @@ class IppPowerFitter(Estimator):
                              "linear form used instead")
             self._pinned |= set(dead)
             st, res = self._search(st, self._fit(st))
-        st, res = self._issue_by_cv(st, res)
+        st, res = self._dispatch_by_cv(st, res)
         res, self.alternatives_ = self._multistart(res, st) if uncertainty else (res, [])
         self.result_ = res = res.with_stats()
         self.struct_ = st
@@ -289,7 +289,7 @@ class IppPowerFitter(Estimator):
         self.sm_scaling_ = st.smf
         self.shared_ = st.shared
         self.share_ = st.share
-        self.issue_ = st.issue
+        self.dispatch_ = st.dispatch
         self.params_ = res.params
         self.warnings_ = warns + res.warnings
         if not self._has_sweep:
@@ -303,8 +303,8 @@ class IppPowerFitter(Estimator):
         self.section_ = self._make_section()
         return self
 
-    def _issue_by_cv(self, st: "_Struct", res: LsqResult) -> tuple["_Struct", LsqResult]:
-        """With ``issue_stage="auto"``: the searched structure with the issue stage added (fitted from
+    def _dispatch_by_cv(self, st: "_Struct", res: LsqResult) -> tuple["_Struct", LsqResult]:
+        """With ``dispatch_stage="auto"``: the searched structure with the dispatch stage added (fitted from
         ``res`` and from the default start); where that fits better (BIC) or predicts workloads left out
         one at a time better (:meth:`_cv_error`), searched again with the stage held (the unit forms
         move with it: on sim:gtx580_nonadd seed 0 the stage alone predicted worse, searched better), and
@@ -313,9 +313,9 @@ class IppPowerFitter(Estimator):
         (sim:gtx580 seed 0: BIC -591 with it against -576 without, held-out MAPE 0.50 % against
         0.34 %, REG's total error x35). After the search, not a flip of it: one more flip made every
         pass of the greedy search longer on every GPU (gtx580's power fit 2.3 -> 8.5 s CPU)."""
-        if self.issue_stage != "auto" or not self._issue_pool or st.issue:
+        if self.dispatch_stage != "auto" or not self._dispatch_pool or st.dispatch:
             return st, res
-        flip = st.flip(ISSUE_FLIP, self)
+        flip = st.flip(DISPATCH_FLIP, self)
         fits = self._fits_from(flip, [_values(res.params), None])
         if not fits:
             return st, res
@@ -370,7 +370,7 @@ class IppPowerFitter(Estimator):
             stat = Covariance(stat.names, np.where(np.isfinite(stat.matrix), stat.matrix, 0.0) + np.outer(d, d))
         settings = dict(self.get_params(), ar_forms=dict(self.forms_), sm_scaling=self.sm_scaling_,
                         shared_activation="on" if self.shared_ else "off",
-                        linear_share="on" if self.share_ else "off", issue_stage="on" if self.issue_ else "off")
+                        linear_share="on" if self.share_ else "off", dispatch_stage="on" if self.dispatch_ else "off")
 
         def refit(mask: np.ndarray) -> dict[str, float] | None:
             sub = _quiet(lambda: IppPowerFitter(**settings).fit(data[mask], uncertainty=False),
@@ -505,7 +505,7 @@ class IppPowerFitter(Estimator):
             return np.zeros((k, k)), []
         best = self.result_
         alts = [(st, r) for st, r in self._seen.items() if st != self.struct_]
-        shifts = [_shift(r.params, vals, free, {LINEAR_SHARE: 0.0, names.max_power(ISSUE_UNIT): 0.0}) for _, r in alts]
+        shifts = [_shift(r.params, vals, free, {LINEAR_SHARE: 0.0, names.max_power(DISPATCH_UNIT): 0.0}) for _, r in alts]
         logw = [evidence_log_weight(r.chisqr, r.nvarys, best.chisqr, best.nvarys, s2, n) for _, r in alts]
         cov, w = model_average_covariance(shifts, logw, k)
         self._weights = [(st, r, float(wi)) for (st, r), wi in zip(alts, w)]
@@ -574,7 +574,7 @@ class IppPowerFitter(Estimator):
 
             v_struct = 0.0
             for st, r, w in self._weights:
-                f = dict(st.forms).get(u)  # a structure without the issue stage draws none at its rate
+                f = dict(st.forms).get(u)  # a structure without the dispatch stage draws none at its rate
                 v_struct += w * ((model.unit_power(_values(r.params), u, f, x)[0] if f else 0.0) - q0) ** 2
             v_stat = var(stat)
             v_total = max(v_stat, var(jack)) + var(disc) + v_struct
@@ -590,21 +590,21 @@ class IppPowerFitter(Estimator):
         parts += [text for changed, text in ((st.smf != ref.smf, f"sm_scaling {st.smf}"),
                                              (st.shared != ref.shared, f"shared activation {on[st.shared]}"),
                                              (st.share != ref.share, f"per-access share {on[st.share]}"),
-                                             (st.issue != ref.issue, f"issue stage {on[st.issue]}")) if changed]
+                                             (st.dispatch != ref.dispatch, f"dispatch stage {on[st.dispatch]}")) if changed]
         return " + ".join(parts) or "(same structure, another optimum)"
 
     # -- structures and their fits --------------------------------------------------------------
     def _struct(self, forms: Mapping[str, str], smf: str, shared: bool, share: bool = False,
-                issue: bool = False) -> "_Struct":
+                dispatch: bool = False) -> "_Struct":
         """The structure of these forms (a shared-activation term without a pool is no term, nor a
-        per-access share without a log unit, nor an issue stage without pipes to drive it; the issue
+        per-access share without a log unit, nor a dispatch stage without pipes to drive it; the dispatch
         stage's unit starts with the log function)."""
-        issue = bool(issue and self._issue_pool)
-        order = [*self.units_, *([ISSUE_UNIT] if issue else [])]
+        dispatch = bool(dispatch and self._dispatch_pool)
+        order = [*self.units_, *([DISPATCH_UNIT] if dispatch else [])]
         forms = {u: forms.get(u, LOG) for u in order}
         spec = {u: {"scope": "chip" if u in self._chip else "sm", "ar_function": f} for u, f in forms.items()}
         return _Struct(tuple((u, forms[u]) for u in order), smf, bool(shared and shared_pool(spec)),
-                       bool(share and any(f == LOG for f in forms.values())), issue)
+                       bool(share and any(f == LOG for f in forms.values())), dispatch)
 
     def _fits_from(self, st: "_Struct", starts: Sequence[Mapping[str, float] | None]) -> list[LsqResult]:
         """The structure fitted from each starting point (None: the default start); starts whose fit
@@ -662,8 +662,8 @@ class IppPowerFitter(Estimator):
                           "domain": "mem" if in_memory_domain(u, mem) else "core"} for u, f in st.forms}}
         if st.shared:
             out[SHARED_KEY] = {"units": shared_pool(out["units"])}
-        if st.issue:
-            out[ISSUE_KEY] = {"units": issue_pool(out["units"])}
+        if st.dispatch:
+            out[DISPATCH_KEY] = {"units": dispatch_pool(out["units"])}
         return out
 
     #: parameters the model is linear in (given the access-rate slopes, beta and the shared share)

@@ -31,14 +31,15 @@ A unit alone gives U = F: its power is its own MaxPower x AR', so each MaxPower 
 power at AR = 1 and the term changes only mixes. The register file and fetch/decode/schedule (active with
 every instruction: they are the issue stage itself) and chip-level units are not pooled.
 
-**Issue stage** (optional, ``structure["issue_stage"]``; files without it predict as before): a per-SM
-stage that dispatches to every execution pipe (warp scheduler, dispatch, operand delivery) draws power by
-the SM's total issue activity, not by any one pipe's. It is the unit ``issue`` (``max_power_issue_w``,
-``ar_log_a_issue``; per SM, the log access-rate function) whose access rate is the summed access rate of
-the pooled SM units (``structure["issue_stage"]["units"]``: the SM-scope units except REG, FDS and the
-issue stage itself), at most 1 -- computed from the other units' activities, never from a column of its own:
+**Dispatch stage** (optional, ``structure["dispatch_stage"]``; files without it predict as before): a
+per-SM stage that issues to every execution pipe (warp scheduler, dispatch, operand delivery) draws power
+by the SM's total issue activity, not by any one pipe's. It is the unit ``dispatch``
+(``max_power_dispatch_w``, ``ar_log_a_dispatch``; per SM, the log access-rate function) whose access rate
+is the summed access rate of the pooled SM units (``structure["dispatch_stage"]["units"]``: the SM-scope
+units except those active with every instruction -- REG, FDS, AMD's ``issue`` -- and the stage itself), at
+most 1, computed from the other units' activities, never from a column of its own:
 
-    AR_issue = min(1, sum over pooled units u of AR_u)
+    AR_dispatch = min(1, sum over pooled units u of AR_u)
 
 Two pipes running together draw it once, at their summed rate, where additive IPP charges each pipe's
 MaxPower with a share of it: without the term every pipe's MaxPower (and the constant of a running kernel)
@@ -68,11 +69,14 @@ from calib.core.units import DERIVED_UNITS
 #: structure key of the shared-activation term (module docstring) and its parameter
 SHARED_KEY = "shared_activation"
 SHARED_PARAM = "shared_activation_frac"
-#: structure key of the issue-stage term (module docstring) and its unit
-ISSUE_KEY = "issue_stage"
-ISSUE_UNIT = "issue"
-#: units never pooled: active with every instruction, or the issue stage itself
-NOT_POOLED = frozenset({"reg", "fds", ISSUE_UNIT})
+#: structure key of the dispatch-stage term (module docstring) and its unit
+DISPATCH_KEY = "dispatch_stage"
+DISPATCH_UNIT = "dispatch"
+#: units never pooled: active with every instruction (the issue stage itself), or the dispatch stage
+NOT_POOLED = frozenset({"reg", "fds", DISPATCH_UNIT})
+#: units that do not drive the dispatch stage: those active with every instruction (IPP's REG and FDS,
+#: AMD's ``issue``: calib.core.arch) and the stage itself
+NOT_DISPATCHED = NOT_POOLED | {"issue"}
 #: the per-access share of the log access-rate function (module docstring; absent: 0)
 LINEAR_SHARE = "ar_linear_share"
 #: the model's parameters besides each unit's max_power_<unit>_w and ar_log_a_<unit> (calib.core.names)
@@ -87,20 +91,20 @@ def shared_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
             if spec.get("scope") == "sm" and spec.get("ar_function") == LOG and u not in NOT_POOLED]
 
 
-def issue_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The units whose summed access rate drives the issue stage (module docstring): SM-scope units
-    except the register file, fetch/decode/schedule and the stage itself."""
-    return [u for u, spec in units.items() if spec.get("scope") == "sm" and u not in NOT_POOLED]
+def dispatch_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The units whose summed access rate drives the dispatch stage (module docstring): SM-scope units
+    except those active with every instruction and the stage itself (:data:`NOT_DISPATCHED`)."""
+    return [u for u, spec in units.items() if spec.get("scope") == "sm" and u not in NOT_DISPATCHED]
 
 
-def with_issue_activity(structure: Mapping[str, Any], act: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-    """``act`` (activity arrays per unit) with the issue stage's derived access rate when ``structure``
+def with_dispatch_activity(structure: Mapping[str, Any], act: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """``act`` (activity arrays per unit) with the dispatch stage's derived access rate when ``structure``
     has the stage (module docstring: the pooled units' summed access rate, at most 1); else ``act``."""
-    stage = structure.get(ISSUE_KEY)
+    stage = structure.get(DISPATCH_KEY)
     if not stage:
         return act
     total = sum((np.nan_to_num(np.asarray(act[u], float)) for u in stage["units"]), np.zeros(()))
-    return {**act, ISSUE_UNIT: np.minimum(total, 1.0)}
+    return {**act, DISPATCH_UNIT: np.minimum(total, 1.0)}
 
 
 def shared_overlap(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -172,7 +176,7 @@ def design(structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running:
     run = np.asarray(running, float)
     units = list(structure["units"])
     specs = [structure["units"][u] for u in units]
-    act = with_issue_activity(structure, act)
+    act = with_dispatch_activity(structure, act)
     shared = structure.get(SHARED_KEY)
     pool = set(shared["units"]) if shared else set()
     ar = np.array([np.broadcast_to(np.asarray(act[u], float), run.shape) for u in units]).reshape(len(units), run.size)  # a file may have no units
@@ -307,8 +311,8 @@ def activities(basis: ActivityBasis, units: Sequence[str], df: pd.DataFrame, tim
                source: str = "<table>") -> dict[str, np.ndarray]:
     """Activity arrays per modelled unit from ``act_<unit>`` columns, or, when those are missing, from
     per-warp counts (``cnt_<class>``), launch shape and ``time_s`` (IPP eq. 10, :mod:`calib.core.activity`).
-    Derived units (the issue stage) are left out: :func:`design` computes them from the others."""
-    units = [u for u in units if u not in DERIVED_UNITS]  # the issue stage: from the others (design)
+    Derived units (the dispatch stage) are left out: :func:`design` computes them from the others."""
+    units = [u for u in units if u not in DERIVED_UNITS]  # the dispatch stage: from the others (design)
     missing = [u for u in units if ACT_PREFIX + u not in df.columns]
     out = {u: df[ACT_PREFIX + u].to_numpy(dtype=float) for u in units if u not in missing}
     if missing:
@@ -408,17 +412,17 @@ class IppPowerModel:
                      "draws is a fraction")
         elif SHARED_PARAM in sec:
             raise SchemaError(f"{where}.parameters: {SHARED_PARAM} without the structure's {SHARED_KEY} (which units share it?)")
-        stage = st.get(ISSUE_KEY)
+        stage = st.get(DISPATCH_KEY)
         if stage is not None:
             pool = stage.get("units") if isinstance(stage, dict) else None
-            if not isinstance(pool, list) or not all(isinstance(u, str) and u in units and u != ISSUE_UNIT for u in pool):
-                raise SchemaError(f"{where}.{ISSUE_KEY}: expected {{\"units\": [...]}} naming modelled units other "
-                                  f"than {ISSUE_UNIT!r}, got {stage!r}")
-            if ISSUE_UNIT not in units or units[ISSUE_UNIT].get("scope") != "sm":
-                raise SchemaError(f"{where}.units: the issue stage needs the SM-scope unit {ISSUE_UNIT!r}")
-        elif ISSUE_UNIT in units:
-            raise SchemaError(f"{where}.units.{ISSUE_UNIT}: the issue stage's unit without the structure's "
-                              f"{ISSUE_KEY} (which units drive it?)")
+            if not isinstance(pool, list) or not all(isinstance(u, str) and u in units and u != DISPATCH_UNIT for u in pool):
+                raise SchemaError(f"{where}.{DISPATCH_KEY}: expected {{\"units\": [...]}} naming modelled units other "
+                                  f"than {DISPATCH_UNIT!r}, got {stage!r}")
+            if DISPATCH_UNIT not in units or units[DISPATCH_UNIT].get("scope") != "sm":
+                raise SchemaError(f"{where}.units: the dispatch stage needs the SM-scope unit {DISPATCH_UNIT!r}")
+        elif DISPATCH_UNIT in units:
+            raise SchemaError(f"{where}.units.{DISPATCH_UNIT}: the dispatch stage's unit without the structure's "
+                              f"{DISPATCH_KEY} (which units drive it?)")
         check_names(sec, where, PARAMETERS + tuple(n for u in units for n in (names.max_power(u), names.ar_log_a(u))))
 
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,
