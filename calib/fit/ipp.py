@@ -281,7 +281,7 @@ class IppPowerFitter(Estimator):
                              "linear form used instead")
             self._pinned |= set(dead)
             st, res = self._search(st, self._fit(st))
-        st, res = self._dispatch_by_cv(st, res)
+        st, res = self._dispatch_by_cv(st, res, first)
         res, self.alternatives_ = self._multistart(res, st) if uncertainty else (res, [])
         self.result_ = res = res.with_stats()
         self.struct_ = st
@@ -303,28 +303,38 @@ class IppPowerFitter(Estimator):
         self.section_ = self._make_section()
         return self
 
-    def _dispatch_by_cv(self, st: "_Struct", res: LsqResult) -> tuple["_Struct", LsqResult]:
-        """With ``dispatch_stage="auto"``: the searched structure with the dispatch stage added (fitted from
-        ``res`` and from the default start); where that fits better (BIC) or predicts workloads left out
-        one at a time better (:meth:`_cv_error`), searched again with the stage held (the unit forms
-        move with it: on sim:gtx580_nonadd seed 0 the stage alone predicted worse, searched better), and
-        kept when the result predicts the left-out workloads better than the structure without it. Cross-validation, not BIC: the stage's unit, driven by nearly the sum REG is driven
-        by, also bends to the misfit of the access-rate curves, and BIC took it on a GPU without one
-        (sim:gtx580 seed 0: BIC -591 with it against -576 without, held-out MAPE 0.50 % against
-        0.34 %, REG's total error x35). After the search, not a flip of it: one more flip made every
-        pass of the greedy search longer on every GPU (gtx580's power fit 2.3 -> 8.5 s CPU)."""
+    def _dispatch_by_cv(self, st: "_Struct", res: LsqResult, first: Sequence[tuple["_Struct", LsqResult]] = ()
+                        ) -> tuple["_Struct", LsqResult]:
+        """With ``dispatch_stage="auto"``: the dispatch stage added to the searched structure (fitted from
+        ``res`` and from the default start) and, as :meth:`_other_shared` does for the shared activation,
+        the search made again from the best first-stage structure with the stage on and held (greedy,
+        without restarts); the best of these by BIC is kept when it predicts workloads left out one at a
+        time better than ``res`` (:meth:`_cv_error`), and its search is then restarted (a GPU without the
+        stage pays for the greedy search only: sim:titanx seed 0's power fit 5.2 s of CPU against 13.3 s
+        with the restarts). The stage added to the searched structure alone stays in that structure's
+        basin (sim:gtx580_nonadd seeds 4 and 6: BIC 93 and 123 where the search from the start with the
+        stage reaches about 51). Cross-validation, not BIC: the stage's unit, driven by nearly the sum
+        REG is driven by, also bends to the misfit of the access-rate curves, and BIC took it on a GPU
+        without one (sim:gtx580 seed 0: BIC -591 with it against -576 without, held-out MAPE 0.50 %
+        against 0.34 %, REG's total error x35)."""
         if self.dispatch_stage != "auto" or not self._dispatch_pool or st.dispatch:
             return st, res
         flip = st.flip(DISPATCH_FLIP, self)
-        fits = self._fits_from(flip, [_values(res.params), None])
-        if not fits:
+        cands = [(flip, r) for r in self._fits_from(flip, [_values(res.params), None])]
+        if first:
+            s0 = min(first, key=lambda t: t[1].bic)[0].flip(DISPATCH_FLIP, self)
+            r0 = _quiet(self._fit, s0)
+            if r0 is not None:
+                cands.append(self._search(s0, r0, give_up=-math.inf))
+        if not cands:
             return st, res
-        r = min(fits, key=lambda x: x.bic)
+        best = min(cands, key=lambda t: t[1].bic)
         base = self._cv_error(st, res)
-        if r.bic >= res.bic and self._cv_error(flip, r) >= base:
+        if self._cv_error(*best) >= base:
             return st, res
-        st2, r2 = self._search(flip, r)
-        return (st2, r2) if self._cv_error(st2, r2) < base else (st, res)
+        # now the restarts of the search (costly, so made only where the stage is kept)
+        done = self._search(*best)
+        return done if self._cv_error(*done) < base else best
 
     def _cv_error(self, st: "_Struct", res: LsqResult) -> float:
         """Mean squared leave-one-workload-out prediction error (W^2) of a fitted structure, linearised
