@@ -250,7 +250,9 @@ def test_refit_from_stored_settings_reproduces_the_section():
 TITANX_S6 = dict(mem_units=["global", "local"], sm_count=24, chip_units=["l2", "global", "local"],
                  warp_issue_per_cycle=4.0, default_clocks={"core_mhz": 975.0, "mem_mhz": 3505.0},
                  temperature_correction={"sigma_w_per_c": 0.3135139838305873, "idle_temp_c": 40.5},
-                 linear_share="off")
+                 linear_share="off", dispatch_stage="off")
+#: (the dispatch stage off: these tests are about the access-rate form search; on these rows, recorded
+#: before the smooth-toe curves, the stage is taken, BIC -620 against -233, with ALU, SFU and SHARED linear)
 
 
 def test_form_search_is_not_stuck_where_a_cold_restart_finds_a_better_flip():
