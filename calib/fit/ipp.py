@@ -245,7 +245,8 @@ class IppPowerFitter(Estimator):
         self._hold: frozenset[str] = frozenset()
         act = {u: data[ACT_PREFIX + u].to_numpy(float) for u in units}
         spec = {u: {"scope": "chip" if u in self._chip else "sm"} for u in units}
-        self._dispatch_pool = dispatch_pool(spec)
+        # a table with a unit of the stage's name has no room for the stage
+        self._dispatch_pool = [] if DISPATCH_UNIT in units else dispatch_pool(spec)
         if self._dispatch_pool:  # the dispatch stage's derived access rate (calib.model.ipp), for every structure
             act = dict(with_dispatch_activity({DISPATCH_KEY: {"units": self._dispatch_pool}}, act))
         running, active = model.launch_facts(data, act, int(self.sm_count))

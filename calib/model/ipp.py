@@ -312,7 +312,8 @@ def activities(basis: ActivityBasis, units: Sequence[str], df: pd.DataFrame, tim
     """Activity arrays per modelled unit from ``act_<unit>`` columns, or, when those are missing, from
     per-warp counts (``cnt_<class>``), launch shape and ``time_s`` (IPP eq. 10, :mod:`calib.core.activity`).
     Derived units (the dispatch stage) are left out: :func:`design` computes them from the others."""
-    units = [u for u in units if u not in DERIVED_UNITS]  # the dispatch stage: from the others (design)
+    # the dispatch stage comes from the others (design); a table's own unit of that name is read
+    units = [u for u in units if u not in DERIVED_UNITS or ACT_PREFIX + u in df.columns]
     missing = [u for u in units if ACT_PREFIX + u not in df.columns]
     out = {u: df[ACT_PREFIX + u].to_numpy(dtype=float) for u in units if u not in missing}
     if missing:
