@@ -243,8 +243,8 @@ def test_dispatch_stage_by_hand():
     """The dispatch stage is a per-SM unit whose access rate is the pooled units' summed access rate, at
     most 1: FP at 0.5 and INT at 0.25 drive it at 0.75 once (not twice), the stage adds
     30 x 0.6 x (1.001375 + 0.2 ln 0.75) W; a sum above 1 is held at 1; a unit outside its pool (TEX)
-    does not drive it; a file without the stage predicts the additive sum, and the stage's unit cannot
-    appear without the structure that says what drives it."""
+    does not drive it; a file without the stage predicts the additive sum; the structure must name the
+    units that drive the stage."""
     from calib.core.errors import SchemaError
 
     add, iss = IppPowerModel.from_file(_table8_doc()), IppPowerModel.from_file(_dispatch_doc())
@@ -253,10 +253,13 @@ def test_dispatch_stage_by_hand():
     assert extra[0] == pytest.approx(30 * 0.6 * (1.001375 + 0.2 * np.log(0.75)), rel=1e-12)
     assert extra[1] == pytest.approx(30 * 0.6 * 1.001375, rel=1e-12)
     assert extra[2] == 0.0
+    # without the structure key a unit named "dispatch" is an ordinary unit: its activity is the table's
     doc = _dispatch_doc().to_dict()
     del doc["power"]["dispatch_stage"]
-    with pytest.raises(SchemaError, match="dispatch stage's unit without the structure's dispatch_stage"):
-        IppPowerModel.from_file(ParameterFile.from_dict(doc, check=False))
+    plain = IppPowerModel.from_file(ParameterFile.from_dict(doc, check=False))
+    row = _row(fp=0.5, int=0.25).assign(act_dispatch=0.5)
+    assert float(plain.predict(row)[0] - add.predict(row)[0]) == pytest.approx(
+        30 * 0.6 * (1.001375 + 0.2 * np.log(0.5)), rel=1e-12)
     doc = _dispatch_doc().to_dict()
     doc["power"]["dispatch_stage"] = {"units": ["fp", "nope"]}
     with pytest.raises(SchemaError, match="dispatch_stage: expected"):

@@ -421,9 +421,6 @@ class IppPowerModel:
                                   f"than {DISPATCH_UNIT!r}, got {stage!r}")
             if DISPATCH_UNIT not in units or units[DISPATCH_UNIT].get("scope") != "sm":
                 raise SchemaError(f"{where}.units: the dispatch stage needs the SM-scope unit {DISPATCH_UNIT!r}")
-        elif DISPATCH_UNIT in units:
-            raise SchemaError(f"{where}.units.{DISPATCH_UNIT}: the dispatch stage's unit without the structure's "
-                              f"{DISPATCH_KEY} (which units drive it?)")
         check_names(sec, where, PARAMETERS + tuple(n for u in units for n in (names.max_power(u), names.ar_log_a(u))))
 
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,
