@@ -4,6 +4,10 @@ Only :mod:`calib.report.recovery` (and tests of the simulator) read this module;
 never does. Model-level truths are either design values of the hidden physics (MaxPower per unit at
 AR = 1, Const_SM, activation, beta) or exact consequences of it, computed without noise:
 
+- ``const_sm_power_w``, ``activation_power_w`` of a GPU whose idle SMs are partly clock-gated while a
+  kernel runs (``sm_scaling="gated"``): one more active SM's increment, and the constant of a running
+  kernel with the idle SMs' draw (no launch can separate the two from the physics' design values);
+
 - ``idle_power_w``, ``idle_temp_c``: the idle thermal/power equilibrium at default clocks;
 - ``rc_rise_s``, ``rc_decay_s``: single-pole time constants that fit best (least squares) the noise-free,
   unquantized sensor temperature of the session's campaign's thermal steps at every simulation step, the
@@ -142,12 +146,26 @@ def truth_of(p: Preset, thermal_only: bool = False, campaign: str | None = None)
         truth[key] = {"value": float(value), "unit": unit, "how": how}
 
     put("power.idle_power_w", idle["power_w"], "W", "idle equilibrium")
-    put("power.const_sm_power_w", p.power.const_sm_w, "W", "design")
-    put("power.activation_power_w", p.power.activation_w, "W", "design")
+    # "gated" SM scaling: an SM without work still draws a share phi of its constant power while a
+    # kernel runs, so N active SMs draw A + phi c N + n c (1 - phi): the model's activation (the constant
+    # of a running kernel, whatever its SMs) is A + phi c N and its Const_SM (what one more active SM
+    # adds) c (1 - phi). No campaign can tell the physics' A and c apart from these: every launch's power
+    # is the same function of n either way
+    phi = p.power.idle_sm_fraction if p.power.sm_scaling == "gated" else 0.0
+    if phi:
+        put("power.const_sm_power_w", p.power.const_sm_w * (1.0 - phi), "W",
+            f"design: one more active SM's increment (an idle SM keeps {phi:g} of {p.power.const_sm_w:g} W)")
+        put("power.activation_power_w", p.power.activation_w + phi * p.power.const_sm_w * p.sm_count, "W",
+            "design: the constant of a running kernel, the idle SMs' gated draw included")
+    else:
+        put("power.const_sm_power_w", p.power.const_sm_w, "W", "design")
+        put("power.activation_power_w", p.power.activation_w, "W", "design")
     if p.power.sm_scaling == "log":
         put("power.sm_beta", p.power.sm_beta, "1", "design")
     for u, up in p.power.units.items():
         put(f"power.max_power_{u}_w", up.max_power_w, "W", "design (power at AR = 1)")
+    if p.power.issue_w:  # the shared issue/dispatch stage (physics.PowerPhysics.issue_w, per SM)
+        put("power.max_power_dispatch_w", p.power.issue_w, "W", "design (dispatch stage at summed pipe AR = 1)")
     put("thermal.idle_temp_c", idle["sensor_c"], "C", "idle equilibrium")
     put("thermal.fan_max_power_w", p.power.fan_max_w, "W", "design")
 

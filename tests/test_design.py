@@ -221,3 +221,31 @@ def test_design_runs_no_round_that_its_refit_preview_says_lowers_nothing(session
     assert "no round run" in out and f"design round {len(rounds) + 1}:" not in out
     for n in ("max_power_sfu_w", "max_power_reg_w", "max_power_fds_w"):
         assert n in out
+
+
+def test_a_constant_within_two_errors_of_zero_is_not_a_design_target(quick_run):
+    """GT200 has no activation power (it is part of Const_SM): a fitted activation a hair above 0 has a
+    relative error of 300,000 % and the design listed it as its worst target. A constant within 2 total
+    errors of 0 is not a target; the same constant 10 errors away is, and MaxPowers are targets whatever
+    their value (a poorly determined unit near 0 is what the design is for)."""
+    import pandas as pd
+
+    from calib.core.params import load
+    from calib.fit.design import design_round
+    from microbench.benchmarks import design_benchmark
+    from microbench.devices.sim.presets import get_preset
+
+    pf = load(quick_run / "fitted" / "q.json")
+    samples = pd.read_csv(quick_run / "fitted" / "q.samples.csv")
+    info = get_preset("gtx280").device_info()
+    wl = lambda entry, max_w: design_benchmark(entry, max_w).workload(info)  # noqa: E731
+    act = pf["power"]["activation_power_w"]
+    act.vary, act.min, act.stderr_total = True, 0.0, 0.5
+    act.value = 0.6         # 1.2 errors from 0
+    st = design_round(pf, info, samples, 1.0, 1, workload_of=wl)
+    assert "activation_power_w" not in st.rel_se_before_pct and "activation_power_w" not in st.above_target
+    assert any(n.startswith("max_power_") for n in st.rel_se_before_pct)
+    act.value = 5.0         # 10 errors from 0: 10 % relative, above the 1 % target
+    st = design_round(pf, info, samples, 1.0, 1, workload_of=wl)
+    assert st.rel_se_before_pct["activation_power_w"] == pytest.approx(10.0)
+    assert "activation_power_w" in st.above_target

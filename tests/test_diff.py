@@ -235,6 +235,30 @@ def test_when_a_bic_chosen_term_differs_the_others_are_tested_with_their_total_s
     assert ch.reason == "model structure changed: tested with the total standard errors"
 
 
+def test_a_dispatch_stage_in_one_fit_only_is_a_structure_change():
+    """The dispatch stage (chosen by cross-validation; a card's seeds can differ there) in one file and not
+    in the other: listed as a structure change, its MaxPower as added, the other parameters tested with
+    their total standard errors. Independent route: the stage added by hand to the reference file, at a
+    MaxPower of 0 (the same predictions)."""
+    old = _doc()
+    other = "max_power_tex_w"
+    se, se_t = _se(old, other), old["fit"]["power"]["stderr_total"][other]
+    new = copy.deepcopy(old)
+    pool = [u for u, s in new["power"]["units"].items() if s["scope"] == "sm" and u not in ("reg", "fds")]
+    new["power"]["units"]["dispatch"] = {"scope": "sm", "ar_function": "log", "domain": "core"}
+    new["power"]["dispatch_stage"] = {"units": pool}
+    new["power"]["parameters"]["max_power_dispatch_w"] = {"value": 0.0, "unit": "W"}
+    new["power"]["parameters"]["ar_log_a_dispatch"] = {"value": 0.1365, "unit": "1"}
+    new["power"]["parameters"][other]["value"] += 6 * se  # 6 statistical stderr, under 1 total stderr
+    for key in ("covariance", "covariance_total", "identifiability"):
+        new["fit"]["power"].pop(key, None)
+    c = compare(_pf(old), _pf(new))
+    assert "power.dispatch_stage" in [f for f, _o, _n in c.structure]
+    ch = next(x for x in c.params if x.name == other)
+    assert ch.reason == "model structure changed: tested with the total standard errors"
+    assert ch.z == pytest.approx(6 * se / (math.sqrt(2) * se_t), rel=1e-9) and not c.moved
+
+
 def test_section_added_exits_3_and_device_change_is_listed_first(cli, tmp_path):
     old = _doc()
     new = copy.deepcopy(old)

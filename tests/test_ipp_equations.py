@@ -228,3 +228,59 @@ def test_files_without_shared_activation_predict_as_before():
     doc["power"]["parameters"]["shared_activation_frac"] = {"value": 0.2, "unit": "1"}
     with pytest.raises(SchemaError, match="shared_activation_frac without the structure's shared_activation"):
         IppPowerModel.from_file(ParameterFile.from_dict(doc, check=False))
+
+
+def _dispatch_doc(max_power_w: float = 0.6, a: float = 0.2) -> ParameterFile:
+    doc = _table8_doc().to_dict()
+    doc["power"]["units"]["dispatch"] = {"scope": "sm", "ar_function": LOG, "domain": "core"}
+    doc["power"]["dispatch_stage"] = {"units": ["fp", "int", "sfu"]}
+    doc["power"]["parameters"]["max_power_dispatch_w"] = {"value": max_power_w, "unit": "W"}
+    doc["power"]["parameters"]["ar_log_a_dispatch"] = {"value": a, "unit": "1"}
+    return ParameterFile.from_dict(doc, check=False)
+
+
+def test_dispatch_stage_by_hand():
+    """The dispatch stage is a per-SM unit whose access rate is the pooled units' summed access rate, at
+    most 1: FP at 0.5 and INT at 0.25 drive it at 0.75 once (not twice), the stage adds
+    30 x 0.6 x (1.001375 + 0.2 ln 0.75) W; a sum above 1 is held at 1; a unit outside its pool (TEX)
+    does not drive it; a file without the stage predicts the additive sum; the structure must name the
+    units that drive the stage."""
+    from calib.core.errors import SchemaError
+
+    add, iss = IppPowerModel.from_file(_table8_doc()), IppPowerModel.from_file(_dispatch_doc())
+    rows = pd.concat([_row(fp=0.5, int=0.25), _row(fp=0.9, int=0.6), _row(tex=0.3)], ignore_index=True)
+    extra = iss.predict(rows) - add.predict(rows)
+    assert extra[0] == pytest.approx(30 * 0.6 * (1.001375 + 0.2 * np.log(0.75)), rel=1e-12)
+    assert extra[1] == pytest.approx(30 * 0.6 * 1.001375, rel=1e-12)
+    assert extra[2] == 0.0
+    # without the structure key a unit named "dispatch" is an ordinary unit: its activity is the table's
+    doc = _dispatch_doc().to_dict()
+    del doc["power"]["dispatch_stage"]
+    plain = IppPowerModel.from_file(ParameterFile.from_dict(doc, check=False))
+    row = _row(fp=0.5, int=0.25).assign(act_dispatch=0.5)
+    assert float(plain.predict(row)[0] - add.predict(row)[0]) == pytest.approx(
+        30 * 0.6 * (1.001375 + 0.2 * np.log(0.5)), rel=1e-12)
+    doc = _dispatch_doc().to_dict()
+    doc["power"]["dispatch_stage"] = {"units": ["fp", "nope"]}
+    with pytest.raises(SchemaError, match="dispatch_stage: expected"):
+        IppPowerModel.from_file(ParameterFile.from_dict(doc, check=False))
+
+
+def test_dispatch_stage_jacobian_matches_finite_differences():
+    """d power / d (max_power_dispatch_w, ar_log_a_dispatch) from :func:`calib.model.ipp.jacobian` equals the
+    central finite difference of :func:`calib.model.ipp.power` (the stage is an ordinary unit of the
+    equations once its access rate is derived)."""
+    from calib.model import ipp as model
+
+    pf = _dispatch_doc()
+    sec = pf["power"]
+    rows = pd.concat([_row(fp=0.5, int=0.25), _row(fp=0.05, sfu=0.02), _row(int=0.9)], ignore_index=True)
+    act = {u: rows[f"act_{u}"].to_numpy(float) for u in TABLE8}
+    d = model.table_design(sec.structure, rows, act)
+    vals = sec.values()
+    jac = model.jacobian(vals, d)
+    for n in ("max_power_dispatch_w", "ar_log_a_dispatch"):
+        h = 1e-6 * max(1.0, abs(vals[n]))
+        up, dn = dict(vals, **{n: vals[n] + h}), dict(vals, **{n: vals[n] - h})
+        fd = (model.power(up, d) - model.power(dn, d)) / (2 * h)
+        assert jac[n] == pytest.approx(fd, rel=1e-6, abs=1e-9), n

@@ -250,7 +250,9 @@ def test_refit_from_stored_settings_reproduces_the_section():
 TITANX_S6 = dict(mem_units=["global", "local"], sm_count=24, chip_units=["l2", "global", "local"],
                  warp_issue_per_cycle=4.0, default_clocks={"core_mhz": 975.0, "mem_mhz": 3505.0},
                  temperature_correction={"sigma_w_per_c": 0.3135139838305873, "idle_temp_c": 40.5},
-                 linear_share="off")
+                 linear_share="off", dispatch_stage="off")
+#: (the dispatch stage off: these tests are about the access-rate form search; on these rows, recorded
+#: before the smooth-toe curves, the stage is taken, BIC -620 against -233, with ALU, SFU and SHARED linear)
 
 
 def test_form_search_is_not_stuck_where_a_cold_restart_finds_a_better_flip():
@@ -342,10 +344,11 @@ def test_a_5_percent_change_of_sigma_does_not_move_a_maxpower_by_more_than_2_per
     ref_v = {p.name: p.value for p in ref.params_}
     for m in (0.95, 1.05):
         f = fits[m]
-        assert (f.forms_, f.sm_scaling_, f.shared_) == (ref.forms_, ref.sm_scaling_, ref.shared_), m
+        assert (f.forms_, f.sm_scaling_, f.shared_, f.dispatch_) == (ref.forms_, ref.sm_scaling_, ref.shared_,
+                                                                     ref.dispatch_), m
         v = {p.name: p.value for p in f.params_}
         moved = {n: v[n] / ref_v[n] - 1 for n in ref_v if n.startswith("max_power_")}
-        assert len(moved) == 11
+        assert len(moved) == 11 + ref.dispatch_  # the 11 CU and chip units (and the dispatch stage)
         assert max(abs(x) for x in moved.values()) < 0.02, (m, moved)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -459,3 +462,75 @@ def test_the_standard_campaigns_training_mixes_let_the_data_choose_the_shared_ac
     assert abs(err["with"]["fp"]) < 17.0 and abs(err["with"]["const"]) < 9.0 and abs(err["with"]["tex"]) < 3.0, err
     assert err["without"]["shared"] is False, err
     assert err["without"]["fp"] < -17.0 and err["without"]["const"] < -10.0 and err["without"]["tex"] < -4.0, err
+
+
+#: the fitter settings of a standard campaign on sim:gtx580_nonadd, seed 0 (its thermal fit's correction)
+GTX580_NONADD_S0 = {"mem_units": ["global", "local"], "sm_count": 16, "chip_units": ["l2", "global", "local"],
+                    "warp_issue_per_cycle": 1.0, "default_clocks": {"core_mhz": 1544.0, "mem_mhz": 2004.0},
+                    "temperature_correction": {"sigma_w_per_c": 0.26797316238276175, "idle_temp_c": 35.217356281607955}}
+
+
+@pytest.fixture(scope="module")
+def nonadd_dispatch_fits():
+    """sim:gtx580_nonadd seed 0's standard-campaign rows (tests/data/ipp_gtx580_nonadd_seed0_rows.csv.gz:
+    its power benchmarks, SM sweep, training mixes and held-out mixes at the default clocks) fitted with
+    the dispatch stage chosen by the data and held off."""
+    import warnings
+    from pathlib import Path
+
+    df = pd.read_csv(Path(__file__).parent / "data" / "ipp_gtx580_nonadd_seed0_rows.csv.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return df, {s: IppPowerFitter(**GTX580_NONADD_S0, dispatch_stage=s).fit(df) for s in ("auto", "off")}
+
+
+def test_the_dispatch_stage_is_chosen_where_the_gpu_has_one_and_each_pipe_is_its_own_increment(nonadd_dispatch_fits):
+    """sim:gtx580_nonadd draws a per-SM issue/dispatch stage (1.8 W at full issue, following the pipes'
+    summed access rate to the power 0.4: microbench/devices/sim/physics.py), which the model's log-form
+    dispatch unit is not a copy of. Without the stage every pipe's MaxPower absorbs a share of it: FP, INT
+    and ALU +66 %, +69 %, +110 % (1.82, 1.86, 1.05 W against 1.1, 1.1, 0.5). With it (the training mixes
+    left out one at a time predicted better, Wilcoxon p 0.032 over 15 mix workloads) they are +4 %,
+    +13 %, +7 % (1.15, 1.24, 0.53 W) and their total errors cover them; the stage's own MaxPower is
+    1.88 +/- 1.27 W (truth 1.8: it follows nearly the sum REG follows); the held-out mixes' MAPE (no
+    temperature term) falls from 2.0 % to 0.9 %. The rows are stored exactly: rounded to 9 digits, the
+    search without the stage lands in another optimum (BIC 148 instead of 113)."""
+    from microbench.truth import ground_truth
+
+    df, fits = nonadd_dispatch_fits
+    truth = ground_truth("gtx580_nonadd")
+    on, off = fits["auto"], fits["off"]
+    assert on.dispatch_ and "dispatch_stage" in on.section_.structure and not off.dispatch_
+    assert on.section_.structure["dispatch_stage"]["units"] == ["fp", "int", "sfu", "alu", "shared", "const", "tex", "l1"]
+    for u in ("fp", "int", "alu"):
+        t = truth[f"power.max_power_{u}_w"]["value"]
+        p_on, p_off = on.section_[f"max_power_{u}_w"], off.section_[f"max_power_{u}_w"]
+        assert abs(p_on.value / t - 1) <= 0.15, (u, p_on.value, t)
+        assert abs(p_on.value - t) <= 2 * p_on.stderr_total, (u, p_on.value, p_on.stderr_total, t)
+        assert p_off.value / t - 1 >= 0.5, (u, p_off.value, t)
+    iss = on.section_["max_power_dispatch_w"]
+    assert abs(iss.value - truth["power.max_power_dispatch_w"]["value"]) <= 2 * iss.stderr_total
+    held = df[df["role"] == "heldout"]
+    from calib.model.ipp import IppPowerModel
+
+    def mape(f):  # noqa: ANN001, ANN202
+        pred = IppPowerModel(f.section_).predict(held, use_temperature=False)
+        return float(np.mean(np.abs(pred / held["power_w"].to_numpy(float) - 1)))
+    assert mape(on) < 0.7 * mape(off), (mape(on), mape(off))
+
+
+def test_the_dispatch_stage_is_not_taken_where_the_gpu_has_none():
+    """On the committed sim:gtx580 campaign (no dispatch stage in its physics) the fitter leaves the stage
+    out: the section has neither the structure key nor the unit (on seed 0's session the stage won by
+    BIC, -591 against -576, and lost on left-out workloads, held-out MAPE 0.50 % against 0.34 %; on 8 of
+    20 seeds it predicted left-out workloads better on the whole but the mixes only by chance)."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    settings = json.loads((root / "fitted" / "sim-gtx580.json").read_text())["fit"]["power"]["settings"]
+    df = pd.read_csv(root / "fitted" / "sim-gtx580.samples.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = IppPowerFitter(**dict(settings, dispatch_stage="auto")).fit(df, uncertainty=False)
+    assert not f.dispatch_ and "dispatch_stage" not in f.section_.structure and "dispatch" not in f.section_.structure["units"]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from calib.core.arch import IPP_WARP_ISSUE_PER_CYCLE
 from calib.core.params import ParameterFile
-from calib.core.units import INSTRUCTION_CLASSES, in_memory_domain, unit_counts
+from calib.core.units import DERIVED_UNITS, INSTRUCTION_CLASSES, in_memory_domain, unit_counts
 
 #: warp instructions an SM issues per cycle when nothing better is known (calib.core.arch: GT200, IPP's
 #: GTX280, issues one every 4 cycles)
@@ -119,7 +119,8 @@ def basis_of(pf: ParameterFile, units: Iterable[str] | None = None) -> ActivityB
         domains.update({u: s.get("domain", "core") for u, s in st["units"].items()})
     for u in (dvfs.structure.get("units", []) if dvfs is not None else []):
         domains.setdefault(u["name"], u.get("domain", "core"))
-    names = tuple(units) if units is not None else tuple(domains)
+    # derived units (the issue stage) have no instruction classes: the power model computes them
+    names = tuple(units) if units is not None else tuple(u for u in domains if u not in DERIVED_UNITS)
     mem = frozenset(u for u in names if domains.get(u, "mem" if in_memory_domain(u) else "core") == "mem")
     issue = st.get("warp_issue_per_cycle") or pf.device.get("warp_issue_per_cycle")
     timing = pf.get("timing")

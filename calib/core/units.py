@@ -51,6 +51,10 @@ POWER_UNITS: tuple[str, ...] = (
     "shared", "const", "tex", "l1", "l2", "global", "local",
 )
 
+#: Units whose activity the power model derives from the other units' rather than from instruction counts:
+#: the issue/dispatch stage (``issue``), driven by the SM pipes' summed access rate (calib.model.ipp).
+DERIVED_UNITS: frozenset[str] = frozenset({"dispatch"})
+
 #: Units whose MaxPower is chip-level rather than per SM (shared L2 and the DRAM interface).
 CHIP_UNITS: frozenset[str] = frozenset({"l2", "global", "local"})
 

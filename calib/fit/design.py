@@ -219,7 +219,8 @@ def design_round(pf: ParameterFile, info: Any, measured: pd.DataFrame, target_pc
     """Choose up to ``k`` design kernels for the IPP power section of ``pf`` (module docstring).
 
     Targets: every unit's MaxPower, ``const_sm_power_w`` and ``activation_power_w`` whose relative
-    total standard error exceeds ``target_pct``. The total covariance is the prior of a Bayesian linear
+    total standard error exceeds ``target_pct`` (the two constants only where they differ from 0 by
+    more than 2 errors). The total covariance is the prior of a Bayesian linear
     update (the statistical one when the file has no total): it holds the model-form alternatives, so a
     kernel on which the structures that fit as well disagree counts, not only one that shrinks the noise.
     The noise variance is the fit's residual variance (W^2) per measured window, over ``repeats``.
@@ -239,6 +240,10 @@ def design_round(pf: ParameterFile, info: Any, measured: pd.DataFrame, target_pc
             if p.at_bound():  # e.g. no activation power: a relative error of a value at 0 means nothing
                 continue
             se = p.stderr_total or p.stderr
+            if not n.startswith("max_power_") and se is not None and abs(p.value) <= 2.0 * se:
+                # a constant the GPU may not have (GT200's activation is part of Const_SM): a value within
+                # 2 errors of 0 has no relative error to reduce (the design listed one at 305,971 %)
+                continue
             rel = 100.0 * se / abs(p.value) if se is not None and p.value else math.inf
             state.rel_se_before_pct[n] = rel
             if rel > target_pct:

@@ -30,6 +30,20 @@ units' AR'); so the pooled power is
 A unit alone gives U = F: its power is its own MaxPower x AR', so each MaxPower stays the unit's own
 power at AR = 1 and the term changes only mixes. The register file and fetch/decode/schedule (active with
 every instruction: they are the issue stage itself) and chip-level units are not pooled.
+
+**Dispatch stage** (optional, ``structure["dispatch_stage"]``; files without it predict as before): a
+per-SM stage that issues to every execution pipe (warp scheduler, dispatch, operand delivery) draws power
+by the SM's total issue activity, not by any one pipe's. It is the unit ``dispatch``
+(``max_power_dispatch_w``, ``ar_log_a_dispatch``; per SM, the log access-rate function) whose access rate
+is the summed access rate of the pooled SM units (``structure["dispatch_stage"]["units"]``: the SM-scope
+units except those active with every instruction -- REG, FDS, AMD's ``issue`` -- and the stage itself), at
+most 1, computed from the other units' activities, never from a column of its own:
+
+    AR_dispatch = min(1, sum over pooled units u of AR_u)
+
+Two pipes running together draw it once, at their summed rate, where additive IPP charges each pipe's
+MaxPower with a share of it: without the term every pipe's MaxPower (and the constant of a running kernel)
+absorbs it.
 """
 
 from __future__ import annotations
@@ -50,12 +64,19 @@ from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, check_names, 
 from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX
+from calib.core.units import DERIVED_UNITS
 
 #: structure key of the shared-activation term (module docstring) and its parameter
 SHARED_KEY = "shared_activation"
 SHARED_PARAM = "shared_activation_frac"
-#: units never pooled: active with every instruction (the issue stage itself)
-NOT_POOLED = frozenset({"reg", "fds"})
+#: structure key of the dispatch-stage term (module docstring) and its unit
+DISPATCH_KEY = "dispatch_stage"
+DISPATCH_UNIT = "dispatch"
+#: units never pooled: active with every instruction (the issue stage itself), or the dispatch stage
+NOT_POOLED = frozenset({"reg", "fds", DISPATCH_UNIT})
+#: units that do not drive the dispatch stage: those active with every instruction (IPP's REG and FDS,
+#: AMD's ``issue``: calib.core.arch) and the stage itself
+NOT_DISPATCHED = NOT_POOLED | {"issue"}
 #: the per-access share of the log access-rate function (module docstring; absent: 0)
 LINEAR_SHARE = "ar_linear_share"
 #: the model's parameters besides each unit's max_power_<unit>_w and ar_log_a_<unit> (calib.core.names)
@@ -68,6 +89,22 @@ def shared_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
     access-rate function, except the register file and fetch/decode/schedule."""
     return [u for u, spec in units.items()
             if spec.get("scope") == "sm" and spec.get("ar_function") == LOG and u not in NOT_POOLED]
+
+
+def dispatch_pool(units: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The units whose summed access rate drives the dispatch stage (module docstring): SM-scope units
+    except those active with every instruction and the stage itself (:data:`NOT_DISPATCHED`)."""
+    return [u for u, spec in units.items() if spec.get("scope") == "sm" and u not in NOT_DISPATCHED]
+
+
+def with_dispatch_activity(structure: Mapping[str, Any], act: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """``act`` (activity arrays per unit) with the dispatch stage's derived access rate when ``structure``
+    has the stage (module docstring: the pooled units' summed access rate, at most 1); else ``act``."""
+    stage = structure.get(DISPATCH_KEY)
+    if not stage:
+        return act
+    total = sum((np.nan_to_num(np.asarray(act[u], float)) for u in stage["units"]), np.zeros(()))
+    return {**act, DISPATCH_UNIT: np.minimum(total, 1.0)}
 
 
 def shared_overlap(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,6 +176,7 @@ def design(structure: Mapping[str, Any], act: Mapping[str, np.ndarray], running:
     run = np.asarray(running, float)
     units = list(structure["units"])
     specs = [structure["units"][u] for u in units]
+    act = with_dispatch_activity(structure, act)
     shared = structure.get(SHARED_KEY)
     pool = set(shared["units"]) if shared else set()
     ar = np.array([np.broadcast_to(np.asarray(act[u], float), run.shape) for u in units]).reshape(len(units), run.size)  # a file may have no units
@@ -272,7 +310,10 @@ def launch_facts(df: pd.DataFrame, act: Mapping[str, np.ndarray], sm_count: int)
 def activities(basis: ActivityBasis, units: Sequence[str], df: pd.DataFrame, time_s: np.ndarray | None = None,
                source: str = "<table>") -> dict[str, np.ndarray]:
     """Activity arrays per modelled unit from ``act_<unit>`` columns, or, when those are missing, from
-    per-warp counts (``cnt_<class>``), launch shape and ``time_s`` (IPP eq. 10, :mod:`calib.core.activity`)."""
+    per-warp counts (``cnt_<class>``), launch shape and ``time_s`` (IPP eq. 10, :mod:`calib.core.activity`).
+    Derived units (the dispatch stage) are left out: :func:`design` computes them from the others."""
+    # the dispatch stage comes from the others (design); a table's own unit of that name is read
+    units = [u for u in units if u not in DERIVED_UNITS or ACT_PREFIX + u in df.columns]
     missing = [u for u in units if ACT_PREFIX + u not in df.columns]
     out = {u: df[ACT_PREFIX + u].to_numpy(dtype=float) for u in units if u not in missing}
     if missing:
@@ -372,6 +413,14 @@ class IppPowerModel:
                      "draws is a fraction")
         elif SHARED_PARAM in sec:
             raise SchemaError(f"{where}.parameters: {SHARED_PARAM} without the structure's {SHARED_KEY} (which units share it?)")
+        stage = st.get(DISPATCH_KEY)
+        if stage is not None:
+            pool = stage.get("units") if isinstance(stage, dict) else None
+            if not isinstance(pool, list) or not all(isinstance(u, str) and u in units and u != DISPATCH_UNIT for u in pool):
+                raise SchemaError(f"{where}.{DISPATCH_KEY}: expected {{\"units\": [...]}} naming modelled units other "
+                                  f"than {DISPATCH_UNIT!r}, got {stage!r}")
+            if DISPATCH_UNIT not in units or units[DISPATCH_UNIT].get("scope") != "sm":
+                raise SchemaError(f"{where}.units: the dispatch stage needs the SM-scope unit {DISPATCH_UNIT!r}")
         check_names(sec, where, PARAMETERS + tuple(n for u in units for n in (names.max_power(u), names.ar_log_a(u))))
 
     def predict(self, df: pd.DataFrame, time_s: np.ndarray | None = None, use_temperature: bool = True,

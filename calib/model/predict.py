@@ -27,7 +27,7 @@ from calib.core.errors import BadInputError
 from calib.core.params import ParameterFile, Section
 from calib.core.activity import basis_of, count_columns, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX, CNT_PREFIX, check_samples
-from calib.core.units import INSTRUCTION_CLASSES, mem_intensity
+from calib.core.units import DERIVED_UNITS, INSTRUCTION_CLASSES, mem_intensity
 from calib.model import dvfs, timing as T
 from calib.model.ipp import IppPowerModel
 from calib.model.registry import off_default_clocks, power_sections
@@ -49,7 +49,8 @@ def dvfs_power(pf: ParameterFile, section: Section, df: pd.DataFrame) -> np.ndar
 def _with_count_activities(pf: ParameterFile, df: pd.DataFrame) -> pd.DataFrame:
     """``df`` plus the ``act_<unit>`` columns of the power section's units it lacks, from per-warp
     counts and time (IPP eq. 10, :mod:`calib.core.activity`)."""
-    units = [u for u in pf["power"].structure["units"] if ACT_PREFIX + u not in df.columns]
+    # derived units (the issue stage) come from the others, in the power model itself
+    units = [u for u in pf["power"].structure["units"] if ACT_PREFIX + u not in df.columns and u not in DERIVED_UNITS]
     if not units or not has_counts(df) or "time_s" not in df.columns:
         return df
     return df.assign(**{ACT_PREFIX + u: a for u, a in table_access_rates(basis_of(pf), df, units=units).items()})

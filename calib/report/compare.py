@@ -49,7 +49,7 @@ from scipy.stats import t as student_t
 from calib.core import names
 from calib.core.metrics import mape
 from calib.core.params import ParameterFile, Section
-from calib.model.ipp import LINEAR_SHARE, SHARED_KEY
+from calib.model.ipp import DISPATCH_KEY, LINEAR_SHARE, SHARED_KEY
 
 #: device fields that identify the GPU and its software, reported first, in this order
 IDENTITY_FIELDS = ("name", "uuid", "driver_version", "cuda_version", "sm_count", "clocks.core_mhz", "clocks.mem_mhz")
@@ -202,10 +202,13 @@ def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple
             for n in set(old.params) & set(new.params):
                 if n.startswith(("max_power_", "const_sm", "sm_beta", "activation")):
                     blocked.setdefault(n, why)
-    # the IPP shared-activation term or the per-access share on in one fit and off in the other (BIC chooses
-    # them, and seeds of one card differ there): the other estimates are conditional on different models
+    # the IPP shared-activation term, the dispatch stage or the per-access share on in one fit and off in the
+    # other (the data choose them, and seeds of one card differ there): the other estimates are conditional
+    # on different models
     if (SHARED_KEY in so or SHARED_KEY in sn) and so.get(SHARED_KEY) != sn.get(SHARED_KEY):
         changes.append((f"{sec}.shared_activation", so.get(SHARED_KEY), sn.get(SHARED_KEY)))
+    if (DISPATCH_KEY in so or DISPATCH_KEY in sn) and so.get(DISPATCH_KEY) != sn.get(DISPATCH_KEY):
+        changes.append((f"{sec}.{DISPATCH_KEY}", so.get(DISPATCH_KEY), sn.get(DISPATCH_KEY)))
     if (LINEAR_SHARE in old.params) != (LINEAR_SHARE in new.params):
         changes.append((f"{sec}.linear_share", LINEAR_SHARE in old.params, LINEAR_SHARE in new.params))
     # a thermal network with another pole count: its poles (tau_i, R_i, the direct term) are other

@@ -28,7 +28,7 @@ from calib.core.params import ParameterFile, Section
 from calib.fit.ipp import EXCLUDED_ROLES as NOT_TRAINING
 from calib.model.energy import dvfs_section
 from calib.model.arfunc import LOG
-from calib.model.ipp import components as ipp_components, design as ipp_design
+from calib.model.ipp import DISPATCH_KEY, components as ipp_components, design as ipp_design, with_dispatch_activity
 from calib.core.samples import ACT_PREFIX
 from calib.core.units import mem_intensity
 from calib.report.compare import declared_undetermined
@@ -377,6 +377,10 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
         if "active_sms" in df.columns:
             df = df[df["active_sms"].isna() | np.isclose(df["active_sms"].to_numpy(float), n_sm)]
         bd = _breakdown_table(ctx, df) if len(df) else None
+        # each unit's measured access rates, the dispatch stage's derived from the units that drive it
+        have = {v: df[ACT_PREFIX + v].to_numpy(float) for v in units if ACT_PREFIX + v in df.columns}
+        if all(v in have for v in (sec.structure.get(DISPATCH_KEY) or {}).get("units", ())):
+            have = dict(with_dispatch_activity(sec.structure, have))
     ncol = 4
     nrow = math.ceil(len(units) / ncol)
     fig = Figure(figsize=(11, 2.5 * nrow + 0.6), layout="constrained")
@@ -387,11 +391,13 @@ def fig_ar_functions(ctx: Context) -> tuple[Figure, str]:
         label = f"log, a = {vals[names.ar_log_a(u)]:.3g}" if spec["ar_function"] == LOG else "linear"
         if spec["ar_function"] == LOG and vals.get("ar_linear_share"):
             label += f", per access {vals['ar_linear_share']:.2g}"
-        # the unit's power on all SMs (S(n) = 1) along the grid of access rates: the model's own term
-        d = ipp_design({**sec.structure, "units": {u: spec}}, {u: grid}, np.ones(len(grid)), np.full(len(grid), n_sm))
+        # the unit's power on all SMs (S(n) = 1) along the grid of access rates: the model's own term (the
+        # dispatch stage's too, at the grid itself rather than derived from units this panel does not have)
+        alone = {k: v for k, v in sec.structure.items() if k != DISPATCH_KEY}
+        d = ipp_design({**alone, "units": {u: spec}}, {u: grid}, np.ones(len(grid)), np.full(len(grid), n_sm))
         ax.plot(grid, ipp_components(vals, d)[u], color="#D55E00", lw=2, label="fitted")
-        if have_data and bd is not None and ACT_PREFIX + u in df.columns:
-            ar = df[ACT_PREFIX + u].to_numpy(float)
+        if have_data and bd is not None and u in have and u in bd.columns:
+            ar = have[u]
             on = ar > 0
             part = df["power_w"].to_numpy(float) - df["power_w_pred"].to_numpy(float) + bd[u].to_numpy(float)
             ax.scatter(ar[on], part[on], s=12, color="#0072B2", alpha=0.8, label="data (partial residual)")

@@ -6,7 +6,7 @@ clause) at the default clocks, scored on the 10 development applications at the 
 fitted). The counters are the paper's 8 utilisations (SP, INT, DP, SFU, CF, L2, Shared, DRAM), read as
 access rates; L2 and DRAM are chip-level.
 
-    .venv/bin/python tests/benchmarks/identify_titanx_apps.py [--data DIR] [--cv-seeds 0,1,2] [--all-clocks]
+    .venv/bin/python tests/benchmarks/identify_titanx_apps.py [--data DIR] [--cv-seeds 0,1,2] [--all-clocks] [--dispatch off]
 
 Prints, per setting of ``shared_activation`` (off, on, auto = BIC), the structure chosen, BIC, training
 MAPE, the K-fold cross-validated MAPE by microbenchmark (``calib fit --cv``'s folds, per seed), the
@@ -32,13 +32,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 DATA = Path("/work/shared/data/guerreiro-gtxtitanx")
 SETTINGS = ("off", "on", "auto")
+#: the fitter's dispatch_stage setting for every fit (--dispatch)
+DISPATCH = {"dispatch_stage": "auto"}
 
 
 def _fitter(setting: str, core: float, mem: float):  # noqa: ANN202
     from calib.fit.ipp import IppPowerFitter
 
     return IppPowerFitter(sm_count=24, chip_units=["L2", "DRAM"], mem_units=["DRAM"], shared_activation=setting,
-                          default_clocks={"core_mhz": core, "mem_mhz": mem})
+                          default_clocks={"core_mhz": core, "mem_mhz": mem}, **DISPATCH)
 
 
 def _roles(d: pd.DataFrame, role: str | None = None) -> pd.DataFrame:
@@ -72,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cv", type=int, default=5, help="folds of the cross-validation by microbenchmark (0: none)")
     ap.add_argument("--cv-seeds", default="0", help="comma-separated fold seeds")
     ap.add_argument("--all-clocks", action="store_true", help="also fit at every clock pair (module docstring)")
+    ap.add_argument("--dispatch", default="auto", choices=("auto", "on", "off"),
+                    help="the fitter's dispatch_stage setting (calib.model.ipp's dispatch stage)")
     a = ap.parse_args(argv)
+    DISPATCH["dispatch_stage"] = a.dispatch
     warnings.simplefilter("ignore")
     tx = read(Path(a.data) / "tpds2019_micro_named_gtxtitanx.csv")
     dev = read(Path(a.data) / "tpds2019_real_dev_gtxtitanx.csv")
@@ -96,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         cvs = []
         if a.cv:
             cvs = [_cv_mape(train, a.cv, s, sh, core, mem) for s in seeds]
-        print(f"shared_activation={sh}: term {'on' if f.shared_ else 'off'}"
+        print(f"shared_activation={sh}: term {'on' if f.shared_ else 'off'}, dispatch stage {'on' if f.dispatch_ else 'off'}"
               + (f" (share {gamma:.3f} +/- {f.section_['shared_activation_frac'].stderr_total or 0:.3f})" if gamma is not None else "")
               + f", BIC {f.result_.bic:.1f}, linear units {sorted(u for u, v in f.forms_.items() if v == 'linear')}; "
               f"training MAPE {tr:.2f} %"
