@@ -26,7 +26,7 @@ from microbench.kernels.sweeps import sm_points
 from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
 from microbench.timing_plan import timing_benchmarks
 
-__all__ = ["CAMPAIGNS", "DESIGN_ILP", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_WORKLOADS", "TRAINING_MIXES",
+__all__ = ["CAMPAIGNS", "DESIGN_ILP", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_ONE_SM", "THERMAL_WORKLOADS", "TRAINING_MIXES",
            "UNIT_KERNELS", "Benchmark", "CampaignSpec", "design_benchmark", "dvfs_benchmarks", "dvfs_grid",
            "place_memory", "plan", "thermal_benchmarks", "training_mixes"]
 
@@ -166,6 +166,14 @@ CAMPAIGNS: dict[str, CampaignSpec] = {
 
 #: workloads of the thermal steps, in order (the first is the reference step)
 THERMAL_WORKLOADS = ("fp32_fma", "dram", "app_blackscholes", "sfu", "app_stencil", "int_mad")
+#: thermal steps that run on one SM (CU): the host that launches kernels warms the card's intake air while
+#: any kernel runs (a CPU core spinning on launches, tens of W), so that rise switches on and off with every
+#: step, and its case-air dynamics are those of the card's slowest pole. With every step on the full chip the
+#: steps' card power spans only about 2x, and the host's rise and the slow pole's resistance trade along one
+#: line (sim:gtx280, standard campaign: their correlation -0.998, the 65 s pole's R -31 to -55 % on ten
+#: seeds, -2.7 % with the host's heat switched off). A step whose card heat is a few W measures the host's
+#: share nearly by itself, and pins the intercept of IPP's Max_temp plane (lambda) at zero runtime power.
+THERMAL_ONE_SM = frozenset({"sfu"})
 
 
 def plan(info: DeviceInfo, campaign: str = "standard") -> tuple[CampaignSpec, list[Benchmark]]:
@@ -267,7 +275,8 @@ def thermal_benchmarks(info: DeviceInfo, campaign: str = "standard") -> list[Ben
     max_w = int(info.extra.get("max_warps_per_sm", 32))
     w = min(32, max_w)
     mixes = HELDOUT_MIXES
-    return [Benchmark(name=f"thermal/{name}", kernel="mix" if name in mixes else name, role="thermal",
+    return [Benchmark(name=f"thermal/{name}_1sm" if name in THERMAL_ONE_SM else f"thermal/{name}", kernel="mix" if name in mixes else name, role="thermal",
                       stresses="mixed" if name in mixes else catalog.get(name).stresses, kind="thermal_step",
                       params=_mix_params(mixes[name]) if name in mixes else {}, warps_per_sm=w,
-                      blocks_per_sm=max(1, w // 8)) for name in THERMAL_WORKLOADS[: spec.thermal_steps]]
+                      blocks_per_sm=max(1, w // 8), active_sms=1 if name in THERMAL_ONE_SM else None)
+            for name in THERMAL_WORKLOADS[: spec.thermal_steps]]
