@@ -11,9 +11,12 @@ board power does not separate from the rest. Printed (C, RMSE over the trace's s
 
 - ``power only`` / ``with util_mem_pct``: the fitted network's predictions (bench_thermal_unseen);
   (the latter's error is what the network gets wrong besides the hot spot's weight);
-- ``hot spot | power``: the hot spot less the best function of the second's board power, fitted to this
-  trace itself (an oracle: the mean hot spot in 2 W power bins), the floor of a model that knows the die
-  exactly and must weigh the hot spot from the power;
+- ``hot spot | power, linear``: the hot spot less its best straight line in the second's board power while
+  a kernel runs (and its idle mean otherwise), fitted to this trace itself (an oracle): what a hot spot
+  written as a smooth function of the power could reach at best;
+- ``hot spot | power, 2 W bins``: the same with the mean hot spot in 2 W power bins (an oracle that tells
+  the trace's few kernels apart by their power levels: a bound, not a model, since a kernel's memory share
+  is not a function of its power on another trace);
 - ``hot spot | running``: the hot spot less its best constant while a kernel runs (the oracle version of
   the fitted file's ``busy_weight``);
 - ``hot spot, fitted weight``: the hot spot less what the power-only prediction uses (hot_spot_c x
@@ -90,8 +93,8 @@ def main() -> None:
     a = ap.parse_args()
     warnings.simplefilter("ignore")
     print("| preset | seed | power only | with util_mem_pct | hot spot r.m.s. | hot spot, fitted weight "
-          "| hot spot given power (oracle) | hot spot given running (oracle) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| hot spot given running (oracle) | given power, linear (oracle) | given power, 2 W bins (oracle) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for base in a.presets.split(","):
         for seed in (int(s) for s in a.seeds.split(",")):
             preset = perturbed(get_preset(base), seed)
@@ -115,10 +118,14 @@ def main() -> None:
             given_p = hot - pd.Series(hot).groupby(bins).transform("mean").to_numpy()
             run = df["running"].to_numpy()
             given_run = hot - np.where(run, hot[run].mean(), hot[~run].mean() if (~run).any() else 0.0)
+            pw = df["power_w"].to_numpy()
+            okp = run & np.isfinite(pw)
+            line = np.polyfit(pw[okp], hot[okp], 1)
+            given_lin = hot - np.where(run, np.polyval(line, np.nan_to_num(pw)), hot[~run].mean() if (~run).any() else 0.0)
             true = df["true_c"].to_numpy()
             print(f"| {base} | {seed} | {rmse(pred['power_only'] - true):.2f} C | {rmse(pred['with_util_mem_pct'] - true):.2f} C "
                   f"| {rmse(hot):.2f} C | {rmse(hot - fitted_hot):.2f} C "
-                  f"| {rmse(given_p):.2f} C | {rmse(given_run):.2f} C |", flush=True)
+                  f"| {rmse(given_run):.2f} C | {rmse(given_lin):.2f} C | {rmse(given_p):.2f} C |", flush=True)
 
 
 if __name__ == "__main__":
