@@ -26,7 +26,7 @@ from microbench.kernels.sweeps import sm_points
 from microbench.spec import MEMORY_UNITS, ROLES, Benchmark, CampaignSpec, place_memory
 from microbench.timing_plan import timing_benchmarks
 
-__all__ = ["CAMPAIGNS", "DESIGN_ILP", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "ONE_SM_SUFFIX", "THERMAL_WORKLOADS", "TRAINING_MIXES",
+__all__ = ["CAMPAIGNS", "DESIGN_ILP", "HELDOUT_MIXES", "MEMORY_UNITS", "ROLES", "THERMAL_WORKLOADS", "TRAINING_MIXES",
            "UNIT_KERNELS", "Benchmark", "CampaignSpec", "design_benchmark", "dvfs_benchmarks", "dvfs_grid",
            "place_memory", "plan", "thermal_benchmarks", "training_mixes"]
 

@@ -11,8 +11,8 @@
 - ``mu_c_per_w``, ``lambda_c``, ``rho_c``: eq. (19), the steady rise ``delta`` of each step against its
   cold runtime power (power in the first seconds of heating minus idle power) and its memory intensity
   (eq. 20); the steady rise is the one-pole curve's asymptote moved by the mean residual of the heating's
-  last tenth (``PLATEAU_SHARE``: a step slower than the shared constant ends above the curve). The rise above idle, not an absolute temperature (errata: hong-thesis-2012-notes.md,
-  section 6 note 8);
+  last tenth (``PLATEAU_SHARE``: a step slower than the shared constant ends above the curve). The rise
+  above idle, not an absolute temperature (errata: hong-thesis-2012-notes.md, section 6 note 8);
 - ``fan_max_power_w``: from the fan sweep at idle, power = P0 + fan_max_power_w x duty^3 (fan affinity
   law), so that fan power can be removed from the drift;
 - ``sigma_w_per_c``: eq. (22) as the model uses it, P = P0 + sigma (T - Idle_temp): the leakage *secant*
