@@ -363,7 +363,11 @@ class ThermalFitter(Estimator):
         # during heating (module docstring)
         d_ref = getattr(self, "_sigma_ref_rise_c", None)
         if d_ref is None:
-            d_ref = float(deltas[0]) if np.isfinite(deltas[0]) and deltas[0] > 0 else math.nan
+            # the reference step's one-pole asymptote, not its plateau reading: the power fit's temperature
+            # correction rests on sigma, and moving its end (up to 0.2 C on gtx280) moved the quick campaign's
+            # design rounds (tests/test_design.py); the reference step is a full-chip one, on the shared curve
+            ref = float(rise[8][0])
+            d_ref = ref if np.isfinite(ref) and ref > 0 else math.nan
         drift = _drift_bins(steps, None if fan_w is None else fan_w.value, self.sigma_skip_s, self.sigma_bin_s,
                             idle_temp_c)
         x, y, g, duty3 = drift
