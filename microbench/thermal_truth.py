@@ -5,7 +5,10 @@ network (die, heatsink, case air; :class:`microbench.devices.sim.physics.Thermal
 fixed fan duty. Its truth here is exact linear algebra on the preset's figures, no fit:
 
 - the operating point: the fan duty at the steady state of the campaign's reference thermal step (the fan
-  of a thermostat card moves; the network is linearised there);
+  of a thermostat card moves; the network is linearised there; the fitted poles are at the duty at the end
+  of that step's heating, the same point). The AMD stand-ins log no fan, and theirs moves from 0.45 at idle
+  to 0.6-0.94 in every step: a fan-less fit is no linear network at any one duty, and their middle and slow
+  poles are not comparable to this truth (tests/benchmarks/thermal_results.md, session 11);
 - the poles: eigenvalues of C^-1 G of the three-node network at that duty, tau_i = -1/lambda_i (s);
 - the resistances: the residues of the die temperature's response to heat put into the die, per pole
   (R_i in C/W; they add up to the steady rise per W);

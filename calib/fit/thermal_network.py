@@ -1249,10 +1249,18 @@ class ThermalNetworkFitter(Estimator):
     @staticmethod
     def _busy_threshold(steps: Sequence[ThermalStep], idle_power_w: float) -> float:
         """Power above idle (W) above which a row of a power trace counts as a running kernel: a quarter of
-        the lightest thermal step's runtime power (a warm card idles a few watts above its cold idle)."""
+        the lightest thermal step's runtime power among the steps a power trace can tell from a warm idle
+        card, i.e. whose quarter is at least the warmest card's idle excess (the power in the first seconds
+        of a cooling phase above cold idle: leakage and fan). A one-SM step (a few W, under a
+        warm card's leakage: sim:gtx280 7 W against about 9 W) put the threshold at 2 W, and the idle gaps of a
+        trace after a kernel counted as running (the host's heat switched on through them)."""
         runs = [float(np.median(s.heat_power_w)) - idle_power_w for s in steps if len(s.heat_power_w)]
         runs = [r for r in runs if math.isfinite(r) and r > 0]
-        return 0.25 * min(runs) if runs else 10.0
+        warm = [float(np.median(s.cool_power_w[(s.cool_t >= 1.0) & (s.cool_t <= 4.0)])) - idle_power_w
+                for s in steps if s.cool_power_w is not None and np.any((s.cool_t >= 1.0) & (s.cool_t <= 4.0))]
+        warm_w = max([w for w in warm if math.isfinite(w)], default=0.0)
+        seen = [r for r in runs if 0.25 * r >= warm_w]
+        return 0.25 * min(seen or runs) if runs else 10.0
 
 
 def _foster_vector(v: dict[str, float], n: int) -> np.ndarray:
