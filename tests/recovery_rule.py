@@ -49,9 +49,15 @@ _AMD_POLES = ("the 900 s standard thermal steps let the network keep the truth's
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "mi250x": {"thermal_network.[1 r1_c_per_w + 0.775 r2_c_per_w + 0.628 r3_c_per_w + -0.000179 tau2_s]": _AMD_POLES},
     "mi300x": {
-        "power.activation_power_w": "the MI300X's physics departs from the model's form (a non-additive per-CU "
-                                    "arbiter growing as the 0.4th power of the pipes' summed access rate, gated CUs): "
-                                    "the activation absorbs the arbiter, 1.3 x the allowed 4 total stderr (issue 29)",
+        # the activation was listed here (+50 %, the arbiter absorbed, 1.3 x the allowed error) until its truth
+        # was stated in the model's terms (microbench/truth.py: the gated CUs' draw is part of a running
+        # kernel's constant); it is now within its allowed error
+        "power.max_power_dispatch_w": "the MI300X has a per-CU arbiter (the 0.4th power of the pipes' summed "
+                                      "access rate) that the model's dispatch stage describes, but the fitter "
+                                      "does not take the stage: an AMD campaign has no training mixes, and on "
+                                      "every workload the left-out errors improve short of significance "
+                                      "(Wilcoxon p 0.057; taken, the activation -1.4 % and held-out MAPE "
+                                      "4.09 -> 3.38 %: identify_results.md, session 11; issue 29)",
         "thermal_network.[1 r1_c_per_w + 0.732 r2_c_per_w + 0.523 r3_c_per_w + -0.000193 tau2_s]": _AMD_POLES,
     },
 }
