@@ -91,9 +91,11 @@ def sequence_workloads(info) -> list:
     return out
 
 
-def kernel_sequence(preset, minutes: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Log a random sequence on a fresh virtual GPU from idle. Returns (the NVML log at 10 Hz: time_s,
-    power_w, temp_c, fan_pct, util_mem_pct; the true sensor temperature at every whole second: time_s, true_c)."""
+def play_sequence(preset, minutes: float, seed: int, each_second) -> tuple[list, float]:
+    """Run the random sequence on a fresh virtual GPU from idle, calling ``each_second(dev, running, t_s)``
+    at the end of every whole second (``t_s`` from the start). Returns (the NVML log's blocks, the start
+    time on the device's clock, s). One player for every script that scores the sequence, so that they all
+    see the same picks for a seed."""
     from microbench.devices.sim.device import VirtualGPU
 
     dev = VirtualGPU(preset, seed=seed)
@@ -103,7 +105,6 @@ def kernel_sequence(preset, minutes: float, seed: int) -> tuple[pd.DataFrame, pd
     nv.read_blocks()
     t0 = dev.clock()[0]
     end = t0 + 60.0 * minutes
-    truth_t, truth_c = [], []
 
     def hold(w, seconds: float) -> None:
         for _ in range(int(round(seconds))):  # whole seconds: the true temperature at each second's end
@@ -111,13 +112,24 @@ def kernel_sequence(preset, minutes: float, seed: int) -> tuple[pd.DataFrame, pd
                 dev.idle(1.0)
             else:
                 dev.run(w, 1.0)
-            truth_t.append(dev.clock()[0] - t0)
-            truth_c.append(dev._sensor_temp())
+            each_second(dev, w is not None, dev.clock()[0] - t0)
 
     while dev.clock()[0] < end:
         hold(works[int(rng.integers(len(works)))], float(rng.uniform(15.0, 120.0)))
         hold(None, float(rng.uniform(5.0, 90.0)))
-    blocks = nv.read_blocks()
+    return nv.read_blocks(), t0
+
+
+def kernel_sequence(preset, minutes: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Log a random sequence on a fresh virtual GPU from idle. Returns (the NVML log at 10 Hz: time_s,
+    power_w, temp_c, fan_pct, util_mem_pct; the true sensor temperature at every whole second: time_s, true_c)."""
+    truth_t, truth_c = [], []
+
+    def keep(dev, running: bool, t_s: float) -> None:  # noqa: ANN001
+        truth_t.append(t_s)
+        truth_c.append(dev._sensor_temp())
+
+    blocks, t0 = play_sequence(preset, minutes, seed, keep)
     log = pd.DataFrame({"time_s": np.concatenate([b[0] for b in blocks]) - t0,
                         "power_w": np.concatenate([b[2]["power_w"] for b in blocks]).astype(float),
                         "temp_c": np.concatenate([b[2]["temp_c"] for b in blocks]).astype(float),

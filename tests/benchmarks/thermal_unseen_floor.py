@@ -41,31 +41,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def replay(preset, minutes: float, seed: int) -> pd.DataFrame:
     """The sequence of ``bench_thermal_unseen.kernel_sequence`` (same seeds, same picks), per second: time_s,
     true sensor, die and hot spot (C), mean logged power (W), whether a kernel ran."""
-    from bench_thermal_unseen import PERTURB_SEED, sequence_workloads
-    from microbench.devices.sim.device import VirtualGPU
+    from bench_thermal_unseen import play_sequence
 
-    dev = VirtualGPU(preset, seed=seed)
-    rng = np.random.default_rng([PERTURB_SEED, 1, int(seed)])
-    works = sequence_workloads(dev.info)
-    nv = dev.sensors()[0]
-    nv.read_blocks()
-    t0 = dev.clock()[0]
-    end = t0 + 60.0 * minutes
     rows = []
 
-    def hold(w, seconds: float) -> None:
-        for _ in range(int(round(seconds))):
-            if w is None:
-                dev.idle(1.0)
-            else:
-                dev.run(w, 1.0)
-            sensor = dev._sensor_temp()
-            rows.append((dev.clock()[0] - t0, sensor, dev.t_die, sensor - dev.t_die, w is not None))
+    def keep(dev, running: bool, t_s: float) -> None:  # noqa: ANN001
+        sensor = dev._sensor_temp()
+        rows.append((t_s, sensor, dev.t_die, sensor - dev.t_die, running))
 
-    while dev.clock()[0] < end:
-        hold(works[int(rng.integers(len(works)))], float(rng.uniform(15.0, 120.0)))
-        hold(None, float(rng.uniform(5.0, 90.0)))
-    blocks = nv.read_blocks()
+    blocks, t0 = play_sequence(preset, minutes, seed, keep)
     lt = np.concatenate([b[0] for b in blocks]) - t0
     lp = np.concatenate([b[2]["power_w"] for b in blocks]).astype(float)
     df = pd.DataFrame(rows, columns=["time_s", "true_c", "die_c", "hot_c", "running"])
