@@ -119,7 +119,7 @@ def basis_of(pf: ParameterFile, units: Iterable[str] | None = None) -> ActivityB
         domains.update({u: s.get("domain", "core") for u, s in st["units"].items()})
     for u in (dvfs.structure.get("units", []) if dvfs is not None else []):
         domains.setdefault(u["name"], u.get("domain", "core"))
-    # derived units (the issue stage) have no instruction classes: the power model computes them
+    # derived units (the dispatch stage) have no instruction classes: the power model computes them
     names = tuple(units) if units is not None else tuple(u for u in domains if u not in DERIVED_UNITS)
     mem = frozenset(u for u in names if domains.get(u, "mem" if in_memory_domain(u) else "core") == "mem")
     issue = st.get("warp_issue_per_cycle") or pf.device.get("warp_issue_per_cycle")

@@ -51,9 +51,11 @@ POWER_UNITS: tuple[str, ...] = (
     "shared", "const", "tex", "l1", "l2", "global", "local",
 )
 
-#: Units whose activity the power model derives from the other units' rather than from instruction counts:
-#: the issue/dispatch stage (``issue``), driven by the SM pipes' summed access rate (calib.model.ipp).
-DERIVED_UNITS: frozenset[str] = frozenset({"dispatch"})
+#: The power model's dispatch stage: a unit whose activity is derived from the other units' (the SM
+#: pipes' summed access rate, calib.model.ipp), not from instruction counts.
+DISPATCH_UNIT = "dispatch"
+#: Units whose activity the power model derives from the other units' rather than from instruction counts.
+DERIVED_UNITS: frozenset[str] = frozenset({DISPATCH_UNIT})
 
 #: Units whose MaxPower is chip-level rather than per SM (shared L2 and the DRAM interface).
 CHIP_UNITS: frozenset[str] = frozenset({"l2", "global", "local"})

@@ -155,8 +155,9 @@ class IppPowerFitter(Estimator):
         it), ``"on"`` (fitted from the start, 0 included) or ``"off"`` (IPP's pure log).
     dispatch_stage:
         ``"auto"`` (default: the dispatch stage, :mod:`calib.model.ipp`, a per-SM unit driven by the pooled
-        pipes' summed access rate, on or off by BIC, one more flip of the search, which starts without
-        it), ``"on"`` (from the start) or ``"off"`` (IPP's units only).
+        pipes' summed access rate, tried after the structure search and kept when the training mixes
+        left out one at a time are predicted better beyond chance: :meth:`_choose_dispatch`), ``"on"``
+        (from the start) or ``"off"`` (IPP's units only).
     """
 
     constraints = {
@@ -285,7 +286,7 @@ class IppPowerFitter(Estimator):
                              "linear form used instead")
             self._pinned |= set(dead)
             st, res = self._search(st, self._fit(st))
-        st, res = self._dispatch_by_cv(st, res, first)
+        st, res = self._choose_dispatch(st, res, first)
         res, self.alternatives_ = self._multistart(res, st) if uncertainty else (res, [])
         self.result_ = res = res.with_stats()
         self.struct_ = st
@@ -303,11 +304,11 @@ class IppPowerFitter(Estimator):
         self.covariance_ = res.covariance()
         if uncertainty:
             self.covariance_ = self._repeatability(data)
-            self.covariance_total_ = self._total_covariance(data)
+            self.covariance_total_ = self._total_covariance()
         self.section_ = self._make_section()
         return self
 
-    def _dispatch_by_cv(self, st: "_Struct", res: LsqResult, first: Sequence[tuple["_Struct", LsqResult]] = ()
+    def _choose_dispatch(self, st: "_Struct", res: LsqResult, first: Sequence[tuple["_Struct", LsqResult]] = ()
                         ) -> tuple["_Struct", LsqResult]:
         """With ``dispatch_stage="auto"``: the dispatch stage added to the searched structure (fitted from
         ``res`` and from the default start) and, as :meth:`_other_shared` does for the shared activation,
@@ -347,7 +348,7 @@ class IppPowerFitter(Estimator):
         done = self._search(*best)
         return done if self._mixes_better(self._cv_errors(*done), base) else (st, res)
 
-    #: the significance level at which the training mixes must show the dispatch stage (:meth:`_dispatch_by_cv`)
+    #: the significance level at which the training mixes must show the dispatch stage (:meth:`_choose_dispatch`)
     DISPATCH_P = 0.05
 
     def _mixes_better(self, errs: np.ndarray, base: np.ndarray) -> bool:
@@ -361,14 +362,23 @@ class IppPowerFitter(Estimator):
         return bool(wilcoxon(per, alternative="greater").pvalue < self.DISPATCH_P)
 
     def _cv_errors(self, st: "_Struct", res: LsqResult) -> np.ndarray:
-        """Squared leave-one-workload-out prediction error (W^2) per training row of a fitted structure,
-        linearised (:func:`calib.fit.uncertainty.group_jackknife`; idle rows kept: NaN)."""
+        """Squared leave-one-workload-out prediction error (W^2) per training row of a fitted structure
+        (:meth:`_left_out`; idle rows: NaN)."""
+        return self._left_out(st, res)[4] ** 2
+
+    def _left_out(self, st: "_Struct", res: LsqResult) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+        """``st`` fitted as ``res``, linearised, with each workload left out in turn
+        (:func:`calib.fit.uncertainty.group_jackknife`; idle rows always kept): the Jacobian over the free
+        parameters (rows x parameters, W per parameter unit), the prediction (W), the delete-a-workload
+        covariance and the number of workloads it used, and every row's residual predicted without its
+        workload (W; idle rows NaN)."""
         y, d, vals = self._data[4], self._design(st), _values(res.params)
         jd = model.jacobian(vals, d)
         J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in _values(res.params, free=True)])
+        pred = model.power(vals, d)
         oog = np.empty(len(y))
-        group_jackknife(J, model.power(vals, d) - y, self._workloads, keep=[IDLE_GROUP], out_of_group=oog)
-        return oog ** 2
+        jack, n = group_jackknife(J, pred - y, self._workloads, keep=[IDLE_GROUP], out_of_group=oog)
+        return J, pred, jack, n, oog
 
     #: random starting points (:meth:`_random_starts`) of the multi-start and of each restart of the search
     N_RANDOM_STARTS = 2
@@ -420,7 +430,7 @@ class IppPowerFitter(Estimator):
                 p.stderr = float(math.sqrt(v)) if np.isfinite(v) and v >= 0 else p.stderr
         return cov
 
-    def _total_covariance(self, data: pd.DataFrame) -> Covariance | None:
+    def _total_covariance(self) -> Covariance | None:
         """Covariance including model discrepancy (:mod:`calib.fit.uncertainty`): the delete-a-workload
         jackknife (:func:`calib.fit.uncertainty.workload_groups`; idle rows always kept), the workload
         discrepancy propagated through the fit, the extrapolation to AR = 1 of each MaxPower measured only
@@ -431,15 +441,10 @@ class IppPowerFitter(Estimator):
         free = list(_values(res.params, free=True))
         vals = _values(res.params)
         act, running, y = self._data[0], self._data[1], self._data[4]
-        d = self._design(self.struct_)
-        jd = model.jacobian(vals, d)
-        J = np.column_stack([np.broadcast_to(jd[n], y.shape) for n in free])
-        pred = model.power(vals, d)
         # delete-a-workload: a whole stressed unit's benchmarks left out leaves its MaxPower to the few
         # kernels where the unit runs beside others, and the linearised step then swings without bound
-        oog = np.empty(len(y))
-        wl = workload_groups(data)
-        jack, n_wl = group_jackknife(J, pred - y, wl, keep=[IDLE_GROUP], out_of_group=oog)
+        wl = self._workloads
+        J, pred, jack, n_wl, oog = self._left_out(self.struct_, res)
         self.prediction_ = prediction_stats(oog / y, n_wl)
         dyn = np.where(running, pred - vals["idle_power_w"], 0.0)
         tau, source, n_tau = self._discrepancy_scale(vals, oog, dyn, wl)
@@ -960,7 +965,8 @@ class IppPowerFitter(Estimator):
         structure.update(
             warp_issue_per_cycle=self.warp_issue_per_cycle,
             default_clocks={"core_mhz": clocks.get("core_mhz"), "mem_mhz": clocks.get("mem_mhz")},
-            ar_function_choice="BIC, greedy per unit from all-log (with the SM scaling and the shared activation)",
+            ar_function_choice="BIC, greedy per unit from all-log (with the SM scaling and the shared activation); "
+                               "the dispatch stage by the left-out training mixes (Wilcoxon, 5 %)",
             temperature_correction=tc)
         stats = self.result_.stats("w")
         stats["units_fitted"] = list(self.units_)

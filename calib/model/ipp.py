@@ -64,14 +64,13 @@ from calib.model.validation import MAX_SM_COUNT, MIN_IDLE_POWER_W, check_names, 
 from calib.core import names
 from calib.core.activity import ActivityBasis, basis_of, has_counts, table_access_rates
 from calib.core.samples import ACT_PREFIX
-from calib.core.units import DERIVED_UNITS
+from calib.core.units import DERIVED_UNITS, DISPATCH_UNIT
 
 #: structure key of the shared-activation term (module docstring) and its parameter
 SHARED_KEY = "shared_activation"
 SHARED_PARAM = "shared_activation_frac"
-#: structure key of the dispatch-stage term (module docstring) and its unit
+#: structure key of the dispatch-stage term (module docstring; its unit: calib.core.units.DISPATCH_UNIT)
 DISPATCH_KEY = "dispatch_stage"
-DISPATCH_UNIT = "dispatch"
 #: units never pooled: active with every instruction (the issue stage itself), or the dispatch stage
 NOT_POOLED = frozenset({"reg", "fds", DISPATCH_UNIT})
 #: units that do not drive the dispatch stage: those active with every instruction (IPP's REG and FDS,

@@ -205,10 +205,9 @@ def _structure_changes(sec: str, old: Section, new: Section) -> tuple[list[tuple
     # the IPP shared-activation term, the dispatch stage or the per-access share on in one fit and off in the
     # other (the data choose them, and seeds of one card differ there): the other estimates are conditional
     # on different models
-    if (SHARED_KEY in so or SHARED_KEY in sn) and so.get(SHARED_KEY) != sn.get(SHARED_KEY):
-        changes.append((f"{sec}.shared_activation", so.get(SHARED_KEY), sn.get(SHARED_KEY)))
-    if (DISPATCH_KEY in so or DISPATCH_KEY in sn) and so.get(DISPATCH_KEY) != sn.get(DISPATCH_KEY):
-        changes.append((f"{sec}.{DISPATCH_KEY}", so.get(DISPATCH_KEY), sn.get(DISPATCH_KEY)))
+    for key in (SHARED_KEY, DISPATCH_KEY):
+        if (key in so or key in sn) and so.get(key) != sn.get(key):
+            changes.append((f"{sec}.{key}", so.get(key), sn.get(key)))
     if (LINEAR_SHARE in old.params) != (LINEAR_SHARE in new.params):
         changes.append((f"{sec}.linear_share", LINEAR_SHARE in old.params, LINEAR_SHARE in new.params))
     # a thermal network with another pole count: its poles (tau_i, R_i, the direct term) are other
